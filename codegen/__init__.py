@@ -1,0 +1,1 @@
+"""Source emission, modules on disk, compile backends and the secant CLI."""

@@ -1,0 +1,1 @@
+"""secant: source-to-source transformations of NumPy code."""
