@@ -1,0 +1,197 @@
+"""Compile backends: a `Function` in, a callable out.
+
+`python` loads the generated module as plain Python; `cpu` decorates the generated
+function with `numba.njit(cache=True, ...)`. Before a module is written, every value of
+its environment is *materialized* for the backend: a Function or secant-wrapped object
+is compiled first (recursively, with the same backend), a user's Python helper is parsed
+and compiled the same way, modules become `import` lines, and everything else is bound
+in the module's namespace. Each dependency leaves a fingerprint line in the header, so
+the module text - and with it the file name and Numba's on-disk cache - changes whenever
+anything the function reaches changes.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import hashlib
+import inspect
+import types
+from typing import Any, Callable
+
+import numba
+import numpy as np
+
+from transformer import lowering
+from transformer.errors import TransformError
+from transformer.function import Function
+from transformer.names import free_names
+
+from . import emit, modules
+
+VERSION = "0.1.0"
+BACKENDS = ("python", "cpu", "cuda")
+_LIBRARY_ROOTS = {"numpy", "scipy", "numba", "math", "builtins", "transformer", "codegen",
+                  "jax", "jaxlib", "autograd", "cmath", "operator", "functools"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Everything besides the source that changes the compiled result."""
+
+    backend: str = "cpu"
+    parallel: bool = False
+    fastmath: bool = False
+
+    def decorator(self) -> str | None:
+        if self.backend != "cpu":
+            return None
+        flags = ["cache=True"]
+        if self.parallel:
+            flags.append("parallel=True")
+        if self.fastmath:
+            flags.append("fastmath=True")
+        return f"@numba.njit({', '.join(flags)})"
+
+
+@dataclasses.dataclass
+class Compiled:
+    """A loaded function with the module text and file it came from."""
+
+    function: Callable
+    text: str
+    path: str
+    key: str
+
+
+class CacheStats:
+    """Process-wide counters: how often a generated module was reused or built."""
+
+    def __init__(self):
+        self.hits = 0
+        self.misses = 0
+
+
+STATS = CacheStats()
+_loaded: dict[str, Compiled] = {}
+_in_progress: set[int] = set()
+
+
+def compile_function(fn: Function, options: Options) -> Compiled:
+    """Compile `fn` for `options.backend`; equal content is compiled once per process."""
+    if options.backend not in ("python", "cpu"):
+        raise TransformError(f"unknown backend {options.backend!r}",
+                             hint="use backend='cpu' or backend='python'")
+    if id(fn) in _in_progress:
+        raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion) - not supported",
+                              hint="rewrite the recursion as a loop")
+    _in_progress.add(id(fn))
+    try:
+        text, namespace = module_text(fn, options)
+    finally:
+        _in_progress.discard(id(fn))
+    key = modules.content_hash(text)
+    if key in _loaded:
+        STATS.hits += 1
+        return _loaded[key]
+    STATS.misses += 1
+    module = modules.load_module(text, namespace)
+    compiled = Compiled(getattr(module, fn.name), text, module.__file__, key)
+    _loaded[key] = compiled
+    return compiled
+
+
+def module_text(fn: Function, options: Options) -> tuple[str, dict]:
+    """The full text of `fn`'s module for `options`, and the namespace to bind."""
+    if options.backend == "cpu":
+        fn = lowering.lower_for_numba(fn)
+    node = fn.node
+    imports, namespace, fingerprints = [], {}, []
+    for name in sorted(free_names(node)):
+        value = fn.env[name]
+        if isinstance(value, types.ModuleType):
+            imports.append(_import_line(name, value))
+            continue
+        if getattr(builtins, name, None) is value:   # available in every module
+            continue
+        materialized, fingerprint = _materialize(value, options)
+        namespace[name] = materialized
+        fingerprints.append(f"# uses {name}: {fingerprint}")
+    decorator = options.decorator()
+    if decorator:
+        imports.append("import numba")
+    body = emit.to_source(node)
+    header = [
+        f"# secant: generated from {fn.origin.describe()}",
+        f"# transforms: {' | '.join(fn.chain) or '(none)'}",
+        f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
+        f"numpy {np.__version__}",
+        *fingerprints,
+    ]
+    text = "\n".join(header) + "\n" + "\n".join(sorted(set(imports))) + "\n\n\n"
+    text += (decorator + "\n" if decorator else "") + body
+    return text, namespace
+
+
+def _import_line(name: str, module: types.ModuleType) -> str:
+    real = module.__name__
+    if real == name:
+        return f"import {real}"
+    if "." in real:
+        parent, _, leaf = real.rpartition(".")
+        if leaf == name:
+            return f"from {parent} import {leaf}"
+    return f"import {real} as {name}"
+
+
+def _materialize(value, options: Options) -> tuple[Any, str]:
+    """The object to bind for `value` under `options`, and its fingerprint."""
+    if isinstance(value, Function):
+        compiled = compile_function(value, options)
+        return compiled.function, "generated " + compiled.key[:32]
+    if hasattr(value, "__secant_function__"):
+        compiled = compile_function(value.__secant_function__(), options)
+        return compiled.function, "generated " + compiled.key[:32]
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        if options.backend == "cpu":
+            return value, "numba " + _source_hash(value.py_func)
+        return value.py_func, "python " + _source_hash(value.py_func)
+    if is_user_function(value):
+        from transformer.frontend import parse
+        compiled = compile_function(parse(value), options)
+        return compiled.function, "generated " + compiled.key[:32]
+    return value, fingerprint(value)
+
+
+def is_user_function(value) -> bool:
+    """A Python function with source that belongs to the user, not to a library."""
+    if not inspect.isfunction(value):
+        return False
+    root = (value.__module__ or "").partition(".")[0]
+    return root not in _LIBRARY_ROOTS
+
+
+def _source_hash(fn) -> str:
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = repr(fn.__code__.co_code)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def fingerprint(value) -> str:
+    """A stable description of a plain value, equal across processes where possible."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value):
+        return f"tuple {value!r}"
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:32]
+        return f"array {value.dtype} {value.shape} {digest}"
+    if isinstance(value, (np.generic, np.dtype)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, type) or callable(value):
+        module = getattr(value, "__module__", None) or type(value).__module__
+        qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if qualname:
+            return f"object {module}.{qualname}"
+    return f"object {type(value).__module__}.{type(value).__qualname__} at {id(value):#x}"

@@ -1,0 +1,224 @@
+"""Desugar: rewrite convenient syntax into the small core the other passes handle.
+
+Invariant of the output (on top of the frontend's):
+- no augmented assignment: `x += v` is `x = x + v`, `y[i] += v` is `y[i] = y[i] + v`;
+- every Compare has one operator: `a < b < c` is `a < b and b < c`;
+- array methods and properties are NumPy calls: `x.sum(axis=0)` is `np.sum(x, axis=0)`,
+  `x.T` is `np.transpose(x)`, `x.reshape(a, b)` is `np.reshape(x, (a, b))`;
+- every `for` loop iterates over `range(...)`: `for v in arr`, `enumerate` and `zip`
+  become indexed loops;
+- every assignment has one target, a Name or a Subscript: tuple targets (`a, b = b, a`,
+  `h, c = cell(x)`) go through temporaries, so swaps stay swaps.
+"""
+from __future__ import annotations
+
+import copy
+import types
+
+import gast
+import numpy as np
+
+from .function import Function, resolve
+from .names import Namer
+from .syntax import as_load, assign, call, const, located, name, store, subscript
+
+# ndarray method -> NumPy function taking the array first
+ARRAY_METHODS = {
+    "sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "min": "min", "std": "std",
+    "var": "var", "cumsum": "cumsum", "cumprod": "cumprod", "dot": "dot", "ravel": "ravel",
+    "flatten": "ravel", "copy": "copy", "clip": "clip", "any": "any", "all": "all",
+    "argmax": "argmax", "argmin": "argmin", "squeeze": "squeeze", "swapaxes": "swapaxes",
+    "conj": "conj", "round": "round", "trace": "trace", "nonzero": "nonzero",
+}
+# methods whose positional arguments form one shape tuple: x.reshape(2, 3)
+SHAPE_METHODS = {"reshape": "reshape", "transpose": "transpose"}
+ARRAY_PROPERTIES = {"T": "transpose"}
+
+
+def numpy_name(fn: Function, env: dict, namer: Namer) -> str:
+    """A name bound to the numpy module in `env`, adding `np` (or a fresh one) if none."""
+    for key, value in env.items():
+        if value is np:
+            return key
+    key = "np" if "np" not in namer.taken else namer.fresh("numpy")
+    namer.reserve(key)
+    env[key] = np
+    return key
+
+
+def methods_to_functions(fn: Function) -> Function:
+    """Only the method/property rewrite (what `jit` needs for Numba's missing forms)."""
+    env, namer = dict(fn.env), Namer.for_function(fn)
+    node = _Methods(fn, env, namer).visit(copy.deepcopy(fn.node))
+    return fn.replace(node=node, env=env)
+
+
+def desugar(fn: Function) -> Function:
+    env, namer = dict(fn.env), Namer.for_function(fn)
+    node = copy.deepcopy(fn.node)
+    node = _Methods(fn, env, namer).visit(node)
+    node = _Statements(fn, env, namer).visit(node)
+    return fn.replace(node=node, env=env)
+
+
+class _Methods(gast.NodeTransformer):
+    def __init__(self, fn, env, namer):
+        self.fn, self.env, self.namer = fn, env, namer
+        self._np = None
+
+    @property
+    def np(self) -> str:
+        if self._np is None:
+            self._np = numpy_name(self.fn, self.env, self.namer)
+        return self._np
+
+    def _is_module_attr(self, node) -> bool:
+        return isinstance(resolve(self.fn, node, None), types.ModuleType) or \
+            isinstance(resolve(self.fn, node.value, None), types.ModuleType)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, gast.Attribute) or self._is_module_attr(func):
+            return node
+        if func.attr in ARRAY_METHODS:
+            target = f"{self.np}.{ARRAY_METHODS[func.attr]}"
+            return located(call(target, func.value, *node.args,
+                                **{k.arg: k.value for k in node.keywords}), node)
+        if func.attr in SHAPE_METHODS and not node.keywords:
+            args = node.args
+            if len(args) > 1:
+                args = [gast.Tuple(elts=args, ctx=gast.Load())]
+            return located(call(f"{self.np}.{SHAPE_METHODS[func.attr]}", func.value, *args),
+                           node)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if node.attr in ARRAY_PROPERTIES and isinstance(node.ctx, gast.Load) \
+                and not self._is_module_attr(node):
+            return located(call(f"{self.np}.{ARRAY_PROPERTIES[node.attr]}", node.value), node)
+        return node
+
+
+class _Statements(gast.NodeTransformer):
+    """Statement-level rewrites; each visit returns a list of statements."""
+
+    def __init__(self, fn, env, namer):
+        self.fn, self.env, self.namer = fn, env, namer
+
+    def builtin(self, obj) -> str:
+        """A name bound to builtin `obj` in the new environment (added if missing)."""
+        for key, value in self.env.items():
+            if value is obj:
+                return key
+        key = obj.__name__ if obj.__name__ not in self.namer.taken else \
+            self.namer.fresh(obj.__name__)
+        self.namer.reserve(key)
+        self.env[key] = obj
+        return key
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        target = node.target
+        if not isinstance(target, (gast.Name, gast.Subscript)):
+            raise self.fn.origin.error(node, "augmented assignment to this target is "
+                                       "not supported", "assign to a variable or an element")
+        value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
+        return [located(assign(target, value), node)]
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        parts, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(gast.Compare(left=copy.deepcopy(left), ops=[op],
+                                      comparators=[copy.deepcopy(right)]))
+            left = right
+        return located(gast.BoolOp(op=gast.And(), values=parts), node)
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        stmts = []
+        if len(node.targets) > 1:          # a = b = value
+            tmp = self.namer.fresh("value")
+            stmts.append(located(assign(tmp, node.value), node))
+            for target in node.targets:
+                stmts.extend(self._unpack(target, name(tmp), node))
+            return stmts
+        return self._unpack(node.targets[0], node.value, node)
+
+    def _unpack(self, target, value, origin):
+        if not isinstance(target, (gast.Tuple, gast.List)):
+            return [located(assign(target, value), origin)]
+        if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
+            temps = [self.namer.fresh(_base(t)) for t in target.elts]
+            stmts = [located(assign(t, v), origin) for t, v in zip(temps, value.elts)]
+            for t, tmp in zip(target.elts, temps):
+                stmts.extend(self._unpack(t, name(tmp), origin))
+            return stmts
+        if isinstance(value, gast.Name):
+            source, stmts = value.id, []
+        else:
+            source = self.namer.fresh("unpacked")
+            stmts = [located(assign(source, value), origin)]
+        for i, t in enumerate(target.elts):
+            stmts.extend(self._unpack(t, subscript(name(source), const(i)), origin))
+        return stmts
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        it = node.iter
+        if _is_call_to(self.fn, it, range):
+            if isinstance(node.target, gast.Name):
+                return node
+        index = self.namer.fresh("i" if not isinstance(node.target, gast.Name)
+                                 else "i_" + node.target.id)
+        prologue, length, elements = self._sequence(it, index, node)
+        loop_target = store(index)
+        body = [located(s, node) for s in self._bind(node.target, elements, node)]
+        loop = gast.For(target=loop_target, iter=call(name(self.builtin(range)), length),
+                        body=body + node.body, orelse=[], type_comment=None)
+        return prologue + [located(loop, node)]
+
+    def _sequence(self, it, index, node):
+        """Statements before the loop, its trip count, and element expressions."""
+        prologue = []
+
+        def bind(expr, base):
+            if isinstance(expr, gast.Name):
+                return expr.id
+            tmp = self.namer.fresh(base)
+            prologue.append(located(assign(tmp, expr), node))
+            return tmp
+
+        if _is_call_to(self.fn, it, range):
+            seq = bind(it, "seq")
+            return prologue, call(name(self.builtin(len)), name(seq)), \
+                subscript(name(seq), name(index))
+        if _is_call_to(self.fn, it, enumerate) and len(it.args) == 1:
+            seq = bind(it.args[0], "seq")
+            return prologue, call(name(self.builtin(len)), name(seq)), gast.Tuple(
+                elts=[name(index), subscript(name(seq), name(index))], ctx=gast.Load())
+        if _is_call_to(self.fn, it, zip):
+            seqs = [bind(a, "seq") for a in it.args]
+            lengths = [call(name(self.builtin(len)), name(s)) for s in seqs]
+            length = lengths[0] if len(lengths) == 1 else call(name(self.builtin(min)),
+                                                                *lengths)
+            return prologue, length, gast.Tuple(
+                elts=[subscript(name(s), name(index)) for s in seqs], ctx=gast.Load())
+        seq = bind(it, "seq")
+        return prologue, call(name(self.builtin(len)), name(seq)), \
+            subscript(name(seq), name(index))
+
+    def _bind(self, target, value, origin):
+        return self._unpack(target, value, origin)
+
+
+def _base(target) -> str:
+    return target.id if isinstance(target, gast.Name) else "elt"
+
+
+def _is_call_to(fn, node, builtin) -> bool:
+    return isinstance(node, gast.Call) and resolve(fn, node.func, None) is builtin

@@ -1,0 +1,125 @@
+"""`Function`: what every transformation consumes and produces.
+
+A Function is a gast `FunctionDef` plus the environment that resolves each of its free
+names to a Python object, plus the `Origin` that maps its nodes back to the user's file.
+Node line numbers are the user's file line numbers and column offsets are the user's
+columns, so errors and comments in generated code point at real source lines.
+
+Transformations map Function -> Function, which is why they compose. An environment
+value may itself be a Function (a generated helper, e.g. the adjoint of a called user
+function); the backend compiles such values before it loads the module that uses them.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import linecache
+from typing import Any, Mapping
+
+import gast
+
+from .errors import TransformError
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where a function's source lives: its file and the text of that file's lines."""
+
+    filename: str
+    name: str
+    lineno: int
+
+    def source_line(self, lineno: int | None) -> str | None:
+        if lineno is None:
+            return None
+        text = linecache.getline(self.filename, lineno)
+        return text.rstrip("\n") if text else None
+
+    def error(self, node, message: str, hint: str | None = None) -> TransformError:
+        lineno = getattr(node, "lineno", None) if node is not None else self.lineno
+        col = getattr(node, "col_offset", None) if node is not None else 0
+        return TransformError(message, filename=self.filename, lineno=lineno, col=col,
+                              line=self.source_line(lineno), hint=hint)
+
+    def describe(self) -> str:
+        return f"{self.filename}:{self.lineno} ({self.name})"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Function:
+    """A function definition, its resolved environment, and where it came from.
+
+    `chain` lists the transformations applied so far, outermost last, e.g.
+    ("grad(argnums=0)", "jit(backend='cpu')"); it is printed in generated headers.
+    """
+
+    node: gast.FunctionDef
+    env: Mapping[str, Any]
+    origin: Origin
+    chain: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def params(self) -> list[str]:
+        args = self.node.args
+        return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+    def replace(self, **changes) -> "Function":
+        return dataclasses.replace(self, **changes)
+
+    def with_transform(self, node: gast.FunctionDef, label: str,
+                       env: Mapping[str, Any] | None = None) -> "Function":
+        """A new Function for `node`, made by the transformation named `label`."""
+        merged = dict(self.env)
+        if env:
+            merged.update(env)
+        return Function(node, merged, self.origin, self.chain + (label,))
+
+    def copy_node(self) -> gast.FunctionDef:
+        return copy.deepcopy(self.node)
+
+
+_MISSING = object()
+
+
+def resolve(fn: Function, expr, default=_MISSING):
+    """The object a Name or dotted Attribute (`np.linalg.norm`) refers to in `fn`'s env.
+
+    Local variables do not resolve: `default` is returned (or KeyError raised).
+    """
+    if isinstance(expr, gast.Name):
+        if expr.id in fn.env:
+            return fn.env[expr.id]
+    elif isinstance(expr, gast.Attribute):
+        base = resolve(fn, expr.value, None)
+        if base is not None and hasattr(base, expr.attr):
+            return getattr(base, expr.attr)
+    if default is _MISSING:
+        raise KeyError(expr)
+    return default
+
+
+def signature(fn: Function):
+    """An inspect.Signature for `fn`'s parameters, defaults evaluated in its env."""
+    import inspect
+
+    def default(node):
+        if node is None:
+            return inspect.Parameter.empty
+        expr = gast.gast_to_ast(gast.Expression(body=node))
+        return eval(compile(expr, fn.origin.filename, "eval"), dict(fn.env))
+
+    args = fn.node.args
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = []
+    for i, (a, d) in enumerate(zip(positional, defaults)):
+        kind = inspect.Parameter.POSITIONAL_ONLY if i < len(args.posonlyargs) \
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params.append(inspect.Parameter(a.id, kind, default=default(d)))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        params.append(inspect.Parameter(a.id, inspect.Parameter.KEYWORD_ONLY, default=default(d)))
+    return inspect.Signature(params)

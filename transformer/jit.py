@@ -1,0 +1,232 @@
+"""`jit`: compile a function (or any transformed function) with a backend.
+
+The compiled code for one call is chosen by its *specialization*: the values of static
+arguments (folded into the source as constants) and the layout of container arguments
+(dicts passed as tuples). Each specialization is compiled once; the module behind it is
+content-addressed on disk, so an identical function defined again - or the same program
+in a new process - reuses it. `cache_info()` reports hits, misses and why the last
+compile happened.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Callable
+
+import numba
+
+from codegen import backends
+from codegen.backends import Options
+
+from .desugar import methods_to_functions
+from .errors import TransformError
+from .frontend import parse
+from .function import Function, signature
+from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
+from .specialize import specialize
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheInfo:
+    hits: int              # calls served by an already compiled specialization
+    misses: int            # specializations compiled (or loaded from disk) in this process
+    specializations: int
+    last_reason: str | None
+    disk_hits: int         # Numba signatures loaded from the on-disk cache
+    modules_reused: int    # misses whose generated module was already loaded in-process
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
+        backend: str = "cpu", parallel: bool = False, fastmath: bool = False):
+    """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend,
+                                 parallel=parallel, fastmath=fastmath)
+    if backend not in backends.BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
+    if backend == "cuda":
+        from codegen import cuda
+        return cuda.cuda_jit(fun, static_argnums=static_argnums,
+                             static_argnames=static_argnames, fastmath=fastmath)
+    return Jitted(fun, static_argnums, static_argnames,
+                  Options(backend=backend, parallel=parallel, fastmath=fastmath))
+
+
+def _as_tuple(value) -> tuple:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, (int, str)) else tuple(value)
+
+
+class Jitted:
+    """A compiled function; call it like the original."""
+
+    def __init__(self, fun, static_argnums, static_argnames, options: Options):
+        self.fun = fun
+        self.options = options
+        self._static_argnums = _as_tuple(static_argnums)
+        self._static_argnames = _as_tuple(static_argnames)
+        self._specs: dict = {}
+        self._hits = self._misses = self._reused = 0
+        self._last_reason = None
+        self._base_fn: Function | None = None
+        functools.update_wrapper(self, fun, updated=())
+
+    # ------------------------------------------------------------------ protocol
+    def __secant_function__(self) -> Function:
+        if self.static_names:
+            raise TransformError(f"{self.__name__} has static arguments "
+                                 f"{sorted(self.static_names)} and cannot be transformed or "
+                                 "called from compiled code as a whole",
+                                 hint="transform the undecorated function instead")
+        return self.base_function
+
+    @property
+    def base_function(self) -> Function:
+        if self._base_fn is None:
+            self._base_fn = parse(self.fun)
+        return self._base_fn
+
+    @functools.cached_property
+    def signature(self):
+        return signature(self.base_function)
+
+    @functools.cached_property
+    def static_names(self) -> frozenset:
+        names = list(self.signature.parameters)
+        for i in self._static_argnums:
+            if not -len(names) <= i < len(names):
+                raise ValueError(f"static_argnums {i} is out of range for {self.__name__}"
+                                 f"{self.signature}")
+        return frozenset([names[i] for i in self._static_argnums] +
+                         list(self._static_argnames))
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        spec_key, dynamic, layouts, static = self._bind(args, kwargs)
+        compiled = self._specs.get(spec_key)
+        if compiled is None:
+            compiled = self._compile(spec_key, static, layouts)
+        else:
+            self._hits += 1
+        function, keys = compiled
+        try:
+            result = function(*dynamic)
+        except numba.core.errors.TypingError as exc:
+            raise self._typing_error(exc, dynamic, function) from None
+        if keys is not None:
+            return dict(zip(keys, result))
+        return result
+
+    def _bind(self, args, kwargs):
+        if not kwargs and not self.static_names and \
+                not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args):
+            return (len(args),), args, None, {}
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        static, dynamic, layouts = {}, [], {}
+        for name, value in bound.arguments.items():
+            if name in self.static_names:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise TypeError(f"static argument {name!r} of {self.__name__} must be "
+                                    f"hashable, got {type(value).__name__}") from None
+                static[name] = value
+                continue
+            layout = layout_of(value)
+            layouts[name] = layout
+            dynamic.append(value if layout is LEAF else to_tuples(value, layout))
+        key = (tuple(sorted((k, type(v).__name__, v) for k, v in static.items())),
+               tuple(layouts.items()))
+        return key, dynamic, layouts, static
+
+    def _compile(self, spec_key, static, layouts):
+        fn = self.base_function
+        if static:
+            fn = specialize(fn, static)
+        fn = methods_to_functions(fn)
+        if layouts:
+            fn = rewrite_access(fn, layouts)
+        keys = None
+        if self.options.backend == "cpu":
+            fn, keys = returned_dict_keys(fn)
+        fn = fn.replace(chain=fn.chain + (self._label(static),))
+        before = backends.STATS.hits
+        compiled = backends.compile_function(fn, self.options)
+        self._reused += backends.STATS.hits - before
+        self._misses += 1
+        self._last_reason = self._reason(static, layouts)
+        self._specs[spec_key] = (compiled.function, keys)
+        self._last_compiled = compiled
+        return self._specs[spec_key]
+
+    def _label(self, static) -> str:
+        parts = [f"backend={self.options.backend!r}"]
+        if self.options.parallel:
+            parts.append("parallel=True")
+        if self.options.fastmath:
+            parts.append("fastmath=True")
+        parts += [f"{k}={v!r}" for k, v in sorted(static.items())]
+        return f"jit({', '.join(parts)})"
+
+    def _reason(self, static, layouts) -> str:
+        if not self._specs:
+            return "first call"
+        if static:
+            values = ", ".join(f"{k}={v!r}" for k, v in sorted(static.items()))
+            return f"new specialization: static {values}"
+        return "new argument structure"
+
+    def _typing_error(self, exc, dynamic, function) -> TransformError:
+        names = [n for n in self.signature.parameters if n not in self.static_names]
+        path = getattr(getattr(function, "py_func", function), "__code__", None)
+        filename = path.co_filename if path else None
+        for name, value in zip(names, dynamic):
+            try:
+                numba.typeof(value)
+            except (ValueError, TypeError):
+                return TransformError(
+                    f"argument {name!r} of {self.__name__} has type {type(value).__name__}, "
+                    "which Numba cannot compile", filename=filename,
+                    lineno=path.co_firstlineno if path else None, col=0,
+                    hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
+                         "jit(..., backend='python') for other types")
+        match = re.search(r'File "([^"]+)", line (\d+)', str(exc))
+        lineno = int(match.group(2)) if match else (path.co_firstlineno if path else None)
+        summary = str(exc).strip().splitlines()[0]
+        types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+        return TransformError(
+            f"Numba could not compile {self.__name__} for arguments ({types}): {summary}",
+            filename=match.group(1) if match else filename, lineno=lineno, col=0,
+            hint="check the generated line above; jit(..., backend='python') runs the same "
+                 "code without Numba")
+
+    # ------------------------------------------------------------------ inspecting
+    def cache_info(self) -> CacheInfo:
+        disk = 0
+        for function, _ in self._specs.values():
+            stats = getattr(function, "stats", None)
+            if stats is not None:
+                disk += sum(stats.cache_hits.values())
+        return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
+                         self._reused)
+
+    def source(self, **static) -> str:
+        """The generated module text for the given static values."""
+        fn = self.base_function
+        if static:
+            fn = specialize(fn, static)
+        fn = methods_to_functions(fn)
+        fn = fn.replace(chain=fn.chain + (self._label(static),))
+        text, _ = backends.module_text(fn, self.options)
+        return text
+
+    def __repr__(self):
+        return f"<secant.jit {self.__name__} backend={self.options.backend}>"
+
+
+def _is_dataclass(value) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)

@@ -1,0 +1,57 @@
+"""Names in a function body: which are bound locally, which are free, and fresh ones."""
+from __future__ import annotations
+
+import itertools
+import re
+
+import gast
+
+
+def assigned_names(node) -> set[str]:
+    """Every name stored anywhere under `node` (targets, loop variables, parameters)."""
+    found = set()
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param, gast.Del)):
+            found.add(sub.id)
+    return found
+
+
+def loaded_names(node) -> set[str]:
+    return {sub.id for sub in gast.walk(node)
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)}
+
+
+def free_names(fn_node: gast.FunctionDef) -> set[str]:
+    """Names a function reads but never binds: they resolve in its environment."""
+    return loaded_names(fn_node) - assigned_names(fn_node)
+
+
+class Namer:
+    """Hands out fresh variable names that collide with no name already in use.
+
+    Names are derived from what they hold (`r2`, `d_sum`, `bx`), with a numeric suffix
+    only when the plain name is taken.
+    """
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+
+    @classmethod
+    def for_function(cls, fn) -> "Namer":
+        return cls(assigned_names(fn.node) | loaded_names(fn.node) | set(fn.env))
+
+    def fresh(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base).strip("_") or "t"
+        if base[0].isdigit():
+            base = "t" + base
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        for i in itertools.count(1):
+            name = f"{base}_{i}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def reserve(self, name: str) -> None:
+        self.taken.add(name)

@@ -1,0 +1,71 @@
+"""Small constructors for gast nodes, so passes read like the code they build."""
+from __future__ import annotations
+
+import gast
+
+
+def name(id_: str, ctx=None) -> gast.Name:
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def store(id_: str) -> gast.Name:
+    return name(id_, gast.Store())
+
+
+def const(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target, value) -> gast.Assign:
+    if isinstance(target, str):
+        target = store(target)
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def call(func, *args, **keywords) -> gast.Call:
+    if isinstance(func, str):
+        func = dotted(func)
+    return gast.Call(func=func, args=list(args),
+                     keywords=[gast.keyword(arg=k, value=v) for k, v in keywords.items()])
+
+
+def dotted(path: str) -> gast.expr:
+    """`np.linalg.norm` as nested Attribute nodes over a Name."""
+    head, *rest = path.split(".")
+    node = name(head)
+    for attr in rest:
+        node = gast.Attribute(value=node, attr=attr, ctx=gast.Load())
+    return node
+
+
+def subscript(value, index, ctx=None) -> gast.Subscript:
+    return gast.Subscript(value=value, slice=index, ctx=ctx or gast.Load())
+
+
+def as_load(node):
+    """A copy of a target expression usable as a value."""
+    import copy
+    node = copy.deepcopy(node)
+    for sub in gast.walk(node):
+        if hasattr(sub, "ctx"):
+            sub.ctx = gast.Load()
+    return node
+
+
+def as_store(node):
+    import copy
+    node = copy.deepcopy(node)
+    node.ctx = gast.Store()
+    return node
+
+
+def is_atom(node) -> bool:
+    return isinstance(node, (gast.Name, gast.Constant))
+
+
+def located(new, old):
+    """Give `new` and its descendants without a position the source position of `old`."""
+    for sub in gast.walk(new):
+        if "lineno" in getattr(sub, "_attributes", ()) and getattr(sub, "lineno", None) is None:
+            gast.copy_location(sub, old)
+    return new
