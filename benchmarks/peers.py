@@ -294,19 +294,24 @@ def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty)
     """`workloads.book_step` for JAX: `lax.switch` on the type, `lax.while_loop` to fill.
 
     Returns (bid_qty, ask_qty, filled) as new arrays. The two sides are stacked into one
-    (2, L) book so that `side` selects a row instead of a branch.
+    (2, L) book so that `side` selects a row instead of a branch. Cells are updated through
+    a one-hot mask rather than `.at[...]`: under vmap the scatter runs at half the speed.
     """
     jax = _jax()
     jnp, lax = jax.numpy, jax.lax
     book = jnp.stack([bid_qty, ask_qty])
     levels = bid_qty.shape[0]
+    rows, cols = jnp.arange(2)[:, None], jnp.arange(levels)[None, :]
+    nothing = jnp.zeros_like(qty)
+
+    def cell(row, level):
+        return (rows == row) & (cols == level)
 
     def limit(book):
-        return book.at[side, price_level].add(qty), jnp.zeros_like(qty)
+        return book + jnp.where(cell(side, price_level), qty, 0), nothing
 
     def cancel(book):
-        return book.at[side, price_level].add(-jnp.minimum(qty, book[side, price_level])), \
-            jnp.zeros_like(qty)
+        return book - jnp.where(cell(side, price_level), jnp.minimum(qty, book), 0), nothing
 
     def market(book):
         # A buy takes asks (row 1) upward from level 0, a sell takes bids (row 0) downward.
@@ -320,10 +325,11 @@ def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty)
 
         def take(state):
             book, level, filled = state
-            taken = jnp.minimum(qty - filled, book[row, level])
-            return book.at[row, level].add(-taken), level + step, filled + taken
+            here = cell(row, level)
+            taken = jnp.minimum(qty - filled, jnp.sum(jnp.where(here, book, 0)))
+            return book - jnp.where(here, taken, 0), level + step, filled + taken
 
-        book, _, filled = lax.while_loop(unfilled, take, (book, start, jnp.zeros_like(qty)))
+        book, _, filled = lax.while_loop(unfilled, take, (book, start, nothing))
         return book, filled
 
     # The branch list is indexed by the message type: LIMIT, CANCEL, MARKET are 0, 1, 2.

@@ -77,8 +77,10 @@ def print_table(rows: Iterable[Row], baseline: str) -> None:
     """
     rows = list(rows)
     base = {(r.workload, r.size): r.median_s for r in rows if r.impl == baseline}
+    versus = f"vs {baseline}"
+    width = max(8, len(versus))
     header = f"{'workload':<12} {'size':<12} {'impl':<22} {'median':>10} {'compile':>9} " \
-             f"{'vs ' + baseline:>12}"
+             f"{versus:>{width}}"
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -86,7 +88,7 @@ def print_table(rows: Iterable[Row], baseline: str) -> None:
         ratio = f"{r.median_s / ref:.2f}x" if ref else ""
         compiled = f"{r.compile_s:.2f}s" if r.compile_s is not None else ""
         print(f"{r.workload:<12} {r.size:<12} {r.impl:<22} {_seconds(r.median_s):>10} "
-              f"{compiled:>9} {ratio:>12}")
+              f"{compiled:>9} {ratio:>{width}}")
 
 
 def _seconds(t: float) -> str:
