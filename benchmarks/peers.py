@@ -14,6 +14,7 @@ rewrite, as users of those libraries write them.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -30,14 +31,14 @@ def _jax():
     return jax
 
 
-def with_globals(fn, **names):
+def with_globals(fn: Callable, **names) -> Callable:
     """`fn` with some of its global names rebound; the code object is shared, not copied."""
     namespace = dict(fn.__globals__, **names)
     return types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
                               fn.__closure__)
 
 
-def on_array_module(fn, xp):
+def on_array_module(fn: Callable, xp) -> Callable:
     """`fn` with its global name `np` bound to the array module `xp` (jax.numpy, autograd.numpy).
 
     The peer then runs exactly the workload's source.
@@ -51,7 +52,7 @@ def on_array_module(fn, xp):
 
 
 @numba.njit(cache=False, fastmath=False)
-def lj_forces_numba(pos, eps, sigma, box, rcut):
+def lj_forces_numba(pos, eps, sigma, box, rcut) -> np.ndarray:
     """Analytic forces -dE/dpos (n, 3) for `workloads.lj_energy`, pair loop in Numba."""
     n = pos.shape[0]
     rcut2 = rcut * rcut
@@ -93,14 +94,14 @@ def lj_energy_vectorized(pos, eps, sigma, box, rcut):
     return 0.5 * np.sum(pair)
 
 
-def lj_grad_jax():
+def lj_grad_jax() -> Callable:
     """jit(grad(energy)) on the vectorized energy; returns dE/dpos, i.e. minus the forces."""
     jax = _jax()
     energy = on_array_module(lj_energy_vectorized, jax.numpy)
     return jax.jit(jax.grad(energy))
 
 
-def lj_grad_autograd():
+def lj_grad_autograd() -> Callable:
     """autograd grad of the vectorized NumPy energy; returns dE/dpos."""
     import autograd
     import autograd.numpy as anp
@@ -113,7 +114,7 @@ def lj_grad_autograd():
 # ---------------------------------------------------------------------------------------
 
 
-def rnn_grad_numpy(W, U, b, xs, h0):
+def rnn_grad_numpy(W, U, b, xs, h0) -> np.ndarray:
     """d rnn_loss / dW by hand-written backpropagation through time."""
     steps = xs.shape[0]
     hs = np.empty((steps + 1, h0.shape[0]))
@@ -143,7 +144,7 @@ def rnn_loss_scan(W, U, b, xs, h0):
     return jnp.sum(losses)
 
 
-def rnn_grad_jax():
+def rnn_grad_jax() -> Callable:
     """jit(grad(rnn_loss_scan)) with respect to W."""
     jax = _jax()
     return jax.jit(jax.grad(rnn_loss_scan))
@@ -154,25 +155,25 @@ def rnn_grad_jax():
 # ---------------------------------------------------------------------------------------
 
 
-def hessian_sum_tanh_numpy(x):
+def hessian_sum_tanh_numpy(x) -> np.ndarray:
     """Analytic Hessian of sum(tanh(x)): diag(-2 tanh(x) sech^2(x))."""
     t = np.tanh(x)
     return np.diag(-2.0 * t * (1.0 - t * t))
 
 
-def hessian_sum_tanh_linear_numpy(x, A):
+def hessian_sum_tanh_linear_numpy(x, A) -> np.ndarray:
     """Analytic Hessian of sum(tanh(A @ x)) in x: A.T @ diag(-2 t sech^2) @ A, t = tanh(A x)."""
     t = np.tanh(A @ x)
     return A.T @ ((-2.0 * t * (1.0 - t * t))[:, None] * A)
 
 
-def hessian_jax(fn):
+def hessian_jax(fn: Callable) -> Callable:
     """jit(hessian(fn)) in the first argument, running the workload source on jax.numpy."""
     jax = _jax()
     return jax.jit(jax.hessian(on_array_module(fn, jax.numpy)))
 
 
-def hessian_autograd(fn):
+def hessian_autograd(fn: Callable) -> Callable:
     """autograd.hessian(fn) in the first argument, on the workload source."""
     import autograd
     import autograd.numpy as anp
@@ -180,7 +181,7 @@ def hessian_autograd(fn):
     return autograd.hessian(on_array_module(fn, anp))
 
 
-def hvp_jax(fn):
+def hvp_jax(fn: Callable) -> Callable:
     """jit of the Hessian-vector product (x, v, *rest) -> H(x) v, forward over reverse."""
     jax = _jax()
     grad_fn = jax.grad(on_array_module(fn, jax.numpy))
@@ -196,12 +197,12 @@ def hvp_jax(fn):
 # ---------------------------------------------------------------------------------------
 
 
-def matvec_batched_numpy(M, V):
+def matvec_batched_numpy(M, V) -> np.ndarray:
     """Every row of V times M: (batch, n)."""
     return V @ M.T
 
 
-def matvec_batched_jax():
+def matvec_batched_jax() -> Callable:
     """jit(vmap(matvec, in_axes=(None, 0))) on the workload source."""
     jax = _jax()
     return jax.jit(jax.vmap(on_array_module(workloads.matvec, jax.numpy), in_axes=(None, 0)))
@@ -212,7 +213,7 @@ def matvec_batched_jax():
 # ---------------------------------------------------------------------------------------
 
 
-def mlp_per_example_grads_numpy(params, X, Y):
+def mlp_per_example_grads_numpy(params, X, Y) -> dict[str, np.ndarray]:
     """Gradients of `workloads.mlp_loss` for each example, batched backprop by hand.
 
     Returns a dict shaped like `params` with a leading batch axis on every array.
@@ -233,7 +234,7 @@ def mlp_per_example_grads_numpy(params, X, Y):
     }
 
 
-def mlp_per_example_grads_jax():
+def mlp_per_example_grads_jax() -> Callable:
     """jit(vmap(grad(mlp_loss), in_axes=(None, 0, 0))) on the workload source."""
     jax = _jax()
     loss = on_array_module(workloads.mlp_loss, jax.numpy)
@@ -248,7 +249,7 @@ def mlp_per_example_grads_jax():
 # filled quantities (B,); the JAX peers return (bid_qty, ask_qty, filled).
 
 
-def book_step_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty):
+def book_step_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
     """Oracle: a Python loop over books calling `workloads.book_step`."""
     return np.array([
         workloads.book_step(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k], qty[k])
@@ -256,7 +257,7 @@ def book_step_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty):
     ], dtype=np.int64)
 
 
-def book_replay_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty):
+def book_replay_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
     """Oracle: a Python loop over books calling `workloads.book_replay`."""
     return np.array([
         workloads.book_replay(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k],
@@ -271,7 +272,7 @@ _book_replay_scalar = numba.njit(with_globals(workloads.book_replay,
 
 
 @numba.njit(parallel=True)
-def book_step_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty):
+def book_step_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
     """`prange` over books, each running the workload's `book_step` compiled by Numba."""
     filled = np.zeros(bid_qty.shape[0], dtype=np.int64)
     for k in numba.prange(bid_qty.shape[0]):
@@ -281,7 +282,7 @@ def book_step_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty):
 
 
 @numba.njit(parallel=True)
-def book_replay_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty):
+def book_replay_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
     """`prange` over books, each replaying its message stream with `book_replay`."""
     filled = np.zeros(bid_qty.shape[0], dtype=np.int64)
     for k in numba.prange(bid_qty.shape[0]):
@@ -337,13 +338,13 @@ def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty)
     return book[0], book[1], filled
 
 
-def book_step_batch_jax():
+def book_step_batch_jax() -> Callable:
     """jit(vmap(book_step_functional_jax)) over books, one message each."""
     jax = _jax()
     return jax.jit(jax.vmap(book_step_functional_jax))
 
 
-def book_replay_batch_jax():
+def book_replay_batch_jax() -> Callable:
     """jit(vmap(scan of book_step_functional_jax)) over books, a message stream each."""
     jax = _jax()
 

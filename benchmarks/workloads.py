@@ -226,8 +226,8 @@ def book_inputs(n_books: int, n_messages: int = 1, levels: int = 32, seed: int =
     side = rng.integers(0, 2, size=shape)
     depth = np.minimum(rng.geometric(0.25, size=shape) - 1, mid - 1)
     price_level = np.where(side == BUY, mid - 1 - depth, mid + depth)
-    # Sizes chosen so that a book neither drains nor piles up over thousands of messages,
-    # while a market order usually walks more than one level.
+    # Sizes chosen so that a book does not drain over thousands of messages (it slowly
+    # deepens), while a market order often walks past the first level.
     max_qty = np.array([100, 40, 150])[msg_type]
     qty = rng.integers(1, max_qty + 1)
     return (bid_qty, ask_qty, msg_type.astype(np.int64), side.astype(np.int64),
