@@ -249,46 +249,35 @@ def mlp_per_example_grads_jax() -> Callable:
 # filled quantities (B,); the JAX peers return (bid_qty, ask_qty, filled).
 
 
-def book_step_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
-    """Oracle: a Python loop over books calling `workloads.book_step`."""
-    return np.array([
-        workloads.book_step(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k], qty[k])
-        for k in range(bid_qty.shape[0])
-    ], dtype=np.int64)
+def _over_books_loop(per_book: Callable) -> Callable:
+    """Oracle: a Python loop over books calling the workload function `per_book`."""
+    def batched(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
+        return np.array([
+            per_book(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k], qty[k])
+            for k in range(bid_qty.shape[0])
+        ], dtype=np.int64)
+    return batched
 
 
-def book_replay_batch_loop(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
-    """Oracle: a Python loop over books calling `workloads.book_replay`."""
-    return np.array([
-        workloads.book_replay(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k],
-                              qty[k])
-        for k in range(bid_qty.shape[0])
-    ], dtype=np.int64)
+def _over_books_numba(per_book: Callable) -> Callable:
+    """A `prange` over books, each running `per_book` (a Numba-compiled workload)."""
+    @numba.njit(parallel=True)
+    def batched(bid_qty, ask_qty, msg_type, side, price_level, qty):
+        filled = np.zeros(bid_qty.shape[0], dtype=np.int64)
+        for k in numba.prange(bid_qty.shape[0]):
+            filled[k] = per_book(bid_qty[k], ask_qty[k], msg_type[k], side[k], price_level[k],
+                                 qty[k])
+        return filled
+    return batched
 
 
-_book_step_scalar = numba.njit(workloads.book_step)
-_book_replay_scalar = numba.njit(with_globals(workloads.book_replay,
-                                                book_step=_book_step_scalar))
+_book_step_numba = numba.njit(workloads.book_step)
+_book_replay_numba = numba.njit(with_globals(workloads.book_replay, book_step=_book_step_numba))
 
-
-@numba.njit(parallel=True)
-def book_step_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
-    """`prange` over books, each running the workload's `book_step` compiled by Numba."""
-    filled = np.zeros(bid_qty.shape[0], dtype=np.int64)
-    for k in numba.prange(bid_qty.shape[0]):
-        filled[k] = _book_step_scalar(bid_qty[k], ask_qty[k], msg_type[k], side[k],
-                                      price_level[k], qty[k])
-    return filled
-
-
-@numba.njit(parallel=True)
-def book_replay_batch_numba(bid_qty, ask_qty, msg_type, side, price_level, qty) -> np.ndarray:
-    """`prange` over books, each replaying its message stream with `book_replay`."""
-    filled = np.zeros(bid_qty.shape[0], dtype=np.int64)
-    for k in numba.prange(bid_qty.shape[0]):
-        filled[k] = _book_replay_scalar(bid_qty[k], ask_qty[k], msg_type[k], side[k],
-                                        price_level[k], qty[k])
-    return filled
+book_step_batch_loop = _over_books_loop(workloads.book_step)
+book_replay_batch_loop = _over_books_loop(workloads.book_replay)
+book_step_batch_numba = _over_books_numba(_book_step_numba)
+book_replay_batch_numba = _over_books_numba(_book_replay_numba)
 
 
 def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty):
