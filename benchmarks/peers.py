@@ -1,9 +1,11 @@
 """What secant is timed against: hand-written code, Numba, JAX and autograd, per workload.
 
-Functions named `*_numpy` or `*_numba` compute the result directly. Functions named
+Peers named `*_numpy`, `*_numba` or `*_loop` compute the result from arrays. Peers named
 `*_jax` or `*_autograd` are factories: they import the library (so this module imports
 without it), build the transformed function once and return it, so that a benchmark can
-time the first call (compile) apart from the rest. JAX runs in float64 where the workload
+time the first call (compile) apart from the rest. The functions they transform, where
+the workload needs rewriting for them, are `lj_energy_vectorized`, `rnn_loss_scan` and
+`book_step_lax`. JAX runs in float64 where the workload
 is float64 (`jax_enable_x64` is switched on by `_jax()`).
 
 Where a peer can run the workload's own source unchanged, it does, through
@@ -280,7 +282,7 @@ book_step_batch_numba = _over_books_numba(_book_step_numba)
 book_replay_batch_numba = _over_books_numba(_book_replay_numba)
 
 
-def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty):
+def book_step_lax(bid_qty, ask_qty, msg_type, side, price_level, qty):
     """`workloads.book_step` for JAX: `lax.switch` on the type, `lax.while_loop` to fill.
 
     Returns (bid_qty, ask_qty, filled) as new arrays. The two sides are stacked into one
@@ -328,18 +330,18 @@ def book_step_functional_jax(bid_qty, ask_qty, msg_type, side, price_level, qty)
 
 
 def book_step_batch_jax() -> Callable:
-    """jit(vmap(book_step_functional_jax)) over books, one message each."""
+    """jit(vmap(book_step_lax)) over books, one message each."""
     jax = _jax()
-    return jax.jit(jax.vmap(book_step_functional_jax))
+    return jax.jit(jax.vmap(book_step_lax))
 
 
 def book_replay_batch_jax() -> Callable:
-    """jit(vmap(scan of book_step_functional_jax)) over books, a message stream each."""
+    """jit(vmap(scan of book_step_lax)) over books, a message stream each."""
     jax = _jax()
 
     def replay(bid_qty, ask_qty, msg_type, side, price_level, qty):
         def step(books, msg):
-            bid, ask, filled = book_step_functional_jax(*books, *msg)
+            bid, ask, filled = book_step_lax(*books, *msg)
             return (bid, ask), filled
 
         (bid, ask), filled = jax.lax.scan(step, (bid_qty, ask_qty),
