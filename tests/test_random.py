@@ -1,0 +1,181 @@
+"""Tests for transformer.random: JAX known answers plus statistical properties."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer import random as R
+
+VECTORS = Path(__file__).resolve().parents[1].parent / "shared" / "vectors" / "jax_random.json"
+
+K42 = R.PRNGKey(42)
+
+# How each named case in the vectors file is computed with this module.
+CASES = {
+    "split(PRNGKey(42))": lambda: R.split(K42),
+    "split(PRNGKey(42), 3)": lambda: R.split(K42, 3),
+    "fold_in(PRNGKey(42), 7)": lambda: R.fold_in(K42, 7),
+    "bits(PRNGKey(42), (8,), uint32)": lambda: R.bits(K42, (8,), np.uint32),
+    "uniform(PRNGKey(42), (5,), float32)": lambda: R.uniform(K42, (5,), np.float32),
+    "uniform(PRNGKey(42), (2,3), float32, -1, 2)": lambda: R.uniform(
+        K42, (2, 3), np.float32, -1, 2
+    ),
+    "normal(PRNGKey(42), (6,), float32)": lambda: R.normal(K42, (6,), np.float32),
+    "uniform(PRNGKey(42), (5,), float64)": lambda: R.uniform(K42, (5,), np.float64),
+    "uniform(PRNGKey(42), (2,3), float64, -1, 2)": lambda: R.uniform(
+        K42, (2, 3), np.float64, -1, 2
+    ),
+    "normal(PRNGKey(42), (6,), float64)": lambda: R.normal(K42, (6,), np.float64),
+    "normal(PRNGKey(0), (3,3), float32)": lambda: R.normal(R.PRNGKey(0), (3, 3), np.float32),
+    "randint(PRNGKey(42), (6,), 0, 10)": lambda: R.randint(K42, (6,), 0, 10),
+    "bernoulli(PRNGKey(42), 0.3, (8,))": lambda: R.bernoulli(K42, 0.3, (8,)),
+    "uniform(split(PRNGKey(42))[1], (4,), float32)": lambda: R.uniform(
+        R.split(K42)[1], (4,), np.float32
+    ),
+}
+
+
+def _load_cases():
+    if not VECTORS.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no vectors file at {VECTORS}"))]
+    data = json.loads(VECTORS.read_text())
+    return [pytest.param(case, id=case["name"]) for case in data["cases"]]
+
+
+@pytest.mark.parametrize("case", _load_cases())
+def test_jax_vector(case):
+    name = case["name"]
+    if "seed" in case:
+        got = R.PRNGKey(case["seed"])
+    elif name in CASES:
+        got = CASES[name]()
+    elif name.startswith("threefry2x32 raw") and not case["value"]:
+        pytest.skip(
+            "vector file records no expected value for this case "
+            "(covered by test_threefry_known_answer)"
+        )
+    else:
+        pytest.fail(f"no recipe for vector case {name!r}")
+    expected = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_vectors_file_settings():
+    if not VECTORS.exists():
+        pytest.skip(f"no vectors file at {VECTORS}")
+    data = json.loads(VECTORS.read_text())
+    assert data["prng_impl"] == "threefry2x32"
+    assert data["jax_threefry_partitionable"] is True
+
+
+def test_threefry_known_answer():
+    # Random123 known-answer test for Threefry-2x32 with 20 rounds.
+    key = np.array([0x13198A2E, 0x03707344], dtype=np.uint32)
+    y0, y1 = R.threefry2x32(key, np.uint32(0x243F6A88), np.uint32(0x85A308D3))
+    assert (int(y0), int(y1)) == (0xC4923A9C, 0x483DF7A0)
+    zero = np.zeros(2, np.uint32)
+    y0, y1 = R.threefry2x32(zero, np.uint32(0), np.uint32(0))
+    assert (int(y0), int(y1)) == (0x6B200159, 0x99BA4EFE)
+    ones = np.full(2, 0xFFFFFFFF, np.uint32)
+    y0, y1 = R.threefry2x32(ones, ones[0], ones[1])
+    assert (int(y0), int(y1)) == (0x1CB996FC, 0xBB002BE7)
+
+
+def test_prngkey_seeds():
+    np.testing.assert_array_equal(R.PRNGKey(0), [0, 0])
+    np.testing.assert_array_equal(R.PRNGKey(2**32 + 5), [1, 5])
+    np.testing.assert_array_equal(R.PRNGKey(-1), [0xFFFFFFFF, 0xFFFFFFFF])
+    np.testing.assert_array_equal(R.key(7), R.PRNGKey(7))
+    assert R.PRNGKey(3).dtype == np.uint32 and R.PRNGKey(3).shape == (2,)
+    with pytest.raises(TypeError):
+        R.PRNGKey(1.5)
+
+
+def test_determinism_and_no_state():
+    a = R.normal(K42, (4, 5))
+    b = R.normal(R.PRNGKey(42), (4, 5))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(R.split(K42, 4), R.split(K42, 4))
+    np.testing.assert_array_equal(K42, [0, 42])  # keys are never mutated
+
+
+def test_split_keys_differ():
+    keys = R.split(R.PRNGKey(0), 64)
+    assert keys.shape == (64, 2) and keys.dtype == np.uint32
+    assert len({tuple(k) for k in keys}) == 64
+    assert not any((k == R.PRNGKey(0)).all() for k in keys)
+    # Partitionable mode: split(key, n)[i] does not depend on n.
+    np.testing.assert_array_equal(R.split(K42, 3)[:2], R.split(K42, 2))
+    assert R.split(K42, (2, 3)).shape == (2, 3, 2)
+    np.testing.assert_array_equal(R.split(K42, (2, 3)).reshape(6, 2), R.split(K42, 6))
+
+
+def test_fold_in():
+    a, b = R.fold_in(K42, 1), R.fold_in(K42, 2)
+    assert a.dtype == np.uint32 and a.shape == (2,)
+    assert not np.array_equal(a, b)
+    np.testing.assert_array_equal(R.fold_in(K42, 2**32 + 1), a)
+
+
+def test_bits_dtypes():
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        x = R.bits(K42, (3, 4), dt)
+        assert x.dtype == dt and x.shape == (3, 4)
+    assert R.bits(K42).shape == ()
+    with pytest.raises(TypeError):
+        R.bits(K42, (2,), np.int32)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_uniform_range(dtype):
+    x = R.uniform(R.PRNGKey(1), (20000,), dtype, -2.0, 3.0)
+    assert x.dtype == dtype and x.shape == (20000,)
+    assert x.min() >= -2.0 and x.max() < 3.0
+    y = R.uniform(R.PRNGKey(1), (20000,), dtype)
+    assert y.min() >= 0.0 and y.max() < 1.0
+    assert abs(float(y.mean()) - 0.5) < 0.02
+
+
+def test_uniform_broadcast_bounds():
+    lo = np.array([0.0, 10.0, 100.0])
+    x = R.uniform(K42, (1000, 3), np.float64, lo, lo + 1)
+    assert ((x >= lo) & (x < lo + 1)).all()
+    with pytest.raises(ValueError):
+        R.uniform(K42, (2,), np.float64, np.zeros(3), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normal_moments(dtype):
+    x = R.normal(R.PRNGKey(7), (100_000,), dtype)
+    assert x.dtype == dtype and np.isfinite(x).all()
+    assert abs(float(x.mean())) < 0.02
+    assert abs(float(x.std()) - 1.0) < 0.02
+
+
+def test_randint():
+    x = R.randint(R.PRNGKey(3), (50_000,), -5, 7)
+    assert x.dtype == np.int64
+    assert x.min() == -5 and x.max() == 6
+    counts = np.bincount(x + 5)
+    assert counts.min() > 50_000 / 12 * 0.9
+    assert (R.randint(K42, (10,), 4, 4) == 4).all()  # empty range returns minval
+    y = R.randint(K42, (1000,), 0, 256, np.uint8)  # maxval just past the dtype
+    assert y.dtype == np.uint8 and y.max() > 250
+    z = R.randint(K42, (5, 2), np.array([0, 100]), np.array([10, 110]), np.int32)
+    assert z.dtype == np.int32 and (z[:, 0] < 10).all() and (z[:, 1] >= 100).all()
+
+
+def test_bernoulli():
+    x = R.bernoulli(R.PRNGKey(5), 0.3, (100_000,))
+    assert x.dtype == np.bool_
+    assert abs(float(x.mean()) - 0.3) < 0.01
+    p = np.array([0.0, 1.0], dtype=np.float32)
+    y = R.bernoulli(K42, p)
+    assert y.shape == (2,) and not y[0] and y[1]
+    assert R.bernoulli(K42).shape == ()
