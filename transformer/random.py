@@ -85,11 +85,12 @@ def threefry2x32(key_pair, x0, x1) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------
 # Fused multiply-add
 # ---------------------------------------------------------------------------
-# XLA contracts ``a * b + c`` into a single fused multiply-add on CPU and GPU,
-# so reproducing JAX's floats bit for bit needs a correctly rounded fma.
-# NumPy has none; it is emulated with error-free transformations and an
-# addition rounded to odd (Boldo & Melquiond, "Emulation of FMA and correctly
-# rounded sums: proved algorithms using rounding to odd", 2008).
+# XLA's CPU backend (on hosts with FMA instructions) contracts ``a * b + c``
+# into one fused multiply-add for float32/float64, so reproducing JAX's floats
+# bit for bit needs a correctly rounded fma.  NumPy has none; it is emulated
+# with error-free transformations and an addition rounded to odd (Boldo &
+# Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+# using rounding to odd", 2008).  float16 arithmetic is not fused by XLA.
 
 
 def _two_sum(a, b):
@@ -120,11 +121,14 @@ def _add_round_to_odd(a, b):
 
 
 def _fma(a, b, c, dtype: np.dtype) -> np.ndarray:
-    """Correctly rounded ``a * b + c`` in ``dtype`` (float16/32/64)."""
+    """``a * b + c`` as XLA computes it in ``dtype``: fused for float32/64."""
     with np.errstate(all="ignore"):
+        if dtype == np.float16:
+            a, b, c = (np.asarray(v, dtype) for v in (a, b, c))
+            return a * b + c
         if dtype != np.float64:
-            # Products of float32 (or narrower) values are exact in float64, and
-            # a float64 sum rounded to odd rounds correctly to the narrow type.
+            # Products of float32 values are exact in float64, and a float64
+            # sum rounded to odd rounds correctly to float32.
             a, b, c = (np.asarray(v, dtype).astype(np.float64) for v in (a, b, c))
             return _add_round_to_odd(a * b, c).astype(dtype)
         a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
@@ -290,6 +294,96 @@ def uniform(k, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray
     return _uniform(k, shape, dt, lo, hi)
 
 
+# log1p as lowered by XLA's CPU backend: a Cephes rational approximation for
+# |x| < sqrt(2) - 1 and log(1 + x) otherwise.  For log, float32 uses XLA's
+# Cephes-style polynomial; float64 calls the C library's ``log`` (as XLA does),
+# reached here through ``math.log``.
+_LOG1P_NUM = (
+    4.5270000862445199635215e-5,
+    4.9854102823193375972212e-1,
+    6.5787325942061044846969e0,
+    2.9911919328553073277375e1,
+    6.0949667980987787057556e1,
+    5.7112963590585538103336e1,
+    2.0039553499201281259648e1,
+)
+_LOG1P_DEN = (
+    1.0,
+    1.5062909083469192043167e1,
+    8.3047565967967209469434e1,
+    2.2176239823732856465394e2,
+    3.0909872225312059774938e2,
+    2.1642788614495947685003e2,
+    6.0118660497603843919306e1,
+)
+# Float32 log: log(m) for m in [sqrt(1/2), sqrt(2)) by a degree-8 polynomial,
+# plus e * log(2) split into a short head and a correction.
+_LOG32_P = (
+    7.0376836292e-2,
+    -1.1514610310e-1,
+    1.1676998740e-1,
+    -1.2420140846e-1,
+    1.4249322787e-1,
+    -1.6668057665e-1,
+    2.0000714765e-1,
+    -2.4999993993e-1,
+    3.3333331174e-1,
+)
+_LOG32_Q1 = -2.12194440e-4
+_LOG32_Q2 = 0.693359375
+_math_log = np.frompyfunc(math.log, 1, 1)
+
+
+def _log32(x: np.ndarray) -> np.ndarray:
+    f, f32 = np.float32, np.dtype(np.float32)
+    x = np.asarray(x, f)
+    tiny = f(np.finfo(f).tiny)
+    b = np.where(x > tiny, x, tiny).view(np.uint32)
+    e = ((b >> np.uint32(23)).astype(np.int32) - 126).astype(f)
+    m = ((b & np.uint32(0x807FFFFF)) | np.uint32(0x3F000000)).view(f)  # in [0.5, 1)
+    low = m < f(np.sqrt(0.5))
+    e = e - np.where(low, f(1), f(0))
+    r = (m - f(1)) + np.where(low, m, f(0))
+    p = [f(c) for c in _LOG32_P]
+    r2 = r * r
+    r3 = r2 * r
+    y0 = _fma(_fma(r, p[0], p[1], f32), r, p[2], f32)
+    y1 = _fma(_fma(r, p[3], p[4], f32), r, p[5], f32)
+    y2 = _fma(_fma(r, p[6], p[7], f32), r, p[8], f32)
+    y = _fma(_fma(y0, r3, y1, f32), r3, y2, f32)
+    y = _fma(y, r3, e * f(_LOG32_Q1), f32)
+    out = _fma(e, f(_LOG32_Q2), (r - r2 * f(0.5)) + y, f32)
+    out = np.where(x == f(0), f(-np.inf), out)
+    out = np.where(x == f(np.inf), f(np.inf), out)
+    return np.where((x < f(0)) | np.isnan(x), f(np.nan), out)
+
+
+def _log64(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    out = np.full(x.shape, np.nan)
+    pos = x > 0
+    if pos.any():
+        out[pos] = _math_log(x[pos]).astype(np.float64)
+    out[x == 0] = -np.inf
+    out[x == np.inf] = np.inf
+    return out
+
+
+def _log1p(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    x = np.asarray(x, dt)
+    with np.errstate(all="ignore"):
+        x2 = x * x
+        num = np.zeros_like(x)
+        den = np.zeros_like(x)
+        for cn, cd in zip(_LOG1P_NUM, _LOG1P_DEN):
+            num = _fma(num, x, dt.type(cn), dt)
+            den = _fma(den, x, dt.type(cd), dt)
+        small = x + _fma(x2, dt.type(-0.5), (x * x2) * (num / den), dt)
+        one_plus = x + dt.type(1)
+        large = _log32(one_plus) if dt == np.float32 else _log64(one_plus)
+        return np.where(np.abs(x) < dt.type(0.41421356237309504880), small, large)
+
+
 # erf_inv polynomial coefficients (M. Giles, "Approximating the erfinv
 # function"), evaluated in the same order and precision as XLA so that
 # ``normal`` reproduces JAX.
@@ -386,7 +480,7 @@ def _erf_inv32(x: np.ndarray) -> np.ndarray:
     f = np.float32
     x = x.astype(f)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        w = -np.log1p(-x * x)
+        w = -_log1p(-x * x, np.dtype(f))
         small = w < f(5.0)
         w = np.where(small, w - f(2.5), np.sqrt(w) - f(3.0))
         p = np.where(small, f(_ERFINV32_SMALL[0]), f(_ERFINV32_LARGE[0]))
@@ -400,7 +494,7 @@ def _erf_inv64(x: np.ndarray) -> np.ndarray:
     d = np.float64
     x = x.astype(d)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        w = -np.log1p(-x * x)
+        w = -_log1p(-x * x, np.dtype(d))
         lt6 = w < 6.25
         lt16 = w < 16.0
         sw = np.sqrt(w)
