@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 _U32 = np.uint32
-_HALF32 = np.float32(0.5)
 _MASK32 = 0xFFFFFFFF
 
 _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -543,7 +542,11 @@ def _clip_to(val: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def randint(k, shape, minval, maxval, dtype=np.int64) -> np.ndarray:
-    """Integers uniformly drawn from ``[minval, maxval)`` (JAX's algorithm and bias)."""
+    """Integers uniformly drawn from ``[minval, maxval)`` (JAX's algorithm and bias).
+
+    Like JAX, 8- and 16-bit dtypes are sampled as int32 (bounds converted to
+    int32, then clipped to the dtype's range) and cast back.
+    """
     dt = np.dtype(dtype)
     if dt.kind not in "iu":
         raise TypeError(f"randint requires an integer dtype, got {dt}")
@@ -551,6 +554,16 @@ def randint(k, shape, minval, maxval, dtype=np.int64) -> np.ndarray:
     lo = np.asarray(minval)
     hi = np.asarray(maxval)
     _check_broadcast("randint", shape, lo.shape, hi.shape)
+    if dt.itemsize >= 4:
+        return _randint(k, shape, lo, hi, dt)
+    info = np.iinfo(dt)
+    with np.errstate(all="ignore"):
+        lo = lo.astype(np.int32).clip(info.min, info.max).astype(np.int32)
+        hi = hi.astype(np.int32).clip(info.min, info.max + 1).astype(np.int32)
+    return _randint(k, shape, lo, hi, np.dtype(np.int32)).astype(dt)
+
+
+def _randint(k, shape, lo: np.ndarray, hi: np.ndarray, dt: np.dtype) -> np.ndarray:
     if lo.dtype.kind not in "iu":
         lo = lo.astype(np.int64)
     if hi.dtype.kind not in "iu":
@@ -583,12 +596,15 @@ def randint(k, shape, minval, maxval, dtype=np.int64) -> np.ndarray:
         return (lo + offset.astype(dt)).astype(dt)
 
 
-def bernoulli(k, p=_HALF32, shape=None) -> np.ndarray:
+def bernoulli(k, p=0.5, shape=None, mode="low") -> np.ndarray:
     """Booleans that are True with probability ``p``.
 
-    As in JAX, the uniform draw uses the floating dtype of ``p``: a Python
-    float counts as float64, the default ``p`` is float32.
+    As in JAX, the uniform draw uses the floating dtype of ``p`` (a Python
+    float counts as float64).  ``mode="high"`` uses two uniform draws per
+    sample, which stays accurate for tiny ``p``.
     """
+    if mode not in ("low", "high"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     p = np.asarray(p)
     if p.dtype.kind != "f":
         raise TypeError(f"bernoulli probability must be a float, got {p.dtype}")
@@ -598,4 +614,9 @@ def bernoulli(k, p=_HALF32, shape=None) -> np.ndarray:
         shape = _canonical_shape(shape)
         _check_broadcast("bernoulli", shape, p.shape)
     dt = _float_dtype(p.dtype, "bernoulli")
-    return _uniform(k, shape, dt, dt.type(0.0), dt.type(1.0)) < p
+    zero, one = dt.type(0.0), dt.type(1.0)
+    if mode == "high":
+        u1, u2 = _uniform(k, (2, *shape), dt, zero, one)
+        u2 = u2 * dt.type(2.0 ** -np.finfo(dt).nmant)
+        return u2 < p - u1
+    return _uniform(k, shape, dt, zero, one) < p
