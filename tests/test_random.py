@@ -66,6 +66,99 @@ def test_jax_vector(case):
     np.testing.assert_array_equal(got, expected)
 
 
+K7 = R.PRNGKey(7)
+K3 = R.PRNGKey(3)
+
+# Further answers recorded from jax.random (0.10.2, x64 enabled, partitionable
+# threefry, CPU) for dtypes and shapes the vectors file does not cover.
+EXTRA_CASES = [
+    (lambda: R.PRNGKey(-1), "uint32", [4294967295, 4294967295]),
+    (lambda: R.PRNGKey(2**40 + 3), "uint32", [256, 3]),
+    (
+        lambda: R.split(K7, (2, 2)),
+        "uint32",
+        [
+            [[3625411723, 1954958720], [195045567, 4062205631]],
+            [[966301609, 1948237315], [276534068, 1641862660]],
+        ],
+    ),
+    (lambda: R.fold_in(K7, 2**32 - 1), "uint32", [3658129989, 1719350670]),
+    (lambda: R.bits(K7, (5,), np.uint8), "uint8", [11, 0, 170, 48, 134]),
+    (lambda: R.bits(K7, (5,), np.uint16), "uint16", [10507, 32256, 10666, 17712, 25478]),
+    (
+        lambda: R.bits(K7, (3,), np.uint64),
+        "uint64",
+        [15571024786774969728, 837714335556982463, 4150233810675416579],
+    ),
+    (lambda: R.bits(K7, (), np.uint32), "uint32", 2895194379),
+    (
+        lambda: R.uniform(K7, (4,), np.float16, -2, 3),
+        "float16",
+        [-1.19921875, 0.4609375, -1.189453125, -0.65234375],
+    ),
+    (
+        lambda: R.uniform(K7, (3,), np.float64, 0.3, 7.7),
+        "float64",
+        [6.546391393609412, 0.6360531299372578, 1.9648862301271184],
+    ),
+    (
+        lambda: R.normal(K3, (8,), np.float64),
+        "float64",
+        [
+            1.1048739767803086,
+            -0.11756943795234803,
+            -0.7110143201629989,
+            -0.8265806018037718,
+            -0.475055842352611,
+            0.18600443975337544,
+            1.0889371633802944,
+            0.2960732848789476,
+        ],
+    ),
+    (
+        lambda: R.normal(K3, (2, 3), np.float32),
+        "float32",
+        [
+            [-1.4462569952011108, 1.5393810272216797, 0.38250625133514404],
+            [1.970701813697815, -0.5876674056053162, 0.20941562950611115],
+        ],
+    ),
+    (
+        lambda: R.normal(K3, (4,), np.float16),
+        "float16",
+        [-1.203125, -0.7392578125, -1.64453125, -0.53271484375],
+    ),
+    (lambda: R.randint(K7, (6,), -100, 100, np.int8), "int8", [99, -78, 0, -63, -78, -14]),
+    (lambda: R.randint(K7, (6,), 0, 256, np.uint8), "uint8", [31, 102, 124, 237, 222, 102]),
+    (
+        lambda: R.randint(K7, (4,), -(2**31), 2**31, np.int32),
+        "int32",
+        [752193311, 1400917350, -455323268, -325042195],
+    ),
+    (
+        lambda: R.randint(K7, (4,), -(2**62), 2**62, np.int64),
+        "int64",
+        [946239547446147269, 2305089687191887805, 257198853697933698, -2473317120208978749],
+    ),
+    (
+        lambda: R.bernoulli(K7, np.float32(0.5), (8,), mode="high"),
+        "bool",
+        [False, False, True, True, False, False, True, True],
+    ),
+    (lambda: R.bernoulli(K7), "bool", False),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EXTRA_CASES)))
+def test_extra_jax_answers(case):
+    fn, dtype, value = EXTRA_CASES[case]
+    expected = np.array(value, dtype=dtype)
+    got = fn()
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_vectors_file_settings():
     if not VECTORS.exists():
         pytest.skip(f"no vectors file at {VECTORS}")
