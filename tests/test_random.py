@@ -68,6 +68,7 @@ def test_jax_vector(case):
 
 K7 = R.PRNGKey(7)
 K3 = R.PRNGKey(3)
+X34 = np.arange(12).reshape(3, 4)
 
 # Further answers recorded from jax.random (0.10.2, x64 enabled, partitionable
 # threefry, CPU) for dtypes and shapes the vectors file does not cover.
@@ -146,6 +147,37 @@ EXTRA_CASES = [
         [False, False, True, True, False, False, True, True],
     ),
     (lambda: R.bernoulli(K7), "bool", False),
+    (lambda: R.permutation(K7, 10), "int64", [9, 4, 2, 3, 5, 0, 7, 6, 1, 8]),
+    (
+        lambda: R.permutation(K7, 2000)[:8],
+        "int64",
+        [1785, 5, 1002, 442, 880, 109, 1429, 1338],
+    ),
+    (
+        lambda: R.permutation(K7, X34, axis=1),
+        "int64",
+        [[2, 3, 0, 1], [6, 7, 4, 5], [10, 11, 8, 9]],
+    ),
+    (
+        lambda: R.permutation(K7, X34, axis=1, independent=True),
+        "int64",
+        [[2, 3, 0, 1], [4, 5, 7, 6], [10, 9, 11, 8]],
+    ),
+    (lambda: R.choice(K7, 10, (5,)), "int64", [7, 9, 6, 9, 1]),
+    (lambda: R.choice(K7, 10, (5,), replace=False), "int64", [9, 4, 2, 3, 5]),
+    (
+        lambda: R.choice(K7, 4, (6,), p=np.array([0.1, 0.2, 0.3, 0.4])),
+        "int64",
+        [1, 3, 3, 3, 3, 1],
+    ),
+    (
+        lambda: R.choice(
+            K7, 6, (3,), replace=False, p=np.array([0.05, 0.1, 0.15, 0.2, 0.25, 0.25], np.float32)
+        ),
+        "int64",
+        [1, 4, 5],
+    ),
+    (lambda: R.choice(K7, X34, (2,), axis=1), "int64", [[1, 1], [5, 5], [9, 9]]),
 ]
 
 
@@ -272,3 +304,34 @@ def test_bernoulli():
     y = R.bernoulli(K42, p)
     assert y.shape == (2,) and not y[0] and y[1]
     assert R.bernoulli(K42).shape == ()
+
+
+def test_permutation_properties():
+    perm = R.permutation(R.PRNGKey(11), 500)
+    assert perm.dtype == np.int64
+    np.testing.assert_array_equal(np.sort(perm), np.arange(500))
+    assert not np.array_equal(perm, np.arange(500))
+    x = np.arange(30.0).reshape(5, 6)
+    rows = R.permutation(R.PRNGKey(11), x)
+    np.testing.assert_array_equal(np.sort(rows[:, 0]), x[:, 0])
+    np.testing.assert_array_equal(rows[:, 1:] - rows[:, :1], x[:, 1:] - x[:, :1])
+    ind = R.permutation(R.PRNGKey(11), x, axis=1, independent=True)
+    np.testing.assert_array_equal(np.sort(ind, axis=1), x)
+    with pytest.raises(TypeError):
+        R.permutation(K42, 2.5)
+
+
+def test_choice_properties():
+    draws = R.choice(R.PRNGKey(2), 5, (20_000,), p=np.array([0.0, 0.1, 0.2, 0.3, 0.4]))
+    freq = np.bincount(draws, minlength=5) / draws.size
+    assert freq[0] == 0.0
+    np.testing.assert_allclose(freq, [0.0, 0.1, 0.2, 0.3, 0.4], atol=0.02)
+    picked = R.choice(R.PRNGKey(2), 50, (50,), replace=False)
+    np.testing.assert_array_equal(np.sort(picked), np.arange(50))
+    picked = R.choice(R.PRNGKey(2), 8, (8,), replace=False, p=np.full(8, 0.125))
+    np.testing.assert_array_equal(np.sort(picked), np.arange(8))
+    assert R.choice(K42, 3, (0,)).shape == (0,)
+    with pytest.raises(ValueError):
+        R.choice(K42, 3, (4,), replace=False)
+    with pytest.raises(ValueError):
+        R.choice(K42, 3, (2,), p=np.ones(4) / 4)

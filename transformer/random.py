@@ -8,17 +8,19 @@ Design
   with :func:`split` or :func:`fold_in`.
 * Everything is built on the Threefry-2x32 block cipher (20 rounds), written
   with vectorised ``uint32`` NumPy arithmetic.
-* Counters follow JAX's *partitionable* mode (``jax_threefry_partitionable``,
-  the default since JAX 0.5): element ``i`` of an output of shape ``s`` is
-  produced from the 64-bit counter ``i`` (row-major flat index), split into
-  (high, low) 32-bit words.  Outputs therefore do not depend on how the work
-  is partitioned, and a prefix of a larger draw is *not* a smaller draw.
+* Counters follow JAX's *partitionable* mode (``jax_threefry_partitionable``
+  on, JAX's current default): element ``i`` of an output is produced from the
+  64-bit counter ``i`` (its row-major flat index), split into (high, low)
+  32-bit words.  Element values thus depend only on the key and the flat
+  index, so e.g. ``split(k, 3)[:2] == split(k, 2)``.
 * Seeds and dtypes follow JAX with ``jax_enable_x64`` on: seeds are 64-bit
   integers, and the default float / int dtypes are ``float64`` / ``int64``.
 * Floating-point post-processing (mantissa filling for ``uniform``, the
-  polynomial ``erf_inv`` used by ``normal``) mirrors XLA's lowering so that
-  results agree with JAX bit for bit (``normal`` to within an ulp or so where
-  XLA's ``log1p`` differs from NumPy's).
+  polynomial ``erf_inv`` and ``log1p`` behind ``normal``, fused multiply-adds)
+  mirrors XLA's CPU lowering, so results agree with JAX bit for bit.  Known
+  gap: float16 Gumbel keys (``choice`` without replacement and float16 ``p``)
+  can differ from XLA's in the last bit, so rare near-ties may rank
+  differently.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ __all__ = [
     "PRNGKey",
     "bernoulli",
     "bits",
+    "choice",
     "fold_in",
     "key",
     "key_data",
     "normal",
+    "permutation",
     "randint",
     "split",
     "threefry2x32",
@@ -368,6 +372,13 @@ def _log64(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _log(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Natural log as XLA computes it (float16 is evaluated in float32)."""
+    if dt == np.float64:
+        return _log64(x)
+    return _log32(np.asarray(x, dt).astype(np.float32)).astype(dt)
+
+
 def _log1p(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     x = np.asarray(x, dt)
     with np.errstate(all="ignore"):
@@ -620,3 +631,109 @@ def bernoulli(k, p=0.5, shape=None, mode="low") -> np.ndarray:
         u2 = u2 * dt.type(2.0 ** -np.finfo(dt).nmant)
         return u2 < p - u1
     return _uniform(k, shape, dt, zero, one) < p
+
+
+# ---------------------------------------------------------------------------
+# Permutations and choice
+# ---------------------------------------------------------------------------
+
+
+def _shuffle(k, x: np.ndarray, axis: int) -> np.ndarray:
+    # JAX sorts by fresh random 32-bit keys, repeating enough rounds to make
+    # key collisions unlikely (3 * log(size) / log(2**32 - 1) rounds).
+    rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    k = _as_key(k)
+    for _ in range(rounds):
+        k, sub = split(k)
+        sort_keys = _random_bits(sub, 32, x.shape)
+        order = np.argsort(sort_keys, axis=axis, kind="stable")
+        x = np.take_along_axis(x, order, axis=axis)
+    return x
+
+
+def permutation(k, x, axis=0, independent=False) -> np.ndarray:
+    """Randomly permute ``x`` along ``axis`` (or ``arange(x)`` for an integer ``x``).
+
+    With ``independent=True`` every slice along ``axis`` is shuffled separately.
+    """
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        if arr.dtype.kind not in "iu":
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        return _shuffle(k, np.arange(int(arr), dtype=np.int64), 0)
+    axis = _normalize_axis(axis, arr.ndim)
+    if independent or arr.ndim == 1:
+        return _shuffle(k, arr, axis)
+    ind = _shuffle(k, np.arange(arr.shape[axis], dtype=np.int64), 0)
+    return np.take(arr, ind, axis=axis)
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _gumbel(k, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    tiny = np.asarray(np.finfo(dt).tiny, dt)
+    u = _uniform(k, shape, dt, tiny, np.asarray(1.0, dt))
+    with np.errstate(all="ignore"):
+        return -_log(-_log(u, dt), dt)
+
+
+def choice(k, a, shape=(), replace=True, p=None, axis=0) -> np.ndarray:
+    """Random sample from ``a`` (or ``arange(a)`` for an integer ``a``), JAX-style.
+
+    Without ``p``: uniform draws via :func:`randint` (with replacement) or a
+    prefix of :func:`permutation` (without).  With ``p``: inverse-CDF search
+    on ``cumsum(p)`` (with replacement) or the Gumbel top-k trick (without).
+    """
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of choice must be a sequence, got {shape!r}")
+    shape = tuple(int(d) for d in shape)
+    arr = np.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(arr)
+    else:
+        axis = _normalize_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return np.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(
+            f"Cannot take a larger sample (size {n_draws}) than "
+            f"population (size {n_inputs}) when 'replace=False'"
+        )
+    if p is None:
+        if replace:
+            ind = randint(k, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(k, n_inputs if arr.ndim == 0 else arr, axis)
+            result = perm[(slice(None),) * (0 if arr.ndim == 0 else axis) + (slice(n_draws),)]
+    else:
+        p_arr = np.asarray(p)
+        if p_arr.dtype.kind not in "f":
+            p_arr = p_arr.astype(np.float64)
+        dt = _float_dtype(p_arr.dtype, "choice")
+        if p_arr.shape != (n_inputs,):
+            raise ValueError(
+                "p must be None or a 1D vector with the same size as a.shape[axis]. "
+                f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}."
+            )
+        if replace:
+            p_cuml = np.cumsum(p_arr, dtype=dt)
+            with np.errstate(all="ignore"):
+                r = p_cuml[-1] * (dt.type(1) - uniform(k, shape, dt))
+            ind = np.searchsorted(p_cuml, r).astype(np.int64)
+        else:
+            with np.errstate(divide="ignore"):
+                logp = _log(p_arr, dt)
+            g = _gumbel(k, (n_inputs,), dt) + logp
+            ind = np.argsort(-g, kind="stable")[:n_draws].astype(np.int64)
+        result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
+    out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
+    return result.reshape(out_shape)
