@@ -245,7 +245,11 @@ def test_fold_in():
     a, b = R.fold_in(K42, 1), R.fold_in(K42, 2)
     assert a.dtype == np.uint32 and a.shape == (2,)
     assert not np.array_equal(a, b)
-    np.testing.assert_array_equal(R.fold_in(K42, 2**32 + 1), a)
+    np.testing.assert_array_equal(R.fold_in(K42, np.uint32(1)), a)
+    with pytest.raises(OverflowError):
+        R.fold_in(K42, 2**32)
+    with pytest.raises(OverflowError):
+        R.fold_in(K42, -1)
 
 
 def test_bits_dtypes():

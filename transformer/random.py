@@ -226,8 +226,13 @@ def split(k, num=2) -> np.ndarray:
 
 
 def fold_in(k, data) -> np.ndarray:
-    """Derive a new key from ``k`` and an integer (taken modulo 2**32)."""
-    d = int(np.asarray(data)) & _MASK32
+    """Derive a new key from ``k`` and an integer in ``[0, 2**32)``."""
+    arr = np.asarray(data)
+    if arr.shape or arr.dtype.kind not in "iub":
+        raise TypeError(f"fold_in data must be a scalar integer, got {data!r}")
+    d = int(arr)
+    if not 0 <= d <= _MASK32:
+        raise OverflowError(f"fold_in data {d} is out of bounds for uint32")
     y0, y1 = threefry2x32(_as_key(k), _U32(0), _U32(d))
     return np.array([y0, y1], dtype=_U32)
 
