@@ -4,9 +4,9 @@
     forces = jit(grad(energy))
     print(transformer.source(grad(energy)))
 """
-from . import tree_util
+from . import random, tree_util
 from .errors import TransformError
 from .jit import jit
 from .inspection import source
 
-__all__ = ["TransformError", "jit", "source", "tree_util"]
+__all__ = ["TransformError", "jit", "random", "source", "tree_util"]
