@@ -42,6 +42,12 @@ def parse_line(line: str, lower: bool = False):
     return func, list(value.args), keywords, target, target
 
 
+def assigned_names(parsed) -> list[str]:
+    """The names a parsed line assigns (for ``x[i] = v``: ``x``)."""
+    key, _, _, result, target = parsed
+    return names_in(result)[:1] if key == "setitem" else names_in(target)
+
+
 def to_source(node) -> str:
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
@@ -83,10 +89,8 @@ def make_vjp(program: str, active: list[str], consts: list[str], lower: bool = F
     """``vjp(*active, *consts, *b_outputs) -> tuple of adjoints of active``."""
     lines = [ln.strip() for ln in program.strip().splitlines()]
     parsed = [parse_line(ln) for ln in lines]
-    outputs = names_in(parsed[-1][4]) if parsed[-1][0] != "setitem" else [names_in(parsed[-1][3])[0]]
-    assigned = [n for p in parsed for n in names_in(p[3] if p[0] == "setitem" else p[4])[:1]
-                if p[0] == "setitem"] + [n for p in parsed if p[0] != "setitem"
-                                         for n in names_in(p[4])]
+    outputs = assigned_names(parsed[-1])
+    assigned = [n for p in parsed for n in assigned_names(p)]
     live = set(active) | set(assigned)
     adjoint_of = lambda n: "b" + n if n in live else None
     env: dict = {"zeros_like": runtime.zeros_like}
@@ -117,10 +121,7 @@ def run_program(program: str, values: dict):
     lines = [ln.strip() for ln in program.strip().splitlines()]
     for line in lines:
         exec(line, namespace)  # noqa: S102  (the primal, as oracle)
-    last = parse_line(lines[-1])
-    names = names_in(last[3]) if last[0] == "setitem" else names_in(last[4])
-    return [namespace[n] for n in names[:1]] if last[0] == "setitem" else \
-        [namespace[n] for n in names]
+    return [namespace[n] for n in assigned_names(parse_line(lines[-1]))]
 
 
 def random_like(rng, value):
