@@ -407,6 +407,7 @@ def _fold_nb(a, axis, keepdims, op):
     dtype = as_dtype(a.dtype).type
     start = _FOLD_START[op]
 
+    @register_jitable
     def folded(a, axis):
         shape = np.asarray(a.shape)
         mask = axis_mask(a.ndim, axis)
@@ -511,6 +512,7 @@ def _scan_nb(a, axis, product, reverse):
     """Numba: cumulative sum or product along an axis (flattened for None)."""
     dtype = as_dtype(a.dtype).type
 
+    @register_jitable
     def scan(src, ax):
         out = src.copy()
         shape = np.asarray(out.shape)
@@ -536,19 +538,19 @@ def _scan_nb(a, axis, product, reverse):
 
 @overload(cumsum)
 def _cumsum_nb(a, axis=None):
-    impl = _scan_nb(a, axis, False, False)
+    impl = register_jitable(_scan_nb(a, axis, False, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumprod)
 def _cumprod_nb(a, axis=None):
-    impl = _scan_nb(a, axis, True, False)
+    impl = register_jitable(_scan_nb(a, axis, True, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumsum_adjoint)
 def _cumsum_adjoint_nb(g, x, axis=None):
-    impl = _scan_nb(g, axis, False, True)
+    impl = register_jitable(_scan_nb(g, axis, False, True))
     return lambda g, x, axis=None: impl(g, axis).reshape(x.shape)
 
 
