@@ -12,7 +12,7 @@ float32); a scalar's gradient is a scalar, never a 0-d array.
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import literal_unroll, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -697,9 +697,29 @@ def concatenate_part(g, xs, k, axis=0):
     return g[tuple(index)]
 
 
+@overload(concatenate_part)
+def _concatenate_part_nb(g, xs, k, axis=0):
+    def impl(g, xs, k, axis=0):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            if j < k:
+                start += x.shape[axis]
+            elif j == k:
+                n = x.shape[axis]
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        front = moveaxis(g, axis, 0)[start:start + n]
+        return np.ascontiguousarray(moveaxis(front, 0, axis))
+    return impl
+
+
 def stack_part(g, k, axis=0):
     """The part of ``g = np.stack(xs, axis)`` that came from ``xs[k]``."""
     return np.take(g, k, axis)
+
+
+@overload(stack_part)
+def _stack_part_nb(g, k, axis=0):
+    return lambda g, k, axis=0: np.ascontiguousarray(moveaxis(g, axis, 0)[k])
 
 
 def hstack_part(g, xs, k):
