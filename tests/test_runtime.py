@@ -11,7 +11,7 @@ import os
 import numba
 import numpy as np
 import pytest
-from test_adjoint_rules import check_vjp, make_vjp, run_program
+from test_adjoint_rules import check_vjp, make_vjp
 from test_tangent_rules import check_jvp, make_jvp
 
 from transformer import runtime
@@ -186,7 +186,27 @@ o2 = tr + nu
 pr = a @ u
 sp = np.sum(pr)
 o3 = o1 + o2
-out = o3 + sp
+fl = np.flip(a, 1)
+tl = np.tile(v, (2, 1))
+sw = np.swapaxes(tl, 0, 1)
+ex = np.expand_dims(v, 0)
+st = np.stack((v, u), 1)
+mv = np.moveaxis(st, 0, -1)
+tp = np.transpose(fl, (1, 0))
+sq = np.squeeze(ex, axis=0)
+bt = np.broadcast_to(sq, (2, 3))
+wh = np.where(c, mv, bt)
+cl = np.clip(wh, -0.5, 0.5)
+mn = np.min(cl, axis=0)
+pd = np.prod(sw, axis=1)
+tq = tp * tp
+s1 = np.sum(mn)
+s2 = np.sum(pd)
+s3 = np.sum(tq)
+s4 = s1 + s2
+s5 = s4 + s3
+o4 = o3 + sp
+out = o4 + s5
 """
 
 
@@ -225,14 +245,14 @@ def test_emitted_tangents_compile_in_nopython_mode(tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-10, err_msg=source)
 
 
-def test_linear_algebra_adjoints_compile_in_nopython_mode(tmp_path):
+def test_linear_algebra_and_shape_adjoints_compile_in_nopython_mode(tmp_path):
     a = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
     v = RNG.standard_normal(3)
-    check_vjp(LINALG_PROGRAM, {"a": a, "v": v})
-    fn, source, _ = make_vjp(LINALG_PROGRAM, ["a", "v"], [], lower=True,
+    c = np.array([[True, False, True], [False, True, True]])
+    check_vjp(LINALG_PROGRAM, {"a": a, "v": v}, {"c": c})
+    fn, source, _ = make_vjp(LINALG_PROGRAM, ["a", "v"], ["c"], lower=True,
                              filename=str(tmp_path / "vjp_linalg.py"))
-    expected = fn(a, v, 1.0)
-    got = numba.njit(fn)(a, v, 1.0)
+    expected = fn(a, v, c, 1.0)
+    got = numba.njit(fn)(a, v, c, 1.0)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-9, err_msg=source)
-    assert run_program(LINALG_PROGRAM, {"a": a, "v": v})
