@@ -338,6 +338,23 @@ def test_template_temporaries_are_named_after_the_result():
     assert "w_hit = " in source and "z_hit = " in source
 
 
+def test_literal_index_reads_as_plain_indexing():
+    _, source, _ = make_vjp("z = x[1:3, -1]", ["x"], [])
+    assert "bx[1:3, -1] = bx[1:3, -1] + bz" in source
+    _, source, _ = make_vjp("z = x[i]", ["x"], ["i"])
+    assert "scatter_add(bx, i, bz)" in source
+    _, source, _ = make_vjp("x[1] = v", ["x", "v"], [])
+    assert "bx[1] = 0.0" in source
+
+
+def test_caller_can_name_temporaries():
+    x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
+    z = gast.Name(id="z", ctx=gast.Load(), annotation=None, type_comment=None)
+    stmts, _ = expand_adjoint(np.max, [x], {}, z, lambda n: "b" + n,
+                              fresh_name=lambda tmp: f"_t_{tmp}_7")
+    assert "_t_hit_7 = " in to_source(stmts)
+
+
 def test_env_maps_free_names_to_objects():
     x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
     z = gast.Name(id="z", ctx=gast.Load(), annotation=None, type_comment=None)

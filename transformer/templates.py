@@ -29,6 +29,9 @@ Template language (both kinds):
   because Numba would promote ``float32_array * 0.5`` to float64.
 - Slices used outside a subscript become ``slice(lo, hi, step)`` calls.
 
+Adjoints of ``x[index]`` use the ``"getitem:static"`` rule when the index is made of literal
+ints and slices (plain indexing), ``"getitem"`` (which must allow repeated indices) otherwise.
+
 Adjoint statements: ``d[x] += e`` / ``d[x] -= e`` becomes ``bx = bx + e``; ``d[x][i] += e`` and
 ``d[x][i] = e`` become in-place writes on ``bx`` (the caller guarantees ``bx`` is an owned
 array); a call statement (``scatter_add(d[x], i, d[z])``) is kept. A statement that writes or
@@ -174,6 +177,8 @@ def _ensure_rules_loaded():
 
 def _lookup(registry, key):
     _ensure_rules_loaded()
+    if isinstance(key, gast.AST):
+        key = type(key)
     try:
         return registry.get(key)
     except TypeError:  # unhashable key
@@ -197,6 +202,20 @@ def is_nondifferentiable(key) -> bool:
 
 
 # ---------------------------------------------------------------- expansion
+
+
+_SELECTORS = {"condition", "index", "subscripts"}
+
+
+def _static_index(node) -> bool:
+    """An index made of literal ints and slices only: plain indexing, no repeats."""
+    if isinstance(node, gast.Tuple):
+        return all(_static_index(e) for e in node.elts)
+    if isinstance(node, gast.Slice):
+        return all(p is None or _static_index(p) for p in (node.lower, node.upper, node.step))
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return _static_index(node.operand)
+    return isinstance(node, gast.Constant) and type(node.value) is int
 
 
 class _InactiveRead(Exception):
@@ -287,9 +306,10 @@ class _Expansion:
             self.binding[name] = value
         if template.has_result:
             self.binding[template.params[0]] = result
-        ordered = [self.binding[p] for p in template.params if p in self.binding]
-        self.ref = _first_name(ordered[1:] if template.has_result else ordered) \
-            or _first_name([result])
+        # cast_like's reference: the first argument that is a value, not a selector
+        values = [self.binding[p] for p in template.params[1 if template.has_result else 0:]
+                  if p in self.binding and p not in _SELECTORS]
+        self.ref = _first_name(values) or _first_name([result])
         base = _first_name([result]) or "t"
         self.fresh = fresh_name or (lambda tmp: f"{base}_{tmp}")
 
@@ -482,6 +502,8 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
     Returns the statements and the environment (free name -> object) they need.
     ``fresh_name(tmp)``, if given, names the template's temporaries.
     """
+    if key == "getitem" and len(call_args) == 2 and _static_index(call_args[1]):
+        key = "getitem:static"  # literal ints and slices: read as plain indexing
     template = _lookup(ADJOINTS, key)
     if template is None:
         raise MissingRule(f"no adjoint rule for {describe(key)}")
@@ -503,7 +525,10 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
         if isinstance(stmt, gast.Assign) and _is_d_target(stmt.targets[0]):
             d, index = _write_target(x, stmt.targets[0])
             target = _store(d) if index is None else _subscript(d, index, gast.Store())
-            return [gast.Assign(targets=[target], value=x.expr(stmt.value), type_comment=None)]
+            # a literal stored into an array element is converted by the store itself
+            value = stmt.value if index is not None and isinstance(stmt.value, gast.Constant) \
+                else x.expr(stmt.value)
+            return [gast.Assign(targets=[target], value=value, type_comment=None)]
         if isinstance(stmt, gast.Assign):
             value = x.expr(stmt.value)
             return [gast.Assign(targets=[x.temp_target(t) for t in stmt.targets], value=value,
