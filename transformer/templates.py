@@ -107,7 +107,12 @@ def describe(key) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def _template(fdef: gast.FunctionDef, signature, glb, has_result, broadcast) -> Template:
+def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
+    """A template from the source of a ``def`` (its decorators are ignored); the names its
+    body uses are looked up in ``glb``. Decorators and family helpers both build rules here.
+    """
+    fdef = gast.parse(textwrap.dedent(source)).body[0]
+    signature = _signature(fdef)
     params = list(signature.parameters)
     if has_result and not params:
         raise ValueError(f"template {fdef.name} needs a result parameter")
@@ -115,15 +120,8 @@ def _template(fdef: gast.FunctionDef, signature, glb, has_result, broadcast) -> 
 
 
 def _template_from_function(fn, has_result, broadcast) -> Template:
-    tree = gast.parse(textwrap.dedent(inspect.getsource(fn)))
-    fdef = tree.body[0]
-    return _template(fdef, inspect.signature(fn), fn.__globals__, has_result, broadcast)
-
-
-def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
-    """A template from the source of a ``def``; family helpers build rules this way."""
-    fdef = gast.parse(textwrap.dedent(source)).body[0]
-    return _template(fdef, _signature(fdef), glb, has_result, broadcast)
+    return rule_from_source(inspect.getsource(fn), fn.__globals__, has_result=has_result,
+                            broadcast=broadcast)
 
 
 def _signature(fdef: gast.FunctionDef) -> inspect.Signature:
@@ -272,6 +270,29 @@ def _first_name(nodes):
     return None
 
 
+def _bind(template, key, kind, call_args, call_keywords, result) -> dict[str, gast.expr]:
+    """Template parameter -> the gast node it stands for, bound like a Python call."""
+    signature = template.signature
+    if template.has_result:
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    try:
+        bound = signature.bind(*call_args, **call_keywords)
+    except TypeError as err:
+        raise MissingRule(f"the {kind} rule for {describe(key)} cannot take this call: "
+                          f"{err}") from None
+    bound.apply_defaults()
+    binding: dict[str, gast.expr] = {}
+    for name, value in bound.arguments.items():
+        if signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            value = gast.Tuple(elts=list(value), ctx=gast.Load())
+        elif not isinstance(value, gast.AST):
+            value = _const(value)  # a default of the template
+        binding[name] = value
+    if template.has_result:
+        binding[template.params[0]] = result
+    return binding
+
+
 class _Expansion:
     """One instantiation of a template for one call."""
 
@@ -285,27 +306,7 @@ class _Expansion:
         self.dropped_temps: set[str] = set()
         self.loop: dict[str, int] = {}
         self.inactive_as_zeros = False
-        params = template.signature
-        if template.has_result:
-            params = params.replace(parameters=list(params.parameters.values())[1:])
-        try:
-            bound = params.bind(*call_args, **call_keywords)
-        except TypeError as err:
-            raise MissingRule(f"the {kind} rule for {describe(key)} cannot take this call: "
-                              f"{err}") from None
-        bound.apply_defaults()
-        self.binding: dict[str, gast.expr] = {}
-        for name, value in bound.arguments.items():
-            kind_ = params.parameters[name].kind
-            if kind_ is inspect.Parameter.VAR_POSITIONAL:
-                value = gast.Tuple(elts=list(value), ctx=gast.Load())
-            elif kind_ is inspect.Parameter.VAR_KEYWORD:
-                raise MissingRule(f"the {kind} rule for {describe(key)} takes no **kwargs")
-            elif not isinstance(value, gast.AST):
-                value = _const(value)
-            self.binding[name] = value
-        if template.has_result:
-            self.binding[template.params[0]] = result
+        self.binding = _bind(template, key, kind, call_args, call_keywords, result)
         # cast_like's reference: the first argument that is a value, not a selector
         values = [self.binding[p] for p in template.params[1 if template.has_result else 0:]
                   if p in self.binding and p not in _SELECTORS]
