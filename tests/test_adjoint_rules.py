@@ -241,6 +241,8 @@ CASES = [
     case("z = x @ y", x=normal(5, 2, 3), y=normal(3, 4)),
     case("z = np.matmul(x, y)", x=normal(5, 2, 3), y=normal(5, 3, 4)),
     case("z = np.matmul(x, y)", x=normal(5, 2, 3), y=normal(3,)),
+    case("z = np.matmul(x, y)", x=normal(3,), y=normal(4, 3, 5)),
+    case("z = x @ y", x=normal(2, 3), y=normal(4, 3, 5)),
     case("z = np.dot(x, y)", x=unit(), y=normal(3)),
     case("z = np.outer(x, y)", x=normal(3), y=normal(4)),
     case("z = np.inner(x, y)", x=normal(3), y=normal(3)),

@@ -2,7 +2,7 @@
 
 Exceptions, plain NumPy only for now: ``repeat``/``unrepeat`` with an axis, ``hstack_part``,
 ``vstack_part``, ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``, and
-``matmul`` and its adjoints for operands of rank above 2.
+``matmul`` and its adjoints for operands of rank above 3.
 
 Every helper is a plain Python function (NumPy, used by the ``python`` backend) with a
 ``numba.extending.overload`` that dispatches on Numba types. Numba's versions share two
@@ -802,11 +802,59 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def _batch_len(x):
+    return x.shape[0] if np.ndim(x) == 3 else 1
+
+
+@overload(_batch_len)
+def _batch_len_nb(x):
+    if x.ndim == 3:
+        return lambda x: x.shape[0]
+    return lambda x: 1
+
+
+def _batch_item(x, i):
+    return x[i % x.shape[0]] if np.ndim(x) == 3 else x
+
+
+@overload(_batch_item)
+def _batch_item_nb(x, i):
+    if x.ndim == 3:
+        return lambda x, i: np.ascontiguousarray(x[i % x.shape[0]])
+    return lambda x, i: np.ascontiguousarray(x)
+
+
 @overload(matmul)
 def _matmul_nb(a, b):
-    if a.ndim > 2 or b.ndim > 2:
-        raise TypingError("matmul under Numba: operands of rank 1 or 2 only")
-    return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    if a.ndim > 3 or b.ndim > 3:
+        raise TypingError("matmul under Numba: operands of rank 3 at most")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+    def batched(a, b):
+        n = max(_batch_len(a), _batch_len(b))
+        first = np.dot(_batch_item(a, 0), _batch_item(b, 0))
+        out = np.empty((n,) + first.shape, first.dtype)
+        for i in range(n):
+            out[i] = np.dot(_batch_item(a, i), _batch_item(b, i))
+        return out
+    return batched
+
+
+@register_jitable
+def _swap_last_nb(x):
+    return np.swapaxes(x, x.ndim - 2, x.ndim - 1)
+
+
+@register_jitable
+def _append_axis(x):
+    return np.ascontiguousarray(x).reshape(x.shape + (1,))
+
+
+@register_jitable
+def _insert_axis(x):
+    """(B, p) -> (B, 1, p)."""
+    return np.ascontiguousarray(x).reshape((x.shape[0], 1, x.shape[1]))
 
 
 def _swap_last(a):
@@ -820,7 +868,7 @@ def matmul_grad_left(g, a, b):
     if np.ndim(b) == 1:
         return unbroadcast(np.multiply.outer(g, b), a) if np.ndim(a) > 1 else g * b
     if np.ndim(a) == 1:
-        return unbroadcast(np.matmul(g, _swap_last(b)), a)
+        return unbroadcast(np.matmul(np.expand_dims(g, -2), _swap_last(b)), a)
     return unbroadcast(np.matmul(g, _swap_last(b)), a)
 
 
@@ -829,7 +877,7 @@ def matmul_grad_right(g, a, b):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(a * g, b)
     if np.ndim(a) == 1:
-        return unbroadcast(np.multiply.outer(a, g), b) if np.ndim(b) > 1 else a * g
+        return unbroadcast(a[:, None] * np.expand_dims(g, -2), b) if np.ndim(b) > 1 else a * g
     if np.ndim(b) == 1:
         return unbroadcast(np.matmul(_swap_last(a), g[..., None])[..., 0], b)
     return unbroadcast(np.matmul(_swap_last(a), g), b)
@@ -849,7 +897,11 @@ def _matmul_grad_left_nb(g, a, b):
         return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(b.T))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(g) * b, a)
+    if na == 1:
+        return lambda g, a, b: unbroadcast(matmul(_insert_axis(g), _swap_last_nb(b)), a)
+    return lambda g, a, b: unbroadcast(matmul(g, _swap_last_nb(b)), a)
 
 
 @overload(matmul_grad_right)
@@ -866,7 +918,12 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: np.outer(a, g)
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if na == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(a) * _insert_axis(g), b)
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(
+            matmul(_swap_last_nb(a), _append_axis(g))[:, :, 0], b)
+    return lambda g, a, b: unbroadcast(matmul(_swap_last_nb(a), g), b)
 
 
 def outer_or_matmul(t, z):
