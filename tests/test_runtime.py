@@ -207,11 +207,17 @@ s2 = np.sum(pd)
 s3 = np.sum(tq)
 s4 = s1 + s2
 s5 = s4 + s3
+rp = np.repeat(a, 2, axis=1)
+rf = np.repeat(v, 3)
+rs = np.sum(rp)
+rt = np.sum(rf)
 bm = np.matmul(t3, a)
 bs = np.sum(bm)
 s6 = s5 + bs
+s7 = rs * rt
 o4 = o3 + sp
-out = o4 + s6
+o5 = o4 + s6
+out = o5 + s7
 """
 
 

@@ -1,9 +1,5 @@
 """Helpers that generated code calls; each runs as plain NumPy and inside Numba nopython mode.
 
-Exceptions, plain NumPy only for now: ``repeat``/``unrepeat`` with an axis, ``hstack_part``,
-``vstack_part``, ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``, and
-``matmul`` and its adjoints for operands of rank above 3.
-
 Every helper is a plain Python function (NumPy, used by the ``python`` backend) with a
 ``numba.extending.overload`` that dispatches on Numba types. Numba's versions share two
 index-mapping kernels (``_reduce_into``, ``_gather``) so that reductions, broadcasting and
@@ -11,6 +7,10 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
+
+Plain NumPy only for now: ``hstack_part``, ``vstack_part``, ``einsum``, ``einsum_grad``,
+``einsum_tangent``, ``tensordot``, ``squeeze`` without an axis, and ``matmul`` with its
+adjoints for operands of rank above 3.
 """
 
 from __future__ import annotations
@@ -748,6 +748,58 @@ def unrepeat(g, x, repeats, axis=None):
     axis %= len(shape)
     split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
     return np.reshape(g, split).sum(axis=axis + 1)
+
+
+@register_jitable
+def _repeat_source(i, full, fstrides, sstrides, axis, repeats):
+    """The flat source index of element ``i`` of ``np.repeat(a, repeats, axis)``."""
+    j = 0
+    for k in range(full.shape[0]):
+        index = (i // fstrides[k]) % full[k]
+        j += (index // repeats if k == axis else index) * sstrides[k]
+    return j
+
+
+@register_jitable
+def _repeat_shapes(shape, repeats, axis):
+    full = shape.copy()
+    full[axis] *= repeats
+    return full, _c_strides(full), _c_strides(shape)
+
+
+@overload(repeat)
+def _repeat_nb(a, repeats, axis=None):
+    if not isinstance(repeats, types.Integer):
+        raise TypingError("repeat under Numba: the count must be an int")
+    flat = _is_none(axis)
+    rank = 1 if flat else a.ndim
+
+    def impl(a, repeats, axis=None):
+        src = np.ascontiguousarray(a).ravel()
+        shape = np.asarray(src.shape) if flat else np.asarray(a.shape)
+        ax = 0 if flat else axis % a.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.empty(np.prod(full), a.dtype)
+        for i in range(out.shape[0]):
+            out[i] = src[_repeat_source(i, full, fstrides, sstrides, ax, repeats)]
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+@overload(unrepeat)
+def _unrepeat_nb(g, x, repeats, axis=None):
+    flat = _is_none(axis)
+
+    def impl(g, x, repeats, axis=None):
+        src = np.ascontiguousarray(g).ravel()
+        shape = np.asarray((x.size,)) if flat else np.asarray(x.shape)
+        ax = 0 if flat else axis % x.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.zeros(x.size, g.dtype)
+        for i in range(src.shape[0]):
+            out[_repeat_source(i, full, fstrides, sstrides, ax, repeats)] += src[i]
+        return out.reshape(x.shape)
+    return impl
 
 
 def concatenate_part(g, xs, k, axis=0):

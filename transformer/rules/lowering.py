@@ -33,6 +33,7 @@ _EQUIVALENTS: dict[object, object] = {
     np.reshape: runtime.reshape,
     np.flip: runtime.flip,
     np.tile: runtime.tile,
+    np.repeat: runtime.repeat,
     np.matmul: runtime.matmul,
     gast.MatMult: runtime.matmul,  # Numba's ``@`` stops at rank 2
     np.add.at: runtime.scatter_add,
