@@ -333,6 +333,8 @@ class _Expansion:
         return None  # constants are inactive
 
     def zeros(self, node):
+        if isinstance(node, gast.Tuple):  # a sequence of values, or a tuple result
+            return gast.Tuple(elts=[self.zeros(e) for e in node.elts], ctx=gast.Load())
         self.use("zeros_like", runtime.zeros_like)
         return _call("zeros_like", _as_value(node))
 
