@@ -208,6 +208,7 @@ CASES = [
     case("z = max(x, y)", x=unit(), y=unit()),
     case("z = min(x, y)", x=unit(), y=unit()),
     case("z = math.pow(x, y)", x=unit(), y=unit()),
+    case("z = pow(x, y)", x=unit(), y=unit()),
     case("z = math.atan2(x, y)", x=unit(), y=unit()),
     case("z = math.hypot(x, y)", x=unit(), y=unit()),
     case("z = math.fmod(x, y)", x=unit(), y=unit(lo=0.1, hi=0.3)),
