@@ -80,7 +80,7 @@ def build(header: str, body: list[str], env: dict, filename: str | None = None):
     if filename is not None:
         with open(filename, "w") as f:
             f.write(source)
-    exec(compile(source, filename or "<generated>", "exec"), namespace)  # noqa: S102  (the code under test)
+    exec(compile(source, filename or "<generated>", "exec"), namespace)  # noqa: S102  (code under test)
     return namespace[header.split("(")[0]], source
 
 

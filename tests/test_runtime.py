@@ -211,13 +211,19 @@ rp = np.repeat(a, 2, axis=1)
 rf = np.repeat(v, 3)
 rs = np.sum(rp)
 rt = np.sum(rf)
+hv = np.vstack((v, u))
+hh = np.hstack((v, u))
+hw = np.sum(hv)
+hx = np.sum(hh)
+hy = hw * hx
 bm = np.matmul(t3, a)
 bs = np.sum(bm)
 s6 = s5 + bs
 s7 = rs * rt
+s8 = s7 + hy
 o4 = o3 + sp
 o5 = o4 + s6
-out = o5 + s7
+out = o5 + s8
 """
 
 

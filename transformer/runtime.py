@@ -8,15 +8,14 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
 
-Plain NumPy only for now: ``hstack_part``, ``vstack_part``, ``einsum``, ``einsum_grad``,
-``einsum_tangent``, ``tensordot``, ``squeeze`` without an axis, and ``matmul`` with its
-adjoints for operands of rank above 3.
+Plain NumPy only for now: ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``,
+``squeeze`` without an axis, and ``matmul`` with its adjoints for operands of rank above 3.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import literal_unroll, types
+from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -844,6 +843,35 @@ def vstack_part(g, xs, k):
     """The part of ``g = np.vstack(xs)`` that came from ``xs[k]``."""
     part = concatenate_part(g, [np.atleast_2d(x) for x in xs], k, 0)
     return reshape_like(part, xs[k])
+
+
+@overload(hstack_part)
+def _hstack_part_nb(g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda g, xs, k: concatenate_part(g, xs, k, axis)
+
+
+@overload(vstack_part)
+def _vstack_part_nb(g, xs, k):
+    if not isinstance(k, types.IntegerLiteral):
+        return lambda g, xs, k: literally(k)
+    item = xs.types[k.literal_value] if isinstance(xs, types.Tuple) else xs.dtype
+
+    def rows(g, xs, k):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                n = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        return np.ascontiguousarray(g[start:start + n])
+
+    rows = register_jitable(rows)
+    if item.ndim == 1:
+        return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
+    return rows
 
 
 # ---------------------------------------------------------------- linear algebra
