@@ -25,17 +25,19 @@ Template language (both kinds):
   ``z[1]`` name one element.
 - Other assigned names are temporaries; they are renamed ``<result>_<name>`` (or through the
   caller's ``fresh_name``) so repeated expansion never collides.
-- Float literals become ``cast_like(c, ref)`` (``ref``: the first name among the arguments)
-  because Numba would promote ``float32_array * 0.5`` to float64.
+- Float literals become ``cast_like(c, ref)`` (``ref``: the first argument that is a value,
+  not a ``condition``/``index``/``subscripts``) because Numba would promote
+  ``float32_array * 0.5`` to float64; a literal stored whole into an element stays as is.
 - Slices used outside a subscript become ``slice(lo, hi, step)`` calls.
 
 Adjoints of ``x[index]`` use the ``"getitem:static"`` rule when the index is made of literal
 ints and slices (plain indexing), ``"getitem"`` (which must allow repeated indices) otherwise.
 
-Adjoint statements: ``d[x] += e`` / ``d[x] -= e`` becomes ``bx = bx + e``; ``d[x][i] += e`` and
-``d[x][i] = e`` become in-place writes on ``bx`` (the caller guarantees ``bx`` is an owned
-array); a call statement (``scatter_add(d[x], i, d[z])``) is kept. A statement that writes or
-reads the adjoint of an inactive argument is dropped, as are temporaries left unused.
+Adjoint statements: ``d[x] += e`` / ``d[x] -= e`` becomes ``bx = bx + e``; ``d[x][i] += e``
+becomes ``bx[i] = bx[i] + e`` and ``d[x][i] = e`` stays an in-place write (the caller
+guarantees ``bx`` is an owned array); a call statement (``scatter_add(d[x], i, d[z])``) is
+kept. A statement that writes or reads the adjoint of an inactive argument is dropped, as are
+temporaries left unused; when the result's adjoint is inactive nothing is emitted.
 
 Tangent statements: each ``d[z] = e`` is the contribution of the one argument whose tangent
 ``e`` reads; contributions of inactive arguments are dropped and the rest are summed into
