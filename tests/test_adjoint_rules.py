@@ -379,7 +379,20 @@ def test_call_the_rule_cannot_take_is_reported():
         expand_adjoint(np.sum, [x], {"where": x}, x, lambda n: "b" + n)
 
 
+def test_missing_operator_rule_names_the_operator():
+    x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
+    with pytest.raises(MissingRule, match="no adjoint rule for operator BitAnd"):
+        expand_adjoint(gast.BitAnd, [x, x], {}, x, lambda n: "b" + n)
+
+
+def test_sequence_argument_must_be_a_literal_tuple():
+    xs = gast.Name(id="xs", ctx=gast.Load(), annotation=None, type_comment=None)
+    with pytest.raises(MissingRule, match="literal tuple"):
+        expand_adjoint(np.concatenate, [xs], {}, xs, lambda n: "b" + n)
+
+
 def test_nondifferentiable_primitives_are_known():
     for key in [np.zeros, np.shape, len, np.arange, np.floor, np.sign, gast.FloorDiv]:
         assert is_nondifferentiable(key)
     assert not is_nondifferentiable(np.sin)
+    assert not is_nondifferentiable([])  # unhashable keys are simply unknown
