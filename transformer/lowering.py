@@ -14,16 +14,9 @@ from .function import Function, resolve
 from .names import Namer
 
 
-def _table():
-    try:
-        from .rules.lowering import numba_equivalent
-    except ImportError:  # rules not installed yet in a partial checkout
-        return lambda obj, keywords=(): None
-    return numba_equivalent
-
-
 def lower_for_numba(fn: Function) -> Function:
-    equivalent_of = _table()
+    from .rules.lowering import needs_lowering, numba_equivalent
+
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
     namer = Namer.for_function(fn)
@@ -33,14 +26,11 @@ def lower_for_numba(fn: Function) -> Function:
         if not isinstance(call, gast.Call):
             continue
         target = resolve(fn, call.func, None)
-        if target is None:
+        keywords = {k.arg: k.value for k in call.keywords}
+        # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
+        if target is None or not needs_lowering(target, keywords, len(call.args)):
             continue
-        try:
-            replacement = equivalent_of(target, [k.arg for k in call.keywords])
-        except TypeError:
-            replacement = equivalent_of(target)
-        if replacement is None:
-            continue
+        replacement = numba_equivalent(target)
         if id(replacement) not in bound:
             bound[id(replacement)] = namer.fresh(replacement.__name__)
             env[bound[id(replacement)]] = replacement
