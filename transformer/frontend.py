@@ -31,6 +31,9 @@ def unwrap(obj):
         if hasattr(obj, "py_func"):          # numba.njit dispatcher
             obj = obj.py_func
             continue
+        if hasattr(obj, "__wrapped__"):      # functools.wraps: the source is the wrapped def
+            obj = obj.__wrapped__
+            continue
         break
     return obj
 
@@ -79,6 +82,9 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
     for node in gast.walk(module):
         if isinstance(node, gast.FunctionDef) and node.name == fn.__name__:
             return node
+        if isinstance(node, gast.AsyncFunctionDef) and node.name == fn.__name__:
+            raise origin.error(node, "async functions are not supported by secant",
+                               "transform a plain (non-async) function")
     raise TransformError(f"could not find the definition of {fn.__name__} in its source",
                          filename=origin.filename, lineno=first, col=0)
 
@@ -125,18 +131,18 @@ def _lambda_node(fn, module, origin) -> gast.FunctionDef:
 
 
 def _code_position(code):
-    for _start, lineno, col in _positions(code):
-        if lineno is not None and col is not None:
-            return lineno, col
+    """(line, col) of the first instruction with a real source span in `code`.
+
+    Zero-width spans (the RESUME instruction sits at column 0) are skipped: they would
+    match no lambda, or the wrong one when several lambdas share a line.
+    """
+    if not hasattr(code, "co_positions"):        # Python 3.10: line only
+        return code.co_firstlineno, None
+    for lineno, end_lineno, col, end_col in code.co_positions():
+        if None in (lineno, col) or (lineno, col) == (end_lineno, end_col):
+            continue
+        return lineno, col
     return code.co_firstlineno, None
-
-
-def _positions(code):
-    if hasattr(code, "co_positions"):
-        for lineno, _end, col, _endcol in code.co_positions():
-            yield None, lineno, col
-    else:
-        yield None, code.co_firstlineno, None
 
 
 def _contains(expr, lineno, col) -> bool:
