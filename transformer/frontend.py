@@ -61,10 +61,10 @@ def parse(fn) -> Function:
     origin = Origin(filename, fn.__qualname__, first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
-    env = _resolve_env(fn, node, origin)
-    function = Function(node, env, origin)
-    check_supported(function)
-    return function
+    # the fence runs before names resolve: a refused construct (an import, a nested def)
+    # must be reported as such, not as the undefined name it leaves behind
+    check_supported(Function(node, {}, origin))
+    return Function(node, _resolve_env(fn, node, origin), origin)
 
 
 def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
