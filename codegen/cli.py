@@ -13,6 +13,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -205,6 +206,14 @@ def highlight(text: str, color: str, stream) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except BrokenPipeError:         # `secant show ... | head`: the reader left, not an error
+        sys.stdout = open(os.devnull, "w")
+        return 0
+
+
+def run(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
