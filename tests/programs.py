@@ -95,3 +95,9 @@ def affine(params, xs, weights):
 
 def layer_norm(layer, x):
     return np.sum(layer.scale * x + layer.shift)
+
+
+def early_exit(x, mode):
+    if mode == "train":
+        return np.sum(x)
+    return -np.sum(x)

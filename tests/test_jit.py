@@ -176,3 +176,11 @@ def test_a_new_process_loads_from_numbas_disk_cache(tmp_path):
                            text=True, check=True).stdout.split() for _ in range(2)]
     assert runs[0] == ["10.0", "0"]            # compiled, nothing on disk yet
     assert runs[1] == ["10.0", "1"]            # loaded from Numba's cache
+
+
+def test_statements_after_a_folded_in_return_are_dropped():
+    f = jit(programs.early_exit, static_argnums=1, backend="python")
+    x = np.arange(4.0)
+    assert (f(x, "train"), f(x, "eval")) == (6.0, -6.0)
+    train = f.source(mode="train").split("def early_exit(x):")[1]
+    assert train.split() == ["return", "np.sum(x)"]
