@@ -5,6 +5,8 @@ import math
 import numba
 import numpy as np
 
+from transformer import jit
+
 SCALE = 3.0
 
 
@@ -101,3 +103,17 @@ def early_exit(x, mode):
     if mode == "train":
         return np.sum(x)
     return -np.sum(x)
+
+
+@jit(static_argnums=1, backend="python")
+def power_sum(x, p):
+    return np.sum(x ** p)
+
+
+@jit
+def decorated_cubic(x):
+    return x * x * x
+
+
+def doubled_a(params):
+    return params["a"] * 2.0

@@ -184,3 +184,12 @@ def test_statements_after_a_folded_in_return_are_dropped():
     assert (f(x, "train"), f(x, "eval")) == (6.0, -6.0)
     train = f.source(mode="train").split("def early_exit(x):")[1]
     assert train.split() == ["return", "np.sum(x)"]
+
+
+def test_decorator_forms():
+    x = np.array([1.0, 2.0])
+    assert programs.power_sum(x, 3) == 9.0
+    assert programs.power_sum.cache_info().specializations == 1
+    assert programs.decorated_cubic(2.0) == 8.0
+    assert "def decorated_cubic(x):" in source(programs.decorated_cubic)
+    assert "@jit" not in source(programs.decorated_cubic)

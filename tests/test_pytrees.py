@@ -109,3 +109,12 @@ def test_dict_argument_read_with_a_variable_key_is_refused():
 
 def reads_variable_key(params, name):
     return params[name]
+
+
+def test_new_argument_structure_is_a_new_specialization_with_its_reason():
+    f = jit(programs.doubled_a, backend="python")
+    assert f({"a": 1.5}) == f({"a": 1.5}) == 3.0
+    assert f({"a": 1.5, "b": 9.0}) == 3.0             # a new key: a new layout
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.specializations) == (1, 2, 2)
+    assert info.last_reason == "new argument structure"
