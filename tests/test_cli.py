@@ -93,3 +93,16 @@ def test_demo_runs_and_checks_itself(capsys):
     assert "match: True" in out
     assert "jit dtype float32" in out
     assert "def pair_energy(pos):" in out
+
+
+def test_cuda_backend_shows_kernel_source_or_says_it_is_missing(capsys):
+    try:
+        import codegen.cuda  # noqa: F401
+        available = True
+    except ImportError:
+        available = False
+    code, out, err = show(capsys, f"{PROGRAMS}:cubic", "--backend", "cuda")
+    if available:
+        assert code == 0 and "def " in out
+    else:
+        assert code == 2 and err.count("\n") == 1 and "cuda backend is not available" in err

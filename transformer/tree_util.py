@@ -37,36 +37,37 @@ def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
 
 
 # ---------------------------------------------------------------- paths, as in JAX
+class _PathKey:
+    """One step of a path; `str()` renders it as JAX's keystr does."""
+
+    _format = ""
+
+    def __str__(self):
+        return self._format.format(*dataclasses.astuple(self))
+
+
 @dataclasses.dataclass(frozen=True)
-class DictKey:
+class DictKey(_PathKey):
     key: Any
-
-    def __str__(self):
-        return f"[{self.key!r}]"
+    _format = "[{!r}]"
 
 
 @dataclasses.dataclass(frozen=True)
-class SequenceKey:
+class SequenceKey(_PathKey):
     idx: int
-
-    def __str__(self):
-        return f"[{self.idx}]"
+    _format = "[{}]"
 
 
 @dataclasses.dataclass(frozen=True)
-class GetAttrKey:
+class GetAttrKey(_PathKey):
     name: str
-
-    def __str__(self):
-        return f".{self.name}"
+    _format = ".{}"
 
 
 @dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
+class FlattenedIndexKey(_PathKey):
     key: int
-
-    def __str__(self):
-        return f"[<flat index {self.key}>]"
+    _format = "[<flat index {}>]"
 
 
 def _path_key(entry):
