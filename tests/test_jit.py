@@ -114,12 +114,14 @@ def total(x):
 """
 
 
-def test_redefining_an_identical_function_compiles_nothing(tmp_path):
-    path = tmp_path / "redefined.py"
-    path.write_text(SAME_FUNCTION)
-    first = jit(load_file(path, "redefined_a").total, backend="python")
+@pytest.mark.parametrize("second_file", ["redefined.py", "identical_elsewhere.py"],
+                         ids=["same file reloaded", "identical function in another file"])
+def test_redefining_an_identical_function_compiles_nothing(tmp_path, second_file):
+    for file in {"redefined.py", second_file}:
+        (tmp_path / file).write_text(SAME_FUNCTION)
+    first = jit(load_file(tmp_path / "redefined.py", "redefined_a").total, backend="python")
     first(np.ones(3))
-    again = load_file(path, "redefined_b").total           # a new function object
+    again = load_file(tmp_path / second_file, "redefined_b").total    # a new function object
     assert again is not first.fun
     misses = backends.STATS.misses
     second = jit(again, backend="python")
