@@ -10,6 +10,7 @@ import transformer
 from codegen import cli
 
 PROGRAMS = programs.__file__
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def show(capsys, *argv):
@@ -19,9 +20,8 @@ def show(capsys, *argv):
 
 
 def test_help_documents_show_and_its_flags():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-m", "codegen.cli", "show", "--help"],
-                            capture_output=True, text=True, cwd=root, check=True)
+                            capture_output=True, text=True, cwd=ROOT, check=True)
     for flag in ("FILE:FUNC", "--jit", "--static", "--backend", "--grad", "--argnums",
                  "--jvp", "--hessian", "--vmap"):
         assert flag in result.stdout
@@ -106,3 +106,20 @@ def test_cuda_backend_shows_kernel_source_or_says_it_is_missing(capsys):
         assert code == 0 and "def " in out
     else:
         assert code == 2 and err.count("\n") == 1 and "cuda backend is not available" in err
+
+
+
+def test_console_script_is_declared_and_importable():
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    scripts = config["options.entry_points"]["console_scripts"].split("\n")
+    assert "secant = codegen.cli:main" in [s.strip() for s in scripts]
+    assert callable(cli.main)
+
+
+def test_readme_quick_start_is_install_and_demo_then_pytest():
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        readme = handle.read()
+    quick = readme.split("## Quick start", 1)[1].split("```console\n", 1)[1].split("```")[0]
+    assert quick.splitlines() == ['pip install -e ".[test]" && secant demo', "pytest"]
