@@ -117,3 +117,8 @@ def decorated_cubic(x):
 
 def doubled_a(params):
     return params["a"] * 2.0
+
+
+def uses_einsum(a, b):
+    c = a + b
+    return np.einsum("i,i->", c, c)
