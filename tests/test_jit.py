@@ -210,4 +210,4 @@ def test_numba_typing_failure_points_at_the_generated_line():
     assert err.line.strip() == "return np.einsum('i,i->', c, c)"
     assert err.line[err.col:].startswith("return")
     assert "backend='python'" in err.hint
-    assert jit(programs.uses_einsum, backend="python")(np.ones(3), np.ones(3)) == 4.0
+    assert jit(programs.uses_einsum, backend="python")(np.ones(3), np.ones(3)) == 12.0
