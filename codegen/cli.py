@@ -163,13 +163,14 @@ def apply_transforms(fun, args):
         return fun, None
     name, _, module, show_name, kwargs = chosen[0]
     show = _show_function(module, show_name)
-    if show is not None and not (args.jit or args.static):
+    compiled = args.jit or args.static or args.backend
+    if show is not None and not compiled:
         return None, show(fun, **kwargs)
     if name == "jvp":       # transformer.jvp evaluates (JAX's signature); it is not shown
         if show is None:
             raise UsageError("this installation of secant has no jvp transformation "
                              "(transformer.api_forward.show_jvp is missing)")
-        raise UsageError("--jvp cannot be combined with --jit or --static")
+        raise UsageError("--jvp cannot be combined with --jit, --static or --backend")
     return _transformation(name)(fun, **kwargs), None
 
 
