@@ -17,6 +17,7 @@ import re
 from typing import Callable
 
 import numba
+import numpy as np
 
 from codegen import backends
 from codegen.backends import Options
@@ -123,8 +124,7 @@ class Jitted:
         return result
 
     def _bind(self, args, kwargs):
-        if not kwargs and not self.static_names and \
-                not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args):
+        if not kwargs and not self.static_names and _all_leaves(args):
             return (len(args),), args, None, {}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -243,6 +243,17 @@ def _numba_reason(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     reasons = [line for line in lines if not line.startswith("Failed in ")]
     return reasons[0] if reasons else (lines[0] if lines else "typing failed")
+
+
+# exact types that are never containers: checked first, as the per-call fast path
+_PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
+                          np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
+def _all_leaves(args) -> bool:
+    if all(type(a) in _PLAIN_TYPES for a in args):
+        return True
+    return not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args)
 
 
 def _is_dataclass(value) -> bool:
