@@ -100,6 +100,16 @@ def test_builtin_and_c_functions_are_refused_with_a_hint(fun):
     assert "def f(x)" in info.value.hint
 
 
+def test_bound_method_is_refused_with_a_pytree_hint():
+    class Model:
+        def loss(self, x):
+            return x
+
+    with pytest.raises(TransformError, match="bound method .*Model.loss") as info:
+        parse(Model().loss)
+    assert "pytree" in info.value.hint
+
+
 def test_execd_function_is_refused_with_location_and_hint():
     namespace = {}
     exec("def made_up(x):\n    return x + 1\n", namespace)

@@ -43,6 +43,11 @@ def parse(fn) -> Function:
     fn = unwrap(fn)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
+    if inspect.ismethod(fn):
+        raise TransformError(
+            f"cannot transform the bound method {fn.__qualname__}: `self` is not an array",
+            hint="transform a module-level function and pass the object's arrays (or a "
+                 "dataclass or dict of them, a pytree) as arguments")
     if not inspect.isfunction(fn):
         raise TransformError(
             f"cannot transform {fn!r}: it is not a Python function with source code",
