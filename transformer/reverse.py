@@ -22,6 +22,7 @@ become calls to their own generated vjp Function, placed in the environment.
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import dataclasses
 import gast
@@ -37,7 +38,7 @@ from .controlflow import lower_exits
 from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names
+from .names import Namer, assigned_names, free_names
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
 
@@ -532,6 +533,9 @@ class _Reverse:
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        for free in free_names(node):       # builtins a rule's code names (slice, ...)
+            if free not in self.env and hasattr(builtins, free):
+                self.env[free] = getattr(builtins, free)
         return self.fn.with_transform(node, label, self.env)
 
     def counter(self, var: str, kind: str) -> tuple[str, str]:
