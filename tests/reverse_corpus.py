@@ -193,11 +193,41 @@ def integer_index_arithmetic(x):
     return total
 
 
+def lj_energy(pos, eps, sigma):
+    e = 0.0
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            r2 = np.sum(d * d)
+            if r2 < 9.0:
+                s6 = (sigma * sigma / r2) ** 3
+                e += 4.0 * eps * (s6 * s6 - s6)
+    return e
+
+
+def rnn_loss(W, U, b, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h * h)
+
+
 def vec(k):
     return lambda rng: (rng.standard_normal(k),)
 
 
+def lj_args(rng):
+    return rng.uniform(0.0, 3.0, (6, 3)), 1.2, 0.9
+
+
+def rnn_args(rng):
+    return (rng.standard_normal((4, 4)) * 0.4, rng.standard_normal((4, 3)) * 0.4,
+            rng.standard_normal(4) * 0.1, rng.standard_normal((6, 3)), np.zeros(4))
+
+
 CORPUS = [
+    (lj_energy, lj_args),
+    (rnn_loss, rnn_args),
     (arith, lambda rng: (1.3, 0.7)),
     (matmul_chain, lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal(3))),
     (absolute_and_extremes, lambda rng: (1.3, -0.4)),
