@@ -40,7 +40,8 @@ from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer, assigned_names, free_names
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
+from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+                        is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
 # attributes that describe an array's structure, not its values: never differentiable
@@ -598,6 +599,7 @@ class _Reverse:
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
         if "zeros_like" in self.env:
             _fold_zero_inits(node.body, self.helper("zeros_like", runtime.zeros_like))
+        located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
                 self.env[free] = getattr(builtins, free)
@@ -1038,4 +1040,7 @@ def _install_overloads():
 
 
 _install_overloads()
+# helpers whose results do not depend on their arguments' values (shapes, types, zeros)
+nondifferentiable(unit_cotangent, float_zeros, tape.float_tape, tape.exact_tape,
+                  tape.items_buffer, tape.trip_count, tape.range_last)
 __all__ = ["reverse_function", "prepare", "GRAD", "VALUE_AND_GRAD", "VJP"]
