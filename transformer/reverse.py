@@ -74,20 +74,29 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
-    _Prepare(namer, env).block(node.body)
+    _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
 
-class _Prepare:
-    """Split self-assignments and add loop bookkeeping (see `instrument`)."""
+def _store_counts(node) -> dict:
+    counts: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
 
-    def __init__(self, namer: Namer, env: dict):
-        self.namer, self.env = namer, env
+
+class _Prepare:
+    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
+
+    def __init__(self, namer: Namer, env: dict, stores: dict):
+        self.namer, self.env, self.stores = namer, env, stores
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
 
     def block(self, stmts: list) -> None:
+        self.rename_redefinitions(stmts)
         index = 0
         while index < len(stmts):
             stmt = stmts[index]
@@ -119,6 +128,25 @@ class _Prepare:
             self.block(stmt.body)
             return self.instrument_while(stmt)
         return [stmt]
+
+    def rename_redefinitions(self, stmts: list) -> None:
+        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
+        `d` is a statement of this block: each value then has one assignment, so the
+        reverse sweep can recompute it instead of recording it. The last keeps the name.
+        """
+        positions: dict = {}
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                positions.setdefault(stmt.targets[0].id, []).append(k)
+        for var, where in positions.items():
+            if len(where) < 2 or self.stores.get(var) != len(where):
+                continue
+            for first, second in zip(where, where[1:]):
+                fresh = self.namer.fresh(var)
+                stmts[first].targets[0].id = fresh
+                for stmt in stmts[first + 1:second]:
+                    _rename_loads(stmt, var, fresh)
+                _rename_loads(stmts[second].value, var, fresh)
 
     def freeze(self, holder, field, body) -> list:
         """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
@@ -160,6 +188,12 @@ class _Prepare:
         after.secant_late_restore = True
         loop.secant_trips = trips
         return [located(assign(count, const(0)), loop), loop, after]
+
+
+def _rename_loads(node, old: str, new: str) -> None:
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
+            sub.id = new
 
 
 def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
