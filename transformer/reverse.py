@@ -39,6 +39,7 @@ from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer, assigned_names, free_names
+from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
                         is_nondifferentiable, nondifferentiable)
@@ -632,7 +633,10 @@ class _Reverse:
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
         if "zeros_like" in self.env:
-            _fold_zero_inits(node.body, self.helper("zeros_like", runtime.zeros_like))
+            adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+            adjoint_names -= set(self.defs) | set(self.env)
+            tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
+                         adjoint_names)
         located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
@@ -950,58 +954,6 @@ class _Reverse:
                                             ctx=gast.Load()))
 
     tuple_grads = False
-
-
-def _fold_zero_inits(stmts: list, zeros: str) -> None:
-    """`bv = zeros_like(v)` then `bv = bv + e` (first use, same block) -> `bv = e`.
-
-    Saves an allocation and an add per adjoint per iteration. `e` may return one of its
-    arguments itself (unbroadcast does), so `bv` may alias another adjoint: that one has
-    been consumed by this very statement (adjoints of results are dead once the adjoint of
-    their assignment ran, or are rebound by a reset). A view into a live adjoint
-    (`bm[1, 1:3]`, zeroed right after by a setitem adjoint) is excluded.
-    """
-    for stmt in stmts:
-        for field in ("body", "orelse"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                _fold_zero_inits(inner, zeros)
-    index = 0
-    while index < len(stmts):
-        adj = _zero_init_target(stmts[index], zeros)
-        later = _first_mention(stmts, index + 1, adj) if adj else None
-        if later is not None and _accumulates(stmts[later], adj):
-            value = stmts[later].value.right
-            stmts[later].value = value
-            del stmts[index]
-            continue
-        index += 1
-
-
-def _zero_init_target(stmt, zeros):
-    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
-            isinstance(stmt.value, gast.Call) and isinstance(stmt.value.func, gast.Name) and \
-            stmt.value.func.id == zeros and not emit.comment_of(stmt):
-        return stmt.targets[0].id
-    return None
-
-
-def _first_mention(stmts, start, var):
-    for k in range(start, len(stmts)):
-        if any(isinstance(n, gast.Name) and n.id == var for n in gast.walk(stmts[k])):
-            return k
-    return None
-
-
-def _accumulates(stmt, var) -> bool:
-    """`var = var + e` where `e` does not read `var`."""
-    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
-            stmt.targets[0].id == var and isinstance(stmt.value, gast.BinOp) and
-            isinstance(stmt.value.op, gast.Add) and isinstance(stmt.value.left, gast.Name) and
-            stmt.value.left.id == var):
-        return False
-    return not any((isinstance(n, gast.Name) and n.id == var) or isinstance(n, gast.Subscript)
-                   for n in gast.walk(stmt.value.right))
 
 
 def _primal_params(obj) -> list:
