@@ -1,8 +1,10 @@
 """Reverse mode: a Function in, its vector-Jacobian product as one new Function out.
 
-Input: any Function; it is normalized here (`desugar`, `anf`, `controlflow.lower_exits`,
-then self-assignments `x = x * y` split into `x_next = x * y; x = x_next`, and loops
-instrumented with the bookkeeping their reversal needs). Output invariant: a function
+Input: any Function, normalized first by `reverse_prepare.prepare` (ANF, exits lowered
+to flags, one assignment per value where possible, loops instrumented). Activity
+(`activity.py`) picks the variables that get adjoints; `tape.py` decides which values the
+reverse sweep recomputes and which it records; `reverse_tidy.py` removes work on adjoints
+known to be zero. Output invariant: a function
 
     def grad_f(<f's parameters>[, cotangents]):
         <forward sweep: f's statements, plus tape records where tape.py asks for them>
@@ -25,6 +27,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+
 import gast
 import numba
 import numpy as np
@@ -33,12 +36,10 @@ from codegen import emit
 from codegen.backends import is_user_function
 
 from . import activity, runtime, tape
-from .anf import anf
-from .controlflow import lower_exits
-from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names, free_names
+from .names import Namer, free_names
+from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
@@ -60,152 +61,10 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
                               "cannot differentiate it", "rewrite the recursion as a loop")
     _in_progress.append(key)
     try:
-        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux)
-        builder.tuple_grads = tuple_grads
+        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads)
         return builder.build(label or f"{mode}(argnums={tuple(wrt)})")
     finally:
         _in_progress.pop()
-
-
-# ---------------------------------------------------------------- normalization
-
-
-def prepare(fn: Function) -> Function:
-    fn = lower_exits(anf(desugar(fn)))
-    namer = Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
-    env = dict(fn.env)
-    _Prepare(namer, env, _store_counts(node)).block(node.body)
-    return fn.replace(node=node, env=env)
-
-
-def _store_counts(node) -> dict:
-    counts: dict = {}
-    for sub in gast.walk(node):
-        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
-            counts[sub.id] = counts.get(sub.id, 0) + 1
-    return counts
-
-
-class _Prepare:
-    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
-
-    def __init__(self, namer: Namer, env: dict, stores: dict):
-        self.namer, self.env, self.stores = namer, env, stores
-
-    def helper(self, key: str, obj) -> str:
-        return bind_helper(self.env, self.namer, key, obj)
-
-    def block(self, stmts: list) -> None:
-        self.rename_redefinitions(stmts)
-        index = 0
-        while index < len(stmts):
-            stmt = stmts[index]
-            new = self.statement(stmt)
-            stmts[index:index + 1] = new
-            index += len(new)
-
-    def statement(self, stmt) -> list:
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-            target = stmt.targets[0].id
-            if target in tape.operand_names(stmt.value):
-                fresh = self.namer.fresh(target + "_next")
-                return [located(assign(fresh, stmt.value), stmt),
-                        located(assign(target, name(fresh)), stmt)]
-            return [stmt]
-        if isinstance(stmt, gast.If):
-            self.block(stmt.body)
-            self.block(stmt.orelse)
-            return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
-        if isinstance(stmt, gast.For):
-            self.block(stmt.body)
-            frozen = []
-            if len(stmt.iter.args) > 1:
-                for k in (0, 2):
-                    if k < len(stmt.iter.args):
-                        frozen += self.freeze(stmt.iter.args, k, stmt.body)
-            return frozen + self.instrument_for(stmt)
-        if isinstance(stmt, gast.While):
-            self.block(stmt.body)
-            return self.instrument_while(stmt)
-        return [stmt]
-
-    def rename_redefinitions(self, stmts: list) -> None:
-        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
-        `d` is a statement of this block: each value then has one assignment, so the
-        reverse sweep can recompute it instead of recording it. The last keeps the name.
-        """
-        positions: dict = {}
-        for k, stmt in enumerate(stmts):
-            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-                positions.setdefault(stmt.targets[0].id, []).append(k)
-        for var, where in positions.items():
-            if len(where) < 2 or self.stores.get(var) != len(where):
-                continue
-            for first, second in zip(where, where[1:]):
-                fresh = self.namer.fresh(var)
-                stmts[first].targets[0].id = fresh
-                for stmt in stmts[first + 1:second]:
-                    _rename_loads(stmt, var, fresh)
-                _rename_loads(stmts[second].value, var, fresh)
-
-    def freeze(self, holder, field, body) -> list:
-        """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
-        atom = holder[field] if isinstance(holder, list) else getattr(holder, field)
-        if not isinstance(atom, gast.Name) or \
-                atom.id not in assigned_names(gast.Module(body=body, type_ignores=[])):
-            return []
-        fresh = self.namer.fresh(atom.id + "_entry")
-        if isinstance(holder, list):
-            holder[field] = name(fresh)
-        else:
-            setattr(holder, field, name(fresh))
-        return [located(assign(fresh, name(atom.id)), atom)]
-
-    def instrument_for(self, loop) -> list:
-        """`i_last = range_last(a, b, s)` before; `i_last = i` where a break leaves."""
-        args = list(loop.iter.args)
-        start, step = (const(0), const(1)) if len(args) == 1 else \
-            (args[0], args[2] if len(args) == 3 else const(1))
-        stop = args[0] if len(args) == 1 else args[1]
-        index = loop.target.id
-        last = self.namer.fresh(index + "_last")
-        prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
-                                             copy.deepcopy(start), copy.deepcopy(stop),
-                                             copy.deepcopy(step))), loop)
-        tail = loop.body[-1] if loop.body else None
-        if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
-            tail.body.insert(0, located(assign(last, name(index)), tail))
-        loop.secant_reverse = (last, start, step)
-        return [prelude, loop]
-
-    def instrument_while(self, loop) -> list:
-        """Count the trips: the reverse sweep runs the body's adjoint that many times."""
-        count = self.namer.fresh("while_count")
-        trips = self.namer.fresh("while_trips")
-        loop.body.insert(0, located(assign(count, gast.BinOp(
-            left=name(count), op=gast.Add(), right=const(1))), loop))
-        after = located(assign(trips, name(count)), loop)
-        after.secant_late_restore = True
-        loop.secant_trips = trips
-        return [located(assign(count, const(0)), loop), loop, after]
-
-
-def _rename_loads(node, old: str, new: str) -> None:
-    for sub in gast.walk(node):
-        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
-            sub.id = new
-
-
-def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
-    """A name bound to `obj` in `env`: `key` itself unless it holds something else."""
-    if env.get(key, obj) is obj and (key in env or key not in namer.taken):
-        namer.reserve(key)
-        env[key] = obj
-        return key
-    fresh = namer.fresh(key)
-    env[fresh] = obj
-    return fresh
 
 
 # ---------------------------------------------------------------- statement kinds
@@ -233,8 +92,10 @@ def _names(nodes) -> tuple:
 
 
 class _Reverse:
-    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool):
+    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
+                 tuple_grads: bool = False):
         self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.tuple_grads = tuple_grads
         self.namer = Namer.for_function(fn)
         self.env: dict = dict(fn.env)
         params = fn.params
@@ -255,6 +116,9 @@ class _Reverse:
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
+        self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
+        self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
+        self._homes: dict | None = None
         # last statement first, as in the reverse sweep: element uses name the adjoints
         # of a call's tuple result before the call's own adjoint passes them on
         self.adjoints = {}
@@ -501,7 +365,7 @@ class _Reverse:
 
     def element_adjoint(self, var: str, k: int) -> str:
         """The adjoint of element `k` of the tuple a user function returned into `var`."""
-        elements = self.__dict__.setdefault("_elements", {}).setdefault(var, {})
+        elements = self.elements.setdefault(var, {})
         if k not in elements:
             elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
         return elements[k]
@@ -509,7 +373,7 @@ class _Reverse:
     def zero_adjoints(self, var: str) -> list:
         """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
         zeros = self.helper("zeros_like", runtime.zeros_like)
-        elements = self.__dict__.get("_elements", {}).get(var)
+        elements = self.elements.get(var)
         if elements is None:
             return [assign(self.adjoint[var], call(name(zeros), name(var)))]
         return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
@@ -551,7 +415,7 @@ class _Reverse:
             return []
         vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
         grads = self.namer.fresh(prim.target + "_grads")
-        elements = self.__dict__.get("_elements", {}).get(prim.target)
+        elements = self.elements.get(prim.target)
         if outputs == 1 and elements is None:
             cotangents = [name(self.adjoint[prim.target])]
         elif elements is None:
@@ -572,7 +436,7 @@ class _Reverse:
     def callee_vjp(self, obj, positions, stmt) -> str:
         from .api_reverse import CustomVJP
         from .frontend import parse
-        cache = self.__dict__.setdefault("_callees", {})
+        cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
             if isinstance(obj, CustomVJP):
@@ -815,7 +679,7 @@ class _Reverse:
                               right=copy.deepcopy(step))
         back = const(-step.value) if isinstance(step, gast.Constant) else \
             gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step))
-        header = call(name(self._builtin("range", range)), name(last), stop, back)
+        header = call(name(self.helper("range", range)), name(last), stop, back)
         rev = gast.For(target=copy.deepcopy(loop.target), iter=header, body=body, orelse=[],
                        type_comment=None)
         return [located(rev, loop)]
@@ -828,14 +692,11 @@ class _Reverse:
             comment[0] = None
             index = self.namer.fresh("trip")
             out.append(located(gast.For(target=store(index), iter=call(
-                name(self._builtin("range", range)), name(trips)), body=body, orelse=[],
+                name(self.helper("range", range)), name(trips)), body=body, orelse=[],
                 type_comment=None), loop))
         if trips in self.plan.taped:
             out += [located(s, loop) for s in self.restore(trips)]
         return out
-
-    def _builtin(self, key, obj) -> str:
-        return self.helper(key, obj)
 
     def restore(self, var: str) -> list:
         tape_name, top = self.counter(var, "tape")
@@ -864,7 +725,7 @@ class _Reverse:
     # ------------------------------------------------------------ adjoint initialisation
     def home_blocks(self) -> dict:
         """Active name -> the innermost block holding all its assignments and reads."""
-        if hasattr(self, "_homes"):
+        if self._homes is not None:
             return self._homes
         homes = {}
         for var in self.active:
@@ -952,8 +813,6 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
-
-    tuple_grads = False
 
 
 def _primal_params(obj) -> list:
