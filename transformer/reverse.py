@@ -243,15 +243,27 @@ class _Reverse:
         return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
 
     def call_result(self, atom) -> bool:
-        """Whether `atom` names the value of a call to a differentiated user function."""
-        if not isinstance(atom, gast.Name):
+        """Whether `atom` holds a tuple returned by a differentiated user function, or is a
+        container parameter (`params["W"]`): only read item by item, with constant keys,
+        so each item gets its own adjoint."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
             return False
+        if atom.id in self.fn.params:
+            return not self.defs.get(atom.id)
         defs = self.defs.get(atom.id, [])
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
-            self.classify_call(atom.id, defs[0].value).kind == "call" and \
-            all(isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
-                isinstance(use.value.slice, gast.Constant) for use in self.loads[atom.id])
+            self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def itemwise(self, var: str) -> bool:
+        uses = self.loads.get(var, [])
+        return bool(uses) and all(
+            isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+            isinstance(use.value.value, gast.Name) and use.value.value.id == var and
+            isinstance(use.value.slice, gast.Constant) for use in uses)
+
+    def container_keys(self, var: str) -> list:
+        return list(dict.fromkeys(use.value.slice.value for use in self.loads[var]))
 
     def rule(self, t, key, args, keywords) -> Prim:
         if is_nondifferentiable(key):
@@ -751,7 +763,7 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if var in self.wrt and top:
+            if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
@@ -778,6 +790,25 @@ class _Reverse:
                 return self.loops_of[stmt_id]
         return ()
 
+    def param_gradient(self, var: str):
+        """The returned gradient of parameter `var`: a dict (or tuple) for a container."""
+        if self.call_result(name(var)):
+            keys = self.container_keys(var)
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            items = [name(self.elements[var][k]) if k in self.elements.get(var, {}) else
+                     call(name(zeros), subscript(name(var), const(k))) for k in keys]
+            if all(isinstance(k, str) for k in keys):
+                return gast.Dict(keys=[const(k) for k in keys], values=items)
+            if sorted(keys) == list(range(len(keys))):
+                return gast.Tuple(elts=[items[keys.index(k)] for k in range(len(keys))],
+                                  ctx=gast.Load())
+            raise self.fn.origin.error(self.fn.node, f"the gradient of container argument "
+                                       f"{var!r} needs every item read with one kind of key",
+                                       "read all items as p[0], p[1], ... or p['a'], ...")
+        if var in self.active:
+            return name(self.adjoint[var])
+        return call(name(self.helper("float_zeros", float_zeros)), name(var), const(var))
+
     def seeds(self) -> list:
         out = []
         atoms = self.out_elements if self.out_elements is not None else [self.out_atom]
@@ -796,9 +827,7 @@ class _Reverse:
         return out
 
     def final_return(self) -> gast.Return:
-        grads = [name(self.adjoint[v]) if v in self.active else
-                 call(name(self.helper("float_zeros", float_zeros)), name(v), const(v))
-                 for v in self.wrt]
+        grads = [self.param_gradient(v) for v in self.wrt]
         if self.mode == VJP:
             return gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))
         value = grads[0] if len(grads) == 1 and not self.tuple_grads else \
