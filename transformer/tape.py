@@ -162,8 +162,17 @@ def push(tape, n, value):
 
 @register_jitable
 def _grown(tape):
-    bigger = np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype)
-    bigger[:tape.shape[0]] = tape
+    return _copied_into(np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype), tape)
+
+
+@register_jitable
+def _copied_into(bigger, tape):
+    """`bigger` with `tape`'s rows as its first rows (a flat loop: N-d slice assignment
+    costs Numba seconds of compile time)."""
+    src = tape.reshape(tape.size)
+    dst = bigger.reshape(bigger.size)
+    for k in range(src.size):
+        dst[k] = src[k]
     return bigger
 
 
@@ -193,12 +202,23 @@ overload(exact_tape)(_tape_overload(False))
 
 @overload(push)
 def _push_nb(tape, n, value):
-    def impl(tape, n, value):
+    if isinstance(value, types.Array):
+        def rows(tape, n, value):
+            if n == tape.shape[0]:
+                tape = _grown(tape)
+            src = np.ravel(value)
+            dst = tape[n].reshape(src.size)
+            for k in range(src.size):
+                dst[k] = src[k]
+            return tape
+        return rows
+
+    def scalars(tape, n, value):
         if n == tape.shape[0]:
             tape = _grown(tape)
         tape[n] = value
         return tape
-    return impl
+    return scalars
 
 
 # ---------------------------------------------------------------- runtime: element buffers
@@ -236,10 +256,11 @@ def _items_buffer_nb(array, capacity):
 def _push_items_nb(buf, n, value):
     if isinstance(value, types.Array):
         def impl(buf, n, value):
-            flat = value.ravel()
+            flat = np.ravel(value)
             while n + flat.size > buf.shape[0]:
                 buf = _grown(buf)
-            buf[n:n + flat.size] = flat
+            for k in range(flat.size):
+                buf[n + k] = flat[k]
             return buf, n + flat.size
         return impl
 
@@ -264,9 +285,7 @@ def reserve(tape, n):
     """`tape` with room for at least `n` entries (its first rows kept)."""
     if tape.shape[0] >= n:
         return tape
-    bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
-    bigger[:tape.shape[0]] = tape
-    return bigger
+    return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
 
 
 @overload(reserve)
@@ -274,9 +293,7 @@ def _reserve_nb(tape, n):
     def impl(tape, n):
         if tape.shape[0] >= n:
             return tape
-        bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
-        bigger[:tape.shape[0]] = tape
-        return bigger
+        return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
     return impl
 
 
