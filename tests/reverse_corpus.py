@@ -376,3 +376,14 @@ CORPUS += [
     (while_continue, lambda rng: (0.7,)),
     (calls_with_keyword, lambda rng: (0.4,)),
 ]
+
+
+def sliding_slice_writes(x):
+    y = np.zeros(x.shape[0] + 2)
+    for i in range(x.shape[0]):
+        y[i:i + 3] += x[i] * np.array([0.25, 0.5, 0.25])
+        y[i + 1:i + 2] = y[i + 1:i + 2] * x[i]
+    return np.sum(y * y)
+
+
+CORPUS += [(sliding_slice_writes, vec(5))]

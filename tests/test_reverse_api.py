@@ -126,3 +126,10 @@ def test_jit_of_grad_with_a_dict_argument_returns_a_dict():
     assert set(compiled) == set(expect)
     for key in expect:
         np.testing.assert_allclose(compiled[key], expect[key])
+
+
+def test_vjp_with_aux():
+    out, vjp_fn, aux = vjp(ra.aux_fn, X, has_aux=True)
+    assert np.isclose(out, np.sum(X * X))
+    np.testing.assert_allclose(aux, 2 * X)
+    np.testing.assert_allclose(vjp_fn(0.5)[0], X)
