@@ -1,5 +1,6 @@
 """Functions for the reverse-mode API tests (they need source files to be parsed)."""
 # ruff: noqa: F821  (``d`` is template syntax in adjoint templates)
+import numba
 import numpy as np
 from transformer import custom_vjp, defadjoint, stop_gradient, jit
 
@@ -87,3 +88,8 @@ def recursive(x, n):
     if n == 0:
         return x
     return recursive(x * 2.0, n - 1)
+
+
+@numba.njit
+def njit_cube(x):
+    return x * x * x

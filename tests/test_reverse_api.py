@@ -133,3 +133,9 @@ def test_vjp_with_aux():
     assert np.isclose(out, np.sum(X * X))
     np.testing.assert_allclose(aux, 2 * X)
     np.testing.assert_allclose(vjp_fn(0.5)[0], X)
+
+
+def test_grad_of_jit_and_numba_functions_at_top_level():
+    assert grad(ra.jitted_helper)(3.0) == 12.0
+    assert grad(ra.njit_cube)(2.0) == 12.0
+    assert jit(grad(ra.njit_cube))(2.0) == 12.0
