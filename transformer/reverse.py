@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import re
 import dataclasses
 
 import gast
@@ -461,7 +462,7 @@ class _Reverse:
                 generated = reverse_function(callee, positions, VJP)
             base = getattr(obj, "__name__", "callee")
             outputs = len(generated.params) - len(_primal_params(obj))
-            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
+            cache[key] = (self.helper(base + "_vjp", generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
