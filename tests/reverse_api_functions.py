@@ -112,3 +112,14 @@ def recursive(x, n):
 @numba.njit
 def njit_cube(x):
     return x * x * x
+
+
+def alias_write(x):
+    y = x * 1.0
+    z = y
+    s = 0.0
+    for i in range(y.shape[0]):
+        a = y[i] * y[i]
+        z[i] = a * 0.5
+        s += a * y[i]
+    return s + np.sum(z)

@@ -146,3 +146,9 @@ def test_show_grad_includes_the_vjp_of_called_functions():
     assert "def grad_uses_pair(x, y):" in text
     assert "def vjp_pair(x, y, b_" in text
     assert "# grad of: a, b = pair(x, y)" in text
+
+
+def test_writing_an_array_through_an_alias_is_refused():
+    with pytest.raises(TransformError, match="same array") as info:
+        grad(ra.alias_write)(X)
+    assert "z = y.copy()" in str(info.value)
