@@ -123,3 +123,13 @@ def alias_write(x):
         z[i] = a * 0.5
         s += a * y[i]
     return s + np.sum(z)
+
+
+def fill_first(y, v):
+    y[0] = v
+    return np.sum(y)
+
+
+def calls_fill_first(x):
+    buffer = np.zeros(3)
+    return fill_first(buffer, x) * x

@@ -152,3 +152,8 @@ def test_writing_an_array_through_an_alias_is_refused():
     with pytest.raises(TransformError, match="same array") as info:
         grad(ra.alias_write)(X)
     assert "z = y.copy()" in str(info.value)
+
+
+def test_a_differentiated_call_that_writes_into_its_argument_is_refused():
+    with pytest.raises(TransformError, match="writes into its argument 'y'"):
+        grad(ra.calls_fill_first)(2.0)

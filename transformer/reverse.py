@@ -488,7 +488,9 @@ class _Reverse:
             if isinstance(obj, CustomVJP):
                 generated = obj.vjp_function(positions)
             else:
-                generated = reverse_function(parse(obj), positions, VJP)
+                callee = parse(obj)
+                _refuse_argument_writes(callee, stmt, self.fn)
+                generated = reverse_function(callee, positions, VJP)
             base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
             cache[key] = (self.helper(base + "_vjp", generated), outputs)
@@ -914,6 +916,20 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
+    """A callee's vjp runs its forward code again: writing into an argument would then
+    write twice, so it is refused."""
+    params = set(callee.params)
+    for sub in gast.walk(callee.node):
+        if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
+                isinstance(sub.value, gast.Name) and sub.value.id in params:
+            raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
+                                      f"{sub.value.id!r}; reverse mode cannot differentiate "
+                                      "a call that changes its arguments",
+                                      f"copy inside {callee.name} ({sub.value.id} = "
+                                      f"{sub.value.id}.copy()) and return the result")
 
 
 def _primal_params(obj) -> list:
