@@ -566,8 +566,10 @@ class _Reverse:
         if "zeros_like" in self.env:
             adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
             adjoint_names -= set(self.defs) | set(self.env)
+            owned = {self.adjoint[v] for v in self.wrt if v in self.adjoint and
+                     v not in self.elements}
             tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
-                         adjoint_names)
+                         adjoint_names, owned)
         located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
