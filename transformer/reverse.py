@@ -151,6 +151,7 @@ class _Reverse:
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
         self._close_written_over_aliases()
+        self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
@@ -174,6 +175,28 @@ class _Reverse:
                     self._refuse_observed_alias(stmt)
                     self.written |= pair
                     changed = True
+
+    def _views_read_across_writes(self) -> dict:
+        """id(write) -> names read from the written array before it and used after it:
+        each may be a view the write changes, which the forward sweep checks."""
+        checks: dict = {}
+        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
+                 isinstance(s.value, gast.Subscript) and
+                 isinstance(s.value.value, gast.Name)]
+        for write in self.simple:
+            if not isinstance(write.targets[0], gast.Subscript):
+                continue
+            base, at = write.targets[0].value.id, self.order[id(write)]
+            for read in reads:
+                var = read.targets[0].id
+                if read.value.value.id == base and self.order[id(read)] < at and \
+                        _may_overlap(read.value.slice, write.targets[0].slice) and \
+                        len(self.defs.get(var, [])) == 1 and \
+                        self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
+                        self.chain_of[id(read)] and \
+                        any(self.order[id(u)] > at for u in self.loads.get(var, [])):
+                    checks.setdefault(id(write), []).append(var)
+        return checks
 
     def _refuse_observed_alias(self, stmt) -> None:
         target, source = stmt.targets[0].id, stmt.value.id
@@ -607,7 +630,11 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                return saves + [copy.deepcopy(stmt)]
+                check = self.helper("check_not_view", tape.check_not_view)
+                guards = [located(gast.Expr(value=call(name(check), name(var),
+                                                       name(target.value.id), const(var))),
+                                  stmt) for var in self.view_checks.get(id(stmt), [])]
+                return guards + saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
             return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
@@ -918,6 +945,21 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+def _may_overlap(read_index, write_index) -> bool:
+    """Whether a read and a write of one array may touch the same elements: they do unless
+    their first indices are different names or constants (`X[i]` and `X[i_plus_1]`)."""
+    def first(index):
+        return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
+    a, b = first(read_index), first(write_index)
+    if isinstance(a, gast.Slice) or isinstance(b, gast.Slice):
+        return True
+    if isinstance(a, gast.Name) and isinstance(b, gast.Name):
+        return a.id == b.id
+    if isinstance(a, gast.Constant) and isinstance(b, gast.Constant):
+        return a.value == b.value
+    return False
 
 
 def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
