@@ -4,9 +4,18 @@
     forces = jit(grad(energy))
     print(transformer.source(grad(energy)))
 """
-from . import random, tree_util
+from . import random, test_util, tree_util
+from .api_batching import all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap, vmap
+from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize, show_hessian,
+                          show_jvp)
+from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
 from .errors import TransformError
-from .jit import jit
 from .inspection import source
+from .jit import jit
 
-__all__ = ["TransformError", "jit", "random", "source", "tree_util"]
+__all__ = [
+    "TransformError", "all_gather", "axis_index", "custom_jvp", "custom_vjp", "defadjoint",
+    "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "pmax", "pmean", "pmin",
+    "psum", "random", "show_hessian", "show_jvp", "show_vmap", "source", "stop_gradient",
+    "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
+]
