@@ -25,6 +25,7 @@ import copy
 import inspect
 
 import gast
+import numpy as np
 
 from . import runtime, templates
 from .anf import anf
@@ -245,7 +246,8 @@ class _Forward:
         tangent = self.tangent_stmts(stmt, target, value)
         if target in self.owned and not isinstance(value, _VIEW_VALUES):
             # an in-place write to this tangent must not reach the operand's tangent
-            numpy = numpy_name(self.fn, self.env, self.namer)
+            numpy = next((k for k, v in self.fn.env.items() if v is np), None) or \
+                numpy_name(self.fn, self.env, self.namer)
             tangent.append(assign(store(self.d(target)),
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
