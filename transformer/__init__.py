@@ -6,7 +6,9 @@
 """
 from . import tree_util
 from .errors import TransformError
+from .api_batching import all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap, vmap
 from .jit import jit
 from .inspection import source
 
-__all__ = ["TransformError", "jit", "source", "tree_util"]
+__all__ = ["TransformError", "jit", "source", "tree_util",
+           "vmap", "show_vmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index"]
