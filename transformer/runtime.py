@@ -407,6 +407,7 @@ def _fold_nb(a, axis, keepdims, op):
     dtype = as_dtype(a.dtype).type
     start = _FOLD_START[op]
 
+    @register_jitable
     def folded(a, axis):
         shape = np.asarray(a.shape)
         mask = axis_mask(a.ndim, axis)
@@ -613,9 +614,41 @@ def moveaxis(a, source, destination):
     return np.moveaxis(a, source, destination)
 
 
+@overload(moveaxis)
+def _moveaxis_nb(a, source, destination):
+    n = a.ndim
+
+    def impl(a, source, destination):
+        order = np.empty(n, np.int64)
+        src, dst = source % n, destination % n
+        k = 0
+        for axis in range(n):
+            if axis != src:
+                if k == dst:
+                    k += 1
+                order[k] = axis
+                k += 1
+        order[dst] = src
+        return np.transpose(a, to_fixed_tuple(order, n))
+    return impl
+
+
 def squeeze(a, axis=None):
-    """np.squeeze."""
+    """np.squeeze (under Numba the axis must be given)."""
     return np.squeeze(a, axis)
+
+
+@overload(squeeze)
+def _squeeze_nb(a, axis=None):
+    if _is_none(axis):
+        raise TypingError("squeeze under Numba: give the axis (the result rank must be known)")
+    rank = a.ndim - _removed(a.ndim, axis)
+
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        kept = shape[~axis_mask(a.ndim, axis)]
+        return np.ascontiguousarray(a).reshape(to_fixed_tuple(kept, rank))
+    return impl
 
 
 def flip(a, axis=None):
