@@ -246,15 +246,22 @@ class Analysis:
         callee = _callee_function(target)
         if callee is not None:
             return _output_structure(callee)
+        result_flag = _lookup(rules.RESULT_FLAGS, target)
+        if result_flag is not None:
+            return result_flag([any_batched(f) for f in flags])
         return True
+
+
+def _lookup(table: dict, key):
+    try:
+        return table.get(key)
+    except TypeError:                   # an unhashable object
+        return None
 
 
 def _collective_kind(target) -> str | None:
     """"psum", "pmean", ..., "axis_index" for a collective function, else None."""
-    try:
-        return rules.COLLECTIVES.get(target)
-    except TypeError:                   # an unhashable object
-        return None
+    return _lookup(rules.COLLECTIVES, target)
 
 
 def _axis_name_of(node):

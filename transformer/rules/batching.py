@@ -566,6 +566,13 @@ class Site:
 
 Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
 BATCHERS: dict[Any, Rule] = {}
+# keys whose result is not batched just because an argument is: flags of the positional
+# arguments -> whether the result is batched (`len(x)` is the same for every example)
+RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
+    len: lambda flags: False,
+    np.shape: lambda flags: False,
+    np.ndim: lambda flags: False,
+}
 
 
 def batcher(*keys):
@@ -662,8 +669,10 @@ def reduction(key, whole_example):
         others = {k: v for k, v in site.kw_batched.items() if k != "axis"}
         if axis_batched or any(others.values()) or any(site.batched[2:]):
             return None
+        defaults = all(isinstance(v, gast.Constant) and v.value in (None, False)
+                       for v in site.args[2:] + list(others and site.keywords.values()))
         if axis is None or (isinstance(axis, gast.Constant) and axis.value is None):
-            if set(site.keywords) - {"axis"} or len(site.args) > 2:
+            if not defaults:
                 return None
             return site.helper(whole_example, site.args[0]), True
         if isinstance(axis, gast.Constant) and isinstance(axis.value, int):
@@ -910,3 +919,69 @@ COLLECTIVE_RULES = {
 }
 # collective function (transformer.psum, ...) -> kind; filled by transformer.api_batching
 COLLECTIVES: dict = {}
+
+
+# ---------------------------------------------------------------- helpers of generated code
+
+def over_examples(helper, flags: tuple):
+    """`helper` applied example by example: batched arguments (per `flags`) are indexed,
+    the others passed whole, and the results stacked. The batching rule of last resort for
+    the runtime helpers other transformations emit (`unbroadcast`, `broadcast_like`, ...):
+    under Numba it is a compiled loop."""
+    key = (helper, flags)
+    if key in _OVER_EXAMPLES:
+        return _OVER_EXAMPLES[key]
+    params = ", ".join(f"a{i}" for i in range(len(flags)))
+    first = next(i for i, f in enumerate(flags) if f)
+
+    def args_at(index):
+        return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
+
+    source = (f"def {helper.__name__}_each({params}):\n"
+              f"    first = helper({args_at(0)})\n"
+              f"    out = batch_empty(a{first}.shape[0], first)\n"
+              f"    out[0] = first\n"
+              f"    for k in range(1, a{first}.shape[0]):\n"
+              f"        out[k] = helper({args_at('k')})\n"
+              f"    return out\n"
+              f"def typer({params}):\n"
+              f"    return {helper.__name__}_each\n")
+    scope = {"helper": helper, "batch_empty": batch_empty}
+    exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
+    python = scope[f"{helper.__name__}_each"]
+    python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
+    python.__module__ = __name__
+    overload(python)(scope["typer"])
+    _OVER_EXAMPLES[key] = python
+    return python
+
+
+_OVER_EXAMPLES: dict = {}
+
+
+def _each_rule(site: Site):
+    if site.keywords:
+        return None
+    return site.helper(over_examples(site.key, tuple(site.batched)), *site.args), True
+
+
+def _cast_like_rule(site: Site):
+    if site.keywords or len(site.args) != 2:
+        return None
+    return call(site.ref(site.key), *site.args), site.batched[0]
+
+
+def _register_runtime_rules():
+    from transformer import runtime
+    for helper_name in runtime.__all__:
+        BATCHERS.setdefault(getattr(runtime, helper_name), _each_rule)
+    BATCHERS[runtime.cast_like] = _cast_like_rule
+    RESULT_FLAGS[runtime.cast_like] = lambda flags: flags[0]
+    preserving(runtime.zeros_like)
+    for key, whole in [(runtime.reduce_sum, sum_examples), (runtime.reduce_mean, mean_examples),
+                       (runtime.reduce_max, max_examples), (runtime.reduce_min, min_examples),
+                       (runtime.reduce_prod, prod_examples)]:
+        reduction(key, whole)
+
+
+_register_runtime_rules()
