@@ -142,24 +142,63 @@ def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
     fn = parse(fun)
     nums = _argnums(fn, argnums)
     active = tuple(fn.params[i] for i in nums)
-    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative"})
+    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative", "range"})
     if mode == "fwd":
         inner = tangent_function(fun, active)
-        body = _forward_loops(fn, active, namer, has_aux)
     else:
         from .reverse_link import cotangent_function
         inner = cotangent_function(fun, active, has_aux)
-        body = _reverse_loops(fn, active, namer, has_aux)
+    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range)
+    try:
+        body = _batched_body(fn, active, namer, has_aux, mode, inner, env)
+    except TransformError:
+        # some statement has no batching rule: one derivative call per basis vector
+        loops = _forward_loops if mode == "fwd" else _reverse_loops
+        body = loops(fn, active, Namer(set(namer.taken)), has_aux)
     name = f"{fn.name}_{label or 'jac' + mode}"
     text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
                                                               for line in body)
-    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range)
     label = label or (f"jacfwd(argnums={argnums})" if mode == "fwd"
                       else f"jacrev(argnums={argnums})")
     return generated(fn, text, env, label)
 
 
+def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
+    """Lines of a Jacobian body that push (pull) all basis vectors at once through vmap.
+
+    Batched, a matrix-vector product in the derivative becomes one matrix-matrix product.
+    Raises TransformError when vmap cannot vectorize the derivative.
+    """
+    from .api_batching import vmap
+    if mode != "fwd":
+        raise TransformError("batched cotangents are pulled one at a time")
+    derivative = Transformed(fn, lambda: inner, "derivative")
+    params = ", ".join(fn.params)
+    out, aux = namer.fresh("out"), namer.fresh("aux")
+    lines, jacs = [], []
+    for p in active:
+        mapped, pair, jac = (namer.fresh(n + "_" + p) for n in ("mapped", "pair", "jac"))
+        jacs.append(jac)
+        extra = [f"basis_matrix({p})" if q == p else f"zeros_like({q})" for q in active]
+        in_axes = (None,) * len(fn.params) + tuple(0 if q == p else None for q in active)
+        out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
+        batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
+        batched.__secant_function__()                  # fails here if vmap cannot batch
+        env[mapped] = batched
+        lines.append(f"{pair} = {mapped}({params}, {', '.join(extra)})")
+        primal, columns = (f"{pair}[0][0]", f"{pair}[1][0]") if has_aux else \
+            (f"{pair}[0]", f"{pair}[1]")
+        if p == active[0]:
+            lines.append(f"{out} = {primal}")
+            if has_aux:
+                lines.append(f"{aux} = {pair}[0][1]")
+        lines.append(f"{jac} = jacobian_from_columns({columns}, {out}, {p})")
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
 def _results(jacs, out_of, aux_expr, single: bool, has_aux: bool) -> str:
+    """The return line: one Jacobian or a tuple of them, with aux after."""
     value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
     return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
 

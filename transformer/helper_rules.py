@@ -100,4 +100,15 @@ def outer_or_matmul_tangent(z, t, w):
     d[z] = outer_or_matmul(t, d[w])
 
 
+def _batch_matmul_like_numpy() -> None:
+    """vmap of `runtime.matmul` (which tangent code calls): the rule of `np.matmul`, so a
+    batch of matrix-vector products becomes one matrix-matrix product."""
+    import numpy as np
+
+    from .rules.batching import BATCHERS
+    BATCHERS[matmul] = BATCHERS[np.matmul]
+
+
+_batch_matmul_like_numpy()
+
 __all__ = ["linear"]
