@@ -44,9 +44,31 @@ _VIEW_VALUES = (gast.Name, gast.Subscript)
 
 _cache: dict = {}
 
+# helpers that only move values (the tapes of reverse mode): the tangent is the same call
+# with each value slot's argument replaced by its tangent
+STRUCTURAL: dict = {}
+
+
+def structural(function, *slots: int) -> None:
+    """Register `function` as moving the values in argument positions `slots`."""
+    STRUCTURAL[function] = slots
+
+
+def _register_reverse_helpers() -> None:
+    from . import reverse, tape
+    for function in (tape.float_tape, tape.exact_tape, tape.items_buffer):
+        structural(function, 0)
+    structural(tape.reserve, 0)
+    for function in (tape.push, tape.push_items, tape.pop_items):
+        structural(function, 0, 2)
+    templates.nondifferentiable(tape.trip_count, tape.range_last, reverse.unit_cotangent,
+                                reverse.float_zeros)
+
 
 def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
     """The forward-mode Function of `fn`, carrying tangents for the parameters `active`."""
+    if not STRUCTURAL:
+        _register_reverse_helpers()
     active = tuple(fn.params if active is None else active)
     key = (fn, active)
     if key not in _cache:
@@ -285,6 +307,8 @@ class _Forward:
             return [assign(store(dt), name(self.d(value.id)))]
         if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
             return [assign(store(dt), self.container_tangent(value))]
+        if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
+            return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",
@@ -304,9 +328,21 @@ class _Forward:
         self.env.update(env)
         return stmts
 
+    def structural_tangent(self, value) -> gast.Call:
+        slots = STRUCTURAL[resolve(self.fn, value.func, None)]
+        args = [self.tangent_atom(a) if i in slots else copy.deepcopy(a)
+                for i, a in enumerate(value.args)]
+        return gast.Call(func=copy.deepcopy(value.func), args=args,
+                         keywords=copy.deepcopy(value.keywords))
+
+    def tangent_atom(self, atom):
+        """The tangent of an atom: its tangent variable, or zeros for an inactive one."""
+        if isinstance(atom, gast.Name) and atom.id in self.active:
+            return name(self.d(atom.id))
+        return self.zeros_expr(atom)
+
     def container_tangent(self, value):
-        parts = [name(self.d(e.id)) if isinstance(e, gast.Name) and e.id in self.active
-                 else self.zeros_expr(e) for e in
+        parts = [self.tangent_atom(e) for e in
                  (value.values if isinstance(value, gast.Dict) else value.elts)]
         if isinstance(value, gast.Dict):
             return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
@@ -364,10 +400,8 @@ class _Forward:
         value = stmt.value
         if isinstance(value, gast.Constant) and value.value is None:
             tangent = const(None)
-        elif isinstance(value, gast.Name) and value.id in self.active:
-            tangent = name(self.d(value.id))
         else:
-            tangent = self.zeros_expr(value)
+            tangent = self.tangent_atom(value)
         return located(gast.Return(value=gast.Tuple(elts=[value, tangent], ctx=gast.Load())),
                        stmt)
 
