@@ -32,7 +32,7 @@ from . import runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
 from .function import Function, resolve, signature
-from .names import Namer
+from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
 
 from codegen.emit import annotate
@@ -192,6 +192,8 @@ class _Forward:
         self.env: dict[str, object] = {}
         self.owned = _inplace_targets(fn.node.body)
         self.annotated: int | None = None
+        # variables whose tangent is known to be zero here: rules drop their contributions
+        self.zero: set[str] = set()
 
     def d(self, primal: str) -> str:
         if primal not in self.tangents:
@@ -199,7 +201,10 @@ class _Forward:
         return self.tangents[primal]
 
     def tangent_of(self, primal: str) -> str | None:
-        return self.d(primal) if primal in self.active else None
+        """The tangent variable of `primal`; None where it is inactive or known zero."""
+        if primal not in self.active or primal in self.zero:
+            return None
+        return self.d(primal)
 
     def function(self) -> Function:
         node = self.fn.copy_node()
@@ -232,17 +237,14 @@ class _Forward:
                 return self.assignment(stmt, target.id, stmt.value)
             return self.inplace(stmt, target)
         if isinstance(stmt, gast.If):
-            return [gast.If(test=stmt.test, body=self.block(stmt.body),
-                            orelse=self.block(stmt.orelse) if stmt.orelse else [])]
-        if isinstance(stmt, gast.For):
+            before = set(self.zero)
             body = self.block(stmt.body)
-            if stmt.target.id in self.active:
-                body.insert(0, located(self.zeros(stmt.target.id), stmt))
-            loop = copy.copy(stmt)
-            loop.body = body
-            return [loop]
-        if isinstance(stmt, gast.While):
-            return [gast.While(test=stmt.test, body=self.block(stmt.body), orelse=[])]
+            after_body, self.zero = self.zero, before
+            orelse = self.block(stmt.orelse) if stmt.orelse else []
+            self.zero &= after_body
+            return [gast.If(test=stmt.test, body=body, orelse=orelse)]
+        if isinstance(stmt, (gast.For, gast.While)):
+            return [self.loop(stmt)]
         if isinstance(stmt, gast.Return):
             return [self.returns(stmt)]
         if isinstance(stmt, gast.Expr):
@@ -250,6 +252,22 @@ class _Forward:
                 return self.scatter(stmt)
             self.check_effect(stmt)
         return [stmt]
+
+    def loop(self, stmt):
+        """A loop body sees only what holds on every iteration: names it assigns (or,
+        through aliases, writes in place) are not known zero there."""
+        if _inplace_targets(stmt.body) or any(_scatter_target(self.fn, s) is not None
+                                              for s in gast.walk(stmt)):
+            self.zero.clear()
+        self.zero -= assigned_names(stmt)
+        start = set(self.zero)
+        body = self.block(stmt.body)
+        if isinstance(stmt, gast.For) and stmt.target.id in self.active:
+            body.insert(0, located(self.zeros(stmt.target.id), stmt))
+        self.zero = start
+        loop = copy.copy(stmt)
+        loop.body = body
+        return loop
 
     def scatter(self, stmt) -> list:
         """`scatter_add(t, i, v)` accumulates `dv` into `dt` the same way."""
@@ -259,6 +277,7 @@ class _Forward:
         if not (isinstance(values, gast.Name) and values.id in self.active):
             return [stmt]
         self.env["scatter_add"] = runtime.scatter_add
+        self.zero.clear()
         tangent = gast.Expr(value=call("scatter_add", name(self.d(target.id)),
                                        copy.deepcopy(index), name(self.d(values.id))))
         return [stmt] + self.tangent_block(stmt, [tangent])
@@ -274,24 +293,31 @@ class _Forward:
         return tangent_stmts
 
     def zeros(self, primal: str) -> gast.stmt:
+        self.zero.add(primal)
         self.env["zeros_like"] = runtime.zeros_like
         return assign(store(self.d(primal)), call("zeros_like", name(primal)))
 
     def assignment(self, stmt, target: str, value) -> list:
         if target not in self.active:
             return [stmt]
-        if not _value_active(self.fn, value, self.active):
+        if not _value_active(self.fn, value, self.active) or self.known_zero(value):
             return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
-        callee = self.differentiable_callee(value)
-        if callee is not None:
-            return self.user_call(stmt, target, value, callee)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
             fresh = self.namer.fresh(target + "_new")
             self.active.add(fresh)
             block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
+            self.zero.discard(target)
+            if fresh in self.zero:
+                self.zero.add(target)
             return block + [located(assign(store(target), name(fresh)), stmt),
                             located(assign(store(self.d(target)), name(self.d(fresh))), stmt)]
+        self.zero.discard(target)
+        if isinstance(value, gast.Name) and value.id in self.zero:
+            self.zero.add(target)
+        callee = self.differentiable_callee(value)
+        if callee is not None:
+            return self.user_call(stmt, target, value, callee)
         tangent = self.tangent_stmts(stmt, target, value)
         if target in self.owned and not isinstance(value, _VIEW_VALUES):
             # an in-place write to this tangent must not reach the operand's tangent
@@ -300,6 +326,16 @@ class _Forward:
             tangent.append(assign(store(self.d(target)),
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
+
+    def known_zero(self, value) -> bool:
+        """A primitive (operator or rule) whose active operands all have zero tangents."""
+        if not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Call)):
+            return False
+        key = primitive_key(self.fn, value)
+        if isinstance(value, gast.Call) and (key in STRUCTURAL or not templates.has_tangent(key)):
+            return False
+        return not any(isinstance(a, gast.Name) and self.tangent_of(a.id) is not None
+                       for a in _operands(value))
 
     def tangent_stmts(self, stmt, target: str, value) -> list:
         dt = self.d(target)
@@ -326,6 +362,8 @@ class _Forward:
                                        "register a rule with transformer.templates.tangent, "
                                        "or wrap it in a function with custom_jvp") from None
         self.env.update(env)
+        if len(stmts) == 1 and _is_zeros(stmts[0], env):      # no argument contributed
+            self.zero.add(target)
         return stmts
 
     def structural_tangent(self, value) -> gast.Call:
@@ -394,6 +432,7 @@ class _Forward:
         except templates.MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc)) from None
         self.env.update(env)
+        self.zero.clear()                  # the written tangent may be another's alias
         return [stmt] + self.tangent_block(stmt, stmts)
 
     def returns(self, stmt) -> gast.Return:
@@ -419,6 +458,12 @@ class _Forward:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_zeros(stmt, env) -> bool:
+    value = stmt.value if isinstance(stmt, gast.Assign) else None
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        env.get(value.func.id) is runtime.zeros_like
 
 
 def _read_names(value) -> set[str]:

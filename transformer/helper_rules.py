@@ -9,6 +9,10 @@ so each rule below is the helper applied to the derivative, or its transpose.
 # ruff: noqa: F821  (``d`` is template syntax, never evaluated)
 from __future__ import annotations
 
+import numpy as np
+from numba import types
+from numba.extending import overload
+
 from .rules import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -100,15 +104,87 @@ def outer_or_matmul_tangent(z, t, w):
     d[z] = outer_or_matmul(t, d[w])
 
 
-def _batch_matmul_like_numpy() -> None:
-    """vmap of `runtime.matmul` (which tangent code calls): the rule of `np.matmul`, so a
-    batch of matrix-vector products becomes one matrix-matrix product."""
-    import numpy as np
+# ---------------------------------------------------------------- batching (vmap)
+# jacfwd and hessian push every basis vector at once through vmap; these rules keep a
+# batch of matrix-vector products in derivative code one matrix-matrix product.
 
+
+def grad_right_of_batch(g, a, b):
+    """`matmul_grad_right(g[k], a, b)` for every k: `a.T @ g[k]` stacked, i.e. `g @ a`."""
+    if np.ndim(a) == 2 and np.ndim(g) == 2 and np.ndim(b) == 1:
+        return g @ a
+    return np.stack([matmul_grad_right(g[k], a, b) for k in range(np.shape(g)[0])])
+
+
+@overload(grad_right_of_batch)
+def _grad_right_of_batch_nb(g, a, b):
+    if isinstance(a, types.Array) and a.ndim == 2 and isinstance(g, types.Array) and \
+            g.ndim == 2 and isinstance(b, types.Array) and b.ndim == 1:
+        return lambda g, a, b: np.ascontiguousarray(g) @ np.ascontiguousarray(a)
+
+    def each(g, a, b):
+        first = matmul_grad_right(g[0], a, b)
+        out = np.empty((g.shape[0],) + np.shape(first), first.dtype)
+        out[0] = first
+        for k in range(1, g.shape[0]):
+            out[k] = matmul_grad_right(g[k], a, b)
+        return out
+    return each
+
+
+def broadcast_like_of_batch(t, z):
+    """`broadcast_like(t[k], z)` for every k; `t` itself when each `t[k]` is shaped like z."""
+    if np.shape(t)[1:] == np.shape(z):
+        return t
+    return np.stack([broadcast_like(t[k], z) for k in range(np.shape(t)[0])])
+
+
+@overload(broadcast_like_of_batch)
+def _broadcast_like_of_batch_nb(t, z):
+    if not isinstance(z, types.Array):
+        return lambda t, z: t
+
+    def impl(t, z):
+        if t.shape[1:] == z.shape:
+            return np.ascontiguousarray(t)
+        out = np.empty((t.shape[0],) + z.shape, t.dtype)
+        for k in range(t.shape[0]):
+            out[k] = broadcast_like(t[k], z)
+        return out
+    if isinstance(t, types.Array) and t.ndim == z.ndim + 1:
+        return impl
+
+    def each(t, z):
+        out = np.empty((t.shape[0],) + z.shape, t.dtype)
+        for k in range(t.shape[0]):
+            out[k] = broadcast_like(t[k], z)
+        return out
+    return each
+
+
+def _register_batching() -> None:
     from .rules.batching import BATCHERS
+
+    def grad_right(site):
+        if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, False]:
+            return None
+        return site.helper(grad_right_of_batch, *site.args), True
+    def broadcast(site):
+        if site.keywords or len(site.args) != 2 or list(site.batched) != [True, False]:
+            return None
+        return site.helper(broadcast_like_of_batch, *site.args), True
+    BATCHERS[broadcast_like] = _first_of(broadcast, BATCHERS.get(broadcast_like))
+    previous = BATCHERS.get(matmul_grad_right)
+    BATCHERS[matmul_grad_right] = _first_of(grad_right, previous)
+    # tangent code calls runtime.matmul: batch it as np.matmul (one matrix-matrix product)
     BATCHERS[matmul] = BATCHERS[np.matmul]
 
 
-_batch_matmul_like_numpy()
+def _first_of(rule, fallback):
+    """A batching rule trying `rule`, then `fallback` (vmap's own) where it declines."""
+    return lambda site: rule(site) or (fallback(site) if fallback else None)
+
+
+_register_batching()
 
 __all__ = ["linear"]
