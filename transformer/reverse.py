@@ -22,6 +22,7 @@ become calls to their own generated vjp Function, placed in the environment.
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import dataclasses
 import gast
@@ -37,11 +38,13 @@ from .controlflow import lower_exits
 from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names
+from .names import Namer, assigned_names, free_names
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
+# attributes that describe an array's structure, not its values: never differentiable
+_STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
 _in_progress: list = []
 
 
@@ -216,7 +219,17 @@ class _Reverse:
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
-        self.adjoints = {id(s): self.adjoint_stmts(s) for s in self.simple}
+        # last statement first, as in the reverse sweep: element uses name the adjoints
+        # of a call's tuple result before the call's own adjoint passes them on
+        self.adjoints = {}
+        errors = []
+        for stmt in reversed(self.simple):
+            try:
+                self.adjoints[id(stmt)] = self.adjoint_stmts(stmt)
+            except TransformError as exc:       # report the first one in source order
+                errors.append(exc)
+        if errors:
+            raise errors[-1]
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names())
         self.counters: dict = {}
@@ -314,6 +327,8 @@ class _Reverse:
         if isinstance(value, (gast.Tuple, gast.List)):
             return Prim("tuple", t, (), args=value.elts)
         if isinstance(value, gast.Subscript):
+            if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
+                return Prim("element", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
@@ -322,7 +337,21 @@ class _Reverse:
                         [value.value, value.slice])
         if isinstance(value, gast.Call):
             return self.classify_call(t, value)
-        return Prim("none", t)       # comparisons, attributes (x.shape), dicts
+        if isinstance(value, gast.Compare) or (isinstance(value, gast.Attribute) and
+                                               value.attr in _STRUCTURE_ATTRIBUTES):
+            return Prim("none", t)
+        return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def call_result(self, atom) -> bool:
+        """Whether `atom` names the value of a call to a differentiated user function."""
+        if not isinstance(atom, gast.Name):
+            return False
+        defs = self.defs.get(atom.id, [])
+        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+            isinstance(defs[0].value, gast.Call) and \
+            self.classify_call(atom.id, defs[0].value).kind == "call" and \
+            all(isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+                isinstance(use.value.slice, gast.Constant) for use in self.loads[atom.id])
 
     def rule(self, t, key, args, keywords) -> Prim:
         if is_nondifferentiable(key):
@@ -417,6 +446,13 @@ class _Reverse:
             return [self.accumulate(source, name(self.adjoint[prim.target]))]
         if prim.kind in ("template", "setitem"):
             return self.expand(stmt, prim)
+        if prim.kind == "element":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            adj = self.element_adjoint(source, prim.key)
+            return [assign(adj, gast.BinOp(left=name(adj), op=gast.Add(),
+                                           right=name(self.adjoint[prim.target])))]
         if prim.kind == "call":
             return self.call_adjoint(stmt, prim)
         if prim.kind in ("tuple", "none"):
@@ -426,6 +462,22 @@ class _Reverse:
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
+
+    def element_adjoint(self, var: str, k: int) -> str:
+        """The adjoint of element `k` of the tuple a user function returned into `var`."""
+        elements = self.__dict__.setdefault("_elements", {}).setdefault(var, {})
+        if k not in elements:
+            elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
+        return elements[k]
+
+    def zero_adjoints(self, var: str) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        elements = self.__dict__.get("_elements", {}).get(var)
+        if elements is None:
+            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+                for k, adj in sorted(elements.items())]
 
     def accumulate(self, source: str, value) -> gast.Assign:
         adj = self.adjoint[source]
@@ -461,9 +513,20 @@ class _Reverse:
                           if isinstance(a, gast.Name) and a.id in self.active)
         if not positions:
             return []
-        vjp_name = self.callee_vjp(prim.key, positions, stmt)
+        vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
         grads = self.namer.fresh(prim.target + "_grads")
-        args = [copy.deepcopy(a) for a in prim.args] + [name(self.adjoint[prim.target])]
+        elements = self.__dict__.get("_elements", {}).get(prim.target)
+        if outputs == 1 and elements is None:
+            cotangents = [name(self.adjoint[prim.target])]
+        elif elements is None:
+            raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
+                                       "to be differentiated", "write `a, b = f(x)`")
+        else:
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            cotangents = [name(elements[k]) if k in elements else
+                          call(name(zeros), subscript(name(prim.target), const(k)))
+                          for k in range(outputs)]
+        args = [copy.deepcopy(a) for a in prim.args] + cotangents
         out = [assign(grads, call(name(vjp_name), *args))]
         for k, position in enumerate(positions):
             out.append(self.accumulate(prim.args[position].id,
@@ -485,7 +548,8 @@ class _Reverse:
                     raise
                 generated = reverse_function(callee, positions, VJP)
             base = getattr(obj, "__name__", "callee")
-            cache[key] = self.helper(self.namer.fresh(base + "_vjp"), generated)
+            outputs = len(generated.params) - len(_primal_params(obj))
+            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
@@ -532,6 +596,9 @@ class _Reverse:
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        for free in free_names(node):       # builtins a rule's code names (slice, ...)
+            if free not in self.env and hasattr(builtins, free):
+                self.env[free] = getattr(builtins, free)
         return self.fn.with_transform(node, label, self.env)
 
     def counter(self, var: str, kind: str) -> tuple[str, str]:
@@ -777,7 +844,6 @@ class _Reverse:
 
     def inits(self, block_id, top) -> list:
         out = []
-        zeros = self.helper("zeros_like", runtime.zeros_like)
         first = {v: min((self.order.get(id(d), -1) for d in self.defs.get(v, [])),
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
@@ -787,7 +853,7 @@ class _Reverse:
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
             else:
-                out.append(assign(self.adjoint[var], call(name(zeros), name(var))))
+                out.extend(self.zero_adjoints(var))
         return out
 
     def reset(self, var: str, stmt) -> list:
@@ -798,8 +864,7 @@ class _Reverse:
         home = self.home_blocks()[var]
         home_loops = self._loops_of_block(home)
         if len(defs) > 1 or len(self.loops_of[id(stmt)]) > len(home_loops):
-            zeros = self.helper("zeros_like", runtime.zeros_like)
-            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+            return self.zero_adjoints(var)
         return []
 
     def _loops_of_block(self, block_id):
@@ -847,6 +912,12 @@ class _Reverse:
                                             ctx=gast.Load()))
 
     tuple_grads = False
+
+
+def _primal_params(obj) -> list:
+    from .api_reverse import CustomVJP
+    from .frontend import parse
+    return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
 # shape-only arguments: any value of the right shape and type serves, so reading a
