@@ -28,7 +28,7 @@ import gast
 import numpy as np
 
 from . import helper_rules  # noqa: F401  (rules for helpers in derivative code)
-from . import runtime, templates
+from . import basis, runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
 from .function import Function, resolve, signature
@@ -47,6 +47,11 @@ _cache: dict = {}
 # helpers that only move values (the tapes of reverse mode): the tangent is the same call
 # with each value slot's argument replaced by its tangent
 STRUCTURAL: dict = {}
+
+
+# statements that write a value into an array in place: function -> (target, value)
+# positions; the tangent statement writes the value's tangent into the target's
+EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
 
 
 def structural(function, *slots: int) -> None:
@@ -131,11 +136,18 @@ def _writes(fn, stmts):
 
 
 def _scatter_target(fn, stmt):
-    """The array a `scatter_add(target, index, values)` statement accumulates into."""
-    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
-            resolve(fn, stmt.value.func, None) is runtime.scatter_add and \
-            isinstance(stmt.value.args[0], gast.Name):
-        return stmt.value.args[0]
+    """The array an in-place effect statement (`scatter_add(target, index, values)`,
+    `set_row(jac, row, k)`) accumulates into."""
+    effect = _effect(fn, stmt)
+    if effect is not None and isinstance(stmt.value.args[effect[0]], gast.Name):
+        return stmt.value.args[effect[0]]
+    return None
+
+
+def _effect(fn, stmt):
+    """(target position, value position) of an effect statement, or None."""
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        return EFFECTS.get(resolve(fn, stmt.value.func, None))
     return None
 
 
@@ -270,16 +282,20 @@ class _Forward:
         return loop
 
     def scatter(self, stmt) -> list:
-        """`scatter_add(t, i, v)` accumulates `dv` into `dt` the same way."""
-        target, index, values = stmt.value.args
+        """`scatter_add(t, i, v)` (an in-place effect) accumulates `dv` into `dt` alike."""
+        target_at, value_at = _effect(self.fn, stmt)
+        args = stmt.value.args
+        target, values = args[target_at], args[value_at]
         if target.id not in self.active:
             return [stmt]
         if not (isinstance(values, gast.Name) and values.id in self.active):
             return [stmt]
-        self.env["scatter_add"] = runtime.scatter_add
         self.zero.clear()
-        tangent = gast.Expr(value=call("scatter_add", name(self.d(target.id)),
-                                       copy.deepcopy(index), name(self.d(values.id))))
+        tangent_args = [copy.deepcopy(a) for a in args]
+        tangent_args[target_at] = name(self.d(target.id))
+        tangent_args[value_at] = name(self.d(values.id))
+        tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
+                                            args=tangent_args, keywords=[]))
         return [stmt] + self.tangent_block(stmt, [tangent])
 
     def tangent_block(self, stmt, tangent_stmts) -> list:
@@ -410,7 +426,7 @@ class _Forward:
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
         custom = getattr(callee, "__secant_jvp__", None)
-        jvp_fn = custom(active) if custom is not None else jvp_function(function, active)
+        jvp_fn = custom(active) if custom is not None else _callee_jvp(callee, function, active)
         helper = self.namer.fresh(function.name + "_jvp")
         self.env[helper] = jvp_fn
         pair = self.namer.fresh(target + "_pair")
@@ -458,6 +474,25 @@ class _Forward:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _callee_jvp(callee, function: Function, active: tuple[str, ...]):
+    """The jvp of a called function; of a vmap-ed one, the vmap of its jvp (tangents
+    mapped over the same axes as their primals), so batching stays vectorized."""
+    from .api_batching import Batched
+    if not isinstance(callee, Batched):
+        return jvp_function(function, active)
+    from .api_batching import vmap
+    from .transformed import Transformed
+    base = callee_function(callee.fun)
+    axes = callee.in_axes
+    per_param = list(axes) if isinstance(axes, (tuple, list)) else [axes] * len(base.params)
+    per_param += [0] * (len(base.params) - len(per_param))
+    tangent_axes = [per_param[base.params.index(p)] for p in active]
+    inner = Transformed(callee.fun, lambda: jvp_function(base, active), "jvp")
+    return vmap(inner, in_axes=tuple(per_param + tangent_axes),
+                out_axes=(callee.out_axes, callee.out_axes), axis_size=callee.axis_size,
+                axis_name=callee.axis_name, method=callee.method)
 
 
 def _is_zeros(stmt, env) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from . import basis
 from .rules import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -24,16 +25,16 @@ from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from
 nondifferentiable(zeros_like, axis_count, axis_mask, inside)
 
 
-def linear(key, params: str, forward: str, transpose: str) -> None:
+def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:
     """A helper linear in its first parameter `g`: tangent `forward` (with `g` the
     tangent), adjoint `transpose` (with `g` the adjoint of the result)."""
     first = params.split(",")[0].strip()
     fwd = forward.replace("G", f"d[{first}]")
-    back = transpose.replace("G", "d[z]")
-    TANGENTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[z] = {fwd}\n",
-                                     RULE_GLOBALS)
-    ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
-                                     RULE_GLOBALS)
+    TANGENTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[z] = {fwd}\n", glb)
+    if transpose is not None:
+        back = transpose.replace("G", "d[z]")
+        ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
+                                         glb)
 
 
 linear(unbroadcast, "g, x", "unbroadcast(G, x)", "broadcast_like(G, g)")
@@ -56,6 +57,20 @@ linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
+
+
+# ---------------------------------------------------------------- Jacobian assembly
+# jacfwd(jacrev(f)) differentiates the generated jacrev, which assembles rows
+
+_BASIS = dict(RULE_GLOBALS, **{n: getattr(basis, n) for n in basis.__all__})
+nondifferentiable(basis.basis_matrix, basis.basis_vector, basis.basis_size,
+                  basis.jacobian_alloc)
+linear(basis.jacobian_from_rows, "rows, out, x", "jacobian_from_rows(G, out, x)",
+       "reshape_like(G, rows)", _BASIS)
+linear(basis.jacobian_from_columns, "columns, out, x", "jacobian_from_columns(G, out, x)",
+       None, _BASIS)
+linear(basis.jacobian_result, "jac, out, x", "jacobian_result(G, out, x)",
+       "reshape_like(G, jac)", _BASIS)
 
 
 # ---------------------------------------------------------------- bilinear products
