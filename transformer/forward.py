@@ -60,14 +60,10 @@ def structural(function, *slots: int) -> None:
 
 
 def _register_reverse_helpers() -> None:
-    from . import reverse, tape
-    for function in (tape.float_tape, tape.exact_tape, tape.items_buffer):
-        structural(function, 0)
+    from . import tape
     structural(tape.reserve, 0)
     for function in (tape.push, tape.push_items, tape.pop_items):
         structural(function, 0, 2)
-    templates.nondifferentiable(tape.trip_count, tape.range_last, reverse.unit_cotangent,
-                                reverse.float_zeros)
 
 
 def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
