@@ -806,7 +806,13 @@ def matmul(a, b):
 def _matmul_nb(a, b):
     if a.ndim > 2 or b.ndim > 2:
         raise TypingError("matmul under Numba: operands of rank 1 or 2 only")
+    if _contiguous(a) and _contiguous(b):      # ascontiguousarray would copy anyway
+        return lambda a, b: np.dot(a, b)
     return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+def _contiguous(ty) -> bool:
+    return not isinstance(ty, types.Array) or ty.layout == "C"
 
 
 def _swap_last(a):
@@ -860,6 +866,8 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: unbroadcast(a * g, b)
     if na == 1 and nb == 1:
         return lambda g, a, b: a * g
+    if na == 2 and nb == 1 and _contiguous(a) and _contiguous(g):
+        return lambda g, a, b: np.dot(g, a)    # a.T @ g without transposing a copy
     if na == 2 and nb == 1:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
     if na == 1 and nb == 2:
