@@ -505,6 +505,10 @@ def _axes_label(in_axes) -> str:
 class _Vectorizer(_Emitter):
     strategy = "vectorize"
 
+    def __init__(self, fn, spec, analysis):
+        super().__init__(fn, spec, analysis)
+        self._callees: dict = {}
+
     def build(self) -> Function:
         body = self.prologue()
         for param in self.fn.params:
@@ -623,14 +627,14 @@ class _Vectorizer(_Emitter):
             return node, False
         callee = _callee_function(target)
         if callee is not None:
-            return self.user_call(callee, node), self.flag(node)
+            return self.user_call(target, callee, node), self.flag(node)
         if target is None:
             raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
                             "its function is not known before run time", stmt)
         keywords = {k.arg: k.value for k in node.keywords}
         return self.rule(target, node.args, keywords, stmt, node)
 
-    def user_call(self, callee: Function, node) -> gast.Call:
+    def user_call(self, target, callee: Function, node) -> gast.Call:
         """A call of the batched version of a user function (built once per flags)."""
         sig_params = callee.params
         axes = [None] * len(sig_params)
@@ -640,9 +644,12 @@ class _Vectorizer(_Emitter):
             if k.arg in sig_params:
                 axes[sig_params.index(k.arg)] = 0 if any_batched(self.flag(k.value)) else None
         spec = Spec(tuple(axes), 0, None, self.spec.axis_name, "auto")
-        batched = batch(callee, spec)
-        key = self.namer.fresh(f"{callee.name}_vmap")
-        self.env[key] = batched
+        cache_key = (id(target), spec.in_axes)
+        if cache_key not in self._callees:
+            key = self.namer.fresh(f"{callee.name}_vmap")
+            self.env[key] = batch(callee, spec)
+            self._callees[cache_key] = (key, target)     # target kept alive: ids stay unique
+        key = self._callees[cache_key][0]
         return gast.Call(func=name(key), args=list(node.args), keywords=list(node.keywords))
 
     def collective(self, kind: str, node, stmt):

@@ -363,14 +363,17 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-def _outer_nb(left_batched: bool, right_batched: bool):
+def _outer_nb(a, b, left_batched: bool, right_batched: bool):
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
         fa = np.ascontiguousarray(a).reshape((size, -1)) if left_batched else \
             np.ascontiguousarray(a).reshape((1, -1))
         fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
             np.ascontiguousarray(b).reshape((1, -1))
-        out = np.empty((size, fa.shape[1], fb.shape[1]), np.result_type(fa.dtype, fb.dtype))
+        out = np.empty((size, fa.shape[1], fb.shape[1]), dtype)
         for k in range(size):
             ra = fa[k if left_batched else 0]
             rb = fb[k if right_batched else 0]
@@ -382,17 +385,17 @@ def _outer_nb(left_batched: bool, right_batched: bool):
 
 @overload(outer_left)
 def _outer_left_nb(a, b):
-    return _outer_nb(True, False)
+    return _outer_nb(a, b, True, False)
 
 
 @overload(outer_right)
 def _outer_right_nb(a, b):
-    return _outer_nb(False, True)
+    return _outer_nb(a, b, False, True)
 
 
 @overload(outer_both)
 def _outer_both_nb(a, b):
-    return _outer_nb(True, True)
+    return _outer_nb(a, b, True, True)
 
 
 # ---------------------------------------------------------------- indexing and shapes
@@ -712,8 +715,9 @@ elementwise(
     np.log2, np.log10, np.log1p, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan,
     np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.square,
     np.reciprocal, np.negative, np.positive, np.sign, np.floor, np.ceil, np.trunc,
-    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag, abs,
+    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag,
 )
+elementwise(abs, target=np.abs)
 for _math, _np in [(math.sqrt, np.sqrt), (math.exp, np.exp), (math.log, np.log),
                    (math.sin, np.sin), (math.cos, np.cos), (math.tan, np.tan),
                    (math.tanh, np.tanh), (math.sinh, np.sinh), (math.cosh, np.cosh),
