@@ -123,7 +123,7 @@ def newton_sqrt(x):
 
 
 def data_dependent_count(x):
-    n = int(np.sum(x > 0.5))
+    n = int(np.sum(np.where(x > 0.5, 1.0, 0.0)))
     total = 0.0
     for i in range(n):
         total += x[i]
