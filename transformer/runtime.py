@@ -1,5 +1,9 @@
 """Helpers that generated code calls; each runs as plain NumPy and inside Numba nopython mode.
 
+Exceptions, plain NumPy only for now: ``repeat``/``unrepeat`` with an axis, ``hstack_part``,
+``vstack_part``, ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``, and
+``matmul`` and its adjoints for operands of rank above 2.
+
 Every helper is a plain Python function (NumPy, used by the ``python`` backend) with a
 ``numba.extending.overload`` that dispatches on Numba types. Numba's versions share two
 index-mapping kernels (``_reduce_into``, ``_gather``) so that reductions, broadcasting and
@@ -12,7 +16,7 @@ float32); a scalar's gradient is a scalar, never a 0-d array.
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import literal_unroll, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -146,7 +150,9 @@ def _c_strides(shape):
 
 @register_jitable
 def _reduce_into(src, src_shape, out, out_shape, op):
-    """Fold the C-ordered ``src`` into ``out`` along the axes where ``out_shape`` is 1.
+    """Fold the C-ordered ``src`` into ``out``: element ``i`` of ``src`` lands on the index
+    ``i mod out_shape`` (axis by axis), so axes of length 1 are reduced and longer axes
+    wrap around (the adjoint of tiling).
 
     ``op``: 0 sum, 1 product, 2 max, 3 min. ``out`` holds the starting values.
     """
@@ -155,8 +161,7 @@ def _reduce_into(src, src_shape, out, out_shape, op):
     for i in range(src.shape[0]):
         j = 0
         for k in range(src_shape.shape[0]):
-            if out_shape[k] != 1:
-                j += ((i // ss[k]) % src_shape[k]) * os_[k]
+            j += (((i // ss[k]) % src_shape[k]) % out_shape[k]) * os_[k]
         v = src[i]
         if op == 0:
             out[j] += v
@@ -171,14 +176,15 @@ def _reduce_into(src, src_shape, out, out_shape, op):
 
 @register_jitable
 def _gather(src, src_shape, out, out_shape):
-    """Broadcast the C-ordered ``src`` (1 on broadcast axes) into C-ordered ``out``."""
+    """Fill the C-ordered ``out`` from ``src``: element ``i`` of ``out`` reads the index
+    ``i mod src_shape`` (axis by axis), which broadcasts axes of length 1 and tiles the rest.
+    """
     ss = _c_strides(src_shape)
     os_ = _c_strides(out_shape)
     for i in range(out.shape[0]):
         j = 0
         for k in range(out_shape.shape[0]):
-            if src_shape[k] != 1:
-                j += ((i // os_[k]) % out_shape[k]) * ss[k]
+            j += (((i // os_[k]) % out_shape[k]) % src_shape[k]) * ss[k]
         out[i] = src[j]
 
 
@@ -512,6 +518,7 @@ def _scan_nb(a, axis, product, reverse):
     """Numba: cumulative sum or product along an axis (flattened for None)."""
     dtype = as_dtype(a.dtype).type
 
+    @register_jitable
     def scan(src, ax):
         out = src.copy()
         shape = np.asarray(out.shape)
@@ -537,19 +544,19 @@ def _scan_nb(a, axis, product, reverse):
 
 @overload(cumsum)
 def _cumsum_nb(a, axis=None):
-    impl = _scan_nb(a, axis, False, False)
+    impl = register_jitable(_scan_nb(a, axis, False, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumprod)
 def _cumprod_nb(a, axis=None):
-    impl = _scan_nb(a, axis, True, False)
+    impl = register_jitable(_scan_nb(a, axis, True, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumsum_adjoint)
 def _cumsum_adjoint_nb(g, x, axis=None):
-    impl = _scan_nb(g, axis, False, True)
+    impl = register_jitable(_scan_nb(g, axis, False, True))
     return lambda g, x, axis=None: impl(g, axis).reshape(x.shape)
 
 
@@ -656,9 +663,54 @@ def flip(a, axis=None):
     return np.flip(a, axis)
 
 
+@overload(flip)
+def _flip_nb(a, axis=None):
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        strides = _c_strides(shape)
+        src = np.ascontiguousarray(a).ravel()
+        out = np.empty_like(src)
+        for i in range(src.shape[0]):
+            j = 0
+            for k in range(a.ndim):
+                index = (i // strides[k]) % shape[k]
+                j += (shape[k] - 1 - index if mask[k] else index) * strides[k]
+            out[i] = src[j]
+        return out.reshape(a.shape)
+    return impl
+
+
 def tile(a, reps):
     """np.tile."""
     return np.tile(a, reps)
+
+
+@register_jitable
+def _tile_shapes(shape, reps):
+    """(padded shape of x, shape of the tiled result) as int arrays."""
+    ndim = max(shape.shape[0], reps.shape[0])
+    padded = np.ones(ndim, np.int64)
+    padded[ndim - shape.shape[0]:] = shape
+    full = np.ones(ndim, np.int64)
+    full[ndim - reps.shape[0]:] = reps
+    return padded, padded * full
+
+
+def _reps_rank(a, reps):
+    return max(a.ndim, 1 if isinstance(reps, types.Integer) else len(reps))
+
+
+@overload(tile)
+def _tile_nb(a, reps):
+    rank = _reps_rank(a, reps)
+
+    def impl(a, reps):
+        padded, full = _tile_shapes(np.asarray(a.shape), np.asarray(reps).reshape(-1))
+        out = np.empty(np.prod(full), a.dtype)
+        _gather(np.ascontiguousarray(a).ravel(), padded, out, full)
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
 
 
 def untile(g, x, reps):
@@ -671,6 +723,16 @@ def untile(g, x, reps):
     split = [n for pair in zip(reps, shape) for n in pair]
     total = np.reshape(g, split).sum(axis=tuple(range(0, 2 * ndim, 2)))
     return reshape_like(total, x)
+
+
+@overload(untile)
+def _untile_nb(g, x, reps):
+    def impl(g, x, reps):
+        padded, full = _tile_shapes(np.asarray(x.shape), np.asarray(reps).reshape(-1))
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), full, out, padded, 0)
+        return out.reshape(x.shape)
+    return impl
 
 
 def repeat(a, repeats, axis=None):
@@ -696,9 +758,29 @@ def concatenate_part(g, xs, k, axis=0):
     return g[tuple(index)]
 
 
+@overload(concatenate_part)
+def _concatenate_part_nb(g, xs, k, axis=0):
+    def impl(g, xs, k, axis=0):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            if j < k:
+                start += x.shape[axis]
+            elif j == k:
+                n = x.shape[axis]
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        front = moveaxis(g, axis, 0)[start:start + n]
+        return np.ascontiguousarray(moveaxis(front, 0, axis))
+    return impl
+
+
 def stack_part(g, k, axis=0):
     """The part of ``g = np.stack(xs, axis)`` that came from ``xs[k]``."""
     return np.take(g, k, axis)
+
+
+@overload(stack_part)
+def _stack_part_nb(g, k, axis=0):
+    return lambda g, k, axis=0: np.ascontiguousarray(moveaxis(g, axis, 0)[k])
 
 
 def hstack_part(g, xs, k):

@@ -30,6 +30,8 @@ _EQUIVALENTS: dict[object, object] = {
     np.squeeze: runtime.squeeze,
     np.moveaxis: runtime.moveaxis,
     np.reshape: runtime.reshape,
+    np.flip: runtime.flip,
+    np.tile: runtime.tile,
     np.matmul: runtime.matmul,
     np.add.at: runtime.scatter_add,
     np.einsum: runtime.einsum,
