@@ -193,8 +193,21 @@ class Analysis:
             self.output = join(self.output, join(flag, True) if control else flag)
         elif isinstance(stmt, gast.Expr):
             self.expr(stmt.value)
+            self.mutation(stmt.value, control)
         elif isinstance(stmt, (gast.Break, gast.Continue)) and control:
             pass   # leaving a batched loop early is part of the batched control flow
+
+    def mutation(self, node, control: bool) -> None:
+        """A helper that writes into an argument makes it batched like a write would."""
+        if not isinstance(node, gast.Call):
+            return
+        position = _lookup(rules.MUTATES, resolve(self.fn, node.func, None))
+        if position is None or len(node.args) <= position or \
+                not isinstance(node.args[position], gast.Name):
+            return
+        others = [self.expr(a) for i, a in enumerate(node.args) if i != position]
+        if control or any(any_batched(f) for f in others):
+            self.set(node.args[position].id, True)
 
     def index_flag(self, index) -> bool:
         if isinstance(index, gast.Slice):
@@ -546,7 +559,7 @@ class _Vectorizer(_Emitter):
             value = self.output(stmt.value, self.flag(stmt.value), self.spec.out_axes, stmt)
             return [gast.Return(value=value)]
         if isinstance(stmt, gast.Expr):
-            value, _ = self.expr(stmt.value, stmt)
+            value, _ = self.expr(stmt.value, stmt, statement=True)
             return [gast.Expr(value=value)]
         if isinstance(stmt, gast.Assert) and any_batched(self.flag(stmt.test)):
             return [gast.Assert(test=self.helper(np.all, stmt.test), msg=stmt.msg)]
@@ -576,7 +589,7 @@ class _Vectorizer(_Emitter):
         return [assign(place, value)]
 
     # ---------------------------------------------------------------- expressions
-    def expr(self, node, stmt):
+    def expr(self, node, stmt, statement: bool = False):
         """(batched expression, flag) for one ANF right-hand side."""
         flag = self.flag(node)
         if isinstance(node, (gast.Name, gast.Constant)) or node is None:
@@ -589,7 +602,7 @@ class _Vectorizer(_Emitter):
             return self.rule(type(node.ops[0]), [node.left, node.comparators[0]], {}, stmt,
                              node)
         if isinstance(node, gast.Call):
-            return self.call(node, stmt)
+            return self.call(node, stmt, statement)
         if isinstance(node, gast.Subscript):
             return self.getitem(node, stmt), flag
         if isinstance(node, gast.Attribute):
@@ -601,7 +614,7 @@ class _Vectorizer(_Emitter):
             return result
         return node, flag                       # Tuple, List, Dict literals of atoms
 
-    def rule(self, key, args, keywords, stmt, node):
+    def rule(self, key, args, keywords, stmt, node, statement=False):
         batched = [any_batched(self.flag(a)) for a in args]
         kw_batched = {k: any_batched(self.flag(v)) for k, v in keywords.items()}
         if not any(batched) and not any(kw_batched.values()):
@@ -610,14 +623,14 @@ class _Vectorizer(_Emitter):
         if batcher is None:
             raise NeedsLoop(f"no batching rule for {rules.describe(key)}", stmt)
         site = rules.Site(key, list(args), batched, dict(keywords), kw_batched, self.ref,
-                          self.size)
+                          self.size, statement)
         result = batcher(site)
         if result is None:
             raise NeedsLoop(f"the batching rule for {rules.describe(key)} does not handle "
                             f"this call (`{expression_source(node)}`)", stmt)
         return result
 
-    def call(self, node, stmt):
+    def call(self, node, stmt, statement=False):
         target = resolve(self.fn, node.func, None)
         kind = _collective_kind(target)
         if kind is not None:
@@ -632,7 +645,7 @@ class _Vectorizer(_Emitter):
             raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
                             "its function is not known before run time", stmt)
         keywords = {k.arg: k.value for k in node.keywords}
-        return self.rule(target, node.args, keywords, stmt, node)
+        return self.rule(target, node.args, keywords, stmt, node, statement)
 
     def user_call(self, target, callee: Function, node) -> gast.Call:
         """A call of the batched version of a user function (built once per flags)."""

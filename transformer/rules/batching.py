@@ -550,6 +550,7 @@ class Site:
     kw_batched: dict
     ref: Callable[[Any], gast.expr]
     size: gast.expr
+    statement: bool = False       # called for its effect (`scatter_add(bx, i, g)`)
 
     @property
     def any_batched(self) -> bool:
@@ -571,6 +572,8 @@ Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
 BATCHERS: dict[Any, Rule] = {}
 # keys whose result is not batched just because an argument is: flags of the positional
 # arguments -> whether the result is batched (`len(x)` is the same for every example)
+# helpers that write into an argument: key -> position of the argument written
+MUTATES: dict[Any, int] = {}
 RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
     len: lambda flags: False,
     np.shape: lambda flags: False,
@@ -927,32 +930,38 @@ COLLECTIVES: dict = {}
 
 # ---------------------------------------------------------------- helpers of generated code
 
-def over_examples(helper, flags: tuple):
+def over_examples(helper, flags: tuple, in_place: bool = False):
     """`helper` applied example by example: batched arguments (per `flags`) are indexed,
-    the others passed whole, and the results stacked. The batching rule of last resort for
-    the runtime helpers other transformations emit (`unbroadcast`, `broadcast_like`, ...):
-    under Numba it is a compiled loop."""
-    key = (helper, flags)
+    the others passed whole, and the results stacked (`in_place`: results dropped, for
+    helpers called for their writes, like `scatter_add`). The batching rule of last resort
+    for the runtime helpers other transformations emit (`unbroadcast`, ...): under Numba
+    it is a compiled loop."""
+    key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
     params = ", ".join(f"a{i}" for i in range(len(flags)))
     first = next(i for i, f in enumerate(flags) if f)
+    label = f"{helper.__name__}_each"
 
     def args_at(index):
         return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
 
-    source = (f"def {helper.__name__}_each({params}):\n"
-              f"    first = helper({args_at(0)})\n"
-              f"    out = batch_empty(a{first}.shape[0], first)\n"
-              f"    out[0] = first\n"
-              f"    for k in range(1, a{first}.shape[0]):\n"
-              f"        out[k] = helper({args_at('k')})\n"
-              f"    return out\n"
+    if in_place:
+        body = (f"    for k in range(a{first}.shape[0]):\n"
+                f"        helper({args_at('k')})\n")
+    else:
+        body = (f"    first = helper({args_at(0)})\n"
+                f"    out = batch_empty(a{first}.shape[0], first)\n"
+                f"    out[0] = first\n"
+                f"    for k in range(1, a{first}.shape[0]):\n"
+                f"        out[k] = helper({args_at('k')})\n"
+                f"    return out\n")
+    source = (f"def {label}({params}):\n{body}"
               f"def typer({params}):\n"
-              f"    return {helper.__name__}_each\n")
+              f"    return {label}\n")
     scope = {"helper": helper, "batch_empty": batch_empty}
     exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
-    python = scope[f"{helper.__name__}_each"]
+    python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
     python.__module__ = __name__
     overload(python)(scope["typer"])
@@ -966,7 +975,8 @@ _OVER_EXAMPLES: dict = {}
 def _each_rule(site: Site):
     if site.keywords:
         return None
-    return site.helper(over_examples(site.key, tuple(site.batched)), *site.args), True
+    helper = over_examples(site.key, tuple(site.batched), in_place=site.statement)
+    return site.helper(helper, *site.args), not site.statement
 
 
 def _cast_like_rule(site: Site):
@@ -988,4 +998,83 @@ def _register_runtime_rules():
         reduction(key, whole)
 
 
+def _grad_left(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b[k])`: for a matrix times a vector, the
+    outer product of each example's `g` and `b`, written once into the batch."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return outer_both(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, True))(g, a, b)
+
+
+def _grad_left_fixed(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b)` with `b` shared."""
+    if np.ndim(a) == 2 and np.ndim(b) == 1:
+        return outer_left(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, False))(g, a, b)
+
+
+def _grad_right(g, a, b):
+    """Per example `matmul_grad_right(g[k], a, b[k])`: `a.T @ g[k]` for every example is
+    one matrix product `g @ a`."""
+    if np.ndim(a) == 2 and np.ndim(g) == 2:
+        return g @ a
+    return over_examples(_runtime().matmul_grad_right, (True, False, True))(g, a, b)
+
+
+@overload(_grad_left)
+def _grad_left_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 2:
+        return lambda g, a, b: outer_both(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_left_fixed)
+def _grad_left_fixed_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 1:
+        return lambda g, a, b: outer_left(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, False))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_right)
+def _grad_right_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(g) == 2:
+        return lambda g, a, b: np.dot(_contig(g), _contig(a))
+    fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+def _runtime():
+    from transformer import runtime
+    return runtime
+
+
+def _matmul_grad_rule(special: dict):
+    def rule(site: Site):
+        helper = special.get(tuple(site.batched))
+        if helper is None or site.keywords:
+            return _each_rule(site)
+        return site.helper(helper, *site.args), True
+    return rule
+
+
+def _register_reverse_rules():
+    runtime = _runtime()
+    MUTATES[runtime.scatter_add] = 0
+    BATCHERS[runtime.matmul_grad_left] = _matmul_grad_rule(
+        {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
+    BATCHERS[runtime.matmul_grad_right] = _matmul_grad_rule(
+        {(True, False, True): _grad_right})
+    try:
+        from transformer import reverse
+    except ImportError:          # reverse mode not installed in a partial checkout
+        return
+    BATCHERS[reverse.unit_cotangent] = lambda site: (
+        site.helper(runtime.cast_like, const(1.0), site.args[0]), False)
+    RESULT_FLAGS[reverse.unit_cotangent] = lambda flags: False
+    preserving(reverse.float_zeros)
+
+
 _register_runtime_rules()
+_register_reverse_rules()
