@@ -523,6 +523,7 @@ class _Vectorizer(_Emitter):
         self._callees: dict = {}
 
     def build(self) -> Function:
+        self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
         body = self.prologue()
         for param in self.fn.params:
             flag = self.analysis.flags.get(param, False)
@@ -545,6 +546,9 @@ class _Vectorizer(_Emitter):
         return out or [gast.Pass()]
 
     def statement(self, stmt) -> list:
+        if id(stmt) in self.fresh_accumulators:
+            first = self.fresh_accumulators[id(stmt)]
+            return [] if first is None else [assign(copy.deepcopy(stmt.targets[0]), name(first))]
         if isinstance(stmt, gast.Assign):
             return self.assign(stmt)
         if isinstance(stmt, gast.If):
@@ -723,6 +727,106 @@ class _Vectorizer(_Emitter):
                           [any_batched(self.flag(e)) for e in index.elts], {}, {},
                           self.ref, self.size)
         return gast.Tuple(elts=rules.aligned(site), ctx=gast.Load())
+
+
+# ---------------------------------------------------------------- fresh accumulators
+# Reverse mode starts each adjoint at zero (`bW = zeros_like(W)`) and adds contributions
+# (`bW = bW + matmul_grad_left(g, W, x)`). Batched, the zeros would be one copy of `W`
+# per example and the addition another full pass: when the first contribution is one of
+# these adjoint helpers, whose result has exactly the shape of that argument, the
+# accumulator simply starts as that contribution.
+
+def _shape_argument():
+    from . import runtime
+    table = {runtime.unbroadcast: 1, runtime.matmul_grad_left: 1,
+             runtime.matmul_grad_right: 2, runtime.broadcast_reduced: 1}
+    zeros = {runtime.zeros_like, np.zeros_like}
+    try:
+        from . import reverse
+        zeros.add(reverse.float_zeros)
+    except ImportError:           # reverse mode not installed in a partial checkout
+        pass
+    return table, zeros
+
+
+def _fresh_accumulators(fn: Function, analysis: Analysis) -> dict:
+    """id(statement) -> None (drop the zeros) or the name the accumulator starts as."""
+    table, zeros = _shape_argument()
+    body, found = fn.node.body, {}
+    written = _written_in_place(fn)
+    calls = {s.targets[0].id: s.value for s in body if isinstance(s, gast.Assign) and
+             isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)}
+    for i, stmt in enumerate(body):
+        zero_of = _zeros_of(fn, stmt, zeros)
+        if zero_of is None:
+            continue
+        target, source = zero_of
+        if target in written or not any_batched(analysis.flags.get(target, False)) or \
+                any_batched(analysis.flags.get(source, False)):
+            continue
+        for later in body[i + 1:]:
+            first = _first_contribution(fn, later, target, source, calls, table)
+            if first is not None and first not in written and \
+                    analysis.flags.get(first) is True:
+                found[id(stmt)], found[id(later)] = None, first
+                break
+            if target in {n.id for n in gast.walk(later) if isinstance(n, gast.Name)}:
+                break
+    return found
+
+
+def _zeros_of(fn, stmt, zeros):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+            isinstance(stmt.value, gast.Call) and stmt.value.args and \
+            isinstance(stmt.value.args[0], gast.Name) and \
+            _lookup_set(zeros, resolve(fn, stmt.value.func, None)):
+        return stmt.targets[0].id, stmt.value.args[0].id
+    return None
+
+
+def _lookup_set(table, key) -> bool:
+    try:
+        return key in table
+    except TypeError:
+        return False
+
+
+def _first_contribution(fn, stmt, target, source, calls, table):
+    """`e` if `stmt` is `target = target + e` with `e` an adjoint shaped like `source`."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
+            stmt.targets[0].id == target and isinstance(stmt.value, gast.BinOp) and
+            isinstance(stmt.value.op, gast.Add)):
+        return None
+    left, right = stmt.value.left, stmt.value.right
+    if isinstance(left, gast.Name) and left.id == target and isinstance(right, gast.Name):
+        other = right.id
+    elif isinstance(right, gast.Name) and right.id == target and isinstance(left, gast.Name):
+        other = left.id
+    else:
+        return None
+    call_node = calls.get(other)
+    if call_node is None:
+        return None
+    position = _lookup(table, resolve(fn, call_node.func, None))
+    if position is None or len(call_node.args) <= position:
+        return None
+    shaped = call_node.args[position]
+    return other if isinstance(shaped, gast.Name) and shaped.id == source else None
+
+
+def _written_in_place(fn: Function) -> set:
+    """Names written through an index or by a helper that writes into an argument."""
+    out = set()
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
+                and isinstance(node.targets[0].value, gast.Name):
+            out.add(node.targets[0].value.id)
+        if isinstance(node, gast.Call):
+            position = _lookup(rules.MUTATES, resolve(fn, node.func, None))
+            if position is not None and len(node.args) > position and \
+                    isinstance(node.args[position], gast.Name):
+                out.add(node.args[position].id)
+    return out
 
 
 # ====================================================================== loop

@@ -375,10 +375,12 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
             np.ascontiguousarray(b).reshape((1, -1))
         out = np.empty((size, fa.shape[1], fb.shape[1]), dtype)
         for k in range(size):
-            ra = fa[k if left_batched else 0]
-            rb = fb[k if right_batched else 0]
+            ka = k if left_batched else 0
+            kb = k if right_batched else 0
             for i in range(fa.shape[1]):
-                out[k, i] = ra[i] * rb
+                left = fa[ka, i]
+                for j in range(fb.shape[1]):
+                    out[k, i, j] = left * fb[kb, j]
         return out
     return impl
 
@@ -1050,6 +1052,53 @@ def _runtime():
     return runtime
 
 
+def unbroadcast_examples(g, x):
+    """Per example `unbroadcast(g[k], x[k])`; `g` itself when the shapes already agree."""
+    if np.shape(g) == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, True))(g, x)
+
+
+def unbroadcast_to_shared(g, x):
+    """Per example `unbroadcast(g[k], x)` for an unbatched `x`."""
+    if np.shape(g)[1:] == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, False))(g, x)
+
+
+def _unbroadcast_nb(g, x, batched_x: bool):
+    fallback = over_examples(_runtime().unbroadcast, (True, batched_x))
+    rank = _ndim(x) if batched_x else _ndim(x) + 1
+    same_dtype = isinstance(g, types.Array) and isinstance(x, types.Array) and \
+        g.dtype == x.dtype
+    if not (isinstance(g, types.Array) and g.ndim == rank and same_dtype and g.layout == "C"):
+        return lambda g, x: fallback(g, x)
+    skip = 0 if batched_x else 1
+
+    def impl(g, x):
+        if g.shape[skip:] == x.shape:
+            return g
+        return fallback(g, x)
+    return impl
+
+
+@overload(unbroadcast_examples)
+def _unbroadcast_examples_nb(g, x):
+    return _unbroadcast_nb(g, x, True)
+
+
+@overload(unbroadcast_to_shared)
+def _unbroadcast_to_shared_nb(g, x):
+    return _unbroadcast_nb(g, x, False)
+
+
+def _unbroadcast_rule(site: Site):
+    if site.keywords or len(site.args) != 2 or site.batched[1] and not site.batched[0]:
+        return _each_rule(site)
+    helper = unbroadcast_examples if site.batched[1] else unbroadcast_to_shared
+    return site.helper(helper, *site.args), True
+
+
 def _matmul_grad_rule(special: dict):
     def rule(site: Site):
         helper = special.get(tuple(site.batched))
@@ -1062,6 +1111,7 @@ def _matmul_grad_rule(special: dict):
 def _register_reverse_rules():
     runtime = _runtime()
     MUTATES[runtime.scatter_add] = 0
+    BATCHERS[runtime.unbroadcast] = _unbroadcast_rule
     BATCHERS[runtime.matmul_grad_left] = _matmul_grad_rule(
         {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
     BATCHERS[runtime.matmul_grad_right] = _matmul_grad_rule(
