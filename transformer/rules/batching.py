@@ -291,11 +291,35 @@ def _contig(a):
     return np.ascontiguousarray(a)
 
 
+_PRODUCTS: dict = {}
+
+
+def _numpy_product(a, b):
+    """A compiled `a @ b` for two matrices that runs NumPy's own matmul: the product over a
+    batch is one large BLAS call, and NumPy's BLAS is the one a batched NumPy program
+    would use (Numba links SciPy's, with its own thread pool)."""
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+    if dtype not in _PRODUCTS:
+        array_type = types.Array(numba.from_dtype(dtype), 2, "C")
+
+        @numba.njit
+        def product(a, b):
+            with numba.objmode(out=array_type):
+                out = np.ascontiguousarray(a @ b)
+            return out
+        _PRODUCTS[dtype] = product
+    return _PRODUCTS[dtype]
+
+
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
-    if _ndim(a) == 2:                               # vectors times a matrix or vector
+    if _ndim(a) == 2 and _ndim(b) == 2:             # vectors times a matrix
+        product = _numpy_product(a, b)
+        return lambda a, b: product(a, b)
+    if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
@@ -313,7 +337,8 @@ def _dot_right_nb(a, b):
     if _ndim(a) == 0 or _ndim(b) == 1:
         return lambda a, b: a * align(b, a)
     if _ndim(b) == 2 and _ndim(a) == 2:             # matrix times vectors: one product
-        return lambda a, b: np.dot(_contig(b), a.T)
+        product = _numpy_product(b, a)
+        return lambda a, b: product(b, a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
         return lambda a, b: np.dot(_contig(b), _contig(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
@@ -363,9 +388,31 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
+_ALLOCATORS: dict = {}
+
+
+def _numpy_empty(ndim: int, dtype):
+    """A compiled `np.empty(shape)` that allocates through NumPy: for outputs of many
+    megabytes NumPy's allocator (transparent huge pages) spares most page faults, which
+    makes writing a large batch of outer products several times faster."""
+    key = (ndim, np.dtype(dtype))
+    if key not in _ALLOCATORS:
+        array_type = types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+        target = np.dtype(dtype)
+
+        @numba.njit
+        def allocate(shape):
+            with numba.objmode(out=array_type):
+                out = np.empty(shape, target)
+            return out
+        _ALLOCATORS[key] = allocate
+    return _ALLOCATORS[key]
+
+
 def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
+    allocate = _numpy_empty(3, dtype)
 
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
@@ -373,14 +420,15 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
             np.ascontiguousarray(a).reshape((1, -1))
         fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
             np.ascontiguousarray(b).reshape((1, -1))
-        out = np.empty((size, fa.shape[1], fb.shape[1]), dtype)
+        out = allocate((size, fa.shape[1], fb.shape[1]))
         for k in range(size):
             ka = k if left_batched else 0
-            kb = k if right_batched else 0
+            row_b = fb[k if right_batched else 0]
             for i in range(fa.shape[1]):
                 left = fa[ka, i]
-                for j in range(fb.shape[1]):
-                    out[k, i, j] = left * fb[kb, j]
+                row = out[k, i]
+                for j in range(row_b.shape[0]):
+                    row[j] = left * row_b[j]
         return out
     return impl
 
@@ -1042,7 +1090,8 @@ def _grad_left_fixed_nb(g, a, b):
 @overload(_grad_right)
 def _grad_right_nb(g, a, b):
     if _ndim(a) == 2 and _ndim(g) == 2:
-        return lambda g, a, b: np.dot(_contig(g), _contig(a))
+        product = _numpy_product(g, a)
+        return lambda g, a, b: product(g, a)
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
     return lambda g, a, b: fallback(g, a, b)
 
