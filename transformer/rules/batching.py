@@ -1177,3 +1177,163 @@ def _register_reverse_rules():
 
 _register_runtime_rules()
 _register_reverse_rules()
+
+
+# ====================================================================== derivatives
+# Adjoint and tangent templates for the helpers above, so that generated batched code can
+# itself be differentiated: grad of a function that calls a vmapped function, jvp of a
+# vmap. (Template language: `transformer.templates`.)
+
+def spread_examples(g, x):
+    """Each example's scalar `g[k]` repeated over the shape of example `x[k]`."""
+    return np.broadcast_to(align_batched(g, x), np.shape(x)).copy()
+
+
+@overload(spread_examples)
+def _spread_examples_nb(g, x):
+    def impl(g, x):
+        out = np.empty(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            out[k] = g[k]
+        return out
+    return impl
+
+
+def spread_mean(g, x):
+    """The adjoint of `mean_examples`: `g[k]` spread over example `k`, divided by its size."""
+    count = np.size(x) // np.shape(x)[0]
+    return spread_examples(g, x) / np.asarray(count, dtype=np.asarray(g).dtype)
+
+
+@overload(spread_mean)
+def _spread_mean_nb(g, x):
+    def impl(g, x):
+        return spread_examples(g, x) / (x.size // x.shape[0])
+    return impl
+
+
+def spread_batch_mean(g, x):
+    """The adjoint of `pmean` (`mean_batch`): `g / size` for every example."""
+    return broadcast_batch(g, np.shape(x)[0]) / np.shape(x)[0]
+
+
+@overload(spread_batch_mean)
+def _spread_batch_mean_nb(g, x):
+    return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
+
+
+def index_examples_grad(g, x, index):
+    """The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index, g[k])
+    return out
+
+
+def take_batched_grad(g, x, index):
+    """The adjoint of `take_batched(x, index)`: each example's `g` added at its index."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index[k], g[k])
+    return out
+
+
+@overload(index_examples_grad)
+def _index_examples_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index, g[k])
+        return out
+    return impl
+
+
+@overload(take_batched_grad)
+def _take_batched_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index[k], g[k])
+        return out
+    return impl
+
+
+def _register_derivatives():
+    from transformer import templates
+    runtime = _runtime()
+    each = {name_: over_examples(getattr(runtime, f), flags) for name_, f, flags in [
+        ("left_of_left", "matmul_grad_left", (True, True, False)),
+        ("right_of_left", "matmul_grad_right", (True, True, False)),
+        ("left_of_right", "matmul_grad_left", (True, False, True)),
+        ("left_of_both", "matmul_grad_left", (True, True, True)),
+        ("right_of_both", "matmul_grad_right", (True, True, True))]}
+    scope = dict(globals(), reshape_like=runtime.reshape_like, **each)
+    adjoint_rules = {
+        (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
+        (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
+        (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
+        (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
+                      "    d[b] += _grad_right(d[z], a, b)",
+        (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
+                     "    d[b] += sum_batch(right_of_left(d[z], a, b))",
+        (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
+                     "    d[b] += right_of_both(d[z], a, b)",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
+        (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
+        (index_examples,): "def rule(z, x, index):\n"
+                           "    d[x] += index_examples_grad(d[z], x, index)",
+        (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
+        (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
+        (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
+        (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
+        (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
+        (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
+        (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
+    }
+    tangent_rules = {
+        (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
+        (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
+        (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
+                      "    d[z] = dot_right(a, d[b])",
+        (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
+                     "    d[z] = dot_left(a, d[b])",
+        (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
+                     "    d[z] = dot_both(a, d[b])",
+        (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
+                       "    d[z] = outer_left(a, d[b])",
+        (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
+                        "    d[z] = outer_right(a, d[b])",
+        (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
+                       "    d[z] = outer_both(a, d[b])",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
+        (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
+        (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
+        (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
+        (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
+    }
+    for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
+                   sum_batch, mean_batch, gather_batch):
+        tangent_rules[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
+    for keys, source in adjoint_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.ADJOINTS[key] = rule
+    for keys, source in tangent_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.TANGENTS[key] = rule
+    templates.nondifferentiable(check_size, batch_size_of, batch_empty, argmax_examples,
+                                argmin_examples, any_examples, all_examples, as_int)
+
+
+_register_derivatives()
