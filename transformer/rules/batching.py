@@ -976,6 +976,15 @@ COLLECTIVE_RULES = {
 }
 # collective function (transformer.psum, ...) -> kind; filled by transformer.api_batching
 COLLECTIVES: dict = {}
+# The helpers batched again by an outer vmap (vmap of vmap): example by example.
+for _helper in (sum_batch, mean_batch, max_batch, min_batch, gather_batch, times_size,
+                unchanged, align, align_batched, broadcast_batch, dot_left, dot_right,
+                dot_both, outer_left, outer_right, outer_both, take_batched, index_examples,
+                transpose_examples, reshape_examples, ravel_examples, sum_examples,
+                mean_examples, prod_examples, max_examples, min_examples, any_examples,
+                all_examples, argmax_examples, argmin_examples, as_float, as_int,
+                to_front, from_front):
+    BATCHERS[_helper] = lambda site: _each_rule(site)
 
 
 # ---------------------------------------------------------------- helpers of generated code
