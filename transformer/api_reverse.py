@@ -318,7 +318,7 @@ class _LeafAccess(gast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Name(self, node):
-        if node.id in self.leaves_of:
+        if node.id in self.leaves_of and not isinstance(node.ctx, gast.Param):
             raise self.fn.origin.error(node, f"container argument {node.id!r} is used "
                                        "whole here; grad can only read its entries "
                                        "with constant keys", f"read {node.id}[\"key\"] instead")

@@ -1,8 +1,10 @@
 """Reverse mode: a Function in, its vector-Jacobian product as one new Function out.
 
-Input: any Function; it is normalized here (`desugar`, `anf`, `controlflow.lower_exits`,
-then self-assignments `x = x * y` split into `x_next = x * y; x = x_next`, and loops
-instrumented with the bookkeeping their reversal needs). Output invariant: a function
+Input: any Function, normalized first by `reverse_prepare.prepare` (ANF, exits lowered
+to flags, one assignment per value where possible, loops instrumented). Activity
+(`activity.py`) picks the variables that get adjoints; `tape.py` decides which values the
+reverse sweep recomputes and which it records; `reverse_tidy.py` removes work on adjoints
+known to be zero. Output invariant: a function
 
     def grad_f(<f's parameters>[, cotangents]):
         <forward sweep: f's statements, plus tape records where tape.py asks for them>
@@ -25,6 +27,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+
 import gast
 import numba
 import numpy as np
@@ -33,16 +36,18 @@ from codegen import emit
 from codegen.backends import is_user_function
 
 from . import activity, runtime, tape
-from .anf import anf
-from .controlflow import lower_exits
-from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names, free_names
+from .names import Namer, free_names
+from .reverse_prepare import bind_helper, prepare
+from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
+from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+                        is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
+# attributes that describe an array's structure, not its values: never differentiable
+_STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
 _in_progress: list = []
 
 
@@ -56,118 +61,10 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
                               "cannot differentiate it", "rewrite the recursion as a loop")
     _in_progress.append(key)
     try:
-        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux)
-        builder.tuple_grads = tuple_grads
+        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads)
         return builder.build(label or f"{mode}(argnums={tuple(wrt)})")
     finally:
         _in_progress.pop()
-
-
-# ---------------------------------------------------------------- normalization
-
-
-def prepare(fn: Function) -> Function:
-    fn = lower_exits(anf(desugar(fn)))
-    namer = Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
-    env = dict(fn.env)
-    _Prepare(namer, env).block(node.body)
-    return fn.replace(node=node, env=env)
-
-
-class _Prepare:
-    """Split self-assignments and add loop bookkeeping (see `instrument`)."""
-
-    def __init__(self, namer: Namer, env: dict):
-        self.namer, self.env = namer, env
-
-    def helper(self, key: str, obj) -> str:
-        return bind_helper(self.env, self.namer, key, obj)
-
-    def block(self, stmts: list) -> None:
-        index = 0
-        while index < len(stmts):
-            stmt = stmts[index]
-            new = self.statement(stmt)
-            stmts[index:index + 1] = new
-            index += len(new)
-
-    def statement(self, stmt) -> list:
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-            target = stmt.targets[0].id
-            if target in tape.operand_names(stmt.value):
-                fresh = self.namer.fresh(target + "_next")
-                return [located(assign(fresh, stmt.value), stmt),
-                        located(assign(target, name(fresh)), stmt)]
-            return [stmt]
-        if isinstance(stmt, gast.If):
-            self.block(stmt.body)
-            self.block(stmt.orelse)
-            return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
-        if isinstance(stmt, gast.For):
-            self.block(stmt.body)
-            frozen = []
-            if len(stmt.iter.args) > 1:
-                for k in (0, 2):
-                    if k < len(stmt.iter.args):
-                        frozen += self.freeze(stmt.iter.args, k, stmt.body)
-            return frozen + self.instrument_for(stmt)
-        if isinstance(stmt, gast.While):
-            self.block(stmt.body)
-            return self.instrument_while(stmt)
-        return [stmt]
-
-    def freeze(self, holder, field, body) -> list:
-        """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
-        atom = holder[field] if isinstance(holder, list) else getattr(holder, field)
-        if not isinstance(atom, gast.Name) or \
-                atom.id not in assigned_names(gast.Module(body=body, type_ignores=[])):
-            return []
-        fresh = self.namer.fresh(atom.id + "_entry")
-        if isinstance(holder, list):
-            holder[field] = name(fresh)
-        else:
-            setattr(holder, field, name(fresh))
-        return [located(assign(fresh, name(atom.id)), atom)]
-
-    def instrument_for(self, loop) -> list:
-        """`i_last = range_last(a, b, s)` before; `i_last = i` where a break leaves."""
-        args = list(loop.iter.args)
-        start, step = (const(0), const(1)) if len(args) == 1 else \
-            (args[0], args[2] if len(args) == 3 else const(1))
-        stop = args[0] if len(args) == 1 else args[1]
-        index = loop.target.id
-        last = self.namer.fresh(index + "_last")
-        prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
-                                             copy.deepcopy(start), copy.deepcopy(stop),
-                                             copy.deepcopy(step))), loop)
-        tail = loop.body[-1] if loop.body else None
-        if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
-            tail.body.insert(0, located(assign(last, name(index)), tail))
-        loop.secant_reverse = (last, start, step)
-        return [prelude, loop]
-
-    def instrument_while(self, loop) -> list:
-        """Count the trips: the reverse sweep runs the body's adjoint that many times."""
-        count = self.namer.fresh("while_count")
-        trips = self.namer.fresh("while_trips")
-        loop.body.insert(0, located(assign(count, gast.BinOp(
-            left=name(count), op=gast.Add(), right=const(1))), loop))
-        after = located(assign(trips, name(count)), loop)
-        after.secant_late_restore = True
-        loop.secant_trips = trips
-        return [located(assign(count, const(0)), loop), loop, after]
-
-
-def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
-    """A name bound to `obj` in `env`: `key` itself unless it holds something else."""
-    if env.get(key, obj) is obj and (key in env or key not in namer.taken):
-        namer.reserve(key)
-        env[key] = obj
-        return key
-    fresh = namer.fresh(key)
-    env[fresh] = obj
-    return fresh
 
 
 # ---------------------------------------------------------------- statement kinds
@@ -195,8 +92,10 @@ def _names(nodes) -> tuple:
 
 
 class _Reverse:
-    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool):
+    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
+                 tuple_grads: bool = False):
         self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.tuple_grads = tuple_grads
         self.namer = Namer.for_function(fn)
         self.env: dict = dict(fn.env)
         params = fn.params
@@ -217,7 +116,20 @@ class _Reverse:
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
-        self.adjoints = {id(s): self.adjoint_stmts(s) for s in self.simple}
+        self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
+        self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
+        self._homes: dict | None = None
+        # last statement first, as in the reverse sweep: element uses name the adjoints
+        # of a call's tuple result before the call's own adjoint passes them on
+        self.adjoints = {}
+        errors = []
+        for stmt in reversed(self.simple):
+            try:
+                self.adjoints[id(stmt)] = self.adjoint_stmts(stmt)
+            except TransformError as exc:       # report the first one in source order
+                errors.append(exc)
+        if errors:
+            raise errors[-1]
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names())
         self.counters: dict = {}
@@ -315,6 +227,8 @@ class _Reverse:
         if isinstance(value, (gast.Tuple, gast.List)):
             return Prim("tuple", t, (), args=value.elts)
         if isinstance(value, gast.Subscript):
+            if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
+                return Prim("element", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
@@ -323,7 +237,33 @@ class _Reverse:
                         [value.value, value.slice])
         if isinstance(value, gast.Call):
             return self.classify_call(t, value)
-        return Prim("none", t)       # comparisons, attributes (x.shape), dicts
+        if isinstance(value, gast.Compare) or (isinstance(value, gast.Attribute) and
+                                               value.attr in _STRUCTURE_ATTRIBUTES):
+            return Prim("none", t)
+        return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def call_result(self, atom) -> bool:
+        """Whether `atom` holds a tuple returned by a differentiated user function, or is a
+        container parameter (`params["W"]`): only read item by item, with constant keys,
+        so each item gets its own adjoint."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
+            return False
+        if atom.id in self.fn.params:
+            return not self.defs.get(atom.id)
+        defs = self.defs.get(atom.id, [])
+        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+            isinstance(defs[0].value, gast.Call) and \
+            self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def itemwise(self, var: str) -> bool:
+        uses = self.loads.get(var, [])
+        return bool(uses) and all(
+            isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+            isinstance(use.value.value, gast.Name) and use.value.value.id == var and
+            isinstance(use.value.slice, gast.Constant) for use in uses)
+
+    def container_keys(self, var: str) -> list:
+        return list(dict.fromkeys(use.value.slice.value for use in self.loads[var]))
 
     def rule(self, t, key, args, keywords) -> Prim:
         if is_nondifferentiable(key):
@@ -418,6 +358,13 @@ class _Reverse:
             return [self.accumulate(source, name(self.adjoint[prim.target]))]
         if prim.kind in ("template", "setitem"):
             return self.expand(stmt, prim)
+        if prim.kind == "element":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            adj = self.element_adjoint(source, prim.key)
+            return [assign(adj, gast.BinOp(left=name(adj), op=gast.Add(),
+                                           right=name(self.adjoint[prim.target])))]
         if prim.kind == "call":
             return self.call_adjoint(stmt, prim)
         if prim.kind in ("tuple", "none"):
@@ -427,6 +374,22 @@ class _Reverse:
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
+
+    def element_adjoint(self, var: str, k: int) -> str:
+        """The adjoint of element `k` of the tuple a user function returned into `var`."""
+        elements = self.elements.setdefault(var, {})
+        if k not in elements:
+            elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
+        return elements[k]
+
+    def zero_adjoints(self, var: str) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        elements = self.elements.get(var)
+        if elements is None:
+            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+                for k, adj in sorted(elements.items())]
 
     def accumulate(self, source: str, value) -> gast.Assign:
         adj = self.adjoint[source]
@@ -462,9 +425,20 @@ class _Reverse:
                           if isinstance(a, gast.Name) and a.id in self.active)
         if not positions:
             return []
-        vjp_name = self.callee_vjp(prim.key, positions, stmt)
+        vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
         grads = self.namer.fresh(prim.target + "_grads")
-        args = [copy.deepcopy(a) for a in prim.args] + [name(self.adjoint[prim.target])]
+        elements = self.elements.get(prim.target)
+        if outputs == 1 and elements is None:
+            cotangents = [name(self.adjoint[prim.target])]
+        elif elements is None:
+            raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
+                                       "to be differentiated", "write `a, b = f(x)`")
+        else:
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            cotangents = [name(elements[k]) if k in elements else
+                          call(name(zeros), subscript(name(prim.target), const(k)))
+                          for k in range(outputs)]
+        args = [copy.deepcopy(a) for a in prim.args] + cotangents
         out = [assign(grads, call(name(vjp_name), *args))]
         for k, position in enumerate(positions):
             out.append(self.accumulate(prim.args[position].id,
@@ -474,7 +448,7 @@ class _Reverse:
     def callee_vjp(self, obj, positions, stmt) -> str:
         from .api_reverse import CustomVJP
         from .frontend import parse
-        cache = self.__dict__.setdefault("_callees", {})
+        cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
             if isinstance(obj, CustomVJP):
@@ -486,7 +460,8 @@ class _Reverse:
                     raise
                 generated = reverse_function(callee, positions, VJP)
             base = getattr(obj, "__name__", "callee")
-            cache[key] = self.helper(self.namer.fresh(base + "_vjp"), generated)
+            outputs = len(generated.params) - len(_primal_params(obj))
+            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
@@ -533,6 +508,12 @@ class _Reverse:
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        if "zeros_like" in self.env:
+            adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+            adjoint_names -= set(self.defs) | set(self.env)
+            tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
+                         adjoint_names)
+        located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
                 self.env[free] = getattr(builtins, free)
@@ -710,7 +691,7 @@ class _Reverse:
                               right=copy.deepcopy(step))
         back = const(-step.value) if isinstance(step, gast.Constant) else \
             gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step))
-        header = call(name(self._builtin("range", range)), name(last), stop, back)
+        header = call(name(self.helper("range", range)), name(last), stop, back)
         rev = gast.For(target=copy.deepcopy(loop.target), iter=header, body=body, orelse=[],
                        type_comment=None)
         return [located(rev, loop)]
@@ -723,14 +704,11 @@ class _Reverse:
             comment[0] = None
             index = self.namer.fresh("trip")
             out.append(located(gast.For(target=store(index), iter=call(
-                name(self._builtin("range", range)), name(trips)), body=body, orelse=[],
+                name(self.helper("range", range)), name(trips)), body=body, orelse=[],
                 type_comment=None), loop))
         if trips in self.plan.taped:
             out += [located(s, loop) for s in self.restore(trips)]
         return out
-
-    def _builtin(self, key, obj) -> str:
-        return self.helper(key, obj)
 
     def restore(self, var: str) -> list:
         tape_name, top = self.counter(var, "tape")
@@ -759,7 +737,7 @@ class _Reverse:
     # ------------------------------------------------------------ adjoint initialisation
     def home_blocks(self) -> dict:
         """Active name -> the innermost block holding all its assignments and reads."""
-        if hasattr(self, "_homes"):
+        if self._homes is not None:
             return self._homes
         homes = {}
         for var in self.active:
@@ -781,17 +759,16 @@ class _Reverse:
 
     def inits(self, block_id, top) -> list:
         out = []
-        zeros = self.helper("zeros_like", runtime.zeros_like)
         first = {v: min((self.order.get(id(d), -1) for d in self.defs.get(v, [])),
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if var in self.wrt and top:
+            if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
             else:
-                out.append(assign(self.adjoint[var], call(name(zeros), name(var))))
+                out.extend(self.zero_adjoints(var))
         return out
 
     def reset(self, var: str, stmt) -> list:
@@ -802,8 +779,7 @@ class _Reverse:
         home = self.home_blocks()[var]
         home_loops = self._loops_of_block(home)
         if len(defs) > 1 or len(self.loops_of[id(stmt)]) > len(home_loops):
-            zeros = self.helper("zeros_like", runtime.zeros_like)
-            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+            return self.zero_adjoints(var)
         return []
 
     def _loops_of_block(self, block_id):
@@ -813,6 +789,25 @@ class _Reverse:
             if bid == block_id:
                 return self.loops_of[stmt_id]
         return ()
+
+    def param_gradient(self, var: str):
+        """The returned gradient of parameter `var`: a dict (or tuple) for a container."""
+        if self.call_result(name(var)):
+            keys = self.container_keys(var)
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            items = [name(self.elements[var][k]) if k in self.elements.get(var, {}) else
+                     call(name(zeros), subscript(name(var), const(k))) for k in keys]
+            if all(isinstance(k, str) for k in keys):
+                return gast.Dict(keys=[const(k) for k in keys], values=items)
+            if sorted(keys) == list(range(len(keys))):
+                return gast.Tuple(elts=[items[keys.index(k)] for k in range(len(keys))],
+                                  ctx=gast.Load())
+            raise self.fn.origin.error(self.fn.node, f"the gradient of container argument "
+                                       f"{var!r} needs every item read with one kind of key",
+                                       "read all items as p[0], p[1], ... or p['a'], ...")
+        if var in self.active:
+            return name(self.adjoint[var])
+        return call(name(self.helper("float_zeros", float_zeros)), name(var), const(var))
 
     def seeds(self) -> list:
         out = []
@@ -832,9 +827,7 @@ class _Reverse:
         return out
 
     def final_return(self) -> gast.Return:
-        grads = [name(self.adjoint[v]) if v in self.active else
-                 call(name(self.helper("float_zeros", float_zeros)), name(v), const(v))
-                 for v in self.wrt]
+        grads = [self.param_gradient(v) for v in self.wrt]
         if self.mode == VJP:
             return gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))
         value = grads[0] if len(grads) == 1 and not self.tuple_grads else \
@@ -850,7 +843,11 @@ class _Reverse:
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
 
-    tuple_grads = False
+
+def _primal_params(obj) -> list:
+    from .api_reverse import CustomVJP
+    from .frontend import parse
+    return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
 # shape-only arguments: any value of the right shape and type serves, so reading a
@@ -917,4 +914,7 @@ def _install_overloads():
 
 
 _install_overloads()
+# helpers whose results do not depend on their arguments' values (shapes, types, zeros)
+nondifferentiable(unit_cotangent, float_zeros, tape.float_tape, tape.exact_tape,
+                  tape.items_buffer, tape.trip_count, tape.range_last)
 __all__ = ["reverse_function", "prepare", "GRAD", "VALUE_AND_GRAD", "VJP"]
