@@ -27,14 +27,15 @@ import inspect
 import gast
 import numpy as np
 
-from . import runtime, templates
+from . import helper_rules  # noqa: F401  (rules for helpers in derivative code)
+from . import basis, runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
 from .function import Function, resolve, signature
-from .names import Namer
+from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
 
-from codegen.emit import annotate
+from codegen.emit import annotate, comment_of
 
 # attributes of an array that carry no derivative
 _SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes"}
@@ -43,9 +44,32 @@ _VIEW_VALUES = (gast.Name, gast.Subscript)
 
 _cache: dict = {}
 
+# helpers that only move values (the tapes of reverse mode): the tangent is the same call
+# with each value slot's argument replaced by its tangent
+STRUCTURAL: dict = {}
+
+
+# statements that write a value into an array in place: function -> (target, value)
+# positions; the tangent statement writes the value's tangent into the target's
+EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
+
+
+def structural(function, *slots: int) -> None:
+    """Register `function` as moving the values in argument positions `slots`."""
+    STRUCTURAL[function] = slots
+
+
+def _register_reverse_helpers() -> None:
+    from . import tape
+    structural(tape.reserve, 0)
+    for function in (tape.push, tape.push_items, tape.pop_items):
+        structural(function, 0, 2)
+
 
 def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
     """The forward-mode Function of `fn`, carrying tangents for the parameters `active`."""
+    if not STRUCTURAL:
+        _register_reverse_helpers()
     active = tuple(fn.params if active is None else active)
     key = (fn, active)
     if key not in _cache:
@@ -80,7 +104,7 @@ def callee_function(value) -> Function | None:
 def activity(fn: Function, seeds) -> set[str]:
     """The variables whose value may depend on a seed (a fixed point over all writes)."""
     active = set(seeds)
-    writes = list(_writes(fn.node.body))
+    writes = list(_writes(fn, fn.node.body))
     changed = True
     while changed:
         changed = False
@@ -91,9 +115,12 @@ def activity(fn: Function, seeds) -> set[str]:
     return active
 
 
-def _writes(stmts):
+def _writes(fn, stmts):
     """(target name, value) of every assignment and in-place write below `stmts`."""
     for stmt in stmts:
+        accumulated = _scatter_target(fn, stmt)
+        if accumulated is not None:
+            yield accumulated.id, stmt.value
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
             if isinstance(target, gast.Name):
@@ -101,7 +128,23 @@ def _writes(stmts):
             elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 yield target.value.id, stmt.value
         for field in ("body", "orelse"):
-            yield from _writes(getattr(stmt, field, []) or [])
+            yield from _writes(fn, getattr(stmt, field, []) or [])
+
+
+def _scatter_target(fn, stmt):
+    """The array an in-place effect statement (`scatter_add(target, index, values)`,
+    `set_row(jac, row, k)`) accumulates into."""
+    effect = _effect(fn, stmt)
+    if effect is not None and isinstance(stmt.value.args[effect[0]], gast.Name):
+        return stmt.value.args[effect[0]]
+    return None
+
+
+def _effect(fn, stmt):
+    """(target position, value position) of an effect statement, or None."""
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        return EFFECTS.get(resolve(fn, stmt.value.func, None))
+    return None
 
 
 def _operands(value) -> list:
@@ -157,6 +200,8 @@ class _Forward:
         self.env: dict[str, object] = {}
         self.owned = _inplace_targets(fn.node.body)
         self.annotated: int | None = None
+        # variables whose tangent is known to be zero here: rules drop their contributions
+        self.zero: set[str] = set()
 
     def d(self, primal: str) -> str:
         if primal not in self.tangents:
@@ -164,7 +209,10 @@ class _Forward:
         return self.tangents[primal]
 
     def tangent_of(self, primal: str) -> str | None:
-        return self.d(primal) if primal in self.active else None
+        """The tangent variable of `primal`; None where it is inactive or known zero."""
+        if primal not in self.active or primal in self.zero:
+            return None
+        return self.d(primal)
 
     def function(self) -> Function:
         node = self.fn.copy_node()
@@ -179,6 +227,7 @@ class _Forward:
         prologue = [located(self.zeros(p), self.fn.node) for p in params
                     if p in self.active and p not in self.seeds]
         node.body = prologue + self.block(self.fn.node.body)
+        _drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
         node.name = self.namer.fresh(self.fn.name + "_jvp")
         label = f"jvp(active={', '.join(self.seeds)})"
         return self.fn.with_transform(node, label, self.env)
@@ -197,22 +246,54 @@ class _Forward:
                 return self.assignment(stmt, target.id, stmt.value)
             return self.inplace(stmt, target)
         if isinstance(stmt, gast.If):
-            return [gast.If(test=stmt.test, body=self.block(stmt.body),
-                            orelse=self.block(stmt.orelse) if stmt.orelse else [])]
-        if isinstance(stmt, gast.For):
+            before = set(self.zero)
             body = self.block(stmt.body)
-            if stmt.target.id in self.active:
-                body.insert(0, located(self.zeros(stmt.target.id), stmt))
-            loop = copy.copy(stmt)
-            loop.body = body
-            return [loop]
-        if isinstance(stmt, gast.While):
-            return [gast.While(test=stmt.test, body=self.block(stmt.body), orelse=[])]
+            after_body, self.zero = self.zero, before
+            orelse = self.block(stmt.orelse) if stmt.orelse else []
+            self.zero &= after_body
+            return [gast.If(test=stmt.test, body=body, orelse=orelse)]
+        if isinstance(stmt, (gast.For, gast.While)):
+            return [self.loop(stmt)]
         if isinstance(stmt, gast.Return):
             return [self.returns(stmt)]
         if isinstance(stmt, gast.Expr):
+            if _scatter_target(self.fn, stmt) is not None:
+                return self.scatter(stmt)
             self.check_effect(stmt)
         return [stmt]
+
+    def loop(self, stmt):
+        """A loop body sees only what holds on every iteration: names it assigns (or,
+        through aliases, writes in place) are not known zero there."""
+        if _inplace_targets(stmt.body) or any(_scatter_target(self.fn, s) is not None
+                                              for s in gast.walk(stmt)):
+            self.zero.clear()
+        self.zero -= assigned_names(stmt)
+        start = set(self.zero)
+        body = self.block(stmt.body)
+        if isinstance(stmt, gast.For) and stmt.target.id in self.active:
+            body.insert(0, located(self.zeros(stmt.target.id), stmt))
+        self.zero = start
+        loop = copy.copy(stmt)
+        loop.body = body
+        return loop
+
+    def scatter(self, stmt) -> list:
+        """`scatter_add(t, i, v)` (an in-place effect) accumulates `dv` into `dt` alike."""
+        target_at, value_at = _effect(self.fn, stmt)
+        args = stmt.value.args
+        target, values = args[target_at], args[value_at]
+        if target.id not in self.active:
+            return [stmt]
+        if not (isinstance(values, gast.Name) and values.id in self.active):
+            return [stmt]
+        self.zero.clear()
+        tangent_args = [copy.deepcopy(a) for a in args]
+        tangent_args[target_at] = name(self.d(target.id))
+        tangent_args[value_at] = name(self.d(values.id))
+        tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
+                                            args=tangent_args, keywords=[]))
+        return [stmt] + self.tangent_block(stmt, [tangent])
 
     def tangent_block(self, stmt, tangent_stmts) -> list:
         tangent_stmts = [located(s, stmt) for s in tangent_stmts]
@@ -225,24 +306,31 @@ class _Forward:
         return tangent_stmts
 
     def zeros(self, primal: str) -> gast.stmt:
+        self.zero.add(primal)
         self.env["zeros_like"] = runtime.zeros_like
         return assign(store(self.d(primal)), call("zeros_like", name(primal)))
 
     def assignment(self, stmt, target: str, value) -> list:
         if target not in self.active:
             return [stmt]
-        if not _value_active(self.fn, value, self.active):
+        if not _value_active(self.fn, value, self.active) or self.known_zero(value):
             return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
-        callee = self.differentiable_callee(value)
-        if callee is not None:
-            return self.user_call(stmt, target, value, callee)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
             fresh = self.namer.fresh(target + "_new")
             self.active.add(fresh)
             block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
+            self.zero.discard(target)
+            if fresh in self.zero:
+                self.zero.add(target)
             return block + [located(assign(store(target), name(fresh)), stmt),
                             located(assign(store(self.d(target)), name(self.d(fresh))), stmt)]
+        self.zero.discard(target)
+        if isinstance(value, gast.Name) and value.id in self.zero:
+            self.zero.add(target)
+        callee = self.differentiable_callee(value)
+        if callee is not None:
+            return self.user_call(stmt, target, value, callee)
         tangent = self.tangent_stmts(stmt, target, value)
         if target in self.owned and not isinstance(value, _VIEW_VALUES):
             # an in-place write to this tangent must not reach the operand's tangent
@@ -252,12 +340,24 @@ class _Forward:
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
 
+    def known_zero(self, value) -> bool:
+        """A primitive (operator or rule) whose active operands all have zero tangents."""
+        if not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Call)):
+            return False
+        key = primitive_key(self.fn, value)
+        if isinstance(value, gast.Call) and (key in STRUCTURAL or not templates.has_tangent(key)):
+            return False
+        return not any(isinstance(a, gast.Name) and self.tangent_of(a.id) is not None
+                       for a in _operands(value))
+
     def tangent_stmts(self, stmt, target: str, value) -> list:
         dt = self.d(target)
         if isinstance(value, gast.Name):
             return [assign(store(dt), name(self.d(value.id)))]
         if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
             return [assign(store(dt), self.container_tangent(value))]
+        if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
+            return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",
@@ -275,11 +375,25 @@ class _Forward:
                                        "register a rule with transformer.templates.tangent, "
                                        "or wrap it in a function with custom_jvp") from None
         self.env.update(env)
+        if len(stmts) == 1 and _is_zeros(stmts[0], env):      # no argument contributed
+            self.zero.add(target)
         return stmts
 
+    def structural_tangent(self, value) -> gast.Call:
+        slots = STRUCTURAL[resolve(self.fn, value.func, None)]
+        args = [self.tangent_atom(a) if i in slots else copy.deepcopy(a)
+                for i, a in enumerate(value.args)]
+        return gast.Call(func=copy.deepcopy(value.func), args=args,
+                         keywords=copy.deepcopy(value.keywords))
+
+    def tangent_atom(self, atom):
+        """The tangent of an atom: its tangent variable, or zeros for an inactive one."""
+        if isinstance(atom, gast.Name) and atom.id in self.active:
+            return name(self.d(atom.id))
+        return self.zeros_expr(atom)
+
     def container_tangent(self, value):
-        parts = [name(self.d(e.id)) if isinstance(e, gast.Name) and e.id in self.active
-                 else self.zeros_expr(e) for e in
+        parts = [self.tangent_atom(e) for e in
                  (value.values if isinstance(value, gast.Dict) else value.elts)]
         if isinstance(value, gast.Dict):
             return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
@@ -309,7 +423,7 @@ class _Forward:
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
         custom = getattr(callee, "__secant_jvp__", None)
-        jvp_fn = custom(active) if custom is not None else jvp_function(function, active)
+        jvp_fn = custom(active) if custom is not None else _callee_jvp(callee, function, active)
         helper = self.namer.fresh(function.name + "_jvp")
         self.env[helper] = jvp_fn
         pair = self.namer.fresh(target + "_pair")
@@ -331,16 +445,15 @@ class _Forward:
         except templates.MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc)) from None
         self.env.update(env)
+        self.zero.clear()                  # the written tangent may be another's alias
         return [stmt] + self.tangent_block(stmt, stmts)
 
     def returns(self, stmt) -> gast.Return:
         value = stmt.value
         if isinstance(value, gast.Constant) and value.value is None:
             tangent = const(None)
-        elif isinstance(value, gast.Name) and value.id in self.active:
-            tangent = name(self.d(value.id))
         else:
-            tangent = self.zeros_expr(value)
+            tangent = self.tangent_atom(value)
         return located(gast.Return(value=gast.Tuple(elts=[value, tangent], ctx=gast.Load())),
                        stmt)
 
@@ -358,6 +471,73 @@ class _Forward:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _callee_jvp(callee, function: Function, active: tuple[str, ...]):
+    """The jvp of a called function; of a vmap-ed one, the vmap of its jvp (tangents
+    mapped over the same axes as their primals), so batching stays vectorized."""
+    from .api_batching import Batched
+    if not isinstance(callee, Batched):
+        return jvp_function(function, active)
+    from .api_batching import vmap
+    from .transformed import Transformed
+    base = callee_function(callee.fun)
+    axes = callee.in_axes
+    per_param = list(axes) if isinstance(axes, (tuple, list)) else [axes] * len(base.params)
+    per_param += [0] * (len(base.params) - len(per_param))
+    tangent_axes = [per_param[base.params.index(p)] for p in active]
+    inner = Transformed(callee.fun, lambda: jvp_function(base, active), "jvp")
+    return vmap(inner, in_axes=tuple(per_param + tangent_axes),
+                out_axes=(callee.out_axes, callee.out_axes), axis_size=callee.axis_size,
+                axis_name=callee.axis_name, method=callee.method)
+
+
+def _drop_unread(node: gast.FunctionDef, tangents: set[str]) -> None:
+    """Remove assignments to tangents nothing reads (the tangent of a loop counter, of a
+    value only compared): they cost work, and in a batched Jacobian a whole array each."""
+    while True:
+        read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load)}
+        dead = tangents - read
+        removed = _remove_assignments(node, dead)
+        if not removed:
+            return
+
+
+def _remove_assignments(node, dead: set[str]) -> bool:
+    removed = False
+    for parent in gast.walk(node):
+        for field in ("body", "orelse"):
+            stmts = getattr(parent, field, None)
+            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], gast.stmt):
+                continue
+            kept = [s for s in stmts if not (
+                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in dead)]
+            if len(kept) != len(stmts):
+                removed = True
+                _keep_comment(stmts, kept)
+                setattr(parent, field, kept or [gast.Pass()])
+    return removed
+
+
+def _keep_comment(before, after) -> None:
+    """A removed statement's `jvp of:` comment moves to the next kept tangent statement."""
+    kept_ids = {id(s) for s in after}
+    pending = None
+    for stmt in before:
+        if id(stmt) not in kept_ids:
+            pending = comment_of(stmt) or pending
+        elif pending is not None:
+            if comment_of(stmt) is None:
+                annotate(stmt, pending)
+            pending = None
+
+
+def _is_zeros(stmt, env) -> bool:
+    value = stmt.value if isinstance(stmt, gast.Assign) else None
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        env.get(value.func.id) is runtime.zeros_like
 
 
 def _read_names(value) -> set[str]:
