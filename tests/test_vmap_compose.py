@@ -126,3 +126,17 @@ def test_jvp_of_vmap_equals_finite_differences():
     eps = 1e-6
     want = (vmap(smooth)(xs + eps * ts) - vmap(smooth)(xs - eps * ts)) / (2 * eps)
     np.testing.assert_allclose(tangent, want, rtol=1e-6, atol=1e-8)
+
+
+def dict_mlp(params, x, y):
+    h = np.tanh(params["W1"] @ x + params["b1"])
+    logits = params["W2"] @ h + params["b2"]
+    z = logits - np.max(logits)
+    return np.log(np.sum(np.exp(z))) - z[y]
+
+
+def test_per_example_gradients_of_dict_parameters():
+    params = dict(zip(["W1", "b1", "W2", "b2"], WEIGHTS))
+    got = vmap(grad(dict_mlp), in_axes=(None, 0, 0))(params, X, Y)
+    for key, want in zip(["W1", "b1", "W2", "b2"], hand_mlp_grads(*WEIGHTS, X, Y)):
+        np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-12)
