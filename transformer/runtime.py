@@ -911,6 +911,8 @@ def _matmul_nb(a, b):
     if a.ndim <= 2 and b.ndim <= 2 and _contiguous(a) and _contiguous(b):
         return lambda a, b: np.dot(a, b)           # ascontiguousarray would copy anyway
     if a.ndim <= 2 and b.ndim <= 2:
+        if _contiguous(a) and _contiguous(b):      # ascontiguousarray would copy anyway
+            return lambda a, b: np.dot(a, b)
         return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
     def batched(a, b):

@@ -291,11 +291,35 @@ def _contig(a):
     return np.ascontiguousarray(a)
 
 
+_PRODUCTS: dict = {}
+
+
+def _numpy_product(a, b):
+    """A compiled `a @ b` for two matrices that runs NumPy's own matmul: the product over a
+    batch is one large BLAS call, and NumPy's BLAS is the one a batched NumPy program
+    would use (Numba links SciPy's, with its own thread pool)."""
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+    if dtype not in _PRODUCTS:
+        array_type = types.Array(numba.from_dtype(dtype), 2, "C")
+
+        @numba.njit
+        def product(a, b):
+            with numba.objmode(out=array_type):
+                out = np.ascontiguousarray(a @ b)
+            return out
+        _PRODUCTS[dtype] = product
+    return _PRODUCTS[dtype]
+
+
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
-    if _ndim(a) == 2:                               # vectors times a matrix or vector
+    if _ndim(a) == 2 and _ndim(b) == 2:             # vectors times a matrix
+        product = _numpy_product(a, b)
+        return lambda a, b: product(a, b)
+    if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
@@ -313,7 +337,8 @@ def _dot_right_nb(a, b):
     if _ndim(a) == 0 or _ndim(b) == 1:
         return lambda a, b: a * align(b, a)
     if _ndim(b) == 2 and _ndim(a) == 2:             # matrix times vectors: one product
-        return lambda a, b: np.dot(_contig(b), a.T)
+        product = _numpy_product(b, a)
+        return lambda a, b: product(b, a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
         return lambda a, b: np.dot(_contig(b), _contig(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
@@ -363,36 +388,64 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-def _outer_nb(left_batched: bool, right_batched: bool):
+_ALLOCATORS: dict = {}
+
+
+def _numpy_empty(ndim: int, dtype):
+    """A compiled `np.empty(shape)` that allocates through NumPy: for outputs of many
+    megabytes NumPy's allocator (transparent huge pages) spares most page faults, which
+    makes writing a large batch of outer products several times faster."""
+    key = (ndim, np.dtype(dtype))
+    if key not in _ALLOCATORS:
+        array_type = types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+        target = np.dtype(dtype)
+
+        @numba.njit
+        def allocate(shape):
+            with numba.objmode(out=array_type):
+                out = np.empty(shape, target)
+            return out
+        _ALLOCATORS[key] = allocate
+    return _ALLOCATORS[key]
+
+
+def _outer_nb(a, b, left_batched: bool, right_batched: bool):
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+    allocate = _numpy_empty(3, dtype)
+
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
         fa = np.ascontiguousarray(a).reshape((size, -1)) if left_batched else \
             np.ascontiguousarray(a).reshape((1, -1))
         fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
             np.ascontiguousarray(b).reshape((1, -1))
-        out = np.empty((size, fa.shape[1], fb.shape[1]), np.result_type(fa.dtype, fb.dtype))
+        out = allocate((size, fa.shape[1], fb.shape[1]))
         for k in range(size):
-            ra = fa[k if left_batched else 0]
-            rb = fb[k if right_batched else 0]
+            ka = k if left_batched else 0
+            row_b = fb[k if right_batched else 0]
             for i in range(fa.shape[1]):
-                out[k, i] = ra[i] * rb
+                left = fa[ka, i]
+                row = out[k, i]
+                for j in range(row_b.shape[0]):
+                    row[j] = left * row_b[j]
         return out
     return impl
 
 
 @overload(outer_left)
 def _outer_left_nb(a, b):
-    return _outer_nb(True, False)
+    return _outer_nb(a, b, True, False)
 
 
 @overload(outer_right)
 def _outer_right_nb(a, b):
-    return _outer_nb(False, True)
+    return _outer_nb(a, b, False, True)
 
 
 @overload(outer_both)
 def _outer_both_nb(a, b):
-    return _outer_nb(True, True)
+    return _outer_nb(a, b, True, True)
 
 
 # ---------------------------------------------------------------- indexing and shapes
@@ -547,6 +600,7 @@ class Site:
     kw_batched: dict
     ref: Callable[[Any], gast.expr]
     size: gast.expr
+    statement: bool = False       # called for its effect (`scatter_add(bx, i, g)`)
 
     @property
     def any_batched(self) -> bool:
@@ -568,6 +622,8 @@ Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
 BATCHERS: dict[Any, Rule] = {}
 # keys whose result is not batched just because an argument is: flags of the positional
 # arguments -> whether the result is batched (`len(x)` is the same for every example)
+# helpers that write into an argument: key -> position of the argument written
+MUTATES: dict[Any, int] = {}
 RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
     len: lambda flags: False,
     np.shape: lambda flags: False,
@@ -712,8 +768,9 @@ elementwise(
     np.log2, np.log10, np.log1p, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan,
     np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.square,
     np.reciprocal, np.negative, np.positive, np.sign, np.floor, np.ceil, np.trunc,
-    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag, abs,
+    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag,
 )
+elementwise(abs, target=np.abs)
 for _math, _np in [(math.sqrt, np.sqrt), (math.exp, np.exp), (math.log, np.log),
                    (math.sin, np.sin), (math.cos, np.cos), (math.tan, np.tan),
                    (math.tanh, np.tanh), (math.sinh, np.sinh), (math.cosh, np.cosh),
@@ -919,36 +976,51 @@ COLLECTIVE_RULES = {
 }
 # collective function (transformer.psum, ...) -> kind; filled by transformer.api_batching
 COLLECTIVES: dict = {}
+# The helpers batched again by an outer vmap (vmap of vmap): example by example.
+for _helper in (sum_batch, mean_batch, max_batch, min_batch, gather_batch, times_size,
+                unchanged, align, align_batched, broadcast_batch, dot_left, dot_right,
+                dot_both, outer_left, outer_right, outer_both, take_batched, index_examples,
+                transpose_examples, reshape_examples, ravel_examples, sum_examples,
+                mean_examples, prod_examples, max_examples, min_examples, any_examples,
+                all_examples, argmax_examples, argmin_examples, as_float, as_int,
+                to_front, from_front):
+    BATCHERS[_helper] = lambda site: _each_rule(site)
 
 
 # ---------------------------------------------------------------- helpers of generated code
 
-def over_examples(helper, flags: tuple):
+def over_examples(helper, flags: tuple, in_place: bool = False):
     """`helper` applied example by example: batched arguments (per `flags`) are indexed,
-    the others passed whole, and the results stacked. The batching rule of last resort for
-    the runtime helpers other transformations emit (`unbroadcast`, `broadcast_like`, ...):
-    under Numba it is a compiled loop."""
-    key = (helper, flags)
+    the others passed whole, and the results stacked (`in_place`: results dropped, for
+    helpers called for their writes, like `scatter_add`). The batching rule of last resort
+    for the runtime helpers other transformations emit (`unbroadcast`, ...): under Numba
+    it is a compiled loop."""
+    key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
     params = ", ".join(f"a{i}" for i in range(len(flags)))
     first = next(i for i, f in enumerate(flags) if f)
+    label = f"{helper.__name__}_each"
 
     def args_at(index):
         return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
 
-    source = (f"def {helper.__name__}_each({params}):\n"
-              f"    first = helper({args_at(0)})\n"
-              f"    out = batch_empty(a{first}.shape[0], first)\n"
-              f"    out[0] = first\n"
-              f"    for k in range(1, a{first}.shape[0]):\n"
-              f"        out[k] = helper({args_at('k')})\n"
-              f"    return out\n"
+    if in_place:
+        body = (f"    for k in range(a{first}.shape[0]):\n"
+                f"        helper({args_at('k')})\n")
+    else:
+        body = (f"    first = helper({args_at(0)})\n"
+                f"    out = batch_empty(a{first}.shape[0], first)\n"
+                f"    out[0] = first\n"
+                f"    for k in range(1, a{first}.shape[0]):\n"
+                f"        out[k] = helper({args_at('k')})\n"
+                f"    return out\n")
+    source = (f"def {label}({params}):\n{body}"
               f"def typer({params}):\n"
-              f"    return {helper.__name__}_each\n")
+              f"    return {label}\n")
     scope = {"helper": helper, "batch_empty": batch_empty}
     exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
-    python = scope[f"{helper.__name__}_each"]
+    python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
     python.__module__ = __name__
     overload(python)(scope["typer"])
@@ -962,7 +1034,8 @@ _OVER_EXAMPLES: dict = {}
 def _each_rule(site: Site):
     if site.keywords:
         return None
-    return site.helper(over_examples(site.key, tuple(site.batched)), *site.args), True
+    helper = over_examples(site.key, tuple(site.batched), in_place=site.statement)
+    return site.helper(helper, *site.args), not site.statement
 
 
 def _cast_like_rule(site: Site):
@@ -984,4 +1057,292 @@ def _register_runtime_rules():
         reduction(key, whole)
 
 
+def _grad_left(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b[k])`: for a matrix times a vector, the
+    outer product of each example's `g` and `b`, written once into the batch."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return outer_both(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, True))(g, a, b)
+
+
+def _grad_left_fixed(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b)` with `b` shared."""
+    if np.ndim(a) == 2 and np.ndim(b) == 1:
+        return outer_left(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, False))(g, a, b)
+
+
+def _grad_right(g, a, b):
+    """Per example `matmul_grad_right(g[k], a, b[k])`: `a.T @ g[k]` for every example is
+    one matrix product `g @ a`."""
+    if np.ndim(a) == 2 and np.ndim(g) == 2:
+        return g @ a
+    return over_examples(_runtime().matmul_grad_right, (True, False, True))(g, a, b)
+
+
+@overload(_grad_left)
+def _grad_left_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 2:
+        return lambda g, a, b: outer_both(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_left_fixed)
+def _grad_left_fixed_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 1:
+        return lambda g, a, b: outer_left(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, False))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_right)
+def _grad_right_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(g) == 2:
+        product = _numpy_product(g, a)
+        return lambda g, a, b: product(g, a)
+    fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+def _runtime():
+    from transformer import runtime
+    return runtime
+
+
+def unbroadcast_examples(g, x):
+    """Per example `unbroadcast(g[k], x[k])`; `g` itself when the shapes already agree."""
+    if np.shape(g) == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, True))(g, x)
+
+
+def unbroadcast_to_shared(g, x):
+    """Per example `unbroadcast(g[k], x)` for an unbatched `x`."""
+    if np.shape(g)[1:] == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, False))(g, x)
+
+
+def _unbroadcast_nb(g, x, batched_x: bool):
+    fallback = over_examples(_runtime().unbroadcast, (True, batched_x))
+    rank = _ndim(x) if batched_x else _ndim(x) + 1
+    same_dtype = isinstance(g, types.Array) and isinstance(x, types.Array) and \
+        g.dtype == x.dtype
+    if not (isinstance(g, types.Array) and g.ndim == rank and same_dtype and g.layout == "C"):
+        return lambda g, x: fallback(g, x)
+    skip = 0 if batched_x else 1
+
+    def impl(g, x):
+        if g.shape[skip:] == x.shape:
+            return g
+        return fallback(g, x)
+    return impl
+
+
+@overload(unbroadcast_examples)
+def _unbroadcast_examples_nb(g, x):
+    return _unbroadcast_nb(g, x, True)
+
+
+@overload(unbroadcast_to_shared)
+def _unbroadcast_to_shared_nb(g, x):
+    return _unbroadcast_nb(g, x, False)
+
+
+def _unbroadcast_rule(site: Site):
+    if site.keywords or len(site.args) != 2 or site.batched[1] and not site.batched[0]:
+        return _each_rule(site)
+    helper = unbroadcast_examples if site.batched[1] else unbroadcast_to_shared
+    return site.helper(helper, *site.args), True
+
+
+def _matmul_grad_rule(special: dict):
+    def rule(site: Site):
+        helper = special.get(tuple(site.batched))
+        if helper is None or site.keywords:
+            return _each_rule(site)
+        return site.helper(helper, *site.args), True
+    return rule
+
+
+def _register_reverse_rules():
+    runtime = _runtime()
+    MUTATES[runtime.scatter_add] = 0
+    BATCHERS[runtime.unbroadcast] = _unbroadcast_rule
+    BATCHERS[runtime.matmul_grad_left] = _matmul_grad_rule(
+        {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
+    BATCHERS[runtime.matmul_grad_right] = _matmul_grad_rule(
+        {(True, False, True): _grad_right})
+    try:
+        from transformer import reverse
+    except ImportError:          # reverse mode not installed in a partial checkout
+        return
+    BATCHERS[reverse.unit_cotangent] = lambda site: (
+        site.helper(runtime.cast_like, const(1.0), site.args[0]), False)
+    RESULT_FLAGS[reverse.unit_cotangent] = lambda flags: False
+    preserving(reverse.float_zeros)
+
+
 _register_runtime_rules()
+_register_reverse_rules()
+
+
+# ====================================================================== derivatives
+# Adjoint and tangent templates for the helpers above, so that generated batched code can
+# itself be differentiated: grad of a function that calls a vmapped function, jvp of a
+# vmap. (Template language: `transformer.templates`.)
+
+def spread_examples(g, x):
+    """Each example's scalar `g[k]` repeated over the shape of example `x[k]`."""
+    return np.broadcast_to(align_batched(g, x), np.shape(x)).copy()
+
+
+@overload(spread_examples)
+def _spread_examples_nb(g, x):
+    def impl(g, x):
+        out = np.empty(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            out[k] = g[k]
+        return out
+    return impl
+
+
+def spread_mean(g, x):
+    """The adjoint of `mean_examples`: `g[k]` spread over example `k`, divided by its size."""
+    count = np.size(x) // np.shape(x)[0]
+    return spread_examples(g, x) / np.asarray(count, dtype=np.asarray(g).dtype)
+
+
+@overload(spread_mean)
+def _spread_mean_nb(g, x):
+    def impl(g, x):
+        return spread_examples(g, x) / (x.size // x.shape[0])
+    return impl
+
+
+def spread_batch_mean(g, x):
+    """The adjoint of `pmean` (`mean_batch`): `g / size` for every example."""
+    return broadcast_batch(g, np.shape(x)[0]) / np.shape(x)[0]
+
+
+@overload(spread_batch_mean)
+def _spread_batch_mean_nb(g, x):
+    return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
+
+
+def index_examples_grad(g, x, index):
+    """The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index, g[k])
+    return out
+
+
+def take_batched_grad(g, x, index):
+    """The adjoint of `take_batched(x, index)`: each example's `g` added at its index."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index[k], g[k])
+    return out
+
+
+@overload(index_examples_grad)
+def _index_examples_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index, g[k])
+        return out
+    return impl
+
+
+@overload(take_batched_grad)
+def _take_batched_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index[k], g[k])
+        return out
+    return impl
+
+
+def _register_derivatives():
+    from transformer import templates
+    runtime = _runtime()
+    each = {name_: over_examples(getattr(runtime, f), flags) for name_, f, flags in [
+        ("left_of_left", "matmul_grad_left", (True, True, False)),
+        ("right_of_left", "matmul_grad_right", (True, True, False)),
+        ("left_of_right", "matmul_grad_left", (True, False, True)),
+        ("left_of_both", "matmul_grad_left", (True, True, True)),
+        ("right_of_both", "matmul_grad_right", (True, True, True))]}
+    scope = dict(globals(), reshape_like=runtime.reshape_like, **each)
+    adjoint_rules = {
+        (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
+        (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
+        (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
+        (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
+                      "    d[b] += _grad_right(d[z], a, b)",
+        (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
+                     "    d[b] += sum_batch(right_of_left(d[z], a, b))",
+        (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
+                     "    d[b] += right_of_both(d[z], a, b)",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
+        (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
+        (index_examples,): "def rule(z, x, index):\n"
+                           "    d[x] += index_examples_grad(d[z], x, index)",
+        (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
+        (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
+        (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
+        (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
+        (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
+        (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
+        (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
+    }
+    tangent_rules = {
+        (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
+        (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
+        (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
+                      "    d[z] = dot_right(a, d[b])",
+        (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
+                     "    d[z] = dot_left(a, d[b])",
+        (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
+                     "    d[z] = dot_both(a, d[b])",
+        (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
+                       "    d[z] = outer_left(a, d[b])",
+        (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
+                        "    d[z] = outer_right(a, d[b])",
+        (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
+                       "    d[z] = outer_both(a, d[b])",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
+        (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
+        (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
+        (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
+        (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
+    }
+    for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
+                   sum_batch, mean_batch, gather_batch):
+        tangent_rules[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
+    for keys, source in adjoint_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.ADJOINTS[key] = rule
+    for keys, source in tangent_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.TANGENTS[key] = rule
+    templates.nondifferentiable(check_size, batch_size_of, batch_empty, argmax_examples,
+                                argmin_examples, any_examples, all_examples, as_int)
+
+
+_register_derivatives()
