@@ -202,3 +202,10 @@ def test_jacfwd_of_a_tuple_output_nests_output_then_argument():
     for i in range(2):
         for key in ("W", "b"):
             np.testing.assert_allclose(got[i][key], want[i][key], rtol=1e-12)
+
+
+def test_show_hessian_prints_the_hessian_and_the_functions_it_calls():
+    text = transformer.show_hessian(scalar_fn, argnums=1)
+    assert "def grad_scalar_fn_hessian(a, b):" in text
+    assert "jvp(active=b) | vmap(" in text
+    assert "def grad_scalar_fn_jvp_vmap(a, b, db):" in text

@@ -409,11 +409,19 @@ def show_jvp(fun: Callable) -> str:
 
 
 def show_hessian(fun: Callable, argnums=0) -> str:
-    """The generated module text of `hessian(fun)` and the derivative functions it calls."""
+    """The generated module text of `hessian(fun)`, then of the generated functions it
+    calls: the basis push (vmap of the jvp of the gradient) and what that calls."""
+    from .names import free_names
     outer = hessian(fun, argnums).function
-    texts = [module_text(outer, PYTHON)[0]]
-    inner = outer.env["derivative"]
-    texts.append(module_text(inner, PYTHON)[0])
+    texts, seen, pending = [], set(), [outer]
+    while pending:
+        fn = pending.pop(0)
+        texts.append(module_text(fn, PYTHON)[0])
+        for key in sorted(free_names(fn.node)):
+            value = fn.env.get(key)
+            if hasattr(value, "__secant_function__") and id(value) not in seen:
+                seen.add(id(value))
+                pending.append(value.__secant_function__())
     return "\n\n".join(texts)
 
 
