@@ -209,3 +209,13 @@ def test_show_hessian_prints_the_hessian_and_the_functions_it_calls():
     assert "def grad_scalar_fn_hessian(a, b):" in text
     assert "jvp(active=b) | vmap(" in text
     assert "def grad_scalar_fn_jvp_vmap(a, b, db):" in text
+
+
+def test_jvp_of_dict_arguments_matches_jax_and_compiles():
+    tangent_params = {"W": np.ones_like(W), "b": np.array([0.5, -1.0])}
+    dx = np.array([1.0, 0.0, -1.0])
+    out, tangent = jvp(layer, (PARAMS, X), (tangent_params, dx))
+    ref_out, ref_tangent = jax.jvp(layer_jax, (PARAMS, X), (tangent_params, dx))
+    np.testing.assert_allclose(tangent, ref_tangent, rtol=1e-12)
+    compiled_out, compiled_tangent = jit(jvp(layer))(PARAMS, X, tangent_params, dx)
+    np.testing.assert_allclose(compiled_tangent, ref_tangent, rtol=1e-12)
