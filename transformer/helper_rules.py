@@ -170,6 +170,56 @@ def outer_or_matmul_tangent(z, t, w):
 # batch of matrix-vector products in derivative code one matrix-matrix product.
 
 
+def is_identity(x) -> bool:
+    """Whether `x` is a square identity matrix (the basis jacfwd pushes); usually decided
+    at the first element that differs."""
+    if np.ndim(x) != 2 or np.shape(x)[0] != np.shape(x)[1]:
+        return False
+    return bool(np.array_equal(x, np.eye(np.shape(x)[0])))
+
+
+@overload(is_identity)
+def _is_identity_nb(x):
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        return lambda x: False
+
+    def impl(x):
+        if x.shape[0] != x.shape[1]:
+            return False
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                if x[i, j] != (1.0 if i == j else 0.0):
+                    return False
+        return True
+    return impl
+
+
+def matmul_of_batch(m, x):
+    """`matmul(m, x[k])` for every k, `m` a matrix and each `x[k]` a vector: one
+    matrix-matrix product, or none when `x` is the identity basis (`m @ e_k` is a
+    column of `m`)."""
+    from .rules.batching import dot_right
+    if np.ndim(m) != 2 or np.ndim(x) != 2:
+        return dot_right(m, x)
+    if is_identity(x):
+        return np.ascontiguousarray(np.transpose(m))
+    return x @ np.transpose(m)
+
+
+@overload(matmul_of_batch)
+def _matmul_of_batch_nb(m, x):
+    from .rules.batching import dot_right
+    if not (isinstance(m, types.Array) and m.ndim == 2 and isinstance(x, types.Array)
+            and x.ndim == 2):
+        return lambda m, x: dot_right(m, x)
+
+    def impl(m, x):
+        if is_identity(x):
+            return np.ascontiguousarray(m.T)
+        return np.dot(np.ascontiguousarray(x), m.T)
+    return impl
+
+
 def grad_right_of_batch(g, a, b):
     """`matmul_grad_right(g[k], a, b)` for every k: `a.T @ g[k]` stacked, i.e. `g @ a`."""
     if np.ndim(a) == 2 and np.ndim(g) == 2 and np.ndim(b) == 1:
@@ -281,7 +331,11 @@ def _register_batching() -> None:
     previous = BATCHERS.get(matmul_grad_right)
     BATCHERS[matmul_grad_right] = _first_of(grad_right, previous)
     # tangent code calls runtime.matmul: batch it as np.matmul (one matrix-matrix product)
-    BATCHERS[matmul] = BATCHERS[np.matmul]
+    def matrix_times_batch(site):
+        if site.keywords or len(site.args) != 2 or list(site.batched) != [False, True]:
+            return None
+        return site.helper(matmul_of_batch, *site.args), True
+    BATCHERS[matmul] = _first_of(matrix_times_batch, BATCHERS[np.matmul])
 
 
 def _first_of(rule, fallback):
