@@ -17,7 +17,14 @@ environment. The output uses only constructs every transformation accepts as inp
 `jvp(grad(f))`, `grad(jvp(f))` and `jacfwd(jacrev(f))` compose.
 
 Activity is flow-insensitive: a variable that is active anywhere carries a tangent
-everywhere; where it receives an inactive value its tangent is set to zeros.
+everywhere; where it receives an inactive value its tangent is set to zeros. Within a
+straight run of statements, tangents known to be zero are tracked so that rules drop
+their contributions, and tangents nothing reads are removed at the end.
+
+Derivative code is itself input here (`jvp(grad(f))`): the tape helpers of reverse mode
+only move values, so their tangent is the same call on tangents (`STRUCTURAL`); an
+in-place accumulation `scatter_add(bx, i, v)` gets `dbx = accumulated(dbx, i, dv)`, an
+assignment, so that transformations of this output see the flow into `dbx` (`EFFECTS`).
 """
 from __future__ import annotations
 
