@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import re
 import dataclasses
 
 import gast
@@ -150,12 +151,45 @@ class _Reverse:
         self.simple: list = []
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
+        self._close_written_over_aliases()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
             self.pure)
         self.loops_of[id(self.ret)] = ()
+
+    def _close_written_over_aliases(self) -> None:
+        """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
+        through one name and read through another afterwards is refused; a copy whose
+        source is not read again (a renamed value, a swap's temporary) just shares the
+        record of writes."""
+        copies = [s for s in self.simple
+                  if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
+        changed = True
+        while changed:
+            changed = False
+            for stmt in copies:
+                pair = {stmt.targets[0].id, stmt.value.id}
+                if pair & self.written and not pair <= self.written:
+                    self._refuse_observed_alias(stmt)
+                    self.written |= pair
+                    changed = True
+
+    def _refuse_observed_alias(self, stmt) -> None:
+        target, source = stmt.targets[0].id, stmt.value.id
+        for name_ in (target, source):
+            other = source if name_ == target else target
+            later = [u for u in self.loads.get(other, [])
+                     if self.order[id(u)] > self.order[id(stmt)]]
+            writes = [u for u in self.simple if isinstance(u.targets[0], gast.Subscript)
+                      and u.targets[0].value.id == name_ and
+                      self.order[id(u)] > self.order[id(stmt)]]
+            if writes and later:
+                raise self.fn.origin.error(
+                    writes[0], f"{name_!r} and {other!r} are the same array here, written "
+                    f"through {name_!r} and read through {other!r}: reverse mode keeps one "
+                    "adjoint per name", f"make a copy: {target} = {source}.copy()")
 
     def loads_add(self, stmt, names) -> None:
         for n in names:
@@ -476,25 +510,46 @@ class _Reverse:
             if isinstance(obj, CustomVJP):
                 generated = obj.vjp_function(positions)
             else:
-                try:
-                    callee = parse(obj)
-                except TransformError:
-                    raise
+                callee = parse(obj)
+                _refuse_argument_writes(callee, stmt, self.fn)
                 generated = reverse_function(callee, positions, VJP)
-            base = getattr(obj, "__name__", "callee")
+            base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
-            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
+            cache[key] = (self.helper(base + "_vjp", generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
     def needed(self) -> set:
+        """Primal names the reverse sweep reads; sets `self.guarded` (see shape_guards)."""
         primal = set(self.defs)
-        found = set()
+        values, shapes = set(), set(self.active)    # adjoint zeros read each active shape
         for stmts in self.adjoints.values():
-            found |= _value_reads(stmts, self.env) & primal
+            read_values, read_shapes = _reads(stmts, self.env)
+            values |= read_values
+            shapes |= read_shapes
         for _stmt, names in self._control_reads():
-            found |= names
-        return found
+            values |= names
+        values &= primal
+        shapes = (shapes & primal) - values
+        multiple = {v for v in primal if len(self.defs[v]) > 1 or
+                    (v in self.fn.params and self.defs[v])}
+        self.guarded = {v for v in shapes & multiple if self.first_definition(v)}
+        fixed = {v for v in primal if tape.invariant(self.facts, v)} | self.guarded | \
+            (values & multiple) | {v for v in primal
+                                   if all(isinstance(d, gast.For) for d in self.defs[v])}
+        stable = tape.shape_stable(self.facts, fixed, self.env)
+        return values | (shapes - fixed - stable)
+
+    def first_definition(self, var: str):
+        """The assignment that defines `var` before any other can run (None if unclear);
+        the function entry for a parameter."""
+        if var in self.fn.params:
+            return self.fn.node
+        defs = sorted(self.defs[var], key=lambda d: self.order[id(d)])
+        first = defs[0]
+        if isinstance(first, gast.Assign) and self.block_of[id(first)] == id(self.body):
+            return first
+        return None
 
     def _control_reads(self):
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
@@ -556,6 +611,8 @@ class _Reverse:
             out.append(located(assign(self.counter(var, "items")[1], const(0)), self.fn.node))
         for var in sorted(self.plan.taped & set(self.fn.params)):
             out.extend(self.record(var, None))
+        for var in sorted(self.guarded & set(self.fn.params)):
+            out.extend(self.shape_guard(var, self.fn.node))
         return out
 
     def forward_block(self, stmts) -> list:
@@ -572,7 +629,7 @@ class _Reverse:
                     else []
                 return saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
-            return [copy.deepcopy(stmt)] + records
+            return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -588,6 +645,23 @@ class _Reverse:
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
         return [copy.deepcopy(stmt)]
+
+    def shape_guard(self, var: str, stmt) -> list:
+        """Accumulators read only for their shape are not recorded: their first shape is
+        kept, and each later assignment is checked against it."""
+        if var not in self.guarded:
+            return []
+        reference = self.shape_name(var)
+        if self.first_definition(var) is stmt:
+            return [located(assign(reference, call(name(self.helper(
+                "shape_of", tape.shape_of)), name(var))), stmt)]
+        return [located(gast.Expr(value=call(name(self.helper("check_shape", tape.check_shape)),
+                                             name(var), name(reference))), stmt)]
+
+    def shape_name(self, var: str) -> str:
+        if (var, "shape") not in self.counters:
+            self.counters[(var, "shape")] = (self.namer.fresh(var + "_shape"), None)
+        return self.counters[(var, "shape")][0]
 
     def capacity(self, stmt):
         """Tape rows to reserve at the first record: the trip count when it is known."""
@@ -866,31 +940,51 @@ class _Reverse:
                                             ctx=gast.Load()))
 
 
+def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
+    """A callee's vjp runs its forward code again: writing into an argument would then
+    write twice, so it is refused."""
+    params = set(callee.params)
+    for sub in gast.walk(callee.node):
+        if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
+                isinstance(sub.value, gast.Name) and sub.value.id in params:
+            raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
+                                      f"{sub.value.id!r}; reverse mode cannot differentiate "
+                                      "a call that changes its arguments",
+                                      f"copy inside {callee.name} ({sub.value.id} = "
+                                      f"{sub.value.id}.copy()) and return the result")
+
+
 def _primal_params(obj) -> list:
     from .api_reverse import CustomVJP
     from .frontend import parse
     return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
-# shape-only arguments: any value of the right shape and type serves, so reading a
-# variable there does not make the reverse sweep need its value at that point
-_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
+# arguments that only carry a float type or a shape: reading a variable there does not
+# make the reverse sweep need its value at that point (tape.py decides whether its shape
+# needs anything)
+_DTYPE_ARGUMENTS = {runtime.cast_like: 1}
+_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0,
                     runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
 
 
-def _value_reads(stmts, env) -> set:
-    """Names whose values (not only shapes) the statements read."""
-    skipped = set()
+def _reads(stmts, env) -> tuple[set, set]:
+    """(names whose values the statements read, names read only for their shape)."""
+    skipped, shape_reads = set(), {}
     for stmt in stmts:
         for sub in gast.walk(stmt):
             if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
-                position = _SHAPE_ARGUMENTS.get(env.get(sub.func.id))
-                if position is not None and position < len(sub.args) and \
-                        isinstance(sub.args[position], gast.Name):
-                    skipped.add(id(sub.args[position]))
-    return {sub.id for stmt in stmts for sub in gast.walk(stmt)
-            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)
-            and id(sub) not in skipped}
+                helper = env.get(sub.func.id)
+                for table, shape in ((_DTYPE_ARGUMENTS, False), (_SHAPE_ARGUMENTS, True)):
+                    position = table.get(helper)
+                    if position is not None and position < len(sub.args) and \
+                            isinstance(sub.args[position], gast.Name):
+                        skipped.add(id(sub.args[position]))
+                        if shape:
+                            shape_reads[id(sub.args[position])] = sub.args[position].id
+    loads = [sub for stmt in stmts for sub in gast.walk(stmt)
+             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)]
+    return {n.id for n in loads if id(n) not in skipped}, set(shape_reads.values())
 
 
 # ---------------------------------------------------------------- runtime helpers
