@@ -157,45 +157,52 @@ class Analysis:
             self.statement(stmt, control)
 
     def statement(self, stmt, control: bool) -> None:
-        if isinstance(stmt, gast.Assign):
-            target = stmt.targets[0]
-            value = self.expr(stmt.value)
-            if isinstance(target, gast.Name):
-                self.set(target.id, join(value, True) if control else value)
-                return
-            base = target.value.id
-            index = self.index_flag(target.slice)
-            if index:
-                self.why("a batched index is used in a write", stmt)
-            self.set(base, True if (control or index or any_batched(value)) else False)
-        elif isinstance(stmt, gast.If):
-            test = any_batched(self.expr(stmt.test))
-            if test:
-                self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
-                         "the batch", stmt)
-            self.block(stmt.body, control or test)
-            self.block(stmt.orelse, control or test)
-        elif isinstance(stmt, gast.For):
-            bound = any(any_batched(self.expr(a)) for a in stmt.iter.args)
-            if bound:
-                self.why("a loop bound depends on the batch", stmt)
-            self.range_targets.add(stmt.target.id)
-            self.set(stmt.target.id, control or bound)
-            self.block(stmt.body, control or bound)
-        elif isinstance(stmt, gast.While):
-            test = any_batched(self.expr(stmt.test))
-            if test:
-                self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
-                         "on the batch", stmt)
-            self.block(stmt.body, control or test)
-        elif isinstance(stmt, gast.Return):
-            flag = self.expr(stmt.value)
-            self.output = join(self.output, join(flag, True) if control else flag)
-        elif isinstance(stmt, gast.Expr):
-            self.expr(stmt.value)
-            self.mutation(stmt.value, control)
-        elif isinstance(stmt, (gast.Break, gast.Continue)) and control:
-            pass   # leaving a batched loop early is part of the batched control flow
+        """Update the flags for one statement; `control`: it runs under batched control."""
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is not None:
+            method(stmt, control)
+
+    def stmt_Assign(self, stmt, control: bool) -> None:
+        target = stmt.targets[0]
+        value = self.expr(stmt.value)
+        if isinstance(target, gast.Name):
+            self.set(target.id, join(value, True) if control else value)
+            return
+        index = self.index_flag(target.slice)
+        if index:
+            self.why("a batched index is used in a write", stmt)
+        self.set(target.value.id, bool(control or index or any_batched(value)))
+
+    def stmt_If(self, stmt, control: bool) -> None:
+        test = any_batched(self.expr(stmt.test))
+        if test:
+            self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
+                     "the batch", stmt)
+        self.block(stmt.body, control or test)
+        self.block(stmt.orelse, control or test)
+
+    def stmt_For(self, stmt, control: bool) -> None:
+        bound = any(any_batched(self.expr(a)) for a in stmt.iter.args)
+        if bound:
+            self.why("a loop bound depends on the batch", stmt)
+        self.range_targets.add(stmt.target.id)
+        self.set(stmt.target.id, control or bound)
+        self.block(stmt.body, control or bound)
+
+    def stmt_While(self, stmt, control: bool) -> None:
+        test = any_batched(self.expr(stmt.test))
+        if test:
+            self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
+                     "on the batch", stmt)
+        self.block(stmt.body, control or test)
+
+    def stmt_Return(self, stmt, control: bool) -> None:
+        flag = self.expr(stmt.value)
+        self.output = join(self.output, join(flag, True) if control else flag)
+
+    def stmt_Expr(self, stmt, control: bool) -> None:
+        self.expr(stmt.value)
+        self.mutation(stmt.value, control)
 
     def mutation(self, node, control: bool) -> None:
         """A helper that writes into an argument makes it batched like a write would."""

@@ -998,9 +998,25 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
+    label = f"{helper.__name__}_each"
+    source = _over_examples_source(label, flags, in_place)
+    scope = {"helper": helper, "batch_empty": batch_empty}
+    exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
+    python = scope[label]
+    python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
+    python.__module__ = __name__
+    overload(python)(scope["typer"])
+    _OVER_EXAMPLES[key] = python
+    return python
+
+
+_OVER_EXAMPLES: dict = {}
+
+
+def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
+    """The source of `over_examples`' function, and of the typer its overload needs."""
     params = ", ".join(f"a{i}" for i in range(len(flags)))
     first = next(i for i, f in enumerate(flags) if f)
-    label = f"{helper.__name__}_each"
 
     def args_at(index):
         return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
@@ -1015,20 +1031,7 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
                 f"    for k in range(1, a{first}.shape[0]):\n"
                 f"        out[k] = helper({args_at('k')})\n"
                 f"    return out\n")
-    source = (f"def {label}({params}):\n{body}"
-              f"def typer({params}):\n"
-              f"    return {label}\n")
-    scope = {"helper": helper, "batch_empty": batch_empty}
-    exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
-    python = scope[label]
-    python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
-    python.__module__ = __name__
-    overload(python)(scope["typer"])
-    _OVER_EXAMPLES[key] = python
-    return python
-
-
-_OVER_EXAMPLES: dict = {}
+    return f"def {label}({params}):\n{body}def typer({params}):\n    return {label}\n"
 
 
 def _each_rule(site: Site):
@@ -1271,6 +1274,57 @@ def _take_batched_grad_nb(g, x, index):
     return impl
 
 
+_ADJOINT_RULES = {
+    (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
+    (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
+    (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
+    (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
+                  "    d[b] += _grad_right(d[z], a, b)",
+    (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
+                 "    d[b] += sum_batch(right_of_left(d[z], a, b))",
+    (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
+                 "    d[b] += right_of_both(d[z], a, b)",
+    (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
+    (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
+    (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
+    (index_examples,): "def rule(z, x, index):\n"
+                       "    d[x] += index_examples_grad(d[z], x, index)",
+    (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
+    (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
+    (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
+    (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
+    (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
+    (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
+    (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
+    (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
+    (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
+}
+_TANGENT_RULES = {
+    (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
+    (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
+    (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
+                  "    d[z] = dot_right(a, d[b])",
+    (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
+                 "    d[z] = dot_left(a, d[b])",
+    (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
+                 "    d[z] = dot_both(a, d[b])",
+    (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
+                   "    d[z] = outer_left(a, d[b])",
+    (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
+                    "    d[z] = outer_right(a, d[b])",
+    (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
+                   "    d[z] = outer_both(a, d[b])",
+    (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
+    (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
+    (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
+    (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
+    (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
+    (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
+    (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
+    (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
+}
+
+
 def _register_derivatives():
     from transformer import templates
     runtime = _runtime()
@@ -1281,63 +1335,14 @@ def _register_derivatives():
         ("left_of_both", "matmul_grad_left", (True, True, True)),
         ("right_of_both", "matmul_grad_right", (True, True, True))]}
     scope = dict(globals(), reshape_like=runtime.reshape_like, **each)
-    adjoint_rules = {
-        (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
-        (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
-        (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
-        (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
-                      "    d[b] += _grad_right(d[z], a, b)",
-        (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
-                     "    d[b] += sum_batch(right_of_left(d[z], a, b))",
-        (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
-                     "    d[b] += right_of_both(d[z], a, b)",
-        (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
-        (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
-        (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
-        (index_examples,): "def rule(z, x, index):\n"
-                           "    d[x] += index_examples_grad(d[z], x, index)",
-        (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
-        (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
-        (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
-        (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
-        (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
-        (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
-        (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
-        (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
-        (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
-    }
-    tangent_rules = {
-        (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
-        (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
-        (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
-                      "    d[z] = dot_right(a, d[b])",
-        (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
-                     "    d[z] = dot_left(a, d[b])",
-        (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
-                     "    d[z] = dot_both(a, d[b])",
-        (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
-                       "    d[z] = outer_left(a, d[b])",
-        (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
-                        "    d[z] = outer_right(a, d[b])",
-        (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
-                       "    d[z] = outer_both(a, d[b])",
-        (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
-        (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
-        (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
-        (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
-        (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
-        (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
-        (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
-        (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
-    }
     for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
                    sum_batch, mean_batch, gather_batch):
-        tangent_rules[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
-    for keys, source in adjoint_rules.items():
+        _TANGENT_RULES[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
+    for keys, source in _ADJOINT_RULES.items():
         rule = templates.rule_from_source(source, scope)
         for key in keys:
             templates.ADJOINTS[key] = rule
-    for keys, source in tangent_rules.items():
+    for keys, source in _TANGENT_RULES.items():
         rule = templates.rule_from_source(source, scope)
         for key in keys:
             templates.TANGENTS[key] = rule
