@@ -291,33 +291,12 @@ def _contig(a):
     return np.ascontiguousarray(a)
 
 
-_PRODUCTS: dict = {}
-
-
-def _numpy_product(a, b):
-    """A compiled `a @ b` for two matrices that runs NumPy's own matmul: the product over a
-    batch is one large BLAS call, and NumPy's BLAS is the one a batched NumPy program
-    would use (Numba links SciPy's, with its own thread pool)."""
-    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
-                           numba.np.numpy_support.as_dtype(b.dtype))
-    if dtype not in _PRODUCTS:
-        array_type = types.Array(numba.from_dtype(dtype), 2, "C")
-
-        @numba.njit
-        def product(a, b):
-            with numba.objmode(out=array_type):
-                out = np.ascontiguousarray(a @ b)
-            return out
-        _PRODUCTS[dtype] = product
-    return _PRODUCTS[dtype]
-
-
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
-    if _ndim(a) == 2 and _ndim(b) == 2:             # vectors times a matrix
-        product = _numpy_product(a, b)
+    if _ndim(a) == 2 and _ndim(b) == 2 and _numpy_product(a, b) is not None:
+        product = _numpy_product(a, b)                 # vectors times a matrix
         return lambda a, b: product(a, b)
     if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
@@ -336,9 +315,11 @@ def _dot_left_nb(a, b):
 def _dot_right_nb(a, b):
     if _ndim(a) == 0 or _ndim(b) == 1:
         return lambda a, b: a * align(b, a)
-    if _ndim(b) == 2 and _ndim(a) == 2:             # matrix times vectors: one product
-        product = _numpy_product(b, a)
+    if _ndim(b) == 2 and _ndim(a) == 2 and _numpy_product(b, a) is not None:
+        product = _numpy_product(b, a)                 # matrix times vectors: one product
         return lambda a, b: product(b, a.T)
+    if _ndim(b) == 2 and _ndim(a) == 2:
+        return lambda a, b: np.dot(_contig(b), a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
         return lambda a, b: np.dot(_contig(b), _contig(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
@@ -388,31 +369,57 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-_ALLOCATORS: dict = {}
+# For outputs of many megabytes NumPy's allocator (transparent huge pages) spares most of
+# the page faults Numba's own allocator takes, which makes writing a batch of outer
+# products several times faster; large products run NumPy's matmul, the BLAS a batched
+# NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
+# module-level functions so that code calling them stays cacheable.
+
+@numba.njit(cache=True)
+def _empty3_float64(shape):
+    with numba.objmode(out="float64[:, :, ::1]"):
+        out = np.empty(shape, np.float64)
+    return out
 
 
-def _numpy_empty(ndim: int, dtype):
-    """A compiled `np.empty(shape)` that allocates through NumPy: for outputs of many
-    megabytes NumPy's allocator (transparent huge pages) spares most page faults, which
-    makes writing a large batch of outer products several times faster."""
-    key = (ndim, np.dtype(dtype))
-    if key not in _ALLOCATORS:
-        array_type = types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
-        target = np.dtype(dtype)
+@numba.njit(cache=True)
+def _empty3_float32(shape):
+    with numba.objmode(out="float32[:, :, ::1]"):
+        out = np.empty(shape, np.float32)
+    return out
 
-        @numba.njit
-        def allocate(shape):
-            with numba.objmode(out=array_type):
-                out = np.empty(shape, target)
-            return out
-        _ALLOCATORS[key] = allocate
-    return _ALLOCATORS[key]
+
+@numba.njit(cache=True)
+def _product_float64(a, b):
+    with numba.objmode(out="float64[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+@numba.njit(cache=True)
+def _product_float32(a, b):
+    with numba.objmode(out="float32[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+def _numpy_empty(dtype):
+    """The 3-d allocator for `dtype`: through NumPy for float32/float64."""
+    return {np.dtype(np.float64): _empty3_float64,
+            np.dtype(np.float32): _empty3_float32}.get(np.dtype(dtype))
+
+
+def _numpy_product(a, b):
+    """`a @ b` of two matrices through NumPy when both have one float dtype, else None."""
+    if a.dtype != b.dtype:
+        return None
+    return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
 
 
 def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
-    allocate = _numpy_empty(3, dtype)
+    allocate = _numpy_empty(dtype) or _generic_empty(dtype)
 
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
@@ -431,6 +438,12 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
                     row[j] = left * row_b[j]
         return out
     return impl
+
+
+def _generic_empty(dtype):
+    def allocate(shape):
+        return np.empty(shape, dtype)
+    return register_jitable(allocate)
 
 
 @overload(outer_left)
@@ -1101,9 +1114,11 @@ def _grad_left_fixed_nb(g, a, b):
 
 @overload(_grad_right)
 def _grad_right_nb(g, a, b):
-    if _ndim(a) == 2 and _ndim(g) == 2:
+    if _ndim(a) == 2 and _ndim(g) == 2 and _numpy_product(g, a) is not None:
         product = _numpy_product(g, a)
         return lambda g, a, b: product(g, a)
+    if _ndim(a) == 2 and _ndim(g) == 2:
+        return lambda g, a, b: np.dot(_contig(g), _contig(a))
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
     return lambda g, a, b: fallback(g, a, b)
 
