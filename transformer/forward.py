@@ -61,6 +61,10 @@ STRUCTURAL: dict = {}
 EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
 
 
+# calls made for a check or for output only: they change no value, carry no derivative
+CHECKS: set = {print}
+
+
 def structural(function, *slots: int) -> None:
     """Register `function` as moving the values in argument positions `slots`."""
     STRUCTURAL[function] = slots
@@ -68,6 +72,7 @@ def structural(function, *slots: int) -> None:
 
 def _register_reverse_helpers() -> None:
     from . import tape
+    CHECKS.add(tape.check_shape)
     structural(tape.reserve, 0)
     for function in (tape.push, tape.push_items, tape.pop_items, helper_rules.accumulated):
         structural(function, 0, 2)
@@ -477,7 +482,7 @@ class _Forward:
             return
         if any(isinstance(a, gast.Name) and a.id in self.active for a in _operands(value)):
             callee = resolve(self.fn, value.func, None)
-            if callee is print:
+            if callee in CHECKS:
                 return
             raise self.fn.origin.error(stmt, "a call whose result is unused cannot be "
                                        "differentiated (it may modify its arguments in place)",

@@ -64,7 +64,7 @@ linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(
 # one row, a read is a getitem, a fresh tape holds no values yet
 
 nondifferentiable(tape.float_tape, tape.exact_tape, tape.items_buffer, tape.trip_count,
-                  tape.range_last, reverse.unit_cotangent, reverse.float_zeros)
+                  tape.range_last, tape.shape_of, reverse.unit_cotangent, reverse.float_zeros)
 
 
 def tape_rest(g, t, n):
