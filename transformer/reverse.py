@@ -152,6 +152,7 @@ class _Reverse:
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
         self._close_written_over_aliases()
+        self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
@@ -175,6 +176,28 @@ class _Reverse:
                     self._refuse_observed_alias(stmt)
                     self.written |= pair
                     changed = True
+
+    def _views_read_across_writes(self) -> dict:
+        """id(write) -> names read from the written array before it and used after it:
+        each may be a view the write changes, which the forward sweep checks."""
+        checks: dict = {}
+        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
+                 isinstance(s.value, gast.Subscript) and
+                 isinstance(s.value.value, gast.Name)]
+        for write in self.simple:
+            if not isinstance(write.targets[0], gast.Subscript):
+                continue
+            base, at = write.targets[0].value.id, self.order[id(write)]
+            for read in reads:
+                var = read.targets[0].id
+                if read.value.value.id == base and self.order[id(read)] < at and \
+                        _may_overlap(read.value.slice, write.targets[0].slice) and \
+                        len(self.defs.get(var, [])) == 1 and \
+                        self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
+                        self.chain_of[id(read)] and \
+                        any(self.order[id(u)] > at for u in self.loads.get(var, [])):
+                    checks.setdefault(id(write), []).append(var)
+        return checks
 
     def _refuse_observed_alias(self, stmt) -> None:
         target, source = stmt.targets[0].id, stmt.value.id
@@ -279,6 +302,9 @@ class _Reverse:
         if isinstance(value, gast.Subscript):
             if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
                 return Prim("element", t, (value.value.id,), value.slice.value)
+            if self.rule_result(value.value) is not None:
+                # the rule of the call reads this item's adjoint itself (see `expand`)
+                return Prim("item", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
@@ -304,6 +330,28 @@ class _Reverse:
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
             self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def rule_result(self, atom):
+        """For `a, b = np.linalg.slogdet(x)` (a rule's tuple result read item by item):
+        the result as the tuple the rule's template expects, `(a, b)`; else None."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
+            return None
+        defs = self.defs.get(atom.id, [])
+        if len(defs) != 1 or not isinstance(defs[0], gast.Assign) or \
+                not isinstance(defs[0].value, gast.Call):
+            return None
+        obj = resolve(self.fn, defs[0].value.func, None)
+        if obj is None or not has_adjoint(obj):
+            return None
+        items: dict = {}
+        for use in self.loads[atom.id]:
+            k, target = use.value.slice.value, use.targets[0].id
+            if not isinstance(k, int) or len(self.defs.get(target, [])) != 1:
+                return None
+            items.setdefault(k, target)
+        return gast.Tuple(elts=[name(items[k]) if k in items else
+                                subscript(name(atom.id), const(k))
+                                for k in range(max(items) + 1)], ctx=gast.Load())
 
     def itemwise(self, var: str) -> bool:
         uses = self.loads.get(var, [])
@@ -423,7 +471,7 @@ class _Reverse:
                                            right=name(self.adjoint[prim.target])))]
         if prim.kind == "call":
             return self.call_adjoint(stmt, prim)
-        if prim.kind in ("tuple", "none"):
+        if prim.kind in ("tuple", "none", "item"):
             return []
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
@@ -453,10 +501,11 @@ class _Reverse:
 
     def expand(self, stmt, prim) -> list:
         target = prim.target
+        items = self.rule_result(name(target)) if prim.kind == "template" else None
         try:
             stmts, env = expand_adjoint(
                 prim.key, copy.deepcopy(prim.args), copy.deepcopy(prim.keywords),
-                name(target), self.adjoint.get,
+                items if items is not None else name(target), self.adjoint.get,
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc), "register a rule with "
@@ -588,8 +637,10 @@ class _Reverse:
         if "zeros_like" in self.env:
             adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
             adjoint_names -= set(self.defs) | set(self.env)
+            owned = {self.adjoint[v] for v in self.wrt if v in self.adjoint and
+                     v not in self.elements}
             tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
-                         adjoint_names)
+                         adjoint_names, owned)
         located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
@@ -627,7 +678,11 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                return saves + [copy.deepcopy(stmt)]
+                check = self.helper("check_not_view", tape.check_not_view)
+                guards = [located(gast.Expr(value=call(name(check), name(var),
+                                                       name(target.value.id), const(var))),
+                                  stmt) for var in self.view_checks.get(id(stmt), [])]
+                return guards + saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
             return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
@@ -859,6 +914,8 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
+            if self.rule_result(name(var)) is not None:
+                continue                  # its items carry the adjoints
             if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
@@ -869,7 +926,7 @@ class _Reverse:
 
     def reset(self, var: str, stmt) -> list:
         """Zero the adjoint after its value's assignment consumed it, if it runs again."""
-        if var not in self.active:
+        if var not in self.active or self.rule_result(name(var)) is not None:
             return []
         defs = self.defs[var]
         home = self.home_blocks()[var]
@@ -938,6 +995,21 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+def _may_overlap(read_index, write_index) -> bool:
+    """Whether a read and a write of one array may touch the same elements: they do unless
+    their first indices are different names or constants (`X[i]` and `X[i_plus_1]`)."""
+    def first(index):
+        return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
+    a, b = first(read_index), first(write_index)
+    if isinstance(a, gast.Slice) or isinstance(b, gast.Slice):
+        return True
+    if isinstance(a, gast.Name) and isinstance(b, gast.Name):
+        return a.id == b.id
+    if isinstance(a, gast.Constant) and isinstance(b, gast.Constant):
+        return a.value == b.value
+    return False
 
 
 def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
