@@ -116,6 +116,7 @@ class _Reverse:
         flows = [(p.target, p.sources) for p in self.prims.values() if p.sources]
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
+        self.refuse_effects(activity.varied(flows, self.wrt))
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
         self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
         self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
@@ -253,6 +254,21 @@ class _Reverse:
         elif isinstance(stmt, (gast.Expr, gast.Assert, gast.Return)):
             self.loads_add(stmt, _names([stmt]))
 
+    def refuse_effects(self, varied: set) -> None:
+        """A call made for its effect (`scatter_add(bx, i, v)` in a generated gradient)
+        passes no derivative through the analysis: refuse it rather than return zeros."""
+        for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
+            if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+                continue
+            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape):
+                continue
+            if set(_names(stmt.value.args)) & varied:
+                raise self.fn.origin.error(
+                    stmt, "reverse mode cannot differentiate a call made for its effect on "
+                    "a differentiated value (here an in-place accumulation)",
+                    "for a gradient of a gradient with indexed reads, use forward mode "
+                    "over it (jacfwd) or write the inner function without indexing")
+
     def pure(self, stmt) -> bool:
         """Whether re-running `stmt` in the reverse sweep has no effect but its value."""
         value = stmt.value
@@ -364,6 +380,12 @@ class _Reverse:
                     isinstance(defs[0].value, (gast.Tuple, gast.List)):
                 return gast.Tuple(elts=[self.literal_tuple(e) for e in defs[0].value.elts],
                                   ctx=gast.Load())
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, gast.Name) and defs[0].value.id != atom.id:
+                # `retval = pair` (an early-return lowering) aliases the tuple literal
+                literal = self.literal_tuple(defs[0].value)
+                if isinstance(literal, gast.Tuple):
+                    return literal
         return atom
 
     def tuple_element(self, value):

@@ -1,0 +1,154 @@
+"""vmap benchmarks: secant's generated batched code against hand-written code and JAX.
+
+    W3  vmap(matvec), 512x512 matrix, B = 256 vectors, float32
+        secant jit(vmap(matvec, in_axes=(None, 0)))  vs NumPy V @ M.T  vs JAX jit(vmap)
+    W2  per-example gradients of the MLP 784-256-10, B = 128, float32
+        secant jit(vmap(grad(loss)))  vs hand-batched NumPy backprop  vs JAX jit(vmap(grad))
+    W6  one order-book message on each of 100,000 books
+        secant jit(vmap(book_step), parallel=True)  vs hand Numba prange  vs JAX jit(vmap)
+
+One process; medians over repeated runs after a warm-up call (compile excluded; the
+compile column is the first call). Ratios are to the baseline named in each table.
+
+    PYTHONPATH=. python benchmarks/bench_vmap.py [--json out.json] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+from benchmarks import peers, timing, workloads
+from benchmarks.timing import Row
+from transformer import grad, jit, vmap
+
+
+def _first_call(fn, *args):
+    start = time.perf_counter()
+    timing._wait(fn(*args))
+    return time.perf_counter() - start
+
+
+def interleaved_medians(fns: dict, args: tuple, repeat: int, number: int) -> dict:
+    """Median seconds per call of each function, the functions timed in turn within every
+    round, so that a change in the machine's load hits all of them alike."""
+    times: dict = {label: [] for label in fns}
+    for _ in range(repeat):
+        for label, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                timing._wait(fn(*args))
+            times[label].append((time.perf_counter() - start) / number)
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
+def bench_w3(repeat: int) -> list[Row]:
+    M, V = workloads.matvec_inputs(512, 256)
+    size = "512x512 B=256"
+    secant = jit(vmap(workloads.matvec, in_axes=(None, 0)))
+    fns = {"numpy V @ M.T": peers.matvec_batched_numpy, "secant jit(vmap)": secant,
+           "secant vmap (python)": vmap(workloads.matvec, in_axes=(None, 0))}
+    compile_s = _first_call(secant, M, V)
+    np.testing.assert_allclose(secant(M, V), V @ M.T, rtol=1e-3, atol=1e-3)
+    for fn in fns.values():
+        fn(M, V)
+    # JAX is timed on its own: its thread pool keeps spinning after a call and would
+    # slow down whichever implementation runs next
+    medians = interleaved_medians(fns, (M, V), repeat, 10)
+    rows = [Row("W3 matvec", size, label, medians[label],
+                compile_s if label == "secant jit(vmap)" else None) for label in fns]
+    return rows + _jax_row("W3 matvec", size, peers.matvec_batched_jax, (M, V), repeat, 10)
+
+
+def bench_w2(repeat: int) -> list[Row]:
+    params, X, Y = workloads.mlp_inputs(batch=128)
+    size = "784-256-10 B=128"
+    hand = peers.mlp_per_example_grads_numpy
+    rows = [Row("W2 per-ex grad", size, "numpy hand-batched",
+                timing.median_time(hand, params, X, Y, repeat=repeat, number=3))]
+    per_example = vmap(grad(workloads.mlp_loss), in_axes=(None, 0, 0))
+    secant = jit(per_example)
+    compile_s = _first_call(secant, params, X, Y)
+    expected, got = hand(params, X, Y), secant(params, X, Y)
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=2e-3, atol=1e-5)
+    rows.append(Row("W2 per-ex grad", size, "secant jit(vmap(grad))",
+                    timing.median_time(secant, params, X, Y, repeat=repeat, number=3),
+                    compile_s))
+    rows.append(Row("W2 per-ex grad", size, "secant vmap(grad) (py)",
+                    timing.median_time(per_example, params, X, Y, repeat=repeat, number=3)))
+    rows += _jax_row("W2 per-ex grad", size, peers.mlp_per_example_grads_jax, (params, X, Y),
+                     repeat, 3)
+    return rows
+
+
+def _median_fresh_books(fn, books, messages, repeat: int) -> float:
+    """Median time of `fn` on fresh copies of the books (the copy is not timed)."""
+    times = []
+    for _ in range(repeat):
+        bid, ask = books[0].copy(), books[1].copy()
+        start = time.perf_counter()
+        timing._wait(fn(bid, ask, *messages))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_w6(repeat: int, n_books: int) -> list[Row]:
+    bid, ask, msg_type, side, level, qty = workloads.book_inputs(n_books, 1, seed=0)
+    books, messages = (bid, ask), (msg_type[:, 0], side[:, 0], level[:, 0], qty[:, 0])
+    size = f"{n_books} books"
+    hand = peers.book_step_batch_numba
+    hand(bid.copy(), ask.copy(), *messages)
+    rows = [Row("W6 book step", size, "hand numba prange",
+                _median_fresh_books(hand, books, messages, repeat))]
+    secant = jit(vmap(workloads.book_step), parallel=True)
+    compile_s = _first_call(secant, bid.copy(), ask.copy(), *messages)
+    ours, theirs = (bid.copy(), ask.copy()), (bid.copy(), ask.copy())
+    np.testing.assert_array_equal(secant(*ours, *messages), hand(*theirs, *messages))
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    rows.append(Row("W6 book step", size, "secant jit(vmap) par",
+                    _median_fresh_books(secant, books, messages, repeat), compile_s))
+    try:
+        jax_step = peers.book_step_batch_jax()
+    except ImportError:
+        return rows
+    compile_s = _first_call(jax_step, *books, *messages)
+    rows.append(Row("W6 book step", size, "jax jit(vmap)",
+                    timing.median_time(jax_step, *books, *messages, repeat=repeat), compile_s))
+    return rows
+
+
+def _jax_row(workload, size, factory, args, repeat, number) -> list[Row]:
+    try:
+        fn = factory()
+    except ImportError:
+        return []
+    compile_s = _first_call(fn, *args)
+    return [Row(workload, size, "jax jit(vmap)",
+                timing.median_time(fn, *args, repeat=repeat, number=number), compile_s)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, fewer books")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")     # Numba's notes on parallel=True and caching
+    repeat = 5 if args.quick else 15
+    tables = [("W3", bench_w3(repeat), "numpy V @ M.T"),
+              ("W2", bench_w2(repeat), "numpy hand-batched"),
+              ("W6", bench_w6(repeat, 10_000 if args.quick else 100_000), "hand numba prange")]
+    rows = []
+    for _, table, baseline in tables:
+        timing.print_table(table, baseline)
+        print()
+        rows += table
+    if args.json:
+        timing.write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,429 @@
+"""The forward-mode and higher-order API: jvp, linearize, jacfwd, jacrev, hessian, custom_jvp.
+
+Each transformation returns a `Transformed` whose Function is generated source, so it
+runs with the python backend when called and compiles under `jit`. jacfwd and jacrev
+generate *one* function holding the loop over basis vectors (pushed through the jvp
+Function, or pulled through the vjp Function), so `jit(hessian(f))` is a single
+compiled function, not n Python-level calls.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import gast
+
+from codegen.backends import Options, module_text
+
+from . import basis, runtime
+from .errors import TransformError
+from .forward import jvp_function
+from .frontend import parse
+from .function import Function
+from .names import Namer
+from .transformed import Transformed
+
+PYTHON = Options(backend="python")
+
+
+# ---------------------------------------------------------------- building wrappers
+
+
+def generated(base: Function, text: str, env: dict, label: str) -> Function:
+    """A Function from the source `text` of one `def`, located at `base`'s definition."""
+    node = gast.parse(text).body[0]
+    for sub in gast.walk(node):
+        if "lineno" in getattr(sub, "_attributes", ()):
+            sub.lineno, sub.col_offset = base.node.lineno, base.node.col_offset
+            sub.end_lineno, sub.end_col_offset = base.node.lineno, base.node.col_offset
+    return Function(node, dict(env), base.origin, base.chain + (label,))
+
+
+def _argnums(fn: Function, argnums) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -len(fn.params) <= i < len(fn.params):
+            raise TransformError(f"argnums {i} is out of range for {fn.name} with parameters "
+                                 f"{fn.params}", filename=fn.origin.filename,
+                                 lineno=fn.node.lineno, col=fn.node.col_offset,
+                                 line=fn.origin.source_line(fn.node.lineno))
+    return tuple(i % len(fn.params) for i in nums)
+
+
+def tangent_function(fun, active: Sequence[str] | None = None) -> Function:
+    """The jvp Function of `fun` (its custom rule for a custom_jvp function)."""
+    fn = parse(fun)
+    active = tuple(fn.params if active is None else active)
+    custom = getattr(fun, "__secant_jvp__", None)
+    return custom(active) if custom is not None else jvp_function(fn, active)
+
+
+# ---------------------------------------------------------------- jvp, linearize
+
+
+def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | None = None,
+        has_aux: bool = False):
+    """JAX's `jvp`: `(primals_out, tangents_out)` (and `aux` with has_aux).
+
+    `jvp(fun)` without primals returns the generated function itself:
+    `jvp(f)(*primals, *tangents) -> (primals_out, tangents_out)`, which composes
+    with every other transformation (`grad(lambda x: jvp(f)(x, v)[1])`, `jit(jvp(f))`).
+    """
+    transformed = _jvp_transformed(fun, has_aux)
+    if primals is None and tangents is None:
+        return transformed
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    return transformed(*primals, *tangents)
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_transformed(fun, has_aux: bool) -> Transformed:
+    def build() -> Function:
+        inner = tangent_function(fun)
+        if not has_aux:
+            return inner
+        fn = parse(fun)
+        namer = Namer(set(inner.params) | {"jvp"})
+        args = ", ".join(inner.params)
+        pair = namer.fresh("pair")
+        text = (f"def {fn.name}_jvp_aux({args}):\n"
+                f"    {pair} = jvp({args})\n"
+                f"    return {pair}[0][0], {pair}[1][0], {pair}[0][1]\n")
+        return generated(fn, text, {"jvp": inner}, "jvp(has_aux=True)")
+    return Transformed(fun, build, "jvp")
+
+
+def linearize(fun: Callable, *primals):
+    """JAX's `linearize`: `(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the tangent map."""
+    transformed = _jvp_transformed(fun, False)
+    zeros = tuple(_zeros_tree(p) for p in primals)
+    out, _ = transformed(*primals, *zeros)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"f_jvp takes {len(primals)} tangents, got {len(tangents)}")
+        return transformed(*primals, *tangents)[1]
+    return out, f_jvp
+
+
+def _zeros_tree(value):
+    from .tree_util import tree_map
+    return tree_map(runtime.zeros_like, value)
+
+
+# ---------------------------------------------------------------- jacobians
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+    """The Jacobian by forward mode: every basis vector pushed through the jvp at once."""
+    return Jacobian(fun, argnums, has_aux, "fwd")
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+    """The Jacobian by reverse mode: every output basis vector pulled through the vjp."""
+    return Jacobian(fun, argnums, has_aux, "rev")
+
+
+class Jacobian(Transformed):
+    """jacfwd / jacrev: arrays go straight to the generated function; pytree arguments
+    (dicts, tuples, dataclasses) are flattened to their leaves first, and the result has
+    JAX's structure: the output's tree, each leaf holding the argument's tree."""
+
+    def __init__(self, fun, argnums, has_aux: bool, mode: str):
+        self.argnums, self.has_aux, self.mode = argnums, has_aux, mode
+        label = f"jac{mode}(argnums={argnums})"
+        super().__init__(fun, lambda: _jacobian(fun, argnums, has_aux, mode), label)
+        self._flat: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        from .pytrees import LEAF, layout_of
+        if kwargs or all(layout_of(a) is LEAF for a in args):
+            return super().__call__(*args, **kwargs)
+        return self._call_tree(args, tuple(layout_of(a) for a in args))
+
+    def _call_tree(self, args, layouts):
+        from . import tree_util
+        from .api_reverse import flatten_parameters
+        nums = _argnums(parse(self.fun), self.argnums)
+        if layouts not in self._flat:
+            flat, groups = flatten_parameters(parse(self.fun), layouts)
+            leaves = tuple(i for a in nums for i in groups[a])
+            ref = _FunctionRef(self.fun, flat)
+            fn = _jacobian(ref, leaves, self.has_aux, self.mode)
+            self._flat[layouts] = (backends_compile(fn), groups)
+        compiled, groups = self._flat[layouts]
+        result = compiled(*[leaf for a in args for leaf in tree_util.tree_leaves(a)])
+        jacs, aux = (result[0], result[1]) if self.has_aux else (result, None)
+        count = sum(len(groups[a]) for a in nums)
+        jacs = tuple(jacs) if count > 1 else (jacs,)
+        trees, k = [], 0
+        for a in nums:
+            per_leaf = jacs[k:k + len(groups[a])]
+            k += len(groups[a])
+            trees.append(_tree_product(per_leaf, tree_util.tree_structure(args[a])))
+        value = trees[0] if isinstance(self.argnums, int) else tuple(trees)
+        return (value, aux) if self.has_aux else value
+
+
+class _FunctionRef:
+    """An already generated Function where a callable is expected."""
+
+    def __init__(self, fun, fn: Function):
+        self.fun, self.fn = fun, fn
+        self.__name__ = fn.name
+
+    def __secant_function__(self) -> Function:
+        return self.fn
+
+
+def backends_compile(fn: Function):
+    from codegen import backends
+    return backends.compile_function(fn, PYTHON).function
+
+
+def _tree_product(per_leaf, in_structure):
+    """Per argument leaf, a Jacobian shaped like the output tree -> the output tree whose
+    leaves are argument trees (JAX's layout)."""
+    from . import tree_util
+    out_leaves, out_structure = tree_util.tree_flatten(per_leaf[0])
+    columns = [tree_util.tree_leaves(j) for j in per_leaf]
+    rebuilt = [tree_util.tree_unflatten(in_structure, [c[i] for c in columns])
+               for i in range(len(out_leaves))]
+    return tree_util.tree_unflatten(out_structure, rebuilt)
+
+
+def hessian(fun: Callable, argnums=0) -> Transformed:
+    """The Hessian of scalar-valued `fun`: forward mode over the reverse-mode gradient.
+
+    `jacfwd(jacrev(fun))` with the one cotangent a scalar output has, i.e. jacfwd of
+    `grad(fun)`; for a non-scalar output use `jacfwd(jacrev(fun))` itself.
+    """
+    from .api_reverse import grad
+    if not isinstance(argnums, int):
+        raise TypeError("hessian takes one argnums (an int); for several arguments use "
+                        "jacfwd(jacrev(fun, argnums), argnums)")
+    inner = grad(fun, argnums)
+    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian"),
+                       f"hessian(argnums={argnums})")
+
+
+_HELPERS = {name: getattr(basis, name) for name in basis.__all__}
+
+
+def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
+    fn = parse(fun)
+    nums = _argnums(fn, argnums)
+    active = tuple(fn.params[i] for i in nums)
+    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative", "range"})
+    inner = tangent_function(fun, active) if mode == "fwd" else \
+        cotangent_function(fun, nums, has_aux)
+    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
+               primal=fun)
+    try:
+        body = _batched_body(fn, active, namer, has_aux, mode, inner, env)
+    except TransformError:
+        # some statement has no batching rule: one derivative call per basis vector
+        loops = _forward_loops if mode == "fwd" else _reverse_loops
+        body = loops(fn, active, Namer(set(namer.taken)), has_aux)
+    name = f"{fn.name}_{label or 'jac' + mode}"
+    text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
+                                                              for line in body)
+    label = label or (f"jacfwd(argnums={argnums})" if mode == "fwd"
+                      else f"jacrev(argnums={argnums})")
+    return generated(fn, text, env, label)
+
+
+def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
+    """Lines of a Jacobian body that push (pull) all basis vectors at once through vmap.
+
+    Batched, a matrix-vector product in the derivative becomes one matrix-matrix product.
+    Raises TransformError when vmap cannot vectorize the derivative.
+    """
+    from .api_batching import vmap
+    derivative = Transformed(fn, lambda: inner, "derivative")
+    if mode == "rev":
+        return _batched_rows(fn, active, namer, has_aux, vmap(
+            derivative, in_axes=(None,) * len(fn.params) + (0,), out_axes=0), env)
+    params = ", ".join(fn.params)
+    out, aux = namer.fresh("out"), namer.fresh("aux")
+    lines, jacs = [], []
+    for p in active:
+        mapped, pair, jac = (namer.fresh(n + "_" + p) for n in ("mapped", "pair", "jac"))
+        jacs.append(jac)
+        extra = [f"basis_matrix({p})" if q == p else f"zeros_like({q})" for q in active]
+        in_axes = (None,) * len(fn.params) + tuple(0 if q == p else None for q in active)
+        out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
+        batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
+        batched.__secant_function__()                  # fails here if vmap cannot batch
+        env[mapped] = batched
+        lines.append(f"{pair} = {mapped}({params}, {', '.join(extra)})")
+        primal, columns = (f"{pair}[0][0]", f"{pair}[1][0]") if has_aux else \
+            (f"{pair}[0]", f"{pair}[1]")
+        if p == active[0]:
+            lines.append(f"{out} = {primal}")
+            if has_aux:
+                lines.append(f"{aux} = {pair}[0][1]")
+        lines.append(f"{jac} = jacobian_from_columns({columns}, {out}, {p})")
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
+def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
+    """Lines of a jacrev body pulling all output basis vectors at once through vmap."""
+    batched.__secant_function__()                      # fails here if vmap cannot batch
+    params = ", ".join(fn.params)
+    out, aux, rows, mapped = (namer.fresh(n) for n in ("out", "aux", "rows", "mapped"))
+    env[mapped] = batched
+    lines = _primal_lines(params, out, aux, has_aux, namer)
+    lines.append(f"{rows} = {mapped}({params}, basis_matrix({out}))")
+    jacs = []
+    for i, p in enumerate(active):
+        jac = namer.fresh("jac_" + p)
+        jacs.append(jac)
+        lines.append(f"{jac} = jacobian_from_rows({rows}[{i}], {out}, {p})")
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
+def _primal_lines(params, out, aux, has_aux, namer) -> list[str]:
+    """Run the function itself once: its output fixes the cotangent basis."""
+    if not has_aux:
+        return [f"{out} = primal({params})"]
+    pair = namer.fresh("value")
+    return [f"{pair} = primal({params})", f"{out} = {pair}[0]", f"{aux} = {pair}[1]"]
+
+
+def cotangent_function(fun, argnums: tuple[int, ...], has_aux: bool) -> Function:
+    """The vjp Function of `fun`: `(*params, cotangent) -> (bar_p for p in argnums)`."""
+    from .api_reverse import _base_function
+    from .reverse import VJP, reverse_function
+    return reverse_function(_base_function(fun), argnums, VJP, has_aux,
+                            f"vjp(argnums={argnums})")
+
+
+def _results(jacs, out_of, aux_expr, single: bool, has_aux: bool) -> str:
+    """The return line: one Jacobian or a tuple of them, with aux after."""
+    value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
+    return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
+
+
+def _forward_loops(fn, active, namer, has_aux) -> list[str]:
+    """Lines of a jacfwd body: for each argument, push its basis through `derivative`."""
+    params = ", ".join(fn.params)
+    start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
+    zeros = ", ".join(f"zeros_like({p})" for p in active)
+    out_of = (lambda e: f"{e}[0]") if has_aux else (lambda e: e)
+    lines = [f"{start} = derivative({params}, {zeros})",
+             f"{out} = {out_of(start + '[0]')}"]
+    jacs = []
+    for p in active:
+        jac = namer.fresh("jac_" + p)
+        jacs.append(jac)
+        tangents = ", ".join(f"basis_vector({p}, {k})" if q == p else f"zeros_like({q})"
+                             for q in active)
+        lines += [f"{jac} = jacobian_alloc({out}, {p})",
+                  f"for {k} in range(basis_size({p})):",
+                  f"    {pair} = derivative({params}, {tangents})",
+                  f"    set_column({jac}, {out_of(pair + '[1]')}, {k})",
+                  f"{jac} = jacobian_result({jac}, {out}, {p})"]
+    lines.append(_results(jacs, out_of, f"{start}[0][1]", len(active) == 1, has_aux))
+    return lines
+
+
+def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
+    """Lines of a jacrev body: pull each output basis vector through `derivative`, the
+    vjp Function `(*params, cotangent) -> (bar_p, ...)` of the active parameters."""
+    params = ", ".join(fn.params)
+    out, aux, k, grads = (namer.fresh(n) for n in ("out", "aux", "k", "grads"))
+    lines = _primal_lines(params, out, aux, has_aux, namer)
+    jacs = [namer.fresh("jac_" + p) for p in active]
+    lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
+    lines.append(f"for {k} in range(basis_size({out})):")
+    lines.append(f"    {grads} = derivative({params}, basis_vector({out}, {k}))")
+    for i, jac in enumerate(jacs):
+        lines.append(f"    set_row({jac}, {grads}[{i}], {k})")
+    lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
+# ---------------------------------------------------------------- custom_jvp
+
+
+class custom_jvp:
+    """JAX's `custom_jvp`: a function with a hand-written forward-mode rule.
+
+        @custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            x, = primals; t, = tangents
+            return f(x), 2.0 * t
+
+    Forward-mode transformations (jvp, jacfwd, hessian's outer loop) call the rule; the
+    primal (and reverse mode) use the function itself.
+    """
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.rule: Callable | None = None
+        functools.update_wrapper(self, fun)
+
+    def defjvp(self, rule: Callable) -> Callable:
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def __secant_function__(self) -> Function:
+        return parse(self.fun)
+
+    def __secant_jvp__(self, active: Sequence[str]) -> Function:
+        """A Function `(params..., d_active...) -> (out, dout)` calling the rule."""
+        fn = parse(self.fun)
+        if self.rule is None:
+            raise fn.origin.error(fn.node, f"custom_jvp function {fn.name} has no rule",
+                                  f"define one with @{fn.name}.defjvp")
+        namer = Namer(set(fn.params) | {"rule", "zeros_like"})
+        tangents = {p: namer.fresh("d" + p) for p in active}
+        args = ", ".join(fn.params + [tangents[p] for p in active])
+        primal_tuple = "(" + "".join(f"{p}, " for p in fn.params) + ")"
+        tangent_tuple = "(" + "".join(
+            f"{tangents[p]}, " if p in tangents else f"zeros_like({p}), "
+            for p in fn.params) + ")"
+        text = (f"def {fn.name}_custom_jvp({args}):\n"
+                f"    return rule({primal_tuple}, {tangent_tuple})\n")
+        env = {"rule": self.rule, "zeros_like": runtime.zeros_like}
+        return generated(fn, text, env, "custom_jvp")
+
+
+# ---------------------------------------------------------------- showing the code
+
+
+def show_jvp(fun: Callable) -> str:
+    """The generated module text of `jvp(fun)`: `(*primals, *tangents) -> (out, dout)`."""
+    return module_text(tangent_function(fun), PYTHON)[0]
+
+
+def show_hessian(fun: Callable, argnums=0) -> str:
+    """The generated module text of `hessian(fun)`, then of the generated functions it
+    calls: the basis push (vmap of the jvp of the gradient) and what that calls."""
+    from .names import free_names
+    outer = hessian(fun, argnums).function
+    texts, seen, pending = [], set(), [outer]
+    while pending:
+        fn = pending.pop(0)
+        texts.append(module_text(fn, PYTHON)[0])
+        for key in sorted(free_names(fn.node)):
+            value = fn.env.get(key)
+            if hasattr(value, "__secant_function__") and id(value) not in seen:
+                seen.add(id(value))
+                pending.append(value.__secant_function__())
+    return "\n\n".join(texts)
+
+
+__all__ = ["custom_jvp", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "show_hessian",
+           "show_jvp"]
