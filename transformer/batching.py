@@ -1033,7 +1033,8 @@ def _is_constant_read(node, param: str) -> bool:
 
 
 def _container_params(node) -> list:
-    """Parameters without a default whose every use is a constant-key read."""
+    """Parameters without a default whose every use is a read with a constant string key
+    (dicts; an array indexed by constant ints keeps its batch axis first)."""
     args = node.args
     positional = args.posonlyargs + args.args
     with_default = {a.id for a in positional[len(positional) - len(args.defaults):]} | \
@@ -1043,7 +1044,9 @@ def _container_params(node) -> list:
         reads = [sub.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
         uses = [n for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
                 if isinstance(n, gast.Name) and n.id == param]
-        if reads and len(reads) == len(uses) and param not in with_default:
+        keys = [sub.slice.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
+        if reads and len(reads) == len(uses) and param not in with_default and \
+                all(isinstance(k, str) for k in keys):
             out.append(param)
     return out
 
