@@ -902,6 +902,7 @@ class _Looper(_Emitter):
         self.env[example], self.leaves, self.result_index = _flatten_example(self.fn)
         b = self.namer.fresh("b")
         body = self.prologue()
+        body.append(gast.Expr(value=self.helper(rules.check_examples, self.size)))
         first = self.namer.fresh("first")
         body.append(assign(store(first), self.example_call(example, const(0))))
         structure = self.structure()
