@@ -193,3 +193,8 @@ def test_tuple_argument_with_only_a_later_leaf_mapped():
     np.testing.assert_allclose(got, [20.0, 21.0, 22.0])
     with pytest.raises(TransformError, match="inside a container"):
         vmap(pair_sum, in_axes=((1, 0), None))((np.ones((2, 3)), np.arange(3.0)), 2.0)
+
+
+def test_empty_batch_under_the_loop_strategy_is_a_clear_error():
+    with pytest.raises(ValueError, match="empty batch"):
+        vmap(determinant)(np.zeros((0, 2, 2)))

@@ -153,7 +153,7 @@ def test_per_example_gradients_with_dict_result_through_a_batched_branch():
     xs = rng.normal(size=(5, 3))
     per = vmap(grad(dict_branchy), in_axes=(None, 0))
     assert "vmap: loop strategy" in per.source()
-    got = per(params, xs)
     want = [grad(dict_branchy)(params, x) for x in xs]
-    np.testing.assert_allclose(got["w"], [g["w"] for g in want])
-    np.testing.assert_allclose(got["b"], [g["b"] for g in want])
+    for got in (per(params, xs), jit(per)(params, xs)):
+        np.testing.assert_allclose(got["w"], [g["w"] for g in want])
+        np.testing.assert_allclose(got["b"], [g["b"] for g in want])

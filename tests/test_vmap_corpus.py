@@ -72,7 +72,7 @@ def all_vectorized(x):
 
 def all_looped(x):
     return (corpus.branchy(x), corpus.newton_sqrt(x), corpus.data_dependent_count(x),
-            corpus.scatter_write(x))
+            corpus.scatter_write(x), corpus.pick_by_first(x))
 
 
 @pytest.fixture(scope="module")

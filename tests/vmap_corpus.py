@@ -137,10 +137,17 @@ def scatter_write(x):
     return out + x
 
 
+def pick_by_first(x):
+    """Constant indices under a batched branch: each example reads its own elements."""
+    if x[0] > 0.5:
+        return x[1] * 2.0
+    return x[1] - x[0]
+
+
 CORPUS = [elementwise, scalar_times_vector, reductions, matvec_fixed, vecmat, self_outer,
           indexing, accumulate_loop, prefix_sums, fixed_while, math_builtins, where_clip,
           argmax_gather, shapes, calls_helper, tuple_result, branchy, newton_sqrt,
-          data_dependent_count, scatter_write]
+          data_dependent_count, scatter_write, pick_by_first]
 MATRIX_CORPUS = [matrix_reductions]
 # functions whose batch changes control flow or writes: vmap must loop over examples
-LOOPED = {branchy, newton_sqrt, data_dependent_count, scatter_write}
+LOOPED = {branchy, newton_sqrt, data_dependent_count, scatter_write, pick_by_first}

@@ -129,6 +129,22 @@ def _check_size_nb(size, other, first, second):
     return impl
 
 
+def check_examples(size):
+    """The loop strategy computes the first example to size its results: it needs one."""
+    if size == 0:
+        raise ValueError("vmap over an empty batch: this function is batched with the loop "
+                         "strategy, which needs at least one example")
+
+
+@overload(check_examples)
+def _check_examples_nb(size):
+    def impl(size):
+        if size == 0:
+            raise ValueError("vmap over an empty batch: this function is batched with the "
+                             "loop strategy, which needs at least one example")
+    return impl
+
+
 def to_front(x, axis):
     """`x` with its mapped axis `axis` moved to the front (axis 0)."""
     return np.moveaxis(x, axis, 0)
@@ -1361,8 +1377,9 @@ def _register_derivatives():
         rule = templates.rule_from_source(source, scope)
         for key in keys:
             templates.TANGENTS[key] = rule
-    templates.nondifferentiable(check_size, batch_size_of, batch_empty, argmax_examples,
-                                argmin_examples, any_examples, all_examples, as_int)
+    templates.nondifferentiable(check_size, check_examples, batch_size_of, batch_empty,
+                                argmax_examples, argmin_examples, any_examples, all_examples,
+                                as_int)
 
 
 _register_derivatives()
