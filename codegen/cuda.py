@@ -1,0 +1,581 @@
+"""`jit(..., backend="cuda")`: Numba CUDA kernels, one GPU thread per element.
+
+Two kinds of kernel come out of a function:
+- a *batched* kernel for `jit(vmap(f, in_axes, out_axes), backend="cuda")`: each thread
+  runs the per-element function `f` (a `cuda.jit(device=True)` function) on one batch
+  element, in a grid-stride loop, so its branches and loops stay real per thread;
+- an *elementwise* kernel for `jit(f, backend="cuda")` of a scalar function: its array
+  arguments are broadcast against each other, like a CUDA ufunc.
+
+A kernel is compiled per specialization: static argument values and the dtype and shape
+every thread sees are folded into its source (`codegen.cuda_emit` rewrites the function
+into the CUDA dialect: local arrays, loops, `math.*`, typed constants). The structure of
+the outputs is read from one run of the per-element function on the first element with
+the plain-Python backend. NumPy arguments are copied to the device and the results back;
+Numba device arrays and objects with `__cuda_array_interface__` are used in place, and
+then the results stay on the device.
+
+A batched object is anything with `__secant_vmap__()` returning `(per_element_fun,
+in_axes, out_axes)`, or with `fun`, `in_axes` and `out_axes` attributes and a `label`
+starting with "vmap" (what `transformer.vmap` returns).
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import functools
+import importlib.util
+import inspect
+import types
+
+import numpy as np
+
+from transformer.errors import TransformError
+from transformer.frontend import parse
+from transformer.function import Function, signature
+from transformer.names import Namer, free_names
+from transformer.specialize import specialize
+
+from . import backends, emit, modules
+from .cuda_emit import to_cuda_dialect
+from .cuda_types import Spec, spec_of_value
+
+DEFAULT_THREADS = 128
+MAX_BLOCKS = 65535
+
+
+class CudaUnavailableError(RuntimeError):
+    """`backend="cuda"` was asked for where kernels cannot run; the message says why."""
+
+
+def unavailable_reason() -> str | None:
+    """Why CUDA kernels cannot run here, or None when they can (a GPU or the simulator)."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        return ("backend='cuda' needs the numba-cuda package, which is not installed: "
+                "pip install 'secant[cuda]'")
+    import numba
+    if numba.config.ENABLE_CUDASIM:
+        return None
+    from numba import cuda
+    if not cuda.is_available():
+        return ("backend='cuda' found numba-cuda but no usable CUDA GPU or driver on this "
+                "machine; run on a machine with an NVIDIA GPU, or set NUMBA_ENABLE_CUDASIM=1 "
+                "before Python starts to run kernels on the (slow) CPU simulator")
+    return None
+
+
+def simulated() -> bool:
+    import numba
+    return bool(numba.config.ENABLE_CUDASIM)
+
+
+def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
+             threads_per_block: int | None = None, blocks: int | None = None):
+    """`fun` compiled to CUDA kernels on first call; see the module docstring."""
+    return CudaJitted(fun, static_argnums, static_argnames, fastmath,
+                      Launch(threads_per_block, blocks))
+
+
+def show_cuda(fun, *args, **kwargs) -> str:
+    """The kernel module text of `fun` (or of `jit(fun, backend="cuda")`) for `args`."""
+    jitted = fun if isinstance(fun, CudaJitted) else cuda_jit(fun)
+    return jitted.source(*args, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """Threads per block and blocks; None picks them from the number of elements."""
+
+    threads_per_block: int | None = None
+    blocks: int | None = None
+
+    def config(self, elements: int) -> tuple[int, int]:
+        threads = self.threads_per_block or DEFAULT_THREADS
+        blocks = self.blocks or max(1, min(MAX_BLOCKS, -(-elements // threads)))
+        return blocks, threads
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """The per-element function of a vmap and its axes."""
+
+    fun: object
+    in_axes: object
+    out_axes: object
+
+
+def batch_of(fun) -> Batch | None:
+    """The Batch behind a vmapped object, or None for a plain function."""
+    protocol = getattr(fun, "__secant_vmap__", None)
+    if protocol is not None:
+        return Batch(*protocol())
+    if str(getattr(fun, "label", "")).startswith("vmap") and hasattr(fun, "in_axes"):
+        return Batch(fun.fun, fun.in_axes, getattr(fun, "out_axes", 0))
+    return None
+
+
+# ---------------------------------------------------------------- arguments
+
+@dataclasses.dataclass(frozen=True)
+class Argument:
+    """One dynamic argument as the kernel sees it."""
+
+    name: str
+    value: object          # device array, or scalar
+    spec: Spec             # what the whole argument is
+    axis: int | None       # batched axis (vmap); None: every thread sees all of it
+    on_device: bool        # it was given as a device array
+
+
+def _is_device_array(value) -> bool:
+    return hasattr(value, "copy_to_host") or hasattr(value, "__cuda_array_interface__")
+
+
+def _to_device(value, cuda):
+    if hasattr(value, "copy_to_host"):
+        return value
+    if hasattr(value, "__cuda_array_interface__"):
+        return cuda.as_cuda_array(value)
+    return cuda.to_device(np.ascontiguousarray(value))
+
+
+def _host(value):
+    return value.copy_to_host() if hasattr(value, "copy_to_host") else np.asarray(value)
+
+
+def _float_dtype(values) -> np.dtype:
+    """float32 when every floating argument is float32, else float64."""
+    floats = {np.dtype(v.dtype) for v in values
+              if hasattr(v, "dtype") and np.dtype(v.dtype).kind == "f"}
+    return np.dtype(np.float32) if floats == {np.dtype(np.float32)} else np.dtype(np.float64)
+
+
+# ---------------------------------------------------------------- the jitted object
+
+class CudaJitted:
+    """A function compiled to CUDA kernels per specialization; call it like the original."""
+
+    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):
+        self.fun = fun
+        self.batch = batch_of(fun)
+        self.fastmath = fastmath
+        self.launch = launch
+        self._static_argnums = _as_tuple(static_argnums)
+        self._static_argnames = _as_tuple(static_argnames)
+        self._kernels: dict = {}
+        self._last = None
+        functools.update_wrapper(self, fun, updated=())
+
+    def with_launch(self, threads_per_block: int | None = None, blocks: int | None = None):
+        """The same kernels launched with other threads per block / blocks."""
+        other = CudaJitted(self.fun, self._static_argnums, self._static_argnames,
+                           self.fastmath, Launch(threads_per_block, blocks))
+        other._kernels = self._kernels
+        return other
+
+    @functools.cached_property
+    def element_function(self) -> Function:
+        return parse(self.batch.fun if self.batch else self.fun)
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        return signature(self.element_function)
+
+    @functools.cached_property
+    def static_names(self) -> frozenset:
+        names = list(self.signature.parameters)
+        return frozenset([names[i] for i in self._static_argnums] + list(self._static_argnames))
+
+    def _in_axes(self) -> dict:
+        names = [n for n in self.signature.parameters]
+        axes = self.batch.in_axes
+        if not isinstance(axes, (tuple, list)):
+            axes = (axes,) * len(names)
+        if len(axes) != len(names):
+            raise TransformError(f"in_axes {self.batch.in_axes!r} has {len(axes)} entries "
+                                 f"but {self.__name__} takes {len(names)} arguments")
+        return dict(zip(names, axes))
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        reason = unavailable_reason()
+        if reason:
+            raise CudaUnavailableError(reason)
+        from numba import cuda
+        static, arguments, size = self._bind(args, kwargs)
+        kernel = self._kernel(static, arguments)
+        outputs = [cuda.device_array((size,) + spec.shape, spec.dtype)
+                   for spec in kernel.outputs]
+        values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
+                  for a in arguments]
+        if size:
+            blocks, threads = self.launch.config(size)
+            kernel.function[blocks, threads](*values, *outputs)
+        return self._results(kernel, outputs, arguments)
+
+    def _results(self, kernel, outputs, arguments):
+        on_device = any(a.on_device for a in arguments)
+        results = []
+        for out, spec in zip(outputs, kernel.outputs):
+            if kernel.shape is not None:        # elementwise: the broadcast shape
+                out = out.reshape(kernel.shape + spec.shape)
+            if not on_device:
+                out = out.copy_to_host()
+                if kernel.out_axis not in (0, None):
+                    out = np.moveaxis(out, 0, kernel.out_axis)
+            results.append(out)
+        return tuple(results) if kernel.is_tuple else results[0]
+
+    def _bind(self, args, kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        static, dynamic = {}, []
+        for param, value in bound.arguments.items():
+            if param in self.static_names:
+                static[param] = value
+            else:
+                dynamic.append((param, value))
+        float_dtype = _float_dtype([v for _, v in dynamic])
+        if self.batch is not None:
+            return (static, *self._batched(dynamic, float_dtype))
+        return (static, *self._broadcast(dynamic, float_dtype))
+
+    def _argument(self, param, value, float_dtype, axis) -> Argument:
+        on_device = _is_device_array(value)
+        if isinstance(value, float) or (isinstance(value, np.floating) and not on_device):
+            value = float_dtype.type(value)
+        elif not on_device and not isinstance(value, (bool, int, np.generic)):
+            value = np.asarray(value)
+        spec = spec_of_value(value, float_dtype)
+        if spec is None:
+            raise TransformError(f"argument {param!r} of {self.__name__} is a "
+                                 f"{type(value).__name__}; CUDA kernels take arrays and "
+                                 "numbers", hint="pass NumPy or device arrays, or numbers")
+        return Argument(param, value, spec, axis, on_device)
+
+    def _batched(self, dynamic, float_dtype):
+        axes = self._in_axes()
+        arguments, sizes = [], set()
+        for param, value in dynamic:
+            axis = axes[param]
+            argument = self._argument(param, value, float_dtype, axis)
+            if axis is not None:
+                if not argument.spec.is_array:
+                    raise TransformError(f"in_axes asks to batch argument {param!r} of "
+                                         f"{self.__name__} over axis {axis}, but it is a "
+                                         "scalar", hint="use None in in_axes for it")
+                axis = axis % len(argument.spec.shape)
+                argument = dataclasses.replace(argument, axis=axis)
+                sizes.add(argument.spec.shape[axis])
+            arguments.append(argument)
+        if len(sizes) != 1:
+            raise TransformError(f"vmap of {self.__name__}: batched arguments must share "
+                                 f"one batch size, got sizes {sorted(sizes) or 'none'}")
+        return arguments, sizes.pop()
+
+    def _broadcast(self, dynamic, float_dtype):
+        arguments = [self._argument(p, v, float_dtype, None) for p, v in dynamic]
+        try:
+            shape = np.broadcast_shapes(*[a.spec.shape for a in arguments])
+        except ValueError:
+            shapes = ", ".join(f"{a.name}: {a.spec.shape}" for a in arguments)
+            raise TransformError(f"the array arguments of {self.__name__} do not broadcast "
+                                 f"together ({shapes})") from None
+        return arguments, int(np.prod(shape))
+
+    # ------------------------------------------------------------ compiling
+    def _key(self, static, arguments):
+        layout = tuple((a.name, a.spec.dtype.str, a.spec.shape if a.spec.is_array else (),
+                        a.axis, a.on_device) for a in arguments)
+        return tuple(sorted((k, repr(v)) for k, v in static.items())), layout
+
+    def _kernel(self, static, arguments) -> "Kernel":
+        key = self._key(static, arguments)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = build_kernel(self, static, arguments, probe=True)
+            kernel.function = load_kernel(kernel)
+            self._kernels[key] = kernel
+        self._last = kernel
+        return kernel
+
+    # ------------------------------------------------------------ inspecting
+    def source(self, *args, **kwargs) -> str:
+        """The kernel module for a call with `args` (the last call's without them)."""
+        if args or kwargs:
+            static, arguments, _ = self._bind(args, kwargs)
+            return build_kernel(self, static, arguments, probe=True).text
+        if self._last is not None:
+            return self._last.text
+        arguments = [Argument(p, 0.0, Spec(np.dtype(np.float64), (1,)),
+                              0 if self.batch else None, False)
+                     for p in self.signature.parameters if p not in self.static_names]
+        return build_kernel(self, {}, arguments, probe=False).text
+
+    def __repr__(self):
+        return f"<secant.jit {self.__name__} backend=cuda>"
+
+
+def _as_tuple(value) -> tuple:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, (int, str)) else tuple(value)
+
+
+# ---------------------------------------------------------------- the kernel module
+
+@dataclasses.dataclass
+class Kernel:
+    text: str
+    namespace: dict
+    name: str
+    outputs: list            # Spec of one element's results
+    is_tuple: bool
+    shape: tuple | None      # elementwise: the broadcast shape; batched: None
+    out_axis: int | None
+    function: object = None
+
+
+def thread_spec(argument: Argument) -> Spec:
+    """What one thread sees of an argument."""
+    spec = argument.spec
+    if argument.axis is None:
+        return spec
+    shape = spec.shape[:argument.axis] + spec.shape[argument.axis + 1:]
+    return Spec(spec.dtype, shape)
+
+
+def build_kernel(jitted: CudaJitted, static: dict, arguments: list, probe: bool) -> Kernel:
+    fn = jitted.element_function
+    if static:
+        fn = specialize(fn, static)
+    elementwise = jitted.batch is None
+    specs = {a.name: (Spec(a.spec.dtype) if elementwise else thread_spec(a))
+             for a in arguments}
+    float_dtype = _float_dtype([np.empty(0, s.dtype) for s in specs.values()])
+    if probe:
+        outputs, is_tuple = _probe(fn, arguments, elementwise, float_dtype)
+    else:
+        outputs, is_tuple = [Spec(float_dtype)], False
+    device = to_cuda_dialect(fn, specs, float_dtype, outputs)
+    shape = tuple(np.broadcast_shapes(*[a.spec.shape for a in arguments])) \
+        if elementwise else None
+    out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
+    text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
+                                           float_dtype)
+    return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis)
+
+
+def _out_axis(out_axes):
+    axes = set(out_axes) if isinstance(out_axes, (tuple, list)) else {out_axes}
+    if len(axes) != 1 or None in axes:
+        raise TransformError(f"out_axes {out_axes!r} is not supported by backend='cuda'",
+                             hint="use one integer out_axes for every output")
+    return axes.pop()
+
+
+def _probe(fn: Function, arguments, elementwise, float_dtype):
+    """Run `fn` on the first element with the Python backend: Specs of its results."""
+    python = backends.compile_function(fn, backends.Options(backend="python")).function
+    firsts = []
+    for a in arguments:
+        value = a.value
+        if a.spec.is_array:
+            host = _host(value)
+            if elementwise:
+                value = host.reshape(-1)[0] if host.size else host.dtype.type(0)
+            elif a.axis is not None:
+                value = np.take(host, 0, axis=a.axis)
+            else:
+                value = host
+        firsts.append(value)
+    result = python(*firsts)
+    is_tuple = isinstance(result, tuple)
+    outputs = []
+    for item in (result if is_tuple else (result,)):
+        item = np.asarray(item)
+        dtype = item.dtype
+        if dtype.kind == "f" and float_dtype == np.float32:
+            dtype = np.dtype(np.float32)
+        if dtype.kind not in "biuf":
+            raise fn.origin.error(fn.node, f"{fn.name} returns a {item.dtype} value; CUDA "
+                                  "kernels return numbers and arrays of numbers")
+        outputs.append(Spec(dtype, item.shape))
+    if elementwise and any(s.is_array for s in outputs):
+        raise fn.origin.error(fn.node, f"jit({fn.name}, backend='cuda') broadcasts a scalar "
+                              "function over arrays, but it returns an array per element",
+                              hint="vmap it over the batch axis instead")
+    return outputs, is_tuple
+
+
+def _module(jitted, device: Function, arguments, outputs, shape, float_dtype):
+    """The text of the kernel module, the namespace to bind, and the kernel's name."""
+    imports, namespace, fingerprints = set(), {}, []
+    _materialize_env(device, jitted.fastmath, float_dtype, imports, namespace, fingerprints)
+    imports.add("from numba import cuda")
+    flags = "(fastmath=True)" if jitted.fastmath else ""
+    device_flags = "device=True, fastmath=True" if jitted.fastmath else "device=True"
+    namer = Namer(set(device.params) | set(device.env) | {device.name})
+    kernel_name = namer.fresh(f"{device.name}_kernel")
+    kernel = _kernel_text(device, kernel_name, arguments, outputs, shape, namer)
+    described = ", ".join(f"{a.name}: {_describe(a, shape is not None)}" for a in arguments)
+    header = [
+        f"# secant: generated from {device.origin.describe()}",
+        f"# transforms: {' | '.join(device.chain + (_label(jitted, shape),))}",
+        f"# backend: cuda{' (simulator)' if simulated() else ''}; secant {backends.VERSION}, "
+        f"numba {_version('numba')}, numba-cuda {_version('numba_cuda')}, "
+        f"numpy {np.__version__}",
+        f"# each thread sees: {described or '(no arguments)'}; "
+        f"working precision {float_dtype.name}",
+        *fingerprints,
+    ]
+    text = "\n".join(header) + "\n" + "\n".join(sorted(imports)) + "\n\n\n"
+    text += f"@cuda.jit({device_flags})\n" + emit.to_source(device.node) + "\n\n"
+    text += f"@cuda.jit{flags}\n" + kernel
+    return text, namespace, kernel_name
+
+
+def _label(jitted, shape) -> str:
+    if shape is not None:
+        return "jit(backend='cuda', elementwise)"
+    return (f"vmap(in_axes={jitted.batch.in_axes!r}, out_axes={jitted.batch.out_axes!r}) "
+            "as one thread per element | jit(backend='cuda')")
+
+
+def _describe(argument: Argument, elementwise: bool) -> str:
+    spec = Spec(argument.spec.dtype) if elementwise else thread_spec(argument)
+    return f"{spec.dtype.name}{list(spec.shape) if spec.shape else ''}"
+
+
+def _version(package: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(package.replace("_", "-"))
+    except Exception:  # not installed: the header says so instead of failing
+        return "absent"
+
+
+def _kernel_text(device, kernel_name, arguments, outputs, shape, namer) -> str:
+    params = [a.name for a in arguments] + device.params[len(arguments):]
+    index, start, stride = namer.fresh("i"), namer.fresh("start"), namer.fresh("stride")
+    lines = [f"def {kernel_name}({', '.join(params)}):",
+             "    # one thread per element; a grid-stride loop covers any count",
+             f"    {start} = cuda.grid(1)",
+             f"    {stride} = cuda.gridsize(1)"]
+    if shape is None:
+        count = _batch_count(arguments)
+        lines.append(f"    for {index} in range({start}, {count}, {stride}):")
+        reads = [_batched_read(a, index) for a in arguments]
+        body = []
+    else:
+        count = max(1, int(np.prod(shape)))
+        lines.append(f"    for {index} in range({start}, {count}, {stride}):")
+        body, digits = _unravel(index, shape, namer)
+        reads = [_broadcast_read(a, shape, digits) for a in arguments]
+    writes = [f"{p}[{index}:{index} + 1]" if not spec.is_array else f"{p}[{index}]"
+              for p, spec in zip(params[len(arguments):], outputs)]
+    body.append(f"{device.name}({', '.join(reads + writes)})")
+    lines.extend("        " + line for line in body)
+    return "\n".join(lines) + "\n"
+
+
+def _batch_count(arguments) -> str:
+    first = next(a for a in arguments if a.axis is not None)
+    return f"{first.name}.shape[{first.axis}]"
+
+
+def _batched_read(argument: Argument, index: str) -> str:
+    if argument.axis is None:
+        return argument.name
+    parts = [":"] * argument.axis + [index]
+    return f"{argument.name}[{', '.join(parts)}]"
+
+
+def _unravel(index, shape, namer):
+    """Statements turning a flat index into one index per dimension of `shape`."""
+    digits = [namer.fresh(f"i{k}") for k in range(len(shape))]
+    body, rest = [], index
+    for k, digit in enumerate(digits):
+        inner = int(np.prod(shape[k + 1:]))
+        body.append(f"{digit} = {rest} // {inner}" if k < len(shape) - 1 else
+                    f"{digit} = {rest}")
+        if k < len(shape) - 1:
+            remainder = namer.fresh("rest")
+            body.append(f"{remainder} = {rest} % {inner}")
+            rest = remainder
+    return body, digits
+
+
+def _broadcast_read(argument: Argument, shape, digits) -> str:
+    if not argument.spec.is_array:
+        return argument.name
+    own = argument.spec.shape
+    skip = len(shape) - len(own)
+    parts = ["0" if dim == 1 else digits[skip + k] for k, dim in enumerate(own)]
+    return f"{argument.name}[{', '.join(parts)}]"
+
+
+# ---------------------------------------------------------------- environment
+
+def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fingerprints):
+    """Import lines and namespace bindings for every free name of `fn`."""
+    for name in sorted(free_names(fn.node)):
+        value = fn.env[name]
+        if isinstance(value, types.ModuleType):
+            imports.add(backends._import_line(name, value))
+            continue
+        if getattr(builtins, name, None) is value:
+            continue
+        helper = _helper_function(value)
+        if helper is not None:
+            compiled = device_helper(helper, fastmath, float_dtype)
+            namespace[name] = compiled.function
+            fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
+            continue
+        namespace[name] = value
+        fingerprints.append(f"# uses {name}: {backends.fingerprint(value)}")
+
+
+def _helper_function(value) -> Function | None:
+    """The Function behind a callee that must become a CUDA device function."""
+    if isinstance(value, Function):
+        return value
+    if hasattr(value, "__secant_function__"):
+        return value.__secant_function__()
+    if hasattr(value, "py_func") and backends.is_user_function(value.py_func):
+        return parse(value.py_func)
+    if backends.is_user_function(value):
+        return parse(value)
+    return None
+
+
+_devices: dict = {}
+
+
+def device_helper(fn: Function, fastmath: bool, float_dtype) -> backends.Compiled:
+    """A callee compiled as a `cuda.jit(device=True)` function (shapes unknown here)."""
+    device = to_cuda_dialect(fn, {}, float_dtype)
+    imports, namespace, fingerprints = {"from numba import cuda"}, {}, []
+    _materialize_env(device, fastmath, float_dtype, imports, namespace, fingerprints)
+    flags = "device=True, fastmath=True" if fastmath else "device=True"
+    header = [f"# secant: device function generated from {fn.origin.describe()}",
+              f"# transforms: {' | '.join(fn.chain) or '(none)'} | cuda device function",
+              *fingerprints]
+    text = "\n".join(header) + "\n" + "\n".join(sorted(imports)) + "\n\n\n"
+    text += f"@cuda.jit({flags})\n" + emit.to_source(device.node)
+    key = modules.content_hash(text)
+    if key not in _devices:
+        module = modules.load_module(text, namespace)
+        _devices[key] = backends.Compiled(getattr(module, device.name), text,
+                                          module.__file__, key)
+    return _devices[key]
+
+
+def load_kernel(kernel: Kernel):
+    """Write the kernel module to the cache and return its kernel dispatcher."""
+    module = modules.load_module(kernel.text, kernel.namespace)
+    return getattr(module, kernel.name)
+
+
+__all__ = ["CudaJitted", "CudaUnavailableError", "cuda_jit", "show_cuda",
+           "unavailable_reason"]

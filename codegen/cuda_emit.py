@@ -1,0 +1,594 @@
+"""The CUDA dialect: rewrite a per-thread Function into code Numba compiles for a GPU.
+
+Input: any Function (it is desugared and put in A-normal form first) and a `Spec` per
+parameter - the dtype and shape one thread sees, fixed by the call. Output invariant:
+- every `x.shape`, `x.size`, `x.ndim`, `x.dtype`, `len(x)` of an array of known shape is a
+  constant, and so is every name assigned once to a constant;
+- nothing allocates: `np.zeros/ones/empty/full(_like)` and `np.copy` are
+  `cuda.local.array(SHAPE, DTYPE)` with a constant SHAPE and a fill loop; whole-array
+  arithmetic, elementwise functions and `np.sum/prod/max/min/dot` of arrays are loops;
+  a size that cannot be known is a TransformError naming the variable;
+- scalar math is `math.*` and builtins (`np.exp` -> `math.exp`, `np.abs` -> `abs`,
+  `np.power` -> `**`, `np.maximum` -> `max`, `np.where` -> `if`);
+- in float32 code every float constant, and every int operand of float arithmetic, is
+  cast to float32 (Numba would otherwise compute in float64);
+- with `outputs`, `return v` writes `v` into output views passed as extra parameters
+  (`out0[0] = v` for a scalar, a copy loop for an array) and returns nothing.
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+import math
+
+import gast
+import numpy as np
+
+from transformer.anf import anf
+from transformer.desugar import desugar
+from transformer.function import Function, resolve
+from transformer.names import Namer, loaded_names
+from transformer.specialize import fold_constants
+from transformer.syntax import assign, call, const, dotted, located, name, store, subscript
+
+from . import emit
+from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, REDUCTIONS, Inference,
+                         Spec, allocation_dtype_node, indexed_shape, infer)
+
+
+def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Function:
+    """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes."""
+    fn = anf(desugar(fn))
+    fn = fold_shapes(fn, specs, float_dtype)
+    fn = lower_arrays(fn, specs, float_dtype)
+    fn = scalar_math(fn)
+    if outputs is not None:
+        fn = destination_passing(fn, outputs, float_dtype)
+    return typed_constants(fn, specs, float_dtype)
+
+
+class _Binder:
+    """Binds library objects (math, cuda, abs) in a Function's environment under a name."""
+
+    def __init__(self, fn: Function):
+        self.env = dict(fn.env)
+        self.namer = Namer.for_function(fn)
+
+    def bind(self, obj, preferred: str) -> str:
+        for key, value in self.env.items():
+            if value is obj:
+                return key
+        key = preferred if preferred not in self.namer.taken else self.namer.fresh(preferred)
+        self.namer.reserve(key)
+        self.env[key] = obj
+        return key
+
+    def ref(self, obj, preferred: str, attr: str | None = None):
+        base = self.bind(obj, preferred)
+        return dotted(f"{base}.{attr}" if attr else base)
+
+
+def _cuda_module():
+    from numba import cuda
+    return cuda
+
+
+# ---------------------------------------------------------------- constant shapes
+
+def fold_shapes(fn: Function, specs: dict, float_dtype) -> Function:
+    """Replace shape reads of known arrays, and names bound once to constants, by values."""
+    for _ in range(10):
+        before = emit.to_source(fn.node)
+        binder = _Binder(fn)
+        info = infer(fn, specs, float_dtype)
+        node = copy.deepcopy(fn.node)
+        _FoldShapes(fn, info, binder, _single_constants(fn)).visit(node)
+        fn = fold_constants(fn.replace(node=node, env=binder.env))
+        if emit.to_source(fn.node) == before:
+            break
+    return _drop_unread_constants(fn)
+
+
+def _drop_unread_constants(fn: Function) -> Function:
+    """Remove `n = 3`-style assignments whose name was folded away everywhere."""
+    read = loaded_names(fn.node)
+    constants = _single_constants(fn)
+    node = copy.deepcopy(fn.node)
+    for parent in gast.walk(node):
+        for field in ("body", "orelse"):
+            stmts = getattr(parent, field, None)
+            if not isinstance(stmts, list):
+                continue
+            kept = [s for s in stmts if not (isinstance(s, gast.Assign) and
+                                             isinstance(s.targets[0], gast.Name) and
+                                             s.targets[0].id in constants and
+                                             s.targets[0].id not in read)]
+            if kept != stmts:
+                setattr(parent, field, kept or ([gast.Pass()] if field == "body" else []))
+    return fn.replace(node=node)
+
+
+def _single_constants(fn: Function) -> dict:
+    """Names assigned exactly once, to a literal or a global reference: name -> node."""
+    counts: dict = {}
+    for sub in gast.walk(fn.node):
+        if isinstance(sub, gast.Name) and not isinstance(sub.ctx, gast.Load):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    found = {}
+    for stmt in gast.walk(fn.node):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+                counts.get(stmt.targets[0].id) == 1 and _is_literal(fn, stmt.value):
+            found[stmt.targets[0].id] = stmt.value
+    return found
+
+
+def _is_literal(fn: Function, node) -> bool:
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, gast.Tuple):
+        return all(isinstance(e, gast.Constant) for e in node.elts)
+    return isinstance(node, gast.Name) and node.id in fn.env and isinstance(fn.env[node.id], type)
+
+
+class _FoldShapes(gast.NodeTransformer):
+    def __init__(self, fn, info, binder, constants):
+        self.fn, self.info, self.binder, self.constants = fn, info, binder, constants
+
+    def _array(self, node):
+        if isinstance(node, gast.Name):
+            spec = self.info.get(node.id)
+            if spec is not None and spec.is_array:
+                return spec
+        return None
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.constants:
+            return gast.copy_location(copy.deepcopy(self.constants[node.id]), node)
+        return node
+
+    def visit_Attribute(self, node):
+        spec = self._array(node.value) if isinstance(node.ctx, gast.Load) else None
+        if spec is None:
+            return self.generic_visit(node)
+        if node.attr == "shape":
+            return located(gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load()),
+                           node)
+        if node.attr in ("size", "ndim"):
+            value = int(np.prod(spec.shape)) if node.attr == "size" else len(spec.shape)
+            return gast.copy_location(const(value), node)
+        if node.attr == "dtype":
+            return gast.copy_location(
+                name(self.binder.bind(spec.dtype.type, spec.dtype.name)), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if resolve(self.fn, node.func, None) is len and len(node.args) == 1:
+            spec = self._array(node.args[0])
+            if spec is not None:
+                return gast.copy_location(const(spec.shape[0]), node)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Tuple) and \
+                isinstance(node.slice, gast.Constant) and isinstance(node.slice.value, int):
+            return gast.copy_location(copy.deepcopy(node.value.elts[node.slice.value]), node)
+        return node
+
+
+# ---------------------------------------------------------------- arrays to loops
+
+def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
+    """Allocations become local arrays; whole-array operations become loops."""
+    binder = _Binder(fn)
+    lowering = _LowerArrays(fn, infer(fn, specs, float_dtype), binder, float_dtype)
+    node = copy.deepcopy(fn.node)
+    node.body = lowering.block(node.body)
+    return fn.replace(node=node, env=binder.env)
+
+
+class _LowerArrays:
+    def __init__(self, fn, info, binder: _Binder, float_dtype):
+        self.fn, self.info, self.binder = fn, info, binder
+        self.values = Inference(fn, info, np.dtype(float_dtype))
+
+    def spec(self, atom) -> Spec | None:
+        return self.values.atom(atom)
+
+    def block(self, stmts) -> list:
+        out = []
+        for stmt in stmts:
+            out.extend(self.statement(stmt))
+        return out
+
+    def statement(self, stmt) -> list:
+        if isinstance(stmt, (gast.For, gast.While, gast.If)):
+            stmt.body = self.block(stmt.body) or [gast.Pass()]
+            stmt.orelse = self.block(stmt.orelse)
+            return [stmt]
+        if not isinstance(stmt, gast.Assign):
+            return [stmt]
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript):
+            return [located(s, stmt) for s in self.store(stmt, target, stmt.value)]
+        return [located(s, stmt) for s in self.assign(stmt, target.id, stmt.value)]
+
+    # -- x = ...
+    def assign(self, stmt, target: str, value) -> list:
+        if isinstance(value, gast.Call):
+            func = resolve(self.fn, value.func, None)
+            if func in ALLOCATIONS:
+                return self.allocate(stmt, target, value, func)
+            if func in REDUCTIONS and self._has_array(value.args):
+                return self.reduce(stmt, target, value, func)
+            if self._has_array(value.args):
+                if func in ELEMENTWISE or getattr(func, "__module__", None) == "math":
+                    return self.elementwise(stmt, target, value, value.args)
+                self._refuse_numpy(stmt, func, target)
+            return [stmt]
+        if isinstance(value, gast.BinOp):
+            operands = [value.left, value.right]
+        elif isinstance(value, gast.UnaryOp):
+            operands = [value.operand]
+        elif isinstance(value, gast.Compare):
+            operands = [value.left, value.comparators[0]]
+        else:
+            return [stmt]
+        if self._has_array(operands):
+            return self.elementwise(stmt, target, value, operands)
+        return [stmt]
+
+    def _has_array(self, atoms) -> bool:
+        specs = [self.spec(a) for a in atoms]
+        return any(s is not None and s.is_array for s in specs)
+
+    def _refuse_numpy(self, stmt, func, target):
+        module = getattr(func, "__module__", None) or ""
+        if module.split(".")[0] == "numpy" or isinstance(func, np.ufunc):
+            what = getattr(func, "__name__", repr(func))
+            raise self.fn.origin.error(
+                stmt, f"np.{what} of arrays has no CUDA form here (assigning {target!r})",
+                "write the loop over the elements, or use elementwise functions, "
+                "np.sum/np.dot/np.max/np.min and allocations of a fixed size")
+
+    def _result(self, stmt, target, value) -> Spec:
+        spec = self.values.value(value)
+        if spec is None or not spec.shape or None in spec.shape:
+            raise self.fn.origin.error(
+                stmt, f"the size of array {target!r} is not known when the CUDA kernel is "
+                "compiled", "make the size a static argument (static_argnums) or derive "
+                "it from the shape of an argument")
+        return spec
+
+    def local_array(self, target, spec) -> gast.stmt:
+        shape = const(spec.shape[0]) if len(spec.shape) == 1 else \
+            gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load())
+        dtype = name(self.binder.bind(spec.dtype.type, spec.dtype.name))
+        func = self.binder.ref(_cuda_module(), "cuda", "local.array")
+        return assign(store(target), call(func, shape, dtype))
+
+    def loop(self, shape, body):
+        """Nested loops over `shape`; `body(indices)` gives the innermost statements."""
+        indices = [self.binder.namer.fresh(f"i{k}") for k in range(len(shape))]
+        stmts = body(indices)
+        range_name = self.binder.bind(builtins.range, "range")
+        for dim, index in reversed(list(zip(shape, indices))):
+            stmts = [gast.For(target=store(index), iter=call(name(range_name), const(dim)),
+                              body=stmts, orelse=[], type_comment=None)]
+        return stmts
+
+    def element(self, atom, shape, indices, out) -> gast.expr:
+        """`atom` at `indices` of a result of `shape` (broadcasting), read into a temp."""
+        spec = self.spec(atom)
+        if spec is None or not spec.is_array:
+            return copy.deepcopy(atom)
+        skip = len(shape) - len(spec.shape)
+        parts = [const(0) if dim == 1 and shape[skip + k] != 1 else name(indices[skip + k])
+                 for k, dim in enumerate(spec.shape)]
+        index = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
+        temp = self.binder.namer.fresh(f"{atom.id}_elt")
+        out.append(assign(store(temp), subscript(copy.deepcopy(atom), index)))
+        return name(temp)
+
+    def write(self, target, indices, value) -> gast.stmt:
+        index = name(indices[0]) if len(indices) == 1 else \
+            gast.Tuple(elts=[name(i) for i in indices], ctx=gast.Load())
+        return assign(subscript(name(target), index, gast.Store()), value)
+
+    def elementwise(self, stmt, target, value, operands) -> list:
+        spec = self._result(stmt, target, value)
+
+        def body(indices):
+            out = []
+            replaced = {id(a): self.element(a, spec.shape, indices, out) for a in operands}
+            scalar = _replace_atoms(value, replaced)
+            temp = self.binder.namer.fresh(f"{target}_elt")
+            out.append(assign(store(temp), scalar))
+            out.append(self.write(target, indices, name(temp)))
+            return out
+        return [self.local_array(target, spec)] + self.loop(spec.shape, body)
+
+    def allocate(self, stmt, target, value, func) -> list:
+        spec = self._result(stmt, target, value)
+        stmts = [self.local_array(target, spec)]
+        if func in (np.empty, np.empty_like):
+            return stmts
+        if func is np.copy:
+            source = value.args[0]
+        elif func in (np.full, np.full_like):
+            source = value.args[1]
+        else:
+            source = const(1 if func in (np.ones, np.ones_like) else 0)
+            if func not in LIKE_ALLOCATIONS and allocation_dtype_node(value, func) is None:
+                source = const(float(source.value))
+
+        def body(indices):
+            out = []
+            out.append(self.write(target, indices,
+                                  self.element(source, spec.shape, indices, out)))
+            return out
+        return stmts + self.loop(spec.shape, body)
+
+    def reduce(self, stmt, target, value, func) -> list:
+        if value.keywords or (func is not np.dot and len(value.args) != 1):
+            raise self.fn.origin.error(stmt, f"np.{func.__name__} with an axis or options "
+                                       "has no CUDA form here", "write the loop")
+        spec = self.values.value(value)
+        source = value.args[0]
+        shape = self.spec(source).shape
+        if spec is None:
+            raise self.fn.origin.error(stmt, f"np.{func.__name__} of these arguments has no "
+                                       "CUDA form here", "write the loop")
+        if func in (np.max, np.min, np.amax, np.amin):
+            return self._extremum(target, source, shape, func in (np.max, np.amax))
+        zero = 0.0 if spec.is_float else 0
+        start = assign(store(target), const(type(zero)(func is np.prod)))
+
+        def body(indices):
+            out = []
+            items = [self.element(a, shape, indices, out) for a in value.args]
+            term = items[0]
+            if func is np.dot:
+                term = name(self.binder.namer.fresh("product"))
+                out.append(assign(store(term.id), gast.BinOp(left=items[0], op=gast.Mult(),
+                                                             right=items[1])))
+            op = gast.Mult() if func is np.prod else gast.Add()
+            out.append(assign(store(target), gast.BinOp(left=name(target), op=op, right=term)))
+            return out
+        return [start] + self.loop(shape, body)
+
+    def _extremum(self, target, source, shape, is_max) -> list:
+        origin = const(0) if len(shape) == 1 else \
+            gast.Tuple(elts=[const(0)] * len(shape), ctx=gast.Load())
+        first = subscript(copy.deepcopy(source), origin)
+
+        def body(indices):
+            out = []
+            item = self.element(source, shape, indices, out)
+            better = self.binder.namer.fresh("better")
+            op = gast.Gt() if is_max else gast.Lt()
+            out.append(assign(store(better), gast.Compare(left=item, ops=[op],
+                                                          comparators=[name(target)])))
+            out.append(gast.If(test=name(better), body=[assign(store(target), item)],
+                               orelse=[]))
+            return out
+        return [assign(store(target), first)] + self.loop(shape, body)
+
+    # -- x[index] = v
+    def store(self, stmt, target, value) -> list:
+        base = self.spec(target.value)
+        if base is None or not base.is_array:
+            return [stmt]
+        shape = indexed_shape(base.shape, target.slice)
+        if shape is None:
+            raise self.fn.origin.error(stmt, f"the shape of {emit.expression_source(target)} "
+                                       "is not known when the CUDA kernel is compiled",
+                                       "index with integers and constant slices")
+        if shape == ():
+            return [stmt]
+        view = self.binder.namer.fresh(f"{target.value.id}_view")
+        load = subscript(copy.deepcopy(target.value), copy.deepcopy(target.slice))
+
+        def body(indices):
+            out = []
+            out.append(self.write(view, indices, self.element(value, shape, indices, out)))
+            return out
+        return [assign(store(view), load)] + self.loop(shape, body)
+
+
+def _replace_atoms(value, replaced: dict):
+    """A copy of `value` with the operand atoms in `replaced` (by id) substituted."""
+    value_copy = copy.copy(value)
+    for field, child in gast.iter_fields(value):
+        if isinstance(child, list):
+            setattr(value_copy, field, [replaced.get(id(c), c) for c in child])
+        elif id(child) in replaced:
+            setattr(value_copy, field, replaced[id(child)])
+    return value_copy
+
+
+# ---------------------------------------------------------------- scalar math
+
+_MATH = {np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos",
+         np.tan: "tan", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
+         np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.arcsinh: "asinh",
+         np.arccosh: "acosh", np.arctanh: "atanh", np.log1p: "log1p", np.expm1: "expm1",
+         np.log2: "log2", np.log10: "log10", np.floor: "floor", np.ceil: "ceil",
+         np.arctan2: "atan2", np.hypot: "hypot", np.isnan: "isnan", np.isinf: "isinf",
+         np.isfinite: "isfinite"}
+_BUILTIN = {np.abs: abs, np.fabs: abs, np.maximum: max, np.minimum: min}
+
+
+def scalar_math(fn: Function) -> Function:
+    """NumPy calls on scalars become `math.*`, builtins and operators."""
+    binder = _Binder(fn)
+    node = copy.deepcopy(fn.node)
+    node.body = _ScalarMath(fn, binder).block(node.body)
+    return fn.replace(node=node, env=binder.env)
+
+
+class _ScalarMath:
+    def __init__(self, fn, binder):
+        self.fn, self.binder = fn, binder
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (gast.For, gast.While, gast.If)):
+                stmt.body = self.block(stmt.body) or [gast.Pass()]
+                stmt.orelse = self.block(stmt.orelse)
+                out.append(stmt)
+            elif isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call):
+                out.extend(located(s, stmt) for s in self.rewrite(stmt, stmt.value))
+            else:
+                out.append(stmt)
+        return out
+
+    def rewrite(self, stmt, value) -> list:
+        func = resolve(self.fn, value.func, None)
+        args = value.args
+        target = stmt.targets[0]
+        if func in _MATH:
+            value.func = self.binder.ref(math, "math", _MATH[func])
+        elif func in _BUILTIN:
+            value.func = name(self.binder.bind(_BUILTIN[func], _BUILTIN[func].__name__))
+        elif func is np.power:
+            stmt.value = gast.BinOp(left=args[0], op=gast.Pow(), right=args[1])
+        elif func is np.square:
+            stmt.value = gast.BinOp(left=args[0], op=gast.Mult(), right=copy.deepcopy(args[0]))
+        elif func is np.negative:
+            stmt.value = gast.UnaryOp(op=gast.USub(), operand=args[0])
+        elif func is np.clip:
+            low = call(name(self.binder.bind(max, "max")), args[0], args[1])
+            return [assign(copy.deepcopy(target), low),
+                    assign(target, call(name(self.binder.bind(min, "min")),
+                                        _as_load(target), args[2]))]
+        elif func is np.where:
+            return [gast.If(test=args[0], body=[assign(copy.deepcopy(target), args[1])],
+                            orelse=[assign(target, args[2])])]
+        return [stmt]
+
+
+def _as_load(target):
+    return name(target.id) if isinstance(target, gast.Name) else target
+
+
+# ---------------------------------------------------------------- outputs as writes
+
+def destination_passing(fn: Function, outputs: list, float_dtype) -> Function:
+    """Add one output view per result; each `return v` writes into them instead."""
+    binder = _Binder(fn)
+    node = copy.deepcopy(fn.node)
+    params = [binder.namer.fresh(f"out{k}") for k in range(len(outputs))]
+    node.args.args = node.args.args + [name(p, gast.Param()) for p in params]
+    lowering = _LowerArrays(fn, {}, binder, float_dtype)
+
+    def rewrite(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, gast.Return):
+                out.extend(located(s, stmt) for s in _writes(stmt, outputs, params, lowering))
+                continue
+            for field in ("body", "orelse"):
+                if isinstance(getattr(stmt, field, None), list):
+                    setattr(stmt, field, rewrite(getattr(stmt, field)) or
+                            ([gast.Pass()] if field == "body" else []))
+            out.append(stmt)
+        return out
+    node.body = rewrite(node.body)
+    return fn.replace(node=node, env=binder.env)
+
+
+def _writes(stmt, outputs, params, lowering: _LowerArrays) -> list:
+    value = stmt.value
+    out = []
+    for k, (spec, param) in enumerate(zip(outputs, params)):
+        item = value
+        if len(outputs) > 1:
+            item = name(lowering.binder.namer.fresh(f"result{k}"))
+            out.append(assign(store(item.id), subscript(copy.deepcopy(value), const(k))))
+        if not spec.is_array:
+            out.append(assign(subscript(name(param), const(0), gast.Store()), item))
+            continue
+        lowering.values.info[item.id] = spec
+        lowering.values.info[param] = spec
+
+        def body(indices, item=item, param=param, shape=spec.shape):
+            loads = []
+            loads.append(lowering.write(param, indices,
+                                        lowering.element(item, shape, indices, loads)))
+            return loads
+        out.extend(lowering.loop(spec.shape, body))
+    out.append(gast.Return(value=None))
+    return out
+
+
+# ---------------------------------------------------------------- typed constants
+
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
+
+
+def typed_constants(fn: Function, specs: dict, float_dtype) -> Function:
+    """In float32 code, cast float constants and int operands of float arithmetic."""
+    if np.dtype(float_dtype) != np.float32:
+        return fn
+    binder = _Binder(fn)
+    cast = binder.bind(np.float32, "float32")
+    info = infer(fn, specs, np.float32)
+    node = copy.deepcopy(fn.node)
+    _TypeConstants(fn, info, cast).visit(node)
+    return fn.replace(node=node, env=binder.env)
+
+
+class _TypeConstants(gast.NodeTransformer):
+    def __init__(self, fn, info, cast):
+        self.fn, self.info, self.cast = fn, info, cast
+
+    def _is_float(self, atom) -> bool:
+        if isinstance(atom, gast.Constant):
+            return isinstance(atom.value, float)
+        if isinstance(atom, gast.Name) and atom.id in self.info:
+            return self.info[atom.id].is_float
+        return isinstance(atom, gast.Call) and isinstance(atom.func, gast.Name) and \
+            atom.func.id == self.cast
+
+    def _is_int(self, atom) -> bool:
+        if isinstance(atom, gast.Constant):
+            return isinstance(atom.value, int) and not isinstance(atom.value, bool)
+        return isinstance(atom, gast.Name) and atom.id in self.info and \
+            self.info[atom.id].is_int and not self.info[atom.id].is_array
+
+    def _wrap(self, atom):
+        return gast.copy_location(call(name(self.cast), atom), atom)
+
+    def visit_Subscript(self, node):
+        node.value = self.visit(node.value)
+        return node                                  # indices stay integers
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, float):
+            return self._wrap(node)
+        return node
+
+    def visit_Call(self, node):
+        func = resolve(self.fn, node.func, None)
+        if func is range:
+            return node
+        self.generic_visit(node)
+        if func is float:
+            node.func = name(self.cast)
+        return node
+
+    def visit_BinOp(self, node):
+        if not isinstance(node.op, _ARITHMETIC):
+            return self.generic_visit(node)
+        left_float, right_float = self._is_float(node.left), self._is_float(node.right)
+        exponent = isinstance(node.op, gast.Pow)
+        self.generic_visit(node)
+        if right_float and self._is_int(node.left):
+            node.left = self._wrap(node.left)
+        if left_float and not exponent and self._is_int(node.right):
+            node.right = self._wrap(node.right)
+        return node
+
