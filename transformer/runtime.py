@@ -407,6 +407,7 @@ def _fold_nb(a, axis, keepdims, op):
     dtype = as_dtype(a.dtype).type
     start = _FOLD_START[op]
 
+    @register_jitable
     def folded(a, axis):
         shape = np.asarray(a.shape)
         mask = axis_mask(a.ndim, axis)

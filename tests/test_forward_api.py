@@ -1,0 +1,144 @@
+"""jvp, linearize, jacfwd and custom_jvp against JAX, with the python backend and under jit."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("NUMBA_OPT", "0")
+
+import transformer  # noqa: E402
+from transformer import custom_jvp, jacfwd, jit, jvp, linearize  # noqa: E402
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+
+def model(x, w):
+    h = np.tanh(w @ x)
+    return h * np.sum(x * x)
+
+
+def model_jax(x, w):
+    h = jnp.tanh(w @ x)
+    return h * jnp.sum(x * x)
+
+
+X = np.array([0.3, -0.8, 0.5])
+W = np.array([[0.2, -0.4, 1.0], [0.7, 0.1, -0.3]])
+
+
+def test_jvp_matches_jax_for_all_arguments():
+    dx, dw = np.array([1.0, 0.5, -2.0]), np.ones_like(W)
+    out, tangent = jvp(model, (X, W), (dx, dw))
+    ref_out, ref_tangent = jax.jvp(model_jax, (X, W), (dx, dw))
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12)
+    np.testing.assert_allclose(tangent, ref_tangent, rtol=1e-12)
+
+
+def with_aux(x):
+    y = np.sin(x)
+    return np.sum(y * y), y
+
+
+def test_jvp_has_aux_returns_aux_untouched():
+    out, tangent, aux = jvp(with_aux, (X,), (np.ones(3),), has_aux=True)
+    np.testing.assert_allclose(out, np.sum(np.sin(X) ** 2))
+    np.testing.assert_allclose(tangent, np.sum(2 * np.sin(X) * np.cos(X)))
+    np.testing.assert_allclose(aux, np.sin(X))
+
+
+def test_jvp_tangent_count_must_match():
+    with pytest.raises(TypeError, match="2 primals but 1 tangents"):
+        jvp(model, (X, W), (X,))
+
+
+def test_linearize_reuses_the_point():
+    out, f_jvp = linearize(model, X, W)
+    ref_out, ref_jvp = jax.linearize(model_jax, X, W)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12)
+    for dx in (np.eye(3)[0], np.array([0.3, 0.1, -1.0])):
+        np.testing.assert_allclose(f_jvp(dx, np.zeros_like(W)),
+                                   ref_jvp(dx, np.zeros_like(W)), rtol=1e-12)
+
+
+def test_jacfwd_matches_jax_for_one_and_several_argnums():
+    np.testing.assert_allclose(jacfwd(model)(X, W), jax.jacfwd(model_jax)(X, W), rtol=1e-12)
+    jx, jw = jacfwd(model, argnums=(0, 1))(X, W)
+    rx, rw = jax.jacfwd(model_jax, argnums=(0, 1))(X, W)
+    assert jw.shape == (2, 2, 3)
+    np.testing.assert_allclose(jx, rx, rtol=1e-12)
+    np.testing.assert_allclose(jw, rw, rtol=1e-12)
+
+
+def scalar_fn(a, b):
+    return a * a * b + np.sin(b)
+
+
+def test_jacfwd_of_scalars_is_scalar():
+    da, db = jacfwd(scalar_fn, argnums=(0, 1))(0.5, 2.0)
+    assert np.ndim(da) == 0 and da == pytest.approx(2 * 0.5 * 2.0)
+    assert db == pytest.approx(0.25 + np.cos(2.0))
+
+
+def test_jacfwd_has_aux():
+    jac, aux = jacfwd(with_aux, has_aux=True)(X)
+    np.testing.assert_allclose(jac, 2 * np.sin(X) * np.cos(X))
+    np.testing.assert_allclose(aux, np.sin(X))
+
+
+def test_argnums_out_of_range_is_an_error():
+    with pytest.raises(transformer.TransformError, match="argnums 2 is out of range"):
+        jacfwd(model, argnums=2)(X, W)
+
+
+@custom_jvp
+def clipped_log(x):
+    return np.log(np.maximum(x, 1e-3))
+
+
+@clipped_log.defjvp
+def clipped_log_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return clipped_log(x), t / (x + 1.0)       # deliberately not the true derivative
+
+
+def uses_custom(x):
+    return np.sum(clipped_log(x) * 2.0)
+
+
+def test_custom_jvp_rule_is_used_inside_and_at_top_level():
+    out, tangent = jvp(uses_custom, (X + 1.0,), (np.ones(3),))
+    np.testing.assert_allclose(out, np.sum(np.log(X + 1.0) * 2.0))
+    np.testing.assert_allclose(tangent, np.sum(2.0 / (X + 2.0)))
+    _, direct = jvp(clipped_log, (2.0,), (1.0,))
+    assert direct == pytest.approx(1.0 / 3.0)
+    assert clipped_log(2.0) == pytest.approx(np.log(2.0))
+
+
+# ---------------------------------------------------------------- compiled
+
+@pytest.fixture(scope="module")
+def compiled_jacobian():
+    return jit(jacfwd(model, argnums=(0, 1)))
+
+
+def test_jit_jacfwd_matches_python(compiled_jacobian):
+    for got, want in zip(compiled_jacobian(X, W), jacfwd(model, argnums=(0, 1))(X, W)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_jit_jvp_function_and_custom_rule():
+    out, tangent = jit(jvp(uses_custom))(X + 1.0, np.ones(3))
+    np.testing.assert_allclose(tangent, np.sum(2.0 / (X + 2.0)))
+    out, tangent, aux = jit(jvp(with_aux, has_aux=True))(X, np.ones(3))
+    np.testing.assert_allclose(aux, np.sin(X))
+
+
+def test_jacfwd_generates_one_function_with_the_basis_loop():
+    text = transformer.source(jacfwd(model))
+    assert "for k in range(basis_size(x)):" in text
+    assert text.count("def ") == 1

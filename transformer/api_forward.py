@@ -1,0 +1,279 @@
+"""The forward-mode and higher-order API: jvp, linearize, jacfwd, jacrev, hessian, custom_jvp.
+
+Each transformation returns a `Transformed` whose Function is generated source, so it
+runs with the python backend when called and compiles under `jit`. jacfwd and jacrev
+generate *one* function holding the loop over basis vectors (pushed through the jvp
+Function, or pulled through the vjp Function), so `jit(hessian(f))` is a single
+compiled function, not n Python-level calls.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import gast
+
+from codegen.backends import Options, module_text
+
+from . import basis, runtime
+from .errors import TransformError
+from .forward import jvp_function
+from .frontend import parse
+from .function import Function
+from .names import Namer
+from .transformed import Transformed
+
+PYTHON = Options(backend="python")
+
+
+# ---------------------------------------------------------------- building wrappers
+
+
+def generated(base: Function, text: str, env: dict, label: str) -> Function:
+    """A Function from the source `text` of one `def`, located at `base`'s definition."""
+    node = gast.parse(text).body[0]
+    for sub in gast.walk(node):
+        if "lineno" in getattr(sub, "_attributes", ()):
+            sub.lineno, sub.col_offset = base.node.lineno, base.node.col_offset
+            sub.end_lineno, sub.end_col_offset = base.node.lineno, base.node.col_offset
+    return Function(node, dict(env), base.origin, base.chain + (label,))
+
+
+def _argnums(fn: Function, argnums) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -len(fn.params) <= i < len(fn.params):
+            raise TransformError(f"argnums {i} is out of range for {fn.name} with parameters "
+                                 f"{fn.params}", filename=fn.origin.filename,
+                                 lineno=fn.node.lineno, col=fn.node.col_offset,
+                                 line=fn.origin.source_line(fn.node.lineno))
+    return tuple(i % len(fn.params) for i in nums)
+
+
+def tangent_function(fun, active: Sequence[str] | None = None) -> Function:
+    """The jvp Function of `fun` (its custom rule for a custom_jvp function)."""
+    fn = parse(fun)
+    active = tuple(fn.params if active is None else active)
+    custom = getattr(fun, "__secant_jvp__", None)
+    return custom(active) if custom is not None else jvp_function(fn, active)
+
+
+# ---------------------------------------------------------------- jvp, linearize
+
+
+def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | None = None,
+        has_aux: bool = False):
+    """JAX's `jvp`: `(primals_out, tangents_out)` (and `aux` with has_aux).
+
+    `jvp(fun)` without primals returns the generated function itself:
+    `jvp(f)(*primals, *tangents) -> (primals_out, tangents_out)`, which composes
+    with every other transformation (`grad(lambda x: jvp(f)(x, v)[1])`, `jit(jvp(f))`).
+    """
+    transformed = _jvp_transformed(fun, has_aux)
+    if primals is None and tangents is None:
+        return transformed
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    return transformed(*primals, *tangents)
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_transformed(fun, has_aux: bool) -> Transformed:
+    def build() -> Function:
+        inner = tangent_function(fun)
+        if not has_aux:
+            return inner
+        fn = parse(fun)
+        namer = Namer(set(inner.params) | {"jvp"})
+        args = ", ".join(inner.params)
+        pair = namer.fresh("pair")
+        text = (f"def {fn.name}_jvp_aux({args}):\n"
+                f"    {pair} = jvp({args})\n"
+                f"    return {pair}[0][0], {pair}[1][0], {pair}[0][1]\n")
+        return generated(fn, text, {"jvp": inner}, "jvp(has_aux=True)")
+    return Transformed(fun, build, "jvp")
+
+
+def linearize(fun: Callable, *primals):
+    """JAX's `linearize`: `(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the tangent map."""
+    transformed = _jvp_transformed(fun, False)
+    zeros = tuple(_zeros_tree(p) for p in primals)
+    out, _ = transformed(*primals, *zeros)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"f_jvp takes {len(primals)} tangents, got {len(tangents)}")
+        return transformed(*primals, *tangents)[1]
+    return out, f_jvp
+
+
+def _zeros_tree(value):
+    from .tree_util import tree_map
+    return tree_map(runtime.zeros_like, value)
+
+
+# ---------------------------------------------------------------- jacobians
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Transformed:
+    """The Jacobian by forward mode: one generated loop pushing basis vectors."""
+    return Transformed(fun, lambda: _jacobian(fun, argnums, has_aux, "fwd"),
+                       f"jacfwd(argnums={argnums})")
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Transformed:
+    """The Jacobian by reverse mode: one generated loop pulling basis cotangents."""
+    return Transformed(fun, lambda: _jacobian(fun, argnums, has_aux, "rev"),
+                       f"jacrev(argnums={argnums})")
+
+
+def hessian(fun: Callable, argnums=0) -> Transformed:
+    """`jacfwd(jacrev(fun))`: forward over reverse."""
+    return Transformed(fun, lambda: _jacobian(jacrev(fun, argnums), argnums, False, "fwd",
+                                              "hessian"),
+                       f"hessian(argnums={argnums})")
+
+
+_HELPERS = {name: getattr(basis, name) for name in basis.__all__}
+
+
+def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
+    fn = parse(fun)
+    nums = _argnums(fn, argnums)
+    active = tuple(fn.params[i] for i in nums)
+    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative"})
+    if mode == "fwd":
+        inner = tangent_function(fun, active)
+        body = _forward_loops(fn, active, namer, has_aux)
+    else:
+        from .reverse_link import cotangent_function
+        inner = cotangent_function(fun, active, has_aux)
+        body = _reverse_loops(fn, active, namer, has_aux)
+    name = f"{fn.name}_{label or 'jac' + mode}"
+    text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
+                                                              for line in body)
+    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range)
+    label = label or (f"jacfwd(argnums={argnums})" if mode == "fwd"
+                      else f"jacrev(argnums={argnums})")
+    return generated(fn, text, env, label)
+
+
+def _results(jacs, out_of, aux_expr, single: bool, has_aux: bool) -> str:
+    value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
+    return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
+
+
+def _forward_loops(fn, active, namer, has_aux) -> list[str]:
+    """Lines of a jacfwd body: for each argument, push its basis through `derivative`."""
+    params = ", ".join(fn.params)
+    start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
+    zeros = ", ".join(f"zeros_like({p})" for p in active)
+    out_of = (lambda e: f"{e}[0]") if has_aux else (lambda e: e)
+    lines = [f"{start} = derivative({params}, {zeros})",
+             f"{out} = {out_of(start + '[0]')}"]
+    jacs = []
+    for p in active:
+        jac = namer.fresh("jac_" + p)
+        jacs.append(jac)
+        tangents = ", ".join(f"basis_vector({p}, {k})" if q == p else f"zeros_like({q})"
+                             for q in active)
+        lines += [f"{jac} = jacobian_alloc({out}, {p})",
+                  f"for {k} in range(basis_size({p})):",
+                  f"    {pair} = derivative({params}, {tangents})",
+                  f"    set_column({jac}, {out_of(pair + '[1]')}, {k})",
+                  f"{jac} = jacobian_result({jac}, {out}, {p})"]
+    lines.append(_results(jacs, out_of, f"{start}[0][1]", len(active) == 1, has_aux))
+    return lines
+
+
+def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
+    """Lines of a jacrev body: pull each output basis vector through `derivative`.
+
+    `derivative(*params, cotangent)` returns `(out, aux, (bar_p, ...))` for the active
+    parameters (see `reverse_link.cotangent_function`).
+    """
+    params = ", ".join(fn.params)
+    start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
+    lines = [f"{start} = derivative({params}, None)", f"{out} = {start}[0]"]
+    jacs = [namer.fresh("jac_" + p) for p in active]
+    lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
+    lines.append(f"for {k} in range(basis_size({out})):")
+    lines.append(f"    {pair} = derivative({params}, basis_vector({out}, {k}))")
+    for i, jac in enumerate(jacs):
+        lines.append(f"    set_row({jac}, {pair}[2][{i}], {k})")
+    lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]
+    lines.append(_results(jacs, None, f"{start}[1]", len(active) == 1, has_aux))
+    return lines
+
+
+# ---------------------------------------------------------------- custom_jvp
+
+
+class custom_jvp:
+    """JAX's `custom_jvp`: a function with a hand-written forward-mode rule.
+
+        @custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            x, = primals; t, = tangents
+            return f(x), 2.0 * t
+
+    Forward-mode transformations (jvp, jacfwd, hessian's outer loop) call the rule; the
+    primal (and reverse mode) use the function itself.
+    """
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.rule: Callable | None = None
+        functools.update_wrapper(self, fun)
+
+    def defjvp(self, rule: Callable) -> Callable:
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def __secant_function__(self) -> Function:
+        return parse(self.fun)
+
+    def __secant_jvp__(self, active: Sequence[str]) -> Function:
+        """A Function `(params..., d_active...) -> (out, dout)` calling the rule."""
+        fn = parse(self.fun)
+        if self.rule is None:
+            raise fn.origin.error(fn.node, f"custom_jvp function {fn.name} has no rule",
+                                  f"define one with @{fn.name}.defjvp")
+        namer = Namer(set(fn.params) | {"rule", "zeros_like"})
+        tangents = {p: namer.fresh("d" + p) for p in active}
+        args = ", ".join(fn.params + [tangents[p] for p in active])
+        primal_tuple = "(" + "".join(f"{p}, " for p in fn.params) + ")"
+        tangent_tuple = "(" + "".join(
+            f"{tangents[p]}, " if p in tangents else f"zeros_like({p}), "
+            for p in fn.params) + ")"
+        text = (f"def {fn.name}_custom_jvp({args}):\n"
+                f"    return rule({primal_tuple}, {tangent_tuple})\n")
+        env = {"rule": self.rule, "zeros_like": runtime.zeros_like}
+        return generated(fn, text, env, "custom_jvp")
+
+
+# ---------------------------------------------------------------- showing the code
+
+
+def show_jvp(fun: Callable) -> str:
+    """The generated module text of `jvp(fun)`: `(*primals, *tangents) -> (out, dout)`."""
+    return module_text(tangent_function(fun), PYTHON)[0]
+
+
+def show_hessian(fun: Callable, argnums=0) -> str:
+    """The generated module text of `hessian(fun)` and the derivative functions it calls."""
+    outer = hessian(fun, argnums).function
+    texts = [module_text(outer, PYTHON)[0]]
+    inner = outer.env["derivative"]
+    texts.append(module_text(inner, PYTHON)[0])
+    return "\n\n".join(texts)
+
+
+__all__ = ["custom_jvp", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "show_hessian",
+           "show_jvp"]

@@ -1,0 +1,129 @@
+"""Basis vectors and Jacobian assembly for the loops jacfwd and jacrev generate.
+
+A Jacobian is assembled as a 2-D array `(out.size, arg.size)` - one column per pushed
+basis vector (jacfwd) or one row per pulled one (jacrev) - and reshaped at the end to
+`shape(out) + shape(arg)` (JAX's layout), a scalar when both are scalars. Each helper is
+plain NumPy with a Numba overload that dispatches on scalar versus array types.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
+
+def _float(x):
+    dtype = np.result_type(x)
+    return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
+
+
+def _nb_float(ty):
+    dtype = ty.dtype if isinstance(ty, types.Array) else ty
+    return as_dtype(dtype).type if isinstance(dtype, types.Float) else np.float64
+
+
+def basis_size(x) -> int:
+    """How many basis vectors span the tangent space of `x`."""
+    return int(np.size(x))
+
+
+@overload(basis_size)
+def _basis_size_nb(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.size
+    return lambda x: 1
+
+
+def basis_vector(x, k):
+    """The `k`-th unit vector shaped like `x` (C order); a scalar 1 for a scalar `x`."""
+    if np.ndim(x) == 0:
+        return _float(x).type(1.0)
+    e = np.zeros(np.size(x), _float(x))
+    e[k] = 1.0
+    return e.reshape(np.shape(x))
+
+
+@overload(basis_vector)
+def _basis_vector_nb(x, k):
+    dtype = _nb_float(x)
+    if isinstance(x, types.Array):
+        def impl(x, k):
+            e = np.zeros(x.size, dtype)
+            e[k] = 1.0
+            return e.reshape(x.shape)
+        return impl
+    return lambda x, k: dtype(1.0)
+
+
+def jacobian_alloc(out, x):
+    """Zeros `(size(out), size(x))` in the float type of `out`."""
+    return np.zeros((np.size(out), np.size(x)), _float(out))
+
+
+@overload(jacobian_alloc)
+def _jacobian_alloc_nb(out, x):
+    dtype = _nb_float(out)
+    return lambda out, x: np.zeros((basis_size(out), basis_size(x)), dtype)
+
+
+def set_column(jac, t, k) -> None:
+    """`jac[:, k] = ravel(t)`: the tangent pushed from basis vector `k`."""
+    jac[:, k] = np.ravel(t)
+
+
+@overload(set_column)
+def _set_column_nb(jac, t, k):
+    if isinstance(t, types.Array):
+        def impl(jac, t, k):
+            flat = np.ascontiguousarray(t).ravel()
+            for i in range(flat.size):
+                jac[i, k] = flat[i]
+        return impl
+
+    def scalar(jac, t, k):
+        jac[0, k] = t
+    return scalar
+
+
+def set_row(jac, g, k) -> None:
+    """`jac[k, :] = ravel(g)`: the cotangent pulled from basis vector `k`."""
+    jac[k, :] = np.ravel(g)
+
+
+@overload(set_row)
+def _set_row_nb(jac, g, k):
+    if isinstance(g, types.Array):
+        def impl(jac, g, k):
+            flat = np.ascontiguousarray(g).ravel()
+            for i in range(flat.size):
+                jac[k, i] = flat[i]
+        return impl
+
+    def scalar(jac, g, k):
+        jac[k, 0] = g
+    return scalar
+
+
+def jacobian_result(jac, out, x):
+    """`jac` reshaped to `shape(out) + shape(x)`; a scalar when both are scalars."""
+    shape = np.shape(out) + np.shape(x)
+    if not shape:
+        return jac[0, 0]
+    return jac.reshape(shape)
+
+
+@overload(jacobian_result)
+def _jacobian_result_nb(jac, out, x):
+    out_array, x_array = isinstance(out, types.Array), isinstance(x, types.Array)
+    if out_array and x_array:
+        return lambda jac, out, x: jac.reshape(out.shape + x.shape)
+    if out_array:
+        return lambda jac, out, x: jac.reshape(out.shape)
+    if x_array:
+        return lambda jac, out, x: jac.reshape(x.shape)
+    return lambda jac, out, x: jac[0, 0]
+
+
+__all__ = ["basis_size", "basis_vector", "jacobian_alloc", "jacobian_result", "set_column",
+           "set_row"]

@@ -1,0 +1,820 @@
+"""vmap as a source transformation: a per-example function in, a batched function out.
+
+Input: any Function (a user's function or the output of another transformation); it is
+normalized with `anf(desugar(...))` first. Output invariant: a Function with the same
+parameters whose mapped arguments carry the batch along their `in_axes` and whose
+outputs carry it along `out_axes`. Its first statement is annotated with the strategy
+used and why, and it takes one of two shapes:
+
+- *vectorize*: the original statements, each rewritten by its batching rule
+  (`transformer.rules.batching`) to work on all examples at once over a leading batch
+  axis: `np.dot(W, x)` with `x` batched is one matrix-matrix product, reductions shift
+  their axes, a batched index gathers. Control flow stays as written and never depends
+  on the batch.
+- *loop*: a loop over the examples calling the original function on each one
+  (`prange`, so `jit(..., parallel=True)` runs the examples in parallel). Used when the
+  batch changes control flow (a batched `if`/`while` condition or loop bound), when a
+  batched index is used in a write, or when a primitive has no batching rule. A batched
+  `if` therefore never runs both branches for an example.
+
+Which values are batched is decided by a flow-insensitive analysis: a variable is
+batched if any assignment to it is; assignments of unbatched values to such a variable
+broadcast them. A flag is `False`, `True`, or a structure for containers: a tuple or
+dict of flags, or `Each(flag)` for a container whose every leaf has one flag.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import types
+from typing import Any
+
+import gast
+import numba
+import numpy as np
+
+from codegen.backends import is_user_function
+from codegen.emit import annotate, expression_source
+
+from .anf import anf
+from .desugar import desugar
+from .errors import TransformError
+from .frontend import parse
+from .function import Function, resolve
+from .names import Namer
+from .rules import batching as rules
+from .syntax import assign, call, const, name, store, subscript
+
+# ====================================================================== flags
+
+
+@dataclasses.dataclass(frozen=True)
+class Each:
+    """A container (dict, tuple) whose every leaf has the same batch flag."""
+
+    flag: Any
+
+
+def any_batched(flag) -> bool:
+    if isinstance(flag, Each):
+        return any_batched(flag.flag)
+    if isinstance(flag, tuple):
+        return any(any_batched(f) for f in flag)
+    if isinstance(flag, dict):
+        return any(any_batched(f) for f in flag.values())
+    return bool(flag)
+
+
+def join(a, b):
+    if a == b:
+        return a
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return tuple(join(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return {k: join(a[k], b[k]) for k in a}
+    if a is False:
+        return b
+    if b is False:
+        return a
+    return any_batched(a) or any_batched(b)
+
+
+def child(flag, key):
+    """The flag of `container[key]` for a constant key."""
+    if isinstance(flag, Each):
+        return flag.flag
+    if isinstance(flag, tuple) and isinstance(key, int) and -len(flag) <= key < len(flag):
+        return flag[key]
+    if isinstance(flag, dict) and key in flag:
+        return flag[key]
+    return any_batched(flag)
+
+
+# ====================================================================== specification
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What to batch: one in_axes entry per parameter (None, an int, or a pytree)."""
+
+    in_axes: tuple
+    out_axes: Any = 0
+    axis_size: int | None = None
+    axis_name: Any = None
+    method: str = "auto"
+
+
+class NeedsLoop(Exception):
+    """Raised while vectorizing: this statement needs the loop strategy."""
+
+    def __init__(self, reason: str, node):
+        super().__init__(reason)
+        self.reason, self.node = reason, node
+
+
+def _line(fn: Function, node) -> str:
+    lineno = getattr(node, "lineno", None)
+    return f"line {lineno}" if lineno else fn.origin.describe()
+
+
+# ====================================================================== analysis
+
+
+class Analysis:
+    """Batch flags of every local variable, and the first reason to loop, if any."""
+
+    def __init__(self, fn: Function, params: dict, axis_name):
+        self.fn, self.axis_name = fn, axis_name
+        self.flags: dict[str, Any] = dict(params)
+        self.literals: dict[str, gast.expr] = {}
+        self.range_targets: set[str] = set()
+        self.reason: tuple[str, Any] | None = None
+        self.output = False
+        counts: dict[str, int] = {}
+        for node in gast.walk(fn.node):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+                counts[node.targets[0].id] = counts.get(node.targets[0].id, 0) + 1
+                if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
+                    self.literals[node.targets[0].id] = node.value
+        self.literals = {k: v for k, v in self.literals.items()
+                         if counts[k] == 1 and k not in params}
+        for _ in range(50):
+            before = (dict(self.flags), self.output)
+            self.block(fn.node.body, False)
+            if (self.flags, self.output) == before:
+                break
+
+    def why(self, message: str, node) -> None:
+        if self.reason is None:
+            self.reason = (f"{message} at {_line(self.fn, node)}", node)
+
+    def set(self, target: str, flag) -> None:
+        self.flags[target] = join(self.flags.get(target, False), flag)
+
+    def block(self, stmts, control: bool) -> None:
+        for stmt in stmts:
+            self.statement(stmt, control)
+
+    def statement(self, stmt, control: bool) -> None:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            value = self.expr(stmt.value)
+            if isinstance(target, gast.Name):
+                self.set(target.id, join(value, True) if control else value)
+                return
+            base = target.value.id
+            index = self.index_flag(target.slice)
+            if index:
+                self.why("a batched index is used in a write", stmt)
+            self.set(base, True if (control or index or any_batched(value)) else False)
+        elif isinstance(stmt, gast.If):
+            test = any_batched(self.expr(stmt.test))
+            if test:
+                self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
+                         "the batch", stmt)
+            self.block(stmt.body, control or test)
+            self.block(stmt.orelse, control or test)
+        elif isinstance(stmt, gast.For):
+            bound = any(any_batched(self.expr(a)) for a in stmt.iter.args)
+            if bound:
+                self.why("a loop bound depends on the batch", stmt)
+            self.range_targets.add(stmt.target.id)
+            self.set(stmt.target.id, control or bound)
+            self.block(stmt.body, control or bound)
+        elif isinstance(stmt, gast.While):
+            test = any_batched(self.expr(stmt.test))
+            if test:
+                self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
+                         "on the batch", stmt)
+            self.block(stmt.body, control or test)
+        elif isinstance(stmt, gast.Return):
+            flag = self.expr(stmt.value)
+            self.output = join(self.output, join(flag, True) if control else flag)
+        elif isinstance(stmt, gast.Expr):
+            self.expr(stmt.value)
+        elif isinstance(stmt, (gast.Break, gast.Continue)) and control:
+            pass   # leaving a batched loop early is part of the batched control flow
+
+    def index_flag(self, index) -> bool:
+        if isinstance(index, gast.Slice):
+            return any(any_batched(self.expr(p)) for p in (index.lower, index.upper, index.step)
+                       if p is not None)
+        if isinstance(index, gast.Tuple):
+            return any(self.index_flag(e) for e in index.elts)
+        return any_batched(self.expr(index))
+
+    def expr(self, node):
+        if isinstance(node, gast.Name):
+            return self.flags.get(node.id, False)
+        if node is None or isinstance(node, gast.Constant):
+            return False
+        if isinstance(node, gast.Attribute):
+            base = self.expr(node.value)
+            return any_batched(base) and node.attr not in ("shape", "ndim", "size", "dtype")
+        if isinstance(node, gast.BinOp):
+            return any_batched(self.expr(node.left)) or any_batched(self.expr(node.right))
+        if isinstance(node, gast.UnaryOp):
+            return any_batched(self.expr(node.operand))
+        if isinstance(node, gast.Compare):
+            return any_batched(self.expr(node.left)) or \
+                any_batched(self.expr(node.comparators[0]))
+        if isinstance(node, (gast.Tuple, gast.List)):
+            return tuple(self.expr(e) for e in node.elts)
+        if isinstance(node, gast.Dict):
+            if all(isinstance(k, gast.Constant) for k in node.keys):
+                return {k.value: self.expr(v) for k, v in zip(node.keys, node.values)}
+            return any(any_batched(self.expr(v)) for v in node.values)
+        if isinstance(node, gast.Subscript):
+            base = self.expr(node.value)
+            if isinstance(node.slice, gast.Constant) and not isinstance(base, bool):
+                return child(base, node.slice.value)
+            return any_batched(base) or self.index_flag(node.slice)
+        if isinstance(node, gast.Call):
+            return self.call(node)
+        return False
+
+    def call(self, node):
+        flags = [self.expr(a) for a in node.args] + [self.expr(k.value) for k in node.keywords]
+        target = resolve(self.fn, node.func, None)
+        kind = _collective_kind(target)
+        if kind is not None and self.axis_name is not None and \
+                _axis_name_of(node) == self.axis_name:
+            return kind == "axis_index"
+        if not any(any_batched(f) for f in flags):
+            return False
+        callee = _callee_function(target)
+        if callee is not None:
+            return _output_structure(callee)
+        result_flag = _lookup(rules.RESULT_FLAGS, target)
+        if result_flag is not None:
+            return result_flag([any_batched(f) for f in flags])
+        return True
+
+
+def _lookup(table: dict, key):
+    try:
+        return table.get(key)
+    except TypeError:                   # an unhashable object
+        return None
+
+
+def _collective_kind(target) -> str | None:
+    """"psum", "pmean", ..., "axis_index" for a collective function, else None."""
+    return _lookup(rules.COLLECTIVES, target)
+
+
+def _axis_name_of(node):
+    """The constant axis name a collective call names (`psum(x, "i")`), or None."""
+    for k in node.keywords:
+        if k.arg == "axis_name" and isinstance(k.value, gast.Constant):
+            return k.value.value
+    position = 0 if len(node.args) == 1 else 1
+    if len(node.args) > position and isinstance(node.args[position], gast.Constant):
+        return node.args[position].value
+    return None
+
+
+def _callee_function(target) -> Function | None:
+    """The Function behind a call target that secant can transform, else None."""
+    if isinstance(target, Function):
+        return target
+    if hasattr(target, "__secant_function__"):
+        return target.__secant_function__()
+    if is_user_function(target) or isinstance(target, numba.core.dispatcher.Dispatcher):
+        return parse(target)
+    return None
+
+
+def _output_structure(fn: Function):
+    """`(True,) * k` if every return of `fn` is a k-tuple literal, else `True`."""
+    prepared = prepare(fn)
+    returns = [n for n in gast.walk(prepared.node) if isinstance(n, gast.Return)]
+    bound = {n.targets[0].id: n.value for n in gast.walk(prepared.node)
+             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)}
+    sizes = set()
+    for r in returns:
+        value = bound.get(r.value.id) if isinstance(r.value, gast.Name) else r.value
+        sizes.add(len(value.elts) if isinstance(value, gast.Tuple) else None)
+    if len(sizes) == 1 and None not in sizes:
+        return (True,) * sizes.pop()
+    return True
+
+
+def prepare(fn: Function) -> Function:
+    return anf(desugar(fn))
+
+
+# ====================================================================== parameters
+
+
+def param_flags(fn: Function, spec: Spec) -> dict:
+    """The batch flag of each parameter from its in_axes entry."""
+    flags = {}
+    for param, axes in zip(fn.params, spec.in_axes):
+        flags[param] = _flag_of_axes(fn, param, axes)
+    return flags
+
+
+def _flag_of_axes(fn, param, axes):
+    if axes is None:
+        return False
+    if isinstance(axes, int):
+        return Each(True) if param is not None and _used_as_container(fn, param) else True
+    if isinstance(axes, (tuple, list)):
+        return tuple(_flag_of_axes(fn, None, a) for a in axes)
+    if isinstance(axes, dict):
+        return {k: _flag_of_axes(fn, None, a) for k, a in axes.items()}
+    raise TransformError(f"in_axes entry {axes!r} is not an int, None, tuple, list or dict")
+
+
+def _used_as_container(fn: Function, param: str) -> bool:
+    """True when `param` is read with constant string keys (`params["W"]`): a dict."""
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+                node.value.id == param and isinstance(node.slice, gast.Constant) and \
+                isinstance(node.slice.value, str):
+            return True
+    return False
+
+
+# ====================================================================== the pass
+
+
+def batch(fn: Function, spec: Spec) -> Function:
+    """The batched Function of `fn` for `spec` (strategy chosen by `spec.method`)."""
+    prepared = prepare(fn)
+    params = param_flags(prepared, spec)
+    analysis = Analysis(prepared, params, spec.axis_name)
+    reason = analysis.reason
+    if spec.method == "vectorize" and reason:
+        raise prepared.origin.error(reason[1], f"vmap(method='vectorize') cannot batch "
+                                    f"{fn.name}: {reason[0]}",
+                                    "use method='loop' or method='auto'")
+    if spec.method != "loop" and reason is None:
+        try:
+            return _Vectorizer(prepared, spec, analysis).build()
+        except NeedsLoop as need:
+            if spec.method == "vectorize":
+                raise prepared.origin.error(need.node, f"vmap(method='vectorize') cannot "
+                                            f"batch {fn.name}: {need.reason}",
+                                            "use method='loop' or method='auto'") from None
+            reason = (need.reason, need.node)
+    if reason is None:
+        reason = ("method='loop' was requested", None)
+    return _Looper(prepared, spec, analysis, reason[0]).build()
+
+
+class _Emitter:
+    """What both strategies share: names, environment bindings, the prologue."""
+
+    strategy = ""
+
+    def __init__(self, fn: Function, spec: Spec, analysis: Analysis):
+        self.fn, self.spec, self.analysis = fn, spec, analysis
+        self.env = dict(fn.env)
+        self.namer = Namer.for_function(fn)
+        self.size_name = self.namer.fresh("size")
+        self._bound: dict[int, str] = {}
+
+    @property
+    def size(self) -> gast.Name:
+        return name(self.size_name)
+
+    # ---------------------------------------------------------------- environment
+    def ref(self, obj) -> gast.expr:
+        """An expression naming `obj` in the generated module (`np.sum`, `align`)."""
+        attr = getattr(obj, "__name__", None)
+        if not isinstance(obj, types.ModuleType):
+            for module in (np, math):
+                if attr and getattr(module, attr, None) is obj:
+                    return gast.Attribute(value=self.ref(module), attr=attr, ctx=gast.Load())
+        for key, value in self.env.items():
+            if value is obj:
+                return name(key)
+        if id(obj) not in self._bound:
+            base = {np: "np", math: "math"}.get(obj, attr or "helper") \
+                if isinstance(obj, types.ModuleType) else (attr or "helper")
+            key = self.namer.fresh(base)
+            self.env[key] = obj
+            self._bound[id(obj)] = key
+        return name(self._bound[id(obj)])
+
+    def helper(self, obj, *args) -> gast.Call:
+        return call(self.ref(obj), *args)
+
+    # ---------------------------------------------------------------- prologue
+    def prologue(self) -> list:
+        """Mapped axes to the front, the batch size, and the size checks."""
+        out, first = [], None
+        for param, axes in zip(self.fn.params, self.spec.in_axes):
+            if axes is None:
+                continue
+            if isinstance(axes, int) and axes != 0:
+                out.append(assign(store(param), self.helper(rules.to_front, name(param),
+                                                            const(axes))))
+            flag = self.analysis.flags.get(param)
+            size = subscript(gast.Attribute(value=name(param), attr="shape", ctx=gast.Load()),
+                             const(0)) if flag is True else \
+                self.helper(rules.batch_size_of, name(param))
+            if first is None:
+                first = param
+                if self.spec.axis_size is None:
+                    out.append(assign(store(self.size_name), size))
+                    continue
+                out.append(assign(store(self.size_name), const(self.spec.axis_size)))
+                out.append(gast.Expr(value=self.helper(
+                    rules.check_size, const(self.spec.axis_size), size,
+                    const("axis_size"), const(param))))
+                continue
+            out.append(gast.Expr(value=self.helper(rules.check_size, name(self.size_name), size,
+                                                   const(first), const(param))))
+        if first is None:
+            if self.spec.axis_size is None:
+                raise TransformError(f"vmap of {self.fn.name}: every in_axes is None, so the "
+                                     "batch size is unknown",
+                                     hint="pass axis_size=..., or map at least one argument")
+            out.append(assign(store(self.size_name), const(self.spec.axis_size)))
+        return out
+
+    def header(self, body: list, reason: str) -> list:
+        line = f"vmap: {self.strategy} strategy - {reason}"
+        annotate(body[0], line)
+        return body
+
+    def function(self, body: list) -> Function:
+        node = copy.deepcopy(self.fn.node)
+        node.name = self.namer.fresh(f"{self.fn.name}_vmap")
+        node.body = body
+        label = f"vmap(in_axes={_axes_label(self.spec.in_axes)}, " \
+            f"out_axes={self.spec.out_axes!r}, method={self.strategy!r})"
+        return self.fn.with_transform(node, label, self.env)
+
+    # ---------------------------------------------------------------- outputs
+    def output(self, value: gast.expr, flag, out_axes, node) -> gast.expr:
+        """The returned expression with each leaf's batch axis placed per `out_axes`."""
+        literal = self.analysis.literals.get(value.id) if isinstance(value, gast.Name) \
+            else None
+        if isinstance(out_axes, (tuple, list, dict)) or not isinstance(flag, bool):
+            if literal is None:
+                return self._output_leaf(value, flag, out_axes, node)
+            keys = [k.value for k in literal.keys] if isinstance(literal, gast.Dict) \
+                else list(range(len(literal.elts)))
+            values = literal.values if isinstance(literal, gast.Dict) else literal.elts
+            parts = []
+            for k, v in zip(keys, values):
+                sub_axes = out_axes[k] if isinstance(out_axes, (tuple, list, dict)) \
+                    else out_axes
+                parts.append(self.output(v, self.analysis.expr(v), sub_axes, node))
+            if isinstance(literal, gast.Dict):
+                return gast.Dict(keys=[const(k) for k in keys], values=parts)
+            return gast.Tuple(elts=parts, ctx=gast.Load())
+        return self._output_leaf(value, flag, out_axes, node)
+
+    def _output_leaf(self, value, flag, out_axes, node):
+        if isinstance(out_axes, (tuple, list, dict)):
+            raise self.fn.origin.error(node, f"out_axes {out_axes!r} does not match the "
+                                       f"structure returned by {self.fn.name}",
+                                       "give one out_axes entry per returned value")
+        batched = any_batched(flag)
+        if out_axes is None:
+            if batched:
+                raise self.fn.origin.error(node, f"vmap of {self.fn.name}: out_axes is None "
+                                           "but this output varies over the mapped axis",
+                                           "give an int out_axes for it")
+            return value
+        if not batched:
+            value = self.helper(rules.broadcast_batch, value, name(self.size_name))
+        elif not isinstance(flag, bool) and flag != Each(True) and \
+                not all(f is True for f in flag):
+            raise self.fn.origin.error(node, "vmap: this output mixes batched and unbatched "
+                                       "parts that cannot be told apart here",
+                                       "return a tuple or dict literal")
+        if out_axes != 0:
+            value = self.helper(rules.from_front, value, const(out_axes))
+        return value
+
+
+def _axes_label(in_axes) -> str:
+    return repr(in_axes[0]) if len(in_axes) == 1 else repr(tuple(in_axes))
+
+
+# ====================================================================== vectorize
+
+
+class _Vectorizer(_Emitter):
+    strategy = "vectorize"
+
+    def build(self) -> Function:
+        body = self.prologue()
+        for param in self.fn.params:
+            flag = self.analysis.flags.get(param, False)
+            declared = param_flags(self.fn, self.spec).get(param, False)
+            if any_batched(flag) and not any_batched(declared):
+                # an unmapped argument written with batched values: give each example a copy
+                body.append(assign(store(param), self.helper(rules.broadcast_batch,
+                                                             name(param), self.size)))
+        body += self.block(self.fn.node.body)
+        return self.function(self.header(body, "every statement has a batching rule"))
+
+    def flag(self, node):
+        return self.analysis.expr(node)
+
+    def block(self, stmts) -> list:
+        out = []
+        for stmt in stmts:
+            for new in self.statement(stmt):
+                out.append(gast.copy_location(new, stmt) if hasattr(stmt, "lineno") else new)
+        return out or [gast.Pass()]
+
+    def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign):
+            return self.assign(stmt)
+        if isinstance(stmt, gast.If):
+            return [gast.If(test=stmt.test, body=self.block(stmt.body),
+                            orelse=self.block(stmt.orelse) if stmt.orelse else [])]
+        if isinstance(stmt, gast.For):
+            return [gast.For(target=stmt.target, iter=stmt.iter, body=self.block(stmt.body),
+                             orelse=[], type_comment=None)]
+        if isinstance(stmt, gast.While):
+            return [gast.While(test=stmt.test, body=self.block(stmt.body), orelse=[])]
+        if isinstance(stmt, gast.Return):
+            value = self.output(stmt.value, self.flag(stmt.value), self.spec.out_axes, stmt)
+            return [gast.Return(value=value)]
+        if isinstance(stmt, gast.Expr):
+            value, _ = self.expr(stmt.value, stmt)
+            return [gast.Expr(value=value)]
+        if isinstance(stmt, gast.Assert) and any_batched(self.flag(stmt.test)):
+            return [gast.Assert(test=self.helper(np.all, stmt.test), msg=stmt.msg)]
+        return [copy.deepcopy(stmt)]
+
+    def assign(self, stmt) -> list:
+        target = stmt.targets[0]
+        value, flag = self.expr(stmt.value, stmt)
+        if isinstance(target, gast.Name):
+            wanted = self.analysis.flags.get(target.id, False)
+            if any_batched(wanted) and not any_batched(flag):
+                value = self.helper(rules.broadcast_batch, value, self.size)
+            elif wanted != flag and not isinstance(wanted, bool) and \
+                    not (isinstance(flag, bool) and not flag):
+                raise NeedsLoop(f"`{target.id}` holds containers batched in different ways",
+                                stmt)
+            return [assign(copy.deepcopy(target), value)]
+        base = target.value
+        if not any_batched(self.analysis.flags.get(base.id, False)):
+            return [assign(copy.deepcopy(target), value)]
+        index = self.example_index(target.slice, stmt)
+        place = gast.Subscript(value=copy.deepcopy(base), slice=index, ctx=gast.Store())
+        if any_batched(flag):
+            view = gast.Subscript(value=copy.deepcopy(base), slice=copy.deepcopy(index),
+                                  ctx=gast.Load())
+            value = self.helper(rules.align_batched, value, view)
+        return [assign(place, value)]
+
+    # ---------------------------------------------------------------- expressions
+    def expr(self, node, stmt):
+        """(batched expression, flag) for one ANF right-hand side."""
+        flag = self.flag(node)
+        if isinstance(node, (gast.Name, gast.Constant)) or node is None:
+            return node, flag
+        if isinstance(node, gast.BinOp):
+            return self.rule(type(node.op), [node.left, node.right], {}, stmt, node)
+        if isinstance(node, gast.UnaryOp):
+            return self.rule(type(node.op), [node.operand], {}, stmt, node)
+        if isinstance(node, gast.Compare):
+            return self.rule(type(node.ops[0]), [node.left, node.comparators[0]], {}, stmt,
+                             node)
+        if isinstance(node, gast.Call):
+            return self.call(node, stmt)
+        if isinstance(node, gast.Subscript):
+            return self.getitem(node, stmt), flag
+        if isinstance(node, gast.Attribute):
+            if not any_batched(self.flag(node.value)):
+                return node, False
+            result = rules.batched_attribute(node.value, node.attr)
+            if result is None:
+                raise NeedsLoop(f"no batching rule for the attribute `.{node.attr}`", stmt)
+            return result
+        return node, flag                       # Tuple, List, Dict literals of atoms
+
+    def rule(self, key, args, keywords, stmt, node):
+        batched = [any_batched(self.flag(a)) for a in args]
+        kw_batched = {k: any_batched(self.flag(v)) for k, v in keywords.items()}
+        if not any(batched) and not any(kw_batched.values()):
+            return node, False
+        batcher = rules.BATCHERS.get(key)
+        if batcher is None:
+            raise NeedsLoop(f"no batching rule for {rules.describe(key)}", stmt)
+        site = rules.Site(key, list(args), batched, dict(keywords), kw_batched, self.ref,
+                          self.size)
+        result = batcher(site)
+        if result is None:
+            raise NeedsLoop(f"the batching rule for {rules.describe(key)} does not handle "
+                            f"this call (`{expression_source(node)}`)", stmt)
+        return result
+
+    def call(self, node, stmt):
+        target = resolve(self.fn, node.func, None)
+        kind = _collective_kind(target)
+        if kind is not None:
+            return self.collective(kind, node, stmt)
+        flags = [self.flag(a) for a in node.args] + [self.flag(k.value) for k in node.keywords]
+        if not any(any_batched(f) for f in flags):
+            return node, False
+        callee = _callee_function(target)
+        if callee is not None:
+            return self.user_call(callee, node), self.flag(node)
+        if target is None:
+            raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
+                            "its function is not known before run time", stmt)
+        keywords = {k.arg: k.value for k in node.keywords}
+        return self.rule(target, node.args, keywords, stmt, node)
+
+    def user_call(self, callee: Function, node) -> gast.Call:
+        """A call of the batched version of a user function (built once per flags)."""
+        sig_params = callee.params
+        axes = [None] * len(sig_params)
+        for i, arg in enumerate(node.args):
+            axes[i] = 0 if any_batched(self.flag(arg)) else None
+        for k in node.keywords:
+            if k.arg in sig_params:
+                axes[sig_params.index(k.arg)] = 0 if any_batched(self.flag(k.value)) else None
+        spec = Spec(tuple(axes), 0, None, self.spec.axis_name, "auto")
+        batched = batch(callee, spec)
+        key = self.namer.fresh(f"{callee.name}_vmap")
+        self.env[key] = batched
+        return gast.Call(func=name(key), args=list(node.args), keywords=list(node.keywords))
+
+    def collective(self, kind: str, node, stmt):
+        ours = self.spec.axis_name is not None and _axis_name_of(node) == self.spec.axis_name
+        if kind == "axis_index":
+            if ours:
+                return self.helper(np.arange, self.size), True
+            return node, False
+        value = node.args[0]
+        batched = any_batched(self.flag(value))
+        if not ours:                    # another vmap's axis: passes through per example
+            return node, batched
+        on_batched, on_unbatched = rules.COLLECTIVE_RULES[kind]
+        if not batched:
+            return self.helper(on_unbatched, value, self.size), False
+        return self.helper(on_batched, value), False
+
+    def getitem(self, node, stmt):
+        base, index = node.value, node.slice
+        base_flag = self.flag(base)
+        if isinstance(index, gast.Constant) and not isinstance(base_flag, bool):
+            return node                 # an element of a tuple or dict of batched values
+        index_batched = self.analysis.index_flag(index)
+        if not any_batched(base_flag):
+            if not index_batched:
+                return node
+            return gast.Subscript(value=base, slice=self.gather_index(index, stmt),
+                                  ctx=gast.Load())
+        if index_batched:
+            if isinstance(index, (gast.Tuple, gast.Slice)):
+                raise NeedsLoop("a batched index inside a tuple index of a batched array",
+                                stmt)
+            return self.helper(rules.take_batched, base, index)
+        return self.indexed(base, index, stmt)
+
+    def indexed(self, base, index, stmt):
+        if isinstance(index, gast.Name) and index.id not in self.analysis.range_targets:
+            return self.helper(rules.index_examples, base, index)
+        return gast.Subscript(value=base, slice=self.example_index(index, stmt),
+                              ctx=gast.Load())
+
+    def example_index(self, index, stmt):
+        """`index` of one example as an index of the batched array (`:` in front)."""
+        whole = gast.Slice(lower=None, upper=None, step=None)
+        if isinstance(index, gast.Name) and index.id not in self.analysis.range_targets:
+            raise NeedsLoop("a write through an index that may be a tuple", stmt)
+        if isinstance(index, gast.Tuple):
+            return gast.Tuple(elts=[whole] + list(index.elts), ctx=gast.Load())
+        return gast.Tuple(elts=[whole, index], ctx=gast.Load())
+
+    def gather_index(self, index, stmt):
+        """An unbatched array indexed by batched indices: each batched part aligned."""
+        if not isinstance(index, gast.Tuple):
+            return index
+        if any(isinstance(e, gast.Slice) for e in index.elts):
+            raise NeedsLoop("a batched index next to a slice", stmt)
+        site = rules.Site(None, list(index.elts),
+                          [any_batched(self.flag(e)) for e in index.elts], {}, {},
+                          self.ref, self.size)
+        return gast.Tuple(elts=rules.aligned(site), ctx=gast.Load())
+
+
+# ====================================================================== loop
+
+
+class _Looper(_Emitter):
+    strategy = "loop"
+
+    def __init__(self, fn, spec, analysis, reason):
+        super().__init__(fn, spec, analysis)
+        self.reason = reason
+
+    def build(self) -> Function:
+        if _uses_collectives(self.fn, self.spec.axis_name):
+            node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
+                        _collective_kind(resolve(self.fn, n.func, None)) is not None)
+            raise self.fn.origin.error(
+                node, f"vmap of {self.fn.name} needs the loop strategy ({self.reason}), "
+                "which cannot run collectives over the mapped axis",
+                "compute the collective outside the branch or loop that depends on the batch")
+        example = self.namer.fresh(f"{self.fn.name}_example")
+        self.env[example] = self.fn
+        b = self.namer.fresh("b")
+        body = self.prologue()
+        first = self.namer.fresh("first")
+        body.append(assign(store(first), self.example_call(example, const(0))))
+        structure = self.structure()
+        results = self.allocate(first, structure, body)
+        step: list = []
+        out = self.namer.fresh("out")
+        step.append(assign(store(out), self.example_call(example, name(b))))
+        self.store(results, structure, out, name(b), step)
+        prange = self.ref(numba.prange)
+        body.append(gast.For(target=store(b), iter=call(prange, const(1), self.size),
+                             body=step, orelse=[], type_comment=None))
+        value = self.collect(results, structure, first, self.spec.out_axes)
+        body.append(gast.Return(value=value))
+        return self.function(self.header(body, self.reason))
+
+    def example_call(self, example: str, b) -> gast.Call:
+        args, keywords = [], []
+        kwonly = {a.id for a in self.fn.node.args.kwonlyargs}
+        for param, axes in zip(self.fn.params, self.spec.in_axes):
+            value = name(param)
+            if axes is not None:
+                value = subscript(name(param), b) if self.analysis.flags.get(param) is True \
+                    else self.helper(rules.take_example, name(param), b)
+            if param in kwonly:
+                keywords.append(gast.keyword(arg=param, value=value))
+            else:
+                args.append(value)
+        return gast.Call(func=name(example), args=args, keywords=keywords)
+
+    def structure(self):
+        """How many values the function returns: an int for a tuple literal, else None."""
+        output = self.analysis.output
+        if isinstance(output, tuple):
+            return len(output)
+        return None
+
+    def allocate(self, first: str, structure, body: list) -> list:
+        parts = [subscript(name(first), const(i)) for i in range(structure)] \
+            if structure is not None else [name(first)]
+        results = []
+        for part in parts:
+            result = self.namer.fresh("result")
+            body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part)))
+            body.append(assign(gast.Subscript(value=name(result), slice=const(0),
+                                              ctx=gast.Store()), copy.deepcopy(part)))
+            results.append(result)
+        return results
+
+    def store(self, results, structure, out: str, b, step: list) -> None:
+        for i, result in enumerate(results):
+            part = subscript(name(out), const(i)) if structure is not None else name(out)
+            step.append(assign(gast.Subscript(value=name(result), slice=copy.deepcopy(b),
+                                              ctx=gast.Store()), part))
+
+    def collect(self, results, structure, first: str, out_axes):
+        flags = self.analysis.output
+        if structure is None:
+            return self.leaf(name(results[0]), name(first), any_batched(flags), out_axes)
+        parts = []
+        for i, result in enumerate(results):
+            axes = out_axes[i] if isinstance(out_axes, (tuple, list)) else out_axes
+            parts.append(self.leaf(name(result), subscript(name(first), const(i)),
+                                   any_batched(flags[i]), axes))
+        return gast.Tuple(elts=parts, ctx=gast.Load())
+
+    def leaf(self, stacked, first, batched: bool, out_axes):
+        if isinstance(out_axes, (tuple, list, dict)):
+            raise self.fn.origin.error(None, f"out_axes {out_axes!r} does not match what "
+                                       f"{self.fn.name} returns")
+        if out_axes is None:
+            if batched:
+                raise self.fn.origin.error(None, f"vmap of {self.fn.name}: out_axes is None "
+                                           "but the output varies over the mapped axis",
+                                           "give an int out_axes for it")
+            return first
+        if out_axes != 0:
+            return self.helper(rules.from_front, stacked, const(out_axes))
+        return stacked
+
+
+def _uses_collectives(fn: Function, axis_name) -> bool:
+    if axis_name is None:
+        return False
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Call) and \
+                _collective_kind(resolve(fn, node.func, None)) is not None and \
+                _axis_name_of(node) == axis_name:
+            return True
+    return False
+
+

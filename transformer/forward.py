@@ -1,0 +1,413 @@
+"""Forward mode (jvp): tangents carried beside primals.
+
+`jvp_function(fn, active)` maps a Function `f(p1, ..., pn)` to the Function
+
+    def f_jvp(p1, ..., pn, dp_a, dp_b, ...):   # one tangent per active parameter
+        ...
+        return (out, dout)
+
+Output invariant: the body is the A-normal form of `f` (see `anf.py`) with, after each
+statement that assigns an *active* value (one that depends on an active parameter), the
+statements computing its tangent (`dx` is the tangent of `x`), annotated
+`# jvp of: <source line>`. Control flow (if/elif, for, while, break, continue, early
+return) is the primal's own; every `return r` becomes `return (r, dr)`. In-place writes
+`x[i] = v` also write `dx[i] = dv`. A call to a user function (or to another generated
+Function) calls that function's own jvp Function, generated recursively and bound in the
+environment. The output uses only constructs every transformation accepts as input, so
+`jvp(grad(f))`, `grad(jvp(f))` and `jacfwd(jacrev(f))` compose.
+
+Activity is flow-insensitive: a variable that is active anywhere carries a tangent
+everywhere; where it receives an inactive value its tangent is set to zeros.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+
+import gast
+import numpy as np
+
+from . import runtime, templates
+from .anf import anf
+from .desugar import desugar, numpy_name
+from .function import Function, resolve, signature
+from .names import Namer
+from .syntax import assign, call, const, located, name, store, subscript
+
+from codegen.emit import annotate
+
+# attributes of an array that carry no derivative
+_SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes"}
+# primal expressions whose result may alias their operand; a tangent then aliases too
+_VIEW_VALUES = (gast.Name, gast.Subscript)
+
+_cache: dict = {}
+
+
+def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
+    """The forward-mode Function of `fn`, carrying tangents for the parameters `active`."""
+    active = tuple(fn.params if active is None else active)
+    key = (fn, active)
+    if key not in _cache:
+        _cache[key] = _build(fn, active)
+    return _cache[key]
+
+
+def _build(fn: Function, active: tuple[str, ...]) -> Function:
+    prepared = anf(desugar(fn))
+    return _Forward(prepared, active).function()
+
+
+def callee_function(value) -> Function | None:
+    """The Function a called object stands for, if secant can differentiate through it."""
+    from codegen.backends import is_user_function
+
+    from .frontend import parse
+    if isinstance(value, Function):
+        return value
+    if hasattr(value, "__secant_function__"):
+        return value.__secant_function__()
+    if hasattr(value, "py_func") and inspect.isfunction(value.py_func):
+        return parse(value)
+    if is_user_function(value):
+        return parse(value)
+    return None
+
+
+# ---------------------------------------------------------------- activity
+
+
+def activity(fn: Function, seeds) -> set[str]:
+    """The variables whose value may depend on a seed (a fixed point over all writes)."""
+    active = set(seeds)
+    writes = list(_writes(fn.node.body))
+    changed = True
+    while changed:
+        changed = False
+        for target, value in writes:
+            if target not in active and _value_active(fn, value, active):
+                active.add(target)
+                changed = True
+    return active
+
+
+def _writes(stmts):
+    """(target name, value) of every assignment and in-place write below `stmts`."""
+    for stmt in stmts:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, gast.Name):
+                yield target.id, stmt.value
+            elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+                yield target.value.id, stmt.value
+        for field in ("body", "orelse"):
+            yield from _writes(getattr(stmt, field, []) or [])
+
+
+def _operands(value) -> list:
+    if isinstance(value, gast.BinOp):
+        return [value.left, value.right]
+    if isinstance(value, gast.UnaryOp):
+        return [value.operand]
+    if isinstance(value, gast.Call):
+        return list(value.args) + [k.value for k in value.keywords]
+    if isinstance(value, gast.Subscript):
+        return [value.value]
+    if isinstance(value, (gast.Tuple, gast.List)):
+        return list(value.elts)
+    if isinstance(value, gast.Dict):
+        return list(value.values)
+    if isinstance(value, gast.Attribute) and value.attr not in _SHAPE_ATTRIBUTES:
+        return [value.value]
+    return [value] if isinstance(value, gast.Name) else []
+
+
+def _value_active(fn: Function, value, active) -> bool:
+    if isinstance(value, gast.Compare):
+        return False
+    key = primitive_key(fn, value)
+    if key is not None and templates.is_nondifferentiable(key):
+        return False
+    return any(isinstance(a, gast.Name) and a.id in active for a in _operands(value))
+
+
+def primitive_key(fn: Function, value):
+    """The rule registry key of a simple expression (an operator class, a function)."""
+    if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+        return type(value.op)
+    if isinstance(value, gast.Call):
+        return resolve(fn, value.func, None)
+    if isinstance(value, gast.Subscript):
+        return "getitem"
+    return None
+
+
+# ---------------------------------------------------------------- the transformation
+
+
+class _Forward:
+    def __init__(self, fn: Function, seeds: tuple[str, ...]):
+        for seed in seeds:
+            if seed not in fn.params:
+                raise fn.origin.error(fn.node, f"{fn.name} has no parameter {seed!r}")
+        self.fn, self.seeds = fn, seeds
+        self.namer = Namer.for_function(fn)
+        self.active = activity(fn, seeds)
+        self.tangents: dict[str, str] = {}
+        self.env: dict[str, object] = {}
+        self.owned = _inplace_targets(fn.node.body)
+        self.annotated: int | None = None
+
+    def d(self, primal: str) -> str:
+        if primal not in self.tangents:
+            self.tangents[primal] = self.namer.fresh("d" + primal)
+        return self.tangents[primal]
+
+    def tangent_of(self, primal: str) -> str | None:
+        return self.d(primal) if primal in self.active else None
+
+    def function(self) -> Function:
+        node = self.fn.copy_node()
+        params = self.fn.params
+        seeds = [store(self.d(p)) for p in self.seeds]
+        for arg in seeds:
+            arg.ctx = gast.Param()
+        primal_args = [gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
+                       for p in params]
+        node.args = gast.arguments(args=primal_args + seeds, posonlyargs=[], vararg=None,
+                                   kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+        prologue = [located(self.zeros(p), self.fn.node) for p in params
+                    if p in self.active and p not in self.seeds]
+        node.body = prologue + self.block(self.fn.node.body)
+        node.name = self.namer.fresh(self.fn.name + "_jvp")
+        label = f"jvp(active={', '.join(self.seeds)})"
+        return self.fn.with_transform(node, label, self.env)
+
+    # -------------------------------------------------------- statements
+    def block(self, stmts) -> list:
+        out = []
+        for stmt in stmts:
+            out.extend(self.statement(stmt))
+        return out or [gast.Pass()]
+
+    def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, gast.Name):
+                return self.assignment(stmt, target.id, stmt.value)
+            return self.inplace(stmt, target)
+        if isinstance(stmt, gast.If):
+            return [gast.If(test=stmt.test, body=self.block(stmt.body),
+                            orelse=self.block(stmt.orelse) if stmt.orelse else [])]
+        if isinstance(stmt, gast.For):
+            body = self.block(stmt.body)
+            if stmt.target.id in self.active:
+                body.insert(0, located(self.zeros(stmt.target.id), stmt))
+            loop = copy.copy(stmt)
+            loop.body = body
+            return [loop]
+        if isinstance(stmt, gast.While):
+            return [gast.While(test=stmt.test, body=self.block(stmt.body), orelse=[])]
+        if isinstance(stmt, gast.Return):
+            return [self.returns(stmt)]
+        if isinstance(stmt, gast.Expr):
+            self.check_effect(stmt)
+        return [stmt]
+
+    def tangent_block(self, stmt, tangent_stmts) -> list:
+        tangent_stmts = [located(s, stmt) for s in tangent_stmts]
+        lineno = getattr(stmt, "lineno", None)
+        line = self.fn.origin.source_line(lineno)
+        # one comment per source line: ANF splits a line into several statements
+        if tangent_stmts and line and lineno != self.annotated:
+            annotate(tangent_stmts[0], "jvp of: " + line.strip())
+            self.annotated = lineno
+        return tangent_stmts
+
+    def zeros(self, primal: str) -> gast.stmt:
+        self.env["zeros_like"] = runtime.zeros_like
+        return assign(store(self.d(primal)), call("zeros_like", name(primal)))
+
+    def assignment(self, stmt, target: str, value) -> list:
+        if target not in self.active:
+            return [stmt]
+        if not _value_active(self.fn, value, self.active):
+            return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
+        callee = self.differentiable_callee(value)
+        if callee is not None:
+            return self.user_call(stmt, target, value, callee)
+        if target in _read_names(value):
+            # the tangent reads the operands' old values: compute the primal aside first
+            fresh = self.namer.fresh(target + "_new")
+            self.active.add(fresh)
+            block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
+            return block + [located(assign(store(target), name(fresh)), stmt),
+                            located(assign(store(self.d(target)), name(self.d(fresh))), stmt)]
+        tangent = self.tangent_stmts(stmt, target, value)
+        if target in self.owned and not isinstance(value, _VIEW_VALUES):
+            # an in-place write to this tangent must not reach the operand's tangent
+            numpy = next((k for k, v in self.fn.env.items() if v is np), None) or \
+                numpy_name(self.fn, self.env, self.namer)
+            tangent.append(assign(store(self.d(target)),
+                                  call(f"{numpy}.copy", name(self.d(target)))))
+        return [stmt] + self.tangent_block(stmt, tangent)
+
+    def tangent_stmts(self, stmt, target: str, value) -> list:
+        dt = self.d(target)
+        if isinstance(value, gast.Name):
+            return [assign(store(dt), name(self.d(value.id)))]
+        if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
+            return [assign(store(dt), self.container_tangent(value))]
+        if isinstance(value, gast.Attribute):
+            raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
+                                       "array being differentiated",
+                                       "use a NumPy function instead")
+        return self.expand(stmt, primitive_key(self.fn, value), value, target)
+
+    def expand(self, stmt, key, value, target: str) -> list:
+        args, keywords = _call_parts(value)
+        try:
+            stmts, env = templates.expand_tangent(
+                key, args, keywords, name(target), self.tangent_of, self.d(target),
+                fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
+        except templates.MissingRule as exc:
+            raise self.fn.origin.error(stmt, f"cannot differentiate this (forward mode): {exc}",
+                                       "register a rule with transformer.templates.tangent, "
+                                       "or wrap it in a function with custom_jvp") from None
+        self.env.update(env)
+        return stmts
+
+    def container_tangent(self, value):
+        parts = [name(self.d(e.id)) if isinstance(e, gast.Name) and e.id in self.active
+                 else self.zeros_expr(e) for e in
+                 (value.values if isinstance(value, gast.Dict) else value.elts)]
+        if isinstance(value, gast.Dict):
+            return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
+        return type(value)(elts=parts, ctx=gast.Load())
+
+    def zeros_expr(self, atom):
+        self.env["zeros_like"] = runtime.zeros_like
+        return call("zeros_like", copy.deepcopy(atom))
+
+    def differentiable_callee(self, value):
+        """For a call to a user function (or custom_jvp): the object called, else None."""
+        if not isinstance(value, gast.Call):
+            return None
+        callee = resolve(self.fn, value.func, None)
+        if callee is None:
+            return None
+        if hasattr(callee, "__secant_jvp__"):
+            return callee
+        if templates.has_tangent(callee) or templates.is_nondifferentiable(callee):
+            return None
+        return callee if callee_function(callee) is not None else None
+
+    def user_call(self, stmt, target: str, value, callee) -> list:
+        """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
+        function = callee_function(callee)
+        bound = _bind(self.fn, stmt, function, value)
+        active = tuple(p for p, arg in bound.items()
+                       if isinstance(arg, gast.Name) and arg.id in self.active)
+        custom = getattr(callee, "__secant_jvp__", None)
+        jvp_fn = custom(active) if custom is not None else jvp_function(function, active)
+        helper = self.namer.fresh(function.name + "_jvp")
+        self.env[helper] = jvp_fn
+        pair = self.namer.fresh(target + "_pair")
+        args = list(bound.values()) + [name(self.d(bound[p].id)) for p in active]
+        stmts = [assign(store(pair), call(name(helper), *args)),
+                 assign(store(target), subscript(name(pair), const(0))),
+                 assign(store(self.d(target)), subscript(name(pair), const(1)))]
+        return self.tangent_block(stmt, stmts)
+
+    def inplace(self, stmt, target) -> list:
+        base = target.value.id
+        if base not in self.active:
+            return [stmt]
+        index = target.slice
+        try:
+            stmts, env = templates.expand_tangent(
+                "setitem", [name(base), copy.deepcopy(index), stmt.value], {}, name(base),
+                self.tangent_of, self.d(base))
+        except templates.MissingRule as exc:
+            raise self.fn.origin.error(stmt, str(exc)) from None
+        self.env.update(env)
+        return [stmt] + self.tangent_block(stmt, stmts)
+
+    def returns(self, stmt) -> gast.Return:
+        value = stmt.value
+        if isinstance(value, gast.Constant) and value.value is None:
+            tangent = const(None)
+        elif isinstance(value, gast.Name) and value.id in self.active:
+            tangent = name(self.d(value.id))
+        else:
+            tangent = self.zeros_expr(value)
+        return located(gast.Return(value=gast.Tuple(elts=[value, tangent], ctx=gast.Load())),
+                       stmt)
+
+    def check_effect(self, stmt) -> None:
+        value = stmt.value
+        if not isinstance(value, gast.Call):
+            return
+        if any(isinstance(a, gast.Name) and a.id in self.active for a in _operands(value)):
+            callee = resolve(self.fn, value.func, None)
+            if callee is print:
+                return
+            raise self.fn.origin.error(stmt, "a call whose result is unused cannot be "
+                                       "differentiated (it may modify its arguments in place)",
+                                       "return the new value from the function and assign it")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _read_names(value) -> set[str]:
+    return {n.id for n in gast.walk(value) if isinstance(n, gast.Name)}
+
+
+def _inplace_targets(stmts) -> set[str]:
+    found = set()
+    for stmt in stmts:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
+                    and isinstance(node.targets[0].value, gast.Name):
+                found.add(node.targets[0].value.id)
+    return found
+
+
+def _call_parts(value):
+    """Positional argument nodes and keyword argument nodes of a simple expression."""
+    if isinstance(value, gast.BinOp):
+        return [value.left, value.right], {}
+    if isinstance(value, gast.UnaryOp):
+        return [value.operand], {}
+    if isinstance(value, gast.Subscript):
+        return [value.value, _index_value(value.slice)], {}
+    if isinstance(value, gast.Call):
+        return list(value.args), {k.arg: k.value for k in value.keywords}
+    return [value], {}
+
+
+def _index_value(index):
+    return copy.deepcopy(index)
+
+
+def _bind(fn: Function, stmt, callee: Function, value: gast.Call) -> dict:
+    """The call's arguments bound to the callee's parameters, in parameter order."""
+    try:
+        bound = signature(callee).bind(*value.args, **{k.arg: k.value for k in value.keywords})
+    except TypeError as exc:
+        raise fn.origin.error(stmt, f"cannot call {callee.name} this way: {exc}") from None
+    bound.apply_defaults()
+    out = {}
+    for param, arg in bound.arguments.items():
+        if not isinstance(arg, gast.AST):
+            if not isinstance(arg, (int, float, bool, str, type(None))):
+                raise fn.origin.error(stmt, f"the default of {callee.name}'s parameter "
+                                      f"{param!r} is not a literal",
+                                      "pass the argument explicitly")
+            arg = const(arg)
+        out[param] = arg
+    return out
+
+
+__all__ = ["activity", "callee_function", "jvp_function", "primitive_key"]
