@@ -27,6 +27,7 @@ import inspect
 import gast
 import numpy as np
 
+from . import helper_rules  # noqa: F401  (rules for helpers in derivative code)
 from . import runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
@@ -80,7 +81,7 @@ def callee_function(value) -> Function | None:
 def activity(fn: Function, seeds) -> set[str]:
     """The variables whose value may depend on a seed (a fixed point over all writes)."""
     active = set(seeds)
-    writes = list(_writes(fn.node.body))
+    writes = list(_writes(fn, fn.node.body))
     changed = True
     while changed:
         changed = False
@@ -91,9 +92,12 @@ def activity(fn: Function, seeds) -> set[str]:
     return active
 
 
-def _writes(stmts):
+def _writes(fn, stmts):
     """(target name, value) of every assignment and in-place write below `stmts`."""
     for stmt in stmts:
+        accumulated = _scatter_target(fn, stmt)
+        if accumulated is not None:
+            yield accumulated.id, stmt.value
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
             if isinstance(target, gast.Name):
@@ -101,7 +105,16 @@ def _writes(stmts):
             elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
                 yield target.value.id, stmt.value
         for field in ("body", "orelse"):
-            yield from _writes(getattr(stmt, field, []) or [])
+            yield from _writes(fn, getattr(stmt, field, []) or [])
+
+
+def _scatter_target(fn, stmt):
+    """The array a `scatter_add(target, index, values)` statement accumulates into."""
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
+            resolve(fn, stmt.value.func, None) is runtime.scatter_add and \
+            isinstance(stmt.value.args[0], gast.Name):
+        return stmt.value.args[0]
+    return None
 
 
 def _operands(value) -> list:
@@ -211,8 +224,22 @@ class _Forward:
         if isinstance(stmt, gast.Return):
             return [self.returns(stmt)]
         if isinstance(stmt, gast.Expr):
+            if _scatter_target(self.fn, stmt) is not None:
+                return self.scatter(stmt)
             self.check_effect(stmt)
         return [stmt]
+
+    def scatter(self, stmt) -> list:
+        """`scatter_add(t, i, v)` accumulates `dv` into `dt` the same way."""
+        target, index, values = stmt.value.args
+        if target.id not in self.active:
+            return [stmt]
+        if not (isinstance(values, gast.Name) and values.id in self.active):
+            return [stmt]
+        self.env["scatter_add"] = runtime.scatter_add
+        tangent = gast.Expr(value=call("scatter_add", name(self.d(target.id)),
+                                       copy.deepcopy(index), name(self.d(values.id))))
+        return [stmt] + self.tangent_block(stmt, [tangent])
 
     def tangent_block(self, stmt, tangent_stmts) -> list:
         tangent_stmts = [located(s, stmt) for s in tangent_stmts]
