@@ -532,8 +532,17 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
             namespace[name] = compiled.function
             fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
             continue
+        if inspect.isfunction(value) and not _is_cuda_callable(value):
+            raise fn.origin.error(fn.node, f"{fn.name} calls {value.__module__}."
+                                  f"{value.__qualname__}, which has no CUDA form",
+                                  hint="use backend='cpu' for this function")
         namespace[name] = value
         fingerprints.append(f"# uses {name}: {backends.fingerprint(value)}")
+
+
+def _is_cuda_callable(value) -> bool:
+    module = getattr(value, "__module__", "") or ""
+    return module.startswith(("numba", "math"))
 
 
 def _helper_function(value) -> Function | None:

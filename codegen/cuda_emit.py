@@ -32,6 +32,7 @@ from transformer.specialize import fold_constants
 from transformer.syntax import assign, call, const, dotted, located, name, store, subscript
 
 from . import emit
+from .cuda_runtime import lower_runtime
 from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, REDUCTIONS, Inference,
                          Spec, allocation_dtype_node, indexed_shape, infer)
 
@@ -40,6 +41,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Fun
     """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes."""
     fn = anf(desugar(fn))
     fn = fold_shapes(fn, specs, float_dtype)
+    fn = lower_runtime(fn, specs, float_dtype, _Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)
     fn = scalar_math(fn)
     if outputs is not None:
@@ -188,6 +190,9 @@ def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
     return fn.replace(node=node, env=binder.env)
 
 
+_CASTS = {np.float32, np.float64, np.int32, np.int64, float, int}
+
+
 class _LowerArrays:
     def __init__(self, fn, info, binder: _Binder, float_dtype):
         self.fn, self.info, self.binder = fn, info, binder
@@ -223,7 +228,8 @@ class _LowerArrays:
             if func in REDUCTIONS and self._has_array(value.args):
                 return self.reduce(stmt, target, value, func)
             if self._has_array(value.args):
-                if func in ELEMENTWISE or getattr(func, "__module__", None) == "math":
+                if func in ELEMENTWISE or func in _CASTS or \
+                        getattr(func, "__module__", None) == "math":
                     return self.elementwise(stmt, target, value, value.args)
                 self._refuse_numpy(stmt, func, target)
             return [stmt]
