@@ -22,6 +22,7 @@ starting with "vmap" (what `transformer.vmap` returns).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -300,6 +301,23 @@ class CudaJitted:
         return kernel
 
     # ------------------------------------------------------------ inspecting
+    def ptx(self, *args, cc: tuple = (7, 5), **kwargs) -> str:
+        """PTX of the kernel for a call with `args`: a full type check, no GPU needed.
+
+        Needs numba-cuda with NVVM and NVRTC (the nvidia-nvvm and nvidia-cuda-nvrtc wheels)
+        and a process without the simulator.
+        """
+        from numba import cuda
+        static, arguments, _ = self._bind(args, kwargs)
+        kernel = build_kernel(self, static, arguments, probe=True)
+        function = load_kernel(kernel)
+        argtypes = [_numba_type(a.value) for a in arguments]
+        argtypes += [_output_type(spec, kernel) for spec in kernel.outputs]
+        with _compute_capability(cc):
+            text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
+                                       fastmath=self.fastmath)
+        return text
+
     def source(self, *args, **kwargs) -> str:
         """The kernel module for a call with `args` (the last call's without them)."""
         if args or kwargs:
@@ -314,6 +332,36 @@ class CudaJitted:
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend=cuda>"
+
+
+def _numba_type(value):
+    import numba
+    if hasattr(value, "copy_to_host"):
+        value = value.copy_to_host()
+    if isinstance(value, np.ndarray):
+        value = np.ascontiguousarray(value)
+    return numba.typeof(value)
+
+
+def _output_type(spec: Spec, kernel: "Kernel"):
+    import numba
+    return numba.types.Array(numba.from_dtype(spec.dtype), 1 + len(spec.shape), "C")
+
+
+@contextlib.contextmanager
+def _compute_capability(cc):
+    """Type device-function calls for `cc` without asking a driver for the device.
+
+    numba-cuda reads the current device's compute capability when a kernel calls a
+    `cuda.jit(device=True)` function; with no GPU there is none, so answer with `cc`.
+    """
+    from numba.cuda import dispatcher
+    original = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = original
 
 
 def _as_tuple(value) -> tuple:
