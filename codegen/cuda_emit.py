@@ -34,7 +34,7 @@ from transformer.syntax import assign, call, const, dotted, located, name, store
 from . import emit
 from .cuda_runtime import lower_runtime
 from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, REDUCTIONS, Inference,
-                         Spec, allocation_dtype_node, indexed_shape, infer)
+                         Spec, allocation_dtype_node, indexed_shape, infer, local_array)
 
 
 def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Function:
@@ -68,11 +68,6 @@ class _Binder:
     def ref(self, obj, preferred: str, attr: str | None = None):
         base = self.bind(obj, preferred)
         return dotted(f"{base}.{attr}" if attr else base)
-
-
-def _cuda_module():
-    from numba import cuda
-    return cuda
 
 
 # ---------------------------------------------------------------- constant shapes
@@ -268,11 +263,7 @@ class _LowerArrays:
         return spec
 
     def local_array(self, target, spec) -> gast.stmt:
-        shape = const(spec.shape[0]) if len(spec.shape) == 1 else \
-            gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load())
-        dtype = name(self.binder.bind(spec.dtype.type, spec.dtype.name))
-        func = self.binder.ref(_cuda_module(), "cuda", "local.array")
-        return assign(store(target), call(func, shape, dtype))
+        return local_array(self.binder, target, spec)
 
     def loop(self, shape, body):
         """Nested loops over `shape`; `body(indices)` gives the innermost statements."""
@@ -302,24 +293,36 @@ class _LowerArrays:
             gast.Tuple(elts=[name(i) for i in indices], ctx=gast.Load())
         return assign(subscript(name(target), index, gast.Store()), value)
 
-    def elementwise(self, stmt, target, value, operands) -> list:
-        spec = self._result(stmt, target, value)
+    def fresh_array(self, target, operands, spec, fill) -> list:
+        """A new local array for `target`, filled by `fill(array, indices, out)`.
+
+        When `target` is also read (`bd = bd + g`), the loop writes a fresh array and the
+        name is rebound after it, so no element is read after it was overwritten.
+        """
+        reads = {a.id for a in operands if isinstance(a, gast.Name)}
+        array = self.binder.namer.fresh(f"{target}_new") if target in reads else target
 
         def body(indices):
             out = []
-            replaced = {id(a): self.element(a, spec.shape, indices, out) for a in operands}
-            scalar = _replace_atoms(value, replaced)
-            temp = self.binder.namer.fresh(f"{target}_elt")
-            out.append(assign(store(temp), scalar))
-            out.append(self.write(target, indices, name(temp)))
+            fill(array, indices, out)
             return out
-        return [self.local_array(target, spec)] + self.loop(spec.shape, body)
+        stmts = [self.local_array(array, spec)] + self.loop(spec.shape, body)
+        return stmts + ([assign(store(target), name(array))] if array != target else [])
+
+    def elementwise(self, stmt, target, value, operands) -> list:
+        spec = self._result(stmt, target, value)
+
+        def fill(array, indices, out):
+            replaced = {id(a): self.element(a, spec.shape, indices, out) for a in operands}
+            temp = self.binder.namer.fresh(f"{target}_elt")
+            out.append(assign(store(temp), _replace_atoms(value, replaced)))
+            out.append(self.write(array, indices, name(temp)))
+        return self.fresh_array(target, operands, spec, fill)
 
     def allocate(self, stmt, target, value, func) -> list:
         spec = self._result(stmt, target, value)
-        stmts = [self.local_array(target, spec)]
         if func in (np.empty, np.empty_like):
-            return stmts
+            return [self.local_array(target, spec)]
         if func is np.copy:
             source = value.args[0]
         elif func in (np.full, np.full_like):
@@ -329,12 +332,10 @@ class _LowerArrays:
             if func not in LIKE_ALLOCATIONS and allocation_dtype_node(value, func) is None:
                 source = const(float(source.value))
 
-        def body(indices):
-            out = []
-            out.append(self.write(target, indices,
-                                  self.element(source, spec.shape, indices, out)))
-            return out
-        return stmts + self.loop(spec.shape, body)
+        def fill(array, indices, out):
+            out.append(self.write(array, indices, self.element(source, spec.shape, indices,
+                                                               out)))
+        return self.fresh_array(target, [source], spec, fill)
 
     def reduce(self, stmt, target, value, func) -> list:
         if value.keywords or (func is not np.dot and len(value.args) != 1):

@@ -16,6 +16,7 @@ import math
 import gast
 import numpy as np
 
+from transformer import reverse, runtime, tape
 from transformer.function import Function, resolve
 
 
@@ -77,6 +78,7 @@ _PREDICATES = {np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isf
 _FLOAT_RESULT = {np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.sinh,
                  np.cosh, np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh,
                  np.arctanh, np.log1p, np.expm1, np.log2, np.log10, np.arctan2, np.hypot}
+_TAPES = {tape.float_tape, tape.exact_tape, tape.items_buffer, tape.push, tape.reserve}
 REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.prod, np.dot}
 ALLOCATIONS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like, np.copy}
@@ -181,11 +183,30 @@ class Inference:
             return self._reduction(target, args)
         if target in ALLOCATIONS:
             return self._allocation(node, target, args)
+        if target in _TAPES and args and args[0] is not None:
+            return self._tape(target, args[0])
+        if target in _HELPERS and args and None not in args[:2]:
+            return _HELPERS[target](self, *args[:2])
         if is_local_array(self.fn, node.func):
             shape = constant_shape(node.args[0]) if node.args else None
             dtype = dtype_of(self.fn, node.args[1]) if len(node.args) > 1 else None
             return Spec(dtype, shape) if shape and dtype is not None else None
         return None
+
+    def float_like(self, spec: Spec, shape=None) -> Spec:
+        dtype = spec.dtype if spec.is_float else self.float_dtype
+        return Spec(dtype, spec.shape if shape is None else shape)
+
+    def _tape(self, target, value: Spec) -> Spec:
+        """A reverse-mode tape: its entries are like `value` (its length is planned later)."""
+        if target in (tape.push, tape.reserve):
+            return value
+        dtype = value.dtype
+        if target is tape.float_tape and dtype.kind != "f":
+            dtype = self.float_dtype
+        if target is tape.items_buffer:
+            return Spec(dtype, (1,))
+        return Spec(dtype, (1,) + value.shape)
 
     def _elementwise(self, target, args):
         known = [a for a in args if a is not None]
@@ -248,6 +269,19 @@ def allocation_dtype_node(node, target):
     if position is not None and len(node.args) > position:
         return node.args[position]
     return None
+
+
+# what the runtime helpers of derivative code return, from their first arguments' Specs
+_HELPERS = {
+    runtime.cast_like: lambda inf, value, x=None: inf.float_like(x, value.shape),
+    runtime.zeros_like: lambda inf, x, _=None: inf.float_like(x),
+    reverse.float_zeros: lambda inf, x, _=None: inf.float_like(x),
+    reverse.unit_cotangent: lambda inf, out, _=None: inf.float_like(out),
+    runtime.unbroadcast: lambda inf, g, x: inf.float_like(x),
+    runtime.broadcast_like: lambda inf, t, z: Spec(t.dtype, z.shape),
+    runtime.broadcast_reduced: lambda inf, g, x: Spec(g.dtype, x.shape),
+    runtime.inside: lambda inf, x, _=None: Spec(BOOL.dtype, x.shape),
+}
 
 
 def broadcast(a: tuple, b: tuple) -> tuple | None:
@@ -317,3 +351,14 @@ def is_local_array(fn: Function, func) -> bool:
     """`cuda.local.array` as emitted by the CUDA rewrite."""
     return isinstance(func, gast.Attribute) and func.attr == "array" and \
         isinstance(func.value, gast.Attribute) and func.value.attr == "local"
+
+
+def local_array(binder, target: str, spec: Spec):
+    """`target = cuda.local.array(SHAPE, DTYPE)` for a Spec of constant shape."""
+    from numba import cuda
+
+    from transformer.syntax import assign, call, const, name, store
+    shape = const(spec.shape[0]) if len(spec.shape) == 1 else \
+        gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load())
+    dtype = name(binder.bind(spec.dtype.type, spec.dtype.name))
+    return assign(store(target), call(binder.ref(cuda, "cuda", "local.array"), shape, dtype))
