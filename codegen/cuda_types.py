@@ -54,7 +54,8 @@ def spec_of_value(value, float_dtype) -> Spec | None:
         return Spec(np.dtype(float_dtype), (), True)
     if isinstance(value, type):
         return None
-    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__") \
+            or hasattr(value, "copy_to_host"):
         return Spec(np.dtype(value.dtype), tuple(getattr(value, "shape", ())))
     return None
 

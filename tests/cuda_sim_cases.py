@@ -1,0 +1,115 @@
+"""CUDA kernels run on Numba's CUDA simulator; started by test_cuda_sim.py.
+
+This file is not collected by a plain `pytest` run (its name does not start with
+`test_`): the simulator must be switched on (NUMBA_ENABLE_CUDASIM=1) before numba is
+first imported, so test_cuda_sim.py runs it in a process of its own. Batches are a few
+blocks of threads: the simulator runs every thread as a Python thread.
+"""
+import numba
+import numpy as np
+import pytest
+
+import cuda_kernels as K
+from codegen.cuda import cuda_jit
+from transformer import grad, jit, jvp, vmap
+
+pytestmark = pytest.mark.skipif(not numba.config.ENABLE_CUDASIM,
+                                reason="needs NUMBA_ENABLE_CUDASIM=1 before numba is imported")
+
+
+def central_difference(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+@pytest.fixture(scope="module")
+def particles():
+    rng = np.random.default_rng(0)
+    return rng.uniform(0.0, 4.0, (40, 3))
+
+
+def test_vmap_kernel_keeps_float32_and_matches_python(particles):
+    pos = particles.astype(np.float32)
+    energies = cuda_jit(vmap(K.particle_energy, in_axes=(0, None, 0, None, None)),
+                        threads_per_block=16)         # 40 particles: 3 blocks
+    got = energies(pos, pos, np.arange(40), np.float32(1.0), 1.0)
+    expected = [K.particle_energy(pos[i].astype(np.float64), pos.astype(np.float64), i,
+                                  1.0, 1.0) for i in range(40)]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=2e-4)
+
+
+def test_vmap_of_grad_gives_lennard_jones_forces(particles):
+    forces = jit(vmap(grad(K.particle_energy), in_axes=(0, None, 0, None, None)),
+                 backend="cuda")
+    got = forces(particles, particles, np.arange(40), 1.0, 1.0)
+    expected = np.zeros_like(particles)              # hand derivation: dE/dr2 * 2 d
+    for i in range(40):
+        for j in range(40):
+            d = particles[i] - particles[j]
+            r2 = d @ d
+            if j != i and r2 < 9.0:
+                s6 = (1.0 / r2) ** 3
+                expected[i] += -24.0 * (2 * s6 * s6 - s6) / r2 * d
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_vmap_of_jvp_through_branches_matches_finite_differences():
+    x = np.linspace(-2.0, 2.0, 24)
+    y = np.linspace(0.5, 1.5, 24)
+    primal, tangent = jit(vmap(jvp(K.softplus_scaled)), backend="cuda")(
+        x, y, np.ones(24), np.zeros(24))
+    np.testing.assert_allclose(primal, [K.softplus_scaled(a, b) for a, b in zip(x, y)])
+    slope = [central_difference(lambda t, b=b: K.softplus_scaled(t, b), a)
+             for a, b in zip(x, y)]
+    np.testing.assert_allclose(tangent, slope, rtol=1e-6)
+
+
+def test_vmap_kernel_runs_while_loops_with_break_per_thread():
+    starts = np.arange(1, 40)
+    steps = cuda_jit(vmap(K.collatz_steps, in_axes=(0, None)), threads_per_block=8,
+                     blocks=2)                       # grid-stride: 16 threads, 39 elements
+    got = steps(starts, 30)
+    np.testing.assert_array_equal(got, [K.collatz_steps(int(n), 30) for n in starts])
+
+
+def test_vmap_kernel_with_elif_local_array_and_two_outputs():
+    rows = np.random.default_rng(1).normal(0.0, 1.5, (12, 9))
+    largest, buckets = jit(vmap(K.bucket_stats), backend="cuda")(rows)
+    expected = [K.bucket_stats(r) for r in rows]
+    np.testing.assert_allclose(largest, [e[0] for e in expected])
+    np.testing.assert_allclose(buckets, np.array([e[1] for e in expected]))
+
+
+def test_vmap_of_grad_records_tapes_for_loops_and_overwritten_elements():
+    x = np.linspace(-1.0, 1.0, 10)
+    w = np.linspace(0.5, 2.0, 10)
+    recur = jit(vmap(grad(K.recurrence), in_axes=(0, 0, None)), static_argnums=2,
+                backend="cuda")(x, w, 5)
+    fd = [central_difference(lambda t, b=b: K.recurrence(t, b, 5), a) for a, b in zip(x, w)]
+    np.testing.assert_allclose(recur, fd, rtol=1e-5, atol=1e-9)
+    scratch = jit(vmap(grad(K.scratch_product)), backend="cuda")(x, w)
+    np.testing.assert_allclose(scratch, 28.0 * x * w * w)   # d/dx of 14 x^2 w^2
+
+
+def test_elementwise_kernel_broadcasts_like_a_ufunc():
+    x = np.linspace(-3.0, 3.0, 12).reshape(3, 4)
+    y = np.array([0.5, 1.0, 1.5, 2.0])
+    got = jit(K.softplus_scaled, backend="cuda")(x, y)
+    np.testing.assert_allclose(got, np.vectorize(K.softplus_scaled)(x, y))
+    assert got.shape == (3, 4)
+
+
+def test_device_arrays_are_used_in_place_and_results_stay_on_device():
+    from numba import cuda
+    x = cuda.to_device(np.linspace(-1.0, 1.0, 16))
+    got = jit(K.gelu, backend="cuda")(x)
+    assert hasattr(got, "copy_to_host")
+    np.testing.assert_allclose(got.copy_to_host(),
+                               [K.gelu(v) for v in np.linspace(-1.0, 1.0, 16)])
+
+
+def test_cuda_kernel_agrees_with_the_cpu_backend():
+    x = np.linspace(-2.0, 2.0, 16)
+    y = np.linspace(0.5, 1.5, 16)
+    batched = vmap(K.softplus_scaled)
+    np.testing.assert_allclose(jit(batched, backend="cuda")(x, y), jit(batched)(x, y))
