@@ -138,8 +138,13 @@ def show_grad(fun: Callable, argnums=0) -> str:
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """`(fun(*primals), vjp_fn)` (and `aux` with `has_aux`): `vjp_fn(ct)` maps an output
     cotangent to a tuple with one cotangent per primal."""
-    fn = reverse_function(_base_function(fun), tuple(range(len(primals))), VJP, has_aux,
-                          f"vjp(n={len(primals)})")
+    return vjp_wrt(fun, primals, tuple(range(len(primals))), has_aux)
+
+
+def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False):
+    """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
+    fn = reverse_function(_base_function(fun), wrt, VJP, has_aux,
+                          f"vjp(argnums={wrt})")
     compiled = backends.compile_function(fn, PYTHON).function
     result = fun(*primals)
     out, aux = result if has_aux else (result, None)
@@ -313,7 +318,7 @@ class _LeafAccess(gast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Name(self, node):
-        if node.id in self.leaves_of:
+        if node.id in self.leaves_of and not isinstance(node.ctx, gast.Param):
             raise self.fn.origin.error(node, f"container argument {node.id!r} is used "
                                        "whole here; grad can only read its entries "
                                        "with constant keys", f"read {node.id}[\"key\"] instead")

@@ -22,6 +22,7 @@ become calls to their own generated vjp Function, placed in the environment.
 """
 from __future__ import annotations
 
+import builtins
 import copy
 import dataclasses
 import gast
@@ -37,11 +38,14 @@ from .controlflow import lower_exits
 from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names
+from .names import Namer, assigned_names, free_names
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
+from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+                        is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
+# attributes that describe an array's structure, not its values: never differentiable
+_STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
 _in_progress: list = []
 
 
@@ -70,20 +74,29 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
-    _Prepare(namer, env).block(node.body)
+    _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
 
-class _Prepare:
-    """Split self-assignments and add loop bookkeeping (see `instrument`)."""
+def _store_counts(node) -> dict:
+    counts: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
 
-    def __init__(self, namer: Namer, env: dict):
-        self.namer, self.env = namer, env
+
+class _Prepare:
+    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
+
+    def __init__(self, namer: Namer, env: dict, stores: dict):
+        self.namer, self.env, self.stores = namer, env, stores
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
 
     def block(self, stmts: list) -> None:
+        self.rename_redefinitions(stmts)
         index = 0
         while index < len(stmts):
             stmt = stmts[index]
@@ -115,6 +128,25 @@ class _Prepare:
             self.block(stmt.body)
             return self.instrument_while(stmt)
         return [stmt]
+
+    def rename_redefinitions(self, stmts: list) -> None:
+        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
+        `d` is a statement of this block: each value then has one assignment, so the
+        reverse sweep can recompute it instead of recording it. The last keeps the name.
+        """
+        positions: dict = {}
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                positions.setdefault(stmt.targets[0].id, []).append(k)
+        for var, where in positions.items():
+            if len(where) < 2 or self.stores.get(var) != len(where):
+                continue
+            for first, second in zip(where, where[1:]):
+                fresh = self.namer.fresh(var)
+                stmts[first].targets[0].id = fresh
+                for stmt in stmts[first + 1:second]:
+                    _rename_loads(stmt, var, fresh)
+                _rename_loads(stmts[second].value, var, fresh)
 
     def freeze(self, holder, field, body) -> list:
         """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
@@ -156,6 +188,12 @@ class _Prepare:
         after.secant_late_restore = True
         loop.secant_trips = trips
         return [located(assign(count, const(0)), loop), loop, after]
+
+
+def _rename_loads(node, old: str, new: str) -> None:
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
+            sub.id = new
 
 
 def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
@@ -216,7 +254,17 @@ class _Reverse:
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
-        self.adjoints = {id(s): self.adjoint_stmts(s) for s in self.simple}
+        # last statement first, as in the reverse sweep: element uses name the adjoints
+        # of a call's tuple result before the call's own adjoint passes them on
+        self.adjoints = {}
+        errors = []
+        for stmt in reversed(self.simple):
+            try:
+                self.adjoints[id(stmt)] = self.adjoint_stmts(stmt)
+            except TransformError as exc:       # report the first one in source order
+                errors.append(exc)
+        if errors:
+            raise errors[-1]
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names())
         self.counters: dict = {}
@@ -314,6 +362,8 @@ class _Reverse:
         if isinstance(value, (gast.Tuple, gast.List)):
             return Prim("tuple", t, (), args=value.elts)
         if isinstance(value, gast.Subscript):
+            if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
+                return Prim("element", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
@@ -322,7 +372,21 @@ class _Reverse:
                         [value.value, value.slice])
         if isinstance(value, gast.Call):
             return self.classify_call(t, value)
-        return Prim("none", t)       # comparisons, attributes (x.shape), dicts
+        if isinstance(value, gast.Compare) or (isinstance(value, gast.Attribute) and
+                                               value.attr in _STRUCTURE_ATTRIBUTES):
+            return Prim("none", t)
+        return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def call_result(self, atom) -> bool:
+        """Whether `atom` names the value of a call to a differentiated user function."""
+        if not isinstance(atom, gast.Name):
+            return False
+        defs = self.defs.get(atom.id, [])
+        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+            isinstance(defs[0].value, gast.Call) and \
+            self.classify_call(atom.id, defs[0].value).kind == "call" and \
+            all(isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+                isinstance(use.value.slice, gast.Constant) for use in self.loads[atom.id])
 
     def rule(self, t, key, args, keywords) -> Prim:
         if is_nondifferentiable(key):
@@ -417,6 +481,13 @@ class _Reverse:
             return [self.accumulate(source, name(self.adjoint[prim.target]))]
         if prim.kind in ("template", "setitem"):
             return self.expand(stmt, prim)
+        if prim.kind == "element":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            adj = self.element_adjoint(source, prim.key)
+            return [assign(adj, gast.BinOp(left=name(adj), op=gast.Add(),
+                                           right=name(self.adjoint[prim.target])))]
         if prim.kind == "call":
             return self.call_adjoint(stmt, prim)
         if prim.kind in ("tuple", "none"):
@@ -426,6 +497,22 @@ class _Reverse:
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
+
+    def element_adjoint(self, var: str, k: int) -> str:
+        """The adjoint of element `k` of the tuple a user function returned into `var`."""
+        elements = self.__dict__.setdefault("_elements", {}).setdefault(var, {})
+        if k not in elements:
+            elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
+        return elements[k]
+
+    def zero_adjoints(self, var: str) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        elements = self.__dict__.get("_elements", {}).get(var)
+        if elements is None:
+            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+                for k, adj in sorted(elements.items())]
 
     def accumulate(self, source: str, value) -> gast.Assign:
         adj = self.adjoint[source]
@@ -461,9 +548,20 @@ class _Reverse:
                           if isinstance(a, gast.Name) and a.id in self.active)
         if not positions:
             return []
-        vjp_name = self.callee_vjp(prim.key, positions, stmt)
+        vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
         grads = self.namer.fresh(prim.target + "_grads")
-        args = [copy.deepcopy(a) for a in prim.args] + [name(self.adjoint[prim.target])]
+        elements = self.__dict__.get("_elements", {}).get(prim.target)
+        if outputs == 1 and elements is None:
+            cotangents = [name(self.adjoint[prim.target])]
+        elif elements is None:
+            raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
+                                       "to be differentiated", "write `a, b = f(x)`")
+        else:
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            cotangents = [name(elements[k]) if k in elements else
+                          call(name(zeros), subscript(name(prim.target), const(k)))
+                          for k in range(outputs)]
+        args = [copy.deepcopy(a) for a in prim.args] + cotangents
         out = [assign(grads, call(name(vjp_name), *args))]
         for k, position in enumerate(positions):
             out.append(self.accumulate(prim.args[position].id,
@@ -485,7 +583,8 @@ class _Reverse:
                     raise
                 generated = reverse_function(callee, positions, VJP)
             base = getattr(obj, "__name__", "callee")
-            cache[key] = self.helper(self.namer.fresh(base + "_vjp"), generated)
+            outputs = len(generated.params) - len(_primal_params(obj))
+            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
@@ -532,6 +631,12 @@ class _Reverse:
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        if "zeros_like" in self.env:
+            _fold_zero_inits(node.body, self.helper("zeros_like", runtime.zeros_like))
+        located(node, self.fn.node)          # generated lines point at the def line
+        for free in free_names(node):       # builtins a rule's code names (slice, ...)
+            if free not in self.env and hasattr(builtins, free):
+                self.env[free] = getattr(builtins, free)
         return self.fn.with_transform(node, label, self.env)
 
     def counter(self, var: str, kind: str) -> tuple[str, str]:
@@ -777,7 +882,6 @@ class _Reverse:
 
     def inits(self, block_id, top) -> list:
         out = []
-        zeros = self.helper("zeros_like", runtime.zeros_like)
         first = {v: min((self.order.get(id(d), -1) for d in self.defs.get(v, [])),
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
@@ -787,7 +891,7 @@ class _Reverse:
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
             else:
-                out.append(assign(self.adjoint[var], call(name(zeros), name(var))))
+                out.extend(self.zero_adjoints(var))
         return out
 
     def reset(self, var: str, stmt) -> list:
@@ -798,8 +902,7 @@ class _Reverse:
         home = self.home_blocks()[var]
         home_loops = self._loops_of_block(home)
         if len(defs) > 1 or len(self.loops_of[id(stmt)]) > len(home_loops):
-            zeros = self.helper("zeros_like", runtime.zeros_like)
-            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+            return self.zero_adjoints(var)
         return []
 
     def _loops_of_block(self, block_id):
@@ -847,6 +950,64 @@ class _Reverse:
                                             ctx=gast.Load()))
 
     tuple_grads = False
+
+
+def _fold_zero_inits(stmts: list, zeros: str) -> None:
+    """`bv = zeros_like(v)` then `bv = bv + e` (first use, same block) -> `bv = e`.
+
+    Saves an allocation and an add per adjoint per iteration. `e` may return one of its
+    arguments itself (unbroadcast does), so `bv` may alias another adjoint: that one has
+    been consumed by this very statement (adjoints of results are dead once the adjoint of
+    their assignment ran, or are rebound by a reset). A view into a live adjoint
+    (`bm[1, 1:3]`, zeroed right after by a setitem adjoint) is excluded.
+    """
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _fold_zero_inits(inner, zeros)
+    index = 0
+    while index < len(stmts):
+        adj = _zero_init_target(stmts[index], zeros)
+        later = _first_mention(stmts, index + 1, adj) if adj else None
+        if later is not None and _accumulates(stmts[later], adj):
+            value = stmts[later].value.right
+            stmts[later].value = value
+            del stmts[index]
+            continue
+        index += 1
+
+
+def _zero_init_target(stmt, zeros):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+            isinstance(stmt.value, gast.Call) and isinstance(stmt.value.func, gast.Name) and \
+            stmt.value.func.id == zeros and not emit.comment_of(stmt):
+        return stmt.targets[0].id
+    return None
+
+
+def _first_mention(stmts, start, var):
+    for k in range(start, len(stmts)):
+        if any(isinstance(n, gast.Name) and n.id == var for n in gast.walk(stmts[k])):
+            return k
+    return None
+
+
+def _accumulates(stmt, var) -> bool:
+    """`var = var + e` where `e` does not read `var`."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
+            stmt.targets[0].id == var and isinstance(stmt.value, gast.BinOp) and
+            isinstance(stmt.value.op, gast.Add) and isinstance(stmt.value.left, gast.Name) and
+            stmt.value.left.id == var):
+        return False
+    return not any((isinstance(n, gast.Name) and n.id == var) or isinstance(n, gast.Subscript)
+                   for n in gast.walk(stmt.value.right))
+
+
+def _primal_params(obj) -> list:
+    from .api_reverse import CustomVJP
+    from .frontend import parse
+    return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
 # shape-only arguments: any value of the right shape and type serves, so reading a
@@ -913,4 +1074,7 @@ def _install_overloads():
 
 
 _install_overloads()
+# helpers whose results do not depend on their arguments' values (shapes, types, zeros)
+nondifferentiable(unit_cotangent, float_zeros, tape.float_tape, tape.exact_tape,
+                  tape.items_buffer, tape.trip_count, tape.range_last)
 __all__ = ["reverse_function", "prepare", "GRAD", "VALUE_AND_GRAD", "VJP"]

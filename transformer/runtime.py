@@ -7,12 +7,15 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
+
+Plain NumPy only for now: ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``,
+``squeeze`` without an axis, and ``matmul`` with its adjoints for operands of rank above 3.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -146,7 +149,9 @@ def _c_strides(shape):
 
 @register_jitable
 def _reduce_into(src, src_shape, out, out_shape, op):
-    """Fold the C-ordered ``src`` into ``out`` along the axes where ``out_shape`` is 1.
+    """Fold the C-ordered ``src`` into ``out``: element ``i`` of ``src`` lands on the index
+    ``i mod out_shape`` (axis by axis), so axes of length 1 are reduced and longer axes
+    wrap around (the adjoint of tiling).
 
     ``op``: 0 sum, 1 product, 2 max, 3 min. ``out`` holds the starting values.
     """
@@ -155,8 +160,7 @@ def _reduce_into(src, src_shape, out, out_shape, op):
     for i in range(src.shape[0]):
         j = 0
         for k in range(src_shape.shape[0]):
-            if out_shape[k] != 1:
-                j += ((i // ss[k]) % src_shape[k]) * os_[k]
+            j += (((i // ss[k]) % src_shape[k]) % out_shape[k]) * os_[k]
         v = src[i]
         if op == 0:
             out[j] += v
@@ -171,14 +175,15 @@ def _reduce_into(src, src_shape, out, out_shape, op):
 
 @register_jitable
 def _gather(src, src_shape, out, out_shape):
-    """Broadcast the C-ordered ``src`` (1 on broadcast axes) into C-ordered ``out``."""
+    """Fill the C-ordered ``out`` from ``src``: element ``i`` of ``out`` reads the index
+    ``i mod src_shape`` (axis by axis), which broadcasts axes of length 1 and tiles the rest.
+    """
     ss = _c_strides(src_shape)
     os_ = _c_strides(out_shape)
     for i in range(out.shape[0]):
         j = 0
         for k in range(out_shape.shape[0]):
-            if src_shape[k] != 1:
-                j += ((i // os_[k]) % out_shape[k]) * ss[k]
+            j += (((i // os_[k]) % out_shape[k]) % src_shape[k]) * ss[k]
         out[i] = src[j]
 
 
@@ -512,6 +517,7 @@ def _scan_nb(a, axis, product, reverse):
     """Numba: cumulative sum or product along an axis (flattened for None)."""
     dtype = as_dtype(a.dtype).type
 
+    @register_jitable
     def scan(src, ax):
         out = src.copy()
         shape = np.asarray(out.shape)
@@ -537,19 +543,19 @@ def _scan_nb(a, axis, product, reverse):
 
 @overload(cumsum)
 def _cumsum_nb(a, axis=None):
-    impl = _scan_nb(a, axis, False, False)
+    impl = register_jitable(_scan_nb(a, axis, False, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumprod)
 def _cumprod_nb(a, axis=None):
-    impl = _scan_nb(a, axis, True, False)
+    impl = register_jitable(_scan_nb(a, axis, True, False))
     return lambda a, axis=None: impl(a, axis)
 
 
 @overload(cumsum_adjoint)
 def _cumsum_adjoint_nb(g, x, axis=None):
-    impl = _scan_nb(g, axis, False, True)
+    impl = register_jitable(_scan_nb(g, axis, False, True))
     return lambda g, x, axis=None: impl(g, axis).reshape(x.shape)
 
 
@@ -656,9 +662,54 @@ def flip(a, axis=None):
     return np.flip(a, axis)
 
 
+@overload(flip)
+def _flip_nb(a, axis=None):
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        strides = _c_strides(shape)
+        src = np.ascontiguousarray(a).ravel()
+        out = np.empty_like(src)
+        for i in range(src.shape[0]):
+            j = 0
+            for k in range(a.ndim):
+                index = (i // strides[k]) % shape[k]
+                j += (shape[k] - 1 - index if mask[k] else index) * strides[k]
+            out[i] = src[j]
+        return out.reshape(a.shape)
+    return impl
+
+
 def tile(a, reps):
     """np.tile."""
     return np.tile(a, reps)
+
+
+@register_jitable
+def _tile_shapes(shape, reps):
+    """(padded shape of x, shape of the tiled result) as int arrays."""
+    ndim = max(shape.shape[0], reps.shape[0])
+    padded = np.ones(ndim, np.int64)
+    padded[ndim - shape.shape[0]:] = shape
+    full = np.ones(ndim, np.int64)
+    full[ndim - reps.shape[0]:] = reps
+    return padded, padded * full
+
+
+def _reps_rank(a, reps):
+    return max(a.ndim, 1 if isinstance(reps, types.Integer) else len(reps))
+
+
+@overload(tile)
+def _tile_nb(a, reps):
+    rank = _reps_rank(a, reps)
+
+    def impl(a, reps):
+        padded, full = _tile_shapes(np.asarray(a.shape), np.asarray(reps).reshape(-1))
+        out = np.empty(np.prod(full), a.dtype)
+        _gather(np.ascontiguousarray(a).ravel(), padded, out, full)
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
 
 
 def untile(g, x, reps):
@@ -671,6 +722,16 @@ def untile(g, x, reps):
     split = [n for pair in zip(reps, shape) for n in pair]
     total = np.reshape(g, split).sum(axis=tuple(range(0, 2 * ndim, 2)))
     return reshape_like(total, x)
+
+
+@overload(untile)
+def _untile_nb(g, x, reps):
+    def impl(g, x, reps):
+        padded, full = _tile_shapes(np.asarray(x.shape), np.asarray(reps).reshape(-1))
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), full, out, padded, 0)
+        return out.reshape(x.shape)
+    return impl
 
 
 def repeat(a, repeats, axis=None):
@@ -688,6 +749,58 @@ def unrepeat(g, x, repeats, axis=None):
     return np.reshape(g, split).sum(axis=axis + 1)
 
 
+@register_jitable
+def _repeat_source(i, full, fstrides, sstrides, axis, repeats):
+    """The flat source index of element ``i`` of ``np.repeat(a, repeats, axis)``."""
+    j = 0
+    for k in range(full.shape[0]):
+        index = (i // fstrides[k]) % full[k]
+        j += (index // repeats if k == axis else index) * sstrides[k]
+    return j
+
+
+@register_jitable
+def _repeat_shapes(shape, repeats, axis):
+    full = shape.copy()
+    full[axis] *= repeats
+    return full, _c_strides(full), _c_strides(shape)
+
+
+@overload(repeat)
+def _repeat_nb(a, repeats, axis=None):
+    if not isinstance(repeats, types.Integer):
+        raise TypingError("repeat under Numba: the count must be an int")
+    flat = _is_none(axis)
+    rank = 1 if flat else a.ndim
+
+    def impl(a, repeats, axis=None):
+        src = np.ascontiguousarray(a).ravel()
+        shape = np.asarray(src.shape) if flat else np.asarray(a.shape)
+        ax = 0 if flat else axis % a.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.empty(np.prod(full), a.dtype)
+        for i in range(out.shape[0]):
+            out[i] = src[_repeat_source(i, full, fstrides, sstrides, ax, repeats)]
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+@overload(unrepeat)
+def _unrepeat_nb(g, x, repeats, axis=None):
+    flat = _is_none(axis)
+
+    def impl(g, x, repeats, axis=None):
+        src = np.ascontiguousarray(g).ravel()
+        shape = np.asarray((x.size,)) if flat else np.asarray(x.shape)
+        ax = 0 if flat else axis % x.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.zeros(x.size, g.dtype)
+        for i in range(src.shape[0]):
+            out[_repeat_source(i, full, fstrides, sstrides, ax, repeats)] += src[i]
+        return out.reshape(x.shape)
+    return impl
+
+
 def concatenate_part(g, xs, k, axis=0):
     """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
     start = sum(np.shape(xs[j])[axis] for j in range(k))
@@ -696,9 +809,29 @@ def concatenate_part(g, xs, k, axis=0):
     return g[tuple(index)]
 
 
+@overload(concatenate_part)
+def _concatenate_part_nb(g, xs, k, axis=0):
+    def impl(g, xs, k, axis=0):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            if j < k:
+                start += x.shape[axis]
+            elif j == k:
+                n = x.shape[axis]
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        front = moveaxis(g, axis, 0)[start:start + n]
+        return np.ascontiguousarray(moveaxis(front, 0, axis))
+    return impl
+
+
 def stack_part(g, k, axis=0):
     """The part of ``g = np.stack(xs, axis)`` that came from ``xs[k]``."""
     return np.take(g, k, axis)
+
+
+@overload(stack_part)
+def _stack_part_nb(g, k, axis=0):
+    return lambda g, k, axis=0: np.ascontiguousarray(moveaxis(g, axis, 0)[k])
 
 
 def hstack_part(g, xs, k):
@@ -712,6 +845,35 @@ def vstack_part(g, xs, k):
     return reshape_like(part, xs[k])
 
 
+@overload(hstack_part)
+def _hstack_part_nb(g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda g, xs, k: concatenate_part(g, xs, k, axis)
+
+
+@overload(vstack_part)
+def _vstack_part_nb(g, xs, k):
+    if not isinstance(k, types.IntegerLiteral):
+        return lambda g, xs, k: literally(k)
+    item = xs.types[k.literal_value] if isinstance(xs, types.Tuple) else xs.dtype
+
+    def rows(g, xs, k):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                n = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        return np.ascontiguousarray(g[start:start + n])
+
+    rows = register_jitable(rows)
+    if item.ndim == 1:
+        return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
+    return rows
+
+
 # ---------------------------------------------------------------- linear algebra
 
 
@@ -720,11 +882,59 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def _batch_len(x):
+    return x.shape[0] if np.ndim(x) == 3 else 1
+
+
+@overload(_batch_len)
+def _batch_len_nb(x):
+    if x.ndim == 3:
+        return lambda x: x.shape[0]
+    return lambda x: 1
+
+
+def _batch_item(x, i):
+    return x[i % x.shape[0]] if np.ndim(x) == 3 else x
+
+
+@overload(_batch_item)
+def _batch_item_nb(x, i):
+    if x.ndim == 3:
+        return lambda x, i: np.ascontiguousarray(x[i % x.shape[0]])
+    return lambda x, i: np.ascontiguousarray(x)
+
+
 @overload(matmul)
 def _matmul_nb(a, b):
-    if a.ndim > 2 or b.ndim > 2:
-        raise TypingError("matmul under Numba: operands of rank 1 or 2 only")
-    return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    if a.ndim > 3 or b.ndim > 3:
+        raise TypingError("matmul under Numba: operands of rank 3 at most")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+    def batched(a, b):
+        n = max(_batch_len(a), _batch_len(b))
+        first = np.dot(_batch_item(a, 0), _batch_item(b, 0))
+        out = np.empty((n,) + first.shape, first.dtype)
+        for i in range(n):
+            out[i] = np.dot(_batch_item(a, i), _batch_item(b, i))
+        return out
+    return batched
+
+
+@register_jitable
+def _swap_last_nb(x):
+    return np.swapaxes(x, x.ndim - 2, x.ndim - 1)
+
+
+@register_jitable
+def _append_axis(x):
+    return np.ascontiguousarray(x).reshape(x.shape + (1,))
+
+
+@register_jitable
+def _insert_axis(x):
+    """(B, p) -> (B, 1, p)."""
+    return np.ascontiguousarray(x).reshape((x.shape[0], 1, x.shape[1]))
 
 
 def _swap_last(a):
@@ -738,7 +948,7 @@ def matmul_grad_left(g, a, b):
     if np.ndim(b) == 1:
         return unbroadcast(np.multiply.outer(g, b), a) if np.ndim(a) > 1 else g * b
     if np.ndim(a) == 1:
-        return unbroadcast(np.matmul(g, _swap_last(b)), a)
+        return unbroadcast(np.matmul(np.expand_dims(g, -2), _swap_last(b)), a)
     return unbroadcast(np.matmul(g, _swap_last(b)), a)
 
 
@@ -747,7 +957,7 @@ def matmul_grad_right(g, a, b):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(a * g, b)
     if np.ndim(a) == 1:
-        return unbroadcast(np.multiply.outer(a, g), b) if np.ndim(b) > 1 else a * g
+        return unbroadcast(a[:, None] * np.expand_dims(g, -2), b) if np.ndim(b) > 1 else a * g
     if np.ndim(b) == 1:
         return unbroadcast(np.matmul(_swap_last(a), g[..., None])[..., 0], b)
     return unbroadcast(np.matmul(_swap_last(a), g), b)
@@ -767,7 +977,11 @@ def _matmul_grad_left_nb(g, a, b):
         return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(b.T))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(g) * b, a)
+    if na == 1:
+        return lambda g, a, b: unbroadcast(matmul(_insert_axis(g), _swap_last_nb(b)), a)
+    return lambda g, a, b: unbroadcast(matmul(g, _swap_last_nb(b)), a)
 
 
 @overload(matmul_grad_right)
@@ -784,7 +998,12 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: np.outer(a, g)
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if na == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(a) * _insert_axis(g), b)
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(
+            matmul(_swap_last_nb(a), _append_axis(g))[:, :, 0], b)
+    return lambda g, a, b: unbroadcast(matmul(_swap_last_nb(a), g), b)
 
 
 def outer_or_matmul(t, z):
