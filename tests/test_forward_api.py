@@ -138,7 +138,21 @@ def test_jit_jvp_function_and_custom_rule():
     np.testing.assert_allclose(aux, np.sin(X))
 
 
-def test_jacfwd_generates_one_function_with_the_basis_loop():
+def test_jacfwd_pushes_all_basis_vectors_in_one_batched_call():
     text = transformer.source(jacfwd(model))
-    assert "for k in range(basis_size(x)):" in text
+    assert "mapped_x(x, w, basis_matrix(x))" in text
     assert text.count("def ") == 1
+
+
+def unbatchable(x):
+    y = x * 1.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:               # the branch depends on the tangent's primal only
+            y[i] = np.sin(x[i]) * x[0]
+    return y
+
+
+def test_jacfwd_through_branches_and_inplace_writes():
+    x = np.array([0.5, -0.3, 1.2])
+    ref = jax.jacfwd(lambda v: v.at[:].set(jnp.where(v > 0, jnp.sin(v) * v[0], v)))(x)
+    np.testing.assert_allclose(jacfwd(unbatchable)(x), ref, rtol=1e-12)

@@ -129,9 +129,17 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Transformed:
 
 
 def hessian(fun: Callable, argnums=0) -> Transformed:
-    """`jacfwd(jacrev(fun))`: forward over reverse."""
-    return Transformed(fun, lambda: _jacobian(jacrev(fun, argnums), argnums, False, "fwd",
-                                              "hessian"),
+    """The Hessian of scalar-valued `fun`: forward mode over the reverse-mode gradient.
+
+    `jacfwd(jacrev(fun))` with the one cotangent a scalar output has, i.e. jacfwd of
+    `grad(fun)`; for a non-scalar output use `jacfwd(jacrev(fun))` itself.
+    """
+    from .api_reverse import grad
+    if not isinstance(argnums, int):
+        raise TypeError("hessian takes one argnums (an int); for several arguments use "
+                        "jacfwd(jacrev(fun, argnums), argnums)")
+    inner = grad(fun, argnums)
+    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian"),
                        f"hessian(argnums={argnums})")
 
 
@@ -142,24 +150,95 @@ def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
     fn = parse(fun)
     nums = _argnums(fn, argnums)
     active = tuple(fn.params[i] for i in nums)
-    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative"})
-    if mode == "fwd":
-        inner = tangent_function(fun, active)
-        body = _forward_loops(fn, active, namer, has_aux)
-    else:
-        from .reverse_link import cotangent_function
-        inner = cotangent_function(fun, active, has_aux)
-        body = _reverse_loops(fn, active, namer, has_aux)
+    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative", "range"})
+    inner = tangent_function(fun, active) if mode == "fwd" else \
+        cotangent_function(fun, nums, has_aux)
+    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
+               primal=fun)
+    try:
+        body = _batched_body(fn, active, namer, has_aux, mode, inner, env)
+    except TransformError:
+        # some statement has no batching rule: one derivative call per basis vector
+        loops = _forward_loops if mode == "fwd" else _reverse_loops
+        body = loops(fn, active, Namer(set(namer.taken)), has_aux)
     name = f"{fn.name}_{label or 'jac' + mode}"
     text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
                                                               for line in body)
-    env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range)
     label = label or (f"jacfwd(argnums={argnums})" if mode == "fwd"
                       else f"jacrev(argnums={argnums})")
     return generated(fn, text, env, label)
 
 
+def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
+    """Lines of a Jacobian body that push (pull) all basis vectors at once through vmap.
+
+    Batched, a matrix-vector product in the derivative becomes one matrix-matrix product.
+    Raises TransformError when vmap cannot vectorize the derivative.
+    """
+    from .api_batching import vmap
+    derivative = Transformed(fn, lambda: inner, "derivative")
+    if mode == "rev":
+        return _batched_rows(fn, active, namer, has_aux, vmap(
+            derivative, in_axes=(None,) * len(fn.params) + (0,), out_axes=0), env)
+    params = ", ".join(fn.params)
+    out, aux = namer.fresh("out"), namer.fresh("aux")
+    lines, jacs = [], []
+    for p in active:
+        mapped, pair, jac = (namer.fresh(n + "_" + p) for n in ("mapped", "pair", "jac"))
+        jacs.append(jac)
+        extra = [f"basis_matrix({p})" if q == p else f"zeros_like({q})" for q in active]
+        in_axes = (None,) * len(fn.params) + tuple(0 if q == p else None for q in active)
+        out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
+        batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
+        batched.__secant_function__()                  # fails here if vmap cannot batch
+        env[mapped] = batched
+        lines.append(f"{pair} = {mapped}({params}, {', '.join(extra)})")
+        primal, columns = (f"{pair}[0][0]", f"{pair}[1][0]") if has_aux else \
+            (f"{pair}[0]", f"{pair}[1]")
+        if p == active[0]:
+            lines.append(f"{out} = {primal}")
+            if has_aux:
+                lines.append(f"{aux} = {pair}[0][1]")
+        lines.append(f"{jac} = jacobian_from_columns({columns}, {out}, {p})")
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
+def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
+    """Lines of a jacrev body pulling all output basis vectors at once through vmap."""
+    batched.__secant_function__()                      # fails here if vmap cannot batch
+    params = ", ".join(fn.params)
+    out, aux, rows, mapped = (namer.fresh(n) for n in ("out", "aux", "rows", "mapped"))
+    env[mapped] = batched
+    lines = _primal_lines(params, out, aux, has_aux, namer)
+    lines.append(f"{rows} = {mapped}({params}, basis_matrix({out}))")
+    jacs = []
+    for i, p in enumerate(active):
+        jac = namer.fresh("jac_" + p)
+        jacs.append(jac)
+        lines.append(f"{jac} = jacobian_from_rows({rows}[{i}], {out}, {p})")
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    return lines
+
+
+def _primal_lines(params, out, aux, has_aux, namer) -> list[str]:
+    """Run the function itself once: its output fixes the cotangent basis."""
+    if not has_aux:
+        return [f"{out} = primal({params})"]
+    pair = namer.fresh("value")
+    return [f"{pair} = primal({params})", f"{out} = {pair}[0]", f"{aux} = {pair}[1]"]
+
+
+def cotangent_function(fun, argnums: tuple[int, ...], has_aux: bool) -> Function:
+    """The vjp Function of `fun`: `(*params, cotangent) -> (bar_p for p in argnums)`."""
+    from .api_reverse import _base_function
+    from .reverse import VJP, reverse_function
+    return reverse_function(_base_function(fun), argnums, VJP, has_aux,
+                            f"vjp(argnums={argnums})")
+
+
 def _results(jacs, out_of, aux_expr, single: bool, has_aux: bool) -> str:
+    """The return line: one Jacobian or a tuple of them, with aux after."""
     value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
     return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
 
@@ -188,22 +267,19 @@ def _forward_loops(fn, active, namer, has_aux) -> list[str]:
 
 
 def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
-    """Lines of a jacrev body: pull each output basis vector through `derivative`.
-
-    `derivative(*params, cotangent)` returns `(out, aux, (bar_p, ...))` for the active
-    parameters (see `reverse_link.cotangent_function`).
-    """
+    """Lines of a jacrev body: pull each output basis vector through `derivative`, the
+    vjp Function `(*params, cotangent) -> (bar_p, ...)` of the active parameters."""
     params = ", ".join(fn.params)
-    start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
-    lines = [f"{start} = derivative({params}, None)", f"{out} = {start}[0]"]
+    out, aux, k, grads = (namer.fresh(n) for n in ("out", "aux", "k", "grads"))
+    lines = _primal_lines(params, out, aux, has_aux, namer)
     jacs = [namer.fresh("jac_" + p) for p in active]
     lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
     lines.append(f"for {k} in range(basis_size({out})):")
-    lines.append(f"    {pair} = derivative({params}, basis_vector({out}, {k}))")
+    lines.append(f"    {grads} = derivative({params}, basis_vector({out}, {k}))")
     for i, jac in enumerate(jacs):
-        lines.append(f"    set_row({jac}, {pair}[2][{i}], {k})")
+        lines.append(f"    set_row({jac}, {grads}[{i}], {k})")
     lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]
-    lines.append(_results(jacs, None, f"{start}[1]", len(active) == 1, has_aux))
+    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
     return lines
 
 

@@ -125,5 +125,51 @@ def _jacobian_result_nb(jac, out, x):
     return lambda jac, out, x: jac[0, 0]
 
 
-__all__ = ["basis_size", "basis_vector", "jacobian_alloc", "jacobian_result", "set_column",
+# ---------------------------------------------------------------- all basis vectors at once
+
+
+def basis_matrix(x):
+    """Every basis vector of `x`'s tangent space, stacked on a leading axis (for vmap)."""
+    n = int(np.size(x))
+    return np.eye(n, dtype=_float(x)).reshape((n,) + np.shape(x))
+
+
+@overload(basis_matrix)
+def _basis_matrix_nb(x):
+    dtype = _nb_float(x)
+    if isinstance(x, types.Array):
+        return lambda x: np.eye(x.size, dtype=dtype).reshape((x.size,) + x.shape)
+    return lambda x: np.ones(1, dtype)
+
+
+def jacobian_from_columns(columns, out, x):
+    """The Jacobian `shape(out) + shape(x)` from `columns[k]`, the tangent of basis `k`."""
+    flat = np.reshape(columns, (np.size(x), np.size(out)))
+    return jacobian_result(np.ascontiguousarray(flat.T), out, x)
+
+
+@overload(jacobian_from_columns)
+def _jacobian_from_columns_nb(columns, out, x):
+    def impl(columns, out, x):
+        flat = np.ascontiguousarray(columns).reshape((basis_size(x), basis_size(out)))
+        return jacobian_result(np.ascontiguousarray(flat.T), out, x)
+    return impl
+
+
+def jacobian_from_rows(rows, out, x):
+    """The Jacobian `shape(out) + shape(x)` from `rows[k]`, the cotangent of basis `k`."""
+    flat = np.reshape(rows, (np.size(out), np.size(x)))
+    return jacobian_result(np.ascontiguousarray(flat), out, x)
+
+
+@overload(jacobian_from_rows)
+def _jacobian_from_rows_nb(rows, out, x):
+    def impl(rows, out, x):
+        flat = np.ascontiguousarray(rows).reshape((basis_size(out), basis_size(x)))
+        return jacobian_result(flat, out, x)
+    return impl
+
+
+__all__ = ["basis_matrix", "basis_size", "basis_vector", "jacobian_alloc",
+           "jacobian_from_columns", "jacobian_from_rows", "jacobian_result", "set_column",
            "set_row"]

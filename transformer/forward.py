@@ -28,11 +28,11 @@ import gast
 import numpy as np
 
 from . import helper_rules  # noqa: F401  (rules for helpers in derivative code)
-from . import runtime, templates
+from . import basis, runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
 from .function import Function, resolve, signature
-from .names import Namer
+from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
 
 from codegen.emit import annotate
@@ -44,9 +44,36 @@ _VIEW_VALUES = (gast.Name, gast.Subscript)
 
 _cache: dict = {}
 
+# helpers that only move values (the tapes of reverse mode): the tangent is the same call
+# with each value slot's argument replaced by its tangent
+STRUCTURAL: dict = {}
+
+
+# statements that write a value into an array in place: function -> (target, value)
+# positions; the tangent statement writes the value's tangent into the target's
+EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
+
+
+def structural(function, *slots: int) -> None:
+    """Register `function` as moving the values in argument positions `slots`."""
+    STRUCTURAL[function] = slots
+
+
+def _register_reverse_helpers() -> None:
+    from . import reverse, tape
+    for function in (tape.float_tape, tape.exact_tape, tape.items_buffer):
+        structural(function, 0)
+    structural(tape.reserve, 0)
+    for function in (tape.push, tape.push_items, tape.pop_items):
+        structural(function, 0, 2)
+    templates.nondifferentiable(tape.trip_count, tape.range_last, reverse.unit_cotangent,
+                                reverse.float_zeros)
+
 
 def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
     """The forward-mode Function of `fn`, carrying tangents for the parameters `active`."""
+    if not STRUCTURAL:
+        _register_reverse_helpers()
     active = tuple(fn.params if active is None else active)
     key = (fn, active)
     if key not in _cache:
@@ -109,11 +136,18 @@ def _writes(fn, stmts):
 
 
 def _scatter_target(fn, stmt):
-    """The array a `scatter_add(target, index, values)` statement accumulates into."""
-    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
-            resolve(fn, stmt.value.func, None) is runtime.scatter_add and \
-            isinstance(stmt.value.args[0], gast.Name):
-        return stmt.value.args[0]
+    """The array an in-place effect statement (`scatter_add(target, index, values)`,
+    `set_row(jac, row, k)`) accumulates into."""
+    effect = _effect(fn, stmt)
+    if effect is not None and isinstance(stmt.value.args[effect[0]], gast.Name):
+        return stmt.value.args[effect[0]]
+    return None
+
+
+def _effect(fn, stmt):
+    """(target position, value position) of an effect statement, or None."""
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+        return EFFECTS.get(resolve(fn, stmt.value.func, None))
     return None
 
 
@@ -170,6 +204,8 @@ class _Forward:
         self.env: dict[str, object] = {}
         self.owned = _inplace_targets(fn.node.body)
         self.annotated: int | None = None
+        # variables whose tangent is known to be zero here: rules drop their contributions
+        self.zero: set[str] = set()
 
     def d(self, primal: str) -> str:
         if primal not in self.tangents:
@@ -177,7 +213,10 @@ class _Forward:
         return self.tangents[primal]
 
     def tangent_of(self, primal: str) -> str | None:
-        return self.d(primal) if primal in self.active else None
+        """The tangent variable of `primal`; None where it is inactive or known zero."""
+        if primal not in self.active or primal in self.zero:
+            return None
+        return self.d(primal)
 
     def function(self) -> Function:
         node = self.fn.copy_node()
@@ -210,17 +249,14 @@ class _Forward:
                 return self.assignment(stmt, target.id, stmt.value)
             return self.inplace(stmt, target)
         if isinstance(stmt, gast.If):
-            return [gast.If(test=stmt.test, body=self.block(stmt.body),
-                            orelse=self.block(stmt.orelse) if stmt.orelse else [])]
-        if isinstance(stmt, gast.For):
+            before = set(self.zero)
             body = self.block(stmt.body)
-            if stmt.target.id in self.active:
-                body.insert(0, located(self.zeros(stmt.target.id), stmt))
-            loop = copy.copy(stmt)
-            loop.body = body
-            return [loop]
-        if isinstance(stmt, gast.While):
-            return [gast.While(test=stmt.test, body=self.block(stmt.body), orelse=[])]
+            after_body, self.zero = self.zero, before
+            orelse = self.block(stmt.orelse) if stmt.orelse else []
+            self.zero &= after_body
+            return [gast.If(test=stmt.test, body=body, orelse=orelse)]
+        if isinstance(stmt, (gast.For, gast.While)):
+            return [self.loop(stmt)]
         if isinstance(stmt, gast.Return):
             return [self.returns(stmt)]
         if isinstance(stmt, gast.Expr):
@@ -229,16 +265,37 @@ class _Forward:
             self.check_effect(stmt)
         return [stmt]
 
+    def loop(self, stmt):
+        """A loop body sees only what holds on every iteration: names it assigns (or,
+        through aliases, writes in place) are not known zero there."""
+        if _inplace_targets(stmt.body) or any(_scatter_target(self.fn, s) is not None
+                                              for s in gast.walk(stmt)):
+            self.zero.clear()
+        self.zero -= assigned_names(stmt)
+        start = set(self.zero)
+        body = self.block(stmt.body)
+        if isinstance(stmt, gast.For) and stmt.target.id in self.active:
+            body.insert(0, located(self.zeros(stmt.target.id), stmt))
+        self.zero = start
+        loop = copy.copy(stmt)
+        loop.body = body
+        return loop
+
     def scatter(self, stmt) -> list:
-        """`scatter_add(t, i, v)` accumulates `dv` into `dt` the same way."""
-        target, index, values = stmt.value.args
+        """`scatter_add(t, i, v)` (an in-place effect) accumulates `dv` into `dt` alike."""
+        target_at, value_at = _effect(self.fn, stmt)
+        args = stmt.value.args
+        target, values = args[target_at], args[value_at]
         if target.id not in self.active:
             return [stmt]
         if not (isinstance(values, gast.Name) and values.id in self.active):
             return [stmt]
-        self.env["scatter_add"] = runtime.scatter_add
-        tangent = gast.Expr(value=call("scatter_add", name(self.d(target.id)),
-                                       copy.deepcopy(index), name(self.d(values.id))))
+        self.zero.clear()
+        tangent_args = [copy.deepcopy(a) for a in args]
+        tangent_args[target_at] = name(self.d(target.id))
+        tangent_args[value_at] = name(self.d(values.id))
+        tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
+                                            args=tangent_args, keywords=[]))
         return [stmt] + self.tangent_block(stmt, [tangent])
 
     def tangent_block(self, stmt, tangent_stmts) -> list:
@@ -252,24 +309,31 @@ class _Forward:
         return tangent_stmts
 
     def zeros(self, primal: str) -> gast.stmt:
+        self.zero.add(primal)
         self.env["zeros_like"] = runtime.zeros_like
         return assign(store(self.d(primal)), call("zeros_like", name(primal)))
 
     def assignment(self, stmt, target: str, value) -> list:
         if target not in self.active:
             return [stmt]
-        if not _value_active(self.fn, value, self.active):
+        if not _value_active(self.fn, value, self.active) or self.known_zero(value):
             return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
-        callee = self.differentiable_callee(value)
-        if callee is not None:
-            return self.user_call(stmt, target, value, callee)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
             fresh = self.namer.fresh(target + "_new")
             self.active.add(fresh)
             block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
+            self.zero.discard(target)
+            if fresh in self.zero:
+                self.zero.add(target)
             return block + [located(assign(store(target), name(fresh)), stmt),
                             located(assign(store(self.d(target)), name(self.d(fresh))), stmt)]
+        self.zero.discard(target)
+        if isinstance(value, gast.Name) and value.id in self.zero:
+            self.zero.add(target)
+        callee = self.differentiable_callee(value)
+        if callee is not None:
+            return self.user_call(stmt, target, value, callee)
         tangent = self.tangent_stmts(stmt, target, value)
         if target in self.owned and not isinstance(value, _VIEW_VALUES):
             # an in-place write to this tangent must not reach the operand's tangent
@@ -279,12 +343,24 @@ class _Forward:
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
 
+    def known_zero(self, value) -> bool:
+        """A primitive (operator or rule) whose active operands all have zero tangents."""
+        if not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Call)):
+            return False
+        key = primitive_key(self.fn, value)
+        if isinstance(value, gast.Call) and (key in STRUCTURAL or not templates.has_tangent(key)):
+            return False
+        return not any(isinstance(a, gast.Name) and self.tangent_of(a.id) is not None
+                       for a in _operands(value))
+
     def tangent_stmts(self, stmt, target: str, value) -> list:
         dt = self.d(target)
         if isinstance(value, gast.Name):
             return [assign(store(dt), name(self.d(value.id)))]
         if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
             return [assign(store(dt), self.container_tangent(value))]
+        if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
+            return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",
@@ -302,11 +378,25 @@ class _Forward:
                                        "register a rule with transformer.templates.tangent, "
                                        "or wrap it in a function with custom_jvp") from None
         self.env.update(env)
+        if len(stmts) == 1 and _is_zeros(stmts[0], env):      # no argument contributed
+            self.zero.add(target)
         return stmts
 
+    def structural_tangent(self, value) -> gast.Call:
+        slots = STRUCTURAL[resolve(self.fn, value.func, None)]
+        args = [self.tangent_atom(a) if i in slots else copy.deepcopy(a)
+                for i, a in enumerate(value.args)]
+        return gast.Call(func=copy.deepcopy(value.func), args=args,
+                         keywords=copy.deepcopy(value.keywords))
+
+    def tangent_atom(self, atom):
+        """The tangent of an atom: its tangent variable, or zeros for an inactive one."""
+        if isinstance(atom, gast.Name) and atom.id in self.active:
+            return name(self.d(atom.id))
+        return self.zeros_expr(atom)
+
     def container_tangent(self, value):
-        parts = [name(self.d(e.id)) if isinstance(e, gast.Name) and e.id in self.active
-                 else self.zeros_expr(e) for e in
+        parts = [self.tangent_atom(e) for e in
                  (value.values if isinstance(value, gast.Dict) else value.elts)]
         if isinstance(value, gast.Dict):
             return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
@@ -336,7 +426,7 @@ class _Forward:
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
         custom = getattr(callee, "__secant_jvp__", None)
-        jvp_fn = custom(active) if custom is not None else jvp_function(function, active)
+        jvp_fn = custom(active) if custom is not None else _callee_jvp(callee, function, active)
         helper = self.namer.fresh(function.name + "_jvp")
         self.env[helper] = jvp_fn
         pair = self.namer.fresh(target + "_pair")
@@ -358,16 +448,15 @@ class _Forward:
         except templates.MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc)) from None
         self.env.update(env)
+        self.zero.clear()                  # the written tangent may be another's alias
         return [stmt] + self.tangent_block(stmt, stmts)
 
     def returns(self, stmt) -> gast.Return:
         value = stmt.value
         if isinstance(value, gast.Constant) and value.value is None:
             tangent = const(None)
-        elif isinstance(value, gast.Name) and value.id in self.active:
-            tangent = name(self.d(value.id))
         else:
-            tangent = self.zeros_expr(value)
+            tangent = self.tangent_atom(value)
         return located(gast.Return(value=gast.Tuple(elts=[value, tangent], ctx=gast.Load())),
                        stmt)
 
@@ -385,6 +474,31 @@ class _Forward:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _callee_jvp(callee, function: Function, active: tuple[str, ...]):
+    """The jvp of a called function; of a vmap-ed one, the vmap of its jvp (tangents
+    mapped over the same axes as their primals), so batching stays vectorized."""
+    from .api_batching import Batched
+    if not isinstance(callee, Batched):
+        return jvp_function(function, active)
+    from .api_batching import vmap
+    from .transformed import Transformed
+    base = callee_function(callee.fun)
+    axes = callee.in_axes
+    per_param = list(axes) if isinstance(axes, (tuple, list)) else [axes] * len(base.params)
+    per_param += [0] * (len(base.params) - len(per_param))
+    tangent_axes = [per_param[base.params.index(p)] for p in active]
+    inner = Transformed(callee.fun, lambda: jvp_function(base, active), "jvp")
+    return vmap(inner, in_axes=tuple(per_param + tangent_axes),
+                out_axes=(callee.out_axes, callee.out_axes), axis_size=callee.axis_size,
+                axis_name=callee.axis_name, method=callee.method)
+
+
+def _is_zeros(stmt, env) -> bool:
+    value = stmt.value if isinstance(stmt, gast.Assign) else None
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        env.get(value.func.id) is runtime.zeros_like
 
 
 def _read_names(value) -> set[str]:

@@ -9,6 +9,11 @@ so each rule below is the helper applied to the derivative, or its transpose.
 # ruff: noqa: F821  (``d`` is template syntax, never evaluated)
 from __future__ import annotations
 
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from . import basis
 from .rules import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -20,16 +25,16 @@ from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from
 nondifferentiable(zeros_like, axis_count, axis_mask, inside)
 
 
-def linear(key, params: str, forward: str, transpose: str) -> None:
+def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:
     """A helper linear in its first parameter `g`: tangent `forward` (with `g` the
     tangent), adjoint `transpose` (with `g` the adjoint of the result)."""
     first = params.split(",")[0].strip()
     fwd = forward.replace("G", f"d[{first}]")
-    back = transpose.replace("G", "d[z]")
-    TANGENTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[z] = {fwd}\n",
-                                     RULE_GLOBALS)
-    ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
-                                     RULE_GLOBALS)
+    TANGENTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[z] = {fwd}\n", glb)
+    if transpose is not None:
+        back = transpose.replace("G", "d[z]")
+        ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
+                                         glb)
 
 
 linear(unbroadcast, "g, x", "unbroadcast(G, x)", "broadcast_like(G, g)")
@@ -52,6 +57,20 @@ linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
+
+
+# ---------------------------------------------------------------- Jacobian assembly
+# jacfwd(jacrev(f)) differentiates the generated jacrev, which assembles rows
+
+_BASIS = dict(RULE_GLOBALS, **{n: getattr(basis, n) for n in basis.__all__})
+nondifferentiable(basis.basis_matrix, basis.basis_vector, basis.basis_size,
+                  basis.jacobian_alloc)
+linear(basis.jacobian_from_rows, "rows, out, x", "jacobian_from_rows(G, out, x)",
+       "reshape_like(G, rows)", _BASIS)
+linear(basis.jacobian_from_columns, "columns, out, x", "jacobian_from_columns(G, out, x)",
+       None, _BASIS)
+linear(basis.jacobian_result, "jac, out, x", "jacobian_result(G, out, x)",
+       "reshape_like(G, jac)", _BASIS)
 
 
 # ---------------------------------------------------------------- bilinear products
@@ -99,5 +118,88 @@ def outer_or_matmul_tangent(z, t, w):
     d[z] = outer_or_matmul(d[t], w)
     d[z] = outer_or_matmul(t, d[w])
 
+
+# ---------------------------------------------------------------- batching (vmap)
+# jacfwd and hessian push every basis vector at once through vmap; these rules keep a
+# batch of matrix-vector products in derivative code one matrix-matrix product.
+
+
+def grad_right_of_batch(g, a, b):
+    """`matmul_grad_right(g[k], a, b)` for every k: `a.T @ g[k]` stacked, i.e. `g @ a`."""
+    if np.ndim(a) == 2 and np.ndim(g) == 2 and np.ndim(b) == 1:
+        return g @ a
+    return np.stack([matmul_grad_right(g[k], a, b) for k in range(np.shape(g)[0])])
+
+
+@overload(grad_right_of_batch)
+def _grad_right_of_batch_nb(g, a, b):
+    if isinstance(a, types.Array) and a.ndim == 2 and isinstance(g, types.Array) and \
+            g.ndim == 2 and isinstance(b, types.Array) and b.ndim == 1:
+        return lambda g, a, b: np.ascontiguousarray(g) @ np.ascontiguousarray(a)
+
+    def each(g, a, b):
+        first = matmul_grad_right(g[0], a, b)
+        out = np.empty((g.shape[0],) + np.shape(first), first.dtype)
+        out[0] = first
+        for k in range(1, g.shape[0]):
+            out[k] = matmul_grad_right(g[k], a, b)
+        return out
+    return each
+
+
+def broadcast_like_of_batch(t, z):
+    """`broadcast_like(t[k], z)` for every k; `t` itself when each `t[k]` is shaped like z."""
+    if np.shape(t)[1:] == np.shape(z):
+        return t
+    return np.stack([broadcast_like(t[k], z) for k in range(np.shape(t)[0])])
+
+
+@overload(broadcast_like_of_batch)
+def _broadcast_like_of_batch_nb(t, z):
+    if not isinstance(z, types.Array):
+        return lambda t, z: t
+
+    def impl(t, z):
+        if t.shape[1:] == z.shape:
+            return np.ascontiguousarray(t)
+        out = np.empty((t.shape[0],) + z.shape, t.dtype)
+        for k in range(t.shape[0]):
+            out[k] = broadcast_like(t[k], z)
+        return out
+    if isinstance(t, types.Array) and t.ndim == z.ndim + 1:
+        return impl
+
+    def each(t, z):
+        out = np.empty((t.shape[0],) + z.shape, t.dtype)
+        for k in range(t.shape[0]):
+            out[k] = broadcast_like(t[k], z)
+        return out
+    return each
+
+
+def _register_batching() -> None:
+    from .rules.batching import BATCHERS
+
+    def grad_right(site):
+        if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, False]:
+            return None
+        return site.helper(grad_right_of_batch, *site.args), True
+    def broadcast(site):
+        if site.keywords or len(site.args) != 2 or list(site.batched) != [True, False]:
+            return None
+        return site.helper(broadcast_like_of_batch, *site.args), True
+    BATCHERS[broadcast_like] = _first_of(broadcast, BATCHERS.get(broadcast_like))
+    previous = BATCHERS.get(matmul_grad_right)
+    BATCHERS[matmul_grad_right] = _first_of(grad_right, previous)
+    # tangent code calls runtime.matmul: batch it as np.matmul (one matrix-matrix product)
+    BATCHERS[matmul] = BATCHERS[np.matmul]
+
+
+def _first_of(rule, fallback):
+    """A batching rule trying `rule`, then `fallback` (vmap's own) where it declines."""
+    return lambda site: rule(site) or (fallback(site) if fallback else None)
+
+
+_register_batching()
 
 __all__ = ["linear"]

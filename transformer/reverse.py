@@ -405,6 +405,12 @@ class _Reverse:
                     isinstance(defs[0].value, (gast.Tuple, gast.List)):
                 return gast.Tuple(elts=[self.literal_tuple(e) for e in defs[0].value.elts],
                                   ctx=gast.Load())
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, gast.Name) and defs[0].value.id != atom.id:
+                # `retval = pair` (an early-return lowering) aliases the tuple literal
+                literal = self.literal_tuple(defs[0].value)
+                if isinstance(literal, gast.Tuple):
+                    return literal
         return atom
 
     def tuple_element(self, value):

@@ -1,0 +1,179 @@
+"""Transformations of transformations, checked against finite differences of the
+lower-order result, with the python backend and compiled.
+
+Each composition is compiled once (module-scope fixtures) to keep Numba's work small.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("NUMBA_OPT", "0")
+
+from transformer import grad, hessian, jacfwd, jacrev, jit, jvp  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def fd_gradient(f, x, eps=1e-5):
+    """Central differences of scalar-or-array `f` along each coordinate of `x`."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = eps
+        e = e.reshape(x.shape)
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(f(x)) + x.shape)
+
+
+# ---------------------------------------------------------------- functions
+
+def scalar_fn(x):
+    y = x
+    for _ in range(3):
+        if y > 0.5:
+            y = np.sin(y) * x + y * y * 0.2
+        else:
+            y = np.exp(0.3 * y) * x
+    return y
+
+
+def loopy(x):
+    """Loops, a data-dependent branch, an early exit and an in-place write."""
+    n = x.shape[0]
+    acc = 0.0
+    w = np.zeros(n)
+    for i in range(n):
+        if x[i] > 0.0:
+            w[i] = np.tanh(x[i]) * x[(i + 1) % n]
+        else:
+            w[i] = x[i] ** 3
+        acc = acc + w[i] * w[i]
+        if acc > 1e6:
+            break
+    return acc + np.sum(np.sin(w) * x)
+
+
+def pair_energy(pos, params):
+    """A Lennard-Jones-like energy with a cutoff (branch) over all pairs (loops)."""
+    eps, sigma = params[0], params[1]
+    e = 0.0
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            r2 = np.sum(d * d)
+            if r2 < 9.0:
+                s6 = (sigma * sigma / r2) ** 3
+                e += 4.0 * eps * (s6 * s6 - s6)
+    return e
+
+
+energy_grad = grad(pair_energy)                # forces are minus this
+
+
+def make_force_loss(positions, reference):
+    def loss(params):
+        f = energy_grad(positions, params)
+        r = -f - reference
+        return np.mean(r * r)
+    return loss
+
+
+X = np.array([0.7, -0.4, 1.3, 0.2])
+V = np.array([0.5, 1.0, -0.3, 0.8])
+POS = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [0.2, 1.2, 0.1], [1.0, 1.0, 1.1]])
+PARAMS = np.array([1.0, 0.95])
+F_REF = -grad(pair_energy)(POS, np.array([1.2, 0.9]))
+
+
+# ---------------------------------------------------------------- grad of grad
+
+@pytest.fixture(scope="module")
+def second_derivative():
+    return grad(grad(scalar_fn))
+
+
+@pytest.mark.parametrize("x", [0.9, 0.2, -0.6])
+def test_grad_of_grad_matches_differences_of_grad(second_derivative, x):
+    first = grad(scalar_fn)
+    assert second_derivative(x) == pytest.approx(fd_gradient(first, x), rel=1e-6, abs=1e-8)
+
+
+def test_jit_grad_of_grad(second_derivative):
+    compiled = jit(second_derivative)
+    for x in (0.9, -0.6):
+        assert compiled(x) == pytest.approx(second_derivative(x), rel=1e-12)
+
+
+# ---------------------------------------------------------------- forward over reverse
+
+@pytest.fixture(scope="module")
+def hvp():
+    return jvp(grad(loopy))
+
+
+def test_jvp_of_grad_is_a_hessian_vector_product(hvp):
+    g, hv = hvp(X, V)
+    np.testing.assert_allclose(g, grad(loopy)(X), rtol=1e-12)
+    fd = (grad(loopy)(X + 1e-6 * V) - grad(loopy)(X - 1e-6 * V)) / 2e-6
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_jit_jvp_of_grad(hvp):
+    g, hv = jit(hvp)(X, V)
+    np.testing.assert_allclose(hv, hvp(X, V)[1], rtol=1e-10)
+
+
+# ---------------------------------------------------------------- reverse over forward
+
+directional = jvp(loopy)
+
+
+def directional_derivative(x, v):
+    return directional(x, v)[1]
+
+
+def test_grad_of_jvp_matches_differences_of_jvp():
+    g = grad(directional_derivative)(X, V)
+    fd = fd_gradient(lambda x: directional_derivative(x, V), X)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(jit(grad(directional_derivative))(X, V), g, rtol=1e-10)
+
+
+# ---------------------------------------------------------------- Jacobians of Jacobians
+
+def test_jacfwd_of_jacrev_through_loops_and_branches():
+    h = jacfwd(jacrev(loopy))(X)
+    np.testing.assert_allclose(h, fd_gradient(grad(loopy), X), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def compiled_hessian():
+    return jit(hessian(loopy))
+
+
+def test_hessian_through_loops_and_branches(compiled_hessian):
+    h = hessian(loopy)(X)
+    np.testing.assert_allclose(h, fd_gradient(grad(loopy), X), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(compiled_hessian(X), h, rtol=1e-10)
+
+
+def test_jacrev_of_vector_function_and_jit():
+    def vec(x):
+        return np.tanh(x) * np.sum(x * x)
+    j = jacrev(vec)(X)
+    np.testing.assert_allclose(j, fd_gradient(vec, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(jit(jacrev(vec))(X), j, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- force matching
+
+def test_grad_of_a_loss_that_calls_grad_force_matching():
+    loss = make_force_loss(POS, F_REF)
+    g = grad(loss)(PARAMS)
+    np.testing.assert_allclose(g, fd_gradient(loss, PARAMS), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(jit(grad(loss))(PARAMS), g, rtol=1e-10)
