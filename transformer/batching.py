@@ -193,8 +193,21 @@ class Analysis:
             self.output = join(self.output, join(flag, True) if control else flag)
         elif isinstance(stmt, gast.Expr):
             self.expr(stmt.value)
+            self.mutation(stmt.value, control)
         elif isinstance(stmt, (gast.Break, gast.Continue)) and control:
             pass   # leaving a batched loop early is part of the batched control flow
+
+    def mutation(self, node, control: bool) -> None:
+        """A helper that writes into an argument makes it batched like a write would."""
+        if not isinstance(node, gast.Call):
+            return
+        position = _lookup(rules.MUTATES, resolve(self.fn, node.func, None))
+        if position is None or len(node.args) <= position or \
+                not isinstance(node.args[position], gast.Name):
+            return
+        others = [self.expr(a) for i, a in enumerate(node.args) if i != position]
+        if control or any(any_batched(f) for f in others):
+            self.set(node.args[position].id, True)
 
     def index_flag(self, index) -> bool:
         if isinstance(index, gast.Slice):
@@ -505,7 +518,12 @@ def _axes_label(in_axes) -> str:
 class _Vectorizer(_Emitter):
     strategy = "vectorize"
 
+    def __init__(self, fn, spec, analysis):
+        super().__init__(fn, spec, analysis)
+        self._callees: dict = {}
+
     def build(self) -> Function:
+        self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
         body = self.prologue()
         for param in self.fn.params:
             flag = self.analysis.flags.get(param, False)
@@ -528,6 +546,9 @@ class _Vectorizer(_Emitter):
         return out or [gast.Pass()]
 
     def statement(self, stmt) -> list:
+        if id(stmt) in self.fresh_accumulators:
+            first = self.fresh_accumulators[id(stmt)]
+            return [] if first is None else [assign(copy.deepcopy(stmt.targets[0]), name(first))]
         if isinstance(stmt, gast.Assign):
             return self.assign(stmt)
         if isinstance(stmt, gast.If):
@@ -542,7 +563,7 @@ class _Vectorizer(_Emitter):
             value = self.output(stmt.value, self.flag(stmt.value), self.spec.out_axes, stmt)
             return [gast.Return(value=value)]
         if isinstance(stmt, gast.Expr):
-            value, _ = self.expr(stmt.value, stmt)
+            value, _ = self.expr(stmt.value, stmt, statement=True)
             return [gast.Expr(value=value)]
         if isinstance(stmt, gast.Assert) and any_batched(self.flag(stmt.test)):
             return [gast.Assert(test=self.helper(np.all, stmt.test), msg=stmt.msg)]
@@ -572,7 +593,7 @@ class _Vectorizer(_Emitter):
         return [assign(place, value)]
 
     # ---------------------------------------------------------------- expressions
-    def expr(self, node, stmt):
+    def expr(self, node, stmt, statement: bool = False):
         """(batched expression, flag) for one ANF right-hand side."""
         flag = self.flag(node)
         if isinstance(node, (gast.Name, gast.Constant)) or node is None:
@@ -585,7 +606,7 @@ class _Vectorizer(_Emitter):
             return self.rule(type(node.ops[0]), [node.left, node.comparators[0]], {}, stmt,
                              node)
         if isinstance(node, gast.Call):
-            return self.call(node, stmt)
+            return self.call(node, stmt, statement)
         if isinstance(node, gast.Subscript):
             return self.getitem(node, stmt), flag
         if isinstance(node, gast.Attribute):
@@ -597,7 +618,7 @@ class _Vectorizer(_Emitter):
             return result
         return node, flag                       # Tuple, List, Dict literals of atoms
 
-    def rule(self, key, args, keywords, stmt, node):
+    def rule(self, key, args, keywords, stmt, node, statement=False):
         batched = [any_batched(self.flag(a)) for a in args]
         kw_batched = {k: any_batched(self.flag(v)) for k, v in keywords.items()}
         if not any(batched) and not any(kw_batched.values()):
@@ -606,14 +627,14 @@ class _Vectorizer(_Emitter):
         if batcher is None:
             raise NeedsLoop(f"no batching rule for {rules.describe(key)}", stmt)
         site = rules.Site(key, list(args), batched, dict(keywords), kw_batched, self.ref,
-                          self.size)
+                          self.size, statement)
         result = batcher(site)
         if result is None:
             raise NeedsLoop(f"the batching rule for {rules.describe(key)} does not handle "
                             f"this call (`{expression_source(node)}`)", stmt)
         return result
 
-    def call(self, node, stmt):
+    def call(self, node, stmt, statement=False):
         target = resolve(self.fn, node.func, None)
         kind = _collective_kind(target)
         if kind is not None:
@@ -623,14 +644,14 @@ class _Vectorizer(_Emitter):
             return node, False
         callee = _callee_function(target)
         if callee is not None:
-            return self.user_call(callee, node), self.flag(node)
+            return self.user_call(target, callee, node), self.flag(node)
         if target is None:
             raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
                             "its function is not known before run time", stmt)
         keywords = {k.arg: k.value for k in node.keywords}
-        return self.rule(target, node.args, keywords, stmt, node)
+        return self.rule(target, node.args, keywords, stmt, node, statement)
 
-    def user_call(self, callee: Function, node) -> gast.Call:
+    def user_call(self, target, callee: Function, node) -> gast.Call:
         """A call of the batched version of a user function (built once per flags)."""
         sig_params = callee.params
         axes = [None] * len(sig_params)
@@ -640,9 +661,12 @@ class _Vectorizer(_Emitter):
             if k.arg in sig_params:
                 axes[sig_params.index(k.arg)] = 0 if any_batched(self.flag(k.value)) else None
         spec = Spec(tuple(axes), 0, None, self.spec.axis_name, "auto")
-        batched = batch(callee, spec)
-        key = self.namer.fresh(f"{callee.name}_vmap")
-        self.env[key] = batched
+        cache_key = (id(target), spec.in_axes)
+        if cache_key not in self._callees:
+            key = self.namer.fresh(f"{callee.name}_vmap")
+            self.env[key] = batch(callee, spec)
+            self._callees[cache_key] = (key, target)     # target kept alive: ids stay unique
+        key = self._callees[cache_key][0]
         return gast.Call(func=name(key), args=list(node.args), keywords=list(node.keywords))
 
     def collective(self, kind: str, node, stmt):
@@ -703,6 +727,106 @@ class _Vectorizer(_Emitter):
                           [any_batched(self.flag(e)) for e in index.elts], {}, {},
                           self.ref, self.size)
         return gast.Tuple(elts=rules.aligned(site), ctx=gast.Load())
+
+
+# ---------------------------------------------------------------- fresh accumulators
+# Reverse mode starts each adjoint at zero (`bW = zeros_like(W)`) and adds contributions
+# (`bW = bW + matmul_grad_left(g, W, x)`). Batched, the zeros would be one copy of `W`
+# per example and the addition another full pass: when the first contribution is one of
+# these adjoint helpers, whose result has exactly the shape of that argument, the
+# accumulator simply starts as that contribution.
+
+def _shape_argument():
+    from . import runtime
+    table = {runtime.unbroadcast: 1, runtime.matmul_grad_left: 1,
+             runtime.matmul_grad_right: 2, runtime.broadcast_reduced: 1}
+    zeros = {runtime.zeros_like, np.zeros_like}
+    try:
+        from . import reverse
+        zeros.add(reverse.float_zeros)
+    except ImportError:           # reverse mode not installed in a partial checkout
+        pass
+    return table, zeros
+
+
+def _fresh_accumulators(fn: Function, analysis: Analysis) -> dict:
+    """id(statement) -> None (drop the zeros) or the name the accumulator starts as."""
+    table, zeros = _shape_argument()
+    body, found = fn.node.body, {}
+    written = _written_in_place(fn)
+    calls = {s.targets[0].id: s.value for s in body if isinstance(s, gast.Assign) and
+             isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)}
+    for i, stmt in enumerate(body):
+        zero_of = _zeros_of(fn, stmt, zeros)
+        if zero_of is None:
+            continue
+        target, source = zero_of
+        if target in written or not any_batched(analysis.flags.get(target, False)) or \
+                any_batched(analysis.flags.get(source, False)):
+            continue
+        for later in body[i + 1:]:
+            first = _first_contribution(fn, later, target, source, calls, table)
+            if first is not None and first not in written and \
+                    analysis.flags.get(first) is True:
+                found[id(stmt)], found[id(later)] = None, first
+                break
+            if target in {n.id for n in gast.walk(later) if isinstance(n, gast.Name)}:
+                break
+    return found
+
+
+def _zeros_of(fn, stmt, zeros):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+            isinstance(stmt.value, gast.Call) and stmt.value.args and \
+            isinstance(stmt.value.args[0], gast.Name) and \
+            _lookup_set(zeros, resolve(fn, stmt.value.func, None)):
+        return stmt.targets[0].id, stmt.value.args[0].id
+    return None
+
+
+def _lookup_set(table, key) -> bool:
+    try:
+        return key in table
+    except TypeError:
+        return False
+
+
+def _first_contribution(fn, stmt, target, source, calls, table):
+    """`e` if `stmt` is `target = target + e` with `e` an adjoint shaped like `source`."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
+            stmt.targets[0].id == target and isinstance(stmt.value, gast.BinOp) and
+            isinstance(stmt.value.op, gast.Add)):
+        return None
+    left, right = stmt.value.left, stmt.value.right
+    if isinstance(left, gast.Name) and left.id == target and isinstance(right, gast.Name):
+        other = right.id
+    elif isinstance(right, gast.Name) and right.id == target and isinstance(left, gast.Name):
+        other = left.id
+    else:
+        return None
+    call_node = calls.get(other)
+    if call_node is None:
+        return None
+    position = _lookup(table, resolve(fn, call_node.func, None))
+    if position is None or len(call_node.args) <= position:
+        return None
+    shaped = call_node.args[position]
+    return other if isinstance(shaped, gast.Name) and shaped.id == source else None
+
+
+def _written_in_place(fn: Function) -> set:
+    """Names written through an index or by a helper that writes into an argument."""
+    out = set()
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
+                and isinstance(node.targets[0].value, gast.Name):
+            out.add(node.targets[0].value.id)
+        if isinstance(node, gast.Call):
+            position = _lookup(rules.MUTATES, resolve(fn, node.func, None))
+            if position is not None and len(node.args) > position and \
+                    isinstance(node.args[position], gast.Name):
+                out.add(node.args[position].id)
+    return out
 
 
 # ====================================================================== loop

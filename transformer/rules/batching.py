@@ -363,36 +363,41 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-def _outer_nb(left_batched: bool, right_batched: bool):
+def _outer_nb(a, b, left_batched: bool, right_batched: bool):
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
         fa = np.ascontiguousarray(a).reshape((size, -1)) if left_batched else \
             np.ascontiguousarray(a).reshape((1, -1))
         fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
             np.ascontiguousarray(b).reshape((1, -1))
-        out = np.empty((size, fa.shape[1], fb.shape[1]), np.result_type(fa.dtype, fb.dtype))
+        out = np.empty((size, fa.shape[1], fb.shape[1]), dtype)
         for k in range(size):
-            ra = fa[k if left_batched else 0]
-            rb = fb[k if right_batched else 0]
+            ka = k if left_batched else 0
+            kb = k if right_batched else 0
             for i in range(fa.shape[1]):
-                out[k, i] = ra[i] * rb
+                left = fa[ka, i]
+                for j in range(fb.shape[1]):
+                    out[k, i, j] = left * fb[kb, j]
         return out
     return impl
 
 
 @overload(outer_left)
 def _outer_left_nb(a, b):
-    return _outer_nb(True, False)
+    return _outer_nb(a, b, True, False)
 
 
 @overload(outer_right)
 def _outer_right_nb(a, b):
-    return _outer_nb(False, True)
+    return _outer_nb(a, b, False, True)
 
 
 @overload(outer_both)
 def _outer_both_nb(a, b):
-    return _outer_nb(True, True)
+    return _outer_nb(a, b, True, True)
 
 
 # ---------------------------------------------------------------- indexing and shapes
@@ -547,6 +552,7 @@ class Site:
     kw_batched: dict
     ref: Callable[[Any], gast.expr]
     size: gast.expr
+    statement: bool = False       # called for its effect (`scatter_add(bx, i, g)`)
 
     @property
     def any_batched(self) -> bool:
@@ -568,6 +574,8 @@ Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
 BATCHERS: dict[Any, Rule] = {}
 # keys whose result is not batched just because an argument is: flags of the positional
 # arguments -> whether the result is batched (`len(x)` is the same for every example)
+# helpers that write into an argument: key -> position of the argument written
+MUTATES: dict[Any, int] = {}
 RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
     len: lambda flags: False,
     np.shape: lambda flags: False,
@@ -712,8 +720,9 @@ elementwise(
     np.log2, np.log10, np.log1p, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan,
     np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.square,
     np.reciprocal, np.negative, np.positive, np.sign, np.floor, np.ceil, np.trunc,
-    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag, abs,
+    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag,
 )
+elementwise(abs, target=np.abs)
 for _math, _np in [(math.sqrt, np.sqrt), (math.exp, np.exp), (math.log, np.log),
                    (math.sin, np.sin), (math.cos, np.cos), (math.tan, np.tan),
                    (math.tanh, np.tanh), (math.sinh, np.sinh), (math.cosh, np.cosh),
@@ -923,32 +932,38 @@ COLLECTIVES: dict = {}
 
 # ---------------------------------------------------------------- helpers of generated code
 
-def over_examples(helper, flags: tuple):
+def over_examples(helper, flags: tuple, in_place: bool = False):
     """`helper` applied example by example: batched arguments (per `flags`) are indexed,
-    the others passed whole, and the results stacked. The batching rule of last resort for
-    the runtime helpers other transformations emit (`unbroadcast`, `broadcast_like`, ...):
-    under Numba it is a compiled loop."""
-    key = (helper, flags)
+    the others passed whole, and the results stacked (`in_place`: results dropped, for
+    helpers called for their writes, like `scatter_add`). The batching rule of last resort
+    for the runtime helpers other transformations emit (`unbroadcast`, ...): under Numba
+    it is a compiled loop."""
+    key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
     params = ", ".join(f"a{i}" for i in range(len(flags)))
     first = next(i for i, f in enumerate(flags) if f)
+    label = f"{helper.__name__}_each"
 
     def args_at(index):
         return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
 
-    source = (f"def {helper.__name__}_each({params}):\n"
-              f"    first = helper({args_at(0)})\n"
-              f"    out = batch_empty(a{first}.shape[0], first)\n"
-              f"    out[0] = first\n"
-              f"    for k in range(1, a{first}.shape[0]):\n"
-              f"        out[k] = helper({args_at('k')})\n"
-              f"    return out\n"
+    if in_place:
+        body = (f"    for k in range(a{first}.shape[0]):\n"
+                f"        helper({args_at('k')})\n")
+    else:
+        body = (f"    first = helper({args_at(0)})\n"
+                f"    out = batch_empty(a{first}.shape[0], first)\n"
+                f"    out[0] = first\n"
+                f"    for k in range(1, a{first}.shape[0]):\n"
+                f"        out[k] = helper({args_at('k')})\n"
+                f"    return out\n")
+    source = (f"def {label}({params}):\n{body}"
               f"def typer({params}):\n"
-              f"    return {helper.__name__}_each\n")
+              f"    return {label}\n")
     scope = {"helper": helper, "batch_empty": batch_empty}
     exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
-    python = scope[f"{helper.__name__}_each"]
+    python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
     python.__module__ = __name__
     overload(python)(scope["typer"])
@@ -962,7 +977,8 @@ _OVER_EXAMPLES: dict = {}
 def _each_rule(site: Site):
     if site.keywords:
         return None
-    return site.helper(over_examples(site.key, tuple(site.batched)), *site.args), True
+    helper = over_examples(site.key, tuple(site.batched), in_place=site.statement)
+    return site.helper(helper, *site.args), not site.statement
 
 
 def _cast_like_rule(site: Site):
@@ -984,4 +1000,131 @@ def _register_runtime_rules():
         reduction(key, whole)
 
 
+def _grad_left(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b[k])`: for a matrix times a vector, the
+    outer product of each example's `g` and `b`, written once into the batch."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return outer_both(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, True))(g, a, b)
+
+
+def _grad_left_fixed(g, a, b):
+    """Per example `matmul_grad_left(g[k], a, b)` with `b` shared."""
+    if np.ndim(a) == 2 and np.ndim(b) == 1:
+        return outer_left(g, b)
+    return over_examples(_runtime().matmul_grad_left, (True, False, False))(g, a, b)
+
+
+def _grad_right(g, a, b):
+    """Per example `matmul_grad_right(g[k], a, b[k])`: `a.T @ g[k]` for every example is
+    one matrix product `g @ a`."""
+    if np.ndim(a) == 2 and np.ndim(g) == 2:
+        return g @ a
+    return over_examples(_runtime().matmul_grad_right, (True, False, True))(g, a, b)
+
+
+@overload(_grad_left)
+def _grad_left_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 2:
+        return lambda g, a, b: outer_both(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_left_fixed)
+def _grad_left_fixed_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(b) == 1:
+        return lambda g, a, b: outer_left(g, b)
+    fallback = over_examples(_runtime().matmul_grad_left, (True, False, False))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+@overload(_grad_right)
+def _grad_right_nb(g, a, b):
+    if _ndim(a) == 2 and _ndim(g) == 2:
+        return lambda g, a, b: np.dot(_contig(g), _contig(a))
+    fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
+    return lambda g, a, b: fallback(g, a, b)
+
+
+def _runtime():
+    from transformer import runtime
+    return runtime
+
+
+def unbroadcast_examples(g, x):
+    """Per example `unbroadcast(g[k], x[k])`; `g` itself when the shapes already agree."""
+    if np.shape(g) == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, True))(g, x)
+
+
+def unbroadcast_to_shared(g, x):
+    """Per example `unbroadcast(g[k], x)` for an unbatched `x`."""
+    if np.shape(g)[1:] == np.shape(x):
+        return g
+    return over_examples(_runtime().unbroadcast, (True, False))(g, x)
+
+
+def _unbroadcast_nb(g, x, batched_x: bool):
+    fallback = over_examples(_runtime().unbroadcast, (True, batched_x))
+    rank = _ndim(x) if batched_x else _ndim(x) + 1
+    same_dtype = isinstance(g, types.Array) and isinstance(x, types.Array) and \
+        g.dtype == x.dtype
+    if not (isinstance(g, types.Array) and g.ndim == rank and same_dtype and g.layout == "C"):
+        return lambda g, x: fallback(g, x)
+    skip = 0 if batched_x else 1
+
+    def impl(g, x):
+        if g.shape[skip:] == x.shape:
+            return g
+        return fallback(g, x)
+    return impl
+
+
+@overload(unbroadcast_examples)
+def _unbroadcast_examples_nb(g, x):
+    return _unbroadcast_nb(g, x, True)
+
+
+@overload(unbroadcast_to_shared)
+def _unbroadcast_to_shared_nb(g, x):
+    return _unbroadcast_nb(g, x, False)
+
+
+def _unbroadcast_rule(site: Site):
+    if site.keywords or len(site.args) != 2 or site.batched[1] and not site.batched[0]:
+        return _each_rule(site)
+    helper = unbroadcast_examples if site.batched[1] else unbroadcast_to_shared
+    return site.helper(helper, *site.args), True
+
+
+def _matmul_grad_rule(special: dict):
+    def rule(site: Site):
+        helper = special.get(tuple(site.batched))
+        if helper is None or site.keywords:
+            return _each_rule(site)
+        return site.helper(helper, *site.args), True
+    return rule
+
+
+def _register_reverse_rules():
+    runtime = _runtime()
+    MUTATES[runtime.scatter_add] = 0
+    BATCHERS[runtime.unbroadcast] = _unbroadcast_rule
+    BATCHERS[runtime.matmul_grad_left] = _matmul_grad_rule(
+        {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
+    BATCHERS[runtime.matmul_grad_right] = _matmul_grad_rule(
+        {(True, False, True): _grad_right})
+    try:
+        from transformer import reverse
+    except ImportError:          # reverse mode not installed in a partial checkout
+        return
+    BATCHERS[reverse.unit_cotangent] = lambda site: (
+        site.helper(runtime.cast_like, const(1.0), site.args[0]), False)
+    RESULT_FLAGS[reverse.unit_cotangent] = lambda flags: False
+    preserving(reverse.float_zeros)
+
+
 _register_runtime_rules()
+_register_reverse_rules()

@@ -1,0 +1,149 @@
+"""vmap benchmarks: secant's generated batched code against hand-written code and JAX.
+
+    W3  vmap(matvec), 512x512 matrix, B = 256 vectors, float32
+        secant jit(vmap(matvec, in_axes=(None, 0)))  vs NumPy V @ M.T  vs JAX jit(vmap)
+    W2  per-example gradients of the MLP 784-256-10, B = 128, float32
+        secant jit(vmap(grad(loss)))  vs hand-batched NumPy backprop  vs JAX jit(vmap(grad))
+    W6  one order-book message on each of 100,000 books
+        secant jit(vmap(book_step), parallel=True)  vs hand Numba prange  vs JAX jit(vmap)
+
+One process; medians over repeated runs after a warm-up call (compile excluded; the
+compile column is the first call). Ratios are to the baseline named in each table.
+
+    PYTHONPATH=. python benchmarks/bench_vmap.py [--json out.json] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+from benchmarks import peers, timing, workloads
+from benchmarks.timing import Row
+from transformer import grad, jit, vmap
+
+
+def mlp_loss_args(W1, b1, W2, b2, x, y):
+    """`workloads.mlp_loss` with the four weights as separate arguments."""
+    h = np.tanh(W1 @ x + b1)
+    logits = W2 @ h + b2
+    z = logits - np.max(logits)
+    return np.log(np.sum(np.exp(z))) - z[y]
+
+
+def _first_call(fn, *args):
+    start = time.perf_counter()
+    timing._wait(fn(*args))
+    return time.perf_counter() - start
+
+
+def bench_w3(repeat: int) -> list[Row]:
+    M, V = workloads.matvec_inputs(512, 256)
+    size = "512x512 B=256"
+    rows = [Row("W3 matvec", size, "numpy V @ M.T",
+                timing.median_time(peers.matvec_batched_numpy, M, V, repeat=repeat, number=20))]
+    secant = jit(vmap(workloads.matvec, in_axes=(None, 0)))
+    compile_s = _first_call(secant, M, V)
+    np.testing.assert_allclose(secant(M, V), V @ M.T, rtol=1e-3, atol=1e-3)
+    rows.append(Row("W3 matvec", size, "secant jit(vmap)",
+                    timing.median_time(secant, M, V, repeat=repeat, number=20), compile_s))
+    python = vmap(workloads.matvec, in_axes=(None, 0))
+    rows.append(Row("W3 matvec", size, "secant vmap (python)",
+                    timing.median_time(python, M, V, repeat=repeat, number=20)))
+    rows += _jax_row("W3 matvec", size, peers.matvec_batched_jax, (M, V), repeat, 20)
+    return rows
+
+
+def bench_w2(repeat: int) -> list[Row]:
+    params, X, Y = workloads.mlp_inputs(batch=128)
+    weights = (params["W1"], params["b1"], params["W2"], params["b2"])
+    size = "784-256-10 B=128"
+    hand = peers.mlp_per_example_grads_numpy
+    rows = [Row("W2 per-ex grad", size, "numpy hand-batched",
+                timing.median_time(hand, params, X, Y, repeat=repeat, number=3))]
+    per_example = vmap(grad(mlp_loss_args, argnums=(0, 1, 2, 3)), in_axes=(None,) * 4 + (0, 0))
+    secant = jit(per_example)
+    compile_s = _first_call(secant, *weights, X, Y)
+    expected = hand(params, X, Y)
+    for got, key in zip(secant(*weights, X, Y), ("W1", "b1", "W2", "b2")):
+        np.testing.assert_allclose(got, expected[key], rtol=2e-3, atol=1e-5)
+    rows.append(Row("W2 per-ex grad", size, "secant jit(vmap(grad))",
+                    timing.median_time(secant, *weights, X, Y, repeat=repeat, number=3),
+                    compile_s))
+    rows.append(Row("W2 per-ex grad", size, "secant vmap(grad) (py)",
+                    timing.median_time(per_example, *weights, X, Y, repeat=repeat, number=3)))
+    rows += _jax_row("W2 per-ex grad", size, peers.mlp_per_example_grads_jax, (params, X, Y),
+                     repeat, 3)
+    return rows
+
+
+def _median_fresh_books(fn, books, messages, repeat: int) -> float:
+    """Median time of `fn` on fresh copies of the books (the copy is not timed)."""
+    times = []
+    for _ in range(repeat):
+        bid, ask = books[0].copy(), books[1].copy()
+        start = time.perf_counter()
+        timing._wait(fn(bid, ask, *messages))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_w6(repeat: int, n_books: int) -> list[Row]:
+    bid, ask, msg_type, side, level, qty = workloads.book_inputs(n_books, 1, seed=0)
+    books, messages = (bid, ask), (msg_type[:, 0], side[:, 0], level[:, 0], qty[:, 0])
+    size = f"{n_books} books"
+    hand = peers.book_step_batch_numba
+    hand(bid.copy(), ask.copy(), *messages)
+    rows = [Row("W6 book step", size, "hand numba prange",
+                _median_fresh_books(hand, books, messages, repeat))]
+    secant = jit(vmap(workloads.book_step), parallel=True)
+    compile_s = _first_call(secant, bid.copy(), ask.copy(), *messages)
+    ours, theirs = (bid.copy(), ask.copy()), (bid.copy(), ask.copy())
+    np.testing.assert_array_equal(secant(*ours, *messages), hand(*theirs, *messages))
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    rows.append(Row("W6 book step", size, "secant jit(vmap) par",
+                    _median_fresh_books(secant, books, messages, repeat), compile_s))
+    try:
+        jax_step = peers.book_step_batch_jax()
+    except ImportError:
+        return rows
+    compile_s = _first_call(jax_step, *books, *messages)
+    rows.append(Row("W6 book step", size, "jax jit(vmap)",
+                    timing.median_time(jax_step, *books, *messages, repeat=repeat), compile_s))
+    return rows
+
+
+def _jax_row(workload, size, factory, args, repeat, number) -> list[Row]:
+    try:
+        fn = factory()
+    except ImportError:
+        return []
+    compile_s = _first_call(fn, *args)
+    return [Row(workload, size, "jax jit(vmap)",
+                timing.median_time(fn, *args, repeat=repeat, number=number), compile_s)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, fewer books")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")     # Numba's notes on parallel=True and caching
+    repeat = 5 if args.quick else 15
+    tables = [("W3", bench_w3(repeat), "numpy V @ M.T"),
+              ("W2", bench_w2(repeat), "numpy hand-batched"),
+              ("W6", bench_w6(repeat, 10_000 if args.quick else 100_000), "hand numba prange")]
+    rows = []
+    for _, table, baseline in tables:
+        timing.print_table(table, baseline)
+        print()
+        rows += table
+    if args.json:
+        timing.write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()
