@@ -29,6 +29,7 @@ import importlib.util
 import inspect
 import types
 
+import gast
 import numpy as np
 
 from transformer.errors import TransformError
@@ -212,6 +213,9 @@ class CudaJitted:
         if size:
             blocks, threads = self.launch.config(size)
             kernel.function[blocks, threads](*values, *outputs)
+        for argument, value in zip(arguments, values):
+            if argument.name in kernel.written and not argument.on_device:
+                _copy_back(value, argument.value)
         return self._results(kernel, outputs, arguments)
 
     def _results(self, kernel, outputs, arguments):
@@ -381,6 +385,7 @@ class Kernel:
     is_tuple: bool
     shape: tuple | None      # elementwise: the broadcast shape; batched: None
     out_axis: int | None
+    written: frozenset = frozenset()   # parameters the kernel writes in place
     function: object = None
 
 
@@ -411,7 +416,42 @@ def build_kernel(jitted: CudaJitted, static: dict, arguments: list, probe: bool)
     out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
     text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
                                            float_dtype)
-    return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis)
+    return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis,
+                  written_parameters(device))
+
+
+def written_parameters(fn: Function) -> frozenset:
+    """Parameters whose elements `fn` writes, directly or through a view or an alias."""
+    aliases = {p: p for p in fn.params}
+    written = set()
+    for stmt in _statements(fn.node.body):
+        if not isinstance(stmt, gast.Assign):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(value, gast.Subscript):
+            value = value.value
+        if isinstance(target, gast.Name) and isinstance(value, gast.Name) and \
+                value.id in aliases:
+            aliases[target.id] = aliases[value.id]
+        elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
+                and target.value.id in aliases:
+            written.add(aliases[target.value.id])
+    return frozenset(written)
+
+
+def _statements(stmts):
+    for stmt in stmts:
+        yield stmt
+        for field in ("body", "orelse"):
+            yield from _statements(getattr(stmt, field, None) or [])
+
+
+def _copy_back(device_array, host):
+    """Bring in-place writes to a NumPy argument back into that argument."""
+    if isinstance(host, np.ndarray) and host.flags.c_contiguous:
+        device_array.copy_to_host(host)
+    elif isinstance(host, np.ndarray):
+        host[...] = device_array.copy_to_host()
 
 
 def _out_axis(out_axes):
@@ -435,7 +475,7 @@ def _probe(fn: Function, arguments, elementwise, float_dtype):
             elif a.axis is not None:
                 value = np.take(host, 0, axis=a.axis)
             else:
-                value = host
+                value = host.copy()        # the probe must not write into the caller's data
         firsts.append(value)
     result = python(*firsts)
     is_tuple = isinstance(result, tuple)

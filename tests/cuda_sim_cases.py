@@ -113,3 +113,18 @@ def test_cuda_kernel_agrees_with_the_cpu_backend():
     y = np.linspace(0.5, 1.5, 16)
     batched = vmap(K.softplus_scaled)
     np.testing.assert_allclose(jit(batched, backend="cuda")(x, y), jit(batched)(x, y))
+
+
+def test_order_book_kernel_writes_each_book_in_place():
+    from benchmarks.workloads import book_inputs, book_step
+    bid, ask, msg_type, side, level, qty = book_inputs(24, 1, seed=1)
+    message = (msg_type[:, 0], side[:, 0], level[:, 0], qty[:, 0])
+    books = (bid.copy(), ask.copy())
+    filled = jit(vmap(book_step), backend="cuda")(*books, *message)
+    expected_books = (bid.copy(), ask.copy())
+    expected = [book_step(expected_books[0][k], expected_books[1][k], *(m[k] for m in message))
+                for k in range(24)]
+    np.testing.assert_array_equal(filled, expected)
+    np.testing.assert_array_equal(books[0], expected_books[0])
+    np.testing.assert_array_equal(books[1], expected_books[1])
+    assert (books[0] != bid).any() or (books[1] != ask).any()
