@@ -33,7 +33,8 @@ from transformer.syntax import assign, call, const, dotted, located, name, store
 
 from . import emit
 from .cuda_runtime import lower_runtime
-from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, REDUCTIONS, Inference,
+from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
+                         Inference, constant_shape, is_local_array,
                          Spec, allocation_dtype_node, indexed_shape, infer, local_array)
 
 
@@ -46,7 +47,30 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Fun
     fn = scalar_math(fn)
     if outputs is not None:
         fn = destination_passing(fn, outputs, float_dtype)
+    check_local_memory(fn)
     return typed_constants(fn, specs, float_dtype)
+
+
+# CUDA gives each thread at most 512 KiB of local memory
+LOCAL_MEMORY_LIMIT = 512 * 1024
+
+
+def check_local_memory(fn: Function) -> None:
+    """A TransformError naming the largest local array when a thread would need too much."""
+    arrays = []
+    for stmt in gast.walk(fn.node):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and \
+                is_local_array(fn, stmt.value.func):
+            shape = constant_shape(stmt.value.args[0])
+            dtype = np.dtype(fn.env[stmt.value.args[1].id])
+            arrays.append((int(np.prod(shape)) * dtype.itemsize, stmt.targets[0].id, stmt))
+    total = sum(size for size, _, _ in arrays)
+    if total > LOCAL_MEMORY_LIMIT:
+        size, largest, stmt = max(arrays, key=lambda item: item[0])
+        raise fn.origin.error(
+            stmt, f"one CUDA thread would need {total:,} bytes of local arrays (the largest, "
+            f"{largest!r}, is {size:,} bytes); CUDA allows {LOCAL_MEMORY_LIMIT:,} per thread",
+            "batch over smaller pieces, or use backend='cpu' for per-element work this large")
 
 
 class _Binder:
@@ -222,12 +246,17 @@ class _LowerArrays:
                 return self.allocate(stmt, target, value, func)
             if func in REDUCTIONS and self._has_array(value.args):
                 return self.reduce(stmt, target, value, func)
+            if func in PRODUCTS and self._has_array(value.args):
+                return self.product(stmt, target, value, *value.args,
+                                    outer=func is np.outer)
             if self._has_array(value.args):
                 if func in ELEMENTWISE or func in _CASTS or \
                         getattr(func, "__module__", None) == "math":
                     return self.elementwise(stmt, target, value, value.args)
                 self._refuse_numpy(stmt, func, target)
             return [stmt]
+        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.MatMult):
+            return self.product(stmt, target, value, value.left, value.right)
         if isinstance(value, gast.BinOp):
             operands = [value.left, value.right]
         elif isinstance(value, gast.UnaryOp):
@@ -364,6 +393,55 @@ class _LowerArrays:
             out.append(assign(store(target), gast.BinOp(left=name(target), op=op, right=term)))
             return out
         return [start] + self.loop(shape, body)
+
+    def product(self, stmt, target, value, left, right, outer=False) -> list:
+        """`left @ right` (vectors, matrices) or np.outer(left, right) as loops."""
+        spec = self.values.value(value)
+        if spec is None:
+            raise self.fn.origin.error(stmt, f"{target!r} = a product of operands whose shapes "
+                                       "are unknown or do not match", "check the operands of @")
+        a = self.spec(left).shape
+        if outer:
+            def cell(array, indices, out):
+                out.append(self.write(array, indices, self._times(
+                    left, indices[:1], right, indices[1:], out)))
+            return self.fresh_array(target, [left, right], spec, cell)
+        inner = a[-1]
+        accumulate = self.binder.namer.fresh(f"{target}_acc")
+
+        def dot(indices, out):
+            rows, cols = indices[:len(a) - 1], indices[len(a) - 1:]
+            out.append(assign(store(accumulate), const(0.0 if spec.is_float else 0)))
+
+            def body(k):
+                stmts = []
+                term = self._times(left, rows + k, right, k + cols, stmts)
+                stmts.append(assign(store(accumulate), gast.BinOp(
+                    left=name(accumulate), op=gast.Add(), right=term)))
+                return stmts
+            out.extend(self.loop((inner,), body))
+        if not spec.shape:
+            stmts = []
+            dot([], stmts)
+            return stmts + [assign(store(target), name(accumulate))]
+
+        def fill(array, indices, out):
+            dot(indices, out)
+            out.append(self.write(array, indices, name(accumulate)))
+        return self.fresh_array(target, [left, right], spec, fill)
+
+    def _times(self, left, left_index, right, right_index, out):
+        items = []
+        for atom, index in ((left, left_index), (right, right_index)):
+            temp = self.binder.namer.fresh(f"{atom.id}_elt")
+            parts = [name(i) for i in index]
+            key = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
+            out.append(assign(store(temp), subscript(copy.deepcopy(atom), key)))
+            items.append(name(temp))
+        product = self.binder.namer.fresh("product")
+        out.append(assign(store(product), gast.BinOp(left=items[0], op=gast.Mult(),
+                                                     right=items[1])))
+        return name(product)
 
     def _extremum(self, target, source, shape, is_max) -> list:
         origin = const(0) if len(shape) == 1 else \

@@ -328,7 +328,32 @@ def _unit_cotangent(rt: _Runtime, stmt, target, args):
     return [assign(store(target), rt.cast(rt.float_of(args[0]), const(1.0)))]
 
 
+def _matmul_grad_left(rt: _Runtime, stmt, target, args):
+    g, a, b = args
+    sa, sb = rt.spec(a), rt.spec(b)
+    if sa is None or sb is None or len(sa.shape) != 2 or len(sb.shape) != 1:
+        rt.refuse(stmt, "the gradient of a matrix product", "is not a matrix-vector product")
+    return [assign(store(target), call(rt.numpy("outer"), g, b))]
+
+
+def _matmul_grad_right(rt: _Runtime, stmt, target, args):
+    g, a, b = args
+    sa, sb = rt.spec(a), rt.spec(b)
+    if sa is None or sb is None or len(sa.shape) != 2 or len(sb.shape) != 1:
+        rt.refuse(stmt, "the gradient of a matrix product", "is not a matrix-vector product")
+    return [assign(store(target), gast.BinOp(left=g, op=gast.MatMult(), right=a))]
+
+
+def _reduce_sum(rt: _Runtime, stmt, target, args):
+    if any(not (isinstance(a, gast.Constant) and a.value in (None, False)) for a in args[1:]):
+        rt.refuse(stmt, "a sum", "runs over an axis")
+    return [assign(store(target), call(rt.numpy("sum"), args[0]))]
+
+
 LOWERINGS = {
+    runtime.matmul_grad_left: _matmul_grad_left,
+    runtime.matmul_grad_right: _matmul_grad_right,
+    runtime.reduce_sum: _reduce_sum,
     tape.float_tape: _dropped,
     tape.exact_tape: _dropped,
     tape.items_buffer: _dropped,

@@ -81,6 +81,7 @@ _FLOAT_RESULT = {np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.si
                  np.arctanh, np.log1p, np.expm1, np.log2, np.log10, np.arctan2, np.hypot}
 _TAPES = {tape.float_tape, tape.exact_tape, tape.items_buffer, tape.push, tape.reserve}
 REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.prod, np.dot}
+PRODUCTS = {np.outer, np.matmul}
 ALLOCATIONS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like, np.copy}
 
@@ -141,6 +142,9 @@ class Inference:
         if left is None or right is None:
             return None
         dtype = result_dtype(left, right)
+        if isinstance(node.op, gast.MatMult):
+            shape = matmul_shape(left.shape, right.shape)
+            return None if shape is None else Spec(dtype, shape)
         if isinstance(node.op, gast.Div) and dtype.kind in "iub":
             dtype = np.dtype(np.float64)
         shape = broadcast(left.shape, right.shape)
@@ -182,12 +186,22 @@ class Inference:
             return self._elementwise(target, args)
         if target in REDUCTIONS:
             return self._reduction(target, args)
+        if target in PRODUCTS and len(args) == 2 and None not in args:
+            shape = (args[0].shape + args[1].shape if target is np.outer
+                     else matmul_shape(args[0].shape, args[1].shape))
+            return None if shape is None else Spec(result_dtype(*args), shape)
         if target in ALLOCATIONS:
             return self._allocation(node, target, args)
         if target in _TAPES and args and args[0] is not None:
             return self._tape(target, args[0])
-        if target in _HELPERS and args and None not in args[:2]:
-            return _HELPERS[target](self, *args[:2])
+        if target is runtime.matmul_grad_right and len(args) == 3 and None not in args:
+            return Spec(result_dtype(*args), args[2].shape)
+        if target in _HELPERS and args and args[0] is not None:
+            second = args[1] if len(args) > 1 else None
+            try:
+                return _HELPERS[target](self, args[0], second)
+            except AttributeError:        # the second argument's Spec is unknown
+                return None
         if is_local_array(self.fn, node.func):
             shape = constant_shape(node.args[0]) if node.args else None
             dtype = dtype_of(self.fn, node.args[1]) if len(node.args) > 1 else None
@@ -282,7 +296,16 @@ _HELPERS = {
     runtime.broadcast_like: lambda inf, t, z: Spec(t.dtype, z.shape),
     runtime.broadcast_reduced: lambda inf, g, x: Spec(g.dtype, x.shape),
     runtime.inside: lambda inf, x, _=None: Spec(BOOL.dtype, x.shape),
+    runtime.reduce_sum: lambda inf, a, _=None: Spec(a.dtype),
+    runtime.matmul_grad_left: lambda inf, g, a: Spec(result_dtype(g, a), a.shape),
 }
+
+
+def matmul_shape(a: tuple, b: tuple) -> tuple | None:
+    """The shape of `a @ b` for vectors and matrices, None where they do not match."""
+    if not a or not b or len(a) > 2 or len(b) > 2 or a[-1] != b[0]:
+        return None
+    return a[:-1] + b[1:]
 
 
 def broadcast(a: tuple, b: tuple) -> tuple | None:

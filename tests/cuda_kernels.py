@@ -85,3 +85,20 @@ def damped(x, w):
     while h > 0.1:
         h = np.sin(w * h)
     return h
+
+
+def mlp_loss(W1, b1, W2, b2, x, y):
+    """Softmax cross-entropy of a tanh MLP on one example (matrix-vector products)."""
+    h = np.tanh(W1 @ x + b1)
+    logits = W2 @ h + b2
+    z = logits - np.max(logits)
+    return np.log(np.sum(np.exp(z))) - z[y]
+
+
+def mlp_params(n_in, hidden, n_out, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    weights = [rng.normal(size=(hidden, n_in)) / np.sqrt(n_in), rng.normal(size=hidden) * 0.1,
+               rng.normal(size=(n_out, hidden)) / np.sqrt(hidden), rng.normal(size=n_out) * 0.1]
+    x = rng.normal(size=(batch, n_in))
+    return [w.astype(np.float32) for w in weights], x.astype(np.float32), \
+        rng.integers(0, n_out, size=batch)

@@ -128,3 +128,23 @@ def test_order_book_kernel_writes_each_book_in_place():
     np.testing.assert_array_equal(books[0], expected_books[0])
     np.testing.assert_array_equal(books[1], expected_books[1])
     assert (books[0] != bid).any() or (books[1] != ask).any()
+
+
+def test_per_example_gradients_of_an_mlp_match_a_hand_derivation():
+    (W1, b1, W2, b2), X, Y = K.mlp_params(6, 5, 3, 10)
+    per_example = jit(vmap(grad(K.mlp_loss, argnums=(0, 1, 2, 3)),
+                           in_axes=(None, None, None, None, 0, 0)), backend="cuda")
+    gW1, gb1, gW2, gb2 = per_example(W1, b1, W2, b2, X, Y)
+    assert gW1.shape == (10, 5, 6) and gW1.dtype == np.float32
+    for k in range(10):                       # backpropagation by hand, in float64
+        x = X[k].astype(np.float64)
+        h = np.tanh(W1 @ x + b1)
+        logits = W2 @ h + b2
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        p[Y[k]] -= 1.0
+        dh = (W2.T @ p) * (1 - h * h)
+        np.testing.assert_allclose(gW2[k], np.outer(p, h), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gb2[k], p, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gW1[k], np.outer(dh, x), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(gb1[k], dh, rtol=1e-4, atol=1e-5)

@@ -128,3 +128,20 @@ def test_call_without_numba_cuda_says_how_to_install(monkeypatch):
                         lambda name, *a: None if name == "numba_cuda" else find_spec(name, *a))
     with pytest.raises(CudaUnavailableError, match=r"pip install 'secant\[cuda\]'"):
         jit(K.gelu, backend="cuda")(np.ones(4))
+
+
+@needs_ptx
+def test_per_example_mlp_gradients_compile_to_float32_ptx():
+    (W1, b1, W2, b2), X, Y = K.mlp_params(12, 8, 5, 4)
+    per_example = jit(vmap(grad(K.mlp_loss, argnums=(0, 1, 2, 3)),
+                           in_axes=(None, None, None, None, 0, 0)), backend="cuda")
+    ptx = per_example.ptx(W1, b1, W2, b2, X, Y)
+    assert ".entry" in ptx and ".f64" not in ptx
+
+
+def test_per_thread_local_memory_over_the_cuda_limit_is_refused():
+    (W1, b1, W2, b2), X, Y = K.mlp_params(784, 256, 10, 2)
+    per_example = jit(vmap(grad(K.mlp_loss, argnums=(0, 1, 2, 3)),
+                           in_axes=(None, None, None, None, 0, 0)), backend="cuda")
+    with pytest.raises(TransformError, match=r"'bW1', is 802,816 bytes"):
+        per_example.source(W1, b1, W2, b2, X, Y)
