@@ -44,7 +44,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Fun
     fn = fold_shapes(fn, specs, float_dtype)
     fn = lower_runtime(fn, specs, float_dtype, _Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)
-    fn = scalar_math(fn)
+    fn = scalar_math(fn, float_dtype)
     if outputs is not None:
         fn = destination_passing(fn, outputs, float_dtype)
     check_local_memory(fn)
@@ -505,17 +505,26 @@ _MATH = {np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.sin: "sin", np.cos: "
 _BUILTIN = {np.abs: abs, np.fabs: abs, np.maximum: max, np.minimum: min}
 
 
-def scalar_math(fn: Function) -> Function:
+def scalar_math(fn: Function, float_dtype=np.float64) -> Function:
     """NumPy calls on scalars become `math.*`, builtins and operators."""
     binder = _Binder(fn)
     node = copy.deepcopy(fn.node)
-    node.body = _ScalarMath(fn, binder).block(node.body)
+    node.body = _ScalarMath(fn, binder, np.dtype(float_dtype)).block(node.body)
     return fn.replace(node=node, env=binder.env)
 
 
+def _rint(float_dtype):
+    """Round half to even in the working precision (Python's round(x, 0) goes via float64)."""
+    import numba
+    if numba.config.ENABLE_CUDASIM:      # the simulator's libdevice functions are stubs
+        return np.rint
+    from numba.cuda import libdevice
+    return libdevice.rintf if float_dtype == np.float32 else libdevice.rint
+
+
 class _ScalarMath:
-    def __init__(self, fn, binder):
-        self.fn, self.binder = fn, binder
+    def __init__(self, fn, binder, float_dtype):
+        self.fn, self.binder, self.float_dtype = fn, binder, float_dtype
 
     def block(self, stmts):
         out = []
@@ -542,6 +551,8 @@ class _ScalarMath:
             stmt.value = gast.BinOp(left=args[0], op=gast.Pow(), right=args[1])
         elif func is np.square:
             stmt.value = gast.BinOp(left=args[0], op=gast.Mult(), right=copy.deepcopy(args[0]))
+        elif func in (np.round, np.around, np.rint) and len(args) == 1:
+            value.func = name(self.binder.bind(_rint(self.float_dtype), "rint"))
         elif func is np.negative:
             stmt.value = gast.UnaryOp(op=gast.USub(), operand=args[0])
         elif func is np.clip:

@@ -73,7 +73,7 @@ ELEMENTWISE = {
     np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh, np.arctanh, np.log1p,
     np.expm1, np.log2, np.log10, np.floor, np.ceil, np.abs, np.fabs, np.power,
     np.maximum, np.minimum, np.arctan2, np.hypot, np.square, np.where, np.clip,
-    np.isnan, np.isinf, np.isfinite, np.negative,
+    np.isnan, np.isinf, np.isfinite, np.negative, np.round, np.around, np.rint,
 }
 _PREDICATES = {np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isfinite}
 _FLOAT_RESULT = {np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.sinh,

@@ -102,3 +102,19 @@ def mlp_params(n_in, hidden, n_out, batch, seed=0):
     x = rng.normal(size=(batch, n_in))
     return [w.astype(np.float32) for w in weights], x.astype(np.float32), \
         rng.integers(0, n_out, size=batch)
+
+
+def periodic_particle_energy(xi, pos, i, eps, sigma, box, rcut):
+    """Lennard-Jones energy of particle `i` in a periodic box (minimum image, cutoff)."""
+    rcut2 = rcut * rcut
+    sigma2 = sigma * sigma
+    e = 0.0
+    for j in range(pos.shape[0]):
+        if j != i:
+            d = xi - pos[j]
+            d = d - box * np.round(d / box)
+            r2 = np.sum(d * d)
+            if r2 < rcut2:
+                s6 = (sigma2 / r2) ** 3
+                e += 4.0 * eps * (s6 * s6 - s6)
+    return e

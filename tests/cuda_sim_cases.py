@@ -148,3 +148,13 @@ def test_per_example_gradients_of_an_mlp_match_a_hand_derivation():
         np.testing.assert_allclose(gb2[k], p, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(gW1[k], np.outer(dh, x), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(gb1[k], dh, rtol=1e-4, atol=1e-5)
+
+
+def test_periodic_lennard_jones_forces_match_the_numba_peer():
+    from benchmarks import peers, workloads
+    pos, eps, sigma, box, rcut = workloads.lj_inputs(27)
+    gradient = jit(vmap(grad(K.periodic_particle_energy),
+                        in_axes=(0, None, 0, None, None, None, None)), backend="cuda")
+    got = gradient(pos, pos, np.arange(27), eps, sigma, box, rcut)
+    np.testing.assert_allclose(-got, peers.lj_forces_numba(pos, eps, sigma, box, rcut),
+                               rtol=1e-9, atol=1e-9)

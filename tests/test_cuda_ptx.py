@@ -61,6 +61,12 @@ def test_gradient_kernels_compile_to_ptx(positions):
                  backend="cuda")
     assert ".entry" in forces.ptx(positions, positions, np.arange(32), np.float32(1.0),
                                   np.float32(1.0))
+    periodic = jit(vmap(grad(K.periodic_particle_energy),
+                        in_axes=(0, None, 0, None, None, None, None)), backend="cuda")
+    one = np.float32(1.0)
+    ptx = periodic.ptx(positions, positions, np.arange(32), one, one, np.float32(4.0),
+                       np.float32(2.5))
+    assert ".f64" not in ptx                      # np.round is a float32 rint
     recur = jit(vmap(grad(K.recurrence), in_axes=(0, 0, None)), static_argnums=2,
                 backend="cuda")
     x = np.linspace(-1.0, 1.0, 8)
