@@ -40,7 +40,7 @@ from transformer.specialize import specialize
 
 from . import backends, emit, modules
 from .cuda_emit import to_cuda_dialect
-from .cuda_types import Spec, spec_of_value
+from .cuda_types import Spec, callee_function, spec_of_value
 
 DEFAULT_THREADS = 128
 MAX_BLOCKS = 65535
@@ -614,7 +614,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
             continue
         if getattr(builtins, name, None) is value:
             continue
-        helper = _helper_function(value)
+        helper = callee_function(value)
         if helper is not None:
             compiled = device_helper(helper, fastmath, float_dtype)
             namespace[name] = compiled.function
@@ -631,19 +631,6 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
 def _is_cuda_callable(value) -> bool:
     module = getattr(value, "__module__", "") or ""
     return module.startswith(("numba", "math"))
-
-
-def _helper_function(value) -> Function | None:
-    """The Function behind a callee that must become a CUDA device function."""
-    if isinstance(value, Function):
-        return value
-    if hasattr(value, "__secant_function__"):
-        return value.__secant_function__()
-    if hasattr(value, "py_func") and backends.is_user_function(value.py_func):
-        return parse(value.py_func)
-    if backends.is_user_function(value):
-        return parse(value)
-    return None
 
 
 _devices: dict = {}

@@ -90,7 +90,46 @@ def infer(fn: Function, specs: dict, float_dtype) -> dict:
     """Name -> Spec for the parameters and every local with one consistent Spec."""
     walker = Inference(fn, dict(specs), np.dtype(float_dtype))
     walker.block(fn.node.body)
-    return {k: v for k, v in walker.info.items() if v is not None}
+    return {k: v for k, v in walker.info.items() if isinstance(v, Spec)}
+
+
+def callee_function(value) -> Function | None:
+    """The Function behind a called user function or generated helper, else None."""
+    from codegen.backends import is_user_function
+    from transformer.frontend import parse
+    if isinstance(value, Function):
+        return value
+    if hasattr(value, "__secant_function__"):
+        return value.__secant_function__()
+    if hasattr(value, "py_func") and is_user_function(value.py_func):
+        return parse(value.py_func)
+    if is_user_function(value):
+        return parse(value)
+    return None
+
+
+_calls_in_progress: set = set()
+
+
+def call_result(callee: Function, args: list, float_dtype):
+    """The Spec (or tuple of Specs) `callee` returns for arguments of Specs `args`."""
+    from transformer.anf import anf
+    from transformer.desugar import desugar
+    if id(callee) in _calls_in_progress:          # recursion: not typed here
+        return None
+    _calls_in_progress.add(id(callee))
+    try:
+        fn = anf(desugar(callee))
+        walker = Inference(fn, {p: a for p, a in zip(fn.params, args) if a is not None},
+                           np.dtype(float_dtype))
+        walker.block(fn.node.body)
+        results = [walker.atom(stmt.value) for stmt in gast.walk(fn.node)
+                   if isinstance(stmt, gast.Return) and stmt.value is not None]
+    finally:
+        _calls_in_progress.discard(id(callee))
+    if not results or any(r != results[0] for r in results[1:]):
+        return None
+    return results[0]
 
 
 class Inference:
@@ -115,7 +154,9 @@ class Inference:
             self.info[name] = spec
             return
         old = self.info[name]
-        if old is None or spec is None or old.shape != spec.shape:
+        if isinstance(old, tuple) or isinstance(spec, tuple):
+            self.info[name] = old if old == spec else None
+        elif old is None or spec is None or old.shape != spec.shape:
             self.info[name] = None
         elif old.dtype != spec.dtype:     # e.g. e = 0 then e = e + x: the wider wins
             self.info[name] = Spec(result_dtype(old, spec), old.shape, old.weak and spec.weak)
@@ -163,9 +204,16 @@ class Inference:
         shape = broadcast(left.shape, right.shape)
         return None if shape is None else Spec(BOOL.dtype, shape)
 
+    def value_Tuple(self, node):
+        items = tuple(self.atom(e) for e in node.elts)
+        return None if None in items else items
+
     def value_Subscript(self, node):
         base = self.atom(node.value)
-        if base is None or not base.is_array:
+        if isinstance(base, tuple) and isinstance(node.slice, gast.Constant) and \
+                isinstance(node.slice.value, int) and -len(base) <= node.slice.value < len(base):
+            return base[node.slice.value]
+        if not isinstance(base, Spec) or not base.is_array:
             return None
         shape = indexed_shape(base.shape, node.slice)
         return None if shape is None else Spec(base.dtype, shape)
@@ -202,6 +250,9 @@ class Inference:
                 return _HELPERS[target](self, args[0], second)
             except AttributeError:        # the second argument's Spec is unknown
                 return None
+        callee = callee_function(target) if target is not None else None
+        if callee is not None:
+            return call_result(callee, args, self.float_dtype)
         if is_local_array(self.fn, node.func):
             shape = constant_shape(node.args[0]) if node.args else None
             dtype = dtype_of(self.fn, node.args[1]) if len(node.args) > 1 else None

@@ -158,3 +158,13 @@ def test_periodic_lennard_jones_forces_match_the_numba_peer():
     got = gradient(pos, pos, np.arange(27), eps, sigma, box, rcut)
     np.testing.assert_allclose(-got, peers.lj_forces_numba(pos, eps, sigma, box, rcut),
                                rtol=1e-9, atol=1e-9)
+
+
+def test_called_helpers_and_their_adjoints_run_as_device_functions():
+    x = np.linspace(-1.0, 1.5, 12)
+    w = np.linspace(0.2, 1.2, 12)
+    values = jit(vmap(K.clipped_energy), backend="cuda")(x, w)
+    np.testing.assert_allclose(values, [K.clipped_energy(a, b) for a, b in zip(x, w)])
+    slopes = jit(vmap(grad(K.clipped_energy)), backend="cuda")(x, w)
+    fd = [central_difference(lambda t, b=b: K.clipped_energy(t, b), a) for a, b in zip(x, w)]
+    np.testing.assert_allclose(slopes, fd, rtol=1e-6, atol=1e-8)

@@ -74,6 +74,8 @@ def test_gradient_kernels_compile_to_ptx(positions):
     assert "h_tape = cuda.local.array(7, float64)" in recur.source(x, x, 6)  # 1 + 6 pushes
     scratch = jit(vmap(grad(K.scratch_product)), backend="cuda")
     assert ".entry" in scratch.ptx(x, x)
+    helpers = jit(vmap(grad(K.clipped_energy)), backend="cuda")
+    assert ".entry" in helpers.ptx(x, x)
 
 
 @needs_ptx
