@@ -342,3 +342,37 @@ CORPUS = [
     (methods_and_shapes, lambda rng: (rng.standard_normal((3, 3)),)),
     (integer_index_arithmetic, vec(6)),
 ]
+
+
+def identity(x):
+    return x
+
+
+def constant_output(x):
+    return 1.0
+
+
+def while_continue(x):
+    s = 0.0
+    k = 0
+    while k < 6:
+        k += 1
+        if k % 2 == 0:
+            continue
+        s += x * k + s * 0.1
+    return s
+
+
+def scaled(x, scale=2.0):
+    return x * scale
+
+
+def calls_with_keyword(x):
+    return scaled(x, scale=3.0) + scaled(x)
+
+
+CORPUS += [
+    (identity, lambda rng: (1.7,)),
+    (while_continue, lambda rng: (0.7,)),
+    (calls_with_keyword, lambda rng: (0.4,)),
+]

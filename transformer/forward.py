@@ -35,7 +35,7 @@ from .function import Function, resolve, signature
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
 
-from codegen.emit import annotate
+from codegen.emit import annotate, comment_of
 
 # attributes of an array that carry no derivative
 _SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes"}
@@ -60,14 +60,10 @@ def structural(function, *slots: int) -> None:
 
 
 def _register_reverse_helpers() -> None:
-    from . import reverse, tape
-    for function in (tape.float_tape, tape.exact_tape, tape.items_buffer):
-        structural(function, 0)
+    from . import tape
     structural(tape.reserve, 0)
     for function in (tape.push, tape.push_items, tape.pop_items):
         structural(function, 0, 2)
-    templates.nondifferentiable(tape.trip_count, tape.range_last, reverse.unit_cotangent,
-                                reverse.float_zeros)
 
 
 def jvp_function(fn: Function, active: tuple[str, ...] | None = None) -> Function:
@@ -231,6 +227,7 @@ class _Forward:
         prologue = [located(self.zeros(p), self.fn.node) for p in params
                     if p in self.active and p not in self.seeds]
         node.body = prologue + self.block(self.fn.node.body)
+        _drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
         node.name = self.namer.fresh(self.fn.name + "_jvp")
         label = f"jvp(active={', '.join(self.seeds)})"
         return self.fn.with_transform(node, label, self.env)
@@ -493,6 +490,48 @@ def _callee_jvp(callee, function: Function, active: tuple[str, ...]):
     return vmap(inner, in_axes=tuple(per_param + tangent_axes),
                 out_axes=(callee.out_axes, callee.out_axes), axis_size=callee.axis_size,
                 axis_name=callee.axis_name, method=callee.method)
+
+
+def _drop_unread(node: gast.FunctionDef, tangents: set[str]) -> None:
+    """Remove assignments to tangents nothing reads (the tangent of a loop counter, of a
+    value only compared): they cost work, and in a batched Jacobian a whole array each."""
+    while True:
+        read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load)}
+        dead = tangents - read
+        removed = _remove_assignments(node, dead)
+        if not removed:
+            return
+
+
+def _remove_assignments(node, dead: set[str]) -> bool:
+    removed = False
+    for parent in gast.walk(node):
+        for field in ("body", "orelse"):
+            stmts = getattr(parent, field, None)
+            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], gast.stmt):
+                continue
+            kept = [s for s in stmts if not (
+                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in dead)]
+            if len(kept) != len(stmts):
+                removed = True
+                _keep_comment(stmts, kept)
+                setattr(parent, field, kept or [gast.Pass()])
+    return removed
+
+
+def _keep_comment(before, after) -> None:
+    """A removed statement's `jvp of:` comment moves to the next kept tangent statement."""
+    kept_ids = {id(s) for s in after}
+    pending = None
+    for stmt in before:
+        if id(stmt) not in kept_ids:
+            pending = comment_of(stmt) or pending
+        elif pending is not None:
+            if comment_of(stmt) is None:
+                annotate(stmt, pending)
+            pending = None
 
 
 def _is_zeros(stmt, env) -> bool:

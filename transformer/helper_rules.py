@@ -13,7 +13,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from . import basis
+from . import basis, reverse, tape
 from .rules import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -57,6 +57,52 @@ linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
+
+
+# ---------------------------------------------------------------- tapes of reverse mode
+# grad(grad(f)) differentiates a gradient, which records values on tapes: a push writes
+# one row, a read is a getitem, a fresh tape holds no values yet
+
+nondifferentiable(tape.float_tape, tape.exact_tape, tape.items_buffer, tape.trip_count,
+                  tape.range_last, reverse.unit_cotangent, reverse.float_zeros)
+
+
+def tape_rest(g, t, n):
+    """The adjoint of the tape `t` in `push(t, n, v)`: `g` without row `n`, cut to `t`'s
+    rows (a push that grows the tape returns a longer one)."""
+    rest = np.array(g[:np.shape(t)[0]], copy=True)
+    rest[n] = 0
+    return rest
+
+
+@overload(tape_rest)
+def _tape_rest_nb(g, t, n):
+    def impl(g, t, n):
+        rest = g[:t.shape[0]].copy()
+        rest[n] = 0
+        return rest
+    return impl
+
+
+def tape_head(g, t):
+    """The adjoint of `t` in `reserve(t, n)`: the rows of `g` that were `t`'s."""
+    return np.array(g[:np.shape(t)[0]], copy=True)
+
+
+@overload(tape_head)
+def _tape_head_nb(g, t):
+    return lambda g, t: g[:t.shape[0]].copy()
+
+
+@adjoint(tape.push)
+def push_adjoint(z, t, n, value):
+    d[value] += d[z][n]
+    d[t] += tape_rest(d[z], t, n)
+
+
+@adjoint(tape.reserve)
+def reserve_adjoint(z, t, n):
+    d[t] += tape_head(d[z], t)
 
 
 # ---------------------------------------------------------------- Jacobian assembly

@@ -909,6 +909,8 @@ def _matmul_nb(a, b):
     if a.ndim > 3 or b.ndim > 3:
         raise TypingError("matmul under Numba: operands of rank 3 at most")
     if a.ndim <= 2 and b.ndim <= 2:
+        if _contiguous(a) and _contiguous(b):      # ascontiguousarray would copy anyway
+            return lambda a, b: np.dot(a, b)
         return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
     def batched(a, b):
@@ -935,6 +937,10 @@ def _append_axis(x):
 def _insert_axis(x):
     """(B, p) -> (B, 1, p)."""
     return np.ascontiguousarray(x).reshape((x.shape[0], 1, x.shape[1]))
+
+
+def _contiguous(ty) -> bool:
+    return not isinstance(ty, types.Array) or ty.layout == "C"
 
 
 def _swap_last(a):
@@ -992,6 +998,8 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: unbroadcast(a * g, b)
     if na == 1 and nb == 1:
         return lambda g, a, b: a * g
+    if na == 2 and nb == 1 and _contiguous(a) and _contiguous(g):
+        return lambda g, a, b: np.dot(g, a)    # a.T @ g without transposing a copy
     if na == 2 and nb == 1:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
     if na == 1 and nb == 2:

@@ -291,11 +291,35 @@ def _contig(a):
     return np.ascontiguousarray(a)
 
 
+_PRODUCTS: dict = {}
+
+
+def _numpy_product(a, b):
+    """A compiled `a @ b` for two matrices that runs NumPy's own matmul: the product over a
+    batch is one large BLAS call, and NumPy's BLAS is the one a batched NumPy program
+    would use (Numba links SciPy's, with its own thread pool)."""
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+    if dtype not in _PRODUCTS:
+        array_type = types.Array(numba.from_dtype(dtype), 2, "C")
+
+        @numba.njit
+        def product(a, b):
+            with numba.objmode(out=array_type):
+                out = np.ascontiguousarray(a @ b)
+            return out
+        _PRODUCTS[dtype] = product
+    return _PRODUCTS[dtype]
+
+
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
-    if _ndim(a) == 2:                               # vectors times a matrix or vector
+    if _ndim(a) == 2 and _ndim(b) == 2:             # vectors times a matrix
+        product = _numpy_product(a, b)
+        return lambda a, b: product(a, b)
+    if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
@@ -313,7 +337,8 @@ def _dot_right_nb(a, b):
     if _ndim(a) == 0 or _ndim(b) == 1:
         return lambda a, b: a * align(b, a)
     if _ndim(b) == 2 and _ndim(a) == 2:             # matrix times vectors: one product
-        return lambda a, b: np.dot(_contig(b), a.T)
+        product = _numpy_product(b, a)
+        return lambda a, b: product(b, a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
         return lambda a, b: np.dot(_contig(b), _contig(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
@@ -363,9 +388,31 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
+_ALLOCATORS: dict = {}
+
+
+def _numpy_empty(ndim: int, dtype):
+    """A compiled `np.empty(shape)` that allocates through NumPy: for outputs of many
+    megabytes NumPy's allocator (transparent huge pages) spares most page faults, which
+    makes writing a large batch of outer products several times faster."""
+    key = (ndim, np.dtype(dtype))
+    if key not in _ALLOCATORS:
+        array_type = types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
+        target = np.dtype(dtype)
+
+        @numba.njit
+        def allocate(shape):
+            with numba.objmode(out=array_type):
+                out = np.empty(shape, target)
+            return out
+        _ALLOCATORS[key] = allocate
+    return _ALLOCATORS[key]
+
+
 def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
+    allocate = _numpy_empty(3, dtype)
 
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
@@ -373,14 +420,15 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
             np.ascontiguousarray(a).reshape((1, -1))
         fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
             np.ascontiguousarray(b).reshape((1, -1))
-        out = np.empty((size, fa.shape[1], fb.shape[1]), dtype)
+        out = allocate((size, fa.shape[1], fb.shape[1]))
         for k in range(size):
             ka = k if left_batched else 0
-            kb = k if right_batched else 0
+            row_b = fb[k if right_batched else 0]
             for i in range(fa.shape[1]):
                 left = fa[ka, i]
-                for j in range(fb.shape[1]):
-                    out[k, i, j] = left * fb[kb, j]
+                row = out[k, i]
+                for j in range(row_b.shape[0]):
+                    row[j] = left * row_b[j]
         return out
     return impl
 
@@ -928,6 +976,15 @@ COLLECTIVE_RULES = {
 }
 # collective function (transformer.psum, ...) -> kind; filled by transformer.api_batching
 COLLECTIVES: dict = {}
+# The helpers batched again by an outer vmap (vmap of vmap): example by example.
+for _helper in (sum_batch, mean_batch, max_batch, min_batch, gather_batch, times_size,
+                unchanged, align, align_batched, broadcast_batch, dot_left, dot_right,
+                dot_both, outer_left, outer_right, outer_both, take_batched, index_examples,
+                transpose_examples, reshape_examples, ravel_examples, sum_examples,
+                mean_examples, prod_examples, max_examples, min_examples, any_examples,
+                all_examples, argmax_examples, argmin_examples, as_float, as_int,
+                to_front, from_front):
+    BATCHERS[_helper] = lambda site: _each_rule(site)
 
 
 # ---------------------------------------------------------------- helpers of generated code
@@ -1042,7 +1099,8 @@ def _grad_left_fixed_nb(g, a, b):
 @overload(_grad_right)
 def _grad_right_nb(g, a, b):
     if _ndim(a) == 2 and _ndim(g) == 2:
-        return lambda g, a, b: np.dot(_contig(g), _contig(a))
+        product = _numpy_product(g, a)
+        return lambda g, a, b: product(g, a)
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
     return lambda g, a, b: fallback(g, a, b)
 
@@ -1128,3 +1186,163 @@ def _register_reverse_rules():
 
 _register_runtime_rules()
 _register_reverse_rules()
+
+
+# ====================================================================== derivatives
+# Adjoint and tangent templates for the helpers above, so that generated batched code can
+# itself be differentiated: grad of a function that calls a vmapped function, jvp of a
+# vmap. (Template language: `transformer.templates`.)
+
+def spread_examples(g, x):
+    """Each example's scalar `g[k]` repeated over the shape of example `x[k]`."""
+    return np.broadcast_to(align_batched(g, x), np.shape(x)).copy()
+
+
+@overload(spread_examples)
+def _spread_examples_nb(g, x):
+    def impl(g, x):
+        out = np.empty(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            out[k] = g[k]
+        return out
+    return impl
+
+
+def spread_mean(g, x):
+    """The adjoint of `mean_examples`: `g[k]` spread over example `k`, divided by its size."""
+    count = np.size(x) // np.shape(x)[0]
+    return spread_examples(g, x) / np.asarray(count, dtype=np.asarray(g).dtype)
+
+
+@overload(spread_mean)
+def _spread_mean_nb(g, x):
+    def impl(g, x):
+        return spread_examples(g, x) / (x.size // x.shape[0])
+    return impl
+
+
+def spread_batch_mean(g, x):
+    """The adjoint of `pmean` (`mean_batch`): `g / size` for every example."""
+    return broadcast_batch(g, np.shape(x)[0]) / np.shape(x)[0]
+
+
+@overload(spread_batch_mean)
+def _spread_batch_mean_nb(g, x):
+    return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
+
+
+def index_examples_grad(g, x, index):
+    """The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index, g[k])
+    return out
+
+
+def take_batched_grad(g, x, index):
+    """The adjoint of `take_batched(x, index)`: each example's `g` added at its index."""
+    out = np.zeros(np.shape(x), np.asarray(g).dtype)
+    for k in range(np.shape(x)[0]):
+        np.add.at(out[k], index[k], g[k])
+    return out
+
+
+@overload(index_examples_grad)
+def _index_examples_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index, g[k])
+        return out
+    return impl
+
+
+@overload(take_batched_grad)
+def _take_batched_grad_nb(g, x, index):
+    scatter = _runtime().scatter_add
+
+    def impl(g, x, index):
+        out = np.zeros(x.shape, g.dtype)
+        for k in range(x.shape[0]):
+            scatter(out[k], index[k], g[k])
+        return out
+    return impl
+
+
+def _register_derivatives():
+    from transformer import templates
+    runtime = _runtime()
+    each = {name_: over_examples(getattr(runtime, f), flags) for name_, f, flags in [
+        ("left_of_left", "matmul_grad_left", (True, True, False)),
+        ("right_of_left", "matmul_grad_right", (True, True, False)),
+        ("left_of_right", "matmul_grad_left", (True, False, True)),
+        ("left_of_both", "matmul_grad_left", (True, True, True)),
+        ("right_of_both", "matmul_grad_right", (True, True, True))]}
+    scope = dict(globals(), reshape_like=runtime.reshape_like, **each)
+    adjoint_rules = {
+        (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
+        (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
+        (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
+        (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
+                      "    d[b] += _grad_right(d[z], a, b)",
+        (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
+                     "    d[b] += sum_batch(right_of_left(d[z], a, b))",
+        (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
+                     "    d[b] += right_of_both(d[z], a, b)",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
+        (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
+        (index_examples,): "def rule(z, x, index):\n"
+                           "    d[x] += index_examples_grad(d[z], x, index)",
+        (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
+        (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
+        (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
+        (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
+        (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
+        (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
+        (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
+    }
+    tangent_rules = {
+        (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
+        (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
+        (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
+                      "    d[z] = dot_right(a, d[b])",
+        (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
+                     "    d[z] = dot_left(a, d[b])",
+        (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
+                     "    d[z] = dot_both(a, d[b])",
+        (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
+                       "    d[z] = outer_left(a, d[b])",
+        (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
+                        "    d[z] = outer_right(a, d[b])",
+        (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
+                       "    d[z] = outer_both(a, d[b])",
+        (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
+        (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
+        (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
+        (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
+        (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
+        (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
+        (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
+        (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
+    }
+    for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
+                   sum_batch, mean_batch, gather_batch):
+        tangent_rules[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
+    for keys, source in adjoint_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.ADJOINTS[key] = rule
+    for keys, source in tangent_rules.items():
+        rule = templates.rule_from_source(source, scope)
+        for key in keys:
+            templates.TANGENTS[key] = rule
+    templates.nondifferentiable(check_size, batch_size_of, batch_empty, argmax_examples,
+                                argmin_examples, any_examples, all_examples, as_int)
+
+
+_register_derivatives()
