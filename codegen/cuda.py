@@ -323,16 +323,21 @@ class CudaJitted:
         return text
 
     def source(self, *args, **kwargs) -> str:
-        """The kernel module for a call with `args` (the last call's without them)."""
-        if args or kwargs:
+        """The kernel module for a call with `args`.
+
+        Given only static values (`source(n=3)`, as `transformer.source` passes them), or
+        nothing, the kernel of the last call is shown, or else one where each thread
+        sees float64 scalars (a vmap over axis 0 of 1-D arrays).
+        """
+        if args or set(kwargs) - self.static_names:
             static, arguments, _ = self._bind(args, kwargs)
             return build_kernel(self, static, arguments, probe=True).text
-        if self._last is not None:
+        if self._last is not None and not kwargs:
             return self._last.text
         arguments = [Argument(p, 0.0, Spec(np.dtype(np.float64), (1,)),
                               0 if self.batch else None, False)
                      for p in self.signature.parameters if p not in self.static_names]
-        return build_kernel(self, {}, arguments, probe=False).text
+        return build_kernel(self, dict(kwargs), arguments, probe=False).text
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend=cuda>"
@@ -415,7 +420,7 @@ def build_kernel(jitted: CudaJitted, static: dict, arguments: list, probe: bool)
         if elementwise else None
     out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
     text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
-                                           float_dtype)
+                                           float_dtype, static)
     return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis,
                   written_parameters(device))
 
@@ -496,7 +501,7 @@ def _probe(fn: Function, arguments, elementwise, float_dtype):
     return outputs, is_tuple
 
 
-def _module(jitted, device: Function, arguments, outputs, shape, float_dtype):
+def _module(jitted, device: Function, arguments, outputs, shape, float_dtype, static):
     """The text of the kernel module, the namespace to bind, and the kernel's name."""
     imports, namespace, fingerprints = set(), {}, []
     _materialize_env(device, jitted.fastmath, float_dtype, imports, namespace, fingerprints)
@@ -509,7 +514,7 @@ def _module(jitted, device: Function, arguments, outputs, shape, float_dtype):
     described = ", ".join(f"{a.name}: {_describe(a, shape is not None)}" for a in arguments)
     header = [
         f"# secant: generated from {device.origin.describe()}",
-        f"# transforms: {' | '.join(device.chain + (_label(jitted, shape),))}",
+        f"# transforms: {' | '.join(device.chain + (_label(jitted, shape, static),))}",
         f"# backend: cuda{' (simulator)' if simulated() else ''}; secant {backends.VERSION}, "
         f"numba {_version('numba')}, numba-cuda {_version('numba_cuda')}, "
         f"numpy {np.__version__}",
@@ -523,11 +528,14 @@ def _module(jitted, device: Function, arguments, outputs, shape, float_dtype):
     return text, namespace, kernel_name
 
 
-def _label(jitted, shape) -> str:
+def _label(jitted, shape, static) -> str:
+    options = "".join(f", {k}={v!r}" for k, v in sorted(static.items()))
+    if jitted.fastmath:
+        options += ", fastmath=True"
     if shape is not None:
-        return "jit(backend='cuda', elementwise)"
+        return f"jit(backend='cuda', elementwise{options})"
     return (f"vmap(in_axes={jitted.batch.in_axes!r}, out_axes={jitted.batch.out_axes!r}) "
-            "as one thread per element | jit(backend='cuda')")
+            f"as one thread per element | jit(backend='cuda'{options})")
 
 
 def _describe(argument: Argument, elementwise: bool) -> str:

@@ -102,6 +102,14 @@ def test_kernel_source_uses_math_local_arrays_and_typed_constants(positions):
     assert "math.exp" in elementwise and "math.log1p" in elementwise
 
 
+def test_transformer_source_prints_the_kernel_with_static_values_folded():
+    import transformer
+    jitted = jit(vmap(K.collatz_steps), static_argnames=("limit",), backend="cuda")
+    text = transformer.source(jitted, limit=7)
+    assert "jit(backend='cuda', limit=7)" in text
+    assert "steps >= 7" in text and "def collatz_steps_kernel(n0, out0):" in text
+
+
 def test_size_unknown_at_compile_time_names_the_variable():
     batched = jit(vmap(K.sized_by_argument, in_axes=(0, None)), backend="cuda")
     with pytest.raises(TransformError, match="'buf'") as info:
