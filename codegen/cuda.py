@@ -206,6 +206,10 @@ class CudaJitted:
         from numba import cuda
         static, arguments, size = self._bind(args, kwargs)
         kernel = self._kernel(static, arguments)
+        if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
+            raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
+                                 "'cuda' returns device results batched along axis 0",
+                                 hint="use out_axes=0 and transpose the result")
         outputs = [cuda.device_array((size,) + spec.shape, spec.dtype)
                    for spec in kernel.outputs]
         values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
@@ -290,8 +294,11 @@ class CudaJitted:
 
     # ------------------------------------------------------------ compiling
     def _key(self, static, arguments):
-        layout = tuple((a.name, a.spec.dtype.str, a.spec.shape if a.spec.is_array else (),
-                        a.axis, a.on_device) for a in arguments)
+        """What the kernel text depends on: a batched kernel not on the batch size."""
+        shape = (lambda a: a.spec.shape) if self.batch is None else \
+            (lambda a: thread_spec(a).shape)
+        layout = tuple((a.name, a.spec.dtype.str, shape(a), a.axis, a.on_device)
+                       for a in arguments)
         return tuple(sorted((k, repr(v)) for k, v in static.items())), layout
 
     def _kernel(self, static, arguments) -> "Kernel":
@@ -482,7 +489,15 @@ def _probe(fn: Function, arguments, elementwise, float_dtype):
             else:
                 value = host.copy()        # the probe must not write into the caller's data
         firsts.append(value)
-    result = python(*firsts)
+    try:
+        result = python(*firsts)
+    except Exception as exc:
+        what = "one element of each array argument" if elementwise else "the first element"
+        raise fn.origin.error(
+            fn.node, f"running {fn.name} on {what} to learn its results failed: "
+            f"{type(exc).__name__}: {exc}",
+            "jit(f, backend='cuda') broadcasts a function of scalars; for a function of "
+            "arrays, vmap it over the batch axis" if elementwise else None) from exc
     is_tuple = isinstance(result, tuple)
     outputs = []
     for item in (result if is_tuple else (result,)):
@@ -663,10 +678,16 @@ def device_helper(fn: Function, fastmath: bool, float_dtype) -> backends.Compile
     return _devices[key]
 
 
+_kernels_loaded: dict = {}
+
+
 def load_kernel(kernel: Kernel):
-    """Write the kernel module to the cache and return its kernel dispatcher."""
-    module = modules.load_module(kernel.text, kernel.namespace)
-    return getattr(module, kernel.name)
+    """The kernel dispatcher of `kernel`'s module; equal text is loaded (and compiled) once."""
+    key = modules.content_hash(kernel.text)
+    if key not in _kernels_loaded:
+        module = modules.load_module(kernel.text, kernel.namespace)
+        _kernels_loaded[key] = getattr(module, kernel.name)
+    return _kernels_loaded[key]
 
 
 __all__ = ["CudaJitted", "CudaUnavailableError", "cuda_jit", "show_cuda",

@@ -132,3 +132,7 @@ def clipped_energy(x, w):
     for k in range(4):
         e += soft_clip(w * x * k, 1.0) ** 2
     return e
+
+
+def centered(col):
+    return col - np.sum(col) / col.shape[0]

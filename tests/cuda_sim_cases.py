@@ -168,3 +168,9 @@ def test_called_helpers_and_their_adjoints_run_as_device_functions():
     slopes = jit(vmap(grad(K.clipped_energy)), backend="cuda")(x, w)
     fd = [central_difference(lambda t, b=b: K.clipped_energy(t, b), a) for a, b in zip(x, w)]
     np.testing.assert_allclose(slopes, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_in_axes_and_out_axes_other_than_zero():
+    matrix = np.arange(15.0).reshape(3, 5) ** 1.5
+    got = jit(vmap(K.centered, in_axes=1, out_axes=1), backend="cuda")(matrix)
+    np.testing.assert_allclose(got, matrix - matrix.mean(axis=0))
