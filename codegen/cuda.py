@@ -474,21 +474,31 @@ def _out_axis(out_axes):
     return axes.pop()
 
 
+def _first_element(argument: Argument, elementwise: bool):
+    """A host copy of what the first thread sees of `argument` (only that is copied)."""
+    value, spec = argument.value, argument.spec
+    if not spec.is_array:
+        return value
+    if elementwise:
+        if not int(np.prod(spec.shape)):
+            return spec.dtype.type(0)
+        item = value[(0,) * len(spec.shape)]
+        return spec.dtype.type(item)
+    if argument.axis is None:
+        return _host(value).copy()       # the probe must not write into the caller's data
+    part = value[(slice(None),) * argument.axis + (0,)]
+    if not (hasattr(part, "copy_to_host") or isinstance(part, np.ndarray)):
+        return spec.dtype.type(part)
+    try:
+        return np.array(_host(part))
+    except ValueError:                   # a strided device view: copy the whole array
+        return np.take(_host(value), 0, axis=argument.axis)
+
+
 def _probe(fn: Function, arguments, elementwise, float_dtype):
     """Run `fn` on the first element with the Python backend: Specs of its results."""
     python = backends.compile_function(fn, backends.Options(backend="python")).function
-    firsts = []
-    for a in arguments:
-        value = a.value
-        if a.spec.is_array:
-            host = _host(value)
-            if elementwise:
-                value = host.reshape(-1)[0] if host.size else host.dtype.type(0)
-            elif a.axis is not None:
-                value = np.take(host, 0, axis=a.axis)
-            else:
-                value = host.copy()        # the probe must not write into the caller's data
-        firsts.append(value)
+    firsts = [_first_element(a, elementwise) for a in arguments]
     try:
         result = python(*firsts)
     except Exception as exc:
