@@ -203,7 +203,9 @@ class _FoldShapes(gast.NodeTransformer):
 def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
     """Allocations become local arrays; whole-array operations become loops."""
     binder = _Binder(fn)
-    lowering = _LowerArrays(fn, infer(fn, specs, float_dtype), binder, float_dtype)
+    walker = Inference(fn, dict(specs), np.dtype(float_dtype))
+    walker.block(fn.node.body)            # keeps tuple literals' Specs, for np.array(...)
+    lowering = _LowerArrays(fn, walker.info, binder, float_dtype)
     node = copy.deepcopy(fn.node)
     node.body = lowering.block(node.body)
     return fn.replace(node=node, env=binder.env)
@@ -216,9 +218,11 @@ class _LowerArrays:
     def __init__(self, fn, info, binder: _Binder, float_dtype):
         self.fn, self.info, self.binder = fn, info, binder
         self.values = Inference(fn, info, np.dtype(float_dtype))
+        self.literals: dict = {}         # name -> elements of the tuple literal it holds
 
     def spec(self, atom) -> Spec | None:
-        return self.values.atom(atom)
+        found = self.values.atom(atom)
+        return found if isinstance(found, Spec) else None
 
     def block(self, stmts) -> list:
         out = []
@@ -227,6 +231,10 @@ class _LowerArrays:
         return out
 
     def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.value, (gast.Tuple, gast.List)):
+            self.literals[stmt.targets[0].id] = stmt.value.elts
+            if isinstance(stmt.value, gast.List):         # kernels have tuples, not lists
+                stmt.value = gast.Tuple(elts=stmt.value.elts, ctx=gast.Load())
         if isinstance(stmt, (gast.For, gast.While, gast.If)):
             stmt.body = self.block(stmt.body) or [gast.Pass()]
             stmt.orelse = self.block(stmt.orelse)
@@ -244,6 +252,9 @@ class _LowerArrays:
             func = resolve(self.fn, value.func, None)
             if func in ALLOCATIONS:
                 return self.allocate(stmt, target, value, func)
+            if func in (np.array, np.asarray) and len(value.args) == 1 and \
+                    getattr(value.args[0], "id", None) in self.literals:
+                return self.from_literal(stmt, target, value)
             if func in REDUCTIONS and self._has_array(value.args):
                 return self.reduce(stmt, target, value, func)
             if func in PRODUCTS and self._has_array(value.args):
@@ -365,6 +376,14 @@ class _LowerArrays:
             out.append(self.write(array, indices, self.element(source, spec.shape, indices,
                                                                out)))
         return self.fresh_array(target, [source], spec, fill)
+
+    def from_literal(self, stmt, target, value) -> list:
+        """`np.array((a, b, c))` of scalars: a local array written element by element."""
+        spec = self._result(stmt, target, value)
+        elements = self.literals[value.args[0].id]
+        return [self.local_array(target, spec)] + [
+            assign(subscript(name(target), const(k), gast.Store()), copy.deepcopy(e))
+            for k, e in enumerate(elements)]
 
     def reduce(self, stmt, target, value, func) -> list:
         if value.keywords or (func is not np.dot and len(value.args) != 1):

@@ -208,6 +208,8 @@ class Inference:
         items = tuple(self.atom(e) for e in node.elts)
         return None if None in items else items
 
+    value_List = value_Tuple
+
     def value_Subscript(self, node):
         base = self.atom(node.value)
         if isinstance(base, tuple) and isinstance(node.slice, gast.Constant) and \
@@ -240,6 +242,11 @@ class Inference:
             return None if shape is None else Spec(result_dtype(*args), shape)
         if target in ALLOCATIONS:
             return self._allocation(node, target, args)
+        if target in (np.array, np.asarray) and len(node.args) == 1 and \
+                isinstance(args[0], tuple) and all(not a.is_array for a in args[0]):
+            dtype = allocation_dtype_node(node, np.zeros)
+            dtype = dtype_of(self.fn, dtype) if dtype is not None else result_dtype(*args[0])
+            return Spec(np.dtype(dtype), (len(args[0]),))
         if target in _TAPES and args and args[0] is not None:
             return self._tape(target, args[0])
         if target is runtime.matmul_grad_right and len(args) == 3 and None not in args:

@@ -136,3 +136,9 @@ def clipped_energy(x, w):
 
 def centered(col):
     return col - np.sum(col) / col.shape[0]
+
+
+def spring_energy(x, y, k):
+    """Builds a small array from scalars (np.array of a list) and reduces it."""
+    v = np.array([x - 1.0, y + 0.5, x * y])
+    return 0.5 * k * np.dot(v, v)

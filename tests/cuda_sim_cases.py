@@ -174,3 +174,10 @@ def test_in_axes_and_out_axes_other_than_zero():
     matrix = np.arange(15.0).reshape(3, 5) ** 1.5
     got = jit(vmap(K.centered, in_axes=1, out_axes=1), backend="cuda")(matrix)
     np.testing.assert_allclose(got, matrix - matrix.mean(axis=0))
+
+
+def test_small_arrays_built_from_scalars_become_local_arrays():
+    x = np.linspace(-1.0, 1.0, 9)
+    y = np.linspace(0.0, 2.0, 9)
+    got = jit(vmap(K.spring_energy, in_axes=(0, 0, None)), backend="cuda")(x, y, 3.0)
+    np.testing.assert_allclose(got, [K.spring_energy(a, b, 3.0) for a, b in zip(x, y)])

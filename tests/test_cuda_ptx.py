@@ -85,6 +85,8 @@ def test_control_flow_jvp_and_elementwise_kernels_compile_to_ptx():
     assert ".entry" in cuda_jit(vmap(K.collatz_steps, in_axes=(0, None))).ptx(
         np.arange(1, 9), 20)
     assert ".entry" in jit(vmap(K.bucket_stats), backend="cuda").ptx(x.reshape(2, 4))
+    assert ".entry" in jit(vmap(K.spring_energy, in_axes=(0, 0, None)), backend="cuda").ptx(
+        x, x, 2.0)
     ptx = jit(K.gelu, backend="cuda").ptx(x.astype(np.float32).reshape(2, 4))
     assert ".entry" in ptx and ".f64" not in ptx
 
@@ -108,6 +110,12 @@ def test_transformer_source_prints_the_kernel_with_static_values_folded():
     text = transformer.source(jitted, limit=7)
     assert "jit(backend='cuda', limit=7)" in text
     assert "steps >= 7" in text and "def collatz_steps_kernel(n0, out0):" in text
+
+
+def test_fastmath_reaches_the_kernel_and_device_function_decorators():
+    text = cuda_jit(K.gelu, fastmath=True).source(np.ones(3, np.float32))
+    assert "@cuda.jit(device=True, fastmath=True)" in text
+    assert "@cuda.jit(fastmath=True)" in text and "fastmath=True)" in text.splitlines()[1]
 
 
 def test_size_unknown_at_compile_time_names_the_variable():
