@@ -18,6 +18,8 @@ import numpy as np
 
 from transformer import reverse, runtime, tape
 from transformer.function import Function, resolve
+from transformer.names import Namer
+from transformer.syntax import dotted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,3 +446,28 @@ def local_array(binder, target: str, spec: Spec):
         gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load())
     dtype = name(binder.bind(spec.dtype.type, spec.dtype.name))
     return assign(store(target), call(binder.ref(cuda, "cuda", "local.array"), shape, dtype))
+
+
+class Binder:
+    """Binds library objects (math, cuda, abs) in a Function's environment under a name.
+
+    The rewrites of the CUDA dialect emit references to these objects; each is bound under
+    a name no local uses (`math`, else `math_1`), or under the name it already has.
+    """
+
+    def __init__(self, fn: Function):
+        self.env = dict(fn.env)
+        self.namer = Namer.for_function(fn)
+
+    def bind(self, obj, preferred: str) -> str:
+        for key, value in self.env.items():
+            if value is obj:
+                return key
+        key = preferred if preferred not in self.namer.taken else self.namer.fresh(preferred)
+        self.namer.reserve(key)
+        self.env[key] = obj
+        return key
+
+    def ref(self, obj, preferred: str, attr: str | None = None):
+        base = self.bind(obj, preferred)
+        return dotted(f"{base}.{attr}" if attr else base)
