@@ -46,9 +46,10 @@ def particle_energy(xi, pos, i, eps, sigma, box, cutoff):
     e = 0.0
     for j in range(pos.shape[0]):
         if j != i:
-            dx = minimum_image(xi[0] - pos[j, 0], box)
-            dy = minimum_image(xi[1] - pos[j, 1], box)
-            dz = minimum_image(xi[2] - pos[j, 2], box)
+            d = xi - pos[j]
+            dx = minimum_image(d[0], box)
+            dy = minimum_image(d[1], box)
+            dz = minimum_image(d[2], box)
             r2 = dx * dx + dy * dy + dz * dz
             if r2 < rc2:
                 s6 = (sigma * sigma / r2) ** 3
@@ -58,8 +59,7 @@ def particle_energy(xi, pos, i, eps, sigma, box, cutoff):
 
 def force_function(backend: str):
     """forces(pos, eps, sigma, box, cutoff) -> (n, 3), one thread (or loop step) per atom."""
-    gradient = jit(vmap(grad(particle_energy), in_axes=IN_AXES), backend=backend,
-                   parallel=backend == "cpu")
+    gradient = jit(vmap(grad(particle_energy), in_axes=IN_AXES), backend=backend)
 
     def forces(pos, eps, sigma, box, cutoff):
         result = gradient(pos, pos, np.arange(pos.shape[0]), eps, sigma, box, cutoff)
