@@ -244,6 +244,12 @@ class CudaJitted:
         arguments, sizes = [], set()
         for param, value in dynamic:
             axis = axes[param]
+            if axis is not None and (not isinstance(axis, (int, np.integer)) or
+                                     isinstance(axis, bool)):
+                raise TransformError(f"in_axes entry {axis!r} for {param!r}: backend='cuda' "
+                                     "maps arrays over one integer axis (or None)",
+                                     hint="pass the leaves of a container as separate "
+                                          "arguments")
             argument = self._argument(param, value, float_dtype, axis)
             if axis is not None:
                 if not argument.spec.is_array:
