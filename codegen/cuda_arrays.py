@@ -45,6 +45,7 @@ class LowerArrays:
         self.fn, self.info, self.binder = fn, info, binder
         self.values = Inference(fn, info, np.dtype(float_dtype))
         self.literals: dict = {}         # name -> elements of the tuple literal it holds
+        self.argument_views = _argument_views(fn)
 
     def spec(self, atom) -> Spec | None:
         found = self.values.atom(atom)
@@ -246,11 +247,13 @@ class LowerArrays:
             raise self.fn.origin.error(stmt, f"{target!r} = a product of operands whose shapes "
                                        "are unknown or do not match", "check the operands of @")
         a = self.spec(left).shape
+        copies = []
+        left, right = (self._private(atom, copies) for atom in (left, right))
         if outer:
             def cell(array, indices, out):
                 out.append(self.write(array, indices, self._times(
                     left, indices[:1], right, indices[1:], out)))
-            return self.fresh_array(target, [left, right], spec, cell)
+            return copies + self.fresh_array(target, [left, right], spec, cell)
         inner = a[-1]
         accumulate = self.binder.namer.fresh(f"{target}_acc")
 
@@ -268,12 +271,35 @@ class LowerArrays:
         if not spec.shape:
             stmts = []
             dot([], stmts)
-            return stmts + [assign(store(target), name(accumulate))]
+            return copies + stmts + [assign(store(target), name(accumulate))]
 
         def fill(array, indices, out):
             dot(indices, out)
             out.append(self.write(array, indices, name(accumulate)))
-        return self.fresh_array(target, [left, right], spec, fill)
+        return copies + self.fresh_array(target, [left, right], spec, fill)
+
+    def _private(self, atom, out):
+        """`atom`, or a copy of it when it may be the local array this product writes.
+
+        A `cuda.local.array` is one piece of memory per statement, reused each time the
+        statement runs: in a loop, `h = W @ h` would read the `h` it is overwriting. A
+        product reads every element of an operand for each element it writes, so an
+        operand that is a local array is copied first; arguments and their views are not.
+        """
+        spec = self.spec(atom)
+        if not isinstance(atom, gast.Name) or atom.id in self.argument_views or \
+                spec is None or not spec.is_array:
+            return atom
+        copied = self.binder.namer.fresh(f"{atom.id}_copy")
+        out.append(local_array(self.binder, copied, spec))
+        out.extend(self.loop(spec.shape, lambda indices: [
+            self.write(copied, indices, self._read(atom, indices))]))
+        return name(copied)
+
+    def _read(self, atom, indices):
+        parts = [name(i) for i in indices]
+        key = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
+        return subscript(copy.deepcopy(atom), key)
 
     def _times(self, left, left_index, right, right_index, out):
         items = []
@@ -325,6 +351,25 @@ class LowerArrays:
             out.append(self.write(view, indices, self.element(value, shape, indices, out)))
             return out
         return [assign(store(view), load)] + self.loop(shape, body)
+
+
+def _argument_views(fn: Function) -> set:
+    """Parameters and the names that only ever hold them or views of them."""
+    views = set(fn.params)
+    sources: dict = {}
+    for stmt in gast.walk(fn.node):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            value = stmt.value.value if isinstance(stmt.value, gast.Subscript) else stmt.value
+            source = value.id if isinstance(value, gast.Name) else None
+            sources.setdefault(stmt.targets[0].id, set()).add(source)
+    changed = True
+    while changed:
+        changed = False
+        for target, found in sources.items():
+            if target not in views and found <= views:
+                views.add(target)
+                changed = True
+    return views
 
 
 def _replace_atoms(value, replaced: dict):

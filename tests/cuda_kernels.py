@@ -142,3 +142,12 @@ def spring_energy(x, y, k):
     """Builds a small array from scalars (np.array of a list) and reduces it."""
     v = np.array([x - 1.0, y + 0.5, x * y])
     return 0.5 * k * np.dot(v, v)
+
+
+def power_iteration(W, x0, steps):
+    """A loop-carried matrix-vector product: `h = W @ h` reads the array it replaces."""
+    h = x0
+    for _step in range(steps):
+        h = W @ h
+        h = h / np.sqrt(np.sum(h * h))
+    return h

@@ -181,3 +181,18 @@ def test_small_arrays_built_from_scalars_become_local_arrays():
     y = np.linspace(0.0, 2.0, 9)
     got = jit(vmap(K.spring_energy, in_axes=(0, 0, None)), backend="cuda")(x, y, 3.0)
     np.testing.assert_allclose(got, [K.spring_energy(a, b, 3.0) for a, b in zip(x, y)])
+
+
+def test_loop_carried_matrix_vector_products():
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(4, 4))
+    X = rng.normal(size=(6, 4))
+    got = jit(vmap(K.power_iteration, in_axes=(None, 0, None)), static_argnums=2,
+              backend="cuda")(W, X, 6)
+    expected = []
+    for x in X:
+        for _ in range(6):
+            x = W @ x
+            x = x / np.linalg.norm(x)
+        expected.append(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)

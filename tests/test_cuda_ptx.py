@@ -112,6 +112,15 @@ def test_transformer_source_prints_the_kernel_with_static_values_folded():
     assert "steps >= 7" in text and "def collatz_steps_kernel(n0, out0):" in text
 
 
+def test_a_product_never_reads_the_local_array_it_writes():
+    # each cuda.local.array statement is one piece of memory reused on every loop trip
+    W, x = np.eye(4), np.ones((3, 4))
+    text = jit(vmap(K.power_iteration, in_axes=(None, 0, None)), static_argnums=2,
+               backend="cuda").source(W, x, 3)
+    assert "h_copy[i0] = h[i0]" in text
+    assert "W_elt * h_copy_elt" in text
+
+
 def test_fastmath_reaches_the_kernel_and_device_function_decorators():
     text = cuda_jit(K.gelu, fastmath=True).source(np.ones(3, np.float32))
     assert "@cuda.jit(device=True, fastmath=True)" in text
