@@ -218,10 +218,33 @@ class _ScalarMath:
                 stmt.orelse = self.block(stmt.orelse)
                 out.append(stmt)
             elif isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call):
-                out.extend(located(s, stmt) for s in self.rewrite(stmt, stmt.value))
+                for new in self.rewrite(stmt, stmt.value):
+                    out.extend(located(s, stmt) for s in self.power(new))
+            elif isinstance(stmt, gast.Assign):
+                out.extend(located(s, stmt) for s in self.power(stmt))
             else:
                 out.append(stmt)
         return out
+
+    def power(self, stmt) -> list:
+        """`y = x ** n` for n = 2, 3, 4 as products: exact in the working precision, where
+        Numba's integer power of a float32 goes through float64."""
+        value = getattr(stmt, "value", None)
+        if not (isinstance(value, gast.BinOp) and isinstance(value.op, gast.Pow) and
+                isinstance(value.right, gast.Constant) and value.right.value in (2, 3, 4)
+                and not isinstance(value.right.value, bool)
+                and isinstance(value.left, (gast.Name, gast.Constant))):
+            return [stmt]
+        base, n = value.left, value.right.value
+        square = base if n == 2 else name(self.binder.namer.fresh(f"{_word(base)}_squared"))
+
+        def times(a, b):
+            return gast.BinOp(left=copy.deepcopy(a), op=gast.Mult(), right=copy.deepcopy(b))
+        if n == 2:
+            return [assign(stmt.targets[0], times(base, base))]
+        first = assign(store(square.id), times(base, base))
+        last = times(square, base) if n == 3 else times(square, square)
+        return [first, assign(stmt.targets[0], last)]
 
     def rewrite(self, stmt, value) -> list:
         func = resolve(self.fn, value.func, None)
@@ -248,6 +271,10 @@ class _ScalarMath:
             return [gast.If(test=args[0], body=[assign(copy.deepcopy(target), args[1])],
                             orelse=[assign(target, args[2])])]
         return [stmt]
+
+
+def _word(atom) -> str:
+    return atom.id if isinstance(atom, gast.Name) else "value"
 
 
 def _as_load(target):
