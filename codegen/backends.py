@@ -7,7 +7,8 @@ is compiled first (recursively, with the same backend), a user's Python helper i
 and compiled the same way, modules become `import` lines, and everything else is bound
 in the module's namespace. Each dependency leaves a fingerprint line in the header, so
 the module text - and with it the file name and Numba's on-disk cache - changes whenever
-anything the function reaches changes.
+anything the function reaches changes. Within a process, a module is reused for any
+function whose text differs only in the origin line (an identical function redefined).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from . import emit, modules
 
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
+ORIGIN_PREFIX = "# secant: generated from "
 _LIBRARY_ROOTS = {"numpy", "scipy", "numba", "math", "builtins", "transformer", "codegen",
                   "jax", "jaxlib", "autograd", "cmath", "operator", "functools"}
 
@@ -89,7 +91,7 @@ def compile_function(fn: Function, options: Options) -> Compiled:
         text, namespace = module_text(fn, options)
     finally:
         _in_progress.discard(id(fn))
-    key = modules.content_hash(text)
+    key = reuse_key(text)
     if key in _loaded:
         STATS.hits += 1
         return _loaded[key]
@@ -98,6 +100,17 @@ def compile_function(fn: Function, options: Options) -> Compiled:
     compiled = Compiled(getattr(module, fn.name), text, module.__file__, key)
     _loaded[key] = compiled
     return compiled
+
+
+def reuse_key(text: str) -> str:
+    """The hash of what a module does: its text without the origin line.
+
+    An identical function defined in another file (or at another line) reuses the module
+    already loaded in this process; the file on disk is still named by its full text.
+    """
+    if text.startswith(ORIGIN_PREFIX):
+        text = text.split("\n", 1)[1]
+    return modules.content_hash(text)
 
 
 def module_text(fn: Function, options: Options) -> tuple[str, dict]:
@@ -121,7 +134,7 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         imports.append("import numba")
     body = emit.to_source(node)
     header = [
-        f"# secant: generated from {fn.origin.describe()}",
+        f"{ORIGIN_PREFIX}{fn.origin.describe()}",
         f"# transforms: {' | '.join(fn.chain) or '(none)'}",
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
         f"numpy {np.__version__}",

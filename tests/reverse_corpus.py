@@ -376,3 +376,24 @@ CORPUS += [
     (while_continue, lambda rng: (0.7,)),
     (calls_with_keyword, lambda rng: (0.4,)),
 ]
+
+
+def sliding_slice_writes(x):
+    y = np.zeros(x.shape[0] + 2)
+    for i in range(x.shape[0]):
+        y[i:i + 3] += x[i] * np.array([0.25, 0.5, 0.25])
+        y[i + 1:i + 2] = y[i + 1:i + 2] * x[i]
+    return np.sum(y * y)
+
+
+CORPUS += [(sliding_slice_writes, vec(5))]
+
+
+def product(x):
+    p = 1
+    for i in range(x.shape[0]):
+        p = p * x[i]
+    return p
+
+
+CORPUS += [(product, vec(4))]

@@ -60,9 +60,8 @@ def loopy(x):
     return acc + np.sum(np.sin(w) * x)
 
 
-def pair_energy(pos, params):
+def pair_energy(pos, eps, sigma):
     """A Lennard-Jones energy over all pairs, vectorized (n, n) with the diagonal masked."""
-    eps, sigma = params[0], params[1]
     n = pos.shape[0]
     d = np.expand_dims(pos, 1) - np.expand_dims(pos, 0)
     off = 1.0 - np.eye(n)
@@ -71,9 +70,8 @@ def pair_energy(pos, params):
     return 2.0 * eps * np.sum(off * (s6 * s6 - s6))
 
 
-def pair_energy_loops(pos, params):
+def pair_energy_loops(pos, eps, sigma):
     """The same energy with loops, a cutoff branch and indexed reads."""
-    eps, sigma = params[0], params[1]
     e = 0.0
     for i in range(pos.shape[0]):
         for j in range(i + 1, pos.shape[0]):
@@ -90,8 +88,8 @@ energy_grad_loops = grad(pair_energy_loops)
 
 
 def make_force_loss(positions, reference, forces_of=energy_grad):
-    def loss(params):
-        f = forces_of(positions, params)
+    def loss(eps, sigma):
+        f = forces_of(positions, eps, sigma)
         r = -f - reference
         return np.mean(r * r)
     return loss
@@ -100,8 +98,8 @@ def make_force_loss(positions, reference, forces_of=energy_grad):
 X = np.array([0.7, -0.4, 1.3, 0.2])
 V = np.array([0.5, 1.0, -0.3, 0.8])
 POS = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [0.2, 1.2, 0.1], [1.0, 1.0, 1.1]])
-PARAMS = np.array([1.0, 0.95])
-F_REF = -grad(pair_energy)(POS, np.array([1.2, 0.9]))
+EPS, SIGMA = 1.0, 0.95
+F_REF = -grad(pair_energy)(POS, 1.2, 0.9)
 
 
 # ---------------------------------------------------------------- grad of grad
@@ -199,21 +197,26 @@ def test_jacrev_of_vector_function_and_jit():
 
 # ---------------------------------------------------------------- force matching
 
+def fd_parameters(loss, eps=1e-6):
+    return np.array([(loss(EPS + eps, SIGMA) - loss(EPS - eps, SIGMA)) / (2 * eps),
+                     (loss(EPS, SIGMA + eps) - loss(EPS, SIGMA - eps)) / (2 * eps)])
+
+
 def test_grad_of_a_loss_that_calls_grad_force_matching():
     loss = make_force_loss(POS, F_REF)
-    g = grad(loss)(PARAMS)
-    np.testing.assert_allclose(g, fd_gradient(loss, PARAMS), rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(jit(grad(loss))(PARAMS), g, rtol=1e-10)
+    g = np.array(grad(loss, argnums=(0, 1))(EPS, SIGMA))
+    np.testing.assert_allclose(g, fd_parameters(loss), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(jit(grad(loss, argnums=(0, 1)))(EPS, SIGMA), g, rtol=1e-10)
 
 
 def test_force_matching_with_loops_forward_over_reverse():
     loss = make_force_loss(POS, F_REF, energy_grad_loops)
-    g = jacfwd(loss)(PARAMS)
-    np.testing.assert_allclose(g, fd_gradient(loss, PARAMS), rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(jit(jacfwd(loss))(PARAMS), g, rtol=1e-10)
+    g = np.array(jacfwd(loss, argnums=(0, 1))(EPS, SIGMA))
+    np.testing.assert_allclose(g, fd_parameters(loss), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(jit(jacfwd(loss, argnums=(0, 1)))(EPS, SIGMA), g, rtol=1e-10)
 
 
 def test_reverse_over_indexed_gradient_is_refused_not_zero():
     loss = make_force_loss(POS, F_REF, energy_grad_loops)
     with pytest.raises(TransformError, match="call made for its effect"):
-        grad(loss)(PARAMS)
+        grad(loss)(EPS, SIGMA)

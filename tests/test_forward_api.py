@@ -156,3 +156,66 @@ def test_jacfwd_through_branches_and_inplace_writes():
     x = np.array([0.5, -0.3, 1.2])
     ref = jax.jacfwd(lambda v: v.at[:].set(jnp.where(v > 0, jnp.sin(v) * v[0], v)))(x)
     np.testing.assert_allclose(jacfwd(unbatchable)(x), ref, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- pytrees
+
+def layer(params, x):
+    return np.tanh(params["W"] @ x + params["b"])
+
+
+def layer_jax(params, x):
+    return jnp.tanh(params["W"] @ x + params["b"])
+
+
+def two_outputs(params, x):
+    h = np.tanh(params["W"] @ x + params["b"])
+    return np.sum(h * h), h * 2.0
+
+
+def two_outputs_jax(params, x):
+    h = jnp.tanh(params["W"] @ x + params["b"])
+    return jnp.sum(h * h), h * 2.0
+
+
+PARAMS = {"W": W, "b": np.array([0.1, -0.2])}
+
+
+@pytest.mark.parametrize("ours, theirs", [(jacfwd, jax.jacfwd), (transformer.jacrev,
+                                                                 jax.jacrev)])
+def test_jacobian_of_a_dict_argument_has_the_tree_product_structure(ours, theirs):
+    got = ours(layer)(PARAMS, X)
+    want = theirs(layer_jax)(PARAMS, X)
+    assert set(got) == {"W", "b"}
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-12)
+    (got_p, got_x) = ours(layer, argnums=(0, 1))(PARAMS, X)
+    (want_p, want_x) = theirs(layer_jax, argnums=(0, 1))(PARAMS, X)
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-12)
+    np.testing.assert_allclose(got_p["W"], want_p["W"], rtol=1e-12)
+
+
+def test_jacfwd_of_a_tuple_output_nests_output_then_argument():
+    got = jacfwd(two_outputs)(PARAMS, X)
+    want = jax.jacfwd(two_outputs_jax)(PARAMS, X)
+    assert isinstance(got, tuple) and len(got) == 2
+    for i in range(2):
+        for key in ("W", "b"):
+            np.testing.assert_allclose(got[i][key], want[i][key], rtol=1e-12)
+
+
+def test_show_hessian_prints_the_hessian_and_the_functions_it_calls():
+    text = transformer.show_hessian(scalar_fn, argnums=1)
+    assert "def grad_scalar_fn_hessian(a, b):" in text
+    assert "jvp(active=b) | vmap(" in text
+    assert "def grad_scalar_fn_jvp_vmap(a, b, db):" in text
+
+
+def test_jvp_of_dict_arguments_matches_jax_and_compiles():
+    tangent_params = {"W": np.ones_like(W), "b": np.array([0.5, -1.0])}
+    dx = np.array([1.0, 0.0, -1.0])
+    out, tangent = jvp(layer, (PARAMS, X), (tangent_params, dx))
+    ref_out, ref_tangent = jax.jvp(layer_jax, (PARAMS, X), (tangent_params, dx))
+    np.testing.assert_allclose(tangent, ref_tangent, rtol=1e-12)
+    compiled_out, compiled_tangent = jit(jvp(layer))(PARAMS, X, tangent_params, dx)
+    np.testing.assert_allclose(compiled_tangent, ref_tangent, rtol=1e-12)

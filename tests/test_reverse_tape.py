@@ -41,7 +41,9 @@ def exits(x, n):
 
 def test_pair_loop_records_nothing_and_has_no_index_adjoint():
     text = show_grad(rc.lj_energy)
-    assert "push(" not in text and "_tape" not in text
+    assert "push(" not in text and "_tape" not in text     # d, r2, s6 are recomputed
+    # the accumulator is read only for its shape: checked, not recorded
+    assert "check_shape(e, e_shape)" in text
     assert not re.search(r"\bb(i|j|i_plus_1|pos_shape\w*)\b", text)
     assert "# grad of: e += 4.0 * eps * (s6 * s6 - s6)" in text
     assert "# grad of: d = pos[i] - pos[j]" in text
@@ -167,3 +169,15 @@ def test_tidy_keeps_statements_that_read_dense_adjoints_outside_the_branch():
 
 def test_constant_output_has_zero_gradient():
     assert grad(rc.constant_output)(2.0) == 0.0
+
+
+def grows(s, v):
+    acc = s
+    for _ in range(3):
+        acc = acc + v * s
+    return np.sum(acc)
+
+
+def test_a_variable_that_changes_shape_is_an_error_not_a_wrong_gradient():
+    with pytest.raises(ValueError, match="changed shape"):
+        grad(grows)(2.0, np.ones(3))

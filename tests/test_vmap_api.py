@@ -150,3 +150,38 @@ def test_matvec_becomes_one_matrix_product():
     assert "dot_right(m, v)" in text and "for " not in text
     m, v = rng.normal(size=(4, 3)), rng.normal(size=(6, 3))
     np.testing.assert_allclose(vmap(matvec, in_axes=(None, 0))(m, v), v @ m.T)
+
+
+def scaled(x, y=2.0, *, z=1.0):
+    return x * y + z
+
+
+def halves(x):
+    return {"a": x * 2.0, "b": 1.0}
+
+
+def determinant(m):
+    return np.linalg.det(m)
+
+
+def test_defaults_are_not_mapped_and_keywords_are():
+    xs = np.arange(3.0)
+    np.testing.assert_allclose(vmap(scaled)(xs), xs * 2.0 + 1.0)
+    np.testing.assert_allclose(vmap(scaled)(xs, np.ones(3)), xs + 1.0)
+    np.testing.assert_allclose(vmap(scaled, in_axes=[0, None])(xs, 5.0), xs * 5.0 + 1.0)
+    np.testing.assert_allclose(vmap(scaled)(xs, z=np.arange(3.0)), xs * 3.0)
+
+
+def test_out_axes_dict_prefix():
+    got = vmap(halves, out_axes={"a": 0, "b": None})(np.arange(3.0))
+    np.testing.assert_allclose(got["a"], [0.0, 2.0, 4.0])
+    assert got["b"] == 1.0
+
+
+def test_primitive_without_batching_rule_loops_and_says_so():
+    ms = rng.normal(size=(3, 2, 2))
+    text = show_vmap(determinant)
+    assert "vmap: loop strategy - no batching rule for np.linalg.det" in text
+    np.testing.assert_allclose(vmap(determinant)(ms), [np.linalg.det(m) for m in ms])
+    with pytest.raises(TransformError, match="no batching rule for np.linalg.det"):
+        vmap(determinant, method="vectorize")(ms)

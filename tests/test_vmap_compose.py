@@ -140,3 +140,20 @@ def test_per_example_gradients_of_dict_parameters():
     got = vmap(grad(dict_mlp), in_axes=(None, 0, 0))(params, X, Y)
     for key, want in zip(["W1", "b1", "W2", "b2"], hand_mlp_grads(*WEIGHTS, X, Y)):
         np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-12)
+
+
+def dict_branchy(p, x):
+    if np.sum(x) > 0:
+        return np.sum(p["w"] * x * x)
+    return np.sum(p["w"] * x) + p["b"]
+
+
+def test_per_example_gradients_with_dict_result_through_a_batched_branch():
+    params = {"w": np.arange(3.0), "b": 2.0}
+    xs = rng.normal(size=(5, 3))
+    per = vmap(grad(dict_branchy), in_axes=(None, 0))
+    assert "vmap: loop strategy" in per.source()
+    got = per(params, xs)
+    want = [grad(dict_branchy)(params, x) for x in xs]
+    np.testing.assert_allclose(got["w"], [g["w"] for g in want])
+    np.testing.assert_allclose(got["b"], [g["b"] for g in want])

@@ -92,3 +92,21 @@ def test_compiled_looped_corpus_with_prange_equals_python_loop(compiled):
         text = show_vmap(f)
         assert "vmap: loop strategy" in text and "prange(" in text
     assert_same(compiled[1](xs), loop(all_looped, xs))
+
+
+def guarded_log(x):
+    if x > 0.0:
+        y = np.log(x)
+    else:
+        y = -x
+    return y
+
+
+def test_batched_if_never_runs_both_branches_for_an_example():
+    xs = np.array([2.0, -1.0, 0.5, -3.0])
+    with np.errstate(all="raise"):       # log of a negative example would raise
+        got = vmap(guarded_log)(xs)
+        compiled = jit(vmap(guarded_log), parallel=True)(xs)
+    want = [guarded_log(x) for x in xs]
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(compiled, want)

@@ -110,50 +110,62 @@ class Batched(Transformed):
         self.in_axes, self.out_axes = in_axes, out_axes
         self.axis_size, self.axis_name, self.method = axis_size, axis_name, method
         self._variants: dict = {}
-        super().__init__(fun, lambda: self.build(()), "vmap")
+        super().__init__(fun, lambda: self.build(self.usual_call), "vmap")
 
     @functools.cached_property
     def base(self) -> Function:
         return parse(self.fun)
 
-    def spec(self, keyword_mapped=()) -> Spec:
-        """One in_axes entry per parameter; parameters passed by keyword map axis 0."""
+    @functools.cached_property
+    def usual_call(self) -> tuple:
+        """How each parameter is passed when not told otherwise (jit, show_vmap): the
+        parameters without a default positionally, the others left at their default."""
+        parameters = signature(self.base).parameters
+        return tuple("default" if parameters[p].default is not parameters[p].empty
+                     else "positional" for p in self.base.params)
+
+    def spec(self, passed: tuple) -> Spec:
+        """One in_axes entry per parameter, given how each one is passed ("positional",
+        "keyword" or "default"): as JAX, keyword arguments map axis 0 and defaults are
+        not mapped."""
         params = self.base.params
-        defaults = signature(self.base).parameters
         if isinstance(self.in_axes, (tuple, list)):
             if len(self.in_axes) > len(params):
                 raise ValueError(f"vmap in_axes has {len(self.in_axes)} entries but "
                                  f"{self.base.name} takes {len(params)} parameters")
-            rest = [None if defaults[p].default is not defaults[p].empty else 0
-                    for p in params[len(self.in_axes):]]
-            per_param = list(self.in_axes) + rest
+            per_param = list(self.in_axes) + [0] * (len(params) - len(self.in_axes))
         elif isinstance(self.in_axes, dict):
             raise ValueError("vmap in_axes must be an int, None or a tuple with one entry per "
                              "positional argument (a dict is a prefix of one argument: "
                              "wrap it in a tuple)")
         else:
             per_param = [self.in_axes] * len(params)
-        for p in keyword_mapped:
-            per_param[params.index(p)] = 0
+        for i, how in enumerate(passed):
+            if how == "keyword":
+                per_param[i] = 0
+            elif how == "default":
+                per_param[i] = None
         per_param = [_normalize(a) for a in per_param]
         return Spec(tuple(per_param), _normalize(self.out_axes), self.axis_size,
                     self.axis_name, self.method)
 
-    def build(self, keyword_mapped) -> Function:
-        return batch(self.base, self.spec(keyword_mapped))
+    def build(self, passed: tuple) -> Function:
+        return batch(self.base, self.spec(passed))
 
     def __call__(self, *args, **kwargs):
-        remapped = tuple(sorted(k for k in kwargs if k in self.base.params))
-        spec = self.spec(remapped)
+        params = self.base.params
+        passed = tuple("positional" if i < len(args) else
+                       "keyword" if p in kwargs else "default" for i, p in enumerate(params))
+        spec = self.spec(passed)
         _check_sizes(self.base, spec, args, kwargs)
-        if not remapped:
+        if passed == self.usual_call:
             return super().__call__(*args, **kwargs)
-        if remapped not in self._variants:
+        if passed not in self._variants:
             from codegen import backends
             from .transformed import PYTHON
-            self._variants[remapped] = backends.compile_function(
-                self.build(remapped), PYTHON).function
-        return self._variants[remapped](*args, **kwargs)
+            self._variants[passed] = backends.compile_function(
+                self.build(passed), PYTHON).function
+        return self._variants[passed](*args, **kwargs)
 
 
 def _normalize(axes):

@@ -116,16 +116,82 @@ def _zeros_tree(value):
 # ---------------------------------------------------------------- jacobians
 
 
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Transformed:
-    """The Jacobian by forward mode: one generated loop pushing basis vectors."""
-    return Transformed(fun, lambda: _jacobian(fun, argnums, has_aux, "fwd"),
-                       f"jacfwd(argnums={argnums})")
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+    """The Jacobian by forward mode: every basis vector pushed through the jvp at once."""
+    return Jacobian(fun, argnums, has_aux, "fwd")
 
 
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Transformed:
-    """The Jacobian by reverse mode: one generated loop pulling basis cotangents."""
-    return Transformed(fun, lambda: _jacobian(fun, argnums, has_aux, "rev"),
-                       f"jacrev(argnums={argnums})")
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+    """The Jacobian by reverse mode: every output basis vector pulled through the vjp."""
+    return Jacobian(fun, argnums, has_aux, "rev")
+
+
+class Jacobian(Transformed):
+    """jacfwd / jacrev: arrays go straight to the generated function; pytree arguments
+    (dicts, tuples, dataclasses) are flattened to their leaves first, and the result has
+    JAX's structure: the output's tree, each leaf holding the argument's tree."""
+
+    def __init__(self, fun, argnums, has_aux: bool, mode: str):
+        self.argnums, self.has_aux, self.mode = argnums, has_aux, mode
+        label = f"jac{mode}(argnums={argnums})"
+        super().__init__(fun, lambda: _jacobian(fun, argnums, has_aux, mode), label)
+        self._flat: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        from .pytrees import LEAF, layout_of
+        if kwargs or all(layout_of(a) is LEAF for a in args):
+            return super().__call__(*args, **kwargs)
+        return self._call_tree(args, tuple(layout_of(a) for a in args))
+
+    def _call_tree(self, args, layouts):
+        from . import tree_util
+        from .api_reverse import flatten_parameters
+        nums = _argnums(parse(self.fun), self.argnums)
+        if layouts not in self._flat:
+            flat, groups = flatten_parameters(parse(self.fun), layouts)
+            leaves = tuple(i for a in nums for i in groups[a])
+            ref = _FunctionRef(self.fun, flat)
+            fn = _jacobian(ref, leaves, self.has_aux, self.mode)
+            self._flat[layouts] = (backends_compile(fn), groups)
+        compiled, groups = self._flat[layouts]
+        result = compiled(*[leaf for a in args for leaf in tree_util.tree_leaves(a)])
+        jacs, aux = (result[0], result[1]) if self.has_aux else (result, None)
+        count = sum(len(groups[a]) for a in nums)
+        jacs = tuple(jacs) if count > 1 else (jacs,)
+        trees, k = [], 0
+        for a in nums:
+            per_leaf = jacs[k:k + len(groups[a])]
+            k += len(groups[a])
+            trees.append(_tree_product(per_leaf, tree_util.tree_structure(args[a])))
+        value = trees[0] if isinstance(self.argnums, int) else tuple(trees)
+        return (value, aux) if self.has_aux else value
+
+
+class _FunctionRef:
+    """An already generated Function where a callable is expected."""
+
+    def __init__(self, fun, fn: Function):
+        self.fun, self.fn = fun, fn
+        self.__name__ = fn.name
+
+    def __secant_function__(self) -> Function:
+        return self.fn
+
+
+def backends_compile(fn: Function):
+    from codegen import backends
+    return backends.compile_function(fn, PYTHON).function
+
+
+def _tree_product(per_leaf, in_structure):
+    """Per argument leaf, a Jacobian shaped like the output tree -> the output tree whose
+    leaves are argument trees (JAX's layout)."""
+    from . import tree_util
+    out_leaves, out_structure = tree_util.tree_flatten(per_leaf[0])
+    columns = [tree_util.tree_leaves(j) for j in per_leaf]
+    rebuilt = [tree_util.tree_unflatten(in_structure, [c[i] for c in columns])
+               for i in range(len(out_leaves))]
+    return tree_util.tree_unflatten(out_structure, rebuilt)
 
 
 def hessian(fun: Callable, argnums=0) -> Transformed:
@@ -343,11 +409,19 @@ def show_jvp(fun: Callable) -> str:
 
 
 def show_hessian(fun: Callable, argnums=0) -> str:
-    """The generated module text of `hessian(fun)` and the derivative functions it calls."""
+    """The generated module text of `hessian(fun)`, then of the generated functions it
+    calls: the basis push (vmap of the jvp of the gradient) and what that calls."""
+    from .names import free_names
     outer = hessian(fun, argnums).function
-    texts = [module_text(outer, PYTHON)[0]]
-    inner = outer.env["derivative"]
-    texts.append(module_text(inner, PYTHON)[0])
+    texts, seen, pending = [], set(), [outer]
+    while pending:
+        fn = pending.pop(0)
+        texts.append(module_text(fn, PYTHON)[0])
+        for key in sorted(free_names(fn.node)):
+            value = fn.env.get(key)
+            if hasattr(value, "__secant_function__") and id(value) not in seen:
+                seen.add(id(value))
+                pending.append(value.__secant_function__())
     return "\n\n".join(texts)
 
 

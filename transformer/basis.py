@@ -143,7 +143,12 @@ def _basis_matrix_nb(x):
 
 
 def jacobian_from_columns(columns, out, x):
-    """The Jacobian `shape(out) + shape(x)` from `columns[k]`, the tangent of basis `k`."""
+    """The Jacobian `shape(out) + shape(x)` from `columns[k]`, the tangent of basis `k`;
+    for a tuple or dict output (python backend), one Jacobian per output."""
+    if isinstance(out, dict):
+        return {k: jacobian_from_columns(columns[k], out[k], x) for k in out}
+    if isinstance(out, (tuple, list)):
+        return type(out)(jacobian_from_columns(c, o, x) for c, o in zip(columns, out))
     flat = np.reshape(columns, (np.size(x), np.size(out)))
     return jacobian_result(np.ascontiguousarray(flat.T), out, x)
 

@@ -157,45 +157,52 @@ class Analysis:
             self.statement(stmt, control)
 
     def statement(self, stmt, control: bool) -> None:
-        if isinstance(stmt, gast.Assign):
-            target = stmt.targets[0]
-            value = self.expr(stmt.value)
-            if isinstance(target, gast.Name):
-                self.set(target.id, join(value, True) if control else value)
-                return
-            base = target.value.id
-            index = self.index_flag(target.slice)
-            if index:
-                self.why("a batched index is used in a write", stmt)
-            self.set(base, True if (control or index or any_batched(value)) else False)
-        elif isinstance(stmt, gast.If):
-            test = any_batched(self.expr(stmt.test))
-            if test:
-                self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
-                         "the batch", stmt)
-            self.block(stmt.body, control or test)
-            self.block(stmt.orelse, control or test)
-        elif isinstance(stmt, gast.For):
-            bound = any(any_batched(self.expr(a)) for a in stmt.iter.args)
-            if bound:
-                self.why("a loop bound depends on the batch", stmt)
-            self.range_targets.add(stmt.target.id)
-            self.set(stmt.target.id, control or bound)
-            self.block(stmt.body, control or bound)
-        elif isinstance(stmt, gast.While):
-            test = any_batched(self.expr(stmt.test))
-            if test:
-                self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
-                         "on the batch", stmt)
-            self.block(stmt.body, control or test)
-        elif isinstance(stmt, gast.Return):
-            flag = self.expr(stmt.value)
-            self.output = join(self.output, join(flag, True) if control else flag)
-        elif isinstance(stmt, gast.Expr):
-            self.expr(stmt.value)
-            self.mutation(stmt.value, control)
-        elif isinstance(stmt, (gast.Break, gast.Continue)) and control:
-            pass   # leaving a batched loop early is part of the batched control flow
+        """Update the flags for one statement; `control`: it runs under batched control."""
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is not None:
+            method(stmt, control)
+
+    def stmt_Assign(self, stmt, control: bool) -> None:
+        target = stmt.targets[0]
+        value = self.expr(stmt.value)
+        if isinstance(target, gast.Name):
+            self.set(target.id, join(value, True) if control else value)
+            return
+        index = self.index_flag(target.slice)
+        if index:
+            self.why("a batched index is used in a write", stmt)
+        self.set(target.value.id, bool(control or index or any_batched(value)))
+
+    def stmt_If(self, stmt, control: bool) -> None:
+        test = any_batched(self.expr(stmt.test))
+        if test:
+            self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
+                     "the batch", stmt)
+        self.block(stmt.body, control or test)
+        self.block(stmt.orelse, control or test)
+
+    def stmt_For(self, stmt, control: bool) -> None:
+        bound = any(any_batched(self.expr(a)) for a in stmt.iter.args)
+        if bound:
+            self.why("a loop bound depends on the batch", stmt)
+        self.range_targets.add(stmt.target.id)
+        self.set(stmt.target.id, control or bound)
+        self.block(stmt.body, control or bound)
+
+    def stmt_While(self, stmt, control: bool) -> None:
+        test = any_batched(self.expr(stmt.test))
+        if test:
+            self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
+                     "on the batch", stmt)
+        self.block(stmt.body, control or test)
+
+    def stmt_Return(self, stmt, control: bool) -> None:
+        flag = self.expr(stmt.value)
+        self.output = join(self.output, join(flag, True) if control else flag)
+
+    def stmt_Expr(self, stmt, control: bool) -> None:
+        self.expr(stmt.value)
+        self.mutation(stmt.value, control)
 
     def mutation(self, node, control: bool) -> None:
         """A helper that writes into an argument makes it batched like a write would."""
@@ -541,9 +548,21 @@ class _Vectorizer(_Emitter):
     def block(self, stmts) -> list:
         out = []
         for stmt in stmts:
-            for new in self.statement(stmt):
-                out.append(gast.copy_location(new, stmt) if hasattr(stmt, "lineno") else new)
+            new = [gast.copy_location(n, stmt) if hasattr(stmt, "lineno") else n
+                   for n in self.statement(stmt)]
+            self.comment_source_line(stmt, new)
+            out.extend(new)
         return out or [gast.Pass()]
+
+    def comment_source_line(self, stmt, new: list) -> None:
+        """`# vmap of: <user line>` above the first statement batched from each line."""
+        lineno = getattr(stmt, "lineno", None)
+        if not new or lineno is None or lineno == getattr(self, "_last_line", None):
+            return
+        self._last_line = lineno
+        text = self.fn.origin.source_line(lineno)
+        if text and text.strip():
+            annotate(new[0], f"vmap of: {text.strip()}")
 
     def statement(self, stmt) -> list:
         if id(stmt) in self.fresh_accumulators:
@@ -881,14 +900,16 @@ class _Looper(_Emitter):
         return gast.Call(func=name(example), args=args, keywords=keywords)
 
     def structure(self):
-        """How many values the function returns: an int for a tuple literal, else None."""
+        """The keys of the returned tuple or dict literal (ints or strings), else None."""
         output = self.analysis.output
         if isinstance(output, tuple):
-            return len(output)
+            return list(range(len(output)))
+        if isinstance(output, dict):
+            return list(output)
         return None
 
     def allocate(self, first: str, structure, body: list) -> list:
-        parts = [subscript(name(first), const(i)) for i in range(structure)] \
+        parts = [subscript(name(first), const(k)) for k in structure] \
             if structure is not None else [name(first)]
         results = []
         for part in parts:
@@ -900,8 +921,9 @@ class _Looper(_Emitter):
         return results
 
     def store(self, results, structure, out: str, b, step: list) -> None:
-        for i, result in enumerate(results):
-            part = subscript(name(out), const(i)) if structure is not None else name(out)
+        keys = structure if structure is not None else [None]
+        for key, result in zip(keys, results):
+            part = subscript(name(out), const(key)) if structure is not None else name(out)
             step.append(assign(gast.Subscript(value=name(result), slice=copy.deepcopy(b),
                                               ctx=gast.Store()), part))
 
@@ -910,10 +932,12 @@ class _Looper(_Emitter):
         if structure is None:
             return self.leaf(name(results[0]), name(first), any_batched(flags), out_axes)
         parts = []
-        for i, result in enumerate(results):
-            axes = out_axes[i] if isinstance(out_axes, (tuple, list)) else out_axes
-            parts.append(self.leaf(name(result), subscript(name(first), const(i)),
-                                   any_batched(flags[i]), axes))
+        for key, result in zip(structure, results):
+            axes = out_axes[key] if isinstance(out_axes, (tuple, list, dict)) else out_axes
+            parts.append(self.leaf(name(result), subscript(name(first), const(key)),
+                                   any_batched(flags[key]), axes))
+        if isinstance(flags, dict):
+            return gast.Dict(keys=[const(k) for k in structure], values=parts)
         return gast.Tuple(elts=parts, ctx=gast.Load())
 
     def leaf(self, stacked, first, batched: bool, out_axes):

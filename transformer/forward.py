@@ -27,7 +27,7 @@ import inspect
 import gast
 import numpy as np
 
-from . import helper_rules  # noqa: F401  (rules for helpers in derivative code)
+from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
 from .desugar import desugar, numpy_name
@@ -62,7 +62,7 @@ def structural(function, *slots: int) -> None:
 def _register_reverse_helpers() -> None:
     from . import tape
     structural(tape.reserve, 0)
-    for function in (tape.push, tape.push_items, tape.pop_items):
+    for function in (tape.push, tape.push_items, tape.pop_items, helper_rules.accumulated):
         structural(function, 0, 2)
 
 
@@ -279,7 +279,10 @@ class _Forward:
         return loop
 
     def scatter(self, stmt) -> list:
-        """`scatter_add(t, i, v)` (an in-place effect) accumulates `dv` into `dt` alike."""
+        """An in-place effect `scatter_add(t, i, v)` accumulates `dv` into `dt` alike;
+        `scatter_add` itself becomes `dt = accumulated(dt, i, dv)`, an assignment, so
+        that transformations of this code see the tangent flow into `dt`."""
+        function = resolve(self.fn, stmt.value.func, None)
         target_at, value_at = _effect(self.fn, stmt)
         args = stmt.value.args
         target, values = args[target_at], args[value_at]
@@ -291,8 +294,12 @@ class _Forward:
         tangent_args = [copy.deepcopy(a) for a in args]
         tangent_args[target_at] = name(self.d(target.id))
         tangent_args[value_at] = name(self.d(values.id))
-        tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
-                                            args=tangent_args, keywords=[]))
+        if function is runtime.scatter_add:
+            self.env["accumulated"] = helper_rules.accumulated
+            tangent = assign(store(self.d(target.id)), call("accumulated", *tangent_args))
+        else:
+            tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
+                                                args=tangent_args, keywords=[]))
         return [stmt] + self.tangent_block(stmt, [tangent])
 
     def tangent_block(self, stmt, tangent_stmts) -> list:

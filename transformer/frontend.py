@@ -31,6 +31,9 @@ def unwrap(obj):
         if hasattr(obj, "py_func"):          # numba.njit dispatcher
             obj = obj.py_func
             continue
+        if hasattr(obj, "__wrapped__"):      # functools.wraps: the source is the wrapped def
+            obj = obj.__wrapped__
+            continue
         break
     return obj
 
@@ -40,6 +43,11 @@ def parse(fn) -> Function:
     fn = unwrap(fn)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
+    if inspect.ismethod(fn):
+        raise TransformError(
+            f"cannot transform the bound method {fn.__qualname__}: `self` is not an array",
+            hint="transform a module-level function and pass the object's arrays (or a "
+                 "dataclass or dict of them, a pytree) as arguments")
     if not inspect.isfunction(fn):
         raise TransformError(
             f"cannot transform {fn!r}: it is not a Python function with source code",
@@ -58,10 +66,10 @@ def parse(fn) -> Function:
     origin = Origin(filename, fn.__qualname__, first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
-    env = _resolve_env(fn, node, origin)
-    function = Function(node, env, origin)
-    check_supported(function)
-    return function
+    # the fence runs before names resolve: a refused construct (an import, a nested def)
+    # must be reported as such, not as the undefined name it leaves behind
+    check_supported(Function(node, {}, origin))
+    return Function(node, _resolve_env(fn, node, origin), origin)
 
 
 def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
@@ -79,6 +87,9 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
     for node in gast.walk(module):
         if isinstance(node, gast.FunctionDef) and node.name == fn.__name__:
             return node
+        if isinstance(node, gast.AsyncFunctionDef) and node.name == fn.__name__:
+            raise origin.error(node, "async functions are not supported by secant",
+                               "transform a plain (non-async) function")
     raise TransformError(f"could not find the definition of {fn.__name__} in its source",
                          filename=origin.filename, lineno=first, col=0)
 
@@ -125,18 +136,18 @@ def _lambda_node(fn, module, origin) -> gast.FunctionDef:
 
 
 def _code_position(code):
-    for _start, lineno, col in _positions(code):
-        if lineno is not None and col is not None:
-            return lineno, col
+    """(line, col) of the first instruction with a real source span in `code`.
+
+    Zero-width spans (the RESUME instruction sits at column 0) are skipped: they would
+    match no lambda, or the wrong one when several lambdas share a line.
+    """
+    if not hasattr(code, "co_positions"):        # Python 3.10: line only
+        return code.co_firstlineno, None
+    for lineno, end_lineno, col, end_col in code.co_positions():
+        if None in (lineno, col) or (lineno, col) == (end_lineno, end_col):
+            continue
+        return lineno, col
     return code.co_firstlineno, None
-
-
-def _positions(code):
-    if hasattr(code, "co_positions"):
-        for lineno, _end, col, _endcol in code.co_positions():
-            yield None, lineno, col
-    else:
-        yield None, code.co_firstlineno, None
 
 
 def _contains(expr, lineno, col) -> bool:

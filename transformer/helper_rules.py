@@ -18,8 +18,8 @@ from .rules import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
-                      reshape, reshape_like, squeeze, transpose, unbroadcast, untranspose,
-                      zeros_like)
+                      reshape, reshape_like, scatter_add, squeeze, transpose, unbroadcast,
+                      untranspose, zeros_like)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
 nondifferentiable(zeros_like, axis_count, axis_mask, inside)
@@ -223,6 +223,44 @@ def _broadcast_like_of_batch_nb(t, z):
     return each
 
 
+def accumulated(target, index, values):
+    """`scatter_add(target, index, values)`, then `target`: the in-place accumulation as a
+    value, which tangent code assigns (`dbx = accumulated(dbx, i, dv)`) so that every
+    transformation sees the data flow into `dbx`."""
+    scatter_add(target, index, values)
+    return target
+
+
+@overload(accumulated)
+def _accumulated_nb(target, index, values):
+    def impl(target, index, values):
+        scatter_add(target, index, values)
+        return target
+    return impl
+
+
+@adjoint(accumulated)
+def accumulated_adjoint(z, target, index, values):
+    d[target] += d[z]
+    d[values] += d[z][index]
+
+
+def accumulated_of_batch(target, index, values):
+    """`accumulated(target[k], index, values[k])` for every k."""
+    for k in range(np.shape(target)[0]):
+        scatter_add(target[k], index, values[k])
+    return target
+
+
+@overload(accumulated_of_batch)
+def _accumulated_of_batch_nb(target, index, values):
+    def impl(target, index, values):
+        for k in range(target.shape[0]):
+            scatter_add(target[k], index, values[k])
+        return target
+    return impl
+
+
 def _register_batching() -> None:
     from .rules.batching import BATCHERS
 
@@ -235,6 +273,11 @@ def _register_batching() -> None:
             return None
         return site.helper(broadcast_like_of_batch, *site.args), True
     BATCHERS[broadcast_like] = _first_of(broadcast, BATCHERS.get(broadcast_like))
+    def accumulate(site):
+        if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, True]:
+            return None
+        return site.helper(accumulated_of_batch, *site.args), True
+    BATCHERS[accumulated] = accumulate
     previous = BATCHERS.get(matmul_grad_right)
     BATCHERS[matmul_grad_right] = _first_of(grad_right, previous)
     # tangent code calls runtime.matmul: batch it as np.matmul (one matrix-matrix product)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import linecache
+import os
 import re
 from typing import Callable
 
 import numba
+import numpy as np
 
 from codegen import backends
 from codegen.backends import Options
@@ -121,8 +124,7 @@ class Jitted:
         return result
 
     def _bind(self, args, kwargs):
-        if not kwargs and not self.static_names and \
-                not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args):
+        if not kwargs and not self.static_names and _all_leaves(args):
             return (len(args),), args, None, {}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -194,15 +196,20 @@ class Jitted:
                     lineno=path.co_firstlineno if path else None, col=0,
                     hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
                          "jit(..., backend='python') for other types")
-        match = re.search(r'File "([^"]+)", line (\d+)', str(exc))
-        lineno = int(match.group(2)) if match else (path.co_firstlineno if path else None)
-        summary = str(exc).strip().splitlines()[0]
+        text = _ANSI.sub("", str(exc))
+        match = re.search(r'File "([^"]+)", line (\d+)', text)
+        if match:       # Numba prints the path relative to the working directory
+            filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
+        else:
+            lineno = path.co_firstlineno if path else None
         types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+        line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
         return TransformError(
-            f"Numba could not compile {self.__name__} for arguments ({types}): {summary}",
-            filename=match.group(1) if match else filename, lineno=lineno, col=0,
-            hint="check the generated line above; jit(..., backend='python') runs the same "
-                 "code without Numba")
+            f"Numba could not compile {self.__name__} for arguments ({types}): "
+            f"{_numba_reason(text)}", filename=filename, lineno=lineno,
+            col=len(line) - len(line.lstrip()), line=line or None,
+            hint="this is the generated line Numba rejected; jit(..., backend='python') runs "
+                 "the same code without Numba")
 
     # ------------------------------------------------------------------ inspecting
     def cache_info(self) -> CacheInfo:
@@ -226,6 +233,27 @@ class Jitted:
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend={self.options.backend}>"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _numba_reason(text: str) -> str:
+    """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reasons = [line for line in lines if not line.startswith("Failed in ")]
+    return reasons[0] if reasons else (lines[0] if lines else "typing failed")
+
+
+# exact types that are never containers: checked first, as the per-call fast path
+_PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
+                          np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
+def _all_leaves(args) -> bool:
+    if all(type(a) in _PLAIN_TYPES for a in args):
+        return True
+    return not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args)
 
 
 def _is_dataclass(value) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import re
 import dataclasses
 
 import gast
@@ -483,18 +484,41 @@ class _Reverse:
                 generated = reverse_function(callee, positions, VJP)
             base = getattr(obj, "__name__", "callee")
             outputs = len(generated.params) - len(_primal_params(obj))
-            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
+            cache[key] = (self.helper(base + "_vjp", generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads
     def needed(self) -> set:
+        """Primal names the reverse sweep reads; sets `self.guarded` (see shape_guards)."""
         primal = set(self.defs)
-        found = set()
+        values, shapes = set(), set(self.active)    # adjoint zeros read each active shape
         for stmts in self.adjoints.values():
-            found |= _value_reads(stmts, self.env) & primal
+            read_values, read_shapes = _reads(stmts, self.env)
+            values |= read_values
+            shapes |= read_shapes
         for _stmt, names in self._control_reads():
-            found |= names
-        return found
+            values |= names
+        values &= primal
+        shapes = (shapes & primal) - values
+        multiple = {v for v in primal if len(self.defs[v]) > 1 or
+                    (v in self.fn.params and self.defs[v])}
+        self.guarded = {v for v in shapes & multiple if self.first_definition(v)}
+        fixed = {v for v in primal if tape.invariant(self.facts, v)} | self.guarded | \
+            (values & multiple) | {v for v in primal
+                                   if all(isinstance(d, gast.For) for d in self.defs[v])}
+        stable = tape.shape_stable(self.facts, fixed, self.env)
+        return values | (shapes - fixed - stable)
+
+    def first_definition(self, var: str):
+        """The assignment that defines `var` before any other can run (None if unclear);
+        the function entry for a parameter."""
+        if var in self.fn.params:
+            return self.fn.node
+        defs = sorted(self.defs[var], key=lambda d: self.order[id(d)])
+        first = defs[0]
+        if isinstance(first, gast.Assign) and self.block_of[id(first)] == id(self.body):
+            return first
+        return None
 
     def _control_reads(self):
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
@@ -556,6 +580,8 @@ class _Reverse:
             out.append(located(assign(self.counter(var, "items")[1], const(0)), self.fn.node))
         for var in sorted(self.plan.taped & set(self.fn.params)):
             out.extend(self.record(var, None))
+        for var in sorted(self.guarded & set(self.fn.params)):
+            out.extend(self.shape_guard(var, self.fn.node))
         return out
 
     def forward_block(self, stmts) -> list:
@@ -572,7 +598,7 @@ class _Reverse:
                     else []
                 return saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
-            return [copy.deepcopy(stmt)] + records
+            return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -588,6 +614,23 @@ class _Reverse:
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
         return [copy.deepcopy(stmt)]
+
+    def shape_guard(self, var: str, stmt) -> list:
+        """Accumulators read only for their shape are not recorded: their first shape is
+        kept, and each later assignment is checked against it."""
+        if var not in self.guarded:
+            return []
+        reference = self.shape_name(var)
+        if self.first_definition(var) is stmt:
+            return [located(assign(reference, call(name(self.helper(
+                "shape_of", tape.shape_of)), name(var))), stmt)]
+        return [located(gast.Expr(value=call(name(self.helper("check_shape", tape.check_shape)),
+                                             name(var), name(reference))), stmt)]
+
+    def shape_name(self, var: str) -> str:
+        if (var, "shape") not in self.counters:
+            self.counters[(var, "shape")] = (self.namer.fresh(var + "_shape"), None)
+        return self.counters[(var, "shape")][0]
 
     def capacity(self, stmt):
         """Tape rows to reserve at the first record: the trip count when it is known."""
@@ -872,25 +915,31 @@ def _primal_params(obj) -> list:
     return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
-# shape-only arguments: any value of the right shape and type serves, so reading a
-# variable there does not make the reverse sweep need its value at that point
-_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
+# arguments that only carry a float type or a shape: reading a variable there does not
+# make the reverse sweep need its value at that point (tape.py decides whether its shape
+# needs anything)
+_DTYPE_ARGUMENTS = {runtime.cast_like: 1}
+_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0,
                     runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
 
 
-def _value_reads(stmts, env) -> set:
-    """Names whose values (not only shapes) the statements read."""
-    skipped = set()
+def _reads(stmts, env) -> tuple[set, set]:
+    """(names whose values the statements read, names read only for their shape)."""
+    skipped, shape_reads = set(), {}
     for stmt in stmts:
         for sub in gast.walk(stmt):
             if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
-                position = _SHAPE_ARGUMENTS.get(env.get(sub.func.id))
-                if position is not None and position < len(sub.args) and \
-                        isinstance(sub.args[position], gast.Name):
-                    skipped.add(id(sub.args[position]))
-    return {sub.id for stmt in stmts for sub in gast.walk(stmt)
-            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)
-            and id(sub) not in skipped}
+                helper = env.get(sub.func.id)
+                for table, shape in ((_DTYPE_ARGUMENTS, False), (_SHAPE_ARGUMENTS, True)):
+                    position = table.get(helper)
+                    if position is not None and position < len(sub.args) and \
+                            isinstance(sub.args[position], gast.Name):
+                        skipped.add(id(sub.args[position]))
+                        if shape:
+                            shape_reads[id(sub.args[position])] = sub.args[position].id
+    loads = [sub for stmt in stmts for sub in gast.walk(stmt)
+             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)]
+    return {n.id for n in loads if id(n) not in skipped}, set(shape_reads.values())
 
 
 # ---------------------------------------------------------------- runtime helpers

@@ -908,6 +908,8 @@ def _batch_item_nb(x, i):
 def _matmul_nb(a, b):
     if a.ndim > 3 or b.ndim > 3:
         raise TypingError("matmul under Numba: operands of rank 3 at most")
+    if a.ndim <= 2 and b.ndim <= 2 and _contiguous(a) and _contiguous(b):
+        return lambda a, b: np.dot(a, b)           # ascontiguousarray would copy anyway
     if a.ndim <= 2 and b.ndim <= 2:
         if _contiguous(a) and _contiguous(b):      # ascontiguousarray would copy anyway
             return lambda a, b: np.dot(a, b)

@@ -28,6 +28,7 @@ _CMPOPS = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
            gast.LtE: operator.le, gast.Gt: operator.gt, gast.GtE: operator.ge,
            gast.Is: operator.is_, gast.IsNot: operator.is_not}
 _UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_}
+_JUMPS = (gast.Return, gast.Raise, gast.Break, gast.Continue)
 
 
 def is_literal(value) -> bool:
@@ -114,6 +115,8 @@ class _Fold(gast.NodeTransformer):
             if result is None:
                 continue
             out.extend(result if isinstance(result, list) else [result])
+            if out and isinstance(out[-1], _JUMPS):
+                break              # what follows a folded-in `return` is unreachable
         return out
 
     def visit_Name(self, node):

@@ -36,15 +36,65 @@ def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
     return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, **_OPTS)
 
 
+# ---------------------------------------------------------------- paths, as in JAX
+class _PathKey:
+    """One step of a path; `str()` renders it as JAX's keystr does."""
+
+    _format = ""
+
+    def __str__(self):
+        return self._format.format(*dataclasses.astuple(self))
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey(_PathKey):
+    key: Any
+    _format = "[{!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey(_PathKey):
+    idx: int
+    _format = "[{}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey(_PathKey):
+    name: str
+    _format = ".{}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey(_PathKey):
+    key: int
+    _format = "[<flat index {}>]"
+
+
+def _path_key(entry):
+    """JAX's key object for one optree accessor entry."""
+    if isinstance(entry, optree.GetAttrEntry):          # dataclass fields
+        return GetAttrKey(entry.name)
+    if isinstance(entry, optree.NamedTupleEntry):
+        return GetAttrKey(entry.field)
+    if isinstance(entry, optree.MappingEntry):
+        return DictKey(entry.key)
+    if isinstance(entry, optree.SequenceEntry):
+        return SequenceKey(entry.index)
+    return FlattenedIndexKey(entry.entry)
+
+
 def tree_flatten_with_path(tree, is_leaf: Callable | None = None):
-    """([(path, leaf), ...], treedef); a path is a tuple of keys as in JAX."""
-    paths, leaves, treedef = optree.tree_flatten_with_path(tree, is_leaf=is_leaf, **_OPTS)
+    """([(path, leaf), ...], treedef); a path is a tuple of DictKey, SequenceKey,
+    GetAttrKey (namedtuple and dataclass fields) and FlattenedIndexKey, as in JAX."""
+    accessors, leaves, treedef = optree.tree_flatten_with_accessor(tree, is_leaf=is_leaf,
+                                                                   **_OPTS)
+    paths = [tuple(_path_key(entry) for entry in accessor) for accessor in accessors]
     return list(zip(paths, leaves)), treedef
 
 
 def keystr(path: tuple) -> str:
-    """`['W'][0]`-style rendering of a path from tree_flatten_with_path."""
-    return "".join(f"[{key!r}]" for key in path)
+    """`['W'][0].bias`-style rendering of a path from tree_flatten_with_path."""
+    return "".join(str(key) for key in path)
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable):
@@ -56,9 +106,11 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
 
 def register_dataclass(cls: type) -> type:
     """Make a dataclass a pytree node whose fields are its children; returns the class."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    register_pytree_node(cls, lambda obj: ([getattr(obj, n) for n in names], None),
-                         lambda _aux, children: cls(*children))
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    optree.register_pytree_node(
+        cls, lambda obj: ([getattr(obj, n) for n in names], None, names),
+        lambda _aux, children: cls(*children), path_entry_type=optree.GetAttrEntry,
+        namespace=NAMESPACE)
     return cls
 
 

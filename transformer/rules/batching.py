@@ -291,33 +291,12 @@ def _contig(a):
     return np.ascontiguousarray(a)
 
 
-_PRODUCTS: dict = {}
-
-
-def _numpy_product(a, b):
-    """A compiled `a @ b` for two matrices that runs NumPy's own matmul: the product over a
-    batch is one large BLAS call, and NumPy's BLAS is the one a batched NumPy program
-    would use (Numba links SciPy's, with its own thread pool)."""
-    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
-                           numba.np.numpy_support.as_dtype(b.dtype))
-    if dtype not in _PRODUCTS:
-        array_type = types.Array(numba.from_dtype(dtype), 2, "C")
-
-        @numba.njit
-        def product(a, b):
-            with numba.objmode(out=array_type):
-                out = np.ascontiguousarray(a @ b)
-            return out
-        _PRODUCTS[dtype] = product
-    return _PRODUCTS[dtype]
-
-
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
-    if _ndim(a) == 2 and _ndim(b) == 2:             # vectors times a matrix
-        product = _numpy_product(a, b)
+    if _ndim(a) == 2 and _ndim(b) == 2 and _numpy_product(a, b) is not None:
+        product = _numpy_product(a, b)                 # vectors times a matrix
         return lambda a, b: product(a, b)
     if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
@@ -336,9 +315,11 @@ def _dot_left_nb(a, b):
 def _dot_right_nb(a, b):
     if _ndim(a) == 0 or _ndim(b) == 1:
         return lambda a, b: a * align(b, a)
-    if _ndim(b) == 2 and _ndim(a) == 2:             # matrix times vectors: one product
-        product = _numpy_product(b, a)
+    if _ndim(b) == 2 and _ndim(a) == 2 and _numpy_product(b, a) is not None:
+        product = _numpy_product(b, a)                 # matrix times vectors: one product
         return lambda a, b: product(b, a.T)
+    if _ndim(b) == 2 and _ndim(a) == 2:
+        return lambda a, b: np.dot(_contig(b), a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
         return lambda a, b: np.dot(_contig(b), _contig(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
@@ -388,31 +369,57 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-_ALLOCATORS: dict = {}
+# For outputs of many megabytes NumPy's allocator (transparent huge pages) spares most of
+# the page faults Numba's own allocator takes, which makes writing a batch of outer
+# products several times faster; large products run NumPy's matmul, the BLAS a batched
+# NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
+# module-level functions so that code calling them stays cacheable.
+
+@numba.njit(cache=True)
+def _empty3_float64(shape):
+    with numba.objmode(out="float64[:, :, ::1]"):
+        out = np.empty(shape, np.float64)
+    return out
 
 
-def _numpy_empty(ndim: int, dtype):
-    """A compiled `np.empty(shape)` that allocates through NumPy: for outputs of many
-    megabytes NumPy's allocator (transparent huge pages) spares most page faults, which
-    makes writing a large batch of outer products several times faster."""
-    key = (ndim, np.dtype(dtype))
-    if key not in _ALLOCATORS:
-        array_type = types.Array(numba.from_dtype(np.dtype(dtype)), ndim, "C")
-        target = np.dtype(dtype)
+@numba.njit(cache=True)
+def _empty3_float32(shape):
+    with numba.objmode(out="float32[:, :, ::1]"):
+        out = np.empty(shape, np.float32)
+    return out
 
-        @numba.njit
-        def allocate(shape):
-            with numba.objmode(out=array_type):
-                out = np.empty(shape, target)
-            return out
-        _ALLOCATORS[key] = allocate
-    return _ALLOCATORS[key]
+
+@numba.njit(cache=True)
+def _product_float64(a, b):
+    with numba.objmode(out="float64[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+@numba.njit(cache=True)
+def _product_float32(a, b):
+    with numba.objmode(out="float32[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+def _numpy_empty(dtype):
+    """The 3-d allocator for `dtype`: through NumPy for float32/float64."""
+    return {np.dtype(np.float64): _empty3_float64,
+            np.dtype(np.float32): _empty3_float32}.get(np.dtype(dtype))
+
+
+def _numpy_product(a, b):
+    """`a @ b` of two matrices through NumPy when both have one float dtype, else None."""
+    if a.dtype != b.dtype:
+        return None
+    return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
 
 
 def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
-    allocate = _numpy_empty(3, dtype)
+    allocate = _numpy_empty(dtype) or _generic_empty(dtype)
 
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
@@ -431,6 +438,12 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
                     row[j] = left * row_b[j]
         return out
     return impl
+
+
+def _generic_empty(dtype):
+    def allocate(shape):
+        return np.empty(shape, dtype)
+    return register_jitable(allocate)
 
 
 @overload(outer_left)
@@ -998,9 +1011,25 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
+    label = f"{helper.__name__}_each"
+    source = _over_examples_source(label, flags, in_place)
+    scope = {"helper": helper, "batch_empty": batch_empty}
+    exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
+    python = scope[label]
+    python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
+    python.__module__ = __name__
+    overload(python)(scope["typer"])
+    _OVER_EXAMPLES[key] = python
+    return python
+
+
+_OVER_EXAMPLES: dict = {}
+
+
+def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
+    """The source of `over_examples`' function, and of the typer its overload needs."""
     params = ", ".join(f"a{i}" for i in range(len(flags)))
     first = next(i for i, f in enumerate(flags) if f)
-    label = f"{helper.__name__}_each"
 
     def args_at(index):
         return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
@@ -1015,20 +1044,7 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
                 f"    for k in range(1, a{first}.shape[0]):\n"
                 f"        out[k] = helper({args_at('k')})\n"
                 f"    return out\n")
-    source = (f"def {label}({params}):\n{body}"
-              f"def typer({params}):\n"
-              f"    return {label}\n")
-    scope = {"helper": helper, "batch_empty": batch_empty}
-    exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
-    python = scope[label]
-    python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
-    python.__module__ = __name__
-    overload(python)(scope["typer"])
-    _OVER_EXAMPLES[key] = python
-    return python
-
-
-_OVER_EXAMPLES: dict = {}
+    return f"def {label}({params}):\n{body}def typer({params}):\n    return {label}\n"
 
 
 def _each_rule(site: Site):
@@ -1098,9 +1114,11 @@ def _grad_left_fixed_nb(g, a, b):
 
 @overload(_grad_right)
 def _grad_right_nb(g, a, b):
-    if _ndim(a) == 2 and _ndim(g) == 2:
+    if _ndim(a) == 2 and _ndim(g) == 2 and _numpy_product(g, a) is not None:
         product = _numpy_product(g, a)
         return lambda g, a, b: product(g, a)
+    if _ndim(a) == 2 and _ndim(g) == 2:
+        return lambda g, a, b: np.dot(_contig(g), _contig(a))
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
     return lambda g, a, b: fallback(g, a, b)
 
@@ -1271,6 +1289,57 @@ def _take_batched_grad_nb(g, x, index):
     return impl
 
 
+_ADJOINT_RULES = {
+    (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
+    (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
+    (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
+    (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
+                  "    d[b] += _grad_right(d[z], a, b)",
+    (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
+                 "    d[b] += sum_batch(right_of_left(d[z], a, b))",
+    (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
+                 "    d[b] += right_of_both(d[z], a, b)",
+    (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
+    (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
+    (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
+    (index_examples,): "def rule(z, x, index):\n"
+                       "    d[x] += index_examples_grad(d[z], x, index)",
+    (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
+    (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
+    (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
+    (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
+    (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
+    (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
+    (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
+    (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
+    (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
+}
+_TANGENT_RULES = {
+    (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
+    (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
+    (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
+                  "    d[z] = dot_right(a, d[b])",
+    (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
+                 "    d[z] = dot_left(a, d[b])",
+    (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
+                 "    d[z] = dot_both(a, d[b])",
+    (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
+                   "    d[z] = outer_left(a, d[b])",
+    (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
+                    "    d[z] = outer_right(a, d[b])",
+    (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
+                   "    d[z] = outer_both(a, d[b])",
+    (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
+    (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
+    (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
+    (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
+    (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
+    (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
+    (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
+    (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
+}
+
+
 def _register_derivatives():
     from transformer import templates
     runtime = _runtime()
@@ -1281,63 +1350,14 @@ def _register_derivatives():
         ("left_of_both", "matmul_grad_left", (True, True, True)),
         ("right_of_both", "matmul_grad_right", (True, True, True))]}
     scope = dict(globals(), reshape_like=runtime.reshape_like, **each)
-    adjoint_rules = {
-        (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
-        (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
-        (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
-        (dot_right,): "def rule(z, a, b):\n    d[a] += sum_batch(left_of_right(d[z], a, b))\n"
-                      "    d[b] += _grad_right(d[z], a, b)",
-        (dot_left,): "def rule(z, a, b):\n    d[a] += left_of_left(d[z], a, b)\n"
-                     "    d[b] += sum_batch(right_of_left(d[z], a, b))",
-        (dot_both,): "def rule(z, a, b):\n    d[a] += left_of_both(d[z], a, b)\n"
-                     "    d[b] += right_of_both(d[z], a, b)",
-        (broadcast_batch,): "def rule(z, v, size):\n    d[v] += sum_batch(d[z])",
-        (to_front,): "def rule(z, x, axis):\n    d[x] += from_front(d[z], axis)",
-        (from_front,): "def rule(z, x, axis):\n    d[x] += to_front(d[z], axis)",
-        (index_examples,): "def rule(z, x, index):\n"
-                           "    d[x] += index_examples_grad(d[z], x, index)",
-        (take_batched,): "def rule(z, x, index):\n    d[x] += take_batched_grad(d[z], x, index)",
-        (transpose_examples,): "def rule(z, x):\n    d[x] += transpose_examples(d[z])",
-        (reshape_examples,): "def rule(z, x, shape):\n    d[x] += reshape_like(d[z], x)",
-        (ravel_examples,): "def rule(z, x):\n    d[x] += reshape_like(d[z], x)",
-        (as_float, gather_batch): "def rule(z, x):\n    d[x] += d[z]",
-        (sum_batch,): "def rule(z, x):\n    d[x] += broadcast_batch(d[z], x.shape[0])",
-        (mean_batch,): "def rule(z, x):\n    d[x] += spread_batch_mean(d[z], x)",
-        (times_size,): "def rule(z, x, size):\n    d[x] += times_size(d[z], size)",
-        (unchanged,): "def rule(z, x, size):\n    d[x] += d[z]",
-    }
-    tangent_rules = {
-        (align,): "def rule(z, x, ref):\n    d[z] = align(d[x], ref)",
-        (align_batched,): "def rule(z, x, ref):\n    d[z] = align_batched(d[x], ref)",
-        (dot_right,): "def rule(z, a, b):\n    d[z] = dot_right(d[a], b)\n"
-                      "    d[z] = dot_right(a, d[b])",
-        (dot_left,): "def rule(z, a, b):\n    d[z] = dot_left(d[a], b)\n"
-                     "    d[z] = dot_left(a, d[b])",
-        (dot_both,): "def rule(z, a, b):\n    d[z] = dot_both(d[a], b)\n"
-                     "    d[z] = dot_both(a, d[b])",
-        (outer_left,): "def rule(z, a, b):\n    d[z] = outer_left(d[a], b)\n"
-                       "    d[z] = outer_left(a, d[b])",
-        (outer_right,): "def rule(z, a, b):\n    d[z] = outer_right(d[a], b)\n"
-                        "    d[z] = outer_right(a, d[b])",
-        (outer_both,): "def rule(z, a, b):\n    d[z] = outer_both(d[a], b)\n"
-                       "    d[z] = outer_both(a, d[b])",
-        (broadcast_batch,): "def rule(z, v, size):\n    d[z] = broadcast_batch(d[v], size)",
-        (times_size,): "def rule(z, x, size):\n    d[z] = times_size(d[x], size)",
-        (unchanged,): "def rule(z, x, size):\n    d[z] = d[x]",
-        (to_front,): "def rule(z, x, axis):\n    d[z] = to_front(d[x], axis)",
-        (from_front,): "def rule(z, x, axis):\n    d[z] = from_front(d[x], axis)",
-        (index_examples,): "def rule(z, x, index):\n    d[z] = index_examples(d[x], index)",
-        (take_batched,): "def rule(z, x, index):\n    d[z] = take_batched(d[x], index)",
-        (reshape_examples,): "def rule(z, x, shape):\n    d[z] = reshape_examples(d[x], shape)",
-    }
     for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
                    sum_batch, mean_batch, gather_batch):
-        tangent_rules[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
-    for keys, source in adjoint_rules.items():
+        _TANGENT_RULES[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
+    for keys, source in _ADJOINT_RULES.items():
         rule = templates.rule_from_source(source, scope)
         for key in keys:
             templates.ADJOINTS[key] = rule
-    for keys, source in tangent_rules.items():
+    for keys, source in _TANGENT_RULES.items():
         rule = templates.rule_from_source(source, scope)
         for key in keys:
             templates.TANGENTS[key] = rule

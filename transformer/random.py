@@ -1,0 +1,744 @@
+"""Counter-based pseudo-random numbers, bit-compatible with ``jax.random``.
+
+Design
+------
+* Keys are plain ``uint32`` arrays of shape ``(2,)`` -- the same "raw key"
+  layout JAX uses for its default ``threefry2x32`` implementation.  There is
+  no global state: every sampler takes an explicit key, and new keys are made
+  with :func:`split` or :func:`fold_in`.
+* Everything is built on the Threefry-2x32 block cipher (20 rounds), written
+  with vectorised ``uint32`` NumPy arithmetic.
+* Counters follow JAX's *partitionable* mode (``jax_threefry_partitionable``
+  on, JAX's current default): element ``i`` of an output is produced from the
+  64-bit counter ``i`` (its row-major flat index), split into (high, low)
+  32-bit words.  Element values thus depend only on the key and the flat
+  index, so e.g. ``split(k, 3)[:2] == split(k, 2)``.
+* Seeds and dtypes follow JAX with ``jax_enable_x64`` on: seeds are 64-bit
+  integers, and the default float / int dtypes are ``float64`` / ``int64``.
+* Floating-point post-processing (mantissa filling for ``uniform``, the
+  polynomial ``erf_inv`` and ``log1p`` behind ``normal``, fused multiply-adds)
+  mirrors XLA's CPU lowering, so results agree with JAX bit for bit.  Known
+  gap: float16 Gumbel keys (``choice`` without replacement and float16 ``p``)
+  can differ from XLA's in the last bit, so rare near-ties may rank
+  differently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "PRNGKey",
+    "bernoulli",
+    "bits",
+    "choice",
+    "fold_in",
+    "key",
+    "key_data",
+    "normal",
+    "permutation",
+    "randint",
+    "split",
+    "threefry2x32",
+    "uniform",
+]
+
+_U32 = np.uint32
+_MASK32 = 0xFFFFFFFF
+
+_UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+# ---------------------------------------------------------------------------
+# Threefry-2x32
+# ---------------------------------------------------------------------------
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << _U32(r)) | (x >> _U32(32 - r))
+
+
+def threefry2x32(key_pair, x0, x1) -> tuple[np.ndarray, np.ndarray]:
+    """Apply the Threefry-2x32 block cipher (20 rounds) to counter words.
+
+    ``key_pair`` is a uint32 array of shape ``(2,)``; ``x0`` and ``x1`` are
+    broadcast-compatible uint32 arrays holding the two words of each block.
+    Returns the two enciphered words.
+    """
+    k = _as_key(key_pair)
+    ks = (k[0], k[1], k[0] ^ k[1] ^ _U32(0x1BD11BDA))
+    x0, x1 = np.broadcast_arrays(np.asarray(x0, dtype=_U32), np.asarray(x1, dtype=_U32))
+    with np.errstate(over="ignore"):
+        x0 = x0 + ks[0]
+        x1 = x1 + ks[1]
+        for i in range(5):
+            for r in _ROTATIONS[i % 2]:
+                x0 = x0 + x1
+                x1 = _rotl(x1, r) ^ x0
+            x0 = x0 + ks[(i + 1) % 3]
+            x1 = x1 + ks[(i + 2) % 3] + _U32(i + 1)
+    return x0, x1
+
+
+# ---------------------------------------------------------------------------
+# Fused multiply-add
+# ---------------------------------------------------------------------------
+# XLA's CPU backend (on hosts with FMA instructions) contracts ``a * b + c``
+# into one fused multiply-add for float32/float64, so reproducing JAX's floats
+# bit for bit needs a correctly rounded fma.  NumPy has none; it is emulated
+# with error-free transformations and an addition rounded to odd (Boldo &
+# Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+# using rounding to odd", 2008).  float16 arithmetic is not fused by XLA.
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _veltkamp_split(a):
+    c = 134217729.0 * a  # 2**27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    p = a * b
+    ah, al = _veltkamp_split(a)
+    bh, bl = _veltkamp_split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _add_round_to_odd(a, b):
+    """``a + b`` (float64) rounded to odd: inexact results get an odd last bit."""
+    s, e = _two_sum(a, b)
+    even = (s.view(np.int64) & 1) == 0
+    away = np.nextafter(s, np.where(e > 0, np.inf, -np.inf))
+    return np.where((e != 0) & even, away, s)
+
+
+def _fma(a, b, c, dtype: np.dtype) -> np.ndarray:
+    """``a * b + c`` as XLA computes it in ``dtype``: fused for float32/64."""
+    with np.errstate(all="ignore"):
+        if dtype == np.float16:
+            a, b, c = (np.asarray(v, dtype) for v in (a, b, c))
+            return a * b + c
+        if dtype != np.float64:
+            # Products of float32 values are exact in float64, and a float64
+            # sum rounded to odd rounds correctly to float32.
+            a, b, c = (np.asarray(v, dtype).astype(np.float64) for v in (a, b, c))
+            return _add_round_to_odd(a * b, c).astype(dtype)
+        a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
+        ph, pl = _two_prod(a, b)
+        th, tl = _two_sum(c, ph)
+        r = th + _add_round_to_odd(tl, pl)
+        # The splitting overflows for huge operands; fall back to two roundings.
+        ok = np.isfinite(r) & (np.abs(a) < 1e290) & (np.abs(b) < 1e290)
+        return np.where(ok, r, a * b + c)
+
+
+# ---------------------------------------------------------------------------
+# Keys
+# ---------------------------------------------------------------------------
+
+
+def _as_key(k) -> np.ndarray:
+    arr = np.asarray(k)
+    if arr.shape != (2,):
+        raise TypeError(f"expected a raw PRNG key of shape (2,), got shape {arr.shape}")
+    if arr.dtype != _U32:
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"expected a uint32 PRNG key, got dtype {arr.dtype}")
+        arr = arr.astype(_U32)
+    return arr
+
+
+def PRNGKey(seed) -> np.ndarray:
+    """Make a raw key (uint32[2]) from an integer seed.
+
+    The seed is read as a 64-bit integer (two's complement for negative
+    values); the key holds its high and low 32-bit words, as JAX does with
+    x64 enabled.
+    """
+    s = np.asarray(seed)
+    if s.shape:
+        raise TypeError(f"PRNGKey accepts a scalar seed, got shape {s.shape}")
+    if s.dtype == bool or not np.issubdtype(s.dtype, np.integer):
+        raise TypeError(f"PRNGKey seed must be an integer, got {s.dtype}")
+    v = int(s)
+    if not -(2**63) <= v < 2**64:
+        raise OverflowError(f"seed {v} does not fit in 64 bits")
+    v &= (1 << 64) - 1
+    return np.array([v >> 32, v & _MASK32], dtype=_U32)
+
+
+def key(seed) -> np.ndarray:
+    """Alias of :func:`PRNGKey` (returns the raw uint32[2] form, not a typed key)."""
+    return PRNGKey(seed)
+
+
+def key_data(k) -> np.ndarray:
+    """Return the uint32 words of a key (keys are already raw; provided for symmetry)."""
+    return _as_key(k).copy()
+
+
+def _canonical_shape(shape) -> tuple[int, ...]:
+    if shape is None:
+        return ()
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if not isinstance(shape, (Sequence, np.ndarray)):
+        raise TypeError(f"shape must be a sequence of integers, got {shape!r}")
+    out = tuple(int(d) for d in shape)
+    if any(d < 0 for d in out):
+        raise ValueError(f"negative dimension in shape {out}")
+    return out
+
+
+def _iota_2x32(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Row-major flat index of every element of ``shape`` as (hi, lo) uint32 words."""
+    n = math.prod(shape)
+    if n > 2**64:
+        raise NotImplementedError("random arrays with more than 2**64 elements")
+    idx = np.arange(n, dtype=np.uint64).reshape(shape)
+    return (idx >> np.uint64(32)).astype(_U32), (idx & np.uint64(_MASK32)).astype(_U32)
+
+
+def _blocks(k, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    hi, lo = _iota_2x32(shape)
+    return threefry2x32(k, hi, lo)
+
+
+def split(k, num=2) -> np.ndarray:
+    """Split a key into ``num`` new keys, returned as uint32[num, 2].
+
+    ``num`` may also be a shape tuple, giving uint32[*num, 2].
+    """
+    shape = _canonical_shape(num)
+    b1, b2 = _blocks(_as_key(k), shape)
+    return np.stack([b1, b2], axis=-1)
+
+
+def fold_in(k, data) -> np.ndarray:
+    """Derive a new key from ``k`` and an integer in ``[0, 2**32)``."""
+    arr = np.asarray(data)
+    if arr.shape or arr.dtype.kind not in "iub":
+        raise TypeError(f"fold_in data must be a scalar integer, got {data!r}")
+    d = int(arr)
+    if not 0 <= d <= _MASK32:
+        raise OverflowError(f"fold_in data {d} is out of bounds for uint32")
+    y0, y1 = threefry2x32(_as_key(k), _U32(0), _U32(d))
+    return np.array([y0, y1], dtype=_U32)
+
+
+# ---------------------------------------------------------------------------
+# Samplers
+# ---------------------------------------------------------------------------
+
+
+def _random_bits(k, bit_width: int, shape: tuple[int, ...]) -> np.ndarray:
+    b1, b2 = _blocks(_as_key(k), shape)
+    if bit_width == 64:
+        return (b1.astype(np.uint64) << np.uint64(32)) | b2.astype(np.uint64)
+    out = b1 ^ b2
+    if bit_width == 32:
+        return out
+    return out.astype(_UINT_DTYPES[bit_width])
+
+
+def bits(k, shape=(), dtype=np.uint32) -> np.ndarray:
+    """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64)."""
+    dt = np.dtype(dtype)
+    if dt.kind != "u" or dt.itemsize * 8 not in _UINT_DTYPES:
+        raise TypeError(f"bits requires an unsigned integer dtype, got {dt}")
+    return _random_bits(k, dt.itemsize * 8, _canonical_shape(shape))
+
+
+def _float_dtype(dtype, name: str) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"{name} requires a float16/32/64 dtype, got {dt}")
+    return dt
+
+
+def _check_broadcast(name: str, shape, *param_shapes) -> None:
+    try:
+        out = np.broadcast_shapes(shape, *param_shapes)
+    except ValueError:
+        out = None
+    if out != tuple(shape):
+        raise ValueError(
+            f"{name}: arrays of shapes {param_shapes} are not broadcast-compatible "
+            f"with the requested shape {tuple(shape)}"
+        )
+
+
+def _uniform(k, shape, dt: np.dtype, minval, maxval) -> np.ndarray:
+    finfo = np.finfo(dt)
+    nbits, nmant = finfo.bits, finfo.nmant
+    uint = _UINT_DTYPES[nbits]
+    raw = _random_bits(k, nbits, shape).astype(uint, copy=False)
+    one_bits = np.array(1.0, dtype=dt).view(uint)
+    mant = (raw >> uint(nbits - nmant)) | one_bits
+    floats = mant.view(dt) - dt.type(1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _fma(floats, maxval - minval, minval, dt)
+    return np.maximum(minval, out).astype(dt, copy=False)
+
+
+def uniform(k, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray:
+    """Uniform floats in ``[minval, maxval)``."""
+    dt = _float_dtype(dtype, "uniform")
+    shape = _canonical_shape(shape)
+    lo = np.asarray(minval, dtype=dt)
+    hi = np.asarray(maxval, dtype=dt)
+    _check_broadcast("uniform", shape, lo.shape, hi.shape)
+    return _uniform(k, shape, dt, lo, hi)
+
+
+# log1p as lowered by XLA's CPU backend: a Cephes rational approximation for
+# |x| < sqrt(2) - 1 and log(1 + x) otherwise.  For log, float32 uses XLA's
+# Cephes-style polynomial; float64 calls the C library's ``log`` (as XLA does),
+# reached here through ``math.log``.
+_LOG1P_NUM = (
+    4.5270000862445199635215e-5,
+    4.9854102823193375972212e-1,
+    6.5787325942061044846969e0,
+    2.9911919328553073277375e1,
+    6.0949667980987787057556e1,
+    5.7112963590585538103336e1,
+    2.0039553499201281259648e1,
+)
+_LOG1P_DEN = (
+    1.0,
+    1.5062909083469192043167e1,
+    8.3047565967967209469434e1,
+    2.2176239823732856465394e2,
+    3.0909872225312059774938e2,
+    2.1642788614495947685003e2,
+    6.0118660497603843919306e1,
+)
+# Float32 log: log(m) for m in [sqrt(1/2), sqrt(2)) by a degree-8 polynomial,
+# plus e * log(2) split into a short head and a correction.
+_LOG32_P = (
+    7.0376836292e-2,
+    -1.1514610310e-1,
+    1.1676998740e-1,
+    -1.2420140846e-1,
+    1.4249322787e-1,
+    -1.6668057665e-1,
+    2.0000714765e-1,
+    -2.4999993993e-1,
+    3.3333331174e-1,
+)
+_LOG32_Q1 = -2.12194440e-4
+_LOG32_Q2 = 0.693359375
+_math_log = np.frompyfunc(math.log, 1, 1)
+
+
+def _log32(x: np.ndarray) -> np.ndarray:
+    f, f32 = np.float32, np.dtype(np.float32)
+    x = np.asarray(x, f)
+    tiny = f(np.finfo(f).tiny)
+    b = np.where(x > tiny, x, tiny).view(np.uint32)
+    e = ((b >> np.uint32(23)).astype(np.int32) - 126).astype(f)
+    m = ((b & np.uint32(0x807FFFFF)) | np.uint32(0x3F000000)).view(f)  # in [0.5, 1)
+    low = m < f(np.sqrt(0.5))
+    e = e - np.where(low, f(1), f(0))
+    r = (m - f(1)) + np.where(low, m, f(0))
+    p = [f(c) for c in _LOG32_P]
+    r2 = r * r
+    r3 = r2 * r
+    y0 = _fma(_fma(r, p[0], p[1], f32), r, p[2], f32)
+    y1 = _fma(_fma(r, p[3], p[4], f32), r, p[5], f32)
+    y2 = _fma(_fma(r, p[6], p[7], f32), r, p[8], f32)
+    y = _fma(_fma(y0, r3, y1, f32), r3, y2, f32)
+    y = _fma(y, r3, e * f(_LOG32_Q1), f32)
+    out = _fma(e, f(_LOG32_Q2), (r - r2 * f(0.5)) + y, f32)
+    out = np.where(x == f(0), f(-np.inf), out)
+    out = np.where(x == f(np.inf), f(np.inf), out)
+    return np.where((x < f(0)) | np.isnan(x), f(np.nan), out)
+
+
+def _log64(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    out = np.full(x.shape, np.nan)
+    pos = x > 0
+    if pos.any():
+        out[pos] = _math_log(x[pos]).astype(np.float64)
+    out[x == 0] = -np.inf
+    out[x == np.inf] = np.inf
+    return out
+
+
+def _log(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Natural log as XLA computes it (float16 is evaluated in float32)."""
+    if dt == np.float64:
+        return _log64(x)
+    return _log32(np.asarray(x, dt).astype(np.float32)).astype(dt)
+
+
+def _log1p(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    x = np.asarray(x, dt)
+    with np.errstate(all="ignore"):
+        x2 = x * x
+        num = np.zeros_like(x)
+        den = np.zeros_like(x)
+        for cn, cd in zip(_LOG1P_NUM, _LOG1P_DEN):
+            num = _fma(num, x, dt.type(cn), dt)
+            den = _fma(den, x, dt.type(cd), dt)
+        small = x + _fma(x2, dt.type(-0.5), (x * x2) * (num / den), dt)
+        one_plus = x + dt.type(1)
+        large = _log32(one_plus) if dt == np.float32 else _log64(one_plus)
+        return np.where(np.abs(x) < dt.type(0.41421356237309504880), small, large)
+
+
+# erf_inv polynomial coefficients (M. Giles, "Approximating the erfinv
+# function"), evaluated in the same order and precision as XLA so that
+# ``normal`` reproduces JAX.
+_ERFINV32_SMALL = (
+    2.81022636e-08,
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_ERFINV32_LARGE = (
+    -0.000200214257,
+    0.000100950558,
+    0.00134934322,
+    -0.00367342844,
+    0.00573950773,
+    -0.0076224613,
+    0.00943887047,
+    1.00167406,
+    2.83297682,
+)
+_ERFINV64_A = (
+    -3.6444120640178196996e-21,
+    -1.685059138182016589e-19,
+    1.2858480715256400167e-18,
+    1.115787767802518096e-17,
+    -1.333171662854620906e-16,
+    2.0972767875968561637e-17,
+    6.6376381343583238325e-15,
+    -4.0545662729752068639e-14,
+    -8.1519341976054721522e-14,
+    2.6335093153082322977e-12,
+    -1.2975133253453532498e-11,
+    -5.4154120542946279317e-11,
+    1.051212273321532285e-09,
+    -4.1126339803469836976e-09,
+    -2.9070369957882005086e-08,
+    4.2347877827932403518e-07,
+    -1.3654692000834678645e-06,
+    -1.3882523362786468719e-05,
+    0.0001867342080340571352,
+    -0.00074070253416626697512,
+    -0.0060336708714301490533,
+    0.24015818242558961693,
+    1.6536545626831027356,
+)
+_ERFINV64_B = (
+    2.2137376921775787049e-09,
+    9.0756561938885390979e-08,
+    -2.7517406297064545428e-07,
+    1.8239629214389227755e-08,
+    1.5027403968909827627e-06,
+    -4.013867526981545969e-06,
+    2.9234449089955446044e-06,
+    1.2475304481671778723e-05,
+    -4.7318229009055733981e-05,
+    6.8284851459573175448e-05,
+    2.4031110387097893999e-05,
+    -0.0003550375203628474796,
+    0.00095328937973738049703,
+    -0.0016882755560235047313,
+    0.0024914420961078508066,
+    -0.0037512085075692412107,
+    0.005370914553590063617,
+    1.0052589676941592334,
+    3.0838856104922207635,
+)
+_ERFINV64_C = (
+    -2.7109920616438573243e-11,
+    -2.5556418169965252055e-10,
+    1.5076572693500548083e-09,
+    -3.7894654401267369937e-09,
+    7.6157012080783393804e-09,
+    -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,
+    -6.7711997758452339498e-08,
+    2.2900482228026654717e-07,
+    -9.9298272942317002539e-07,
+    4.5260625972231537039e-06,
+    -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,
+    -0.00021503011930044477347,
+    -0.00013871931833623122026,
+    1.0103004648645343977,
+    4.8499064014085844221,
+)
+
+
+def _erf_inv32(x: np.ndarray) -> np.ndarray:
+    f = np.float32
+    x = x.astype(f)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = -_log1p(-x * x, np.dtype(f))
+        small = w < f(5.0)
+        w = np.where(small, w - f(2.5), np.sqrt(w) - f(3.0))
+        p = np.where(small, f(_ERFINV32_SMALL[0]), f(_ERFINV32_LARGE[0]))
+        for a, b in zip(_ERFINV32_SMALL[1:], _ERFINV32_LARGE[1:]):
+            p = _fma(p, w, np.where(small, f(a), f(b)), np.dtype(f))
+        res = p * x
+        return np.where(np.abs(x) == f(1.0), x * np.finfo(f).max, res).astype(f)
+
+
+def _erf_inv64(x: np.ndarray) -> np.ndarray:
+    d = np.float64
+    x = x.astype(d)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = -_log1p(-x * x, np.dtype(d))
+        lt6 = w < 6.25
+        lt16 = w < 16.0
+        sw = np.sqrt(w)
+        w = np.where(lt6, w - 3.125, sw - np.where(lt16, 3.25, 5.0))
+
+        def coef(i: int) -> np.ndarray:
+            c = d(_ERFINV64_A[i])
+            if i < 19:
+                c = np.where(lt6, c, d(_ERFINV64_B[i]))
+            if i < 17:
+                c = np.where(lt16, c, d(_ERFINV64_C[i]))
+            return c
+
+        p = coef(0) * np.ones_like(x)
+        f64 = np.dtype(d)
+        for i in range(1, 17):
+            p = _fma(p, w, coef(i), f64)
+        for i in range(17, 19):
+            p = np.where(lt16, _fma(p, w, coef(i), f64), p)
+        for i in range(19, 23):
+            p = np.where(lt6, _fma(p, w, coef(i), f64), p)
+        res = p * x
+        return np.where(np.abs(x) == 1.0, x * np.finfo(d).max, res)
+
+
+def normal(k, shape=(), dtype=np.float64) -> np.ndarray:
+    """Standard normal samples (inverse-CDF transform of ``uniform``)."""
+    dt = _float_dtype(dtype, "normal")
+    shape = _canonical_shape(shape)
+    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
+    u = _uniform(k, shape, dt, lo, np.array(1.0, dt))
+    if dt == np.float64:
+        return np.sqrt(2.0) * _erf_inv64(u)
+    z = _erf_inv32(u).astype(dt)
+    return (np.array(np.sqrt(2.0), dt) * z).astype(dt, copy=False)
+
+
+def _clip_to(val: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Clamp integer array ``val`` to the range of ``dtype`` and convert."""
+    if val.dtype == dtype:
+        return val
+    info_d, info_v = np.iinfo(dtype), np.iinfo(val.dtype)
+    lo = max(info_d.min, info_v.min)
+    hi = min(info_d.max, info_v.max)
+    return np.clip(val, val.dtype.type(lo), val.dtype.type(hi)).astype(dtype)
+
+
+def randint(k, shape, minval, maxval, dtype=np.int64) -> np.ndarray:
+    """Integers uniformly drawn from ``[minval, maxval)`` (JAX's algorithm and bias).
+
+    Like JAX, 8- and 16-bit dtypes are sampled as int32 (bounds converted to
+    int32, then clipped to the dtype's range) and cast back.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu":
+        raise TypeError(f"randint requires an integer dtype, got {dt}")
+    shape = _canonical_shape(shape)
+    lo = np.asarray(minval)
+    hi = np.asarray(maxval)
+    _check_broadcast("randint", shape, lo.shape, hi.shape)
+    if dt.itemsize >= 4:
+        return _randint(k, shape, lo, hi, dt)
+    info = np.iinfo(dt)
+    with np.errstate(all="ignore"):
+        lo = lo.astype(np.int32).clip(info.min, info.max).astype(np.int32)
+        hi = hi.astype(np.int32).clip(info.min, info.max + 1).astype(np.int32)
+    return _randint(k, shape, lo, hi, np.dtype(np.int32)).astype(dt)
+
+
+def _randint(k, shape, lo: np.ndarray, hi: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if lo.dtype.kind not in "iu":
+        lo = lo.astype(np.int64)
+    if hi.dtype.kind not in "iu":
+        hi = hi.astype(np.int64)
+
+    hi_out_of_range = hi > np.iinfo(dt).max
+    lo = _clip_to(lo, dt)
+    hi = _clip_to(hi, dt)
+    nbits = dt.itemsize * 8
+    uint = _UINT_DTYPES[nbits]
+
+    k1, k2 = split(k)
+    higher = _random_bits(k1, nbits, shape)
+    lower = _random_bits(k2, nbits, shape)
+
+    with np.errstate(over="ignore"):
+        span = np.broadcast_to((hi - lo).astype(uint), shape)
+        span = np.where(hi <= lo, uint(1), span)
+        span = np.where(hi_out_of_range & (hi > lo), span + uint(1), span).astype(uint)
+
+        def rem(a, b):
+            # XLA semantics for unsigned division by zero: a % 0 == a.
+            safe = np.where(b == 0, uint(1), b)
+            return np.where(b == 0, a, a % safe).astype(uint)
+
+        mult = rem(np.full(shape, uint(2 ** (nbits // 2))), span)
+        mult = rem(mult * mult, span)
+        offset = rem(higher, span) * mult + rem(lower, span)
+        offset = rem(offset, span)
+        return (lo + offset.astype(dt)).astype(dt)
+
+
+def bernoulli(k, p=0.5, shape=None, mode="low") -> np.ndarray:
+    """Booleans that are True with probability ``p``.
+
+    As in JAX, the uniform draw uses the floating dtype of ``p`` (a Python
+    float counts as float64).  ``mode="high"`` uses two uniform draws per
+    sample, which stays accurate for tiny ``p``.
+    """
+    if mode not in ("low", "high"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    p = np.asarray(p)
+    if p.dtype.kind != "f":
+        raise TypeError(f"bernoulli probability must be a float, got {p.dtype}")
+    if shape is None:
+        shape = p.shape
+    else:
+        shape = _canonical_shape(shape)
+        _check_broadcast("bernoulli", shape, p.shape)
+    dt = _float_dtype(p.dtype, "bernoulli")
+    zero, one = dt.type(0.0), dt.type(1.0)
+    if mode == "high":
+        u1, u2 = _uniform(k, (2, *shape), dt, zero, one)
+        u2 = u2 * dt.type(2.0 ** -np.finfo(dt).nmant)
+        return u2 < p - u1
+    return _uniform(k, shape, dt, zero, one) < p
+
+
+# ---------------------------------------------------------------------------
+# Permutations and choice
+# ---------------------------------------------------------------------------
+
+
+def _shuffle(k, x: np.ndarray, axis: int) -> np.ndarray:
+    # JAX sorts by fresh random 32-bit keys, repeating enough rounds to make
+    # key collisions unlikely (3 * log(size) / log(2**32 - 1) rounds).
+    rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    k = _as_key(k)
+    for _ in range(rounds):
+        k, sub = split(k)
+        sort_keys = _random_bits(sub, 32, x.shape)
+        order = np.argsort(sort_keys, axis=axis, kind="stable")
+        x = np.take_along_axis(x, order, axis=axis)
+    return x
+
+
+def permutation(k, x, axis=0, independent=False) -> np.ndarray:
+    """Randomly permute ``x`` along ``axis`` (or ``arange(x)`` for an integer ``x``).
+
+    With ``independent=True`` every slice along ``axis`` is shuffled separately.
+    """
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        if arr.dtype.kind not in "iu":
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        return _shuffle(k, np.arange(int(arr), dtype=np.int64), 0)
+    axis = _normalize_axis(axis, arr.ndim)
+    if independent or arr.ndim == 1:
+        return _shuffle(k, arr, axis)
+    ind = _shuffle(k, np.arange(arr.shape[axis], dtype=np.int64), 0)
+    return np.take(arr, ind, axis=axis)
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _gumbel(k, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    tiny = np.asarray(np.finfo(dt).tiny, dt)
+    u = _uniform(k, shape, dt, tiny, np.asarray(1.0, dt))
+    with np.errstate(all="ignore"):
+        return -_log(-_log(u, dt), dt)
+
+
+def choice(k, a, shape=(), replace=True, p=None, axis=0) -> np.ndarray:
+    """Random sample from ``a`` (or ``arange(a)`` for an integer ``a``), JAX-style.
+
+    Without ``p``: uniform draws via :func:`randint` (with replacement) or a
+    prefix of :func:`permutation` (without).  With ``p``: inverse-CDF search
+    on ``cumsum(p)`` (with replacement) or the Gumbel top-k trick (without).
+    """
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of choice must be a sequence, got {shape!r}")
+    shape = tuple(int(d) for d in shape)
+    arr = np.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(arr)
+    else:
+        axis = _normalize_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return np.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(
+            f"Cannot take a larger sample (size {n_draws}) than "
+            f"population (size {n_inputs}) when 'replace=False'"
+        )
+    if p is None:
+        if replace:
+            ind = randint(k, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(k, n_inputs if arr.ndim == 0 else arr, axis)
+            result = perm[(slice(None),) * (0 if arr.ndim == 0 else axis) + (slice(n_draws),)]
+    else:
+        p_arr = np.asarray(p)
+        if p_arr.dtype.kind not in "f":
+            p_arr = p_arr.astype(np.float64)
+        dt = _float_dtype(p_arr.dtype, "choice")
+        if p_arr.shape != (n_inputs,):
+            raise ValueError(
+                "p must be None or a 1D vector with the same size as a.shape[axis]. "
+                f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}."
+            )
+        if replace:
+            p_cuml = np.cumsum(p_arr, dtype=dt)
+            with np.errstate(all="ignore"):
+                r = p_cuml[-1] * (dt.type(1) - uniform(k, shape, dt))
+            ind = np.searchsorted(p_cuml, r).astype(np.int64)
+        else:
+            with np.errstate(divide="ignore"):
+                logp = _log(p_arr, dt)
+            g = _gumbel(k, (n_inputs,), dt) + logp
+            ind = np.argsort(-g, kind="stable")[:n_draws].astype(np.int64)
+        result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
+    out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
+    return result.reshape(out_shape)
