@@ -477,12 +477,8 @@ class _Reverse:
             if isinstance(obj, CustomVJP):
                 generated = obj.vjp_function(positions)
             else:
-                try:
-                    callee = parse(obj)
-                except TransformError:
-                    raise
-                generated = reverse_function(callee, positions, VJP)
-            base = getattr(obj, "__name__", "callee")
+                generated = reverse_function(parse(obj), positions, VJP)
+            base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
             cache[key] = (self.helper(base + "_vjp", generated), outputs)
         return cache[key]
