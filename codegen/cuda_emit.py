@@ -35,13 +35,15 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 from . import emit
 from .cuda_arrays import LowerArrays, lower_arrays
 from .cuda_runtime import lower_runtime
-from .cuda_types import Binder, constant_shape, infer, is_local_array
+from .cuda_types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
+                         infer, is_local_array)
 
 
 def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Function:
     """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes."""
     fn = anf(desugar(fn))
     fn = fold_shapes(fn, specs, float_dtype)
+    fn = specialize_callees(fn, specs, float_dtype)
     fn = lower_runtime(fn, specs, float_dtype, Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)
     fn = scalar_math(fn, float_dtype)
@@ -49,6 +51,30 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Fun
         fn = destination_passing(fn, outputs, float_dtype)
     check_local_memory(fn)
     return typed_constants(fn, specs, float_dtype)
+
+
+def specialize_callees(fn: Function, specs: dict, float_dtype) -> Function:
+    """Bind each called function to a `Callee` with the Specs of the call's arguments,
+    so it is compiled as a device function that knows its shapes (one per distinct call)."""
+    walker = Inference(fn, dict(specs), np.dtype(float_dtype))
+    walker.block(fn.node.body)
+    binder = Binder(fn)
+    node = copy.deepcopy(fn.node)
+    bound: dict = {}
+    for site in gast.walk(node):
+        if not isinstance(site, gast.Call):
+            continue
+        target = resolve(fn, site.func, None)
+        callee = callee_function(target) if target is not None else None
+        if callee is None:
+            continue
+        arg_specs = tuple(s if isinstance(s, Spec) else None
+                          for s in (walker.atom(a) for a in site.args))
+        key = (id(target), arg_specs)
+        if key not in bound:
+            bound[key] = binder.bind(Callee(callee, arg_specs), callee.name)
+        site.func = name(bound[key])
+    return fn.replace(node=node, env=binder.env) if bound else fn
 
 
 # CUDA gives each thread at most 512 KiB of local memory

@@ -26,7 +26,7 @@ from transformer.specialize import specialize
 
 from . import backends, emit, modules
 from .cuda_emit import to_cuda_dialect
-from .cuda_types import Spec, callee_function
+from .cuda_types import Callee, Spec, callee_function
 
 @dataclasses.dataclass(frozen=True)
 class Argument:
@@ -315,7 +315,8 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
             continue
         helper = callee_function(value)
         if helper is not None:
-            compiled = device_helper(helper, fastmath, float_dtype)
+            specs = value.param_specs() if isinstance(value, Callee) else {}
+            compiled = device_helper(helper, fastmath, float_dtype, specs)
             namespace[name] = compiled.function
             fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
             continue
@@ -335,15 +336,17 @@ def _is_cuda_callable(value) -> bool:
 _devices: dict = {}
 
 
-def device_helper(fn: Function, fastmath: bool, float_dtype) -> backends.Compiled:
-    """A callee compiled as a `cuda.jit(device=True)` function (shapes unknown here)."""
-    device = to_cuda_dialect(fn, {}, float_dtype)
+def device_helper(fn: Function, fastmath: bool, float_dtype, specs: dict) -> backends.Compiled:
+    """A callee compiled as a `cuda.jit(device=True)` function for its arguments' Specs."""
+    device = to_cuda_dialect(fn, specs, float_dtype)
     imports, namespace, fingerprints = {"from numba import cuda"}, {}, []
     _materialize_env(device, fastmath, float_dtype, imports, namespace, fingerprints)
     flags = "device=True, fastmath=True" if fastmath else "device=True"
+    described = ", ".join(f"{p}: {s.dtype.name}{list(s.shape) if s.shape else ''}"
+                          for p, s in specs.items())
     header = [f"# secant: device function generated from {fn.origin.describe()}",
               f"# transforms: {' | '.join(fn.chain) or '(none)'} | cuda device function",
-              *fingerprints]
+              f"# called with: {described or '(types decided by Numba)'}", *fingerprints]
     text = "\n".join(header) + "\n" + "\n".join(sorted(imports)) + "\n\n\n"
     text += f"@cuda.jit({flags})\n" + emit.to_source(device.node)
     key = modules.content_hash(text)

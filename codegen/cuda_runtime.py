@@ -350,7 +350,37 @@ def _reduce_sum(rt: _Runtime, stmt, target, args):
     return [assign(store(target), call(rt.numpy("sum"), args[0]))]
 
 
+def _shape_of(rt: _Runtime, stmt, target, args):
+    spec = rt.spec(args[0])
+    if spec is None:
+        rt.refuse(stmt, "shape_of", "reads a shape unknown at compile time")
+    return [assign(store(target), gast.Tuple(elts=[const(d) for d in spec.shape],
+                                             ctx=gast.Load()))]
+
+
+def _check_shape(rt: _Runtime, stmt, target, args):
+    """Shapes are fixed per variable in a kernel: check once, when it is compiled."""
+    spec = rt.spec(args[0])
+    expected = args[1]
+    if isinstance(expected, gast.Name):
+        expected = next((s.value for s in _assignments(rt.fn, expected.id)), None)
+    if spec is not None and isinstance(expected, gast.Tuple) and \
+            all(isinstance(e, gast.Constant) for e in expected.elts) and \
+            tuple(e.value for e in expected.elts) != spec.shape:
+        raise rt.fn.origin.error(stmt, f"{args[0].id!r} changes shape between assignments "
+                                 f"({tuple(e.value for e in expected.elts)} then {spec.shape})",
+                                 "start an array accumulator with np.zeros of its final shape")
+    return []
+
+
+def _assignments(fn: Function, name_: str):
+    return [s for s in gast.walk(fn.node) if isinstance(s, gast.Assign) and
+            isinstance(s.targets[0], gast.Name) and s.targets[0].id == name_]
+
+
 LOWERINGS = {
+    tape.shape_of: _shape_of,
+    tape.check_shape: _check_shape,
     runtime.matmul_grad_left: _matmul_grad_left,
     runtime.matmul_grad_right: _matmul_grad_right,
     runtime.reduce_sum: _reduce_sum,

@@ -95,10 +95,23 @@ def infer(fn: Function, specs: dict, float_dtype) -> dict:
     return {k: v for k, v in walker.info.items() if isinstance(v, Spec)}
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Callee:
+    """A called function, to become a device function for the argument Specs of its call."""
+
+    function: Function
+    specs: tuple            # a Spec, or None where unknown, per positional argument
+
+    def param_specs(self) -> dict:
+        return {p: s for p, s in zip(self.function.params, self.specs) if isinstance(s, Spec)}
+
+
 def callee_function(value) -> Function | None:
     """The Function behind a called user function or generated helper, else None."""
     from codegen.backends import is_user_function
     from transformer.frontend import parse
+    if isinstance(value, Callee):
+        return value.function
     if isinstance(value, Function):
         return value
     if hasattr(value, "__secant_function__"):
