@@ -178,3 +178,14 @@ def test_per_thread_local_memory_over_the_cuda_limit_is_refused():
                            in_axes=(None, None, None, None, 0, 0)), backend="cuda")
     with pytest.raises(TransformError, match=r"'bW1', is 802,816 bytes"):
         per_example.source(W1, b1, W2, b2, X, Y)
+
+
+def test_secant_show_prints_the_cuda_kernel(capsys):
+    from pathlib import Path
+
+    from codegen.cli import main
+    target = f"{Path(K.__file__)}:collatz_steps"
+    assert main(["show", target, "--vmap", "0,None", "--jit", "--backend", "cuda",
+                 "--static", "limit=5"]) in (0, None)
+    text = capsys.readouterr().out
+    assert "def collatz_steps_kernel(n0, out0):" in text and "steps >= 5" in text
