@@ -56,9 +56,11 @@ def spec_of_value(value, float_dtype) -> Spec | None:
         return Spec(np.dtype(float_dtype), (), True)
     if isinstance(value, type):
         return None
-    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__") \
-            or hasattr(value, "copy_to_host"):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "copy_to_host"):
         return Spec(np.dtype(value.dtype), tuple(getattr(value, "shape", ())))
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:            # CuPy, PyTorch: dtype and shape from the interface
+        return Spec(np.dtype(interface["typestr"]), tuple(interface["shape"]))
     return None
 
 
