@@ -26,7 +26,7 @@ from transformer.specialize import specialize
 
 from . import backends, emit, modules
 from .cuda_emit import to_cuda_dialect
-from .cuda_types import Callee, Spec, callee_function
+from .cuda_types import Callee, Spec, callee_function, spec_of_value
 
 @dataclasses.dataclass(frozen=True)
 class Argument:
@@ -48,8 +48,8 @@ def host_copy(value):
 
 def working_precision(values) -> np.dtype:
     """float32 when every floating argument is float32, else float64."""
-    floats = {np.dtype(v.dtype) for v in values
-              if hasattr(v, "dtype") and np.dtype(v.dtype).kind == "f"}
+    specs = [spec_of_value(v, np.float64) for v in values if not isinstance(v, float)]
+    floats = {s.dtype for s in specs if s is not None and s.is_float}
     return np.dtype(np.float32) if floats == {np.dtype(np.float32)} else np.dtype(np.float64)
 
 
