@@ -62,7 +62,6 @@ def unavailable_reason() -> str | None:
     return None
 
 
-
 def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
              threads_per_block: int | None = None, blocks: int | None = None):
     """`fun` compiled to CUDA kernels on first call; see the module docstring."""
@@ -106,6 +105,7 @@ def batch_of(fun) -> Batch | None:
     if str(getattr(fun, "label", "")).startswith("vmap") and hasattr(fun, "in_axes"):
         return Batch(fun.fun, fun.in_axes, getattr(fun, "out_axes", 0))
     return None
+
 
 # ---------------------------------------------------------------- arguments
 

@@ -28,6 +28,7 @@ from . import backends, emit, modules
 from .cuda_emit import to_cuda_dialect
 from .cuda_types import Callee, Spec, callee_function, spec_of_value
 
+
 @dataclasses.dataclass(frozen=True)
 class Argument:
     """One dynamic argument as the kernel sees it."""
@@ -37,9 +38,6 @@ class Argument:
     spec: Spec             # what the whole argument is
     axis: int | None       # batched axis (vmap); None: every thread sees all of it
     on_device: bool        # it was given as a device array
-
-
-
 
 
 def host_copy(value):
