@@ -263,6 +263,9 @@ class CudaJitted:
         if len(sizes) != 1:
             raise TransformError(f"vmap of {self.__name__}: batched arguments must share "
                                  f"one batch size, got sizes {sorted(sizes) or 'none'}")
+        if 0 in sizes:      # the kernel is typed from a run on the first element
+            raise TransformError(f"vmap of {self.__name__} with backend='cuda' got an empty "
+                                 "batch", hint="call it with at least one element")
         return arguments, sizes.pop()
 
     def _broadcast(self, dynamic, float_dtype):
