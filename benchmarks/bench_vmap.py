@@ -32,21 +32,37 @@ def _first_call(fn, *args):
     return time.perf_counter() - start
 
 
+def interleaved_medians(fns: dict, args: tuple, repeat: int, number: int) -> dict:
+    """Median seconds per call of each function, the functions timed in turn within every
+    round, so that a change in the machine's load hits all of them alike."""
+    times: dict = {label: [] for label in fns}
+    for _ in range(repeat):
+        for label, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                timing._wait(fn(*args))
+            times[label].append((time.perf_counter() - start) / number)
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 def bench_w3(repeat: int) -> list[Row]:
     M, V = workloads.matvec_inputs(512, 256)
     size = "512x512 B=256"
-    rows = [Row("W3 matvec", size, "numpy V @ M.T",
-                timing.median_time(peers.matvec_batched_numpy, M, V, repeat=repeat, number=20))]
     secant = jit(vmap(workloads.matvec, in_axes=(None, 0)))
-    compile_s = _first_call(secant, M, V)
+    fns = {"numpy V @ M.T": peers.matvec_batched_numpy, "secant jit(vmap)": secant,
+           "secant vmap (python)": vmap(workloads.matvec, in_axes=(None, 0))}
+    compile_s = {"secant jit(vmap)": _first_call(secant, M, V)}
     np.testing.assert_allclose(secant(M, V), V @ M.T, rtol=1e-3, atol=1e-3)
-    rows.append(Row("W3 matvec", size, "secant jit(vmap)",
-                    timing.median_time(secant, M, V, repeat=repeat, number=20), compile_s))
-    python = vmap(workloads.matvec, in_axes=(None, 0))
-    rows.append(Row("W3 matvec", size, "secant vmap (python)",
-                    timing.median_time(python, M, V, repeat=repeat, number=20)))
-    rows += _jax_row("W3 matvec", size, peers.matvec_batched_jax, (M, V), repeat, 20)
-    return rows
+    try:
+        fns["jax jit(vmap)"] = peers.matvec_batched_jax()
+        compile_s["jax jit(vmap)"] = _first_call(fns["jax jit(vmap)"], M, V)
+    except ImportError:
+        pass
+    for fn in fns.values():
+        fn(M, V)
+    medians = interleaved_medians(fns, (M, V), repeat, 10)
+    return [Row("W3 matvec", size, label, medians[label], compile_s.get(label))
+            for label in fns]
 
 
 def bench_w2(repeat: int) -> list[Row]:

@@ -2,9 +2,10 @@
 
 Differentially private SGD needs the gradient of every example separately: each one is
 clipped to norm C before they are summed, and Gaussian noise of scale sigma * C is
-added. `vmap(grad(loss), in_axes=(None, None, None, None, 0, 0))` gives all of them in
-one batched function, generated as source (the vectorize strategy turns each
-matrix-vector product of the backward pass into one product over the batch).
+added. `vmap(grad(loss), in_axes=(None, 0, 0))` (parameters shared, examples mapped)
+gives all of them in one batched function, generated as source: the vectorize
+strategy turns each matrix-vector product of the backward pass into one product over
+the batch, and each weight gradient into one batched outer product.
 
 The per-example gradients are checked against a loop of `grad(loss)` over the examples
 and against hand-written batched backpropagation.
@@ -18,42 +19,45 @@ from transformer import grad, jit, vmap
 N_IN, HIDDEN, N_OUT = 784, 256, 10
 
 
-def loss(W1, b1, W2, b2, x, y):
+def loss(params, x, y):
     """Softmax cross-entropy of a tanh MLP on one example `x` with integer label `y`."""
-    h = np.tanh(W1 @ x + b1)
-    logits = W2 @ h + b2
+    h = np.tanh(params["W1"] @ x + params["b1"])
+    logits = params["W2"] @ h + params["b2"]
     z = logits - np.max(logits)
     return np.log(np.sum(np.exp(z))) - z[y]
 
 
 def init(rng):
-    return [(rng.normal(size=(HIDDEN, N_IN)) / np.sqrt(N_IN)).astype(np.float32),
-            (rng.normal(size=HIDDEN) * 0.1).astype(np.float32),
-            (rng.normal(size=(N_OUT, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32),
-            (rng.normal(size=N_OUT) * 0.1).astype(np.float32)]
+    return {"W1": (rng.normal(size=(HIDDEN, N_IN)) / np.sqrt(N_IN)).astype(np.float32),
+            "b1": (rng.normal(size=HIDDEN) * 0.1).astype(np.float32),
+            "W2": (rng.normal(size=(N_OUT, HIDDEN)) / np.sqrt(HIDDEN)).astype(np.float32),
+            "b2": (rng.normal(size=N_OUT) * 0.1).astype(np.float32)}
 
 
-def hand_batched_grads(W1, b1, W2, b2, X, Y):
+def hand_batched_grads(params, X, Y):
     """The same per-example gradients by hand-written batched backpropagation."""
+    W1, b1, W2, b2 = params["W1"], params["b1"], params["W2"], params["b2"]
     H = np.tanh(X @ W1.T + b1)
     logits = H @ W2.T + b2
     z = logits - logits.max(axis=1, keepdims=True)
     probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
     probs[np.arange(X.shape[0]), Y] -= 1.0
     dpre = (probs @ W2) * (1.0 - H * H)
-    return [dpre[:, :, None] * X[:, None, :], dpre, probs[:, :, None] * H[:, None, :], probs]
+    return {"W1": dpre[:, :, None] * X[:, None, :], "b1": dpre,
+            "W2": probs[:, :, None] * H[:, None, :], "b2": probs}
 
 
 def private_step(params, grads, clip, sigma, lr, rng):
     """One DP-SGD update: clip each example's gradient to norm `clip`, sum, add noise."""
-    batch = grads[0].shape[0]
-    norms = np.sqrt(sum(np.sum(g.reshape(batch, -1) ** 2, axis=1) for g in grads))
+    batch = grads["W1"].shape[0]
+    norms = np.sqrt(sum(np.sum(g.reshape(batch, -1) ** 2, axis=1) for g in grads.values()))
     scale = np.minimum(1.0, clip / np.maximum(norms, 1e-12))
-    updated = []
-    for p, g in zip(params, grads):
+    updated = {}
+    for key, p in params.items():
+        g = grads[key]
         clipped = np.sum(g * scale.reshape((batch,) + (1,) * (g.ndim - 1)), axis=0)
         noisy = clipped + rng.normal(scale=sigma * clip, size=p.shape)
-        updated.append((p - lr * noisy / batch).astype(p.dtype))
+        updated[key] = (p - lr * noisy / batch).astype(p.dtype)
     return updated, norms
 
 
@@ -63,22 +67,22 @@ def main():
     X = rng.normal(size=(128, N_IN)).astype(np.float32)
     Y = rng.integers(0, N_OUT, size=128)
 
-    per_example = vmap(grad(loss, argnums=(0, 1, 2, 3)), in_axes=(None,) * 4 + (0, 0))
+    per_example = vmap(grad(loss), in_axes=(None, 0, 0))
     compiled = jit(per_example)
-    grads = compiled(*params, X, Y)
+    grads = compiled(params, X, Y)
 
-    looped = [grad(loss, argnums=(0, 1, 2, 3))(*params, X[i], Y[i]) for i in range(4)]
-    for k in range(4):
-        np.testing.assert_allclose(grads[k][:4], np.stack([g[k] for g in looped]),
+    looped = [grad(loss)(params, X[i], Y[i]) for i in range(4)]
+    hand = hand_batched_grads(params, X, Y)
+    for key in params:
+        np.testing.assert_allclose(grads[key][:4], np.stack([g[key] for g in looped]),
                                    rtol=1e-4, atol=1e-5)
-    for g, h in zip(grads, hand_batched_grads(*params, X, Y)):
-        np.testing.assert_allclose(g, h, rtol=1e-3, atol=1e-5)
-    print("per-example gradients:", [tuple(g.shape) for g in grads])
+        np.testing.assert_allclose(grads[key], hand[key], rtol=1e-3, atol=1e-5)
+    print("per-example gradients:", {k: tuple(g.shape) for k, g in grads.items()})
 
     for step in range(3):
-        grads = compiled(*params, X, Y)
+        grads = compiled(params, X, Y)
         params, norms = private_step(params, grads, clip=1.0, sigma=1.1, lr=0.1, rng=rng)
-        losses = [loss(*params, X[i], Y[i]) for i in range(X.shape[0])]
+        losses = [loss(params, X[i], Y[i]) for i in range(X.shape[0])]
         print(f"step {step}: mean loss {np.mean(losses):.4f}, "
               f"gradient norms {np.min(norms):.3f}..{np.max(norms):.3f}")
 

@@ -185,3 +185,11 @@ def test_primitive_without_batching_rule_loops_and_says_so():
     np.testing.assert_allclose(vmap(determinant)(ms), [np.linalg.det(m) for m in ms])
     with pytest.raises(TransformError, match="no batching rule for np.linalg.det"):
         vmap(determinant, method="vectorize")(ms)
+
+
+def test_tuple_argument_with_only_a_later_leaf_mapped():
+    shared_then_mapped = ((None, 0), None)
+    got = vmap(pair_sum, in_axes=shared_then_mapped)((10.0, np.arange(3.0)), 2.0)
+    np.testing.assert_allclose(got, [20.0, 21.0, 22.0])
+    with pytest.raises(TransformError, match="inside a container"):
+        vmap(pair_sum, in_axes=((1, 0), None))((np.ones((2, 3)), np.arange(3.0)), 2.0)

@@ -110,6 +110,7 @@ class Batched(Transformed):
         self.in_axes, self.out_axes = in_axes, out_axes
         self.axis_size, self.axis_name, self.method = axis_size, axis_name, method
         self._variants: dict = {}
+        self._specs: dict = {}
         super().__init__(fun, lambda: self.build(self.usual_call), "vmap")
 
     @functools.cached_property
@@ -117,10 +118,14 @@ class Batched(Transformed):
         return parse(self.fun)
 
     @functools.cached_property
+    def signature(self):
+        return signature(self.base)
+
+    @functools.cached_property
     def usual_call(self) -> tuple:
         """How each parameter is passed when not told otherwise (jit, show_vmap): the
         parameters without a default positionally, the others left at their default."""
-        parameters = signature(self.base).parameters
+        parameters = self.signature.parameters
         return tuple("default" if parameters[p].default is not parameters[p].empty
                      else "positional" for p in self.base.params)
 
@@ -156,8 +161,10 @@ class Batched(Transformed):
         params = self.base.params
         passed = tuple("positional" if i < len(args) else
                        "keyword" if p in kwargs else "default" for i, p in enumerate(params))
-        spec = self.spec(passed)
-        _check_sizes(self.base, spec, args, kwargs)
+        spec = self._specs.get(passed)
+        if spec is None:
+            spec = self._specs[passed] = self.spec(passed)
+        _check_sizes(self.base, self.signature, spec, args, kwargs)
         if passed == self.usual_call:
             return super().__call__(*args, **kwargs)
         if passed not in self._variants:
@@ -178,9 +185,9 @@ def _normalize(axes):
     return None if axes is None else int(axes)
 
 
-def _check_sizes(fn: Function, spec: Spec, args, kwargs) -> None:
+def _check_sizes(fn: Function, sig, spec: Spec, args, kwargs) -> None:
     """Raise a ValueError naming the arguments when mapped axes have different sizes."""
-    bound = signature(fn).bind_partial(*args, **kwargs)
+    bound = sig.bind_partial(*args, **kwargs)
     sizes = []
     for param, axes in zip(fn.params, spec.in_axes):
         if param not in bound.arguments or axes is None:

@@ -433,10 +433,9 @@ class _Emitter:
             if isinstance(axes, int) and axes != 0:
                 out.append(assign(store(param), self.helper(rules.to_front, name(param),
                                                             const(axes))))
-            flag = self.analysis.flags.get(param)
-            size = subscript(gast.Attribute(value=name(param), attr="shape", ctx=gast.Load()),
-                             const(0)) if flag is True else \
-                self.helper(rules.batch_size_of, name(param))
+            size = self.size_of(param, axes)
+            if size is None:
+                continue
             if first is None:
                 first = param
                 if self.spec.axis_size is None:
@@ -456,6 +455,21 @@ class _Emitter:
                                      hint="pass axis_size=..., or map at least one argument")
             out.append(assign(store(self.size_name), const(self.spec.axis_size)))
         return out
+
+    def size_of(self, param: str, axes):
+        """The expression for the batch size of a mapped parameter (None: no leaf mapped)."""
+        if isinstance(axes, int):
+            if self.analysis.flags.get(param) is True:
+                return subscript(gast.Attribute(value=name(param), attr="shape",
+                                                ctx=gast.Load()), const(0))
+            return self.helper(rules.batch_size_of, name(param))
+        path = _first_mapped(axes)
+        if path is None:
+            return None
+        value = name(param)
+        for key in path:
+            value = subscript(value, const(key))
+        return self.helper(rules.batch_size_of, value)
 
     def header(self, body: list, reason: str) -> list:
         line = f"vmap: {self.strategy} strategy - {reason}"
@@ -513,6 +527,24 @@ class _Emitter:
         if out_axes != 0:
             value = self.helper(rules.from_front, value, const(out_axes))
         return value
+
+
+def _first_mapped(axes, path=()):
+    """The keys leading to the first mapped leaf of a container's in_axes, or None."""
+    if axes is None:
+        return None
+    if isinstance(axes, int):
+        if axes != 0:
+            raise TransformError(f"vmap in_axes {axes} inside a container: only 0 or None "
+                                 "can map the leaves of a tuple or dict argument",
+                                 hint="move the mapped axis to the front first")
+        return path
+    keys = range(len(axes)) if isinstance(axes, tuple) else axes.keys()
+    for key in keys:
+        found = _first_mapped(axes[key], path + (key,))
+        if found is not None:
+            return found
+    return None
 
 
 def _axes_label(in_axes) -> str:
