@@ -20,7 +20,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
   records the overwritten elements in a flat buffer; the reverse writes them back.
 
 Only variables the reverse sweep reads are considered at all (the *needed* set), so a
-value that is overwritten but never needed costs nothing.
+value that is overwritten but never needed costs nothing. A variable read only for its
+shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
+(`shape_stable`); an accumulator read that way keeps its first shape, checked by
+`check_shape` at each later assignment, instead of being recorded.
 
 The runtime helpers below run as plain Python and, through `numba.extending.overload`,
 inside compiled code.
@@ -226,6 +229,27 @@ def _check_shape_nb(value, shape):
                 raise ValueError("a variable changed shape between assignments")
         return impl
     return lambda value, shape: None
+
+
+def check_not_view(value, array, label):
+    """Raise when `value`, read from `array` before an in-place write to it and used after,
+    is a view the write changes: its adjoint assumes the value read."""
+    if isinstance(value, np.ndarray) and np.shares_memory(value, array):
+        raise ValueError(f"{label!r} is a view into an array written in place while it is "
+                         f"still used; reverse mode needs a copy: {label} = ....copy()")
+
+
+@overload(check_not_view)
+def _check_not_view_nb(value, array, label):
+    if not isinstance(value, types.Array):
+        return lambda value, array, label: None
+
+    def impl(value, array, label):
+        start = array.ctypes.data
+        if start <= value.ctypes.data < start + array.size * array.itemsize:
+            raise ValueError("a view into an array written in place is still used; "
+                             "reverse mode needs a copy (.copy())")
+    return impl
 
 
 # ---------------------------------------------------------------- runtime: value tapes
