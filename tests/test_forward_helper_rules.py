@@ -5,6 +5,7 @@ harness is the one the built-in rules are tested with.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import test_adjoint_rules as adjoints
 from test_adjoint_rules import check_vjp, normal
@@ -65,3 +66,20 @@ def test_helper_adjoint_matches_finite_differences(program, inputs, consts):
 def test_outer_or_matmul_tangent():
     check_jvp("z = outer_or_matmul(t, w)", {"t": normal(3), "w": normal(2)})
     check_jvp("z = outer_or_matmul(t, w)", {"t": normal(3, 2), "w": normal(4, 2)})
+
+
+def test_batched_matrix_times_vectors_with_and_without_the_identity_basis():
+    import numba
+
+    from transformer.helper_rules import grad_right_of_batch, matmul_of_batch
+    m, x = normal(3, 4), normal(5, 4)
+    compiled = numba.njit(lambda m, x: matmul_of_batch(m, x))
+    for batch in (x, np.eye(4), np.eye(4)[::-1].copy()):
+        want = np.stack([m @ v for v in batch])
+        np.testing.assert_allclose(matmul_of_batch(m, batch), want, rtol=1e-12)
+        np.testing.assert_allclose(compiled(m, batch), want, rtol=1e-12)
+    g, a = normal(5, 3), normal(3, 4)
+    want = np.stack([runtime.matmul_grad_right(row, a, normal(4)) for row in g])
+    np.testing.assert_allclose(grad_right_of_batch(g, a, normal(4)), want, rtol=1e-12)
+    np.testing.assert_allclose(numba.njit(lambda g, a, b: grad_right_of_batch(g, a, b))(
+        g, a, normal(4)), want, rtol=1e-12)

@@ -17,7 +17,14 @@ environment. The output uses only constructs every transformation accepts as inp
 `jvp(grad(f))`, `grad(jvp(f))` and `jacfwd(jacrev(f))` compose.
 
 Activity is flow-insensitive: a variable that is active anywhere carries a tangent
-everywhere; where it receives an inactive value its tangent is set to zeros.
+everywhere; where it receives an inactive value its tangent is set to zeros. Within a
+straight run of statements, tangents known to be zero are tracked so that rules drop
+their contributions, and tangents nothing reads are removed at the end.
+
+Derivative code is itself input here (`jvp(grad(f))`): the tape helpers of reverse mode
+only move values, so their tangent is the same call on tangents (`STRUCTURAL`); an
+in-place accumulation `scatter_add(bx, i, v)` gets `dbx = accumulated(dbx, i, dv)`, an
+assignment, so that transformations of this output see the flow into `dbx` (`EFFECTS`).
 """
 from __future__ import annotations
 
@@ -54,6 +61,10 @@ STRUCTURAL: dict = {}
 EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
 
 
+# calls made for a check or for output only: they change no value, carry no derivative
+CHECKS: set = {print}
+
+
 def structural(function, *slots: int) -> None:
     """Register `function` as moving the values in argument positions `slots`."""
     STRUCTURAL[function] = slots
@@ -61,6 +72,7 @@ def structural(function, *slots: int) -> None:
 
 def _register_reverse_helpers() -> None:
     from . import tape
+    CHECKS.add(tape.check_shape)
     structural(tape.reserve, 0)
     for function in (tape.push, tape.push_items, tape.pop_items, helper_rules.accumulated):
         structural(function, 0, 2)
@@ -470,7 +482,7 @@ class _Forward:
             return
         if any(isinstance(a, gast.Name) and a.id in self.active for a in _operands(value)):
             callee = resolve(self.fn, value.func, None)
-            if callee is print:
+            if callee in CHECKS:
                 return
             raise self.fn.origin.error(stmt, "a call whose result is unused cannot be "
                                        "differentiated (it may modify its arguments in place)",

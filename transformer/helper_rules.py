@@ -64,7 +64,7 @@ linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(
 # one row, a read is a getitem, a fresh tape holds no values yet
 
 nondifferentiable(tape.float_tape, tape.exact_tape, tape.items_buffer, tape.trip_count,
-                  tape.range_last, reverse.unit_cotangent, reverse.float_zeros)
+                  tape.range_last, tape.shape_of, reverse.unit_cotangent, reverse.float_zeros)
 
 
 def tape_rest(g, t, n):
@@ -168,6 +168,56 @@ def outer_or_matmul_tangent(z, t, w):
 # ---------------------------------------------------------------- batching (vmap)
 # jacfwd and hessian push every basis vector at once through vmap; these rules keep a
 # batch of matrix-vector products in derivative code one matrix-matrix product.
+
+
+def is_identity(x) -> bool:
+    """Whether `x` is a square identity matrix (the basis jacfwd pushes); usually decided
+    at the first element that differs."""
+    if np.ndim(x) != 2 or np.shape(x)[0] != np.shape(x)[1]:
+        return False
+    return bool(np.array_equal(x, np.eye(np.shape(x)[0])))
+
+
+@overload(is_identity)
+def _is_identity_nb(x):
+    if not (isinstance(x, types.Array) and x.ndim == 2):
+        return lambda x: False
+
+    def impl(x):
+        if x.shape[0] != x.shape[1]:
+            return False
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                if x[i, j] != (1.0 if i == j else 0.0):
+                    return False
+        return True
+    return impl
+
+
+def matmul_of_batch(m, x):
+    """`matmul(m, x[k])` for every k, `m` a matrix and each `x[k]` a vector: one
+    matrix-matrix product, or none when `x` is the identity basis (`m @ e_k` is a
+    column of `m`)."""
+    from .rules.batching import dot_right
+    if np.ndim(m) != 2 or np.ndim(x) != 2:
+        return dot_right(m, x)
+    if is_identity(x):
+        return np.ascontiguousarray(np.transpose(m))
+    return x @ np.transpose(m)
+
+
+@overload(matmul_of_batch)
+def _matmul_of_batch_nb(m, x):
+    from .rules.batching import dot_right
+    if not (isinstance(m, types.Array) and m.ndim == 2 and isinstance(x, types.Array)
+            and x.ndim == 2):
+        return lambda m, x: dot_right(m, x)
+
+    def impl(m, x):
+        if is_identity(x):
+            return np.ascontiguousarray(m.T)
+        return np.dot(np.ascontiguousarray(x), m.T)
+    return impl
 
 
 def grad_right_of_batch(g, a, b):
@@ -281,7 +331,11 @@ def _register_batching() -> None:
     previous = BATCHERS.get(matmul_grad_right)
     BATCHERS[matmul_grad_right] = _first_of(grad_right, previous)
     # tangent code calls runtime.matmul: batch it as np.matmul (one matrix-matrix product)
-    BATCHERS[matmul] = BATCHERS[np.matmul]
+    def matrix_times_batch(site):
+        if site.keywords or len(site.args) != 2 or list(site.batched) != [False, True]:
+            return None
+        return site.helper(matmul_of_batch, *site.args), True
+    BATCHERS[matmul] = _first_of(matrix_times_batch, BATCHERS[np.matmul])
 
 
 def _first_of(rule, fallback):
