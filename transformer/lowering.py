@@ -15,7 +15,7 @@ from .names import Namer
 
 
 def lower_for_numba(fn: Function) -> Function:
-    from .rules.lowering import needs_lowering, numba_equivalent
+    from .rules.lowering import PYTHON_ONLY, needs_lowering, numba_equivalent
 
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
@@ -29,6 +29,8 @@ def lower_for_numba(fn: Function) -> Function:
         keywords = {k.arg: k.value for k in call.keywords}
         # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
         if target is None or not needs_lowering(target, keywords, len(call.args)):
+            continue
+        if target in PYTHON_ONLY:   # no compiled equivalent: let Numba name the NumPy call
             continue
         replacement = numba_equivalent(target)
         if id(replacement) not in bound:
