@@ -1,0 +1,226 @@
+"""Functions the reverse-mode tests differentiate: one language feature each.
+
+Each entry of CORPUS is (function, argument maker); the makers take a numpy Generator.
+"""
+import math
+
+import numba
+import numpy as np
+
+
+def arith(x, y):
+    z = x * y - x / (y * y + 1.0) + 3.0 * x ** 2 - y ** 3.0
+    return -z + x ** y
+
+
+def matmul_chain(A, x):
+    y = A @ x
+    z = A.T @ y
+    return z @ z + np.sum(A @ A)
+
+
+def absolute_and_extremes(x, y):
+    return abs(x - y) + max(x, y) * min(x * x, y) + np.abs(x)
+
+
+def math_functions(x, y):
+    return math.sin(x) * math.exp(y) + math.log(x * x + 1.0) + math.sqrt(y * y + 2.0) + \
+        math.tanh(x * y) + math.atan2(x, y)
+
+
+def numpy_elementwise(x):
+    y = np.exp(np.sin(x)) + np.log1p(x * x) + np.sqrt(np.cosh(x))
+    return np.sum(np.tanh(y) * x)
+
+
+def swap_and_unpack(x, y):
+    a, b = x, y
+    for _ in range(3):
+        a, b = b, a * b + 1.0
+    p, q = (a + b, a - b)
+    return p * q
+
+
+def helper_square_plus(u, v):
+    return u * u + v
+
+
+def calls_helper(x, y):
+    s = helper_square_plus(x, y)
+    t = helper_square_plus(s, x)
+    return t * y
+
+
+@numba.njit
+def njit_helper(u):
+    return np.sin(u) * u
+
+
+def calls_njit(x):
+    return np.sum(njit_helper(x) * x)
+
+
+def branches(x, y):
+    if x > y:
+        z = x * y
+    elif x > 0.0:
+        z = x + y * y
+    else:
+        z = -x * 3.0
+    return z * z
+
+
+def loop_range_variants(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc += x[i] * x[i]
+    for i in range(1, n, 2):
+        acc += acc * x[i]
+    for i in range(n - 1, 0, -3):
+        acc = acc * 0.5 + np.sin(x[i])
+    for v in x:
+        acc += v * acc * 0.01
+    return acc
+
+
+def data_dependent_stop(x):
+    n = int(x[0] * 3.0) + 2
+    total = 0.0
+    for i in range(n):
+        total += x[i % x.shape[0]] * total + x[1]
+    return total
+
+
+def while_loop(x):
+    s = x
+    k = 0
+    while s < 50.0:
+        s = s * 1.7 + math.sin(s)
+        k += 1
+    return s * k
+
+
+def break_continue(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        if i % 3 == 1:
+            continue
+        acc += x[i] * acc + x[i]
+        if acc > 4.0:
+            break
+    return acc
+
+
+def early_return(x):
+    s = np.sum(x * x)
+    if s > 10.0:
+        return s * 0.5
+    for i in range(x.shape[0]):
+        if x[i] > 1.5:
+            return s + x[i] ** 3
+    return s * s
+
+
+def overwritten_in_loop(x):
+    h = x
+    for _ in range(4):
+        h = np.tanh(h * 1.3 + 0.1)
+        h = h * h + x
+    return np.sum(h)
+
+
+def inplace_writes(x):
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] = x[i] * x[i]
+    for i in range(1, x.shape[0]):
+        y[i] += y[i - 1] * x[i]
+    return np.sum(y * y)
+
+
+def inplace_overwrite_needed(x):
+    y = x.copy()
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += y[i] * y[i]
+        y[i] = np.sin(y[i]) * s
+    return s + np.sum(y)
+
+
+def inplace_2d_and_slices(x):
+    m = np.ones((3, x.shape[0]))
+    for j in range(x.shape[0]):
+        m[0, j] = x[j] * 2.0
+        m[2, j] = m[0, j] * x[j]
+    m[1, 1:3] = x[0:2] * x[1:3]
+    return np.sum(m * m)
+
+
+def constructors(x):
+    a = np.zeros_like(x) + x
+    b = np.ones(x.shape[0]) * x
+    c = np.full(x.shape[0], 2.0) * a
+    r = np.arange(x.shape[0]) * 1.0
+    e = np.empty(x.shape[0])
+    for i in range(len(x)):
+        e[i] = x[i] + r[i]
+    return np.sum(a * b * c) + np.sum(e * e)
+
+
+def methods_and_shapes(A):
+    n = A.shape[0]
+    m = len(A)
+    B = A.reshape(A.size)
+    return A.sum() * n + (A.T * A).sum() + np.sum(B * B) * m
+
+
+def uses_stop_gradient(x):
+    from_outside = x * 2.0
+    return np.sum(x * x) * stop(np.sum(from_outside))
+
+
+def stop(v):
+    return v
+
+
+def integer_index_arithmetic(x):
+    n = x.shape[0]
+    mid = n // 2
+    total = 0.0
+    for i in range(mid):
+        j = n - 1 - i
+        total += x[i] * x[j] + x[2 * i % n]
+    return total
+
+
+def vec(k):
+    return lambda rng: (rng.standard_normal(k),)
+
+
+CORPUS = [
+    (arith, lambda rng: (1.3, 0.7)),
+    (matmul_chain, lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal(3))),
+    (absolute_and_extremes, lambda rng: (1.3, -0.4)),
+    (math_functions, lambda rng: (0.8, 0.3)),
+    (numpy_elementwise, vec(5)),
+    (swap_and_unpack, lambda rng: (0.4, 0.6)),
+    (calls_helper, lambda rng: (0.9, 1.2)),
+    (calls_njit, vec(4)),
+    (branches, lambda rng: (1.5, 0.5)),
+    (branches, lambda rng: (0.5, 1.5)),
+    (branches, lambda rng: (-0.5, 1.5)),
+    (loop_range_variants, lambda rng: (rng.standard_normal(7), 7)),
+    (data_dependent_stop, lambda rng: (np.array([1.1, 0.3, -0.4, 0.8]),)),
+    (while_loop, lambda rng: (1.3,)),
+    (break_continue, lambda rng: (np.linspace(0.2, 1.6, 9),)),
+    (early_return, lambda rng: (np.array([0.1, 0.2, 1.7, 0.3]),)),
+    (early_return, lambda rng: (np.array([0.1, 0.2, 0.7, 0.3]),)),
+    (early_return, lambda rng: (np.array([2.1, 3.2, 0.7, 0.3]),)),
+    (overwritten_in_loop, vec(3)),
+    (inplace_writes, vec(5)),
+    (inplace_overwrite_needed, vec(5)),
+    (inplace_2d_and_slices, vec(4)),
+    (constructors, vec(4)),
+    (methods_and_shapes, lambda rng: (rng.standard_normal((3, 3)),)),
+    (integer_index_arithmetic, vec(6)),
+]

@@ -1,0 +1,135 @@
+"""Lower early `return`, `break` and `continue` into flags, for the reverse sweep.
+
+The adjoint of a loop body must undo exactly the statements that ran, so the exits are
+made explicit. Input: A-normal form (`anf.py`). Output invariant, on top of ANF:
+
+- the only `return` is the last statement of the function body;
+- no `continue`;
+- `break` appears only as the last statement of a loop body, in the form
+  `if stop: break` where `stop` is a flag set earlier in that body;
+- every other statement that ran after an exit in the source is guarded by
+  `if live:` (per loop iteration) or `if running:` (per call), so statements that run
+  are exactly those the source ran.
+
+A function without early exits comes back unchanged. Flags are plain booleans, assigned
+with constants; the returned value goes through one variable (`retval`).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import gast
+
+from .function import Function
+from .names import Namer
+from .syntax import assign, const, located, name
+
+
+@dataclasses.dataclass
+class _Loop:
+    live: str
+    stop: str
+    uses_stop: bool = False
+    has_return: bool = False
+
+
+def lower_exits(fn: Function) -> Function:
+    if not _has_early_exit(fn.node):
+        return fn
+    node = copy.deepcopy(fn.node)
+    lowering = _Lowering(Namer.for_function(fn))
+    body, _ = lowering.block(node.body, None)
+    if lowering.returns:
+        first = node.body[0]
+        body = [located(assign(lowering.running, const(True)), first)] + body
+        body.append(located(gast.Return(value=name(lowering.retval)), node.body[-1]))
+    node.body = body
+    return fn.replace(node=node)
+
+
+def _has_early_exit(node) -> bool:
+    for sub in gast.walk(node):
+        if isinstance(sub, (gast.Break, gast.Continue)):
+            return True
+    returns = [s for s in gast.walk(node) if isinstance(s, gast.Return)]
+    return len(returns) > 1 or (returns and node.body[-1] is not returns[0])
+
+
+class _Lowering:
+    def __init__(self, namer: Namer):
+        self.namer = namer
+        self.running = namer.fresh("running")
+        self.retval = namer.fresh("retval")
+        self.returns = False
+
+    def block(self, stmts, loop: _Loop | None):
+        """(lowered statements, whether they may exit early)."""
+        out: list = []
+        for index, stmt in enumerate(stmts):
+            rest = stmts[index + 1:]
+            if isinstance(stmt, (gast.Return, gast.Break, gast.Continue)):
+                out.extend(located(s, stmt) for s in self.exit(stmt, loop))
+                return out, True
+            if isinstance(stmt, gast.If):
+                body, exits = self.block(stmt.body, loop)
+                orelse, exits_else = self.block(stmt.orelse, loop)
+                out.append(gast.If(test=stmt.test, body=body or [gast.Pass()], orelse=orelse))
+                located(out[-1], stmt)
+                if exits or exits_else:
+                    out.extend(self.guarded(rest, loop, stmt, []))
+                    return out, True
+                continue
+            if isinstance(stmt, (gast.For, gast.While)):
+                inner = self.loop(stmt, out)
+                if inner.has_return:
+                    if loop is not None:
+                        loop.has_return = True
+                    otherwise = self.break_stmts(loop) if loop else []
+                    out.extend(self.guarded(rest, loop, stmt, otherwise, self.running))
+                    return out, True
+                continue
+            out.append(stmt)
+        return out, False
+
+    def exit(self, stmt, loop):
+        if isinstance(stmt, gast.Return):
+            self.returns = True
+            stmts = [assign(self.retval, stmt.value), assign(self.running, const(False))]
+            if loop is not None:
+                loop.has_return = True
+                stmts += self.break_stmts(loop)
+            return stmts
+        if loop is None:
+            return [stmt]
+        if isinstance(stmt, gast.Break):
+            return self.break_stmts(loop)
+        return [assign(loop.live, const(False))]
+
+    def break_stmts(self, loop: _Loop):
+        loop.uses_stop = True
+        return [assign(loop.live, const(False)), assign(loop.stop, const(True))]
+
+    def guarded(self, rest, loop, origin, otherwise, flag=None):
+        lowered, _ = self.block(rest, loop)
+        flag = flag or (loop.live if loop else self.running)
+        if not lowered and not otherwise:
+            return []
+        guard = gast.If(test=name(flag), body=lowered or [gast.Pass()], orelse=otherwise)
+        return [located(guard, origin)]
+
+    def loop(self, stmt, out) -> _Loop:
+        inner = _Loop(self.namer.fresh("live"), self.namer.fresh("stop"))
+        body, exits = self.block(stmt.body, inner)
+        if not exits:
+            stmt.body = body
+            out.append(stmt)
+            return inner
+        body = [located(assign(inner.live, const(True)), stmt)] + body
+        if inner.uses_stop:
+            out.append(located(assign(inner.stop, const(False)), stmt))
+            body.append(located(gast.If(test=name(inner.stop), body=[gast.Break()],
+                                        orelse=[]), stmt))
+        stmt.body = body
+        out.append(stmt)
+        return inner

@@ -1,0 +1,987 @@
+"""Reverse mode: a Function in, its vector-Jacobian product as one new Function out.
+
+Input: any Function; it is normalized here (`desugar`, `anf`, `controlflow.lower_exits`,
+then self-assignments `x = x * y` split into `x_next = x * y; x = x_next`, and loops
+instrumented with the bookkeeping their reversal needs). Output invariant: a function
+
+    def grad_f(<f's parameters>[, cotangents]):
+        <forward sweep: f's statements, plus tape records where tape.py asks for them>
+        <adjoint initialisation and seeding>
+        <reverse sweep: each statement's adjoint, last statement first>
+        return <gradients (and value / aux, by mode)>
+
+using only constructs `anf.py` accepts plus `for ... in range(...)` with computed
+bounds, so every transformation can take it as input again. Adjoint variables are
+named after their primal (`bx` for `x`) and every adjoint block carries a
+`# grad of: <source line>` comment. Adjoints of array values are fresh arrays owned by
+the reverse sweep, so rules may accumulate into them in place (`bpos[i] += bd`).
+
+Statements are differentiated with the adjoint templates of `transformer.templates`;
+calls to the user's own functions (plain, `jit`-wrapped, `numba.njit`, `custom_vjp`)
+become calls to their own generated vjp Function, placed in the environment.
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+import dataclasses
+import gast
+import numba
+import numpy as np
+
+from codegen import emit
+from codegen.backends import is_user_function
+
+from . import activity, runtime, tape
+from .anf import anf
+from .controlflow import lower_exits
+from .desugar import desugar
+from .errors import TransformError
+from .function import Function, resolve
+from .names import Namer, assigned_names, free_names
+from .syntax import assign, call, const, located, name, store, subscript
+from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
+
+GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
+# attributes that describe an array's structure, not its values: never differentiable
+_STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
+_in_progress: list = []
+
+
+def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
+                     has_aux: bool = False, label: str | None = None,
+                     tuple_grads: bool = False) -> Function:
+    """The generated gradient (`mode` GRAD / VALUE_AND_GRAD) or vjp Function of `fn`."""
+    key = (fn.origin.filename, fn.origin.lineno, fn.name)
+    if key in _in_progress:
+        raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion): reverse mode "
+                              "cannot differentiate it", "rewrite the recursion as a loop")
+    _in_progress.append(key)
+    try:
+        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux)
+        builder.tuple_grads = tuple_grads
+        return builder.build(label or f"{mode}(argnums={tuple(wrt)})")
+    finally:
+        _in_progress.pop()
+
+
+# ---------------------------------------------------------------- normalization
+
+
+def prepare(fn: Function) -> Function:
+    fn = lower_exits(anf(desugar(fn)))
+    namer = Namer.for_function(fn)
+    node = copy.deepcopy(fn.node)
+    env = dict(fn.env)
+    _Prepare(namer, env).block(node.body)
+    return fn.replace(node=node, env=env)
+
+
+class _Prepare:
+    """Split self-assignments and add loop bookkeeping (see `instrument`)."""
+
+    def __init__(self, namer: Namer, env: dict):
+        self.namer, self.env = namer, env
+
+    def helper(self, key: str, obj) -> str:
+        return bind_helper(self.env, self.namer, key, obj)
+
+    def block(self, stmts: list) -> None:
+        index = 0
+        while index < len(stmts):
+            stmt = stmts[index]
+            new = self.statement(stmt)
+            stmts[index:index + 1] = new
+            index += len(new)
+
+    def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            target = stmt.targets[0].id
+            if target in tape.operand_names(stmt.value):
+                fresh = self.namer.fresh(target + "_next")
+                return [located(assign(fresh, stmt.value), stmt),
+                        located(assign(target, name(fresh)), stmt)]
+            return [stmt]
+        if isinstance(stmt, gast.If):
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+            return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
+        if isinstance(stmt, gast.For):
+            self.block(stmt.body)
+            frozen = []
+            if len(stmt.iter.args) > 1:
+                for k in (0, 2):
+                    if k < len(stmt.iter.args):
+                        frozen += self.freeze(stmt.iter.args, k, stmt.body)
+            return frozen + self.instrument_for(stmt)
+        if isinstance(stmt, gast.While):
+            self.block(stmt.body)
+            return self.instrument_while(stmt)
+        return [stmt]
+
+    def freeze(self, holder, field, body) -> list:
+        """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
+        atom = holder[field] if isinstance(holder, list) else getattr(holder, field)
+        if not isinstance(atom, gast.Name) or \
+                atom.id not in assigned_names(gast.Module(body=body, type_ignores=[])):
+            return []
+        fresh = self.namer.fresh(atom.id + "_entry")
+        if isinstance(holder, list):
+            holder[field] = name(fresh)
+        else:
+            setattr(holder, field, name(fresh))
+        return [located(assign(fresh, name(atom.id)), atom)]
+
+    def instrument_for(self, loop) -> list:
+        """`i_last = range_last(a, b, s)` before; `i_last = i` where a break leaves."""
+        args = list(loop.iter.args)
+        start, step = (const(0), const(1)) if len(args) == 1 else \
+            (args[0], args[2] if len(args) == 3 else const(1))
+        stop = args[0] if len(args) == 1 else args[1]
+        index = loop.target.id
+        last = self.namer.fresh(index + "_last")
+        prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
+                                             copy.deepcopy(start), copy.deepcopy(stop),
+                                             copy.deepcopy(step))), loop)
+        tail = loop.body[-1] if loop.body else None
+        if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
+            tail.body.insert(0, located(assign(last, name(index)), tail))
+        loop.secant_reverse = (last, start, step)
+        return [prelude, loop]
+
+    def instrument_while(self, loop) -> list:
+        """Count the trips: the reverse sweep runs the body's adjoint that many times."""
+        count = self.namer.fresh("while_count")
+        trips = self.namer.fresh("while_trips")
+        loop.body.insert(0, located(assign(count, gast.BinOp(
+            left=name(count), op=gast.Add(), right=const(1))), loop))
+        after = located(assign(trips, name(count)), loop)
+        after.secant_late_restore = True
+        loop.secant_trips = trips
+        return [located(assign(count, const(0)), loop), loop, after]
+
+
+def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
+    """A name bound to `obj` in `env`: `key` itself unless it holds something else."""
+    if env.get(key, obj) is obj and (key in env or key not in namer.taken):
+        namer.reserve(key)
+        env[key] = obj
+        return key
+    fresh = namer.fresh(key)
+    env[fresh] = obj
+    return fresh
+
+
+# ---------------------------------------------------------------- statement kinds
+
+
+@dataclasses.dataclass
+class Prim:
+    """How one simple statement passes derivatives."""
+
+    kind: str                 # template, copy, call, tuple, none, opaque, setitem
+    target: str
+    sources: tuple = ()
+    key: object = None
+    args: list = dataclasses.field(default_factory=list)
+    keywords: dict = dataclasses.field(default_factory=dict)
+
+
+def _names(nodes) -> tuple:
+    found = []
+    for node in nodes:
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+                found.append(sub.id)
+    return tuple(found)
+
+
+class _Reverse:
+    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool):
+        self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.namer = Namer.for_function(fn)
+        self.env: dict = dict(fn.env)
+        params = fn.params
+        for i in wrt:
+            if not -len(params) <= i < len(params):
+                raise TransformError(f"argnums {i} is out of range for {fn.name} with "
+                                     f"parameters {params}")
+        self.wrt = [params[i] for i in wrt]
+        body = fn.node.body
+        if not body or not isinstance(body[-1], gast.Return):
+            raise fn.origin.error(fn.node, f"{fn.name} must end with a return statement to "
+                                  "be differentiated", "return the value to differentiate")
+        self.body, self.ret = body[:-1], body[-1]
+        self.collect()
+        self.prims = {id(s): self.classify(s) for s in self.simple}
+        self.outputs()
+        flows = [(p.target, p.sources) for p in self.prims.values() if p.sources]
+        self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
+                                                        if isinstance(o, str)])
+        self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
+        # last statement first, as in the reverse sweep: element uses name the adjoints
+        # of a call's tuple result before the call's own adjoint passes them on
+        self.adjoints = {}
+        errors = []
+        for stmt in reversed(self.simple):
+            try:
+                self.adjoints[id(stmt)] = self.adjoint_stmts(stmt)
+            except TransformError as exc:       # report the first one in source order
+                errors.append(exc)
+        if errors:
+            raise errors[-1]
+        self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
+                                   self.promoted_names())
+        self.counters: dict = {}
+
+    def helper(self, key: str, obj) -> str:
+        return bind_helper(self.env, self.namer, key, obj)
+
+    # ------------------------------------------------------------ facts about the body
+    def collect(self) -> None:
+        self.defs: dict = {p: [] for p in self.fn.params}
+        self.loads: dict = {}
+        self.loops_of: dict = {}
+        self.block_of: dict = {}
+        self.chain_of: dict = {}
+        self.inside: dict = {}
+        self.written: set = set()
+        self.simple: list = []
+        self.order: dict = {}
+        self._walk(self.body, (), (id(self.body),))
+        self.loads_add(self.ret, _names([self.ret.value]))
+        self.facts = tape.Facts(
+            {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
+            self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
+            self.pure)
+        self.loops_of[id(self.ret)] = ()
+
+    def loads_add(self, stmt, names) -> None:
+        for n in names:
+            self.loads.setdefault(n, []).append(stmt)
+
+    def _walk(self, stmts, loops, chain) -> None:
+        self.inside[id(stmts)] = set()
+        for stmt in stmts:
+            self.order[id(stmt)] = len(self.order)
+            self.block_of[id(stmt)] = id(stmts)
+            self.loops_of[id(stmt)] = loops
+            self.chain_of[id(stmt)] = chain
+            for block in chain:
+                self.inside[block].add(id(stmt))
+            self._walk_statement(stmt, loops, chain)
+
+    def _walk_statement(self, stmt, loops, chain) -> None:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            self.simple.append(stmt)
+            if isinstance(target, gast.Name):
+                self.defs.setdefault(target.id, []).append(stmt)
+                self.loads_add(stmt, _names([stmt.value]))
+            else:
+                self.written.add(target.value.id)
+                self.loads_add(stmt, _names([target, stmt.value]))
+        elif isinstance(stmt, gast.If):
+            self.loads_add(stmt, _names([stmt.test]))
+            for block in (stmt.body, stmt.orelse):
+                self._walk(block, loops, chain + (id(block),))
+        elif isinstance(stmt, gast.For):
+            self.defs.setdefault(stmt.target.id, []).append(stmt)
+            last, start, step = stmt.secant_reverse
+            self.loads_add(stmt, _names([stmt.iter, start, step]) + (last,))
+            self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
+        elif isinstance(stmt, gast.While):
+            self.loads_add(stmt, _names([stmt.test]) + (stmt.secant_trips,))
+            self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
+        elif isinstance(stmt, (gast.Expr, gast.Assert, gast.Return)):
+            self.loads_add(stmt, _names([stmt]))
+
+    def pure(self, stmt) -> bool:
+        """Whether re-running `stmt` in the reverse sweep has no effect but its value."""
+        value = stmt.value
+        if isinstance(value, gast.Call):
+            obj = resolve(self.fn, value.func, None)
+            module = getattr(obj, "__module__", "") or ""
+            return obj is not None and "random" not in module and \
+                self.prims[id(stmt)].kind != "call"
+        return not isinstance(value, (gast.Dict, gast.List))
+
+    # ------------------------------------------------------------ classification
+    def classify(self, stmt) -> Prim:
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Subscript):
+            return Prim("setitem", target.value.id, _names([value]), "setitem",
+                        [target.value, target.slice, value])
+        t = target.id
+        if isinstance(value, gast.Constant) or not _names([value]):
+            return Prim("none", t)
+        if isinstance(value, gast.Name):
+            return Prim("copy", t, (value.id,))
+        if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+            key = type(value.op)
+            if isinstance(value.op, gast.UAdd):
+                return Prim("copy", t, _names([value.operand]))
+            operands = [value.left, value.right] if isinstance(value, gast.BinOp) \
+                else [value.operand]
+            return self.rule(t, key, operands, {})
+        if isinstance(value, (gast.Tuple, gast.List)):
+            return Prim("tuple", t, (), args=value.elts)
+        if isinstance(value, gast.Subscript):
+            if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
+                return Prim("element", t, (value.value.id,), value.slice.value)
+            element = self.tuple_element(value)
+            if element is not None:
+                return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
+                    else Prim("none", t)
+            return Prim("template", t, _names([value.value]), "getitem",
+                        [value.value, value.slice])
+        if isinstance(value, gast.Call):
+            return self.classify_call(t, value)
+        if isinstance(value, gast.Compare) or (isinstance(value, gast.Attribute) and
+                                               value.attr in _STRUCTURE_ATTRIBUTES):
+            return Prim("none", t)
+        return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def call_result(self, atom) -> bool:
+        """Whether `atom` names the value of a call to a differentiated user function."""
+        if not isinstance(atom, gast.Name):
+            return False
+        defs = self.defs.get(atom.id, [])
+        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+            isinstance(defs[0].value, gast.Call) and \
+            self.classify_call(atom.id, defs[0].value).kind == "call" and \
+            all(isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+                isinstance(use.value.slice, gast.Constant) for use in self.loads[atom.id])
+
+    def rule(self, t, key, args, keywords) -> Prim:
+        if is_nondifferentiable(key):
+            return Prim("none", t)
+        args = [self.literal_tuple(a) for a in args]
+        keywords = {k: self.literal_tuple(v) for k, v in keywords.items()}
+        sources = _names(args + list(keywords.values()))
+        kind = "template" if has_adjoint(key) else "opaque"
+        return Prim(kind, t, sources, key, args, keywords)
+
+    def literal_tuple(self, atom):
+        """A name bound once to a tuple literal, as that literal (templates want it so)."""
+        if isinstance(atom, gast.Name):
+            defs = self.defs.get(atom.id, [])
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, (gast.Tuple, gast.List)):
+                return gast.Tuple(elts=[self.literal_tuple(e) for e in defs[0].value.elts],
+                                  ctx=gast.Load())
+        return atom
+
+    def tuple_element(self, value):
+        literal = self.literal_tuple(value.value)
+        index = value.slice
+        if isinstance(literal, gast.Tuple) and isinstance(index, gast.Constant) and \
+                isinstance(index.value, int) and -len(literal.elts) <= index.value < \
+                len(literal.elts):
+            return literal.elts[index.value]
+        return None
+
+    def classify_call(self, t, value) -> Prim:
+        obj = resolve(self.fn, value.func, None)
+        keywords = {k.arg: k.value for k in value.keywords}
+        if obj is None:
+            return Prim("opaque", t, _names(value.args + list(keywords.values())), value.func)
+        from .api_reverse import CustomVJP
+        if has_adjoint(obj) or is_nondifferentiable(obj):
+            return self.rule(t, obj, list(value.args), keywords)
+        if isinstance(obj, CustomVJP) or hasattr(obj, "__secant_function__") or \
+                isinstance(obj, numba.core.dispatcher.Dispatcher) or is_user_function(obj):
+            args = self.bind_call(obj, value)
+            return Prim("call", t, _names(args), obj, args)
+        return Prim("opaque", t, _names(value.args + list(keywords.values())), obj)
+
+    def bind_call(self, obj, value) -> list:
+        if not value.keywords:
+            return list(value.args)
+        from .frontend import parse
+        from .function import signature
+        bound = signature(parse(obj)).bind(*value.args,
+                                          **{k.arg: k.value for k in value.keywords})
+        bound.apply_defaults()
+        return [v if isinstance(v, gast.AST) else const(v) for v in bound.arguments.values()]
+
+    # ------------------------------------------------------------ outputs
+    def outputs(self) -> None:
+        ret = self.ret.value
+        literal = self.literal_tuple(ret)
+        elements = literal.elts if isinstance(literal, gast.Tuple) else None
+        self.aux = None
+        if self.has_aux:
+            if elements is None or len(elements) != 2:
+                raise self.fn.origin.error(self.ret, "with has_aux=True the function must "
+                                           "return a pair (output, aux)",
+                                           "return out, aux")
+            self.out_atom, self.aux = elements
+            elements = None
+        else:
+            self.out_atom = ret
+        if elements is not None and self.mode != VJP:
+            raise self.fn.origin.error(self.ret, f"{self.mode} needs a scalar output, but "
+                                       f"{self.fn.name} returns a tuple",
+                                       "use vjp for several outputs, or has_aux=True")
+        self.out_elements = elements
+        atoms = elements if elements is not None else [self.out_atom]
+        self.diff_outputs = [a.id if isinstance(a, gast.Name) else None for a in atoms]
+        for atom in atoms:
+            if isinstance(atom, gast.Name) and atom.id in self.defs:
+                continue
+            if not isinstance(atom, gast.Constant):
+                raise self.fn.origin.error(self.ret, "this returned value cannot be "
+                                           "differentiated", "return a variable")
+
+    # ------------------------------------------------------------ adjoint statements
+    def adjoint_stmts(self, stmt) -> list:
+        prim = self.prims[id(stmt)]
+        if prim.target not in self.active:
+            return []
+        if prim.kind == "copy":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            return [self.accumulate(source, name(self.adjoint[prim.target]))]
+        if prim.kind in ("template", "setitem"):
+            return self.expand(stmt, prim)
+        if prim.kind == "element":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            adj = self.element_adjoint(source, prim.key)
+            return [assign(adj, gast.BinOp(left=name(adj), op=gast.Add(),
+                                           right=name(self.adjoint[prim.target])))]
+        if prim.kind == "call":
+            return self.call_adjoint(stmt, prim)
+        if prim.kind in ("tuple", "none"):
+            return []
+        what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
+            emit.expression_source(prim.key)
+        raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
+                                   "register one with @transformer.defadjoint, wrap it with "
+                                   "custom_vjp, or apply stop_gradient")
+
+    def element_adjoint(self, var: str, k: int) -> str:
+        """The adjoint of element `k` of the tuple a user function returned into `var`."""
+        elements = self.__dict__.setdefault("_elements", {}).setdefault(var, {})
+        if k not in elements:
+            elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
+        return elements[k]
+
+    def zero_adjoints(self, var: str) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        elements = self.__dict__.get("_elements", {}).get(var)
+        if elements is None:
+            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+                for k, adj in sorted(elements.items())]
+
+    def accumulate(self, source: str, value) -> gast.Assign:
+        adj = self.adjoint[source]
+        return assign(adj, gast.BinOp(left=name(adj), op=gast.Add(), right=value))
+
+    def expand(self, stmt, prim) -> list:
+        target = prim.target
+        try:
+            stmts, env = expand_adjoint(
+                prim.key, copy.deepcopy(prim.args), copy.deepcopy(prim.keywords),
+                name(target), self.adjoint.get,
+                fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
+        except MissingRule as exc:
+            raise self.fn.origin.error(stmt, str(exc), "register a rule with "
+                                       "@transformer.defadjoint") from None
+        return self.bind_env(stmts, env)
+
+    def bind_env(self, stmts, env) -> list:
+        renames = {}
+        for key, obj in env.items():
+            bound = self.helper(key, obj)
+            if bound != key:
+                renames[key] = bound
+        if renames:
+            for stmt in stmts:
+                for sub in gast.walk(stmt):
+                    if isinstance(sub, gast.Name) and sub.id in renames:
+                        sub.id = renames[sub.id]
+        return stmts
+
+    def call_adjoint(self, stmt, prim) -> list:
+        positions = tuple(i for i, a in enumerate(prim.args)
+                          if isinstance(a, gast.Name) and a.id in self.active)
+        if not positions:
+            return []
+        vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
+        grads = self.namer.fresh(prim.target + "_grads")
+        elements = self.__dict__.get("_elements", {}).get(prim.target)
+        if outputs == 1 and elements is None:
+            cotangents = [name(self.adjoint[prim.target])]
+        elif elements is None:
+            raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
+                                       "to be differentiated", "write `a, b = f(x)`")
+        else:
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            cotangents = [name(elements[k]) if k in elements else
+                          call(name(zeros), subscript(name(prim.target), const(k)))
+                          for k in range(outputs)]
+        args = [copy.deepcopy(a) for a in prim.args] + cotangents
+        out = [assign(grads, call(name(vjp_name), *args))]
+        for k, position in enumerate(positions):
+            out.append(self.accumulate(prim.args[position].id,
+                                       subscript(name(grads), const(k))))
+        return out
+
+    def callee_vjp(self, obj, positions, stmt) -> str:
+        from .api_reverse import CustomVJP
+        from .frontend import parse
+        cache = self.__dict__.setdefault("_callees", {})
+        key = (id(obj), positions)
+        if key not in cache:
+            if isinstance(obj, CustomVJP):
+                generated = obj.vjp_function(positions)
+            else:
+                try:
+                    callee = parse(obj)
+                except TransformError:
+                    raise
+                generated = reverse_function(callee, positions, VJP)
+            base = getattr(obj, "__name__", "callee")
+            outputs = len(generated.params) - len(_primal_params(obj))
+            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
+        return cache[key]
+
+    # ------------------------------------------------------------ what the reverse reads
+    def needed(self) -> set:
+        primal = set(self.defs)
+        found = set()
+        for stmts in self.adjoints.values():
+            found |= _value_reads(stmts, self.env) & primal
+        for _stmt, names in self._control_reads():
+            found |= names
+        return found
+
+    def _control_reads(self):
+        for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
+            if isinstance(stmt, gast.If):
+                yield id(stmt), set(_names([stmt.test])) & set(self.defs)
+            elif isinstance(stmt, gast.For):
+                last, start, step = stmt.secant_reverse
+                yield id(stmt), ({last} | set(_names([start, step]))) & set(self.defs)
+            elif isinstance(stmt, gast.While):
+                yield id(stmt), {stmt.secant_trips}
+
+    def promoted_names(self) -> set:
+        """Names that start as an integer constant but hold floats later: float tapes."""
+        found = set()
+        for var, defs in self.defs.items():
+            ints = [d for d in defs if isinstance(d, gast.Assign) and
+                    isinstance(d.value, gast.Constant) and isinstance(d.value.value, int)]
+            if ints and (var in self.active or len(ints) < len(defs)) and \
+                    not all(isinstance(d, gast.Assign) and self.prims[id(d)].kind == "none"
+                            for d in defs):
+                found.add(var)
+        return found
+
+    # ------------------------------------------------------------ emission: forward
+    def build(self, label: str) -> Function:
+        forward = self.tape_setup() + self.forward_block(self.body)
+        reverse = self.reverse_block(self.body, top=True)
+        node = copy.deepcopy(self.fn.node)
+        prefix = {GRAD: "grad", VALUE_AND_GRAD: "value_and_grad", VJP: "vjp"}[self.mode]
+        node.name = self.namer.fresh(f"{prefix}_{self.fn.name}")
+        if self.mode == VJP:
+            node.args.args = node.args.args + [gast.Name(id=c, ctx=gast.Param(),
+                                                         annotation=None, type_comment=None)
+                                               for c in self.cotangent_params]
+        node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        for free in free_names(node):       # builtins a rule's code names (slice, ...)
+            if free not in self.env and hasattr(builtins, free):
+                self.env[free] = getattr(builtins, free)
+        return self.fn.with_transform(node, label, self.env)
+
+    def counter(self, var: str, kind: str) -> tuple[str, str]:
+        if (var, kind) not in self.counters:
+            base = var if kind == "tape" else var + "_old"
+            self.counters[(var, kind)] = (self.namer.fresh(base + "_tape"),
+                                          self.namer.fresh(base + "_top"))
+        return self.counters[(var, kind)]
+
+    def tape_setup(self) -> list:
+        out = []
+        for var in sorted(self.plan.taped):
+            out.append(located(assign(self.counter(var, "tape")[1], const(0)), self.fn.node))
+        for var in sorted(self.plan.saved_items):
+            out.append(located(assign(self.counter(var, "items")[1], const(0)), self.fn.node))
+        for var in sorted(self.plan.taped & set(self.fn.params)):
+            out.extend(self.record(var, None))
+        return out
+
+    def forward_block(self, stmts) -> list:
+        out = []
+        for stmt in stmts:
+            out.extend(self.forward_statement(stmt))
+        return out
+
+    def forward_statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, gast.Subscript):
+                saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
+                    else []
+                return saves + [copy.deepcopy(stmt)]
+            records = self.record(target.id, stmt) if target.id in self.plan.taped else []
+            return [copy.deepcopy(stmt)] + records
+        if isinstance(stmt, gast.If):
+            return [located(gast.If(test=copy.deepcopy(stmt.test),
+                                    body=self.forward_block(stmt.body) or [gast.Pass()],
+                                    orelse=self.forward_block(stmt.orelse)), stmt)]
+        if isinstance(stmt, gast.For):
+            reserve = self.reserve_before(stmt)
+            loop = gast.For(target=copy.deepcopy(stmt.target), iter=copy.deepcopy(stmt.iter),
+                            body=self.forward_block(stmt.body) or [gast.Pass()], orelse=[],
+                            type_comment=None)
+            return reserve + [located(loop, stmt)]
+        if isinstance(stmt, gast.While):
+            return [located(gast.While(test=copy.deepcopy(stmt.test),
+                                       body=self.forward_block(stmt.body) or [gast.Pass()],
+                                       orelse=[]), stmt)]
+        return [copy.deepcopy(stmt)]
+
+    def capacity(self, stmt):
+        """Tape rows to reserve at the first record: the trip count when it is known."""
+        loops = self.loops_of.get(id(stmt), ()) if stmt is not None else ()
+        if len(loops) == 1 and isinstance(loops[0], gast.For) and \
+                self.block_of[id(stmt)] == id(loops[0].body):
+            return self.trip_count(loops[0])
+        return const(1 if not loops else tape.MIN_CAPACITY)
+
+    def trip_count(self, loop):
+        args = [copy.deepcopy(a) for a in loop.iter.args]
+        if len(args) == 1:
+            args = [const(0)] + args
+        if len(args) == 2:
+            args.append(const(1))
+        return call(name(self.helper("trip_count", tape.trip_count)), *args)
+
+    def record(self, var: str, stmt) -> list:
+        tape_name, top = self.counter(var, "tape")
+        maker = "float_tape" if var in self.plan.float_tapes else "exact_tape"
+        create = gast.If(test=gast.Compare(left=name(top), ops=[gast.Eq()],
+                                           comparators=[const(0)]),
+                         body=[assign(tape_name, call(
+                             name(self.helper(maker, getattr(tape, maker))), name(var),
+                             self.capacity(stmt)))], orelse=[])
+        push = assign(tape_name, call(name(self.helper("push", tape.push)), name(tape_name),
+                                      name(top), name(var)))
+        bump = assign(top, gast.BinOp(left=name(top), op=gast.Add(), right=const(1)))
+        origin = stmt if stmt is not None else self.fn.node
+        return [located(s, origin) for s in (create, push, bump)]
+
+    def reserve_before(self, loop) -> list:
+        """Grow the tapes an outermost `for` loop will fill to their final size at once."""
+        if self.loops_of[id(loop)]:
+            return []
+        out = []
+        for var in sorted(self.plan.taped):
+            sites = [d for d in self.defs[var] if isinstance(d, gast.Assign)]
+            inside = [d for d in sites if self.block_of[id(d)] == id(loop.body)]
+            before = [d for d in sites if self.block_of[id(d)] == self.block_of[id(loop)]
+                      and self.order[id(d)] < self.order[id(loop)]] or \
+                (var in self.fn.params and not self.loops_of[id(loop)])
+            if inside and before:
+                tape_name, top = self.counter(var, "tape")
+                rows = gast.BinOp(left=name(top), op=gast.Add(), right=gast.BinOp(
+                    left=const(len(inside)), op=gast.Mult(), right=self.trip_count(loop)))
+                out.append(located(assign(tape_name, call(
+                    name(self.helper("reserve", tape.reserve)), name(tape_name), rows)), loop))
+        return out
+
+    def save_items(self, stmt) -> list:
+        target = stmt.targets[0]
+        var = target.value.id
+        buf, top = self.counter(var, "items")
+        old = subscript(name(var), copy.deepcopy(target.slice))
+        create = gast.If(test=gast.Compare(left=name(top), ops=[gast.Eq()],
+                                           comparators=[const(0)]),
+                         body=[assign(buf, call(name(self.helper("items_buffer",
+                                                                 tape.items_buffer)),
+                                                name(var), const(tape.MIN_CAPACITY)))],
+                         orelse=[])
+        push = assign(gast.Tuple(elts=[store(buf), store(top)], ctx=gast.Store()),
+                      call(name(self.helper("push_items", tape.push_items)), name(buf),
+                           name(top), old))
+        return [located(create, stmt), located(push, stmt)]
+
+    # ------------------------------------------------------------ emission: reverse
+    def reverse_block(self, stmts, top: bool = False) -> list:
+        body = []
+        comment = [None]
+        for stmt in reversed(stmts):
+            body.extend(self.reverse_statement(stmt, comment))
+        if not body and not top:
+            return []
+        prefix = [copy.deepcopy(s) for s in stmts if isinstance(s, gast.Assign) and
+                  isinstance(s.targets[0], gast.Name) and s.targets[0].id in
+                  self.plan.recomputed]
+        inits = self.inits(id(stmts), top)
+        if top:
+            inits += self.seeds()
+        return prefix + inits + body
+
+    def reverse_statement(self, stmt, comment) -> list:
+        if isinstance(stmt, gast.Assign):
+            out = [copy.deepcopy(s) for s in self.adjoints[id(stmt)]]
+            text = self.fn.origin.source_line(getattr(stmt, "lineno", None))
+            if out and text and text.strip() != comment[0]:
+                comment[0] = text.strip()
+                emit.annotate(out[0], "grad of: " + comment[0])
+            target = stmt.targets[0]
+            if isinstance(target, gast.Subscript):
+                if target.value.id in self.plan.saved_items:
+                    out += self.restore_items(stmt)
+            else:
+                out += self.reset(target.id, stmt)
+                if target.id in self.plan.taped and \
+                        not getattr(stmt, "secant_late_restore", False):
+                    out += self.restore(target.id)
+            return [located(s, stmt) for s in out]
+        if isinstance(stmt, gast.If):
+            body, orelse = self.reverse_block(stmt.body), self.reverse_block(stmt.orelse)
+            if not body and not orelse:
+                return []
+            comment[0] = None
+            return [located(gast.If(test=copy.deepcopy(stmt.test), body=body or [gast.Pass()],
+                                    orelse=orelse), stmt)]
+        if isinstance(stmt, gast.For):
+            return self.reverse_for(stmt, comment)
+        if isinstance(stmt, gast.While):
+            return self.reverse_while(stmt, comment)
+        return []
+
+    def reverse_for(self, loop, comment) -> list:
+        body = self.reverse_block(loop.body)
+        if not body:
+            return []
+        comment[0] = None
+        last, start, step = loop.secant_reverse
+        if isinstance(start, gast.Constant) and isinstance(step, gast.Constant):
+            stop = const(start.value - step.value)
+        else:
+            stop = gast.BinOp(left=copy.deepcopy(start), op=gast.Sub(),
+                              right=copy.deepcopy(step))
+        back = const(-step.value) if isinstance(step, gast.Constant) else \
+            gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step))
+        header = call(name(self._builtin("range", range)), name(last), stop, back)
+        rev = gast.For(target=copy.deepcopy(loop.target), iter=header, body=body, orelse=[],
+                       type_comment=None)
+        return [located(rev, loop)]
+
+    def reverse_while(self, loop, comment) -> list:
+        body = self.reverse_block(loop.body)
+        trips = loop.secant_trips
+        out = []
+        if body:
+            comment[0] = None
+            index = self.namer.fresh("trip")
+            out.append(located(gast.For(target=store(index), iter=call(
+                name(self._builtin("range", range)), name(trips)), body=body, orelse=[],
+                type_comment=None), loop))
+        if trips in self.plan.taped:
+            out += [located(s, loop) for s in self.restore(trips)]
+        return out
+
+    def _builtin(self, key, obj) -> str:
+        return self.helper(key, obj)
+
+    def restore(self, var: str) -> list:
+        tape_name, top = self.counter(var, "tape")
+        value = subscript(name(tape_name), gast.BinOp(left=name(top), op=gast.Sub(),
+                                                       right=const(1)))
+        if var in self.written:
+            value = call(name(self.helper("copy_array", np.copy)), value)
+        pop = assign(top, gast.BinOp(left=name(top), op=gast.Sub(), right=const(1)))
+        back = gast.If(test=gast.Compare(left=name(top), ops=[gast.Gt()],
+                                         comparators=[const(0)]),
+                       body=[assign(var, value)], orelse=[])
+        return [pop, back]
+
+    def restore_items(self, stmt) -> list:
+        target = stmt.targets[0]
+        var = target.value.id
+        buf, top = self.counter(var, "items")
+        old = self.namer.fresh(var + "_old")
+        pop = assign(gast.Tuple(elts=[store(old), store(top)], ctx=gast.Store()),
+                     call(name(self.helper("pop_items", tape.pop_items)), name(buf), name(top),
+                          subscript(name(var), copy.deepcopy(target.slice))))
+        write = assign(subscript(name(var), copy.deepcopy(target.slice), gast.Store()),
+                       name(old))
+        return [pop, write]
+
+    # ------------------------------------------------------------ adjoint initialisation
+    def home_blocks(self) -> dict:
+        """Active name -> the innermost block holding all its assignments and reads."""
+        if hasattr(self, "_homes"):
+            return self._homes
+        homes = {}
+        for var in self.active:
+            stmts = [s for s in self.defs.get(var, []) + self.loads.get(var, [])
+                     if id(s) in self.chain_of]
+            chains = [self.chain_of[id(s)] for s in stmts]
+            if var in self.fn.params or not chains or var in self.diff_outputs:
+                homes[var] = id(self.body)
+                continue
+            common = chains[0]
+            for chain in chains[1:]:
+                n = 0
+                while n < min(len(common), len(chain)) and common[n] == chain[n]:
+                    n += 1
+                common = common[:n]
+            homes[var] = common[-1] if common else id(self.body)
+        self._homes = homes
+        return homes
+
+    def inits(self, block_id, top) -> list:
+        out = []
+        first = {v: min((self.order.get(id(d), -1) for d in self.defs.get(v, [])),
+                        default=-1) for v in self.active}
+        for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
+                          key=lambda v: (first[v], v)):
+            if var in self.wrt and top:
+                check = self.helper("float_zeros", float_zeros)
+                out.append(assign(self.adjoint[var], call(name(check), name(var),
+                                                          const(var))))
+            else:
+                out.extend(self.zero_adjoints(var))
+        return out
+
+    def reset(self, var: str, stmt) -> list:
+        """Zero the adjoint after its value's assignment consumed it, if it runs again."""
+        if var not in self.active:
+            return []
+        defs = self.defs[var]
+        home = self.home_blocks()[var]
+        home_loops = self._loops_of_block(home)
+        if len(defs) > 1 or len(self.loops_of[id(stmt)]) > len(home_loops):
+            return self.zero_adjoints(var)
+        return []
+
+    def _loops_of_block(self, block_id):
+        if block_id == id(self.body):
+            return ()
+        for stmt_id, bid in self.block_of.items():
+            if bid == block_id:
+                return self.loops_of[stmt_id]
+        return ()
+
+    def seeds(self) -> list:
+        out = []
+        atoms = self.out_elements if self.out_elements is not None else [self.out_atom]
+        self.cotangent_params = []
+        for k, atom in enumerate(atoms):
+            if self.mode == VJP:
+                base = "b_" + atom.id if isinstance(atom, gast.Name) else f"b_out{k}"
+                cot = self.namer.fresh(base)
+                self.cotangent_params.append(cot)
+                seed = name(cot)
+            else:
+                seed = call(name(self.helper("unit_cotangent", unit_cotangent)),
+                            copy.deepcopy(atom))
+            if isinstance(atom, gast.Name) and atom.id in self.active:
+                out.append(self.accumulate(atom.id, seed))
+        return out
+
+    def final_return(self) -> gast.Return:
+        grads = [name(self.adjoint[v]) if v in self.active else
+                 call(name(self.helper("float_zeros", float_zeros)), name(v), const(v))
+                 for v in self.wrt]
+        if self.mode == VJP:
+            return gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))
+        value = grads[0] if len(grads) == 1 and not self.tuple_grads else \
+            gast.Tuple(elts=grads, ctx=gast.Load())
+        if self.has_aux:
+            aux = copy.deepcopy(self.aux)
+            if self.mode == GRAD:
+                return gast.Return(value=gast.Tuple(elts=[value, aux], ctx=gast.Load()))
+            out = gast.Tuple(elts=[copy.deepcopy(self.out_atom), aux], ctx=gast.Load())
+            return gast.Return(value=gast.Tuple(elts=[out, value], ctx=gast.Load()))
+        if self.mode == GRAD:
+            return gast.Return(value=value)
+        return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
+                                            ctx=gast.Load()))
+
+    tuple_grads = False
+
+
+def _primal_params(obj) -> list:
+    from .api_reverse import CustomVJP
+    from .frontend import parse
+    return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
+
+
+# shape-only arguments: any value of the right shape and type serves, so reading a
+# variable there does not make the reverse sweep need its value at that point
+_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
+                    runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
+
+
+def _value_reads(stmts, env) -> set:
+    """Names whose values (not only shapes) the statements read."""
+    skipped = set()
+    for stmt in stmts:
+        for sub in gast.walk(stmt):
+            if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
+                position = _SHAPE_ARGUMENTS.get(env.get(sub.func.id))
+                if position is not None and position < len(sub.args) and \
+                        isinstance(sub.args[position], gast.Name):
+                    skipped.add(id(sub.args[position]))
+    return {sub.id for stmt in stmts for sub in gast.walk(stmt)
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)
+            and id(sub) not in skipped}
+
+
+# ---------------------------------------------------------------- runtime helpers
+
+
+def unit_cotangent(out):
+    """1 in the float type of a scalar output; an error naming the shape otherwise."""
+    if np.ndim(out) != 0:
+        raise TypeError(f"grad requires a scalar output, but the function returned an array "
+                        f"of shape {np.shape(out)}; use vjp or jacrev for non-scalar outputs")
+    return runtime.cast_like(1.0, out)
+
+
+def float_zeros(x, label):
+    """Zeros shaped like argument `x`; an error naming it when it is an integer."""
+    if np.issubdtype(np.asarray(x).dtype, np.integer) or isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"grad requires real-valued inputs, but argument {label!r} is an "
+                        f"integer ({np.asarray(x).dtype}); pass a float such as "
+                        f"{label}=float(...)")
+    return runtime.zeros_like(x)
+
+
+def _install_overloads():
+    from numba import types
+    from numba.core.errors import TypingError
+    from numba.extending import overload
+
+    @overload(unit_cotangent)
+    def _unit_nb(out):
+        if isinstance(out, types.Array) and out.ndim > 0:
+            raise TypingError(f"grad requires a scalar output, but the function returned a "
+                              f"{out.ndim}-d array; use vjp or jacrev for non-scalar outputs")
+        return lambda out: runtime.cast_like(1.0, out)
+
+    @overload(float_zeros)
+    def _zeros_nb(x, label):
+        dtype = x.dtype if isinstance(x, types.Array) else x
+        if isinstance(dtype, (types.Integer, types.Boolean)):
+            which = getattr(label, "literal_value", "an argument")
+            raise TypingError(f"grad requires real-valued inputs, but argument {which!r} "
+                              f"is an integer ({dtype})")
+        return lambda x, label: runtime.zeros_like(x)
+
+
+_install_overloads()
+__all__ = ["reverse_function", "prepare", "GRAD", "VALUE_AND_GRAD", "VJP"]

@@ -1,0 +1,196 @@
+"""Hand-written adjoint templates (see ``transformer.templates`` for the language).
+
+``d[x] += e`` accumulates into the adjoint of ``x``; ``d[z]`` is the adjoint of the result.
+"""
+
+# ruff: noqa: F821  (``d`` is template syntax, never evaluated)
+
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from transformer.runtime import (
+    axis_count,
+    broadcast_reduced,
+    cast_like,
+    concatenate_part,
+    cumsum_adjoint,
+    einsum_grad,
+    hstack_part,
+    inside,
+    matmul_grad_left,
+    matmul_grad_right,
+    outer_or_matmul,
+    reduce_mean,
+    reduce_sum,
+    reshape_like,
+    scatter_add,
+    stack_part,
+    unbroadcast,
+    vstack_part,
+)
+from transformer.templates import adjoint
+
+# ---------------------------------------------------------------- builtins on two scalars
+
+
+@adjoint(max)
+def max_pair(z, x, y):
+    d[x] += d[z] if x >= y else 0.0
+    d[y] += 0.0 if x >= y else d[z]
+
+
+@adjoint(min)
+def min_pair(z, x, y):
+    d[x] += d[z] if x <= y else 0.0
+    d[y] += 0.0 if x <= y else d[z]
+
+
+# ---------------------------------------------------------------- selections
+
+
+@adjoint(np.where)
+def where(z, condition, x, y):
+    d[x] += unbroadcast(d[z] * condition, x)
+    d[y] += unbroadcast(d[z] * np.logical_not(condition), y)
+
+
+@adjoint(np.clip)
+def clip(z, x, a_min, a_max):
+    d[x] += unbroadcast(d[z] * inside(x, a_min, a_max), x)
+    d[a_min] += unbroadcast(d[z] * (x < a_min), a_min)
+    d[a_max] += unbroadcast(d[z] * (x > a_max), a_max)
+
+
+@adjoint("getitem")
+def getitem(z, x, index):
+    scatter_add(d[x], index, d[z])
+
+
+@adjoint("setitem", result=False)
+def setitem(x, index, v):
+    d[v] += unbroadcast(d[x][index], v)
+    d[x][index] = 0.0
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@adjoint(np.prod)
+def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
+    d[x] += broadcast_reduced(d[z] * z, x, axis, keepdims) / x
+
+
+@adjoint(np.max, np.amax, np.min, np.amin)
+def max_(z, x, axis=None, out=None, keepdims=False):
+    hit = cast_like(x == broadcast_reduced(z, x, axis, keepdims), x)
+    share = d[z] / reduce_sum(hit, axis, None, None, keepdims)
+    d[x] += hit * broadcast_reduced(share, x, axis, keepdims)
+
+
+@adjoint(np.var)
+def var(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    centered = x - broadcast_reduced(reduce_mean(x, axis, None, None, True), x, axis, True)
+    scale = 2.0 / cast_like(axis_count(x, axis) - ddof, x)
+    d[x] += broadcast_reduced(d[z], x, axis, keepdims) * centered * scale
+
+
+@adjoint(np.std)
+def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    centered = x - broadcast_reduced(reduce_mean(x, axis, None, None, True), x, axis, True)
+    scale = 1.0 / cast_like(axis_count(x, axis) - ddof, x)
+    d[x] += broadcast_reduced(d[z] / z, x, axis, keepdims) * centered * scale
+
+
+@adjoint(np.linalg.norm)
+def norm(z, x, ord=None, axis=None, keepdims=False):
+    # the 2-norm / Frobenius norm (ord=None)
+    d[x] += broadcast_reduced(d[z] / z, x, axis, keepdims) * x
+
+
+@adjoint(np.cumprod)
+def cumprod(z, x, axis=None, dtype=None, out=None):
+    d[x] += cumsum_adjoint(d[z] * z, x, axis) / x
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+@adjoint(gast.MatMult, np.matmul, np.dot, np.inner)
+def matmul(z, x, y):
+    d[x] += matmul_grad_left(d[z], x, y)
+    d[y] += matmul_grad_right(d[z], x, y)
+
+
+@adjoint(np.outer)
+def outer(z, x, y):
+    d[x] += reshape_like(np.dot(d[z], np.ravel(y)), x)
+    d[y] += reshape_like(np.dot(np.ravel(x), d[z]), y)
+
+
+@adjoint(np.vdot)
+def vdot(z, x, y):
+    d[x] += reshape_like(d[z] * np.ravel(y), x)
+    d[y] += reshape_like(d[z] * np.ravel(x), y)
+
+
+@adjoint(np.einsum)
+def einsum(z, subscripts, *operands):
+    for k in range(len(operands)):
+        d[operands[k]] += einsum_grad(subscripts, k, d[z], operands)
+
+
+@adjoint(np.linalg.inv)
+def inv(z, a):
+    d[a] -= z.T @ d[z] @ z.T
+
+
+@adjoint(np.linalg.solve)
+def solve(z, a, b):
+    t = np.linalg.solve(a.T, d[z])
+    d[b] += t
+    d[a] -= outer_or_matmul(t, z)
+
+
+@adjoint(np.linalg.det)
+def det(z, a):
+    d[a] += (d[z] * z) * np.linalg.inv(a).T
+
+
+@adjoint(np.linalg.slogdet)
+def slogdet(z, a):
+    # z is the pair (sign, logabsdet); only logabsdet carries a derivative
+    d[a] += d[z][1] * np.linalg.inv(a).T
+
+
+# ---------------------------------------------------------------- joining arrays
+
+
+@adjoint(np.concatenate)
+def concatenate(z, arrays, axis=0):
+    for k in range(len(arrays)):
+        d[arrays[k]] += concatenate_part(d[z], arrays, k, axis)
+
+
+@adjoint(np.stack)
+def stack(z, arrays, axis=0):
+    for k in range(len(arrays)):
+        d[arrays[k]] += stack_part(d[z], k, axis)
+
+
+@adjoint(np.hstack)
+def hstack(z, tup):
+    for k in range(len(tup)):
+        d[tup[k]] += hstack_part(d[z], tup, k)
+
+
+@adjoint(np.vstack)
+def vstack(z, tup):
+    for k in range(len(tup)):
+        d[tup[k]] += vstack_part(d[z], tup, k)
+
+
+@adjoint(np.broadcast_to)
+def broadcast_to(z, x, shape):
+    d[x] += unbroadcast(d[z], x)

@@ -1,0 +1,187 @@
+"""Hand-written tangent templates (see ``transformer.templates`` for the language).
+
+Each ``d[z] = e`` is the contribution of the one argument whose tangent ``e`` reads.
+"""
+
+# ruff: noqa: F821  (``d`` is template syntax, never evaluated)
+
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from transformer.runtime import (
+    axis_count,
+    broadcast_reduced,
+    cast_like,
+    cumsum,
+    einsum_tangent,
+    inside,
+    matmul,
+    reduce_mean,
+    reduce_sum,
+)
+from transformer.templates import tangent
+
+# ---------------------------------------------------------------- builtins on two scalars
+
+
+@tangent(max)
+def max_pair(z, x, y):
+    d[z] = d[x] if x >= y else 0.0
+    d[z] = 0.0 if x >= y else d[y]
+
+
+@tangent(min)
+def min_pair(z, x, y):
+    d[z] = d[x] if x <= y else 0.0
+    d[z] = 0.0 if x <= y else d[y]
+
+
+# ---------------------------------------------------------------- selections
+
+
+@tangent(np.where, broadcast=True)
+def where(z, condition, x, y):
+    d[z] = d[x] * condition
+    d[z] = d[y] * np.logical_not(condition)
+
+
+@tangent(np.clip, broadcast=True)
+def clip(z, x, a_min, a_max):
+    d[z] = d[x] * inside(x, a_min, a_max)
+    d[z] = d[a_min] * (x < a_min)
+    d[z] = d[a_max] * (x > a_max)
+
+
+@tangent("getitem")
+def getitem(z, x, index):
+    d[z] = d[x][index]
+
+
+@tangent("setitem", result=False)
+def setitem(x, index, v):
+    d[x][index] = d[v]
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@tangent(np.prod)
+def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
+    d[z] = reduce_sum(d[x] * broadcast_reduced(z, x, axis, keepdims) / x,
+                      axis, None, None, keepdims)
+
+
+@tangent(np.max, np.amax, np.min, np.amin)
+def max_(z, x, axis=None, out=None, keepdims=False):
+    hit = cast_like(x == broadcast_reduced(z, x, axis, keepdims), x)
+    d[z] = reduce_sum(d[x] * hit, axis, None, None, keepdims) \
+        / reduce_sum(hit, axis, None, None, keepdims)
+
+
+@tangent(np.var)
+def var(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    centered = x - broadcast_reduced(reduce_mean(x, axis, None, None, True), x, axis, True)
+    scale = 2.0 / cast_like(axis_count(x, axis) - ddof, x)
+    d[z] = reduce_sum(d[x] * centered, axis, None, None, keepdims) * scale
+
+
+@tangent(np.std)
+def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    centered = x - broadcast_reduced(reduce_mean(x, axis, None, None, True), x, axis, True)
+    scale = 1.0 / cast_like(axis_count(x, axis) - ddof, x)
+    d[z] = reduce_sum(d[x] * centered, axis, None, None, keepdims) * scale / z
+
+
+@tangent(np.linalg.norm)
+def norm(z, x, ord=None, axis=None, keepdims=False):
+    d[z] = reduce_sum(d[x] * x, axis, None, None, keepdims) / z
+
+
+@tangent(np.cumprod)
+def cumprod(z, x, axis=None, dtype=None, out=None):
+    d[z] = cumsum(d[x] / x, axis) * z
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+@tangent(gast.MatMult, np.matmul)
+def matmul_(z, x, y):
+    d[z] = matmul(d[x], y)
+    d[z] = matmul(x, d[y])
+
+
+@tangent(np.dot, np.inner)
+def dot(z, x, y):
+    d[z] = np.dot(d[x], y)
+    d[z] = np.dot(x, d[y])
+
+
+@tangent(np.outer)
+def outer(z, x, y):
+    d[z] = np.outer(d[x], y)
+    d[z] = np.outer(x, d[y])
+
+
+@tangent(np.vdot)
+def vdot(z, x, y):
+    d[z] = np.vdot(d[x], y)
+    d[z] = np.vdot(x, d[y])
+
+
+@tangent(np.einsum)
+def einsum(z, subscripts, *operands):
+    for k in range(len(operands)):
+        d[z] = einsum_tangent(subscripts, k, d[operands[k]], operands)
+
+
+@tangent(np.linalg.inv)
+def inv(z, a):
+    d[z] = -(z @ d[a] @ z)
+
+
+@tangent(np.linalg.solve)
+def solve(z, a, b):
+    d[z] = -np.linalg.solve(a, d[a] @ z)
+    d[z] = np.linalg.solve(a, d[b])
+
+
+@tangent(np.linalg.det)
+def det(z, a):
+    d[z] = z * np.trace(np.linalg.solve(a, d[a]))
+
+
+@tangent(np.linalg.slogdet)
+def slogdet(z, a):
+    # z is the pair (sign, logabsdet); the sign is piecewise constant
+    d[z] = (0.0, np.trace(np.linalg.solve(a, d[a])))
+
+
+# ---------------------------------------------------------------- joining arrays
+
+
+@tangent(np.concatenate)
+def concatenate(z, arrays, axis=0):
+    d[z] = np.concatenate(d[arrays], axis)
+
+
+@tangent(np.stack)
+def stack(z, arrays, axis=0):
+    d[z] = np.stack(d[arrays], axis)
+
+
+@tangent(np.hstack)
+def hstack(z, tup):
+    d[z] = np.hstack(d[tup])
+
+
+@tangent(np.vstack)
+def vstack(z, tup):
+    d[z] = np.vstack(d[tup])
+
+
+@tangent(np.broadcast_to, broadcast=True)
+def broadcast_to(z, x, shape):
+    d[z] = d[x]

@@ -1,0 +1,939 @@
+"""Helpers that generated code calls; each runs as plain NumPy and inside Numba nopython mode.
+
+Exceptions, plain NumPy only for now: ``repeat``/``unrepeat`` with an axis, ``hstack_part``,
+``vstack_part``, ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``, and
+``matmul`` and its adjoints for operands of rank above 2.
+
+Every helper is a plain Python function (NumPy, used by the ``python`` backend) with a
+``numba.extending.overload`` that dispatches on Numba types. Numba's versions share two
+index-mapping kernels (``_reduce_into``, ``_gather``) so that reductions, broadcasting and
+their adjoints work for any rank, with an axis that is an int (negative too), a tuple or None.
+
+Conventions: gradients keep the float type of the value they belong to (float32 stays
+float32); a scalar's gradient is a scalar, never a 0-d array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import literal_unroll, types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+__all__ = [
+    "axis_count",
+    "broadcast_like",
+    "broadcast_reduced",
+    "cast_like",
+    "concatenate_part",
+    "cumprod",
+    "cumsum",
+    "cumsum_adjoint",
+    "einsum",
+    "einsum_grad",
+    "einsum_tangent",
+    "flip",
+    "hstack_part",
+    "inside",
+    "matmul",
+    "matmul_grad_left",
+    "matmul_grad_right",
+    "moveaxis",
+    "norm",
+    "outer_or_matmul",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_std",
+    "reduce_sum",
+    "reduce_var",
+    "repeat",
+    "reshape",
+    "reshape_like",
+    "scatter_add",
+    "squeeze",
+    "stack_part",
+    "tensordot",
+    "tile",
+    "transpose",
+    "unbroadcast",
+    "unrepeat",
+    "untile",
+    "untranspose",
+    "vstack_part",
+    "zeros_like",
+]
+
+
+def _float_dtype(x) -> np.dtype:
+    dtype = np.asarray(x).dtype
+    return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
+
+
+def _is_scalar(x) -> bool:
+    return not isinstance(x, np.ndarray) or x.ndim == 0
+
+
+def _nb_float(ty):
+    """The Numba float type a gradient of a value of type ``ty`` has."""
+    dtype = ty.dtype if isinstance(ty, types.Array) else ty
+    return dtype if isinstance(dtype, types.Float) else types.float64
+
+
+def _is_none(ty) -> bool:
+    return ty is None or isinstance(ty, (types.NoneType, types.Omitted)) and (
+        not isinstance(ty, types.Omitted) or ty.value is None)
+
+
+def _static(ty, what):
+    """The value of a literal (or omitted) argument that fixes a result's rank."""
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    if isinstance(ty, types.Literal):
+        return ty.literal_value
+    if isinstance(ty, (bool, int)):
+        return ty
+    raise TypingError(f"{what} must be a constant here")
+
+
+# ---------------------------------------------------------------- scalars, zeros, casts
+
+
+def cast_like(value, x):
+    """``value`` in the float type of ``x`` (arrays are converted elementwise)."""
+    if isinstance(x, (float, int)) and not isinstance(value, np.ndarray):
+        return float(value)
+    dtype = _float_dtype(x)
+    if isinstance(value, np.ndarray):
+        return value.astype(dtype)
+    return dtype.type(value)
+
+
+@overload(cast_like)
+def _cast_like_nb(value, x):
+    target = as_dtype(_nb_float(x)).type
+    if isinstance(value, types.Array):
+        return lambda value, x: value.astype(target)
+    return lambda value, x: target(value)
+
+
+def zeros_like(x):
+    """Float zeros shaped like ``x``: a scalar for a scalar, else an array."""
+    if _is_scalar(x):
+        return cast_like(0.0, x)
+    return np.zeros(np.shape(x), _float_dtype(x))
+
+
+@overload(zeros_like)
+def _zeros_like_nb(x):
+    target = as_dtype(_nb_float(x)).type
+    if isinstance(x, types.Array):
+        return lambda x: np.zeros(x.shape, target)
+    return lambda x: target(0.0)
+
+
+# ---------------------------------------------------------------- index-mapping kernels
+
+
+@register_jitable
+def _c_strides(shape):
+    strides = np.empty(shape.shape[0], np.int64)
+    acc = 1
+    for k in range(shape.shape[0] - 1, -1, -1):
+        strides[k] = acc
+        acc *= shape[k]
+    return strides
+
+
+@register_jitable
+def _reduce_into(src, src_shape, out, out_shape, op):
+    """Fold the C-ordered ``src`` into ``out``: element ``i`` of ``src`` lands on the index
+    ``i mod out_shape`` (axis by axis), so axes of length 1 are reduced and longer axes
+    wrap around (the adjoint of tiling).
+
+    ``op``: 0 sum, 1 product, 2 max, 3 min. ``out`` holds the starting values.
+    """
+    ss = _c_strides(src_shape)
+    os_ = _c_strides(out_shape)
+    for i in range(src.shape[0]):
+        j = 0
+        for k in range(src_shape.shape[0]):
+            j += (((i // ss[k]) % src_shape[k]) % out_shape[k]) * os_[k]
+        v = src[i]
+        if op == 0:
+            out[j] += v
+        elif op == 1:
+            out[j] *= v
+        elif op == 2:
+            if v > out[j] or np.isnan(v):
+                out[j] = v
+        elif v < out[j] or np.isnan(v):
+            out[j] = v
+
+
+@register_jitable
+def _gather(src, src_shape, out, out_shape):
+    """Fill the C-ordered ``out`` from ``src``: element ``i`` of ``out`` reads the index
+    ``i mod src_shape`` (axis by axis), which broadcasts axes of length 1 and tiles the rest.
+    """
+    ss = _c_strides(src_shape)
+    os_ = _c_strides(out_shape)
+    for i in range(out.shape[0]):
+        j = 0
+        for k in range(out_shape.shape[0]):
+            j += (((i // os_[k]) % out_shape[k]) % src_shape[k]) * ss[k]
+        out[i] = src[j]
+
+
+def _axes(ndim, axis):
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    return tuple(sorted(a % ndim for a in axis))
+
+
+def axis_mask(ndim, axis):
+    """Boolean mask of the axes a reduction over ``axis`` removes."""
+    mask = np.zeros(ndim, np.bool_)
+    mask[list(_axes(ndim, axis))] = True
+    return mask
+
+
+@overload(axis_mask)
+def _axis_mask_nb(ndim, axis):
+    if _is_none(axis):
+        return lambda ndim, axis: np.ones(ndim, np.bool_)
+    if isinstance(axis, types.Integer):
+        def one(ndim, axis):
+            mask = np.zeros(ndim, np.bool_)
+            mask[axis % ndim] = True
+            return mask
+        return one
+
+    def several(ndim, axis):
+        mask = np.zeros(ndim, np.bool_)
+        for a in axis:
+            mask[a % ndim] = True
+        return mask
+    return several
+
+
+def _removed(ndim, axis_ty) -> int:
+    if _is_none(axis_ty):
+        return ndim
+    if isinstance(axis_ty, types.Integer):
+        return 1
+    return len(axis_ty)
+
+
+def axis_count(x, axis=None) -> int:
+    """How many elements of ``x`` a reduction over ``axis`` folds into each result."""
+    shape = np.shape(x)
+    return int(np.prod([shape[a] for a in _axes(len(shape), axis)], dtype=np.int64))
+
+
+@overload(axis_count)
+def _axis_count_nb(x, axis=None):
+    def impl(x, axis=None):
+        shape = np.asarray(x.shape)
+        return np.prod(shape[axis_mask(x.ndim, axis)])
+    return impl
+
+
+# ---------------------------------------------------------------- broadcasting
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x`` (the adjoint of broadcasting ``x``)."""
+    if _is_scalar(x):
+        return cast_like(np.sum(g), x)
+    g = np.asarray(g)
+    shape = np.shape(x)
+    if g.shape == shape:
+        return g
+    if g.ndim < len(shape):
+        return np.broadcast_to(g, shape).copy()
+    g = np.sum(g, axis=tuple(range(g.ndim - len(shape))))
+    axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+@overload(unbroadcast)
+def _unbroadcast_nb(g, x):
+    if not isinstance(x, types.Array):
+        target = as_dtype(_nb_float(x)).type
+        if isinstance(g, types.Array):
+            return lambda g, x: target(np.sum(g))
+        return lambda g, x: target(g)
+    if not isinstance(g, types.Array) or g.ndim < x.ndim:
+        return lambda g, x: broadcast_like(g, x)
+
+    def impl(g, x):
+        gshape = np.asarray(g.shape)
+        xshape = np.ones(g.ndim, np.int64)
+        xshape[g.ndim - x.ndim:] = np.asarray(x.shape)
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), gshape, out, xshape, 0)
+        return out.reshape(x.shape)
+    return impl
+
+
+def broadcast_like(t, z):
+    """``t`` broadcast to the shape of ``z``, as an owned array (scalar for scalar ``z``)."""
+    if _is_scalar(z):
+        return t
+    if np.shape(t) == np.shape(z):
+        return t
+    return np.broadcast_to(t, np.shape(z)).copy()
+
+
+@overload(broadcast_like)
+def _broadcast_like_nb(t, z):
+    if not isinstance(z, types.Array):
+        return lambda t, z: t
+    if not isinstance(t, types.Array):
+        return lambda t, z: np.full(z.shape, t)
+
+    def impl(t, z):
+        tshape = np.ones(z.ndim, np.int64)
+        tshape[z.ndim - t.ndim:] = np.asarray(t.shape)
+        out = np.empty(z.size, t.dtype)
+        _gather(np.ascontiguousarray(t).ravel(), tshape, out, np.asarray(z.shape))
+        return out.reshape(z.shape)
+    return impl
+
+
+def broadcast_reduced(g, x, axis=None, keepdims=False):
+    """Spread ``g``, the result of reducing ``x`` over ``axis``, back to the shape of ``x``."""
+    if _is_scalar(x):
+        return g
+    g = np.asarray(g)
+    if not keepdims:
+        g = np.expand_dims(g, _axes(np.ndim(x), axis)) if g.ndim else g
+    return np.broadcast_to(g, np.shape(x)).copy()
+
+
+@overload(broadcast_reduced)
+def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
+    if not isinstance(x, types.Array):
+        return lambda g, x, axis=None, keepdims=False: g
+    if not isinstance(g, types.Array):
+        return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+
+    def impl(g, x, axis=None, keepdims=False):
+        shape = np.asarray(x.shape)
+        gshape = shape.copy()
+        gshape[axis_mask(x.ndim, axis)] = 1
+        out = np.empty(x.size, g.dtype)
+        _gather(np.ascontiguousarray(g).ravel(), gshape, out, shape)
+        return out.reshape(x.shape)
+    return impl
+
+
+def scatter_add(target, index, values) -> None:
+    """``target[index] += values`` accumulating repeated indices (``np.add.at``)."""
+    np.add.at(target, index, values)
+
+
+@overload(scatter_add)
+def _scatter_add_nb(target, index, values):
+    vector = isinstance(values, types.Array)
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
+        if index.ndim != 1 and index.ndim != target.ndim:
+            raise TypingError("scatter_add: a boolean mask must be 1-D or cover every axis")
+        whole = index.ndim == target.ndim
+
+        def masked(target, index, values):
+            flat = target.reshape(-1) if whole else target
+            mask = index.reshape(-1)
+            vals = values.reshape(-1) if whole and vector else values
+            n = 0
+            for i in range(mask.shape[0]):
+                if mask[i]:
+                    flat[i] += vals[n] if vector else vals
+                    n += 1
+        return masked
+    if isinstance(index, types.Array):
+        def gathered(target, index, values):
+            flat = index.ravel()
+            if vector:
+                vals = np.ascontiguousarray(values).reshape((flat.shape[0],) + target.shape[1:])
+                for i in range(flat.shape[0]):
+                    target[flat[i]] += vals[i]
+            else:
+                for i in range(flat.shape[0]):
+                    target[flat[i]] += values
+        return gathered
+
+    def basic(target, index, values):
+        target[index] += values
+    return basic
+
+
+def inside(x, lo, hi):
+    """Mask of ``lo <= x <= hi``; a bound of None is no bound (the adjoint of np.clip)."""
+    mask = np.ones(np.shape(x), np.bool_) if not _is_scalar(x) else True
+    if lo is not None:
+        mask = mask & (x >= lo)
+    if hi is not None:
+        mask = mask & (x <= hi)
+    return mask
+
+
+@overload(inside)
+def _inside_nb(x, lo, hi):
+    lo_none, hi_none = _is_none(lo), _is_none(hi)
+
+    def impl(x, lo, hi):
+        if lo_none and hi_none:
+            return np.isnan(x) | (x <= np.inf)
+        if lo_none:
+            return x <= hi
+        if hi_none:
+            return x >= lo
+        return (x >= lo) & (x <= hi)
+    return impl
+
+
+# ---------------------------------------------------------------- reductions with an axis
+
+_FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
+
+
+_FOLDS = {0: np.sum, 1: np.prod, 2: np.max, 3: np.min}
+
+
+def _fold_nb(a, axis, keepdims, op):
+    """A Numba implementation of one fold; the output rank is fixed at typing time."""
+    keep = bool(_static(keepdims, "keepdims"))
+    rank = a.ndim if keep else a.ndim - _removed(a.ndim, axis)
+    dtype = as_dtype(a.dtype).type
+    start = _FOLD_START[op]
+
+    @register_jitable
+    def folded(a, axis):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        oshape = shape.copy()
+        oshape[mask] = 1
+        res = np.full(np.prod(oshape), start, dtype)
+        _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
+        return res, (oshape if keep else shape[~mask])
+
+    if rank == 0:
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: folded(a, axis)[0][0]
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        res, kept = folded(a, axis)
+        return res.reshape(to_fixed_tuple(kept, rank))
+    return impl
+
+
+def _make_fold(op, name):
+    def fold(a, axis=None, dtype=None, out=None, keepdims=False):
+        extra = {k: v for k, v in (("dtype", dtype), ("out", out)) if v is not None}
+        return _FOLDS[op](a, axis=axis, keepdims=keepdims, **extra)
+    fold.__name__ = fold.__qualname__ = name
+    fold.__doc__ = f"np.{name[7:]} with axis and keepdims, also under Numba."
+
+    @overload(fold)
+    def _nb(a, axis=None, dtype=None, out=None, keepdims=False):
+        return _fold_nb(a, axis, keepdims, op)
+    return fold
+
+
+reduce_sum = _make_fold(0, "reduce_sum")
+reduce_prod = _make_fold(1, "reduce_prod")
+reduce_max = _make_fold(2, "reduce_max")
+reduce_min = _make_fold(3, "reduce_min")
+
+
+def reduce_mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """np.mean with axis and keepdims, also under Numba."""
+    return np.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+
+@overload(reduce_mean)
+def _reduce_mean_nb(a, axis=None, dtype=None, out=None, keepdims=False):
+    target = as_dtype(_nb_float(a)).type
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        return reduce_sum(a, axis, None, None, keepdims) / target(axis_count(a, axis))
+    return impl
+
+
+def reduce_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """np.var with axis, ddof and keepdims, also under Numba."""
+    return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(reduce_var)
+def _reduce_var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    target = as_dtype(_nb_float(a)).type
+
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        n = axis_count(a, axis)
+        mean = reduce_sum(a, axis, None, None, True) / target(n)
+        centered = a - broadcast_reduced(mean, a, axis, True)
+        return reduce_sum(centered * centered, axis, None, None, keepdims) / target(n - ddof)
+    return impl
+
+
+def reduce_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """np.std with axis, ddof and keepdims, also under Numba."""
+    return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(reduce_std)
+def _reduce_std_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return np.sqrt(reduce_var(a, axis, None, None, ddof, keepdims))
+    return impl
+
+
+# ---------------------------------------------------------------- scans
+
+
+def cumsum(a, axis=None):
+    """np.cumsum, also under Numba with an axis."""
+    return np.cumsum(a, axis=axis)
+
+
+def cumprod(a, axis=None):
+    """np.cumprod, also under Numba with an axis."""
+    return np.cumprod(a, axis=axis)
+
+
+def cumsum_adjoint(g, x, axis=None):
+    """The adjoint of ``np.cumsum(x, axis)``: reversed cumulative sums, shaped like ``x``."""
+    if axis is None:
+        return np.flip(np.cumsum(np.flip(np.ravel(g)))).reshape(np.shape(x))
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+def _scan_nb(a, axis, product, reverse):
+    """Numba: cumulative sum or product along an axis (flattened for None)."""
+    dtype = as_dtype(a.dtype).type
+
+    @register_jitable
+    def scan(src, ax):
+        out = src.copy()
+        shape = np.asarray(out.shape)
+        stride = 1
+        for k in range(ax + 1, out.ndim):
+            stride *= shape[k]
+        n = shape[ax]
+        flat = out.reshape(-1)
+        for start in range(flat.shape[0]):
+            if (start // stride) % n != 0:
+                continue
+            acc = dtype(1) if product else dtype(0)
+            for m in range(n):
+                i = start + (n - 1 - m if reverse else m) * stride
+                acc = acc * flat[i] if product else acc + flat[i]
+                flat[i] = acc
+        return out
+
+    if _is_none(axis):
+        return lambda a, axis: scan(np.ascontiguousarray(a).reshape(-1), 0)
+    return lambda a, axis: scan(np.ascontiguousarray(a), axis % a.ndim)
+
+
+@overload(cumsum)
+def _cumsum_nb(a, axis=None):
+    impl = register_jitable(_scan_nb(a, axis, False, False))
+    return lambda a, axis=None: impl(a, axis)
+
+
+@overload(cumprod)
+def _cumprod_nb(a, axis=None):
+    impl = register_jitable(_scan_nb(a, axis, True, False))
+    return lambda a, axis=None: impl(a, axis)
+
+
+@overload(cumsum_adjoint)
+def _cumsum_adjoint_nb(g, x, axis=None):
+    impl = register_jitable(_scan_nb(g, axis, False, True))
+    return lambda g, x, axis=None: impl(g, axis).reshape(x.shape)
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def reshape(a, shape):
+    """np.reshape that also accepts non-contiguous arrays under Numba."""
+    return np.reshape(a, shape)
+
+
+@overload(reshape)
+def _reshape_nb(a, shape):
+    return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
+
+
+def reshape_like(g, x):
+    """``g`` reshaped to the shape of ``x`` (a scalar for a scalar ``x``)."""
+    if _is_scalar(x):
+        return cast_like(np.sum(g), x)
+    return np.reshape(g, np.shape(x))
+
+
+@overload(reshape_like)
+def _reshape_like_nb(g, x):
+    if not isinstance(x, types.Array):
+        return lambda g, x: unbroadcast(g, x)
+    return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
+
+
+def transpose(a, axes=None):
+    """np.transpose, also under Numba with axes=None."""
+    return np.transpose(a, axes)
+
+
+@overload(transpose)
+def _transpose_nb(a, axes=None):
+    if _is_none(axes):
+        return lambda a, axes=None: np.transpose(a)
+    return lambda a, axes=None: np.transpose(a, axes)
+
+
+def untranspose(g, axes=None):
+    """The adjoint of ``np.transpose(x, axes)``: the inverse permutation applied to ``g``."""
+    return np.transpose(g, None if axes is None else np.argsort(axes))
+
+
+@overload(untranspose)
+def _untranspose_nb(g, axes=None):
+    if _is_none(axes):
+        return lambda g, axes=None: np.transpose(g)
+    n = len(axes)
+
+    def impl(g, axes=None):
+        inverse = np.argsort(np.asarray(axes) % n)
+        return np.transpose(g, to_fixed_tuple(inverse, n))
+    return impl
+
+
+def moveaxis(a, source, destination):
+    """np.moveaxis for int axes."""
+    return np.moveaxis(a, source, destination)
+
+
+@overload(moveaxis)
+def _moveaxis_nb(a, source, destination):
+    n = a.ndim
+
+    def impl(a, source, destination):
+        order = np.empty(n, np.int64)
+        src, dst = source % n, destination % n
+        k = 0
+        for axis in range(n):
+            if axis != src:
+                if k == dst:
+                    k += 1
+                order[k] = axis
+                k += 1
+        order[dst] = src
+        return np.transpose(a, to_fixed_tuple(order, n))
+    return impl
+
+
+def squeeze(a, axis=None):
+    """np.squeeze (under Numba the axis must be given)."""
+    return np.squeeze(a, axis)
+
+
+@overload(squeeze)
+def _squeeze_nb(a, axis=None):
+    if _is_none(axis):
+        raise TypingError("squeeze under Numba: give the axis (the result rank must be known)")
+    rank = a.ndim - _removed(a.ndim, axis)
+
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        kept = shape[~axis_mask(a.ndim, axis)]
+        return np.ascontiguousarray(a).reshape(to_fixed_tuple(kept, rank))
+    return impl
+
+
+def flip(a, axis=None):
+    """np.flip."""
+    return np.flip(a, axis)
+
+
+@overload(flip)
+def _flip_nb(a, axis=None):
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        strides = _c_strides(shape)
+        src = np.ascontiguousarray(a).ravel()
+        out = np.empty_like(src)
+        for i in range(src.shape[0]):
+            j = 0
+            for k in range(a.ndim):
+                index = (i // strides[k]) % shape[k]
+                j += (shape[k] - 1 - index if mask[k] else index) * strides[k]
+            out[i] = src[j]
+        return out.reshape(a.shape)
+    return impl
+
+
+def tile(a, reps):
+    """np.tile."""
+    return np.tile(a, reps)
+
+
+@register_jitable
+def _tile_shapes(shape, reps):
+    """(padded shape of x, shape of the tiled result) as int arrays."""
+    ndim = max(shape.shape[0], reps.shape[0])
+    padded = np.ones(ndim, np.int64)
+    padded[ndim - shape.shape[0]:] = shape
+    full = np.ones(ndim, np.int64)
+    full[ndim - reps.shape[0]:] = reps
+    return padded, padded * full
+
+
+def _reps_rank(a, reps):
+    return max(a.ndim, 1 if isinstance(reps, types.Integer) else len(reps))
+
+
+@overload(tile)
+def _tile_nb(a, reps):
+    rank = _reps_rank(a, reps)
+
+    def impl(a, reps):
+        padded, full = _tile_shapes(np.asarray(a.shape), np.asarray(reps).reshape(-1))
+        out = np.empty(np.prod(full), a.dtype)
+        _gather(np.ascontiguousarray(a).ravel(), padded, out, full)
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+def untile(g, x, reps):
+    """The adjoint of ``np.tile(x, reps)``: the tiles of ``g`` summed, shaped like ``x``."""
+    shape = np.shape(x)
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    ndim = max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    split = [n for pair in zip(reps, shape) for n in pair]
+    total = np.reshape(g, split).sum(axis=tuple(range(0, 2 * ndim, 2)))
+    return reshape_like(total, x)
+
+
+@overload(untile)
+def _untile_nb(g, x, reps):
+    def impl(g, x, reps):
+        padded, full = _tile_shapes(np.asarray(x.shape), np.asarray(reps).reshape(-1))
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), full, out, padded, 0)
+        return out.reshape(x.shape)
+    return impl
+
+
+def repeat(a, repeats, axis=None):
+    """np.repeat."""
+    return np.repeat(a, repeats, axis)
+
+
+def unrepeat(g, x, repeats, axis=None):
+    """The adjoint of ``np.repeat(x, repeats, axis)`` for an int ``repeats``."""
+    if axis is None:
+        return reshape_like(np.reshape(g, (-1, repeats)).sum(axis=1), x)
+    shape = np.shape(x)
+    axis %= len(shape)
+    split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
+    return np.reshape(g, split).sum(axis=axis + 1)
+
+
+def concatenate_part(g, xs, k, axis=0):
+    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+    start = sum(np.shape(xs[j])[axis] for j in range(k))
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = slice(start, start + np.shape(xs[k])[axis])
+    return g[tuple(index)]
+
+
+@overload(concatenate_part)
+def _concatenate_part_nb(g, xs, k, axis=0):
+    def impl(g, xs, k, axis=0):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            if j < k:
+                start += x.shape[axis]
+            elif j == k:
+                n = x.shape[axis]
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        front = moveaxis(g, axis, 0)[start:start + n]
+        return np.ascontiguousarray(moveaxis(front, 0, axis))
+    return impl
+
+
+def stack_part(g, k, axis=0):
+    """The part of ``g = np.stack(xs, axis)`` that came from ``xs[k]``."""
+    return np.take(g, k, axis)
+
+
+@overload(stack_part)
+def _stack_part_nb(g, k, axis=0):
+    return lambda g, k, axis=0: np.ascontiguousarray(moveaxis(g, axis, 0)[k])
+
+
+def hstack_part(g, xs, k):
+    """The part of ``g = np.hstack(xs)`` that came from ``xs[k]``."""
+    return concatenate_part(g, [np.atleast_1d(x) for x in xs], k, 0 if np.ndim(g) == 1 else 1)
+
+
+def vstack_part(g, xs, k):
+    """The part of ``g = np.vstack(xs)`` that came from ``xs[k]``."""
+    part = concatenate_part(g, [np.atleast_2d(x) for x in xs], k, 0)
+    return reshape_like(part, xs[k])
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+def matmul(a, b):
+    """``a @ b`` for any ranks, batched over leading axes (Numba's stops at 2-D)."""
+    return np.matmul(a, b)
+
+
+@overload(matmul)
+def _matmul_nb(a, b):
+    if a.ndim > 2 or b.ndim > 2:
+        raise TypingError("matmul under Numba: operands of rank 1 or 2 only")
+    return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+def _swap_last(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def matmul_grad_left(g, a, b):
+    """The adjoint of ``a`` in ``z = a @ b`` (also ``np.dot`` up to 2-D)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a)
+    if np.ndim(b) == 1:
+        return unbroadcast(np.multiply.outer(g, b), a) if np.ndim(a) > 1 else g * b
+    if np.ndim(a) == 1:
+        return unbroadcast(np.matmul(g, _swap_last(b)), a)
+    return unbroadcast(np.matmul(g, _swap_last(b)), a)
+
+
+def matmul_grad_right(g, a, b):
+    """The adjoint of ``b`` in ``z = a @ b`` (also ``np.dot`` up to 2-D)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(a * g, b)
+    if np.ndim(a) == 1:
+        return unbroadcast(np.multiply.outer(a, g), b) if np.ndim(b) > 1 else a * g
+    if np.ndim(b) == 1:
+        return unbroadcast(np.matmul(_swap_last(a), g[..., None])[..., 0], b)
+    return unbroadcast(np.matmul(_swap_last(a), g), b)
+
+
+@overload(matmul_grad_left)
+def _matmul_grad_left_nb(g, a, b):
+    na = a.ndim if isinstance(a, types.Array) else 0
+    nb = b.ndim if isinstance(b, types.Array) else 0
+    if na == 0 or nb == 0:
+        return lambda g, a, b: unbroadcast(g * b, a)
+    if na == 1 and nb == 1:
+        return lambda g, a, b: g * b
+    if na == 2 and nb == 1:
+        return lambda g, a, b: np.outer(g, b)
+    if na == 1 and nb == 2:
+        return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
+    if na == 2 and nb == 2:
+        return lambda g, a, b: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(b.T))
+    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+
+
+@overload(matmul_grad_right)
+def _matmul_grad_right_nb(g, a, b):
+    na = a.ndim if isinstance(a, types.Array) else 0
+    nb = b.ndim if isinstance(b, types.Array) else 0
+    if na == 0 or nb == 0:
+        return lambda g, a, b: unbroadcast(a * g, b)
+    if na == 1 and nb == 1:
+        return lambda g, a, b: a * g
+    if na == 2 and nb == 1:
+        return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
+    if na == 1 and nb == 2:
+        return lambda g, a, b: np.outer(a, g)
+    if na == 2 and nb == 2:
+        return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
+    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+
+
+def outer_or_matmul(t, z):
+    """``np.outer(t, z)`` for vectors, ``t @ z.T`` for matrices (the adjoint of solve)."""
+    return np.outer(t, z) if np.ndim(z) == 1 else np.matmul(t, _swap_last(z))
+
+
+@overload(outer_or_matmul)
+def _outer_or_matmul_nb(t, z):
+    if z.ndim == 1:
+        return lambda t, z: np.outer(t, z)
+    return lambda t, z: np.dot(np.ascontiguousarray(t), np.ascontiguousarray(z.T))
+
+
+def einsum(subscripts, *operands):
+    """np.einsum (plain Python only)."""
+    return np.einsum(subscripts, *operands)
+
+
+def _einsum_spec(subscripts):
+    spec = subscripts.replace(" ", "")
+    if "." in spec:
+        raise NotImplementedError("einsum derivatives: ellipsis subscripts")
+    if "->" not in spec:
+        letters = spec.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        return spec.split(","), out
+    ins, out = spec.split("->")
+    return ins.split(","), out
+
+
+def einsum_grad(subscripts, k, g, operands):
+    """The adjoint of ``operands[k]`` in ``z = np.einsum(subscripts, *operands)``."""
+    ins, out = _einsum_spec(subscripts)
+    target = ins[k]
+    if len(set(target)) != len(target):
+        raise NotImplementedError(f"einsum derivatives: repeated index in {target!r}")
+    others = [j for j in range(len(ins)) if j != k]
+    present = "".join(c for c in target if c in out or any(c in ins[j] for j in others))
+    spec = ",".join([out] + [ins[j] for j in others]) + "->" + present
+    part = np.einsum(spec, g, *[operands[j] for j in others])
+    index = tuple(slice(None) if c in present else None for c in target)
+    return np.broadcast_to(part[index], np.shape(operands[k])).copy()
+
+
+def einsum_tangent(subscripts, k, t, operands):
+    """The tangent contribution of ``operands[k]`` (tangent ``t``) to an einsum."""
+    operands = list(operands)
+    operands[k] = t
+    return np.einsum(subscripts, *operands)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """np.linalg.norm for ord=None (2-norm, Frobenius) with axis and keepdims."""
+    return np.linalg.norm(x, ord, axis, keepdims)
+
+
+@overload(norm)
+def _norm_nb(x, ord=None, axis=None, keepdims=False):
+    if not _is_none(ord):
+        raise TypingError("norm under Numba: only ord=None with an axis")
+
+    def impl(x, ord=None, axis=None, keepdims=False):
+        return np.sqrt(reduce_sum(x * x, axis, None, None, keepdims))
+    return impl
+
+
+def tensordot(a, b, axes=2):
+    """np.tensordot (plain Python only)."""
+    return np.tensordot(a, b, axes)

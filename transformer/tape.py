@@ -1,0 +1,297 @@
+"""To-be-recorded analysis and the typed tapes the reverse sweep reads.
+
+The reverse sweep runs the adjoint of each statement in reverse order. Just before the
+adjoint of statement `S`, every primal variable the adjoint reads must hold the value it
+had right after `S` ran in the forward sweep. `plan_tape` decides, per variable, how:
+
+- *invariant*: assigned at most once and not inside a loop (or a parameter never
+  reassigned): the forward value is still there; nothing to do.
+- *recomputed*: assigned once, inside a loop, from invariant values, loop indices, other
+  recomputed values and arrays never written in place, and read only inside the block of
+  its assignment. The reverse of that block starts by re-running the assignment, so the
+  value is never stored (the pair loop of a Lennard-Jones energy pushes nothing).
+- *taped*: everything else the reverse reads. Each assignment records the new value on
+  the variable's tape; after the statement's adjoint the value is popped and the variable
+  restored to the previous entry. Tapes are typed NumPy arrays, created at the first
+  record with the capacity the enclosing `for` loop's trip count gives (so a recurrence
+  `h = tanh(W @ h)` over `range(T)` fills one preallocated (T, n) array) and doubled when
+  a `while` loop outgrows them.
+- arrays written in place (`y[i] = v`) whose contents the reverse reads: each write first
+  records the overwritten elements in a flat buffer; the reverse writes them back.
+
+Only variables the reverse sweep reads are considered at all (the *needed* set), so a
+value that is overwritten but never needed costs nothing.
+
+The runtime helpers below run as plain Python and, through `numba.extending.overload`,
+inside compiled code.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+# ---------------------------------------------------------------- analysis
+
+
+@dataclasses.dataclass
+class TapePlan:
+    """What the reverse sweep must do to see each needed value."""
+
+    recomputed: set          # names re-assigned at the start of their block's reverse
+    taped: set               # names recorded on a tape at every assignment
+    saved_items: set         # arrays whose overwritten elements are recorded
+    float_tapes: set         # taped names whose tape holds floats (ints promoted)
+
+
+@dataclasses.dataclass
+class Facts:
+    """What the analysis needs to know about the function (collected by reverse.py)."""
+
+    defs: dict               # name -> list of defining statements (Assign or For)
+    loads: dict              # name -> list of statements reading it
+    loops_of: dict           # id(stmt) -> tuple of enclosing loop nodes, outermost first
+    block_of: dict           # id(stmt) -> id of the statement list holding it
+    inside: dict             # id(block) -> set of ids of statements nested in it
+    params: set
+    written: set             # arrays written in place
+    pure: callable           # stmt -> whether re-running it is free of side effects
+
+
+def operand_names(value) -> list[str]:
+    return [n.id for n in gast.walk(value) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load)]
+
+
+def invariant(facts: Facts, name: str) -> bool:
+    defs = facts.defs.get(name, [])
+    if not defs:
+        return True
+    return len(defs) == 1 and name not in facts.params and \
+        isinstance(defs[0], gast.Assign) and not facts.loops_of[id(defs[0])]
+
+
+def _loop_index(facts: Facts, name: str, stmt) -> bool:
+    defs = facts.defs.get(name, [])
+    return len(defs) == 1 and isinstance(defs[0], gast.For) and \
+        any(loop is defs[0] for loop in facts.loops_of[id(stmt)])
+
+
+def recomputable(facts: Facts, globals_: set) -> set:
+    """Names whose single in-loop assignment can be re-run in the reverse sweep."""
+    found: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, defs in facts.defs.items():
+            if name in found or name in facts.params or len(defs) != 1:
+                continue
+            stmt = defs[0]
+            if not isinstance(stmt, gast.Assign) or not facts.loops_of[id(stmt)]:
+                continue
+            if not facts.pure(stmt) or not _reads_local_to(facts, name, stmt):
+                continue
+            if all(n in globals_ or n in found or invariant(facts, n) or
+                   _loop_index(facts, n, stmt) for n in operand_names(stmt.value)) and \
+                    not _reads_written_array(facts, stmt):
+                found.add(name)
+                changed = True
+    return found
+
+
+def _reads_local_to(facts: Facts, name: str, stmt) -> bool:
+    inside = facts.inside[facts.block_of[id(stmt)]]
+    return all(id(use) in inside for use in facts.loads.get(name, []))
+
+
+def _reads_written_array(facts: Facts, stmt) -> bool:
+    value = stmt.value
+    return isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
+        value.value.id in facts.written
+
+
+def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> TapePlan:
+    """Decide recompute / tape / save-items for every name in `needed` (closed here)."""
+    candidates = recomputable(facts, globals_)
+    needed = set(needed)
+    work = list(needed)
+    while work:
+        name = work.pop()
+        if name in candidates:
+            for operand in operand_names(facts.defs[name][0].value):
+                if operand not in needed and operand not in globals_:
+                    needed.add(operand)
+                    work.append(operand)
+    recomputed = needed & candidates
+    taped = {n for n in needed - recomputed - globals_
+             if not invariant(facts, n) and not all(isinstance(d, gast.For)
+                                                     for d in facts.defs.get(n, []))}
+    saved = needed & facts.written
+    return TapePlan(recomputed, taped, saved, taped & float_names)
+
+
+# ---------------------------------------------------------------- runtime: value tapes
+
+MIN_CAPACITY = 16
+
+
+def float_tape(value, capacity):
+    """An empty tape for values like `value`; integers are promoted to float64."""
+    arr = np.asarray(value)
+    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float64)
+    return np.empty((max(capacity, 1),) + arr.shape, dtype)
+
+
+def exact_tape(value, capacity):
+    """An empty tape for values like `value`, keeping their exact type (indices, flags)."""
+    arr = np.asarray(value)
+    return np.empty((max(capacity, 1),) + arr.shape, arr.dtype)
+
+
+def push(tape, n, value):
+    """`tape` with `value` stored at position `n` (a larger copy when it is full)."""
+    if n == tape.shape[0]:
+        tape = _grown(tape)
+    tape[n] = value
+    return tape
+
+
+@register_jitable
+def _grown(tape):
+    bigger = np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype)
+    bigger[:tape.shape[0]] = tape
+    return bigger
+
+
+def _tape_dtype(ty, promote):
+    dtype = ty.dtype if isinstance(ty, types.Array) else ty
+    if isinstance(dtype, types.Boolean):
+        return types.float64 if promote else types.bool_
+    if isinstance(dtype, types.Integer):
+        return types.float64 if promote else types.int64
+    if isinstance(dtype, types.Float):
+        return dtype
+    raise TypingError(f"secant cannot record values of type {ty} on a tape")
+
+
+def _tape_overload(promote):
+    def typer(value, capacity):
+        dtype = _tape_dtype(value, promote)
+        if isinstance(value, types.Array):
+            return lambda value, capacity: np.empty((max(capacity, 1),) + value.shape, dtype)
+        return lambda value, capacity: np.empty(max(capacity, 1), dtype)
+    return typer
+
+
+overload(float_tape)(_tape_overload(True))
+overload(exact_tape)(_tape_overload(False))
+
+
+@overload(push)
+def _push_nb(tape, n, value):
+    def impl(tape, n, value):
+        if n == tape.shape[0]:
+            tape = _grown(tape)
+        tape[n] = value
+        return tape
+    return impl
+
+
+# ---------------------------------------------------------------- runtime: element buffers
+
+
+def items_buffer(array, capacity):
+    """An empty flat buffer for elements of `array` overwritten by in-place writes."""
+    return np.empty(max(capacity, MIN_CAPACITY), np.asarray(array).dtype)
+
+
+def push_items(buf, n, value):
+    """(`buf` with the elements of `value` appended at `n`, the new length)."""
+    flat = np.ravel(np.asarray(value))
+    while n + flat.size > buf.shape[0]:
+        buf = _grown(buf)
+    buf[n:n + flat.size] = flat
+    return buf, n + flat.size
+
+
+def pop_items(buf, n, like):
+    """(the last elements below `n` shaped like `like`, the new length)."""
+    if np.ndim(like) == 0:
+        return buf[n - 1], n - 1
+    size = np.size(like)
+    return buf[n - size:n].reshape(np.shape(like)).copy(), n - size
+
+
+@overload(items_buffer)
+def _items_buffer_nb(array, capacity):
+    dtype = array.dtype
+    return lambda array, capacity: np.empty(max(capacity, MIN_CAPACITY), dtype)
+
+
+@overload(push_items)
+def _push_items_nb(buf, n, value):
+    if isinstance(value, types.Array):
+        def impl(buf, n, value):
+            flat = value.ravel()
+            while n + flat.size > buf.shape[0]:
+                buf = _grown(buf)
+            buf[n:n + flat.size] = flat
+            return buf, n + flat.size
+        return impl
+
+    def scalar(buf, n, value):
+        if n + 1 > buf.shape[0]:
+            buf = _grown(buf)
+        buf[n] = value
+        return buf, n + 1
+    return scalar
+
+
+@overload(pop_items)
+def _pop_items_nb(buf, n, like):
+    if isinstance(like, types.Array):
+        def impl(buf, n, like):
+            return buf[n - like.size:n].copy().reshape(like.shape), n - like.size
+        return impl
+    return lambda buf, n, like: (buf[n - 1], n - 1)
+
+
+def reserve(tape, n):
+    """`tape` with room for at least `n` entries (its first rows kept)."""
+    if tape.shape[0] >= n:
+        return tape
+    bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
+    bigger[:tape.shape[0]] = tape
+    return bigger
+
+
+@overload(reserve)
+def _reserve_nb(tape, n):
+    def impl(tape, n):
+        if tape.shape[0] >= n:
+            return tape
+        bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
+        bigger[:tape.shape[0]] = tape
+        return bigger
+    return impl
+
+
+# ---------------------------------------------------------------- runtime: loop bounds
+
+
+@register_jitable
+def trip_count(start, stop, step):
+    """How many times `for i in range(start, stop, step)` runs."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // (-step))
+
+
+@register_jitable
+def range_last(start, stop, step):
+    """The last value `range(start, stop, step)` takes (start - step when it is empty)."""
+    return start + (trip_count(start, stop, step) - 1) * step
