@@ -193,11 +193,129 @@ def integer_index_arithmetic(x):
     return total
 
 
+def lj_energy(pos, eps, sigma):
+    e = 0.0
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            r2 = np.sum(d * d)
+            if r2 < 9.0:
+                s6 = (sigma * sigma / r2) ** 3
+                e += 4.0 * eps * (s6 * s6 - s6)
+    return e
+
+
+def rnn_loss(W, U, b, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+    return np.sum(h * h)
+
+
+def defined_in_loop(x):
+    for i in range(x.shape[0]):
+        last = x[i] * 2.0
+    return last * last
+
+def inner_helper(v, k):
+    s = 0.0
+    for i in range(k):
+        s = s + v[i] * v[i]
+    return s, s * 2.0
+
+def calls_loop_helper(x):
+    total = 0.0
+    for j in range(2):
+        a, b = inner_helper(x * (j + 1.0), x.shape[0])
+        total += a * b
+    return total
+
+def while_in_for(x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        t = x[i]
+        while t < 3.0:
+            t = t * 1.5 + 0.3
+        acc += t * x[i]
+    return acc
+
+def nested_break_return(x):
+    acc = 1.0
+    for i in range(x.shape[0]):
+        for j in range(x.shape[0]):
+            acc = acc * (1.0 + 0.1 * x[j])
+            if acc > 5.0:
+                break
+            if acc < -5.0:
+                return acc * x[i]
+        acc = acc * 0.9 + x[i]
+    return acc
+
+def reuse_index(x):
+    s = 0.0
+    for i in range(3):
+        s += x[i] * s + x[i]
+    for i in range(1, 4):
+        s = s * x[i]
+    return s
+
+def branch_only_def(x):
+    y = x * 2.0
+    if x > 0.5:
+        y = y * y
+    return y + x
+
+def matrices(A, B):
+    C = A @ B
+    D = C.T @ A
+    return np.sum(D * D) + np.trace(C)
+
+def pow_variants(x, y):
+    return x ** 3 + y ** x + 2.0 ** y + x ** 0.5
+
+def cond_on_param(x, flag):
+    if flag > 0:
+        r = np.sin(x)
+    else:
+        r = np.cos(x)
+    return np.sum(r * x)
+
+def accumulate_array(xs):
+    acc = np.zeros(xs.shape[1])
+    for t in range(xs.shape[0]):
+        acc = acc * 0.5 + xs[t] * xs[t]
+    return np.sum(acc)
+
+
 def vec(k):
     return lambda rng: (rng.standard_normal(k),)
 
 
+def lj_args(rng):
+    return rng.uniform(0.0, 3.0, (6, 3)), 1.2, 0.9
+
+
+def rnn_args(rng):
+    return (rng.standard_normal((4, 4)) * 0.4, rng.standard_normal((4, 3)) * 0.4,
+            rng.standard_normal(4) * 0.1, rng.standard_normal((6, 3)), np.zeros(4))
+
+
 CORPUS = [
+    (defined_in_loop, vec(4)),
+    (calls_loop_helper, vec(3)),
+    (while_in_for, lambda rng: (np.array([0.5, 1.2, 2.8, 4.0]),)),
+    (nested_break_return, lambda rng: (np.array([0.5, 1.2, 2.8, 4.0]),)),
+    (nested_break_return, lambda rng: (np.array([-20.0, -1.2, 2.8, 4.0]),)),
+    (reuse_index, vec(5)),
+    (branch_only_def, lambda rng: (0.7,)),
+    (branch_only_def, lambda rng: (0.2,)),
+    (matrices, lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal((3, 3)))),
+    (pow_variants, lambda rng: (1.3, 0.7)),
+    (cond_on_param, lambda rng: (rng.standard_normal(3), 1)),
+    (cond_on_param, lambda rng: (rng.standard_normal(3), -1)),
+    (accumulate_array, lambda rng: (rng.standard_normal((4, 3)),)),
+    (lj_energy, lj_args),
+    (rnn_loss, rnn_args),
     (arith, lambda rng: (1.3, 0.7)),
     (matmul_chain, lambda rng: (rng.standard_normal((3, 3)), rng.standard_normal(3))),
     (absolute_and_extremes, lambda rng: (1.3, -0.4)),

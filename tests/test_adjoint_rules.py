@@ -80,7 +80,7 @@ def build(header: str, body: list[str], env: dict, filename: str | None = None):
     if filename is not None:
         with open(filename, "w") as f:
             f.write(source)
-    exec(compile(source, filename or "<generated>", "exec"), namespace)  # noqa: S102  (the code under test)
+    exec(compile(source, filename or "<generated>", "exec"), namespace)  # noqa: S102  (code under test)
     return namespace[header.split("(")[0]], source
 
 
@@ -208,6 +208,7 @@ CASES = [
     case("z = max(x, y)", x=unit(), y=unit()),
     case("z = min(x, y)", x=unit(), y=unit()),
     case("z = math.pow(x, y)", x=unit(), y=unit()),
+    case("z = pow(x, y)", x=unit(), y=unit()),
     case("z = math.atan2(x, y)", x=unit(), y=unit()),
     case("z = math.hypot(x, y)", x=unit(), y=unit()),
     case("z = math.fmod(x, y)", x=unit(), y=unit(lo=0.1, hi=0.3)),
@@ -241,6 +242,8 @@ CASES = [
     case("z = x @ y", x=normal(5, 2, 3), y=normal(3, 4)),
     case("z = np.matmul(x, y)", x=normal(5, 2, 3), y=normal(5, 3, 4)),
     case("z = np.matmul(x, y)", x=normal(5, 2, 3), y=normal(3,)),
+    case("z = np.matmul(x, y)", x=normal(3,), y=normal(4, 3, 5)),
+    case("z = x @ y", x=normal(2, 3), y=normal(4, 3, 5)),
     case("z = np.dot(x, y)", x=unit(), y=normal(3)),
     case("z = np.outer(x, y)", x=normal(3), y=normal(4)),
     case("z = np.inner(x, y)", x=normal(3), y=normal(3)),
@@ -338,6 +341,23 @@ def test_template_temporaries_are_named_after_the_result():
     assert "w_hit = " in source and "z_hit = " in source
 
 
+def test_literal_index_reads_as_plain_indexing():
+    _, source, _ = make_vjp("z = x[1:3, -1]", ["x"], [])
+    assert "bx[1:3, -1] = bx[1:3, -1] + bz" in source
+    _, source, _ = make_vjp("z = x[i]", ["x"], ["i"])
+    assert "scatter_add(bx, i, bz)" in source
+    _, source, _ = make_vjp("x[1] = v", ["x", "v"], [])
+    assert "bx[1] = 0.0" in source
+
+
+def test_caller_can_name_temporaries():
+    x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
+    z = gast.Name(id="z", ctx=gast.Load(), annotation=None, type_comment=None)
+    stmts, _ = expand_adjoint(np.max, [x], {}, z, lambda n: "b" + n,
+                              fresh_name=lambda tmp: f"_t_{tmp}_7")
+    assert "_t_hit_7 = " in to_source(stmts)
+
+
 def test_env_maps_free_names_to_objects():
     x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
     z = gast.Name(id="z", ctx=gast.Load(), annotation=None, type_comment=None)
@@ -359,7 +379,20 @@ def test_call_the_rule_cannot_take_is_reported():
         expand_adjoint(np.sum, [x], {"where": x}, x, lambda n: "b" + n)
 
 
+def test_missing_operator_rule_names_the_operator():
+    x = gast.Name(id="x", ctx=gast.Load(), annotation=None, type_comment=None)
+    with pytest.raises(MissingRule, match="no adjoint rule for operator BitAnd"):
+        expand_adjoint(gast.BitAnd, [x, x], {}, x, lambda n: "b" + n)
+
+
+def test_sequence_argument_must_be_a_literal_tuple():
+    xs = gast.Name(id="xs", ctx=gast.Load(), annotation=None, type_comment=None)
+    with pytest.raises(MissingRule, match="literal tuple"):
+        expand_adjoint(np.concatenate, [xs], {}, xs, lambda n: "b" + n)
+
+
 def test_nondifferentiable_primitives_are_known():
     for key in [np.zeros, np.shape, len, np.arange, np.floor, np.sign, gast.FloorDiv]:
         assert is_nondifferentiable(key)
     assert not is_nondifferentiable(np.sin)
+    assert not is_nondifferentiable([])  # unhashable keys are simply unknown

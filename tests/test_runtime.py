@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import gast
 import numba
 import numpy as np
 import pytest
@@ -103,6 +104,7 @@ def test_lowering_table_maps_unsupported_forms_only():
     assert not needs_lowering(np.sum, {"axis": None}, 1)
     assert needs_lowering(np.sum, {"keepdims": None})
     assert needs_lowering(np.squeeze, {})
+    assert numba_equivalent(gast.MatMult) is runtime.matmul
     assert not needs_lowering(np.sin, {"out": None})
 
 
@@ -205,8 +207,23 @@ s2 = np.sum(pd)
 s3 = np.sum(tq)
 s4 = s1 + s2
 s5 = s4 + s3
+rp = np.repeat(a, 2, axis=1)
+rf = np.repeat(v, 3)
+rs = np.sum(rp)
+rt = np.sum(rf)
+hv = np.vstack((v, u))
+hh = np.hstack((v, u))
+hw = np.sum(hv)
+hx = np.sum(hh)
+hy = hw * hx
+bm = np.matmul(t3, a)
+bs = np.sum(bm)
+s6 = s5 + bs
+s7 = rs * rt
+s8 = s7 + hy
 o4 = o3 + sp
-out = o4 + s5
+o5 = o4 + s6
+out = o5 + s8
 """
 
 
@@ -249,10 +266,11 @@ def test_linear_algebra_and_shape_adjoints_compile_in_nopython_mode(tmp_path):
     a = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
     v = RNG.standard_normal(3)
     c = np.array([[True, False, True], [False, True, True]])
-    check_vjp(LINALG_PROGRAM, {"a": a, "v": v}, {"c": c})
-    fn, source, _ = make_vjp(LINALG_PROGRAM, ["a", "v"], ["c"], lower=True,
+    t3 = RNG.standard_normal((2, 3, 3))
+    check_vjp(LINALG_PROGRAM, {"a": a, "v": v, "t3": t3}, {"c": c})
+    fn, source, _ = make_vjp(LINALG_PROGRAM, ["a", "v", "t3"], ["c"], lower=True,
                              filename=str(tmp_path / "vjp_linalg.py"))
-    expected = fn(a, v, c, 1.0)
-    got = numba.njit(fn)(a, v, c, 1.0)
+    expected = fn(a, v, t3, c, 1.0)
+    got = numba.njit(fn)(a, v, t3, c, 1.0)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-9, err_msg=source)

@@ -120,6 +120,13 @@ def test_tuple_result_assigns_every_output_tangent():
     assert to_source(stmts).startswith("ds, dl = ")
 
 
+def test_tuple_result_with_no_active_contribution_is_zeros():
+    pair = gast.Tuple(elts=[_name("s"), _name("l")], ctx=gast.Load())
+    stmts, _ = expand_tangent(np.linalg.slogdet, [_name("a")], {}, pair, lambda n: None,
+                              ("ds", "dl"))
+    assert to_source(stmts) == "ds, dl = zeros_like(s), zeros_like(l)"
+
+
 def test_missing_tangent_rule_names_the_primitive():
     assert not has_tangent(np.linalg.qr)
     with pytest.raises(MissingRule, match="no tangent rule for numpy.linalg.qr"):

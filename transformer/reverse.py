@@ -39,8 +39,10 @@ from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer, assigned_names, free_names
+from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import MissingRule, describe, expand_adjoint, has_adjoint, is_nondifferentiable
+from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+                        is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
 # attributes that describe an array's structure, not its values: never differentiable
@@ -73,20 +75,29 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
-    _Prepare(namer, env).block(node.body)
+    _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
 
-class _Prepare:
-    """Split self-assignments and add loop bookkeeping (see `instrument`)."""
+def _store_counts(node) -> dict:
+    counts: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
 
-    def __init__(self, namer: Namer, env: dict):
-        self.namer, self.env = namer, env
+
+class _Prepare:
+    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
+
+    def __init__(self, namer: Namer, env: dict, stores: dict):
+        self.namer, self.env, self.stores = namer, env, stores
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
 
     def block(self, stmts: list) -> None:
+        self.rename_redefinitions(stmts)
         index = 0
         while index < len(stmts):
             stmt = stmts[index]
@@ -118,6 +129,25 @@ class _Prepare:
             self.block(stmt.body)
             return self.instrument_while(stmt)
         return [stmt]
+
+    def rename_redefinitions(self, stmts: list) -> None:
+        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
+        `d` is a statement of this block: each value then has one assignment, so the
+        reverse sweep can recompute it instead of recording it. The last keeps the name.
+        """
+        positions: dict = {}
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                positions.setdefault(stmt.targets[0].id, []).append(k)
+        for var, where in positions.items():
+            if len(where) < 2 or self.stores.get(var) != len(where):
+                continue
+            for first, second in zip(where, where[1:]):
+                fresh = self.namer.fresh(var)
+                stmts[first].targets[0].id = fresh
+                for stmt in stmts[first + 1:second]:
+                    _rename_loads(stmt, var, fresh)
+                _rename_loads(stmts[second].value, var, fresh)
 
     def freeze(self, holder, field, body) -> list:
         """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
@@ -159,6 +189,12 @@ class _Prepare:
         after.secant_late_restore = True
         loop.secant_trips = trips
         return [located(assign(count, const(0)), loop), loop, after]
+
+
+def _rename_loads(node, old: str, new: str) -> None:
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
+            sub.id = new
 
 
 def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
@@ -596,6 +632,12 @@ class _Reverse:
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
+        if "zeros_like" in self.env:
+            adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+            adjoint_names -= set(self.defs) | set(self.env)
+            tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
+                         adjoint_names)
+        located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
                 self.env[free] = getattr(builtins, free)
@@ -984,4 +1026,7 @@ def _install_overloads():
 
 
 _install_overloads()
+# helpers whose results do not depend on their arguments' values (shapes, types, zeros)
+nondifferentiable(unit_cotangent, float_zeros, tape.float_tape, tape.exact_tape,
+                  tape.items_buffer, tape.trip_count, tape.range_last)
 __all__ = ["reverse_function", "prepare", "GRAD", "VALUE_AND_GRAD", "VJP"]

@@ -1,9 +1,5 @@
 """Helpers that generated code calls; each runs as plain NumPy and inside Numba nopython mode.
 
-Exceptions, plain NumPy only for now: ``repeat``/``unrepeat`` with an axis, ``hstack_part``,
-``vstack_part``, ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``, and
-``matmul`` and its adjoints for operands of rank above 2.
-
 Every helper is a plain Python function (NumPy, used by the ``python`` backend) with a
 ``numba.extending.overload`` that dispatches on Numba types. Numba's versions share two
 index-mapping kernels (``_reduce_into``, ``_gather``) so that reductions, broadcasting and
@@ -11,12 +7,15 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
+
+Plain NumPy only for now: ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``,
+``squeeze`` without an axis, and ``matmul`` with its adjoints for operands of rank above 3.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import literal_unroll, types
+from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -750,6 +749,58 @@ def unrepeat(g, x, repeats, axis=None):
     return np.reshape(g, split).sum(axis=axis + 1)
 
 
+@register_jitable
+def _repeat_source(i, full, fstrides, sstrides, axis, repeats):
+    """The flat source index of element ``i`` of ``np.repeat(a, repeats, axis)``."""
+    j = 0
+    for k in range(full.shape[0]):
+        index = (i // fstrides[k]) % full[k]
+        j += (index // repeats if k == axis else index) * sstrides[k]
+    return j
+
+
+@register_jitable
+def _repeat_shapes(shape, repeats, axis):
+    full = shape.copy()
+    full[axis] *= repeats
+    return full, _c_strides(full), _c_strides(shape)
+
+
+@overload(repeat)
+def _repeat_nb(a, repeats, axis=None):
+    if not isinstance(repeats, types.Integer):
+        raise TypingError("repeat under Numba: the count must be an int")
+    flat = _is_none(axis)
+    rank = 1 if flat else a.ndim
+
+    def impl(a, repeats, axis=None):
+        src = np.ascontiguousarray(a).ravel()
+        shape = np.asarray(src.shape) if flat else np.asarray(a.shape)
+        ax = 0 if flat else axis % a.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.empty(np.prod(full), a.dtype)
+        for i in range(out.shape[0]):
+            out[i] = src[_repeat_source(i, full, fstrides, sstrides, ax, repeats)]
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+@overload(unrepeat)
+def _unrepeat_nb(g, x, repeats, axis=None):
+    flat = _is_none(axis)
+
+    def impl(g, x, repeats, axis=None):
+        src = np.ascontiguousarray(g).ravel()
+        shape = np.asarray((x.size,)) if flat else np.asarray(x.shape)
+        ax = 0 if flat else axis % x.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.zeros(x.size, g.dtype)
+        for i in range(src.shape[0]):
+            out[_repeat_source(i, full, fstrides, sstrides, ax, repeats)] += src[i]
+        return out.reshape(x.shape)
+    return impl
+
+
 def concatenate_part(g, xs, k, axis=0):
     """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
     start = sum(np.shape(xs[j])[axis] for j in range(k))
@@ -794,6 +845,35 @@ def vstack_part(g, xs, k):
     return reshape_like(part, xs[k])
 
 
+@overload(hstack_part)
+def _hstack_part_nb(g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda g, xs, k: concatenate_part(g, xs, k, axis)
+
+
+@overload(vstack_part)
+def _vstack_part_nb(g, xs, k):
+    if not isinstance(k, types.IntegerLiteral):
+        return lambda g, xs, k: literally(k)
+    item = xs.types[k.literal_value] if isinstance(xs, types.Tuple) else xs.dtype
+
+    def rows(g, xs, k):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                n = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        return np.ascontiguousarray(g[start:start + n])
+
+    rows = register_jitable(rows)
+    if item.ndim == 1:
+        return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
+    return rows
+
+
 # ---------------------------------------------------------------- linear algebra
 
 
@@ -802,11 +882,59 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def _batch_len(x):
+    return x.shape[0] if np.ndim(x) == 3 else 1
+
+
+@overload(_batch_len)
+def _batch_len_nb(x):
+    if x.ndim == 3:
+        return lambda x: x.shape[0]
+    return lambda x: 1
+
+
+def _batch_item(x, i):
+    return x[i % x.shape[0]] if np.ndim(x) == 3 else x
+
+
+@overload(_batch_item)
+def _batch_item_nb(x, i):
+    if x.ndim == 3:
+        return lambda x, i: np.ascontiguousarray(x[i % x.shape[0]])
+    return lambda x, i: np.ascontiguousarray(x)
+
+
 @overload(matmul)
 def _matmul_nb(a, b):
-    if a.ndim > 2 or b.ndim > 2:
-        raise TypingError("matmul under Numba: operands of rank 1 or 2 only")
-    return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    if a.ndim > 3 or b.ndim > 3:
+        raise TypingError("matmul under Numba: operands of rank 3 at most")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+    def batched(a, b):
+        n = max(_batch_len(a), _batch_len(b))
+        first = np.dot(_batch_item(a, 0), _batch_item(b, 0))
+        out = np.empty((n,) + first.shape, first.dtype)
+        for i in range(n):
+            out[i] = np.dot(_batch_item(a, i), _batch_item(b, i))
+        return out
+    return batched
+
+
+@register_jitable
+def _swap_last_nb(x):
+    return np.swapaxes(x, x.ndim - 2, x.ndim - 1)
+
+
+@register_jitable
+def _append_axis(x):
+    return np.ascontiguousarray(x).reshape(x.shape + (1,))
+
+
+@register_jitable
+def _insert_axis(x):
+    """(B, p) -> (B, 1, p)."""
+    return np.ascontiguousarray(x).reshape((x.shape[0], 1, x.shape[1]))
 
 
 def _swap_last(a):
@@ -820,7 +948,7 @@ def matmul_grad_left(g, a, b):
     if np.ndim(b) == 1:
         return unbroadcast(np.multiply.outer(g, b), a) if np.ndim(a) > 1 else g * b
     if np.ndim(a) == 1:
-        return unbroadcast(np.matmul(g, _swap_last(b)), a)
+        return unbroadcast(np.matmul(np.expand_dims(g, -2), _swap_last(b)), a)
     return unbroadcast(np.matmul(g, _swap_last(b)), a)
 
 
@@ -829,7 +957,7 @@ def matmul_grad_right(g, a, b):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(a * g, b)
     if np.ndim(a) == 1:
-        return unbroadcast(np.multiply.outer(a, g), b) if np.ndim(b) > 1 else a * g
+        return unbroadcast(a[:, None] * np.expand_dims(g, -2), b) if np.ndim(b) > 1 else a * g
     if np.ndim(b) == 1:
         return unbroadcast(np.matmul(_swap_last(a), g[..., None])[..., 0], b)
     return unbroadcast(np.matmul(_swap_last(a), g), b)
@@ -849,7 +977,11 @@ def _matmul_grad_left_nb(g, a, b):
         return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(b.T))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(g) * b, a)
+    if na == 1:
+        return lambda g, a, b: unbroadcast(matmul(_insert_axis(g), _swap_last_nb(b)), a)
+    return lambda g, a, b: unbroadcast(matmul(g, _swap_last_nb(b)), a)
 
 
 @overload(matmul_grad_right)
@@ -866,7 +998,12 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: np.outer(a, g)
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
-    raise TypingError("matmul adjoint under Numba: operands of rank 1 or 2 only")
+    if na == 1:
+        return lambda g, a, b: unbroadcast(_append_axis(a) * _insert_axis(g), b)
+    if nb == 1:
+        return lambda g, a, b: unbroadcast(
+            matmul(_swap_last_nb(a), _append_axis(g))[:, :, 0], b)
+    return lambda g, a, b: unbroadcast(matmul(_swap_last_nb(a), g), b)
 
 
 def outer_or_matmul(t, z):

@@ -25,14 +25,19 @@ Template language (both kinds):
   ``z[1]`` name one element.
 - Other assigned names are temporaries; they are renamed ``<result>_<name>`` (or through the
   caller's ``fresh_name``) so repeated expansion never collides.
-- Float literals become ``cast_like(c, ref)`` (``ref``: the first name among the arguments)
-  because Numba would promote ``float32_array * 0.5`` to float64.
+- Float literals become ``cast_like(c, ref)`` (``ref``: the first argument that is a value,
+  not a ``condition``/``index``/``subscripts``) because Numba would promote
+  ``float32_array * 0.5`` to float64; a literal stored whole into an element stays as is.
 - Slices used outside a subscript become ``slice(lo, hi, step)`` calls.
 
-Adjoint statements: ``d[x] += e`` / ``d[x] -= e`` becomes ``bx = bx + e``; ``d[x][i] += e`` and
-``d[x][i] = e`` become in-place writes on ``bx`` (the caller guarantees ``bx`` is an owned
-array); a call statement (``scatter_add(d[x], i, d[z])``) is kept. A statement that writes or
-reads the adjoint of an inactive argument is dropped, as are temporaries left unused.
+Adjoints of ``x[index]`` use the ``"getitem:static"`` rule when the index is made of literal
+ints and slices (plain indexing), ``"getitem"`` (which must allow repeated indices) otherwise.
+
+Adjoint statements: ``d[x] += e`` / ``d[x] -= e`` becomes ``bx = bx + e``; ``d[x][i] += e``
+becomes ``bx[i] = bx[i] + e`` and ``d[x][i] = e`` stays an in-place write (the caller
+guarantees ``bx`` is an owned array); a call statement (``scatter_add(d[x], i, d[z])``) is
+kept. A statement that writes or reads the adjoint of an inactive argument is dropped, as are
+temporaries left unused; when the result's adjoint is inactive nothing is emitted.
 
 Tangent statements: each ``d[z] = e`` is the contribution of the one argument whose tangent
 ``e`` reads; contributions of inactive arguments are dropped and the rest are summed into
@@ -104,7 +109,12 @@ def describe(key) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def _template(fdef: gast.FunctionDef, signature, glb, has_result, broadcast) -> Template:
+def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
+    """A template from the source of a ``def`` (its decorators are ignored); the names its
+    body uses are looked up in ``glb``. Decorators and family helpers both build rules here.
+    """
+    fdef = gast.parse(textwrap.dedent(source)).body[0]
+    signature = _signature(fdef)
     params = list(signature.parameters)
     if has_result and not params:
         raise ValueError(f"template {fdef.name} needs a result parameter")
@@ -112,15 +122,8 @@ def _template(fdef: gast.FunctionDef, signature, glb, has_result, broadcast) -> 
 
 
 def _template_from_function(fn, has_result, broadcast) -> Template:
-    tree = gast.parse(textwrap.dedent(inspect.getsource(fn)))
-    fdef = tree.body[0]
-    return _template(fdef, inspect.signature(fn), fn.__globals__, has_result, broadcast)
-
-
-def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
-    """A template from the source of a ``def``; family helpers build rules this way."""
-    fdef = gast.parse(textwrap.dedent(source)).body[0]
-    return _template(fdef, _signature(fdef), glb, has_result, broadcast)
+    return rule_from_source(inspect.getsource(fn), fn.__globals__, has_result=has_result,
+                            broadcast=broadcast)
 
 
 def _signature(fdef: gast.FunctionDef) -> inspect.Signature:
@@ -174,6 +177,8 @@ def _ensure_rules_loaded():
 
 def _lookup(registry, key):
     _ensure_rules_loaded()
+    if isinstance(key, gast.AST):
+        key = type(key)
     try:
         return registry.get(key)
     except TypeError:  # unhashable key
@@ -197,6 +202,20 @@ def is_nondifferentiable(key) -> bool:
 
 
 # ---------------------------------------------------------------- expansion
+
+
+_SELECTORS = {"condition", "index", "subscripts"}
+
+
+def _static_index(node) -> bool:
+    """An index made of literal ints and slices only: plain indexing, no repeats."""
+    if isinstance(node, gast.Tuple):
+        return all(_static_index(e) for e in node.elts)
+    if isinstance(node, gast.Slice):
+        return all(p is None or _static_index(p) for p in (node.lower, node.upper, node.step))
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return _static_index(node.operand)
+    return isinstance(node, gast.Constant) and type(node.value) is int
 
 
 class _InactiveRead(Exception):
@@ -253,6 +272,29 @@ def _first_name(nodes):
     return None
 
 
+def _bind(template, key, kind, call_args, call_keywords, result) -> dict[str, gast.expr]:
+    """Template parameter -> the gast node it stands for, bound like a Python call."""
+    signature = template.signature
+    if template.has_result:
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    try:
+        bound = signature.bind(*call_args, **call_keywords)
+    except TypeError as err:
+        raise MissingRule(f"the {kind} rule for {describe(key)} cannot take this call: "
+                          f"{err}") from None
+    bound.apply_defaults()
+    binding: dict[str, gast.expr] = {}
+    for name, value in bound.arguments.items():
+        if signature.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            value = gast.Tuple(elts=list(value), ctx=gast.Load())
+        elif not isinstance(value, gast.AST):
+            value = _const(value)  # a default of the template
+        binding[name] = value
+    if template.has_result:
+        binding[template.params[0]] = result
+    return binding
+
+
 class _Expansion:
     """One instantiation of a template for one call."""
 
@@ -266,30 +308,11 @@ class _Expansion:
         self.dropped_temps: set[str] = set()
         self.loop: dict[str, int] = {}
         self.inactive_as_zeros = False
-        params = template.signature
-        if template.has_result:
-            params = params.replace(parameters=list(params.parameters.values())[1:])
-        try:
-            bound = params.bind(*call_args, **call_keywords)
-        except TypeError as err:
-            raise MissingRule(f"the {kind} rule for {describe(key)} cannot take this call: "
-                              f"{err}") from None
-        bound.apply_defaults()
-        self.binding: dict[str, gast.expr] = {}
-        for name, value in bound.arguments.items():
-            kind_ = params.parameters[name].kind
-            if kind_ is inspect.Parameter.VAR_POSITIONAL:
-                value = gast.Tuple(elts=list(value), ctx=gast.Load())
-            elif kind_ is inspect.Parameter.VAR_KEYWORD:
-                raise MissingRule(f"the {kind} rule for {describe(key)} takes no **kwargs")
-            elif not isinstance(value, gast.AST):
-                value = _const(value)
-            self.binding[name] = value
-        if template.has_result:
-            self.binding[template.params[0]] = result
-        ordered = [self.binding[p] for p in template.params if p in self.binding]
-        self.ref = _first_name(ordered[1:] if template.has_result else ordered) \
-            or _first_name([result])
+        self.binding = _bind(template, key, kind, call_args, call_keywords, result)
+        # cast_like's reference: the first argument that is a value, not a selector
+        values = [self.binding[p] for p in template.params[1 if template.has_result else 0:]
+                  if p in self.binding and p not in _SELECTORS]
+        self.ref = _first_name(values) or _first_name([result])
         base = _first_name([result]) or "t"
         self.fresh = fresh_name or (lambda tmp: f"{base}_{tmp}")
 
@@ -312,6 +335,8 @@ class _Expansion:
         return None  # constants are inactive
 
     def zeros(self, node):
+        if isinstance(node, gast.Tuple):  # a sequence of values, or a tuple result
+            return gast.Tuple(elts=[self.zeros(e) for e in node.elts], ctx=gast.Load())
         self.use("zeros_like", runtime.zeros_like)
         return _call("zeros_like", _as_value(node))
 
@@ -482,6 +507,8 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
     Returns the statements and the environment (free name -> object) they need.
     ``fresh_name(tmp)``, if given, names the template's temporaries.
     """
+    if key == "getitem" and len(call_args) == 2 and _static_index(call_args[1]):
+        key = "getitem:static"  # literal ints and slices: read as plain indexing
     template = _lookup(ADJOINTS, key)
     if template is None:
         raise MissingRule(f"no adjoint rule for {describe(key)}")
@@ -503,7 +530,10 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
         if isinstance(stmt, gast.Assign) and _is_d_target(stmt.targets[0]):
             d, index = _write_target(x, stmt.targets[0])
             target = _store(d) if index is None else _subscript(d, index, gast.Store())
-            return [gast.Assign(targets=[target], value=x.expr(stmt.value), type_comment=None)]
+            # a literal stored into an array element is converted by the store itself
+            value = stmt.value if index is not None and isinstance(stmt.value, gast.Constant) \
+                else x.expr(stmt.value)
+            return [gast.Assign(targets=[target], value=value, type_comment=None)]
         if isinstance(stmt, gast.Assign):
             value = x.expr(stmt.value)
             return [gast.Assign(targets=[x.temp_target(t) for t in stmt.targets], value=value,

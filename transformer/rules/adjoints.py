@@ -68,6 +68,11 @@ def getitem(z, x, index):
     scatter_add(d[x], index, d[z])
 
 
+@adjoint("getitem:static")
+def getitem_static(z, x, index):
+    d[x][index] += d[z]
+
+
 @adjoint("setitem", result=False)
 def setitem(x, index, v):
     d[v] += unbroadcast(d[x][index], v)

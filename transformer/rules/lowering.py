@@ -3,7 +3,8 @@
 ``numba_equivalent(f)`` is a function of ``transformer.runtime`` with the call signature of
 ``f`` that runs under Numba; the Numba backend calls it instead of ``f`` when
 ``needs_lowering(f, keywords, nargs)`` says the call uses a form Numba does not support
-(``axis``/``keepdims`` on reductions, ``squeeze``, ``np.add.at``, ...). Under plain Python
+(``axis``/``keepdims`` on reductions, ``squeeze``, ``np.add.at``, batched ``@``, ...).
+Keys are the same as the rule registries' (``gast.MatMult`` for ``@``). Under plain Python
 the equivalents are NumPy itself, so lowering never changes a result.
 """
 
@@ -32,7 +33,9 @@ _EQUIVALENTS: dict[object, object] = {
     np.reshape: runtime.reshape,
     np.flip: runtime.flip,
     np.tile: runtime.tile,
+    np.repeat: runtime.repeat,
     np.matmul: runtime.matmul,
+    gast.MatMult: runtime.matmul,  # Numba's ``@`` stops at rank 2
     np.add.at: runtime.scatter_add,
     np.einsum: runtime.einsum,
     np.tensordot: runtime.tensordot,
@@ -40,7 +43,7 @@ _EQUIVALENTS: dict[object, object] = {
 
 # Numba accepts these with only the array argument (np.sum also with an int axis).
 _PLAIN_FORM_OK = {np.sum, np.mean, np.max, np.amax, np.min, np.amin, np.prod, np.var, np.std,
-                  np.cumsum, np.cumprod, np.linalg.norm, np.matmul}
+                  np.cumsum, np.cumprod, np.linalg.norm}
 
 # Equivalents that are plain NumPy and do not compile under Numba yet.
 PYTHON_ONLY = {np.einsum, np.tensordot}
@@ -64,6 +67,4 @@ def needs_lowering(obj, keywords: dict[str, gast.expr] | None = None, nargs: int
     if obj is np.sum and set(keywords) <= {"axis"} and nargs <= 2:
         axis = keywords.get("axis")
         return isinstance(axis, gast.Tuple)
-    if obj is np.matmul:
-        return False  # only batched operands need it; the code generator knows the ranks
     return bool(keywords) or nargs > 1

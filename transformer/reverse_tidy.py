@@ -1,0 +1,200 @@
+"""Tidy the reverse sweep: fewer allocations and no work on adjoints known to be zero.
+
+Input: a generated gradient body (reverse.py), where every adjoint update has the form
+`bv = bv + e` or an in-place rule call such as `scatter_add(bx, i, e)`, and each block's
+adjoints start as `bv = zeros_like(v)`. Two rewrites, both exact:
+
+1. *Sinking into branches*: adjoints zeroed before a reversed `if c:` and set only inside
+   it stay zero when `c` is false, and adjoint code is linear in them, so the statements
+   after the `if` that read only such adjoints move into it. A pair loop with a cutoff
+   then skips the adjoint of every pair outside the cutoff. Zero initialisations whose
+   every mention moved into one branch move there too.
+2. *Folding*: `bv = zeros_like(v)` followed, in the same block, by the first use
+   `bv = bv + e` becomes `bv = e`.
+
+Output invariant: the same values for every adjoint that is read afterwards.
+"""
+from __future__ import annotations
+
+import gast
+
+from codegen import emit
+
+
+def tidy_reverse(stmts: list, zeros: str, adjoint_names: set) -> None:
+    """Apply both rewrites to `stmts` and every nested block, in place."""
+    _sink(stmts, zeros, adjoint_names)
+    _fold_zero_inits(stmts, zeros)
+
+
+# ---------------------------------------------------------------- sinking into branches
+
+
+def _sink(stmts: list, zeros: str, adjoint_names: set) -> None:
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _sink(inner, zeros, adjoint_names)
+    zero: set = set()
+    index = 0
+    while index < len(stmts):
+        stmt = stmts[index]
+        target = _zero_init_target(stmt, zeros)
+        if target:
+            zero.add(target)
+        elif isinstance(stmt, gast.If) and not stmt.orelse:
+            inside = _written(stmt.body)
+            moved = _move_after_branch(stmts, index, zero & inside, zero, adjoint_names)
+            zero -= inside | moved
+        else:
+            zero -= _written([stmt])
+        index += 1
+    _sink_inits(stmts, zeros)
+
+
+def _move_after_branch(stmts, index, sparse: set, zero: set, adjoint_names: set) -> set:
+    """Move the statements after `stmts[index]` that read only `sparse` adjoints into it.
+
+    `zero` holds the adjoints still zero before the branch: accumulating sparse values
+    into one of them leaves it sparse too.
+    """
+    if not sparse:
+        return set()
+    sparse = set(sparse)
+    assigned: set = set()
+    end = index + 1
+    while end < len(stmts):
+        kind = _update(stmts[end], adjoint_names)
+        if kind is None:
+            break
+        target, reads, plain = kind
+        if not reads or not reads <= sparse:
+            break
+        if plain or target in zero:
+            sparse.add(target)
+        if plain:
+            assigned.add(target)
+        end += 1
+    rest = stmts[end:]
+    if end == index + 1 or any(_mentions(s, assigned) for s in rest):
+        return set()
+    stmts[index].body.extend(stmts[index + 1:end])
+    del stmts[index + 1:end]
+    return sparse
+
+
+def _update(stmt, adjoint_names: set):
+    """(target, adjoint names read, whether it is a plain assignment) or None."""
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+        target = stmt.targets[0].id
+        value = stmt.value
+        if isinstance(value, gast.BinOp) and isinstance(value.left, gast.Name) and \
+                value.left.id == target and isinstance(value.op, (gast.Add, gast.Sub)):
+            return target, _reads(value.right, adjoint_names), False
+        reads = _reads(value, adjoint_names)
+        return (target, reads, True) if target not in reads else None
+    if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
+            stmt.value.args and isinstance(stmt.value.args[0], gast.Name):
+        call = stmt.value               # an in-place accumulation: scatter_add(bx, i, e)
+        return call.args[0].id, _reads(call.args[1:], adjoint_names), False
+    return None
+
+
+def _reads(node, adjoint_names: set) -> set:
+    nodes = node if isinstance(node, list) else [node]
+    return {n.id for part in nodes for n in gast.walk(part)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+            and n.id in adjoint_names}
+
+
+def _written(stmts) -> set:
+    found = set()
+    for stmt in stmts:
+        for sub in gast.walk(stmt):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+                found.add(sub.id)
+            elif isinstance(sub, gast.Call) and sub.args and \
+                    isinstance(sub.args[0], gast.Name):
+                found.add(sub.args[0].id)           # in-place rule calls
+            elif isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
+                    isinstance(sub.value, gast.Name):
+                found.add(sub.value.id)
+    return found
+
+
+def _mentions(stmt, names: set) -> bool:
+    return any(isinstance(n, gast.Name) and n.id in names for n in gast.walk(stmt))
+
+
+def _sink_inits(stmts: list, zeros: str) -> None:
+    """Move `bv = zeros_like(v)` into the one branch that holds every mention of `bv`."""
+    index = 0
+    while index < len(stmts):
+        target = _zero_init_target(stmts[index], zeros)
+        mentions = [k for k in range(index + 1, len(stmts))
+                    if target and _mentions(stmts[k], {target})]
+        if len(mentions) == 1 and isinstance(stmts[mentions[0]], gast.If):
+            branch = stmts[mentions[0]]
+            if not _mentions(gast.Module(body=branch.orelse, type_ignores=[]), {target}) \
+                    and not _mentions(branch.test, {target}):
+                branch.body.insert(0, stmts.pop(index))
+                continue
+        index += 1
+
+
+# ---------------------------------------------------------------- folding
+
+
+def _fold_zero_inits(stmts: list, zeros: str) -> None:
+    """`bv = zeros_like(v)` then `bv = bv + e` (first use, same block) -> `bv = e`.
+
+    Saves an allocation and an add per adjoint per iteration. `e` may return one of its
+    arguments itself (unbroadcast does), so `bv` may alias another adjoint: that one has
+    been consumed by this very statement (adjoints of results are dead once the adjoint of
+    their assignment ran, or are rebound by a reset). A view into a live adjoint
+    (`bm[1, 1:3]`, zeroed right after by a setitem adjoint) is excluded.
+    """
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _fold_zero_inits(inner, zeros)
+    index = 0
+    while index < len(stmts):
+        adj = _zero_init_target(stmts[index], zeros)
+        later = _first_mention(stmts, index + 1, adj) if adj else None
+        if later is not None and _accumulates(stmts[later], adj):
+            value = stmts[later].value.right
+            stmts[later].value = value
+            del stmts[index]
+            continue
+        index += 1
+
+
+def _zero_init_target(stmt, zeros):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+            isinstance(stmt.value, gast.Call) and isinstance(stmt.value.func, gast.Name) and \
+            stmt.value.func.id == zeros and not emit.comment_of(stmt):
+        return stmt.targets[0].id
+    return None
+
+
+def _first_mention(stmts, start, var):
+    for k in range(start, len(stmts)):
+        if any(isinstance(n, gast.Name) and n.id == var for n in gast.walk(stmts[k])):
+            return k
+    return None
+
+
+def _accumulates(stmt, var) -> bool:
+    """`var = var + e` where `e` does not read `var`."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
+            stmt.targets[0].id == var and isinstance(stmt.value, gast.BinOp) and
+            isinstance(stmt.value.op, gast.Add) and isinstance(stmt.value.left, gast.Name) and
+            stmt.value.left.id == var):
+        return False
+    return not any((isinstance(n, gast.Name) and n.id == var) or isinstance(n, gast.Subscript)
+                   for n in gast.walk(stmt.value.right))
+
+
