@@ -8,7 +8,7 @@ its inputs. The generated code must also be in A-normal form as anf.py's docstri
 import gast
 import numpy as np
 import pytest
-from corpus import CASES
+from corpus import CASES, by_name
 
 import transformer  # noqa: F401  (import before codegen: codegen.backends imports it)
 from codegen.backends import Options, compile_function
@@ -61,6 +61,14 @@ def test_augmented_assignment_updates_aliased_array():
     compiled = compile_function(normalized(augmented_assignment_through_alias), PYTHON).function
     x = np.ones(3)
     assert compiled(x) == augmented_assignment_through_alias(x) == 6.0
+
+
+@pytest.mark.xfail(strict=True, reason="jit compiles the function without desugaring "
+                   "`enumerate(seq, start=k)`, which Numba rejects with a bare AssertionError")
+def test_jit_of_enumerate_with_start():
+    from transformer import jit
+    case = by_name("loop_enumerate_with_start")
+    np.testing.assert_allclose(jit(case.fn)(*case.args()), case.fn(*case.args()))
 
 
 # ------------------------------------------------------------------ A-normal form shape
