@@ -342,3 +342,48 @@ CORPUS = [
     (methods_and_shapes, lambda rng: (rng.standard_normal((3, 3)),)),
     (integer_index_arithmetic, vec(6)),
 ]
+
+
+def identity(x):
+    return x
+
+
+def constant_output(x):
+    return 1.0
+
+
+def while_continue(x):
+    s = 0.0
+    k = 0
+    while k < 6:
+        k += 1
+        if k % 2 == 0:
+            continue
+        s += x * k + s * 0.1
+    return s
+
+
+def scaled(x, scale=2.0):
+    return x * scale
+
+
+def calls_with_keyword(x):
+    return scaled(x, scale=3.0) + scaled(x)
+
+
+CORPUS += [
+    (identity, lambda rng: (1.7,)),
+    (while_continue, lambda rng: (0.7,)),
+    (calls_with_keyword, lambda rng: (0.4,)),
+]
+
+
+def sliding_slice_writes(x):
+    y = np.zeros(x.shape[0] + 2)
+    for i in range(x.shape[0]):
+        y[i:i + 3] += x[i] * np.array([0.25, 0.5, 0.25])
+        y[i + 1:i + 2] = y[i + 1:i + 2] * x[i]
+    return np.sum(y * y)
+
+
+CORPUS += [(sliding_slice_writes, vec(5))]

@@ -115,3 +115,21 @@ def test_jit_of_grad_with_static_argnums():
 def test_jit_of_grad_refuses_integer_argument():
     with pytest.raises(TransformError, match="Numba could not compile"):
         jit(grad(ra.returns_int_and_float))(3, 2.0)
+
+
+def test_jit_of_grad_with_a_dict_argument_returns_a_dict():
+    params = {"W": np.array([[1.0, 0.5], [-0.3, 0.8]]), "b": np.array([0.1, -0.2]),
+              "scale": 2.0}
+    x = np.array([0.7, -1.1])
+    compiled = jit(grad(ra.loss))(params, x)
+    expect = grad(ra.loss)(params, x)
+    assert set(compiled) == set(expect)
+    for key in expect:
+        np.testing.assert_allclose(compiled[key], expect[key])
+
+
+def test_vjp_with_aux():
+    out, vjp_fn, aux = vjp(ra.aux_fn, X, has_aux=True)
+    assert np.isclose(out, np.sum(X * X))
+    np.testing.assert_allclose(aux, 2 * X)
+    np.testing.assert_allclose(vjp_fn(0.5)[0], X)

@@ -41,7 +41,9 @@ def exits(x, n):
 
 def test_pair_loop_records_nothing_and_has_no_index_adjoint():
     text = show_grad(rc.lj_energy)
-    assert "push(" not in text and "_tape" not in text
+    assert "push(" not in text and "_tape" not in text     # d, r2, s6 are recomputed
+    # the accumulator is read only for its shape: checked, not recorded
+    assert "check_shape(e, e_shape)" in text
     assert not re.search(r"\bb(i|j|i_plus_1|pos_shape\w*)\b", text)
     assert "# grad of: e += 4.0 * eps * (s6 * s6 - s6)" in text
     assert "# grad of: d = pos[i] - pos[j]" in text
@@ -135,3 +137,47 @@ def test_integer_index_arithmetic_gets_no_adjoint():
     x = np.arange(6.0)
     np.testing.assert_allclose(grad(rc.integer_index_arithmetic)(x),
                                [x[5] + 1, x[4], x[3] + 1, x[2], x[1] + 1, x[0]])
+
+
+def test_adjoint_of_far_pairs_is_skipped_by_the_cutoff_branch():
+    text = show_grad(rc.lj_energy)
+    reverse = text[text.index("bpos = "):]
+    branch = reverse[reverse.index("if cond:"):]
+    indent = len(branch.split("\n")[1]) - len(branch.split("\n")[1].lstrip())
+    for line in branch.split("\n")[1:]:
+        if "scatter_add(bpos" in line:
+            assert len(line) - len(line.lstrip()) == indent      # inside the branch
+
+
+def test_tidy_keeps_statements_that_read_dense_adjoints_outside_the_branch():
+    from transformer.reverse_tidy import tidy_reverse
+    code = gast.parse(
+        "bz = zeros_like(z)\n"
+        "by = zeros_like(y)\n"
+        "by = by + g\n"
+        "if c:\n"
+        "    bz = bz + g\n"
+        "bx = bx + bz * 2.0\n"
+        "bw = bw + by + bz\n")
+    tidy_reverse(code.body, "zeros_like", {"bz", "by", "bx", "bw", "g"})
+    from codegen.emit import to_source
+    text = to_source(code)
+    assert "    bx = bx + bz * 2.0" in text         # reads only bz: moved into the branch
+    assert "\nbw = bw + by + bz" in text           # reads by as well: stays outside
+    assert "bz = zeros_like(z)" in text and "by = g" in text
+
+
+def test_constant_output_has_zero_gradient():
+    assert grad(rc.constant_output)(2.0) == 0.0
+
+
+def grows(s, v):
+    acc = s
+    for _ in range(3):
+        acc = acc + v * s
+    return np.sum(acc)
+
+
+def test_a_variable_that_changes_shape_is_an_error_not_a_wrong_gradient():
+    with pytest.raises(ValueError, match="changed shape"):
+        grad(grows)(2.0, np.ones(3))

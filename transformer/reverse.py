@@ -1,8 +1,10 @@
 """Reverse mode: a Function in, its vector-Jacobian product as one new Function out.
 
-Input: any Function; it is normalized here (`desugar`, `anf`, `controlflow.lower_exits`,
-then self-assignments `x = x * y` split into `x_next = x * y; x = x_next`, and loops
-instrumented with the bookkeeping their reversal needs). Output invariant: a function
+Input: any Function, normalized first by `reverse_prepare.prepare` (ANF, exits lowered
+to flags, one assignment per value where possible, loops instrumented). Activity
+(`activity.py`) picks the variables that get adjoints; `tape.py` decides which values the
+reverse sweep recomputes and which it records; `reverse_tidy.py` removes work on adjoints
+known to be zero. Output invariant: a function
 
     def grad_f(<f's parameters>[, cotangents]):
         <forward sweep: f's statements, plus tape records where tape.py asks for them>
@@ -25,6 +27,7 @@ from __future__ import annotations
 import builtins
 import copy
 import dataclasses
+
 import gast
 import numba
 import numpy as np
@@ -33,12 +36,10 @@ from codegen import emit
 from codegen.backends import is_user_function
 
 from . import activity, runtime, tape
-from .anf import anf
-from .controlflow import lower_exits
-from .desugar import desugar
 from .errors import TransformError
 from .function import Function, resolve
-from .names import Namer, assigned_names, free_names
+from .names import Namer, free_names
+from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
@@ -60,152 +61,10 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
                               "cannot differentiate it", "rewrite the recursion as a loop")
     _in_progress.append(key)
     try:
-        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux)
-        builder.tuple_grads = tuple_grads
+        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads)
         return builder.build(label or f"{mode}(argnums={tuple(wrt)})")
     finally:
         _in_progress.pop()
-
-
-# ---------------------------------------------------------------- normalization
-
-
-def prepare(fn: Function) -> Function:
-    fn = lower_exits(anf(desugar(fn)))
-    namer = Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
-    env = dict(fn.env)
-    _Prepare(namer, env, _store_counts(node)).block(node.body)
-    return fn.replace(node=node, env=env)
-
-
-def _store_counts(node) -> dict:
-    counts: dict = {}
-    for sub in gast.walk(node):
-        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
-            counts[sub.id] = counts.get(sub.id, 0) + 1
-    return counts
-
-
-class _Prepare:
-    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
-
-    def __init__(self, namer: Namer, env: dict, stores: dict):
-        self.namer, self.env, self.stores = namer, env, stores
-
-    def helper(self, key: str, obj) -> str:
-        return bind_helper(self.env, self.namer, key, obj)
-
-    def block(self, stmts: list) -> None:
-        self.rename_redefinitions(stmts)
-        index = 0
-        while index < len(stmts):
-            stmt = stmts[index]
-            new = self.statement(stmt)
-            stmts[index:index + 1] = new
-            index += len(new)
-
-    def statement(self, stmt) -> list:
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-            target = stmt.targets[0].id
-            if target in tape.operand_names(stmt.value):
-                fresh = self.namer.fresh(target + "_next")
-                return [located(assign(fresh, stmt.value), stmt),
-                        located(assign(target, name(fresh)), stmt)]
-            return [stmt]
-        if isinstance(stmt, gast.If):
-            self.block(stmt.body)
-            self.block(stmt.orelse)
-            return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
-        if isinstance(stmt, gast.For):
-            self.block(stmt.body)
-            frozen = []
-            if len(stmt.iter.args) > 1:
-                for k in (0, 2):
-                    if k < len(stmt.iter.args):
-                        frozen += self.freeze(stmt.iter.args, k, stmt.body)
-            return frozen + self.instrument_for(stmt)
-        if isinstance(stmt, gast.While):
-            self.block(stmt.body)
-            return self.instrument_while(stmt)
-        return [stmt]
-
-    def rename_redefinitions(self, stmts: list) -> None:
-        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
-        `d` is a statement of this block: each value then has one assignment, so the
-        reverse sweep can recompute it instead of recording it. The last keeps the name.
-        """
-        positions: dict = {}
-        for k, stmt in enumerate(stmts):
-            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-                positions.setdefault(stmt.targets[0].id, []).append(k)
-        for var, where in positions.items():
-            if len(where) < 2 or self.stores.get(var) != len(where):
-                continue
-            for first, second in zip(where, where[1:]):
-                fresh = self.namer.fresh(var)
-                stmts[first].targets[0].id = fresh
-                for stmt in stmts[first + 1:second]:
-                    _rename_loads(stmt, var, fresh)
-                _rename_loads(stmts[second].value, var, fresh)
-
-    def freeze(self, holder, field, body) -> list:
-        """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
-        atom = holder[field] if isinstance(holder, list) else getattr(holder, field)
-        if not isinstance(atom, gast.Name) or \
-                atom.id not in assigned_names(gast.Module(body=body, type_ignores=[])):
-            return []
-        fresh = self.namer.fresh(atom.id + "_entry")
-        if isinstance(holder, list):
-            holder[field] = name(fresh)
-        else:
-            setattr(holder, field, name(fresh))
-        return [located(assign(fresh, name(atom.id)), atom)]
-
-    def instrument_for(self, loop) -> list:
-        """`i_last = range_last(a, b, s)` before; `i_last = i` where a break leaves."""
-        args = list(loop.iter.args)
-        start, step = (const(0), const(1)) if len(args) == 1 else \
-            (args[0], args[2] if len(args) == 3 else const(1))
-        stop = args[0] if len(args) == 1 else args[1]
-        index = loop.target.id
-        last = self.namer.fresh(index + "_last")
-        prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
-                                             copy.deepcopy(start), copy.deepcopy(stop),
-                                             copy.deepcopy(step))), loop)
-        tail = loop.body[-1] if loop.body else None
-        if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
-            tail.body.insert(0, located(assign(last, name(index)), tail))
-        loop.secant_reverse = (last, start, step)
-        return [prelude, loop]
-
-    def instrument_while(self, loop) -> list:
-        """Count the trips: the reverse sweep runs the body's adjoint that many times."""
-        count = self.namer.fresh("while_count")
-        trips = self.namer.fresh("while_trips")
-        loop.body.insert(0, located(assign(count, gast.BinOp(
-            left=name(count), op=gast.Add(), right=const(1))), loop))
-        after = located(assign(trips, name(count)), loop)
-        after.secant_late_restore = True
-        loop.secant_trips = trips
-        return [located(assign(count, const(0)), loop), loop, after]
-
-
-def _rename_loads(node, old: str, new: str) -> None:
-    for sub in gast.walk(node):
-        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
-            sub.id = new
-
-
-def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
-    """A name bound to `obj` in `env`: `key` itself unless it holds something else."""
-    if env.get(key, obj) is obj and (key in env or key not in namer.taken):
-        namer.reserve(key)
-        env[key] = obj
-        return key
-    fresh = namer.fresh(key)
-    env[fresh] = obj
-    return fresh
 
 
 # ---------------------------------------------------------------- statement kinds
@@ -233,8 +92,10 @@ def _names(nodes) -> tuple:
 
 
 class _Reverse:
-    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool):
+    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
+                 tuple_grads: bool = False):
         self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.tuple_grads = tuple_grads
         self.namer = Namer.for_function(fn)
         self.env: dict = dict(fn.env)
         params = fn.params
@@ -255,6 +116,9 @@ class _Reverse:
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
+        self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
+        self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
+        self._homes: dict | None = None
         # last statement first, as in the reverse sweep: element uses name the adjoints
         # of a call's tuple result before the call's own adjoint passes them on
         self.adjoints = {}
@@ -379,15 +243,27 @@ class _Reverse:
         return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
 
     def call_result(self, atom) -> bool:
-        """Whether `atom` names the value of a call to a differentiated user function."""
-        if not isinstance(atom, gast.Name):
+        """Whether `atom` holds a tuple returned by a differentiated user function, or is a
+        container parameter (`params["W"]`): only read item by item, with constant keys,
+        so each item gets its own adjoint."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
             return False
+        if atom.id in self.fn.params:
+            return not self.defs.get(atom.id)
         defs = self.defs.get(atom.id, [])
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
-            self.classify_call(atom.id, defs[0].value).kind == "call" and \
-            all(isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
-                isinstance(use.value.slice, gast.Constant) for use in self.loads[atom.id])
+            self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def itemwise(self, var: str) -> bool:
+        uses = self.loads.get(var, [])
+        return bool(uses) and all(
+            isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+            isinstance(use.value.value, gast.Name) and use.value.value.id == var and
+            isinstance(use.value.slice, gast.Constant) for use in uses)
+
+    def container_keys(self, var: str) -> list:
+        return list(dict.fromkeys(use.value.slice.value for use in self.loads[var]))
 
     def rule(self, t, key, args, keywords) -> Prim:
         if is_nondifferentiable(key):
@@ -501,7 +377,7 @@ class _Reverse:
 
     def element_adjoint(self, var: str, k: int) -> str:
         """The adjoint of element `k` of the tuple a user function returned into `var`."""
-        elements = self.__dict__.setdefault("_elements", {}).setdefault(var, {})
+        elements = self.elements.setdefault(var, {})
         if k not in elements:
             elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
         return elements[k]
@@ -509,7 +385,7 @@ class _Reverse:
     def zero_adjoints(self, var: str) -> list:
         """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
         zeros = self.helper("zeros_like", runtime.zeros_like)
-        elements = self.__dict__.get("_elements", {}).get(var)
+        elements = self.elements.get(var)
         if elements is None:
             return [assign(self.adjoint[var], call(name(zeros), name(var)))]
         return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
@@ -551,7 +427,7 @@ class _Reverse:
             return []
         vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
         grads = self.namer.fresh(prim.target + "_grads")
-        elements = self.__dict__.get("_elements", {}).get(prim.target)
+        elements = self.elements.get(prim.target)
         if outputs == 1 and elements is None:
             cotangents = [name(self.adjoint[prim.target])]
         elif elements is None:
@@ -572,7 +448,7 @@ class _Reverse:
     def callee_vjp(self, obj, positions, stmt) -> str:
         from .api_reverse import CustomVJP
         from .frontend import parse
-        cache = self.__dict__.setdefault("_callees", {})
+        cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
             if isinstance(obj, CustomVJP):
@@ -590,13 +466,36 @@ class _Reverse:
 
     # ------------------------------------------------------------ what the reverse reads
     def needed(self) -> set:
+        """Primal names the reverse sweep reads; sets `self.guarded` (see shape_guards)."""
         primal = set(self.defs)
-        found = set()
+        values, shapes = set(), set(self.active)    # adjoint zeros read each active shape
         for stmts in self.adjoints.values():
-            found |= _value_reads(stmts, self.env) & primal
+            read_values, read_shapes = _reads(stmts, self.env)
+            values |= read_values
+            shapes |= read_shapes
         for _stmt, names in self._control_reads():
-            found |= names
-        return found
+            values |= names
+        values &= primal
+        shapes = (shapes & primal) - values
+        multiple = {v for v in primal if len(self.defs[v]) > 1 or
+                    (v in self.fn.params and self.defs[v])}
+        self.guarded = {v for v in shapes & multiple if self.first_definition(v)}
+        fixed = {v for v in primal if tape.invariant(self.facts, v)} | self.guarded | \
+            (values & multiple) | {v for v in primal
+                                   if all(isinstance(d, gast.For) for d in self.defs[v])}
+        stable = tape.shape_stable(self.facts, fixed, self.env)
+        return values | (shapes - fixed - stable)
+
+    def first_definition(self, var: str):
+        """The assignment that defines `var` before any other can run (None if unclear);
+        the function entry for a parameter."""
+        if var in self.fn.params:
+            return self.fn.node
+        defs = sorted(self.defs[var], key=lambda d: self.order[id(d)])
+        first = defs[0]
+        if isinstance(first, gast.Assign) and self.block_of[id(first)] == id(self.body):
+            return first
+        return None
 
     def _control_reads(self):
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
@@ -658,6 +557,8 @@ class _Reverse:
             out.append(located(assign(self.counter(var, "items")[1], const(0)), self.fn.node))
         for var in sorted(self.plan.taped & set(self.fn.params)):
             out.extend(self.record(var, None))
+        for var in sorted(self.guarded & set(self.fn.params)):
+            out.extend(self.shape_guard(var, self.fn.node))
         return out
 
     def forward_block(self, stmts) -> list:
@@ -674,7 +575,7 @@ class _Reverse:
                     else []
                 return saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
-            return [copy.deepcopy(stmt)] + records
+            return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -690,6 +591,23 @@ class _Reverse:
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
         return [copy.deepcopy(stmt)]
+
+    def shape_guard(self, var: str, stmt) -> list:
+        """Accumulators read only for their shape are not recorded: their first shape is
+        kept, and each later assignment is checked against it."""
+        if var not in self.guarded:
+            return []
+        reference = self.shape_name(var)
+        if self.first_definition(var) is stmt:
+            return [located(assign(reference, call(name(self.helper(
+                "shape_of", tape.shape_of)), name(var))), stmt)]
+        return [located(gast.Expr(value=call(name(self.helper("check_shape", tape.check_shape)),
+                                             name(var), name(reference))), stmt)]
+
+    def shape_name(self, var: str) -> str:
+        if (var, "shape") not in self.counters:
+            self.counters[(var, "shape")] = (self.namer.fresh(var + "_shape"), None)
+        return self.counters[(var, "shape")][0]
 
     def capacity(self, stmt):
         """Tape rows to reserve at the first record: the trip count when it is known."""
@@ -815,7 +733,7 @@ class _Reverse:
                               right=copy.deepcopy(step))
         back = const(-step.value) if isinstance(step, gast.Constant) else \
             gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step))
-        header = call(name(self._builtin("range", range)), name(last), stop, back)
+        header = call(name(self.helper("range", range)), name(last), stop, back)
         rev = gast.For(target=copy.deepcopy(loop.target), iter=header, body=body, orelse=[],
                        type_comment=None)
         return [located(rev, loop)]
@@ -828,14 +746,11 @@ class _Reverse:
             comment[0] = None
             index = self.namer.fresh("trip")
             out.append(located(gast.For(target=store(index), iter=call(
-                name(self._builtin("range", range)), name(trips)), body=body, orelse=[],
+                name(self.helper("range", range)), name(trips)), body=body, orelse=[],
                 type_comment=None), loop))
         if trips in self.plan.taped:
             out += [located(s, loop) for s in self.restore(trips)]
         return out
-
-    def _builtin(self, key, obj) -> str:
-        return self.helper(key, obj)
 
     def restore(self, var: str) -> list:
         tape_name, top = self.counter(var, "tape")
@@ -864,7 +779,7 @@ class _Reverse:
     # ------------------------------------------------------------ adjoint initialisation
     def home_blocks(self) -> dict:
         """Active name -> the innermost block holding all its assignments and reads."""
-        if hasattr(self, "_homes"):
+        if self._homes is not None:
             return self._homes
         homes = {}
         for var in self.active:
@@ -890,7 +805,7 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if var in self.wrt and top:
+            if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
@@ -917,6 +832,25 @@ class _Reverse:
                 return self.loops_of[stmt_id]
         return ()
 
+    def param_gradient(self, var: str):
+        """The returned gradient of parameter `var`: a dict (or tuple) for a container."""
+        if self.call_result(name(var)):
+            keys = self.container_keys(var)
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            items = [name(self.elements[var][k]) if k in self.elements.get(var, {}) else
+                     call(name(zeros), subscript(name(var), const(k))) for k in keys]
+            if all(isinstance(k, str) for k in keys):
+                return gast.Dict(keys=[const(k) for k in keys], values=items)
+            if sorted(keys) == list(range(len(keys))):
+                return gast.Tuple(elts=[items[keys.index(k)] for k in range(len(keys))],
+                                  ctx=gast.Load())
+            raise self.fn.origin.error(self.fn.node, f"the gradient of container argument "
+                                       f"{var!r} needs every item read with one kind of key",
+                                       "read all items as p[0], p[1], ... or p['a'], ...")
+        if var in self.active:
+            return name(self.adjoint[var])
+        return call(name(self.helper("float_zeros", float_zeros)), name(var), const(var))
+
     def seeds(self) -> list:
         out = []
         atoms = self.out_elements if self.out_elements is not None else [self.out_atom]
@@ -935,9 +869,7 @@ class _Reverse:
         return out
 
     def final_return(self) -> gast.Return:
-        grads = [name(self.adjoint[v]) if v in self.active else
-                 call(name(self.helper("float_zeros", float_zeros)), name(v), const(v))
-                 for v in self.wrt]
+        grads = [self.param_gradient(v) for v in self.wrt]
         if self.mode == VJP:
             return gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load()))
         value = grads[0] if len(grads) == 1 and not self.tuple_grads else \
@@ -953,8 +885,6 @@ class _Reverse:
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
 
-    tuple_grads = False
-
 
 def _primal_params(obj) -> list:
     from .api_reverse import CustomVJP
@@ -962,25 +892,31 @@ def _primal_params(obj) -> list:
     return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 
-# shape-only arguments: any value of the right shape and type serves, so reading a
-# variable there does not make the reverse sweep need its value at that point
-_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
+# arguments that only carry a float type or a shape: reading a variable there does not
+# make the reverse sweep need its value at that point (tape.py decides whether its shape
+# needs anything)
+_DTYPE_ARGUMENTS = {runtime.cast_like: 1}
+_SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0,
                     runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
 
 
-def _value_reads(stmts, env) -> set:
-    """Names whose values (not only shapes) the statements read."""
-    skipped = set()
+def _reads(stmts, env) -> tuple[set, set]:
+    """(names whose values the statements read, names read only for their shape)."""
+    skipped, shape_reads = set(), {}
     for stmt in stmts:
         for sub in gast.walk(stmt):
             if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
-                position = _SHAPE_ARGUMENTS.get(env.get(sub.func.id))
-                if position is not None and position < len(sub.args) and \
-                        isinstance(sub.args[position], gast.Name):
-                    skipped.add(id(sub.args[position]))
-    return {sub.id for stmt in stmts for sub in gast.walk(stmt)
-            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)
-            and id(sub) not in skipped}
+                helper = env.get(sub.func.id)
+                for table, shape in ((_DTYPE_ARGUMENTS, False), (_SHAPE_ARGUMENTS, True)):
+                    position = table.get(helper)
+                    if position is not None and position < len(sub.args) and \
+                            isinstance(sub.args[position], gast.Name):
+                        skipped.add(id(sub.args[position]))
+                        if shape:
+                            shape_reads[id(sub.args[position])] = sub.args[position].id
+    loads = [sub for stmt in stmts for sub in gast.walk(stmt)
+             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)]
+    return {n.id for n in loads if id(n) not in skipped}, set(shape_reads.values())
 
 
 # ---------------------------------------------------------------- runtime helpers

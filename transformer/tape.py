@@ -134,6 +134,100 @@ def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> Tap
     return TapePlan(recomputed, taped, saved, taped & float_names)
 
 
+def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
+    """Single-assignment names whose shape is the same every time their loop assigns them.
+
+    Such a name read only for its shape (`unbroadcast(g, x)`, `zeros_like(x)`) needs no
+    record: whatever value it holds has the right shape. `anchors` are names whose shape
+    cannot change (invariant, or guarded by `check_shape`, or held on a typed tape).
+    Shapes are followed through elementwise arithmetic, ufuncs, `math`, full reductions,
+    matrix products and indexing with loop indices; slicing and other calls are unknown.
+    """
+    stable = set(anchors)
+    changed = True
+    while changed:
+        changed = False
+        for name, defs in facts.defs.items():
+            if name in stable or len(defs) != 1 or not isinstance(defs[0], gast.Assign):
+                continue
+            if _keeps_shape(defs[0].value, stable, facts, env):
+                stable.add(name)
+                changed = True
+    return stable - set(anchors)
+
+
+_SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
+                  np.around, np.clip, np.where, np.copy, abs, max, min, float)
+
+
+def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
+    def ok(atom):
+        return isinstance(atom, gast.Constant) or (isinstance(atom, gast.Name) and
+                                                   atom.id in stable)
+    if isinstance(value, (gast.Name, gast.Constant)):
+        return ok(value)
+    if isinstance(value, gast.BinOp):
+        return ok(value.left) and ok(value.right)
+    if isinstance(value, gast.UnaryOp):
+        return ok(value.operand)
+    if isinstance(value, (gast.Compare, gast.Attribute)):
+        return True
+    if isinstance(value, gast.Subscript):
+        index = value.slice.elts if isinstance(value.slice, gast.Tuple) else [value.slice]
+        return ok(value.value) and all(
+            isinstance(i, gast.Constant) or (isinstance(i, gast.Name) and all(
+                isinstance(d, gast.For) for d in facts.defs.get(i.id, [None])))
+            for i in index)
+    if isinstance(value, gast.Call) and not value.keywords:
+        func = _resolve(value.func, env)
+        known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
+            or any(func is f for f in _SHAPE_KEEPING)
+        return known and all(ok(a) for a in value.args)
+    return False
+
+
+def _resolve(func, env):
+    if isinstance(func, gast.Name):
+        return env.get(func.id)
+    if isinstance(func, gast.Attribute):
+        base = _resolve(func.value, env)
+        return getattr(base, func.attr, None) if base is not None else None
+    return None
+
+
+# ---------------------------------------------------------------- runtime: shape guards
+
+
+def shape_of(value):
+    """The shape of an array, `()` for a scalar."""
+    return np.shape(value)
+
+
+def check_shape(value, shape):
+    """Raise when an accumulator's shape drifts from its first assignment's."""
+    if np.shape(value) != shape:
+        raise ValueError(f"a variable changed shape from {shape} to {np.shape(value)} between "
+                         "assignments; reverse mode needs one shape per variable (start an "
+                         "array accumulator with np.zeros of its final shape)")
+
+
+@overload(shape_of)
+def _shape_of_nb(value):
+    if isinstance(value, types.Array):
+        return lambda value: value.shape
+    return lambda value: ()
+
+
+@overload(check_shape)
+def _check_shape_nb(value, shape):
+    if isinstance(value, types.Array):
+        def impl(value, shape):
+            if value.shape != shape:
+                raise ValueError("a variable changed shape between assignments")
+        return impl
+    return lambda value, shape: None
+
+
 # ---------------------------------------------------------------- runtime: value tapes
 
 MIN_CAPACITY = 16
@@ -154,6 +248,11 @@ def exact_tape(value, capacity):
 
 def push(tape, n, value):
     """`tape` with `value` stored at position `n` (a larger copy when it is full)."""
+    if np.shape(value) != tape.shape[1:]:
+        raise ValueError(f"a recorded variable changed shape from {tape.shape[1:]} to "
+                         f"{np.shape(value)} between assignments; reverse mode records it on "
+                         "a typed tape, so give it one shape from its first assignment "
+                         "(e.g. start an array accumulator with np.zeros)")
     if n == tape.shape[0]:
         tape = _grown(tape)
     tape[n] = value
@@ -162,8 +261,17 @@ def push(tape, n, value):
 
 @register_jitable
 def _grown(tape):
-    bigger = np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype)
-    bigger[:tape.shape[0]] = tape
+    return _copied_into(np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype), tape)
+
+
+@register_jitable
+def _copied_into(bigger, tape):
+    """`bigger` with `tape`'s rows as its first rows (a flat loop: N-d slice assignment
+    costs Numba seconds of compile time)."""
+    src = tape.reshape(tape.size)
+    dst = bigger.reshape(bigger.size)
+    for k in range(src.size):
+        dst[k] = src[k]
     return bigger
 
 
@@ -193,12 +301,23 @@ overload(exact_tape)(_tape_overload(False))
 
 @overload(push)
 def _push_nb(tape, n, value):
-    def impl(tape, n, value):
+    if isinstance(value, types.Array):
+        def rows(tape, n, value):
+            if n == tape.shape[0]:
+                tape = _grown(tape)
+            src = np.ravel(value)
+            dst = tape[n].reshape(src.size)
+            for k in range(src.size):
+                dst[k] = src[k]
+            return tape
+        return rows
+
+    def scalars(tape, n, value):
         if n == tape.shape[0]:
             tape = _grown(tape)
         tape[n] = value
         return tape
-    return impl
+    return scalars
 
 
 # ---------------------------------------------------------------- runtime: element buffers
@@ -236,10 +355,11 @@ def _items_buffer_nb(array, capacity):
 def _push_items_nb(buf, n, value):
     if isinstance(value, types.Array):
         def impl(buf, n, value):
-            flat = value.ravel()
+            flat = np.ravel(value)
             while n + flat.size > buf.shape[0]:
                 buf = _grown(buf)
-            buf[n:n + flat.size] = flat
+            for k in range(flat.size):
+                buf[n + k] = flat[k]
             return buf, n + flat.size
         return impl
 
@@ -264,9 +384,7 @@ def reserve(tape, n):
     """`tape` with room for at least `n` entries (its first rows kept)."""
     if tape.shape[0] >= n:
         return tape
-    bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
-    bigger[:tape.shape[0]] = tape
-    return bigger
+    return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
 
 
 @overload(reserve)
@@ -274,9 +392,7 @@ def _reserve_nb(tape, n):
     def impl(tape, n):
         if tape.shape[0] >= n:
             return tape
-        bigger = np.empty((n,) + tape.shape[1:], tape.dtype)
-        bigger[:tape.shape[0]] = tape
-        return bigger
+        return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
     return impl
 
 

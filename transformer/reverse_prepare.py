@@ -1,0 +1,171 @@
+"""Normalize a function for reverse mode: one assignment per value where possible,
+no self-referencing assignments, and loops carrying what their reversal needs.
+
+Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`, then:
+
+- redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
+  `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
+- an assignment reading its own target is split: `x = x * y` becomes
+  `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
+- an `if` test or a `range` start/step that the body reassigns is copied first
+  (`cond_entry = cond`), because the reverse sweep reads it at the statement's entry;
+- each `for i in range(a, b, s)` is preceded by `i_last = range_last(a, b, s)` and, if it
+  breaks, sets `i_last = i` before the break; its node carries `secant_reverse =
+  (i_last, a, s)`;
+- each `while` counts its trips (`while_count`), copied after the loop to the variable
+  named by the node's `secant_trips`; that copy carries `secant_late_restore`.
+
+Output invariant: ANF (see anf.py) plus the above; the lowering invariant of
+controlflow.py still holds.
+"""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+from . import tape
+from .anf import anf
+from .controlflow import lower_exits
+from .desugar import desugar
+from .function import Function
+from .names import Namer, assigned_names
+from .syntax import assign, call, const, located, name
+
+
+def prepare(fn: Function) -> Function:
+    fn = lower_exits(anf(desugar(fn)))
+    namer = Namer.for_function(fn)
+    node = copy.deepcopy(fn.node)
+    env = dict(fn.env)
+    _Prepare(namer, env, _store_counts(node)).block(node.body)
+    return fn.replace(node=node, env=env)
+
+
+def _store_counts(node) -> dict:
+    counts: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
+
+
+class _Prepare:
+    """Rename redefinitions, split self-assignments, add loop bookkeeping."""
+
+    def __init__(self, namer: Namer, env: dict, stores: dict):
+        self.namer, self.env, self.stores = namer, env, stores
+
+    def helper(self, key: str, obj) -> str:
+        return bind_helper(self.env, self.namer, key, obj)
+
+    def block(self, stmts: list) -> None:
+        self.rename_redefinitions(stmts)
+        index = 0
+        while index < len(stmts):
+            stmt = stmts[index]
+            new = self.statement(stmt)
+            stmts[index:index + 1] = new
+            index += len(new)
+
+    def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            target = stmt.targets[0].id
+            if target in tape.operand_names(stmt.value):
+                fresh = self.namer.fresh(target + "_next")
+                return [located(assign(fresh, stmt.value), stmt),
+                        located(assign(target, name(fresh)), stmt)]
+            return [stmt]
+        if isinstance(stmt, gast.If):
+            self.block(stmt.body)
+            self.block(stmt.orelse)
+            return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
+        if isinstance(stmt, gast.For):
+            self.block(stmt.body)
+            frozen = []
+            if len(stmt.iter.args) > 1:
+                for k in (0, 2):
+                    if k < len(stmt.iter.args):
+                        frozen += self.freeze(stmt.iter.args, k, stmt.body)
+            return frozen + self.instrument_for(stmt)
+        if isinstance(stmt, gast.While):
+            self.block(stmt.body)
+            return self.instrument_while(stmt)
+        return [stmt]
+
+    def rename_redefinitions(self, stmts: list) -> None:
+        """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
+        `d` is a statement of this block: each value then has one assignment, so the
+        reverse sweep can recompute it instead of recording it. The last keeps the name.
+        """
+        positions: dict = {}
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                positions.setdefault(stmt.targets[0].id, []).append(k)
+        for var, where in positions.items():
+            if len(where) < 2 or self.stores.get(var) != len(where):
+                continue
+            for first, second in zip(where, where[1:]):
+                fresh = self.namer.fresh(var)
+                stmts[first].targets[0].id = fresh
+                for stmt in stmts[first + 1:second]:
+                    _rename_loads(stmt, var, fresh)
+                _rename_loads(stmts[second].value, var, fresh)
+
+    def freeze(self, holder, field, body) -> list:
+        """Copy a test or bound the body reassigns: the reverse sweep reads it at entry."""
+        atom = holder[field] if isinstance(holder, list) else getattr(holder, field)
+        if not isinstance(atom, gast.Name) or \
+                atom.id not in assigned_names(gast.Module(body=body, type_ignores=[])):
+            return []
+        fresh = self.namer.fresh(atom.id + "_entry")
+        if isinstance(holder, list):
+            holder[field] = name(fresh)
+        else:
+            setattr(holder, field, name(fresh))
+        return [located(assign(fresh, name(atom.id)), atom)]
+
+    def instrument_for(self, loop) -> list:
+        """`i_last = range_last(a, b, s)` before; `i_last = i` where a break leaves."""
+        args = list(loop.iter.args)
+        start, step = (const(0), const(1)) if len(args) == 1 else \
+            (args[0], args[2] if len(args) == 3 else const(1))
+        stop = args[0] if len(args) == 1 else args[1]
+        index = loop.target.id
+        last = self.namer.fresh(index + "_last")
+        prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
+                                             copy.deepcopy(start), copy.deepcopy(stop),
+                                             copy.deepcopy(step))), loop)
+        tail = loop.body[-1] if loop.body else None
+        if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
+            tail.body.insert(0, located(assign(last, name(index)), tail))
+        loop.secant_reverse = (last, start, step)
+        return [prelude, loop]
+
+    def instrument_while(self, loop) -> list:
+        """Count the trips: the reverse sweep runs the body's adjoint that many times."""
+        count = self.namer.fresh("while_count")
+        trips = self.namer.fresh("while_trips")
+        loop.body.insert(0, located(assign(count, gast.BinOp(
+            left=name(count), op=gast.Add(), right=const(1))), loop))
+        after = located(assign(trips, name(count)), loop)
+        after.secant_late_restore = True
+        loop.secant_trips = trips
+        return [located(assign(count, const(0)), loop), loop, after]
+
+
+def _rename_loads(node, old: str, new: str) -> None:
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
+            sub.id = new
+
+
+def bind_helper(env: dict, namer: Namer, key: str, obj) -> str:
+    """A name bound to `obj` in `env`: `key` itself unless it holds something else."""
+    if env.get(key, obj) is obj and (key in env or key not in namer.taken):
+        namer.reserve(key)
+        env[key] = obj
+        return key
+    fresh = namer.fresh(key)
+    env[fresh] = obj
+    return fresh
