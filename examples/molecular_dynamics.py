@@ -141,7 +141,7 @@ def fitting(backend, per_side, rng):
     start_params = np.array([0.8, 1.05])
     bounds = [(0.1, 5.0), (0.7, 1.3)]
     print(f"\nForce-field fit: {configs.shape[0]} configurations of {configs.shape[1]} atoms, "
-          f"start (eps, sigma) = {tuple(start_params)}")
+          f"start (eps, sigma) = ({start_params[0]}, {start_params[1]})")
     for method in ("L-BFGS-B", "SLSQP"):
         start = time.perf_counter()
         result = minimize(objective, start_params, jac=True, method=method, bounds=bounds,
