@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 
-if "SECANT_CACHE_DIR" not in os.environ:  # cold compiles: nothing cached from earlier runs
+if not os.environ.get("SECANT_CACHE_DIR"):  # cold compiles: nothing cached from earlier runs
     os.environ["SECANT_CACHE_DIR"] = tempfile.mkdtemp(prefix="secant-bench-")
 
 import numpy as np  # noqa: E402

@@ -162,7 +162,7 @@ def main(argv=None):
     steps = args.steps if args.steps is not None else (20 if python else 300)
     rng = np.random.default_rng(7)
     dynamics(args.backend, steps, 3 if python else 5, rng)
-    fitting(args.backend, 2 if python else 3, rng)
+    fitting(args.backend, 3, rng)
 
 
 if __name__ == "__main__":
