@@ -387,3 +387,13 @@ def sliding_slice_writes(x):
 
 
 CORPUS += [(sliding_slice_writes, vec(5))]
+
+
+def product(x):
+    p = 1
+    for i in range(x.shape[0]):
+        p = p * x[i]
+    return p
+
+
+CORPUS += [(product, vec(4))]

@@ -133,3 +133,22 @@ def test_vjp_with_aux():
     assert np.isclose(out, np.sum(X * X))
     np.testing.assert_allclose(aux, 2 * X)
     np.testing.assert_allclose(vjp_fn(0.5)[0], X)
+
+
+def test_grad_of_jit_and_numba_functions_at_top_level():
+    assert grad(ra.jitted_helper)(3.0) == 12.0
+    assert grad(ra.njit_cube)(2.0) == 12.0
+    assert jit(grad(ra.njit_cube))(2.0) == 12.0
+
+
+def test_show_grad_includes_the_vjp_of_called_functions():
+    text = show_grad(ra.uses_pair, argnums=(0, 1))
+    assert "def grad_uses_pair(x, y):" in text
+    assert "def vjp_pair(x, y, b_" in text
+    assert "# grad of: a, b = pair(x, y)" in text
+
+
+def test_writing_an_array_through_an_alias_is_refused():
+    with pytest.raises(TransformError, match="same array") as info:
+        grad(ra.alias_write)(X)
+    assert "z = y.copy()" in str(info.value)

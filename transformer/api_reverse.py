@@ -128,8 +128,24 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> GradTrans
 
 
 def show_grad(fun: Callable, argnums=0) -> str:
-    """The generated module text of `grad(fun, argnums)` (what `secant show --grad` prints)."""
-    return grad(fun, argnums).source()
+    """The generated module text of `grad(fun, argnums)` (what `secant show --grad` prints),
+    followed by the modules of the vjp functions generated for the functions it calls."""
+    transformed = grad(fun, argnums)
+    texts = [transformed.source()]
+    for helper in _generated_helpers(transformed.function):
+        texts.append(backends.module_text(helper, PYTHON)[0])
+    return "\n\n".join(texts)
+
+
+def _generated_helpers(fn: Function, seen=None) -> list[Function]:
+    seen = set() if seen is None else seen
+    found = []
+    for value in fn.env.values():
+        if isinstance(value, Function) and id(value) not in seen:
+            seen.add(id(value))
+            found.append(value)
+            found.extend(_generated_helpers(value, seen))
+    return found
 
 
 # ---------------------------------------------------------------- vjp

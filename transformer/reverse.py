@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import re
 import dataclasses
 
 import gast
@@ -149,12 +150,45 @@ class _Reverse:
         self.simple: list = []
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
+        self._close_written_over_aliases()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
             self.pure)
         self.loops_of[id(self.ret)] = ()
+
+    def _close_written_over_aliases(self) -> None:
+        """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
+        through one name and read through another afterwards is refused; a copy whose
+        source is not read again (a renamed value, a swap's temporary) just shares the
+        record of writes."""
+        copies = [s for s in self.simple
+                  if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
+        changed = True
+        while changed:
+            changed = False
+            for stmt in copies:
+                pair = {stmt.targets[0].id, stmt.value.id}
+                if pair & self.written and not pair <= self.written:
+                    self._refuse_observed_alias(stmt)
+                    self.written |= pair
+                    changed = True
+
+    def _refuse_observed_alias(self, stmt) -> None:
+        target, source = stmt.targets[0].id, stmt.value.id
+        for name_ in (target, source):
+            other = source if name_ == target else target
+            later = [u for u in self.loads.get(other, [])
+                     if self.order[id(u)] > self.order[id(stmt)]]
+            writes = [u for u in self.simple if isinstance(u.targets[0], gast.Subscript)
+                      and u.targets[0].value.id == name_ and
+                      self.order[id(u)] > self.order[id(stmt)]]
+            if writes and later:
+                raise self.fn.origin.error(
+                    writes[0], f"{name_!r} and {other!r} are the same array here, written "
+                    f"through {name_!r} and read through {other!r}: reverse mode keeps one "
+                    "adjoint per name", f"make a copy: {target} = {source}.copy()")
 
     def loads_add(self, stmt, names) -> None:
         for n in names:
@@ -454,14 +488,10 @@ class _Reverse:
             if isinstance(obj, CustomVJP):
                 generated = obj.vjp_function(positions)
             else:
-                try:
-                    callee = parse(obj)
-                except TransformError:
-                    raise
-                generated = reverse_function(callee, positions, VJP)
-            base = getattr(obj, "__name__", "callee")
+                generated = reverse_function(parse(obj), positions, VJP)
+            base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
-            cache[key] = (self.helper(self.namer.fresh(base + "_vjp"), generated), outputs)
+            cache[key] = (self.helper(base + "_vjp", generated), outputs)
         return cache[key]
 
     # ------------------------------------------------------------ what the reverse reads

@@ -20,7 +20,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
   records the overwritten elements in a flat buffer; the reverse writes them back.
 
 Only variables the reverse sweep reads are considered at all (the *needed* set), so a
-value that is overwritten but never needed costs nothing.
+value that is overwritten but never needed costs nothing. A variable read only for its
+shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
+(`shape_stable`); an accumulator read that way keeps its first shape, checked by
+`check_shape` at each later assignment, instead of being recorded.
 
 The runtime helpers below run as plain Python and, through `numba.extending.overload`,
 inside compiled code.
