@@ -123,3 +123,20 @@ def alias_write(x):
         z[i] = a * 0.5
         s += a * y[i]
     return s + np.sum(z)
+
+
+def fill_first(y, v):
+    y[0] = v
+    return np.sum(y)
+
+
+def calls_fill_first(x):
+    buffer = np.zeros(3)
+    return fill_first(buffer, x) * x
+
+
+def view_changed_after_read(X0):
+    X = X0.copy()
+    row = X[0]
+    X[0, 1] = X[0, 1] * 3.0
+    return np.sum(row * row)

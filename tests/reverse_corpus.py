@@ -397,3 +397,27 @@ def product(x):
 
 
 CORPUS += [(product, vec(4))]
+
+
+def row_views_of_other_rows(X0):
+    X = X0.copy()
+    total = 0.0
+    for i in range(X.shape[0] - 1):
+        row = X[i]
+        X[i + 1] = X[i + 1] + row * 0.5
+        total += np.sum(row * row)
+    return total + np.sum(X)
+
+
+def element_read_then_overwritten(x0):
+    x = x0.copy()
+    s = 0.0
+    for i in range(x.shape[0]):
+        a = x[i]
+        x[i] = a * a
+        s += a * x[i]
+    return s
+
+
+CORPUS += [(row_views_of_other_rows, lambda rng: (rng.standard_normal((4, 3)),)),
+           (element_read_then_overwritten, vec(4))]

@@ -152,3 +152,16 @@ def test_writing_an_array_through_an_alias_is_refused():
     with pytest.raises(TransformError, match="same array") as info:
         grad(ra.alias_write)(X)
     assert "z = y.copy()" in str(info.value)
+
+
+def test_a_differentiated_call_that_writes_into_its_argument_is_refused():
+    with pytest.raises(TransformError, match="writes into its argument 'y'"):
+        grad(ra.calls_fill_first)(2.0)
+
+
+def test_a_view_changed_by_a_later_write_is_an_error_not_a_wrong_gradient():
+    X0 = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match="view"):
+        grad(ra.view_changed_after_read)(X0)
+    with pytest.raises(ValueError, match="view"):
+        jit(grad(ra.view_changed_after_read))(X0)

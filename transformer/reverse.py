@@ -151,6 +151,7 @@ class _Reverse:
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
         self._close_written_over_aliases()
+        self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
@@ -174,6 +175,28 @@ class _Reverse:
                     self._refuse_observed_alias(stmt)
                     self.written |= pair
                     changed = True
+
+    def _views_read_across_writes(self) -> dict:
+        """id(write) -> names read from the written array before it and used after it:
+        each may be a view the write changes, which the forward sweep checks."""
+        checks: dict = {}
+        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
+                 isinstance(s.value, gast.Subscript) and
+                 isinstance(s.value.value, gast.Name)]
+        for write in self.simple:
+            if not isinstance(write.targets[0], gast.Subscript):
+                continue
+            base, at = write.targets[0].value.id, self.order[id(write)]
+            for read in reads:
+                var = read.targets[0].id
+                if read.value.value.id == base and self.order[id(read)] < at and \
+                        _may_overlap(read.value.slice, write.targets[0].slice) and \
+                        len(self.defs.get(var, [])) == 1 and \
+                        self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
+                        self.chain_of[id(read)] and \
+                        any(self.order[id(u)] > at for u in self.loads.get(var, [])):
+                    checks.setdefault(id(write), []).append(var)
+        return checks
 
     def _refuse_observed_alias(self, stmt) -> None:
         target, source = stmt.targets[0].id, stmt.value.id
@@ -488,7 +511,9 @@ class _Reverse:
             if isinstance(obj, CustomVJP):
                 generated = obj.vjp_function(positions)
             else:
-                generated = reverse_function(parse(obj), positions, VJP)
+                callee = parse(obj)
+                _refuse_argument_writes(callee, stmt, self.fn)
+                generated = reverse_function(callee, positions, VJP)
             base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
             cache[key] = (self.helper(base + "_vjp", generated), outputs)
@@ -564,8 +589,10 @@ class _Reverse:
         if "zeros_like" in self.env:
             adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
             adjoint_names -= set(self.defs) | set(self.env)
+            owned = {self.adjoint[v] for v in self.wrt if v in self.adjoint and
+                     v not in self.elements}
             tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
-                         adjoint_names)
+                         adjoint_names, owned)
         located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
@@ -603,7 +630,11 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                return saves + [copy.deepcopy(stmt)]
+                check = self.helper("check_not_view", tape.check_not_view)
+                guards = [located(gast.Expr(value=call(name(check), name(var),
+                                                       name(target.value.id), const(var))),
+                                  stmt) for var in self.view_checks.get(id(stmt), [])]
+                return guards + saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
             return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
@@ -914,6 +945,35 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+def _may_overlap(read_index, write_index) -> bool:
+    """Whether a read and a write of one array may touch the same elements: they do unless
+    their first indices are different names or constants (`X[i]` and `X[i_plus_1]`)."""
+    def first(index):
+        return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
+    a, b = first(read_index), first(write_index)
+    if isinstance(a, gast.Slice) or isinstance(b, gast.Slice):
+        return True
+    if isinstance(a, gast.Name) and isinstance(b, gast.Name):
+        return a.id == b.id
+    if isinstance(a, gast.Constant) and isinstance(b, gast.Constant):
+        return a.value == b.value
+    return False
+
+
+def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
+    """A callee's vjp runs its forward code again: writing into an argument would then
+    write twice, so it is refused."""
+    params = set(callee.params)
+    for sub in gast.walk(callee.node):
+        if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
+                isinstance(sub.value, gast.Name) and sub.value.id in params:
+            raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
+                                      f"{sub.value.id!r}; reverse mode cannot differentiate "
+                                      "a call that changes its arguments",
+                                      f"copy inside {callee.name} ({sub.value.id} = "
+                                      f"{sub.value.id}.copy()) and return the result")
 
 
 def _primal_params(obj) -> list:

@@ -11,6 +11,9 @@ adjoints start as `bv = zeros_like(v)`. Two rewrites, both exact:
    every mention moved into one branch move there too.
 2. *Folding*: `bv = zeros_like(v)` followed, in the same block, by the first use
    `bv = bv + e` becomes `bv = e`.
+3. *In place*: `bx = bx + e` becomes `bx += e` for the adjoints of the differentiated
+   parameters, which the reverse sweep allocates itself and never shares (their
+   zeros are not folded away), so a loop accumulating `bW` allocates nothing per trip.
 
 Output invariant: the same values for every adjoint that is read afterwards.
 """
@@ -21,10 +24,12 @@ import gast
 from codegen import emit
 
 
-def tidy_reverse(stmts: list, zeros: str, adjoint_names: set) -> None:
-    """Apply both rewrites to `stmts` and every nested block, in place."""
+def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = frozenset()) -> None:
+    """Apply the rewrites to `stmts` and every nested block, in place."""
     _sink(stmts, zeros, adjoint_names)
     _fold_zero_inits(stmts, zeros)
+    if owned:
+        _accumulate_in_place(stmts, owned)
 
 
 # ---------------------------------------------------------------- sinking into branches
@@ -198,3 +203,22 @@ def _accumulates(stmt, var) -> bool:
                    for n in gast.walk(stmt.value.right))
 
 
+
+
+# ---------------------------------------------------------------- in-place accumulation
+
+
+def _accumulate_in_place(stmts: list, owned: set) -> None:
+    for index, stmt in enumerate(stmts):
+        for field in ("body", "orelse"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                _accumulate_in_place(inner, owned)
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+                stmt.targets[0].id in owned and _accumulates(stmt, stmt.targets[0].id):
+            new = gast.AugAssign(target=stmt.targets[0], op=gast.Add(),
+                                 value=stmt.value.right)
+            stmts[index] = gast.copy_location(new, stmt)
+            comment = emit.comment_of(stmt)
+            if comment:
+                emit.annotate(stmts[index], comment)

@@ -231,6 +231,27 @@ def _check_shape_nb(value, shape):
     return lambda value, shape: None
 
 
+def check_not_view(value, array, label):
+    """Raise when `value`, read from `array` before an in-place write to it and used after,
+    is a view the write changes: its adjoint assumes the value read."""
+    if isinstance(value, np.ndarray) and np.shares_memory(value, array):
+        raise ValueError(f"{label!r} is a view into an array written in place while it is "
+                         f"still used; reverse mode needs a copy: {label} = ....copy()")
+
+
+@overload(check_not_view)
+def _check_not_view_nb(value, array, label):
+    if not isinstance(value, types.Array):
+        return lambda value, array, label: None
+
+    def impl(value, array, label):
+        start = array.ctypes.data
+        if start <= value.ctypes.data < start + array.size * array.itemsize:
+            raise ValueError("a view into an array written in place is still used; "
+                             "reverse mode needs a copy (.copy())")
+    return impl
+
+
 # ---------------------------------------------------------------- runtime: value tapes
 
 MIN_CAPACITY = 16
