@@ -2,7 +2,8 @@
 
 W1  the pair-loop Lennard-Jones energy of benchmarks/workloads.py at N = 128, 512, 2048:
     secant jit(energy), secant jit(grad(energy)), analytic forces hand-written in Numba,
-    JAX jit(grad) of the vectorized energy, autograd grad of the vectorized energy.
+    JAX jit(grad) of the vectorized energy, autograd grad of the vectorized energy; and
+    secant jit(grad) of the same energy written per vector component.
 W7  h <- tanh(W h + U x_t + b) over T = 1000 steps, hidden 32, gradient with respect to W:
     secant jit(grad) of the plain Python loop vs JAX jit(grad) of the lax.scan rewrite,
     each with its compile (first call) time.
@@ -31,6 +32,29 @@ from benchmarks.timing import Row  # noqa: E402
 from transformer import grad, jit  # noqa: E402
 
 HAND = "numba hand forces"
+
+
+def lj_energy_components(pos, eps, sigma, box, rcut):
+    """`workloads.lj_energy` with the separation written per component (no small arrays).
+
+    Timed beside the workload to separate what secant's reverse mode costs from what
+    Numba's per-pair 3-element temporaries cost.
+    """
+    n = pos.shape[0]
+    rcut2 = rcut * rcut
+    sigma2 = sigma * sigma
+    energy = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            r2 = 0.0
+            for k in range(3):
+                dk = pos[i, k] - pos[j, k]
+                dk = dk - box * np.round(dk / box)
+                r2 += dk * dk
+            if r2 < rcut2:
+                s6 = (sigma2 / r2) ** 3
+                energy += 4.0 * eps * (s6 * s6 - s6)
+    return energy
 SCAN = "jax lax.scan"
 
 
@@ -66,6 +90,7 @@ def _same_energy(args):
 def bench_lj(sizes, rows, skip):
     energy = jit(workloads.lj_energy)
     forces_grad = jit(grad(workloads.lj_energy))
+    components_grad = jit(grad(lj_energy_components))
     for n in sizes:
         args = workloads.lj_inputs(n)
         size = f"N={n}"
@@ -75,6 +100,8 @@ def bench_lj(sizes, rows, skip):
                _same_energy(args) if n <= 128 else None)   # plain Python is slow
         _timed(rows, "W1 LJ", size, "secant jit(grad)", forces_grad, args,
                _close_to(-hand, "secant jit(grad(energy))"))
+        _timed(rows, "W1 LJ", size, "secant grad, components", components_grad, args,
+               _close_to(-hand, "secant jit(grad(lj_energy_components))"))
         if "jax" not in skip:
             _timed(rows, "W1 LJ", size, "jax jit(grad) vector", peers.lj_grad_jax(), args,
                    _close_to(-hand, "jax"))
