@@ -421,3 +421,12 @@ def element_read_then_overwritten(x0):
 
 CORPUS += [(row_views_of_other_rows, lambda rng: (rng.standard_normal((4, 3)),)),
            (element_read_then_overwritten, vec(4))]
+
+
+def unpacks_a_rule_result(A):
+    sign, logdet = np.linalg.slogdet(A)
+    return logdet * sign + np.sum(A * A)
+
+
+CORPUS += [(unpacks_a_rule_result,
+            lambda rng: (np.eye(3) * 2.0 + rng.standard_normal((3, 3)) * 0.2,))]

@@ -12,7 +12,7 @@ from transformer.test_util import real_positions
 COMPILED = [rc.lj_energy, rc.rnn_loss, rc.loop_range_variants, rc.while_loop,
             rc.break_continue, rc.early_return, rc.inplace_overwrite_needed,
             rc.inplace_2d_and_slices, rc.calls_helper, rc.swap_and_unpack,
-            rc.methods_and_shapes, rc.absolute_and_extremes]
+            rc.methods_and_shapes, rc.absolute_and_extremes, rc.unpacks_a_rule_result]
 MAKERS = {f: make for f, make in rc.CORPUS}
 
 

@@ -286,6 +286,9 @@ class _Reverse:
         if isinstance(value, gast.Subscript):
             if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
                 return Prim("element", t, (value.value.id,), value.slice.value)
+            if self.rule_result(value.value) is not None:
+                # the rule of the call reads this item's adjoint itself (see `expand`)
+                return Prim("item", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
@@ -311,6 +314,28 @@ class _Reverse:
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
             self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def rule_result(self, atom):
+        """For `a, b = np.linalg.slogdet(x)` (a rule's tuple result read item by item):
+        the result as the tuple the rule's template expects, `(a, b)`; else None."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
+            return None
+        defs = self.defs.get(atom.id, [])
+        if len(defs) != 1 or not isinstance(defs[0], gast.Assign) or \
+                not isinstance(defs[0].value, gast.Call):
+            return None
+        obj = resolve(self.fn, defs[0].value.func, None)
+        if obj is None or not has_adjoint(obj):
+            return None
+        items: dict = {}
+        for use in self.loads[atom.id]:
+            k, target = use.value.slice.value, use.targets[0].id
+            if not isinstance(k, int) or len(self.defs.get(target, [])) != 1:
+                return None
+            items.setdefault(k, target)
+        return gast.Tuple(elts=[name(items[k]) if k in items else
+                                subscript(name(atom.id), const(k))
+                                for k in range(max(items) + 1)], ctx=gast.Load())
 
     def itemwise(self, var: str) -> bool:
         uses = self.loads.get(var, [])
@@ -424,7 +449,7 @@ class _Reverse:
                                            right=name(self.adjoint[prim.target])))]
         if prim.kind == "call":
             return self.call_adjoint(stmt, prim)
-        if prim.kind in ("tuple", "none"):
+        if prim.kind in ("tuple", "none", "item"):
             return []
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
@@ -454,10 +479,11 @@ class _Reverse:
 
     def expand(self, stmt, prim) -> list:
         target = prim.target
+        items = self.rule_result(name(target)) if prim.kind == "template" else None
         try:
             stmts, env = expand_adjoint(
                 prim.key, copy.deepcopy(prim.args), copy.deepcopy(prim.keywords),
-                name(target), self.adjoint.get,
+                items if items is not None else name(target), self.adjoint.get,
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc), "register a rule with "
@@ -866,6 +892,8 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
+            if self.rule_result(name(var)) is not None:
+                continue                  # its items carry the adjoints
             if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
@@ -876,7 +904,7 @@ class _Reverse:
 
     def reset(self, var: str, stmt) -> list:
         """Zero the adjoint after its value's assignment consumed it, if it runs again."""
-        if var not in self.active:
+        if var not in self.active or self.rule_result(name(var)) is not None:
             return []
         defs = self.defs[var]
         home = self.home_blocks()[var]
