@@ -36,22 +36,24 @@ DEFAULTED_PARAMETER = ("a call to a user function that omits a defaulted paramet
                        "the cotangent into that parameter's slot of the generated vjp")
 INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
                          "float tape; restored as a float it fails as an index")
-SLOGDET_TUPLE = ("the adjoint of `sign, logdet = np.linalg.slogdet(A)` takes zeros_like of "
-                 "the result tuple and scatter_adds into it (TypeError)")
 EINSUM_TRACE = "einsum with a repeated index ('ii') raises NotImplementedError"
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
 CONSTANT_INDEX_CONTAINER = ("an array argument read only with constant integer indices "
                             "(x[0], x[1], a, b, c = v) is taken for a tuple container: its "
                             "gradient is a tuple, and a negative index is refused")
+LOCAL_CONSTANT_INDEX = ("a local array read only with constant indices (c = np.transpose(T, "
+                        "axes); c[0] * c[1]) gets a tuple adjoint, which untranspose then "
+                        "broadcasts against the array (ValueError)")
 KNOWN = {
     "grad": {"call_in_loop": DEFAULTED_PARAMETER, "while_counter": INTEGER_ON_FLOAT_TAPE,
              "while_break_on_element": INTEGER_ON_FLOAT_TAPE,
-             "return_from_while": INTEGER_ON_FLOAT_TAPE, "la_determinants": SLOGDET_TUPLE,
+             "return_from_while": INTEGER_ON_FLOAT_TAPE,
              "la_trace_einsum": EINSUM_TRACE, "tuple_rotate": STALE_ADJOINT,
              "tuple_unpack_array": CONSTANT_INDEX_CONTAINER,
              "inplace_overwrite_twice": CONSTANT_INDEX_CONTAINER,
-             "inplace_negative_index": CONSTANT_INDEX_CONTAINER},
+             "inplace_negative_index": CONSTANT_INDEX_CONTAINER,
+             "sh_reshape_ravel_transpose": LOCAL_CONSTANT_INDEX},
     "value_and_grad": {name: RESULT_RESTORED for name in (
         "tuple_fibonacci", "branch_chained_comparison", "loop_recurrence", "loop_product",
         "while_newton_sqrt", "horner_polynomial", "call_in_loop", "while_counter",
@@ -59,7 +61,7 @@ KNOWN = {
     "check_grads": {"call_helpers": DEFAULTED_PARAMETER},
 }
 KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
-    "la_determinants", "la_trace_einsum", "inplace_negative_index")})
+    "la_trace_einsum", "inplace_negative_index", "sh_reshape_ravel_transpose")})
 # check_grads compares inner products, which a tuple gradient of an array still satisfies
 for _name, _reason in KNOWN["grad"].items():
     if _reason != CONSTANT_INDEX_CONTAINER or _name == "inplace_negative_index":
