@@ -23,6 +23,8 @@ where an *atom* is a Name, a Constant, or a dotted reference to a global object
     assert atom | raise ...
 
 `and`/`or` and `a if c else b` become `if` statements (short-circuit preserved).
+A negative constant is never the left operand of `**` (`(-2) ** k` gets a temporary,
+since the emitted `-2 ** k` would read as `-(2 ** k)`).
 Each statement keeps the source position of the statement it came from.
 """
 from __future__ import annotations
@@ -168,7 +170,10 @@ class _Normalizer:
         value = self.simple(expr, out, hint)
         if isinstance(value, gast.Name):     # and/or, if-else: already in a variable
             return value
-        tmp = self.namer.fresh(_describe(value, hint))
+        return self._bind(value, out, _describe(value, hint))
+
+    def _bind(self, value, out, label: str) -> gast.Name:
+        tmp = self.namer.fresh(label)
         out.append(assign(store(tmp), value))
         return name(tmp)
 
@@ -180,8 +185,11 @@ class _Normalizer:
         if isinstance(expr, (gast.Name, gast.Constant)) or is_global_ref(self.fn, expr):
             return expr
         if isinstance(expr, gast.BinOp):
-            return gast.BinOp(left=self.atom(expr.left, out, "lhs"), op=expr.op,
-                              right=self.atom(expr.right, out, "rhs"))
+            left = self.atom(expr.left, out, "lhs")
+            if isinstance(expr.op, gast.Pow) and _is_negative_constant(left):
+                # emitted as `-2 ** k`, which Python reads as -(2 ** k)
+                left = self._bind(left, out, "base")
+            return gast.BinOp(left=left, op=expr.op, right=self.atom(expr.right, out, "rhs"))
         if isinstance(expr, gast.UnaryOp):
             return gast.UnaryOp(op=expr.op, operand=self.atom(expr.operand, out, "operand"))
         if isinstance(expr, gast.Compare):
@@ -262,6 +270,11 @@ def _fold_negative_constant(expr):
             not isinstance(expr.operand.value, bool):
         return const(-expr.operand.value)
     return None
+
+
+def _is_negative_constant(atom) -> bool:
+    return isinstance(atom, gast.Constant) and isinstance(atom.value, (int, float)) and \
+        not isinstance(atom.value, bool) and atom.value < 0
 
 
 def _describe(value, hint: str) -> str:

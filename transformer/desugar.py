@@ -19,7 +19,7 @@ import gast
 import numpy as np
 
 from .function import Function, resolve
-from .names import Namer
+from .names import Namer, assigned_names
 from .syntax import as_load, assign, call, const, located, name, store, subscript
 
 # ndarray method -> NumPy function taking the array first
@@ -175,19 +175,24 @@ class _Statements(gast.NodeTransformer):
                 return node
         index = self.namer.fresh("i" if not isinstance(node.target, gast.Name)
                                  else "i_" + node.target.id)
-        prologue, length, elements = self._sequence(it, index, node)
+        rebound = assigned_names(gast.Module(body=node.body, type_ignores=[]))
+        prologue, length, elements = self._sequence(it, index, node, rebound)
         loop_target = store(index)
         body = [located(s, node) for s in self._bind(node.target, elements, node)]
         loop = gast.For(target=loop_target, iter=call(name(self.builtin(range)), length),
                         body=body + node.body, orelse=[], type_comment=None)
         return prologue + [located(loop, node)]
 
-    def _sequence(self, it, index, node):
-        """Statements before the loop, its trip count, and element expressions."""
+    def _sequence(self, it, index, node, rebound):
+        """Statements before the loop, its trip count, and element expressions.
+
+        A sequence named by a variable the body rebinds is copied to a temporary first:
+        Python iterates over the object the name held when the loop started.
+        """
         prologue = []
 
         def bind(expr, base):
-            if isinstance(expr, gast.Name):
+            if isinstance(expr, gast.Name) and expr.id not in rebound:
                 return expr.id
             tmp = self.namer.fresh(base)
             prologue.append(located(assign(tmp, expr), node))
@@ -197,10 +202,15 @@ class _Statements(gast.NodeTransformer):
             seq = bind(it, "seq")
             return prologue, call(name(self.builtin(len)), name(seq)), \
                 subscript(name(seq), name(index))
-        if _is_call_to(self.fn, it, enumerate) and len(it.args) == 1:
+        if _is_call_to(self.fn, it, enumerate) and it.args:
             seq = bind(it.args[0], "seq")
+            count = name(index)
+            start = it.args[1:] + [k.value for k in it.keywords if k.arg == "start"]
+            if start:           # enumerate(seq, start): the count is offset, not the index
+                count = gast.BinOp(left=name(index), op=gast.Add(),
+                                   right=name(bind(start[0], "start")))
             return prologue, call(name(self.builtin(len)), name(seq)), gast.Tuple(
-                elts=[name(index), subscript(name(seq), name(index))], ctx=gast.Load())
+                elts=[count, subscript(name(seq), name(index))], ctx=gast.Load())
         if _is_call_to(self.fn, it, zip):
             seqs = [bind(a, "seq") for a in it.args]
             lengths = [call(name(self.builtin(len)), name(s)) for s in seqs]

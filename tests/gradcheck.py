@@ -1,0 +1,101 @@
+"""Helpers shared by the gradient tests: a finite-difference oracle and partial modules.
+
+`central_differences` is deliberately independent of secant (plain NumPy), so gradient
+tests compare against something secant did not compute. `partial_module` writes real
+source binding a corpus function's non-differentiable arguments, the way a user would
+write `lambda x: f(x, n)`, so functions taking integers can go through tools that
+differentiate every argument (check_grads).
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import pathlib
+
+import numpy as np
+
+_counter = itertools.count()
+
+
+def central_differences(f, args, argnum, eps=1e-6):
+    """d f / d args[argnum] by central differences, shaped like that argument."""
+    args = list(args)
+    x = np.asarray(args[argnum], dtype=float)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        args[argnum] = _like(args[argnum], x + step)
+        upper = f(*args)
+        args[argnum] = _like(args[argnum], x - step)
+        lower = f(*args)
+        grad[index] = (upper - lower) / (2 * eps)
+    return grad if x.ndim else float(grad)
+
+
+def _like(original, value):
+    return value if isinstance(original, np.ndarray) else float(value)
+
+
+def assert_gradient_close(got, expected, what=""):
+    """Gradients agree to finite-difference accuracy, scaled by their magnitude."""
+    got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape} != {expected.shape}"
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6 * scale, err_msg=what)
+
+
+def write_module(directory: pathlib.Path, source: str, constants: dict):
+    """Import `source` as a fresh module from a real file, with `constants` as globals."""
+    path = directory / f"generated_case_{next(_counter)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(constants)
+    spec.loader.exec_module(module)
+    return module
+
+
+def partial_source(case, prefix: str, fixed_prefix: str) -> tuple[str, str, dict]:
+    """A call to `case.fn` whose differentiable arguments are parameters.
+
+    Returns (parameter list, call expression, globals holding the fixed arguments).
+    """
+    args = case.args()
+    params, actuals, constants = [], [], {}
+    for k, value in enumerate(args):
+        if k in case.argnums:
+            params.append(f"{prefix}{k}")
+            actuals.append(f"{prefix}{k}")
+        else:
+            constants[f"{fixed_prefix}{k}"] = value
+            actuals.append(f"{fixed_prefix}{k}")
+    return ", ".join(params), f"{case.name}({', '.join(actuals)})", constants
+
+
+def partial_module(case, directory: pathlib.Path):
+    """A module with `case.fn` of its differentiable arguments only; returns the function."""
+    params, call, constants = partial_source(case, "x", "fixed")
+    source = (f"from corpus import {case.name}\n\n\n"
+              f"def {case.name}_partial({params}):\n    return {call}\n")
+    module = write_module(directory, source, constants)
+    return getattr(module, f"{case.name}_partial")
+
+
+def group_module(cases, directory: pathlib.Path, name: str):
+    """One function summing several corpus functions; each one's inputs are parameters.
+
+    Its gradient with respect to every parameter holds each member's gradient, so one
+    compile checks many functions.
+    """
+    params, calls, constants = [], [], {}
+    for i, case in enumerate(cases):
+        p, call, c = partial_source(case, f"x{i}_", f"fixed{i}_")
+        params.append(p)
+        calls.append(call)
+        constants.update(c)
+    imports = "".join(f"from corpus import {c.name}\n" for c in cases)
+    body = "\n".join(f"    total = total + {call}" for call in calls)
+    source = (f"{imports}\n\ndef {name}({', '.join(params)}):\n    total = 0.0\n{body}\n"
+              f"    return total\n")
+    return getattr(write_module(directory, source, constants), name)
