@@ -92,7 +92,8 @@ def make_vjp(program: str, active: list[str], consts: list[str], lower: bool = F
     outputs = assigned_names(parsed[-1])
     assigned = [n for p in parsed for n in assigned_names(p)]
     live = set(active) | set(assigned)
-    adjoint_of = lambda n: "b" + n if n in live else None
+    def adjoint_of(n):
+        return "b" + n if n in live else None
     env: dict = {"zeros_like": runtime.zeros_like}
     body = []
     for line in lines:

@@ -30,8 +30,6 @@ from transformer.test_util import check_grads  # noqa: E402
 DIFFERENTIABLE = [c for c in CASES if c.differentiable]
 
 # Known reverse-mode bugs, each named; strict, so a fix shows up as XPASS and is noticed.
-RESULT_RESTORED = ("value_and_grad returns the function's result variable after the reverse "
-                   "sweep restored it from the tape (its value before the last overwrite)")
 DEFAULTED_PARAMETER = ("a call to a user function that omits a defaulted parameter passes "
                        "the cotangent into that parameter's slot of the generated vjp")
 INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
@@ -54,14 +52,12 @@ KNOWN = {
              "inplace_overwrite_twice": CONSTANT_INDEX_CONTAINER,
              "inplace_negative_index": CONSTANT_INDEX_CONTAINER,
              "sh_reshape_ravel_transpose": LOCAL_CONSTANT_INDEX},
-    "value_and_grad": {name: RESULT_RESTORED for name in (
-        "tuple_fibonacci", "branch_chained_comparison", "loop_recurrence", "loop_product",
-        "while_newton_sqrt", "horner_polynomial", "call_in_loop", "while_counter",
-        "while_break_on_element", "return_from_while", "branch_boolean_operators")},
+    "value_and_grad": {},
     "check_grads": {"call_helpers": DEFAULTED_PARAMETER},
 }
 KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
-    "la_trace_einsum", "inplace_negative_index", "sh_reshape_ravel_transpose")})
+    "la_trace_einsum", "inplace_negative_index", "sh_reshape_ravel_transpose",
+    "while_counter", "while_break_on_element", "return_from_while")})
 # check_grads compares inner products, which a tuple gradient of an array still satisfies
 for _name, _reason in KNOWN["grad"].items():
     if _reason != CONSTANT_INDEX_CONTAINER or _name == "inplace_negative_index":
@@ -143,9 +139,6 @@ _JIT_MEMBERS = [(group, name) for group, names in JIT_GROUPS.items() for name in
 
 # Compiled alone (a failing member would fail its whole group); each is a known bug.
 JIT_KNOWN = {
-    "loop_data_dependent_stop": "under Numba, np.sum of a boolean array (runtime.reduce_sum) "
-    "accumulates in bool and returns 1, not the count: the loop runs once and the gradient "
-    "is silently wrong (jit(f) itself returns a wrong value)",
     "idx_boolean_mask_2d": "a 2-D boolean mask is not lowered for Numba (an AssertionError "
     "inside Numba's BooleanArrayIndexer, not a TransformError)",
     "la_products": "np.inner is not lowered for Numba",

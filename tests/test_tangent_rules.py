@@ -30,7 +30,8 @@ def make_jvp(program: str, active: list[str], consts: list[str], lower: bool = F
     """``jvp(*active, *consts, *tangents_of_active) -> tuple of output tangents``."""
     lines = [ln.strip() for ln in program.strip().splitlines()]
     live = set(active)
-    tangent_of = lambda n: "d" + n if n in live else None
+    def tangent_of(n):
+        return "d" + n if n in live else None
     env: dict = {"zeros_like": runtime.zeros_like}
     body = []
     for line in lines:
@@ -63,7 +64,8 @@ def check_jvp(program, inputs, consts=None, seed=1, active=None, eps=1e-6):
     rng = np.random.default_rng(seed)
     values = dict(inputs, **consts)
     directions = {n: random_like(rng, inputs[n]) for n in active}
-    copy = lambda v: v.copy() if isinstance(v, np.ndarray) else v
+    def copy(v):
+        return v.copy() if isinstance(v, np.ndarray) else v
     tangents = fn(*[copy(inputs[n]) for n in active], *[consts[n] for n in consts],
                   *[copy(directions[n]) for n in active])
 

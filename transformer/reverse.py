@@ -633,6 +633,9 @@ class _Reverse:
             node.args.args = node.args.args + [gast.Name(id=c, ctx=gast.Param(),
                                                          annotation=None, type_comment=None)
                                                for c in self.cotangent_params]
+        # the reverse sweep restores overwritten variables, the returned ones included:
+        # keep what the function returned before it starts
+        forward += self.keep_returned_values()
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
         if "zeros_like" in self.env:
             adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
@@ -978,6 +981,19 @@ class _Reverse:
             if isinstance(atom, gast.Name) and atom.id in self.active:
                 out.append(self.accumulate(atom.id, seed))
         return out
+
+    def keep_returned_values(self) -> list:
+        """Copies of the returned value and aux taken at the end of the forward sweep."""
+        kept = []
+        if self.mode == VALUE_AND_GRAD and isinstance(self.out_atom, gast.Name):
+            value = self.namer.fresh(f"{self.out_atom.id}_value")
+            kept.append(assign(store(value), self.out_atom))
+            self.out_atom = name(value)
+        if self.has_aux and isinstance(self.aux, gast.Name):
+            aux = self.namer.fresh(f"{self.aux.id}_aux")
+            kept.append(assign(store(aux), self.aux))
+            self.aux = name(aux)
+        return kept
 
     def final_return(self) -> gast.Return:
         grads = [self.param_gradient(v) for v in self.wrt]

@@ -156,4 +156,4 @@ nondifferentiable(
     np.logical_and, np.logical_or, np.logical_not, np.heaviside, gast.Not, gast.Invert,
 )
 
-from transformer.rules import adjoints, tangents  # noqa: F401  (hand-written rules)
+from transformer.rules import adjoints, tangents  # noqa: E402,F401  (hand-written rules)
