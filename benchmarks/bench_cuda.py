@@ -34,10 +34,14 @@ import time
 
 import numpy as np
 
-from benchmarks import peers, timing, workloads
-from benchmarks.timing import Row
-from codegen import cuda as secant_cuda
-from transformer import TransformError, grad, jit, vmap
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks import peers, timing, workloads  # noqa: E402
+from benchmarks.timing import Row  # noqa: E402
+from codegen import cuda as secant_cuda  # noqa: E402
+from transformer import TransformError, grad, jit, vmap  # noqa: E402
 
 CUDA = "secant cuda"
 

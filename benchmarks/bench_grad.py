@@ -21,11 +21,14 @@ import argparse
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 if not os.environ.get("SECANT_CACHE_DIR"):  # cold compiles: nothing cached from earlier runs
     os.environ["SECANT_CACHE_DIR"] = tempfile.mkdtemp(prefix="secant-bench-")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks import peers, timing, workloads  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402

@@ -15,15 +15,19 @@ compile column is the first call). Ratios are to the baseline named in each tabl
 from __future__ import annotations
 
 import argparse
+import sys
 import statistics
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from benchmarks import peers, timing, workloads
-from benchmarks.timing import Row
-from transformer import grad, jit, vmap
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks import peers, timing, workloads  # noqa: E402
+from benchmarks.timing import Row  # noqa: E402
+from transformer import grad, jit, vmap  # noqa: E402
 
 
 def _first_call(fn, *args):

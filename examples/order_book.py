@@ -20,13 +20,17 @@ own branch and walks only its own levels.
     python examples/order_book.py [--backend cpu|cuda]
 """
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from benchmarks.workloads import book_inputs, book_replay, book_step
-from transformer import jit, show_vmap, vmap
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from benchmarks.workloads import book_inputs, book_replay, book_step  # noqa: E402
+from transformer import jit, show_vmap, vmap  # noqa: E402
 
 N_BOOKS = 10_000
 
