@@ -119,6 +119,9 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         fn = lowering.lower_for_numba(fn)
     node = fn.node
     imports, namespace, fingerprints = [], {}, []
+    # Only the top function is parallel: a parallel helper nested inside a parallel
+    # caller gains nothing and trips Numba's parfor passes.
+    dependency_options = dataclasses.replace(options, parallel=False)
     for name in sorted(free_names(node)):
         value = fn.env[name]
         if isinstance(value, types.ModuleType):
@@ -126,7 +129,7 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
             continue
         if getattr(builtins, name, None) is value:   # available in every module
             continue
-        materialized, fingerprint = _materialize(value, options)
+        materialized, fingerprint = _materialize(value, dependency_options)
         namespace[name] = materialized
         fingerprints.append(f"# uses {name}: {fingerprint}")
     decorator = options.decorator()

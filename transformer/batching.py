@@ -80,6 +80,16 @@ def join(a, b):
     return any_batched(a) or any_batched(b)
 
 
+def batched_leaves(flag):
+    """`flag` with every leaf batched, keeping its tuple or dict structure: a value
+    computed under batched control flow differs per example in each of its parts."""
+    if isinstance(flag, tuple):
+        return tuple(batched_leaves(f) for f in flag)
+    if isinstance(flag, dict):
+        return {k: batched_leaves(f) for k, f in flag.items()}
+    return True
+
+
 def child(flag, key):
     """The flag of `container[key]` for a constant key."""
     if isinstance(flag, Each):
@@ -166,7 +176,7 @@ class Analysis:
         target = stmt.targets[0]
         value = self.expr(stmt.value)
         if isinstance(target, gast.Name):
-            self.set(target.id, join(value, True) if control else value)
+            self.set(target.id, batched_leaves(value) if control else value)
             return
         index = self.index_flag(target.slice)
         if index:
@@ -198,7 +208,7 @@ class Analysis:
 
     def stmt_Return(self, stmt, control: bool) -> None:
         flag = self.expr(stmt.value)
-        self.output = join(self.output, join(flag, True) if control else flag)
+        self.output = join(self.output, batched_leaves(flag) if control else flag)
 
     def stmt_Expr(self, stmt, control: bool) -> None:
         self.expr(stmt.value)

@@ -1,0 +1,56 @@
+"""Regressions for batching under jit: compiled batched transformations against a Python
+loop over the unbatched transformation (the oracle)."""
+import numpy as np
+
+from transformer import grad, jit, jvp, vmap
+
+
+def lj_energy(pos, eps, sigma, box, rcut):
+    n = pos.shape[0]
+    rcut2 = rcut * rcut
+    sigma2 = sigma * sigma
+    energy = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i] - pos[j]
+            d = d - box * np.round(d / box)
+            r2 = np.sum(d * d)
+            if r2 < rcut2:
+                s6 = (sigma2 / r2) ** 3
+                energy += 4.0 * eps * (s6 * s6 - s6)
+    return energy
+
+
+rng = np.random.default_rng(3)
+CONFIGS = rng.uniform(0.0, 3.0, size=(4, 6, 3))
+
+
+def test_parallel_jit_of_batched_gradient_compiles_helpers_serially():
+    # Helpers the top function calls used to be compiled parallel too; the nested
+    # parfors crashed Numba ("key already in dictionary: 'd_1'").
+    per = jit(vmap(grad(lj_energy), in_axes=(0, None, None, None, None)), parallel=True)
+    got = per(CONFIGS, 1.0, 1.0, 3.0, 2.5)
+    single = grad(lj_energy)
+    for i, pos in enumerate(CONFIGS):
+        np.testing.assert_allclose(got[i], single(pos, 1.0, 1.0, 3.0, 2.5), rtol=1e-10)
+
+
+def piecewise(x):
+    if x > 1.0:
+        return np.sin(x) * x
+    return x * x
+
+
+def test_vmap_of_jvp_under_a_batched_branch_returns_a_tuple():
+    # The returned tuple is built under a branch that depends on the batch; its structure
+    # used to be lost, so the outputs came back stacked as one (B, 2) array (python) or
+    # failed to compile (cpu).
+    xs, dxs = np.linspace(-1.0, 2.5, 5), rng.normal(size=5)
+    single = jvp(piecewise)
+    want = [single(x, dx) for x, dx in zip(xs, dxs)]
+    batched = vmap(jvp(piecewise))
+    for got in (batched(xs, dxs), jit(batched)(xs, dxs)):
+        assert isinstance(got, tuple) and len(got) == 2
+        for k in range(2):
+            assert got[k].shape == (5,)
+            np.testing.assert_allclose(got[k], [w[k] for w in want], rtol=1e-12)
