@@ -43,7 +43,7 @@ from .names import Namer, free_names
 from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
                         is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
@@ -90,6 +90,23 @@ def _names(nodes) -> tuple:
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
                 found.append(sub.id)
     return tuple(found)
+
+
+def _rule_reads_result_items(obj) -> bool:
+    """Whether the adjoint rule of `obj` takes its result as a tuple (`d[z][1]`, `z[0]`):
+    an array result read with constant indices (`a = np.array(...); a[0]`) is not one."""
+    template = _lookup(ADJOINTS, obj)
+    if template is None or not template.has_result:
+        return False
+    result = template.params[0]
+
+    def is_result(node):
+        return isinstance(node, gast.Name) and node.id == result or \
+            isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+            node.value.id == "d" and is_result(node.slice)
+    return any(isinstance(node, gast.Subscript) and is_result(node.value) and
+               isinstance(node.slice, gast.Constant)
+               for stmt in template.body for node in gast.walk(stmt))
 
 
 class _Reverse:
@@ -325,7 +342,10 @@ class _Reverse:
         if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
             return False
         if atom.id in self.fn.params:
-            return not self.defs.get(atom.id)
+            # integer keys may index an array parameter, whose gradient is an array: only
+            # string keys (a dict of parameters) are taken item by item
+            return not self.defs.get(atom.id) and \
+                all(isinstance(k, str) for k in self.container_keys(atom.id))
         defs = self.defs.get(atom.id, [])
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
@@ -341,7 +361,7 @@ class _Reverse:
                 not isinstance(defs[0].value, gast.Call):
             return None
         obj = resolve(self.fn, defs[0].value.func, None)
-        if obj is None or not has_adjoint(obj):
+        if obj is None or not has_adjoint(obj) or not _rule_reads_result_items(obj):
             return None
         items: dict = {}
         for use in self.loads[atom.id]:
