@@ -54,3 +54,40 @@ def test_jit_grad_of_local_array_read_with_constant_indices():
     x = np.array([0.4, -1.3, 0.9])
     np.testing.assert_allclose(jit(grad(reads_local_array_items))(x),
                                grad(reads_local_array_items)(x))
+
+
+def array_of_scalars(x, y):
+    v = np.array([x - 1.0, y + 0.5, x * y])
+    return np.sum(v * v)
+
+
+def array_with_a_constant(x):
+    a = np.array([x, 2.0 * x, 3.0])
+    return a[0] * a[1] + a[2]
+
+
+def nested_array_literal(u, x):
+    a = np.array([[x, 1.0], [u[0], x * x]])
+    return np.sum(a @ a)
+
+
+def test_grad_of_np_array_of_a_scalar_list():
+    x, y = 0.3, -0.7
+    gx, gy = grad(array_of_scalars, argnums=(0, 1))(x, y)
+    v = np.array([x - 1.0, y + 0.5, x * y])
+    np.testing.assert_allclose([gx, gy], [2 * v[0] + 2 * v[2] * y, 2 * v[1] + 2 * v[2] * x])
+    check_grads(array_of_scalars, (x, y))
+
+
+def test_grad_of_np_array_with_a_constant_item():
+    assert grad(array_with_a_constant)(1.5) == pytest.approx(4 * 1.5)
+    check_grads(array_with_a_constant, (1.5,))
+
+
+def test_grad_of_nested_np_array_literal():
+    check_grads(nested_array_literal, (np.array([0.3, 0.2]), 0.8))
+
+
+def test_jit_grad_of_np_array_of_a_scalar_list():
+    g = grad(array_of_scalars, argnums=(0, 1))
+    np.testing.assert_allclose(jit(g)(0.3, -0.7), g(0.3, -0.7))

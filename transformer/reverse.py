@@ -480,6 +480,8 @@ class _Reverse:
             if source not in self.active:
                 return []
             return [self.accumulate(source, name(self.adjoint[prim.target]))]
+        if prim.kind == "template" and self.sequence_array(prim):
+            return self.sequence_array_adjoint(prim)
         if prim.kind in ("template", "setitem"):
             return self.expand(stmt, prim)
         if prim.kind == "element":
@@ -498,6 +500,29 @@ class _Reverse:
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
+
+    @staticmethod
+    def sequence_array(prim) -> bool:
+        """Whether `prim` is `np.array([a, b, ...])` of a literal sequence."""
+        return any(prim.key is f for f in (np.array, np.asarray)) and bool(prim.args) and \
+            isinstance(prim.args[0], gast.Tuple)
+
+    def sequence_array_adjoint(self, prim) -> list:
+        """Each active item of the literal gets its slice of the array's adjoint: the
+        generic rule would assign to the whole literal, constants included."""
+        out = []
+
+        def visit(node, index):
+            if isinstance(node, gast.Tuple):
+                for k, elt in enumerate(node.elts):
+                    visit(elt, index + (k,))
+            elif isinstance(node, gast.Name) and node.id in self.active:
+                key = const(index[0]) if len(index) == 1 else \
+                    gast.Tuple(elts=[const(k) for k in index], ctx=gast.Load())
+                out.append(self.accumulate(node.id, subscript(
+                    name(self.adjoint[prim.target]), key)))
+        visit(prim.args[0], ())
+        return out
 
     def element_adjoint(self, var: str, k: int) -> str:
         """The adjoint of element `k` of the tuple a user function returned into `var`."""
