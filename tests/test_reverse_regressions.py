@@ -91,3 +91,24 @@ def test_grad_of_nested_np_array_literal():
 def test_jit_grad_of_np_array_of_a_scalar_list():
     g = grad(array_of_scalars, argnums=(0, 1))
     np.testing.assert_allclose(jit(g)(0.3, -0.7), g(0.3, -0.7))
+
+
+def branch_defines_values(x):
+    if x > 0.5:
+        y = np.sin(x) * x
+    else:
+        y = x * x
+    return y
+
+
+@pytest.mark.parametrize("x", [0.9, 0.2])
+def test_grad_of_grad_when_the_branch_not_taken_defines_values(x):
+    check_grads(branch_defines_values, (x,), order=2)
+
+
+def test_jit_grad_of_grad_when_the_branch_not_taken_defines_values():
+    second = grad(grad(branch_defines_values))
+    compiled = jit(second)
+    for x in (0.9, 0.2):
+        assert compiled(x) == pytest.approx(second(x), rel=1e-12)
+    assert compiled(0.2) == pytest.approx(2.0)

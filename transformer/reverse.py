@@ -138,6 +138,7 @@ class _Reverse:
         self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
         self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
         self._homes: dict | None = None
+        self._branch_defined: set | None = None
         # last statement first, as in the reverse sweep: element uses name the adjoints
         # of a call's tuple result before the call's own adjoint passes them on
         self.adjoints = {}
@@ -715,7 +716,26 @@ class _Reverse:
         out = []
         for stmt in stmts:
             out.extend(self.forward_statement(stmt))
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+                    stmt.targets[0].id in self.branch_defined():
+                out.extend(located(s, stmt) for s in self.zero_adjoints(stmt.targets[0].id))
         return out
+
+    def branch_defined(self) -> set:
+        """Active names whose adjoint lives in the whole function but which are assigned
+        only inside compound statements: their value may be unbound in the branch not
+        taken, so the adjoint is zeroed where the value is assigned, not at the top."""
+        if self._branch_defined is None:
+            top = id(self.body)
+            self._branch_defined = {
+                var for var, home in self.home_blocks().items()
+                if home == top and var not in self.fn.params and
+                var not in self.diff_outputs and self.rule_result(name(var)) is None and
+                self.defs.get(var) and all(
+                    isinstance(d, gast.Assign) and isinstance(d.targets[0], gast.Name) and
+                    id(d) in self.block_of and self.block_of[id(d)] != top
+                    for d in self.defs[var])}
+        return self._branch_defined
 
     def forward_statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign):
@@ -959,8 +979,10 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if self.rule_result(name(var)) is not None:
-                continue                  # its items carry the adjoints
+            if self.rule_result(name(var)) is not None or \
+                    (top and var in self.branch_defined()):
+                continue                  # its items carry the adjoints, or it is zeroed
+                                          # where assigned
             if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
