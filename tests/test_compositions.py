@@ -126,8 +126,6 @@ def test_grad_of_grad_through_the_taken_branch():
                                                        rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="reverse over reverse reads a value of the branch "
-                   "not taken (UnboundLocalError)")
 def test_grad_of_grad_through_the_other_branch():
     assert grad(grad(scalar_fn))(0.2) == pytest.approx(fd_gradient(grad(scalar_fn), 0.2),
                                                        rel=1e-6)

@@ -43,7 +43,7 @@ from .names import Namer, free_names
 from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
 from .syntax import assign, call, const, located, name, store, subscript
-from .templates import (MissingRule, describe, expand_adjoint, has_adjoint,
+from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
                         is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
@@ -92,6 +92,23 @@ def _names(nodes) -> tuple:
     return tuple(found)
 
 
+def _rule_reads_result_items(obj) -> bool:
+    """Whether the adjoint rule of `obj` takes its result as a tuple (`d[z][1]`, `z[0]`):
+    an array result read with constant indices (`a = np.array(...); a[0]`) is not one."""
+    template = _lookup(ADJOINTS, obj)
+    if template is None or not template.has_result:
+        return False
+    result = template.params[0]
+
+    def is_result(node):
+        return isinstance(node, gast.Name) and node.id == result or \
+            isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+            node.value.id == "d" and is_result(node.slice)
+    return any(isinstance(node, gast.Subscript) and is_result(node.value) and
+               isinstance(node.slice, gast.Constant)
+               for stmt in template.body for node in gast.walk(stmt))
+
+
 class _Reverse:
     def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
                  tuple_grads: bool = False):
@@ -121,6 +138,7 @@ class _Reverse:
         self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
         self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
         self._homes: dict | None = None
+        self._branch_defined: set | None = None
         # last statement first, as in the reverse sweep: element uses name the adjoints
         # of a call's tuple result before the call's own adjoint passes them on
         self.adjoints = {}
@@ -325,7 +343,10 @@ class _Reverse:
         if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
             return False
         if atom.id in self.fn.params:
-            return not self.defs.get(atom.id)
+            # integer keys may index an array parameter, whose gradient is an array: only
+            # string keys (a dict of parameters) are taken item by item
+            return not self.defs.get(atom.id) and \
+                all(isinstance(k, str) for k in self.container_keys(atom.id))
         defs = self.defs.get(atom.id, [])
         return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
             isinstance(defs[0].value, gast.Call) and \
@@ -341,7 +362,7 @@ class _Reverse:
                 not isinstance(defs[0].value, gast.Call):
             return None
         obj = resolve(self.fn, defs[0].value.func, None)
-        if obj is None or not has_adjoint(obj):
+        if obj is None or not has_adjoint(obj) or not _rule_reads_result_items(obj):
             return None
         items: dict = {}
         for use in self.loads[atom.id]:
@@ -460,6 +481,8 @@ class _Reverse:
             if source not in self.active:
                 return []
             return [self.accumulate(source, name(self.adjoint[prim.target]))]
+        if prim.kind == "template" and self.sequence_array(prim):
+            return self.sequence_array_adjoint(prim)
         if prim.kind in ("template", "setitem"):
             return self.expand(stmt, prim)
         if prim.kind == "element":
@@ -478,6 +501,29 @@ class _Reverse:
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
+
+    @staticmethod
+    def sequence_array(prim) -> bool:
+        """Whether `prim` is `np.array([a, b, ...])` of a literal sequence."""
+        return any(prim.key is f for f in (np.array, np.asarray)) and bool(prim.args) and \
+            isinstance(prim.args[0], gast.Tuple)
+
+    def sequence_array_adjoint(self, prim) -> list:
+        """Each active item of the literal gets its slice of the array's adjoint: the
+        generic rule would assign to the whole literal, constants included."""
+        out = []
+
+        def visit(node, index):
+            if isinstance(node, gast.Tuple):
+                for k, elt in enumerate(node.elts):
+                    visit(elt, index + (k,))
+            elif isinstance(node, gast.Name) and node.id in self.active:
+                key = const(index[0]) if len(index) == 1 else \
+                    gast.Tuple(elts=[const(k) for k in index], ctx=gast.Load())
+                out.append(self.accumulate(node.id, subscript(
+                    name(self.adjoint[prim.target]), key)))
+        visit(prim.args[0], ())
+        return out
 
     def element_adjoint(self, var: str, k: int) -> str:
         """The adjoint of element `k` of the tuple a user function returned into `var`."""
@@ -673,7 +719,26 @@ class _Reverse:
         out = []
         for stmt in stmts:
             out.extend(self.forward_statement(stmt))
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+                    stmt.targets[0].id in self.branch_defined():
+                out.extend(located(s, stmt) for s in self.zero_adjoints(stmt.targets[0].id))
         return out
+
+    def branch_defined(self) -> set:
+        """Active names whose adjoint lives in the whole function but which are assigned
+        only inside compound statements: their value may be unbound in the branch not
+        taken, so the adjoint is zeroed where the value is assigned, not at the top."""
+        if self._branch_defined is None:
+            top = id(self.body)
+            self._branch_defined = {
+                var for var, home in self.home_blocks().items()
+                if home == top and var not in self.fn.params and
+                var not in self.diff_outputs and self.rule_result(name(var)) is None and
+                self.defs.get(var) and all(
+                    isinstance(d, gast.Assign) and isinstance(d.targets[0], gast.Name) and
+                    id(d) in self.block_of and self.block_of[id(d)] != top
+                    for d in self.defs[var])}
+        return self._branch_defined
 
     def forward_statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign):
@@ -917,8 +982,10 @@ class _Reverse:
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if self.rule_result(name(var)) is not None:
-                continue                  # its items carry the adjoints
+            if self.rule_result(name(var)) is not None or \
+                    (top and var in self.branch_defined()):
+                continue                  # its items carry the adjoints, or it is zeroed
+                                          # where assigned
             if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),

@@ -1,0 +1,114 @@
+"""Regression tests for reverse-mode bugs, each checked against finite differences."""
+import numpy as np
+import pytest
+
+from transformer import grad, jit
+from transformer.test_util import check_grads
+
+
+def reads_array_items(xi):
+    return xi[0] * xi[1] + np.sin(xi[2])
+
+
+grad_items = grad(reads_array_items)
+
+
+def gradient_step(xi, bparams):
+    f_grads = grad_items(xi)
+    return bparams + f_grads
+
+
+@pytest.fixture(scope="module")
+def compiled_step():
+    return jit(gradient_step)
+
+
+def test_grad_of_array_read_with_constant_indices_is_an_array():
+    xi = np.array([0.4, -1.3, 0.9])
+    g = grad(reads_array_items)(xi)
+    assert isinstance(g, np.ndarray) and g.shape == xi.shape
+    np.testing.assert_allclose(g, [xi[1], xi[0], np.cos(xi[2])])
+    check_grads(reads_array_items, (xi,))
+
+
+def test_jit_grad_of_array_read_with_constant_indices(compiled_step):
+    xi, bparams = np.array([0.4, -1.3, 0.9]), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(compiled_step(xi, bparams),
+                               bparams + np.array([xi[1], xi[0], np.cos(xi[2])]))
+
+
+def reads_local_array_items(x):
+    a = np.sin(x)
+    return a[0] * a[1] + a[2]
+
+
+def test_grad_of_local_array_read_with_constant_indices():
+    x = np.array([0.4, -1.3, 0.9])
+    g = grad(reads_local_array_items)(x)
+    c, s = np.cos(x), np.sin(x)
+    np.testing.assert_allclose(g, [c[0] * s[1], s[0] * c[1], c[2]])
+    check_grads(reads_local_array_items, (x,))
+
+
+def test_jit_grad_of_local_array_read_with_constant_indices():
+    x = np.array([0.4, -1.3, 0.9])
+    np.testing.assert_allclose(jit(grad(reads_local_array_items))(x),
+                               grad(reads_local_array_items)(x))
+
+
+def array_of_scalars(x, y):
+    v = np.array([x - 1.0, y + 0.5, x * y])
+    return np.sum(v * v)
+
+
+def array_with_a_constant(x):
+    a = np.array([x, 2.0 * x, 3.0])
+    return a[0] * a[1] + a[2]
+
+
+def nested_array_literal(u, x):
+    a = np.array([[x, 1.0], [u[0], x * x]])
+    return np.sum(a @ a)
+
+
+def test_grad_of_np_array_of_a_scalar_list():
+    x, y = 0.3, -0.7
+    gx, gy = grad(array_of_scalars, argnums=(0, 1))(x, y)
+    v = np.array([x - 1.0, y + 0.5, x * y])
+    np.testing.assert_allclose([gx, gy], [2 * v[0] + 2 * v[2] * y, 2 * v[1] + 2 * v[2] * x])
+    check_grads(array_of_scalars, (x, y))
+
+
+def test_grad_of_np_array_with_a_constant_item():
+    assert grad(array_with_a_constant)(1.5) == pytest.approx(4 * 1.5)
+    check_grads(array_with_a_constant, (1.5,))
+
+
+def test_grad_of_nested_np_array_literal():
+    check_grads(nested_array_literal, (np.array([0.3, 0.2]), 0.8))
+
+
+def test_jit_grad_of_np_array_of_a_scalar_list():
+    g = grad(array_of_scalars, argnums=(0, 1))
+    np.testing.assert_allclose(jit(g)(0.3, -0.7), g(0.3, -0.7))
+
+
+def branch_defines_values(x):
+    if x > 0.5:
+        y = np.sin(x) * x
+    else:
+        y = x * x
+    return y
+
+
+@pytest.mark.parametrize("x", [0.9, 0.2])
+def test_grad_of_grad_when_the_branch_not_taken_defines_values(x):
+    check_grads(branch_defines_values, (x,), order=2)
+
+
+def test_jit_grad_of_grad_when_the_branch_not_taken_defines_values():
+    second = grad(grad(branch_defines_values))
+    compiled = jit(second)
+    for x in (0.9, 0.2):
+        assert compiled(x) == pytest.approx(second(x), rel=1e-12)
+    assert compiled(0.2) == pytest.approx(2.0)
