@@ -37,31 +37,18 @@ INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is reco
 EINSUM_TRACE = "einsum with a repeated index ('ii') raises NotImplementedError"
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
-CONSTANT_INDEX_CONTAINER = ("an array argument read only with constant integer indices "
-                            "(x[0], x[1], a, b, c = v) is taken for a tuple container: its "
-                            "gradient is a tuple, and a negative index is refused")
-LOCAL_CONSTANT_INDEX = ("a local array read only with constant indices (c = np.transpose(T, "
-                        "axes); c[0] * c[1]) gets a tuple adjoint, which untranspose then "
-                        "broadcasts against the array (ValueError)")
 KNOWN = {
     "grad": {"call_in_loop": DEFAULTED_PARAMETER, "while_counter": INTEGER_ON_FLOAT_TAPE,
              "while_break_on_element": INTEGER_ON_FLOAT_TAPE,
              "return_from_while": INTEGER_ON_FLOAT_TAPE,
-             "la_trace_einsum": EINSUM_TRACE, "tuple_rotate": STALE_ADJOINT,
-             "tuple_unpack_array": CONSTANT_INDEX_CONTAINER,
-             "inplace_overwrite_twice": CONSTANT_INDEX_CONTAINER,
-             "inplace_negative_index": CONSTANT_INDEX_CONTAINER,
-             "sh_reshape_ravel_transpose": LOCAL_CONSTANT_INDEX},
+             "la_trace_einsum": EINSUM_TRACE, "tuple_rotate": STALE_ADJOINT},
     "value_and_grad": {},
     "check_grads": {"call_helpers": DEFAULTED_PARAMETER},
 }
 KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
-    "la_trace_einsum", "inplace_negative_index", "sh_reshape_ravel_transpose",
-    "while_counter", "while_break_on_element", "return_from_while")})
-# check_grads compares inner products, which a tuple gradient of an array still satisfies
+    "la_trace_einsum", "while_counter", "while_break_on_element", "return_from_while")})
 for _name, _reason in KNOWN["grad"].items():
-    if _reason != CONSTANT_INDEX_CONTAINER or _name == "inplace_negative_index":
-        KNOWN["check_grads"].setdefault(_name, _reason)
+    KNOWN["check_grads"].setdefault(_name, _reason)
 
 
 def cases_for(test: str, cases=DIFFERENTIABLE):
