@@ -34,7 +34,8 @@ DEFAULTED_PARAMETER = ("a call to a user function that omits a defaulted paramet
                        "the cotangent into that parameter's slot of the generated vjp")
 INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
                          "float tape; restored as a float it fails as an index")
-EINSUM_TRACE = "einsum with a repeated index ('ii') raises NotImplementedError"
+EINSUM_TRACE = ("einsum with a repeated index ('ii') raises a TransformError only when the "
+                "gradient runs, without the user's line")
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
 KNOWN = {

@@ -2,23 +2,8 @@
 loop over the unbatched transformation (the oracle)."""
 import numpy as np
 
+from benchmarks.workloads import lj_energy
 from transformer import grad, jit, jvp, vmap
-
-
-def lj_energy(pos, eps, sigma, box, rcut):
-    n = pos.shape[0]
-    rcut2 = rcut * rcut
-    sigma2 = sigma * sigma
-    energy = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            d = pos[i] - pos[j]
-            d = d - box * np.round(d / box)
-            r2 = np.sum(d * d)
-            if r2 < rcut2:
-                s6 = (sigma2 / r2) ** 3
-                energy += 4.0 * eps * (s6 * s6 - s6)
-    return energy
 
 
 rng = np.random.default_rng(3)

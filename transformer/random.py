@@ -205,7 +205,7 @@ def _iota_2x32(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Row-major flat index of every element of ``shape`` as (hi, lo) uint32 words."""
     n = math.prod(shape)
     if n > 2**64:
-        raise NotImplementedError("random arrays with more than 2**64 elements")
+        raise ValueError("random arrays are limited to 2**64 elements (the counter is 64-bit)")
     idx = np.arange(n, dtype=np.uint64).reshape(shape)
     return (idx >> np.uint64(32)).astype(_U32), (idx & np.uint64(_MASK32)).astype(_U32)
 

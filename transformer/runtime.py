@@ -1033,10 +1033,17 @@ def einsum(subscripts, *operands):
     return np.einsum(subscripts, *operands)
 
 
+def _einsum_unsupported(what: str):
+    from .errors import TransformError
+    return TransformError(f"no derivative rule for np.einsum with {what}",
+                          hint="write the contraction with explicit indices, np.trace or "
+                               "np.diagonal, which have derivative rules")
+
+
 def _einsum_spec(subscripts):
     spec = subscripts.replace(" ", "")
     if "." in spec:
-        raise NotImplementedError("einsum derivatives: ellipsis subscripts")
+        raise _einsum_unsupported("ellipsis subscripts (...)")
     if "->" not in spec:
         letters = spec.replace(",", "")
         out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
@@ -1050,7 +1057,7 @@ def einsum_grad(subscripts, k, g, operands):
     ins, out = _einsum_spec(subscripts)
     target = ins[k]
     if len(set(target)) != len(target):
-        raise NotImplementedError(f"einsum derivatives: repeated index in {target!r}")
+        raise _einsum_unsupported(f"a repeated index in one operand ({target!r})")
     others = [j for j in range(len(ins)) if j != k]
     present = "".join(c for c in target if c in out or any(c in ins[j] for j in others))
     spec = ",".join([out] + [ins[j] for j in others]) + "->" + present
