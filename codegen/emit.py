@@ -30,13 +30,27 @@ def comment_of(stmt) -> str | None:
 def to_source(node) -> str:
     """Python source for a gast module, function or statement, with its comments."""
     comments: list[str] = []
-    marked = _insert_markers(node, comments)
+    marked = _negative_constants_as_negation(_insert_markers(node, comments))
     text = astor.to_source(gast.gast_to_ast(marked))
     return _MARKER_LINE.sub(lambda m: m.group(1) + "# " + comments[int(m.group(2))], text)
 
 
 def expression_source(node) -> str:
     return astor.to_source(gast.gast_to_ast(gast.Expr(value=node))).strip()
+
+
+class _Negation(gast.NodeTransformer):
+    def visit_Constant(self, node):
+        value = node.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
+        return node
+
+
+def _negative_constants_as_negation(node):
+    """astor prints Constant(-2) bare, so `(-2) ** k` would read `-2 ** k`; as a negation
+    node it gets the parentheses its precedence needs."""
+    return _Negation().visit(node)
 
 
 def _insert_markers(node, comments):
