@@ -30,8 +30,6 @@ from transformer.test_util import check_grads  # noqa: E402
 DIFFERENTIABLE = [c for c in CASES if c.differentiable]
 
 # Known reverse-mode bugs, each named; strict, so a fix shows up as XPASS and is noticed.
-DEFAULTED_PARAMETER = ("a call to a user function that omits a defaulted parameter passes "
-                       "the cotangent into that parameter's slot of the generated vjp")
 INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
                          "float tape; restored as a float it fails as an index")
 EINSUM_TRACE = ("einsum with a repeated index ('ii') raises a TransformError only when the "
@@ -39,12 +37,12 @@ EINSUM_TRACE = ("einsum with a repeated index ('ii') raises a TransformError onl
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
 KNOWN = {
-    "grad": {"call_in_loop": DEFAULTED_PARAMETER, "while_counter": INTEGER_ON_FLOAT_TAPE,
+    "grad": {"while_counter": INTEGER_ON_FLOAT_TAPE,
              "while_break_on_element": INTEGER_ON_FLOAT_TAPE,
              "return_from_while": INTEGER_ON_FLOAT_TAPE,
              "la_trace_einsum": EINSUM_TRACE, "tuple_rotate": STALE_ADJOINT},
     "value_and_grad": {},
-    "check_grads": {"call_helpers": DEFAULTED_PARAMETER},
+    "check_grads": {},
 }
 KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
     "la_trace_einsum", "while_counter", "while_break_on_element", "return_from_while")})

@@ -112,3 +112,22 @@ def test_jit_grad_of_grad_when_the_branch_not_taken_defines_values():
     for x in (0.9, 0.2):
         assert compiled(x) == pytest.approx(second(x), rel=1e-12)
     assert compiled(0.2) == pytest.approx(2.0)
+
+
+SCALE = np.array([2.0, 3.0])
+
+
+def shifted(x, shift=0.5, scale=SCALE):
+    return np.sum(scale * (x - shift) ** 2)
+
+
+def calls_with_defaults_omitted(x):
+    return shifted(x) + shifted(x, 1.5)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_call_omitting_defaulted_parameters_differentiates_the_right_slot(backend):
+    x = np.array([0.3, -0.7])
+    g = jit(grad(calls_with_defaults_omitted), backend=backend)(x)
+    expected = np.array([2.0, 3.0]) * (2 * (x - 0.5) + 2 * (x - 1.5))
+    np.testing.assert_allclose(g, expected, rtol=1e-12)

@@ -42,6 +42,7 @@ from .function import Function, resolve
 from .names import Namer, free_names
 from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
+from .specialize import is_literal
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
                         is_nondifferentiable, nondifferentiable)
@@ -433,14 +434,27 @@ class _Reverse:
         return Prim("opaque", t, _names(value.args + list(keywords.values())), obj)
 
     def bind_call(self, obj, value) -> list:
-        if not value.keywords:
-            return list(value.args)
+        """The call's arguments, one per parameter of the callee, defaults filled in: the
+        callee's vjp takes every primal parameter before the cotangents."""
+        from .api_reverse import CustomVJP
         from .frontend import parse
         from .function import signature
+        if isinstance(obj, CustomVJP):
+            return list(value.args)
+        parameters = signature(parse(obj)).parameters
+        if not value.keywords and len(value.args) == len(parameters):
+            return list(value.args)
         bound = signature(parse(obj)).bind(*value.args,
                                           **{k.arg: k.value for k in value.keywords})
         bound.apply_defaults()
-        return [v if isinstance(v, gast.AST) else const(v) for v in bound.arguments.values()]
+        return [v if isinstance(v, gast.AST) else self.default_atom(name_, v)
+                for name_, v in bound.arguments.items()]
+
+    def default_atom(self, parameter: str, value):
+        """A default value as an atom: a literal, or a name bound to it in the env."""
+        if is_literal(value):
+            return const(value)
+        return name(self.helper(f"default_{parameter}", value))
 
     # ------------------------------------------------------------ outputs
     def outputs(self) -> None:
