@@ -46,29 +46,8 @@ from transformer import TransformError, grad, jit, vmap  # noqa: E402
 CUDA = "secant cuda"
 
 
-def particle_energy(xi, pos, i, eps, sigma, box, rcut):
-    """Lennard-Jones energy of particle `i` at `xi` (minimum image, cutoff): its gradient
-    in `xi` is minus the force on particle `i`."""
-    rcut2 = rcut * rcut
-    sigma2 = sigma * sigma
-    e = 0.0
-    for j in range(pos.shape[0]):
-        if j != i:
-            d = xi - pos[j]
-            d = d - box * np.round(d / box)
-            r2 = np.sum(d * d)
-            if r2 < rcut2:
-                s6 = (sigma2 / r2) ** 3
-                e += 4.0 * eps * (s6 * s6 - s6)
-    return e
-
-
-def mlp_loss(W1, b1, W2, b2, x, y):
-    """`workloads.mlp_loss` with the four weights as separate arguments."""
-    h = np.tanh(W1 @ x + b1)
-    logits = W2 @ h + b2
-    z = logits - np.max(logits)
-    return np.log(np.sum(np.exp(z))) - z[y]
+particle_energy = workloads.lj_particle_energy
+mlp_loss = workloads.mlp_loss_arrays
 
 
 # ---------------------------------------------------------------- helpers

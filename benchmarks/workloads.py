@@ -5,8 +5,10 @@ Each workload is written the way a scientist writes it: plain Python and NumPy w
 input makers take a fixed seed so every implementation sees the same numbers.
 
 Workloads:
-    W1  Lennard-Jones energy with a pair loop, minimum image and cutoff   lj_energy
-    W2  MLP loss for one example (per-example gradients)                  mlp_loss
+    W1  Lennard-Jones energy with a pair loop, minimum image and cutoff   lj_energy,
+                                                                        lj_particle_energy
+    W2  MLP loss for one example (per-example gradients)                  mlp_loss,
+                                                                        mlp_loss_arrays
     W3  matrix-vector product (batched by vmap)                           matvec
     W4  scalar functions for Hessians                                     sum_tanh, sum_tanh_linear
     W6  one message applied to a limit order book                         book_step, book_replay
@@ -37,6 +39,24 @@ def lj_energy(pos, eps, sigma, box, rcut):
                 s6 = (sigma2 / r2) ** 3
                 energy += 4.0 * eps * (s6 * s6 - s6)
     return energy
+
+
+def lj_particle_energy(xi, pos, i, eps, sigma, box, rcut):
+    """Lennard-Jones energy of particle `i` placed at `xi` against all the others (minimum
+    image, cutoff): its gradient in `xi` is minus the force on particle `i`, one particle per
+    GPU thread under `vmap`."""
+    rcut2 = rcut * rcut
+    sigma2 = sigma * sigma
+    e = 0.0
+    for j in range(pos.shape[0]):
+        if j != i:
+            d = xi - pos[j]
+            d = d - box * np.round(d / box)
+            r2 = np.sum(d * d)
+            if r2 < rcut2:
+                s6 = (sigma2 / r2) ** 3
+                e += 4.0 * eps * (s6 * s6 - s6)
+    return e
 
 
 def lj_inputs(n: int, seed: int = 0, density: float = 0.8):
@@ -132,6 +152,14 @@ def mlp_loss(params, x, y):
     """Softmax cross-entropy of a tanh MLP on one example `x` (784,) with integer label `y`."""
     h = np.tanh(params["W1"] @ x + params["b1"])
     logits = params["W2"] @ h + params["b2"]
+    z = logits - np.max(logits)
+    return np.log(np.sum(np.exp(z))) - z[y]
+
+
+def mlp_loss_arrays(W1, b1, W2, b2, x, y):
+    """`mlp_loss` with the four weights as separate arrays (the CUDA backend takes no dicts)."""
+    h = np.tanh(W1 @ x + b1)
+    logits = W2 @ h + b2
     z = logits - np.max(logits)
     return np.log(np.sum(np.exp(z))) - z[y]
 

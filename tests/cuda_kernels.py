@@ -3,6 +3,8 @@ import math
 
 import numpy as np
 
+from benchmarks import workloads
+
 
 def particle_energy(xi, pos, i, eps, sigma):
     """Lennard-Jones energy of particle `i` at position `xi` against all others."""
@@ -87,12 +89,7 @@ def damped(x, w):
     return h
 
 
-def mlp_loss(W1, b1, W2, b2, x, y):
-    """Softmax cross-entropy of a tanh MLP on one example (matrix-vector products)."""
-    h = np.tanh(W1 @ x + b1)
-    logits = W2 @ h + b2
-    z = logits - np.max(logits)
-    return np.log(np.sum(np.exp(z))) - z[y]
+mlp_loss = workloads.mlp_loss_arrays
 
 
 def mlp_params(n_in, hidden, n_out, batch, seed=0):
@@ -104,20 +101,7 @@ def mlp_params(n_in, hidden, n_out, batch, seed=0):
         rng.integers(0, n_out, size=batch)
 
 
-def periodic_particle_energy(xi, pos, i, eps, sigma, box, rcut):
-    """Lennard-Jones energy of particle `i` in a periodic box (minimum image, cutoff)."""
-    rcut2 = rcut * rcut
-    sigma2 = sigma * sigma
-    e = 0.0
-    for j in range(pos.shape[0]):
-        if j != i:
-            d = xi - pos[j]
-            d = d - box * np.round(d / box)
-            r2 = np.sum(d * d)
-            if r2 < rcut2:
-                s6 = (sigma2 / r2) ** 3
-                e += 4.0 * eps * (s6 * s6 - s6)
-    return e
+periodic_particle_energy = workloads.lj_particle_energy
 
 
 def soft_clip(v, limit):
