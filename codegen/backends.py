@@ -7,16 +7,20 @@ is compiled first (recursively, with the same backend), a user's Python helper i
 and compiled the same way, modules become `import` lines, and everything else is bound
 in the module's namespace. Each dependency leaves a fingerprint line in the header, so
 the module text - and with it the file name and Numba's on-disk cache - changes whenever
-anything the function reaches changes. Within a process, a module is reused for any
+anything the function reaches changes; a module that calls secant's runtime helpers also
+carries a hash of secant's own sources, since Numba's cache holds what those compiled to.
+Within a process, a module is reused for any
 function whose text differs only in the origin line (an identical function redefined).
 """
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import hashlib
 import inspect
 import types
+from pathlib import Path
 from typing import Any, Callable
 
 import numba
@@ -34,6 +38,7 @@ BACKENDS = ("python", "cpu", "cuda")
 ORIGIN_PREFIX = "# secant: generated from "
 _LIBRARY_ROOTS = {"numpy", "scipy", "numba", "math", "builtins", "transformer", "codegen",
                   "jax", "jaxlib", "autograd", "cmath", "operator", "functools"}
+_SECANT_ROOTS = ("codegen", "transformer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +147,34 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
         f"numpy {np.__version__}",
         *fingerprints,
+        *_runtime_line(namespace.values()),
     ]
     text = "\n".join(header) + "\n" + "\n".join(sorted(set(imports))) + "\n\n\n"
     text += (decorator + "\n" if decorator else "") + body
     return text, namespace
+
+
+def _runtime_line(values) -> list[str]:
+    """A header line hashing secant's sources when the module calls secant's runtime.
+
+    Numba caches what a runtime helper compiled to under the generated module's name, so
+    an edit to secant's own sources must give the module a new name.
+    """
+    uses_runtime = any((getattr(v, "__module__", None) or "").partition(".")[0]
+                       in _SECANT_ROOTS for v in values)
+    return [f"# secant runtime sources: {secant_sources_hash()}"] if uses_runtime else []
+
+
+@functools.lru_cache(maxsize=None)
+def secant_sources_hash() -> str:
+    """One hash of every Python source file of secant's own packages."""
+    digest = hashlib.sha256()
+    for root in _SECANT_ROOTS:
+        package = Path(__file__).resolve().parent.parent / root
+        for path in sorted(package.rglob("*.py")):
+            digest.update(path.relative_to(package.parent).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _import_line(name: str, module: types.ModuleType) -> str:

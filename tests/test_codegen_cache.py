@@ -40,6 +40,19 @@ def test_header_names_origin_chain_backend_and_versions():
     assert "@numba.njit(cache=True)" in lines
 
 
+def test_modules_calling_the_runtime_are_renamed_when_secant_changes(monkeypatch):
+    from transformer import grad
+    fn = grad(programs.pair_sum).__secant_function__()
+    cpu = backends.Options(backend="cpu")
+    text, _ = backends.module_text(fn, cpu)
+    assert f"# secant runtime sources: {backends.secant_sources_hash()}" in text.splitlines()
+    monkeypatch.setattr(backends, "secant_sources_hash", lambda: "0123456789abcdef")
+    edited, _ = backends.module_text(fn, cpu)
+    assert modules.content_hash(edited) != modules.content_hash(text)
+    plain, _ = backends.module_text(parse(programs.pair_sum), cpu)
+    assert "secant runtime sources" not in plain    # user code alone keeps its name
+
+
 def test_annotated_statements_are_preceded_by_their_comment():
     stmt = gast.parse("e = e + 4.0 * s6").body[0]
     emit.annotate(stmt, "grad of: e += 4.0 * s6")
