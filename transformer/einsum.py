@@ -153,15 +153,16 @@ def _name(spec: Spec, kind: str) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _generated(spec: Spec, k: int | None) -> Function:
+    label = f"einsum({spec.text()!r}) as loops"
     if k is None:
         name = _name(spec, "")
         source = forward_source(spec, name)
     else:
         name = _name(spec, f"grad{k}_")
         source = adjoint_source(spec, k, name)
+        label += f", adjoint of operand {k}"
     node = gast.parse(source).body[0]
     origin = Origin("<einsum>", name, 1)
-    label = f"einsum({spec.text()!r}) as loops" + (f", adjoint of operand {k}" if k is not None else "")
     return Function(node, dict(_ENV), origin, (label,))
 
 

@@ -10,7 +10,8 @@ Invariant of the output:
 - `np.squeeze(a)` without an axis names the axes `a` was given by `np.expand_dims`
   (the result's rank must be static), checked at run time to be its only length-1 axes;
 - `x[m]` where `m` may be a boolean mask (a comparison, a logical combination of masks,
-  or a parameter) reads through `runtime.getitem_mask`, which handles masks of any rank;
+  a parameter, or a name only ever bound to one of those) reads through
+  `runtime.getitem_mask`, which handles masks of any rank;
 - `enumerate(seq, start=k)` passes `k` positionally.
 Anything else is left as it was.
 """
@@ -71,8 +72,7 @@ class _Lowering(gast.NodeTransformer):
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        if isinstance(node.ctx, gast.Load) and isinstance(node.slice, gast.Name) \
-                and node.slice.id in self.masks:
+        if isinstance(node.ctx, gast.Load) and _is_mask(self.fn, node.slice, self.masks):
             return self.call(runtime.getitem_mask, "getitem_mask", [node.value, node.slice],
                              node)
         return node
@@ -111,7 +111,8 @@ class _Lowering(gast.NodeTransformer):
     # ------------------------------------------------------------ squeeze
     def squeeze(self, node):
         source = node.args[0] if node.args else None
-        definition = self.definitions.get(source.id) if isinstance(source, gast.Name) else None
+        definition = self.definitions.get(source.id) if isinstance(source, gast.Name) \
+            else source
         axis = None
         if isinstance(definition, gast.Call) and \
                 resolve(self.fn, definition.func, None) is np.expand_dims:
@@ -140,15 +141,16 @@ class _Lowering(gast.NodeTransformer):
         except ValueError as exc:
             raise self.fn.origin.error(node, f"np.einsum cannot be compiled: {exc}",
                                        hint="write the contraction as loops") from None
-        if kind == "forward":
-            return self.call(einsum.forward_function(spec), "einsum", operands, node)
-        k = node.args[1].value
-        operands = _elements(node.args[3], len(spec.inputs))
+        if kind != "forward":
+            k = node.args[1].value
+            operands = _elements(node.args[3], len(spec.inputs))
+        if kind == "adjoint":
+            loops, operands = einsum.adjoint_function(spec, k), [node.args[2]] + operands
+        else:
+            loops = einsum.forward_function(spec)
         if kind == "tangent":
             operands[k] = node.args[2]
-            return self.call(einsum.forward_function(spec), "einsum", operands, node)
-        return self.call(einsum.adjoint_function(spec, k), f"einsum_grad{k}",
-                         [node.args[2]] + operands, node)
+        return self.call(loops, loops.name, operands, node)
 
 
 # ---------------------------------------------------------------- analysis helpers

@@ -1260,5 +1260,5 @@ def einsum_zeros(shape, operands):
 @overload(einsum_zeros)
 def _einsum_zeros_nb(shape, operands):
     dtype = np.result_type(*[as_dtype(t.dtype if isinstance(t, types.Array) else t)
-                             for t in operands])
+                             for t in operands]).type
     return lambda shape, operands: np.zeros(shape, dtype)
