@@ -193,3 +193,18 @@ def test_copy_of_a_dict_argument_is_refused_at_the_line():
         with pytest.raises(TransformError) as info:
             compiled(d, 2.0)
         assert info.value.lineno == copies_its_dict.__code__.co_firstlineno + 1
+
+
+def clipped_through_mask(A):
+    B = A * 1.5
+    low = B < -0.2
+    B[low] = 0.1 * A[low]
+    B[B > 1.0] = 1.0
+    return np.sum(B * B)
+
+
+def test_jit_grad_of_writes_through_a_two_dimensional_mask():
+    A = rng.normal(size=(3, 4))
+    np.testing.assert_allclose(jit(clipped_through_mask)(A), clipped_through_mask(A))
+    expected = central_differences(clipped_through_mask, [A], 0)
+    assert_gradient_close(jit(grad(clipped_through_mask))(A), expected)

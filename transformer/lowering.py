@@ -11,7 +11,8 @@ Invariant of the output:
   (the result's rank must be static), checked at run time to be its only length-1 axes;
 - `x[m]` where `m` may be a boolean mask (a comparison, a logical combination of masks,
   a parameter, or a name only ever bound to one of those) reads through
-  `runtime.getitem_mask`, which handles masks of any rank;
+  `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` is a call to
+  `runtime.setitem_mask`;
 - `enumerate(seq, start=k)` passes `k` positionally.
 Anything else is left as it was.
 """
@@ -25,6 +26,7 @@ import numpy as np
 from . import einsum, runtime
 from .function import Function, resolve
 from .names import Namer
+from .syntax import as_load
 
 # calls whose result is a boolean array when their arguments are
 _MASK_CALLS = {np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
@@ -75,6 +77,16 @@ class _Lowering(gast.NodeTransformer):
         if isinstance(node.ctx, gast.Load) and _is_mask(self.fn, node.slice, self.masks):
             return self.call(runtime.getitem_mask, "getitem_mask", [node.value, node.slice],
                              node)
+        return node
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, gast.Subscript) \
+                and _is_mask(self.fn, target.slice, self.masks):
+            write = self.call(runtime.setitem_mask, "setitem_mask",
+                              [as_load(target.value), target.slice, node.value], node)
+            return gast.copy_location(gast.Expr(value=write), node)
         return node
 
     def visit_Call(self, node):
@@ -197,32 +209,46 @@ def _elements(node, count):
 
 
 def _assignments(node):
+    """(name, value) for every binding of a name; value None where it is not a whole
+    expression (a tuple element, a loop target, an augmented assignment)."""
     for sub in gast.walk(node):
         if isinstance(sub, gast.Assign):
             for target in sub.targets:
-                yield target, sub.value
+                whole = isinstance(target, gast.Name)
+                for bound in _bound(target):
+                    yield bound, sub.value if whole else None
         elif isinstance(sub, (gast.For, gast.AugAssign, gast.AnnAssign)):
-            yield sub.target, None
+            for bound in _bound(sub.target):
+                yield bound, None
+
+
+def _bound(target) -> list[str]:
+    """The names a target binds (`x[i] = v` binds none)."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return [n for elt in target.elts for n in _bound(elt)]
+    if isinstance(target, gast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def _bindings(node) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for bound, value in _assignments(node):
+        found.setdefault(bound, []).append(value)
+    return found
 
 
 def _single_definitions(node) -> dict[str, gast.expr]:
     """Name -> the value of its only assignment (names assigned more than once omitted)."""
-    found: dict[str, list] = {}
-    for target, value in _assignments(node):
-        for sub in gast.walk(target):
-            if isinstance(sub, gast.Name):
-                found.setdefault(sub.id, []).append(value if sub is target else None)
-    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0] is not None}
+    return {k: v[0] for k, v in _bindings(node).items() if len(v) == 1 and v[0] is not None}
 
 
 def _mask_names(fn: Function) -> set[str]:
     """Names that may hold a boolean mask: parameters, and names every assignment of which
     is a comparison or a logical combination of masks (never a loop counter)."""
-    values: dict[str, list] = {}
-    for target, value in _assignments(fn.node):
-        for sub in gast.walk(target):
-            if isinstance(sub, gast.Name):
-                values.setdefault(sub.id, []).append(value if sub is target else None)
+    values = _bindings(fn.node)
     masks = {p for p in fn.params if p not in values}
     changed = True
     while changed:

@@ -8,8 +8,10 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
 
-Plain NumPy only for now: ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``,
-``squeeze`` without an axis, and ``matmul`` with its adjoints for operands of rank above 3.
+Plain NumPy only for now: ``tensordot``, ``squeeze`` without an axis (the lowering passes
+the axes it can prove to ``squeeze_known``), and ``matmul`` with its adjoints for operands of
+rank above 3. ``einsum``, ``einsum_grad`` and ``einsum_tangent`` are plain NumPy here; the
+lowering replaces their calls with loops generated from the subscripts (``transformer.einsum``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "reshape",
     "reshape_like",
     "scatter_add",
+    "setitem_mask",
     "squeeze",
     "squeeze_known",
     "stack",
@@ -1129,6 +1132,34 @@ def _getitem_mask_nb(x, index):
         if x.shape != index.shape:
             raise IndexError("boolean mask shape does not match the indexed array")
         return x.ravel()[index.ravel()]     # row-major order, as NumPy selects
+    return masked
+
+
+def setitem_mask(x, index, values) -> None:
+    """``x[index] = values``; under Numba also for a boolean mask of rank above 1."""
+    x[index] = values
+
+
+@overload(setitem_mask)
+def _setitem_mask_nb(x, index, values):
+    if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
+            and index.ndim > 1):
+        def plain(x, index, values):
+            x[index] = values
+        return plain
+    if index.ndim != x.ndim:
+        raise TypingError("a boolean mask of rank above 1 must cover every axis of the array")
+    vector = isinstance(values, types.Array)
+
+    def masked(x, index, values):
+        if x.shape != index.shape:
+            raise IndexError("boolean mask shape does not match the indexed array")
+        flat = values.ravel() if vector else values
+        n = 0
+        for at in np.ndindex(x.shape):      # row-major, as NumPy assigns
+            if index[at]:
+                x[at] = flat[n] if vector else flat
+                n += 1
     return masked
 
 
