@@ -1120,7 +1120,7 @@ def getitem_mask(x, index):
     return x[index]
 
 
-@overload(getitem_mask)
+@overload(getitem_mask, inline="always")
 def _getitem_mask_nb(x, index):
     if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
             and index.ndim > 1):
@@ -1140,7 +1140,7 @@ def setitem_mask(x, index, values) -> None:
     x[index] = values
 
 
-@overload(setitem_mask)
+@overload(setitem_mask, inline="always")
 def _setitem_mask_nb(x, index, values):
     if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
             and index.ndim > 1):
