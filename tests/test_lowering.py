@@ -200,6 +200,7 @@ def clipped_through_mask(A):
     low = B < -0.2
     B[low] = 0.1 * A[low]
     B[B > 1.0] = 1.0
+    B[low] += 0.5 * A[low]
     return np.sum(B * B)
 
 

@@ -11,8 +11,8 @@ Invariant of the output:
   (the result's rank must be static), checked at run time to be its only length-1 axes;
 - `x[m]` where `m` may be a boolean mask (a comparison, a logical combination of masks,
   a parameter, or a name only ever bound to one of those) reads through
-  `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` is a call to
-  `runtime.setitem_mask`;
+  `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` (also
+  `x[m] += v`) is a call to `runtime.setitem_mask`;
 - `enumerate(seq, start=k)` passes `k` positionally.
 Anything else is left as it was.
 """
@@ -87,6 +87,15 @@ class _Lowering(gast.NodeTransformer):
             write = self.call(runtime.setitem_mask, "setitem_mask",
                               [as_load(target.value), target.slice, node.value], node)
             return gast.copy_location(gast.Expr(value=write), node)
+        return node
+
+    def visit_AugAssign(self, node):
+        target = node.target
+        if isinstance(target, gast.Subscript) and _is_mask(self.fn, target.slice, self.masks):
+            value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
+            assign = gast.Assign(targets=[target], value=value, type_comment=None)
+            return self.visit_Assign(gast.copy_location(assign, node))
+        self.generic_visit(node)
         return node
 
     def visit_Call(self, node):
