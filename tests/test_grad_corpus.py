@@ -32,20 +32,17 @@ DIFFERENTIABLE = [c for c in CASES if c.differentiable]
 # Known reverse-mode bugs, each named; strict, so a fix shows up as XPASS and is noticed.
 INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
                          "float tape; restored as a float it fails as an index")
-EINSUM_TRACE = ("einsum with a repeated index ('ii') raises a TransformError only when the "
-                "gradient runs, without the user's line")
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
 KNOWN = {
     "grad": {"while_counter": INTEGER_ON_FLOAT_TAPE,
              "while_break_on_element": INTEGER_ON_FLOAT_TAPE,
-             "return_from_while": INTEGER_ON_FLOAT_TAPE,
-             "la_trace_einsum": EINSUM_TRACE, "tuple_rotate": STALE_ADJOINT},
+             "return_from_while": INTEGER_ON_FLOAT_TAPE, "tuple_rotate": STALE_ADJOINT},
     "value_and_grad": {},
     "check_grads": {},
 }
 KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
-    "la_trace_einsum", "while_counter", "while_break_on_element", "return_from_while")})
+    "while_counter", "while_break_on_element", "return_from_while")})
 for _name, _reason in KNOWN["grad"].items():
     KNOWN["check_grads"].setdefault(_name, _reason)
 
@@ -120,20 +117,12 @@ JIT_GROUPS = {
     "programs": ["lj_energy_cutoff", "rnn_loss", "euler_ode", "bubble_sort_weighted",
                  "explicit_heat_equation", "piecewise_spline", "huber_loss", "rosenbrock",
                  "harmonic_oscillator_verlet", "gradient_descent_inner"],
+    # forms Numba lacks, lowered (transformer.lowering): 2-D masks, np.inner, batched `@`,
+    # squeeze without an axis, np.stack of a list, einsum as generated loops
+    "lowered": ["idx_boolean_mask_2d", "la_products", "la_batched_matmul", "sh_expand_squeeze",
+                "sh_concatenate_stack", "la_trace_einsum"],
 }
 _JIT_MEMBERS = [(group, name) for group, names in JIT_GROUPS.items() for name in names]
-
-# Compiled alone (a failing member would fail its whole group); each is a known bug.
-JIT_KNOWN = {
-    "idx_boolean_mask_2d": "a 2-D boolean mask is not lowered for Numba (an AssertionError "
-    "inside Numba's BooleanArrayIndexer, not a TransformError)",
-    "la_products": "np.inner is not lowered for Numba",
-    "la_batched_matmul": "`A @ B` on 3-D arrays is not lowered for Numba (np.matmul is)",
-    "sh_expand_squeeze": "runtime.squeeze without an axis has no Numba version for 2-D input",
-    "sh_concatenate_stack": "np.stack of a list literal with axis= is not lowered for Numba",
-    "la_trace_einsum": "einsum has no Numba equivalent (runtime.einsum is plain Python)",
-}
-
 
 @pytest.fixture(scope="module")
 def compiled_groups(tmp_path_factory):
@@ -179,13 +168,3 @@ def test_jit_grad_with_static_argument():
     compiled = jit(grad(case.fn), static_argnums=1)
     assert_gradient_close(compiled(x, n), central_differences(case.fn, (x, n), 0))
     assert_gradient_close(compiled(x, 2), central_differences(case.fn, (x, 2), 0))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=r))
-                                  for n, r in JIT_KNOWN.items()])
-def test_jit_grad_known_failures(name):
-    case = by_name(name)
-    argnums = case.argnums if len(case.argnums) > 1 else case.argnums[0]
-    got = as_list(jit(grad(case.fn, argnums=argnums))(*case.args()), case.argnums)
-    for g, e in zip(got, expected_gradients(case, case.args())):
-        assert_gradient_close(g, e, f"jit(grad) of {name}")

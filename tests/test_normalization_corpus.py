@@ -63,8 +63,6 @@ def test_augmented_assignment_updates_aliased_array():
     assert compiled(x) == augmented_assignment_through_alias(x) == 6.0
 
 
-@pytest.mark.xfail(strict=True, reason="jit compiles the function without desugaring "
-                   "`enumerate(seq, start=k)`, which Numba rejects with a bare AssertionError")
 def test_jit_of_enumerate_with_start():
     from transformer import jit
     case = by_name("loop_enumerate_with_start")

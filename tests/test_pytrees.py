@@ -91,7 +91,7 @@ def test_constant_key_reads_become_tuple_indexing(affine):
     params, xs, weights = affine_inputs()
     affine(params, xs, weights)
     text = affine._last_compiled.text
-    assert "params[0] @ xs[0] + params[1]" in text and '"W"' not in text
+    assert "matmul(params[0], xs[0]) + params[1]" in text and '"W"' not in text
 
 
 def test_dataclass_argument_fields_are_read_by_position():

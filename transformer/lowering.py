@@ -1,42 +1,287 @@
-"""Lowering for Numba: calls to NumPy forms that Numba's nopython mode lacks are
-redirected to equivalents in `transformer.runtime` (e.g. `np.mean(x, axis=0)`).
+"""Lowering for Numba: NumPy forms that Numba's nopython mode lacks are rewritten into
+forms it compiles, as the last step before the cpu backend emits a module.
 
-Invariant of the output: every Call whose function has an entry in the lowering table
-calls the runtime equivalent instead, bound in the environment under a fresh name.
+Invariant of the output:
+- every Call whose function has an entry in the lowering table calls the runtime
+  equivalent instead (e.g. `np.mean(x, axis=0)`), bound in the environment under a fresh
+  name; `a @ b` is a call to `runtime.matmul` (Numba's `@` stops at rank 2);
+- `np.einsum` with constant subscripts, and the `einsum_grad` / `einsum_tangent` calls its
+  derivatives make, call loop functions generated from the subscripts (`transformer.einsum`);
+- `np.squeeze(a)` without an axis names the axes `a` was given by `np.expand_dims`
+  (the result's rank must be static), checked at run time to be its only length-1 axes;
+- `x[m]` where `m` may be a boolean mask (a comparison, a logical combination of masks,
+  a parameter, or a name only ever bound to one of those) reads through
+  `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` (also
+  `x[m] += v`) is a call to `runtime.setitem_mask`;
+- `enumerate(seq, start=k)` passes `k` positionally.
+Anything else is left as it was.
 """
 from __future__ import annotations
 
 import copy
 
 import gast
+import numpy as np
 
+from . import einsum, runtime
 from .function import Function, resolve
 from .names import Namer
+from .syntax import as_load
+
+# calls whose result is a boolean array when their arguments are
+_MASK_CALLS = {np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
+               np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
+               np.equal, np.not_equal}
+_EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
+                 runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent"}
 
 
 def lower_for_numba(fn: Function) -> Function:
-    from .rules.lowering import PYTHON_ONLY, needs_lowering, numba_equivalent
+    lowering = _Lowering(fn)
+    node = lowering.visit(copy.deepcopy(fn.node))
+    return fn.replace(node=node, env=lowering.env) if lowering.changed else fn
 
-    node = copy.deepcopy(fn.node)
-    env = dict(fn.env)
-    namer = Namer.for_function(fn)
-    bound: dict[int, str] = {}
-    changed = False
-    for call in gast.walk(node):
-        if not isinstance(call, gast.Call):
-            continue
-        target = resolve(fn, call.func, None)
-        keywords = {k.arg: k.value for k in call.keywords}
+
+def _name(id_: str) -> gast.Name:
+    return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+class _Lowering(gast.NodeTransformer):
+    def __init__(self, fn: Function):
+        self.fn, self.env = fn, dict(fn.env)
+        self.namer = Namer.for_function(fn)
+        self.bound: dict[int, str] = {}
+        self.changed = False
+        self.definitions = _single_definitions(fn.node)
+        self.masks = _mask_names(fn)
+
+    def bind(self, obj, base: str) -> gast.Name:
+        if id(obj) not in self.bound:
+            self.bound[id(obj)] = self.namer.fresh(base)
+            self.env[self.bound[id(obj)]] = obj
+        self.changed = True
+        return _name(self.bound[id(obj)])
+
+    def call(self, obj, base: str, args, origin) -> gast.Call:
+        new = gast.Call(func=self.bind(obj, base), args=list(args), keywords=[])
+        return gast.copy_location(new, origin)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.MatMult):
+            return self.call(runtime.matmul, "matmul", [node.left, node.right], node)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, gast.Load) and _is_mask(self.fn, node.slice, self.masks):
+            return self.call(runtime.getitem_mask, "getitem_mask", [node.value, node.slice],
+                             node)
+        return node
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, gast.Subscript) \
+                and _is_mask(self.fn, target.slice, self.masks):
+            write = self.call(runtime.setitem_mask, "setitem_mask",
+                              [as_load(target.value), target.slice, node.value], node)
+            return gast.copy_location(gast.Expr(value=write), node)
+        return node
+
+    def visit_AugAssign(self, node):
+        target = node.target
+        if isinstance(target, gast.Subscript) and _is_mask(self.fn, target.slice, self.masks):
+            value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
+            assign = gast.Assign(targets=[target], value=value, type_comment=None)
+            return self.visit_Assign(gast.copy_location(assign, node))
+        self.generic_visit(node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        target = resolve(self.fn, node.func, None)
+        if target is None:
+            return node
+        if target is enumerate:
+            return self.enumerate_start(node)
+        if _hashable(target) and target in _EINSUM_FORMS:
+            return self.einsum(node, _EINSUM_FORMS[target])
+        if (target is np.squeeze or target is runtime.squeeze) and _axis(node) is None:
+            return self.squeeze(node)
+        return self.table(node, target)
+
+    def table(self, node, target):
+        from .rules.lowering import PYTHON_ONLY, needs_lowering, numba_equivalent
+        keywords = {k.arg: k.value for k in node.keywords}
         # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
-        if target is None or not needs_lowering(target, keywords, len(call.args)):
-            continue
-        if target in PYTHON_ONLY:   # no compiled equivalent: let Numba name the NumPy call
-            continue
+        if not needs_lowering(target, keywords, len(node.args)) or target in PYTHON_ONLY:
+            return node     # no compiled equivalent: let Numba name the NumPy call
         replacement = numba_equivalent(target)
-        if id(replacement) not in bound:
-            bound[id(replacement)] = namer.fresh(replacement.__name__)
-            env[bound[id(replacement)]] = replacement
-        call.func = gast.Name(id=bound[id(replacement)], ctx=gast.Load(), annotation=None,
-                              type_comment=None)
-        changed = True
-    return fn.replace(node=node, env=env) if changed else fn
+        node.func = self.bind(replacement, replacement.__name__)
+        return node
+
+    def enumerate_start(self, node):
+        start = [k for k in node.keywords if k.arg == "start"]
+        if start and len(node.args) == 1:     # Numba takes the start only positionally
+            node.args.append(start[0].value)
+            node.keywords = [k for k in node.keywords if k.arg != "start"]
+            self.changed = True
+        return node
+
+    # ------------------------------------------------------------ squeeze
+    def squeeze(self, node):
+        source = node.args[0] if node.args else None
+        definition = self.definitions.get(source.id) if isinstance(source, gast.Name) \
+            else source
+        axis = None
+        if isinstance(definition, gast.Call) and \
+                resolve(self.fn, definition.func, None) is np.expand_dims:
+            axis = _axis(definition)
+        if not _constant_axis(axis):
+            raise self.fn.origin.error(node, "np.squeeze without an axis cannot be compiled "
+                                       "here: the rank of its result must be known before "
+                                       "the array's shape is", hint="pass axis=... naming "
+                                       "the length-1 axes to remove")
+        return self.call(runtime.squeeze_known, "squeeze_known",
+                         [source, copy.deepcopy(axis)], node)
+
+    # ------------------------------------------------------------ einsum
+    def einsum(self, node, kind: str):
+        subscripts = node.args[0] if node.args else None
+        if not (isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)):
+            raise self.fn.origin.error(node, "np.einsum needs its subscripts as a string "
+                                       "literal to be compiled", hint="write the subscripts "
+                                       "in the call, e.g. np.einsum('ij,jk->ik', A, B)")
+        if [k.arg for k in node.keywords if k.arg != "optimize"]:
+            raise self.fn.origin.error(node, "np.einsum under jit takes only the subscripts "
+                                       "and the operands", hint="drop out=/dtype=")
+        operands = node.args[1:] if kind == "forward" else _elements(node.args[3], None)
+        try:
+            spec = einsum.parse(subscripts.value, None if operands is None else len(operands))
+        except ValueError as exc:
+            raise self.fn.origin.error(node, f"np.einsum cannot be compiled: {exc}",
+                                       hint="write the contraction as loops") from None
+        if kind != "forward":
+            k = node.args[1].value
+            operands = _elements(node.args[3], len(spec.inputs))
+        if kind == "adjoint":
+            loops, operands = einsum.adjoint_function(spec, k), [node.args[2]] + operands
+        else:
+            loops = einsum.forward_function(spec)
+        if kind == "tangent":
+            operands[k] = node.args[2]
+        return self.call(loops, loops.name, operands, node)
+
+
+# ---------------------------------------------------------------- analysis helpers
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _axis(call: gast.Call):
+    """The axis argument of a `squeeze`/`expand_dims` call (second positional or axis=)."""
+    for k in call.keywords:
+        if k.arg == "axis":
+            return None if _is_none(k.value) else k.value
+    if len(call.args) > 1:
+        return None if _is_none(call.args[1]) else call.args[1]
+    return None
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, gast.Constant) and node.value is None
+
+
+def _constant_axis(node) -> bool:
+    if isinstance(node, gast.Tuple):
+        return bool(node.elts) and all(_constant_axis(e) for e in node.elts)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return _constant_axis(node.operand)
+    return isinstance(node, gast.Constant) and type(node.value) is int
+
+
+def _elements(node, count):
+    """The element expressions of a tuple operand, or subscripts of it when it is a name."""
+    if isinstance(node, (gast.Tuple, gast.List)):
+        return list(node.elts)
+    if count is None:
+        return None
+    return [gast.Subscript(value=copy.deepcopy(node), slice=gast.Constant(value=j, kind=None),
+                           ctx=gast.Load()) for j in range(count)]
+
+
+def _assignments(node):
+    """(name, value) for every binding of a name; value None where it is not a whole
+    expression (a tuple element, a loop target, an augmented assignment)."""
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Assign):
+            for target in sub.targets:
+                whole = isinstance(target, gast.Name)
+                for bound in _bound(target):
+                    yield bound, sub.value if whole else None
+        elif isinstance(sub, (gast.For, gast.AugAssign, gast.AnnAssign)):
+            for bound in _bound(sub.target):
+                yield bound, None
+
+
+def _bound(target) -> list[str]:
+    """The names a target binds (`x[i] = v` binds none)."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return [n for elt in target.elts for n in _bound(elt)]
+    if isinstance(target, gast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def _bindings(node) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for bound, value in _assignments(node):
+        found.setdefault(bound, []).append(value)
+    return found
+
+
+def _single_definitions(node) -> dict[str, gast.expr]:
+    """Name -> the value of its only assignment (names assigned more than once omitted)."""
+    return {k: v[0] for k, v in _bindings(node).items() if len(v) == 1 and v[0] is not None}
+
+
+def _mask_names(fn: Function) -> set[str]:
+    """Names that may hold a boolean mask: parameters, and names every assignment of which
+    is a comparison or a logical combination of masks (never a loop counter)."""
+    values = _bindings(fn.node)
+    masks = {p for p in fn.params if p not in values}
+    changed = True
+    while changed:
+        changed = False
+        for key, assigned in values.items():
+            if key not in masks and all(_is_mask(fn, v, masks) for v in assigned):
+                masks.add(key)
+                changed = True
+    return masks
+
+
+def _is_mask(fn, value, masks) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, gast.Compare):
+        return True
+    if isinstance(value, gast.Name):
+        return value.id in masks
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Invert, gast.Not)):
+        return _is_mask(fn, value.operand, masks)
+    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.BitAnd, gast.BitOr,
+                                                               gast.BitXor)):
+        return _is_mask(fn, value.left, masks) and _is_mask(fn, value.right, masks)
+    if isinstance(value, gast.Call):
+        target = resolve(fn, value.func, None)
+        return _hashable(target) and target in _MASK_CALLS
+    return False

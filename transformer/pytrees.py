@@ -12,8 +12,9 @@ import copy
 import dataclasses
 
 import gast
+import numpy as np
 
-from .function import Function
+from .function import Function, resolve
 from .syntax import const
 
 
@@ -104,6 +105,16 @@ class _Access(gast.NodeTransformer):
                                            f"constant key (one of {list(parent.keys)})",
                                            "write params['W'] with a literal key")
             node.slice = gast.copy_location(const(parent.index_of(node.slice.value)), node)
+        return node
+
+    def visit_Call(self, node):
+        container = self.layout(node.args[0]) if node.args else None
+        if container is not None and container.kind in ("dict", "attrs") \
+                and resolve(self.fn, node.func, None) is np.copy:     # `d.copy()`, desugared
+            raise self.fn.origin.error(node, "a dict argument cannot be copied in compiled "
+                                       "code: it is passed as a read-only tuple of its entries",
+                                       "read the entries you need (d['a']) into variables")
+        self.generic_visit(node)
         return node
 
     def visit_Attribute(self, node):

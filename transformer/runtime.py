@@ -8,8 +8,10 @@ their adjoints work for any rank, with an axis that is an int (negative too), a 
 Conventions: gradients keep the float type of the value they belong to (float32 stays
 float32); a scalar's gradient is a scalar, never a 0-d array.
 
-Plain NumPy only for now: ``einsum``, ``einsum_grad``, ``einsum_tangent``, ``tensordot``,
-``squeeze`` without an axis, and ``matmul`` with its adjoints for operands of rank above 3.
+Plain NumPy only for now: ``tensordot``, ``squeeze`` without an axis (the lowering passes
+the axes it can prove to ``squeeze_known``), and ``matmul`` with its adjoints for operands of
+rank above 3. ``einsum``, ``einsum_grad`` and ``einsum_tangent`` are plain NumPy here; the
+lowering replaces their calls with loops generated from the subscripts (``transformer.einsum``).
 """
 
 from __future__ import annotations
@@ -33,8 +35,13 @@ __all__ = [
     "einsum",
     "einsum_grad",
     "einsum_tangent",
+    "einsum_zeros",
     "flip",
+    "getitem_mask",
     "hstack_part",
+    "inner",
+    "inner_grad_left",
+    "inner_grad_right",
     "inside",
     "matmul",
     "matmul_grad_left",
@@ -53,7 +60,10 @@ __all__ = [
     "reshape",
     "reshape_like",
     "scatter_add",
+    "setitem_mask",
     "squeeze",
+    "squeeze_known",
+    "stack",
     "stack_part",
     "tensordot",
     "tile",
@@ -1056,14 +1066,21 @@ def einsum_grad(subscripts, k, g, operands):
     """The adjoint of ``operands[k]`` in ``z = np.einsum(subscripts, *operands)``."""
     ins, out = _einsum_spec(subscripts)
     target = ins[k]
-    if len(set(target)) != len(target):
-        raise _einsum_unsupported(f"a repeated index in one operand ({target!r})")
+    unique = "".join(dict.fromkeys(target))     # 'ii' -> 'i': the diagonal is written
     others = [j for j in range(len(ins)) if j != k]
-    present = "".join(c for c in target if c in out or any(c in ins[j] for j in others))
+    present = "".join(c for c in unique if c in out or any(c in ins[j] for j in others))
     spec = ",".join([out] + [ins[j] for j in others]) + "->" + present
     part = np.einsum(spec, g, *[operands[j] for j in others])
-    index = tuple(slice(None) if c in present else None for c in target)
-    return np.broadcast_to(part[index], np.shape(operands[k])).copy()
+    index = tuple(slice(None) if c in present else None for c in unique)
+    shape = np.shape(operands[k])
+    sizes = tuple(shape[target.index(c)] for c in unique)
+    part = np.broadcast_to(part[index], sizes)
+    if unique == target:
+        return part.copy()
+    grad = np.zeros(shape, part.dtype)
+    strides = tuple(sum(grad.strides[p] for p, c in enumerate(target) if c == u) for u in unique)
+    np.lib.stride_tricks.as_strided(grad, sizes, strides)[...] = part
+    return grad
 
 
 def einsum_tangent(subscripts, k, t, operands):
@@ -1091,3 +1108,188 @@ def _norm_nb(x, ord=None, axis=None, keepdims=False):
 def tensordot(a, b, axes=2):
     """np.tensordot (plain Python only)."""
     return np.tensordot(a, b, axes)
+
+
+# ---------------------------------------------------------------- lowered NumPy forms
+# Call forms Numba's nopython mode lacks, redirected here by `transformer.lowering`
+# (einsum itself becomes loops generated from its subscripts, see `transformer.einsum`).
+
+
+def getitem_mask(x, index):
+    """``x[index]``; under Numba also for a boolean mask of rank above 1."""
+    return x[index]
+
+
+@overload(getitem_mask, inline="always")
+def _getitem_mask_nb(x, index):
+    if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
+            and index.ndim > 1):
+        return lambda x, index: x[index]
+    if index.ndim != x.ndim:
+        raise TypingError("a boolean mask of rank above 1 must cover every axis of the array")
+
+    def masked(x, index):
+        if x.shape != index.shape:
+            raise IndexError("boolean mask shape does not match the indexed array")
+        return x.ravel()[index.ravel()]     # row-major order, as NumPy selects
+    return masked
+
+
+def setitem_mask(x, index, values) -> None:
+    """``x[index] = values``; under Numba also for a boolean mask of rank above 1."""
+    x[index] = values
+
+
+@overload(setitem_mask, inline="always")
+def _setitem_mask_nb(x, index, values):
+    if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
+            and index.ndim > 1):
+        def plain(x, index, values):
+            x[index] = values
+        return plain
+    if index.ndim != x.ndim:
+        raise TypingError("a boolean mask of rank above 1 must cover every axis of the array")
+    vector = isinstance(values, types.Array)
+
+    def masked(x, index, values):
+        if x.shape != index.shape:
+            raise IndexError("boolean mask shape does not match the indexed array")
+        flat = values.ravel() if vector else values
+        n = 0
+        for at in np.ndindex(x.shape):      # row-major, as NumPy assigns
+            if index[at]:
+                x[at] = flat[n] if vector else flat
+                n += 1
+    return masked
+
+
+def inner(a, b):
+    """np.inner: the sum over the last axes of ``a`` and ``b``."""
+    return np.inner(a, b)
+
+
+def inner_grad_left(g, a, b):
+    """The adjoint of ``a`` in ``z = np.inner(a, b)``."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a)
+    a2, b2, g2 = _inner_matrices(g, a, b)
+    return np.reshape(g2 @ b2, np.shape(a))
+
+
+def inner_grad_right(g, a, b):
+    """The adjoint of ``b`` in ``z = np.inner(a, b)``."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(a * g, b)
+    a2, b2, g2 = _inner_matrices(g, a, b)
+    return np.reshape(g2.T @ a2, np.shape(b))
+
+
+def _inner_matrices(g, a, b):
+    """``a`` and ``b`` as (rows, n) matrices and ``g`` as (rows of a, rows of b)."""
+    n = np.shape(a)[-1]
+    a2, b2 = np.reshape(a, (-1, n)), np.reshape(b, (-1, n))
+    return a2, b2, np.reshape(g, (a2.shape[0], b2.shape[0]))
+
+
+@register_jitable
+def _rows(x):
+    return np.ascontiguousarray(x).reshape((-1, x.shape[x.ndim - 1]))
+
+
+def _as_matrix(g, rows, cols):
+    return np.reshape(g, (rows, cols))
+
+
+@overload(_as_matrix)
+def _as_matrix_nb(g, rows, cols):
+    if isinstance(g, types.Array):
+        return lambda g, rows, cols: np.ascontiguousarray(g).reshape((rows, cols))
+    return lambda g, rows, cols: np.full((rows, cols), g)
+
+
+def _rank(ty) -> int:
+    return ty.ndim if isinstance(ty, types.Array) else 0
+
+
+@overload(inner)
+def _inner_nb(a, b):
+    if _rank(a) == 0 or _rank(b) == 0:
+        return lambda a, b: a * b
+    if _rank(a) == 1 and _rank(b) == 1:
+        return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    return lambda a, b: np.dot(_rows(a), np.ascontiguousarray(_rows(b).T)).reshape(
+        a.shape[:-1] + b.shape[:-1])
+
+
+@overload(inner_grad_left)
+def _inner_grad_left_nb(g, a, b):
+    if _rank(a) == 0 or _rank(b) == 0:
+        return lambda g, a, b: unbroadcast(g * b, a)
+
+    def impl(g, a, b):
+        a2, b2 = _rows(a), _rows(b)
+        return np.dot(_as_matrix(g, a2.shape[0], b2.shape[0]), b2).reshape(a.shape)
+    return impl
+
+
+@overload(inner_grad_right)
+def _inner_grad_right_nb(g, a, b):
+    if _rank(a) == 0 or _rank(b) == 0:
+        return lambda g, a, b: unbroadcast(a * g, b)
+
+    def impl(g, a, b):
+        a2, b2 = _rows(a), _rows(b)
+        g2 = _as_matrix(g, a2.shape[0], b2.shape[0])
+        return np.dot(np.ascontiguousarray(g2.T), a2).reshape(b.shape)
+    return impl
+
+
+def stack(arrays, axis=0):
+    """np.stack of a tuple or a list of equally shaped arrays."""
+    return np.stack(arrays, axis)
+
+
+@overload(stack)
+def _stack_nb(arrays, axis=0):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays, axis=0: np.stack(arrays, axis)
+
+    def from_list(arrays, axis=0):
+        first = arrays[0]
+        out = np.empty((len(arrays),) + first.shape, first.dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape != first.shape:
+                raise ValueError("all input arrays must have the same shape")
+            out[k] = arrays[k]
+        return np.ascontiguousarray(moveaxis(out, 0, axis))
+    return from_list
+
+
+def squeeze_known(a, axis):
+    """``np.squeeze(a)`` where the caller knows ``axis`` holds the only length-1 axes."""
+    return np.squeeze(a)
+
+
+@overload(squeeze_known)
+def _squeeze_known_nb(a, axis):
+    def impl(a, axis):
+        removed = axis_mask(a.ndim, axis)
+        for k in range(a.ndim):
+            if a.shape[k] == 1 and not removed[k]:
+                raise ValueError("np.squeeze without an axis under jit: the array has a "
+                                 "length-1 axis whose removal the compiled code cannot know; "
+                                 "pass axis=")
+        return squeeze(a, axis)
+    return impl
+
+
+def einsum_zeros(shape, operands):
+    """Zeros of ``shape`` in the type NumPy gives the product of the ``operands``."""
+    return np.zeros(shape, np.result_type(*operands))
+
+
+@overload(einsum_zeros)
+def _einsum_zeros_nb(shape, operands):
+    dtype = np.result_type(*[as_dtype(t.dtype if isinstance(t, types.Array) else t)
+                             for t in operands]).type
+    return lambda shape, operands: np.zeros(shape, dtype)

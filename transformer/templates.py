@@ -93,6 +93,9 @@ class Template:
 ADJOINTS: dict[object, Template] = {}
 TANGENTS: dict[object, Template] = {}
 NONDIFFERENTIABLE: set = set()
+# key -> check(call_args, call_keywords) raising MissingRule for a call its rules cannot
+# take (e.g. einsum subscripts), so the error is raised while transforming, at the call
+CALL_CHECKS: dict[object, Callable] = {}
 
 
 # ---------------------------------------------------------------- registration
@@ -494,6 +497,12 @@ def _subscript(name, index, ctx):
     return gast.Subscript(value=copy.deepcopy(name), slice=copy.deepcopy(index), ctx=ctx)
 
 
+def _check_call(key, call_args, call_keywords) -> None:
+    check = _lookup(CALL_CHECKS, key)
+    if check is not None:
+        check(call_args, call_keywords)
+
+
 def _is_d_target(node):
     return _is_d(node) or (isinstance(node, gast.Subscript) and _is_d(node.value))
 
@@ -512,6 +521,7 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
     template = _lookup(ADJOINTS, key)
     if template is None:
         raise MissingRule(f"no adjoint rule for {describe(key)}")
+    _check_call(key, call_args, call_keywords)
     x = _Expansion(template, key, call_args, call_keywords, result, adjoint_of,
                    fresh_name, "adjoint")
     if template.has_result and x.derivative(result) is None:
@@ -565,6 +575,7 @@ def expand_tangent(key, call_args: list[gast.expr], call_keywords: dict[str, gas
     template = _lookup(TANGENTS, key)
     if template is None:
         raise MissingRule(f"no tangent rule for {describe(key)}")
+    _check_call(key, call_args, call_keywords)
     x = _Expansion(template, key, call_args, call_keywords, result, tangent_of,
                    fresh_name, "tangent")
     if isinstance(result_tangent, str):

@@ -18,6 +18,9 @@ from transformer.runtime import (
     cumsum_adjoint,
     einsum_grad,
     hstack_part,
+    inner,
+    inner_grad_left,
+    inner_grad_right,
     inside,
     matmul_grad_left,
     matmul_grad_right,
@@ -30,7 +33,8 @@ from transformer.runtime import (
     unbroadcast,
     vstack_part,
 )
-from transformer.templates import adjoint
+from transformer import einsum as einsum_loops
+from transformer.templates import CALL_CHECKS, adjoint
 
 # ---------------------------------------------------------------- builtins on two scalars
 
@@ -122,10 +126,28 @@ def cumprod(z, x, axis=None, dtype=None, out=None):
 # ---------------------------------------------------------------- linear algebra
 
 
-@adjoint(gast.MatMult, np.matmul, np.dot, np.inner)
+@adjoint(gast.MatMult, np.matmul, np.dot)
 def matmul(z, x, y):
     d[x] += matmul_grad_left(d[z], x, y)
     d[y] += matmul_grad_right(d[z], x, y)
+
+
+@adjoint(np.inner, inner)
+def inner_(z, x, y):
+    d[x] += inner_grad_left(d[z], x, y)
+    d[y] += inner_grad_right(d[z], x, y)
+
+
+@adjoint(inner_grad_left)
+def inner_grad_left_(z, g, a, b):
+    d[g] += inner(d[z], b)
+    d[b] += inner_grad_right(g, d[z], b)
+
+
+@adjoint(inner_grad_right)
+def inner_grad_right_(z, g, a, b):
+    d[g] += inner(a, d[z])
+    d[a] += inner_grad_left(g, a, d[z])
 
 
 @adjoint(np.outer)
@@ -144,6 +166,9 @@ def vdot(z, x, y):
 def einsum(z, subscripts, *operands):
     for k in range(len(operands)):
         d[operands[k]] += einsum_grad(subscripts, k, d[z], operands)
+
+
+CALL_CHECKS[np.einsum] = einsum_loops.check_call   # subscripts are checked when transforming
 
 
 @adjoint(np.linalg.inv)

@@ -3,7 +3,8 @@
 ``numba_equivalent(f)`` is a function of ``transformer.runtime`` with the call signature of
 ``f`` that runs under Numba; the Numba backend calls it instead of ``f`` when
 ``needs_lowering(f, keywords, nargs)`` says the call uses a form Numba does not support
-(``axis``/``keepdims`` on reductions, ``squeeze``, ``np.add.at``, batched ``@``, ...).
+(``axis``/``keepdims`` on reductions, ``squeeze``, ``np.add.at``, batched ``@``, ``np.inner``,
+``np.stack`` of a list, ...).
 Keys are the same as the rule registries' (``gast.MatMult`` for ``@``). Under plain Python
 the equivalents are NumPy itself, so lowering never changes a result.
 """
@@ -36,6 +37,8 @@ _EQUIVALENTS: dict[object, object] = {
     np.repeat: runtime.repeat,
     np.matmul: runtime.matmul,
     gast.MatMult: runtime.matmul,  # Numba's ``@`` stops at rank 2
+    np.inner: runtime.inner,
+    np.stack: runtime.stack,       # Numba's takes a tuple only
     np.add.at: runtime.scatter_add,
     np.einsum: runtime.einsum,
     np.tensordot: runtime.tensordot,
@@ -45,7 +48,8 @@ _EQUIVALENTS: dict[object, object] = {
 _PLAIN_FORM_OK = {np.sum, np.mean, np.max, np.amax, np.min, np.amin, np.prod, np.var, np.std,
                   np.cumsum, np.cumprod, np.linalg.norm}
 
-# Equivalents that are plain NumPy and do not compile under Numba yet.
+# Equivalents that are plain NumPy and do not compile under Numba yet (``np.einsum`` with
+# constant subscripts is lowered to generated loops by ``transformer.lowering`` instead).
 PYTHON_ONLY = {np.einsum, np.tensordot}
 
 

@@ -16,6 +16,9 @@ from transformer.runtime import (
     cast_like,
     cumsum,
     einsum_tangent,
+    inner,
+    inner_grad_left,
+    inner_grad_right,
     inside,
     matmul,
     reduce_mean,
@@ -113,10 +116,28 @@ def matmul_(z, x, y):
     d[z] = matmul(x, d[y])
 
 
-@tangent(np.dot, np.inner)
+@tangent(np.dot)
 def dot(z, x, y):
     d[z] = np.dot(d[x], y)
     d[z] = np.dot(x, d[y])
+
+
+@tangent(np.inner, inner)
+def inner_(z, x, y):
+    d[z] = inner(d[x], y)
+    d[z] = inner(x, d[y])
+
+
+@tangent(inner_grad_left)
+def inner_grad_left_(z, g, a, b):
+    d[z] = inner_grad_left(d[g], a, b)
+    d[z] = inner_grad_left(g, a, d[b])
+
+
+@tangent(inner_grad_right)
+def inner_grad_right_(z, g, a, b):
+    d[z] = inner_grad_right(d[g], a, b)
+    d[z] = inner_grad_right(g, d[a], b)
 
 
 @tangent(np.outer)
