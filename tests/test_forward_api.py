@@ -219,3 +219,73 @@ def test_jvp_of_dict_arguments_matches_jax_and_compiles():
     np.testing.assert_allclose(tangent, ref_tangent, rtol=1e-12)
     compiled_out, compiled_tangent = jit(jvp(layer))(PARAMS, X, tangent_params, dx)
     np.testing.assert_allclose(compiled_tangent, ref_tangent, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- hessian in several arguments
+
+def mixed(x, a, w):
+    return np.sum(np.tanh(w @ x) * a) + a * a * np.sum(x * x * x)
+
+
+def mixed_jax(x, a, w):
+    return jnp.sum(jnp.tanh(w @ x) * a) + a * a * jnp.sum(x * x * x)
+
+
+MIXED = (X, 0.7, W)
+
+
+def _assert_blocks_match_jax(got, argnums):
+    want = jax.hessian(mixed_jax, argnums=argnums)(*MIXED)
+    assert isinstance(got, tuple) and len(got) == len(argnums)
+    for i, a in enumerate(argnums):
+        assert isinstance(got[i], tuple) and len(got[i]) == len(argnums)
+        for j, b in enumerate(argnums):
+            assert np.shape(got[i][j]) == np.shape(MIXED[a]) + np.shape(MIXED[b])
+            np.testing.assert_allclose(got[i][j], want[i][j], rtol=1e-12, atol=1e-14)
+
+
+@pytest.fixture(scope="module")
+def compiled_mixed_hessian():
+    return jit(transformer.hessian(mixed, argnums=(0, 1, 2)))
+
+
+def test_hessian_with_tuple_argnums_nests_blocks_like_jax(compiled_mixed_hessian):
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1, 2))(*MIXED),
+                             (0, 1, 2))
+    _assert_blocks_match_jax(compiled_mixed_hessian(*MIXED), (0, 1, 2))
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(2, 1))(*MIXED), (2, 1))
+
+
+def test_hessian_blocks_are_differences_of_the_gradient():
+    from gradcheck import central_differences
+    blocks = transformer.hessian(mixed, argnums=(0, 1))(*MIXED)
+    for i in range(2):
+        def gradient_i(*args, i=i):
+            return transformer.grad(mixed, argnums=i)(*args)
+        for j in range(2):
+            fd = np.stack([central_differences(lambda *a, k=k: np.ravel(gradient_i(*a))[k],
+                                               MIXED, j)
+                           for k in range(np.size(MIXED[i]))])
+            np.testing.assert_allclose(np.reshape(blocks[i][j], fd.shape), fd, rtol=1e-6,
+                                       atol=1e-8)
+
+
+def test_hessian_tuple_argnums_without_batching_loops_over_basis_vectors(monkeypatch):
+    from transformer import api_forward
+
+    def no_batching(*args):
+        raise transformer.TransformError("no batching in this test")
+    monkeypatch.setattr(api_forward, "_batched_body", no_batching)
+    text = transformer.source(transformer.hessian(mixed, argnums=(0, 1)))
+    assert "set_column(" in text and "mapped_" not in text
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1))(*MIXED), (0, 1))
+
+
+def test_one_element_tuple_argnums_gives_a_one_element_tuple():
+    (jx,) = jacfwd(model, argnums=(0,))(X, W)
+    np.testing.assert_allclose(jx, jax.jacfwd(model_jax)(X, W), rtol=1e-12)
+    (jw,) = transformer.jacrev(model, argnums=(1,))(X, W)
+    np.testing.assert_allclose(jw, jax.jacrev(model_jax, argnums=1)(X, W), rtol=1e-12)
+    ((h,),) = transformer.hessian(mixed, argnums=(1,))(*MIXED)
+    assert np.ndim(h) == 0
+    assert h == pytest.approx(jax.hessian(mixed_jax, argnums=1)(*MIXED), rel=1e-12)
