@@ -244,7 +244,10 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list
     """Lines of a Jacobian body that push (pull) all basis vectors at once through vmap.
 
     Batched, a matrix-vector product in the derivative becomes one matrix-matrix product.
-    Raises TransformError when vmap cannot vectorize the derivative.
+    A basis is pushed as an identity batch (`batching.Spec.identity`) where vmap can
+    vectorize it: linear elementwise steps then cost one tangent's work, and the columns
+    come back with the basis axis last, already in the Jacobian's layout. Raises
+    TransformError when vmap cannot vectorize the derivative.
     """
     from .api_batching import vmap
     derivative = Transformed(fn, lambda: inner, "derivative")
@@ -256,12 +259,15 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list
     lines, jacs = [], []
     for p in active:
         mapped, pair = (namer.fresh(n + "_" + p) for n in ("mapped", "pair"))
-        extra = [f"basis_matrix({p})" if q == p else f"zeros_like({q})" for q in active]
         in_axes = (None,) * len(fn.params) + tuple(0 if q == p else None for q in active)
-        out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
-        batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
-        batched.__secant_function__()                  # fails here if vmap cannot batch
+        batched, basis, assemble = _identity_push(fn, inner, in_axes, has_aux, p)
+        if batched is None:
+            out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
+            batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
+            batched.__secant_function__()              # fails here if vmap cannot batch
+            basis, assemble = "basis_matrix", "jacobian_from_columns"
         env[mapped] = batched
+        extra = [f"{basis}({p})" if q == p else f"zeros_like({q})" for q in active]
         lines.append(f"{pair} = {mapped}({params}, {', '.join(extra)})")
         primal, columns = (f"{pair}[0][0]", f"{pair}[1][0]") if has_aux else \
             (f"{pair}[0]", f"{pair}[1]")
@@ -270,10 +276,24 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list
             if has_aux:
                 lines.append(f"{aux} = {pair}[0][1]")
         blocks = _blocks(namer, p, outputs, columns, out)
-        lines += [f"{j} = jacobian_from_columns({c}, {o}, {p})" for j, c, o in blocks]
+        lines += [f"{j} = {assemble}({c}, {o}, {p})" for j, c, o in blocks]
         jacs.append(_block_names(blocks, outputs))
     lines.append((jacs, aux))
     return lines
+
+
+def _identity_push(fn, inner, in_axes, has_aux, p):
+    """(the vmap of `inner` pushing `p`'s basis as an identity batch, the helper giving
+    its argument, the helper assembling Jacobians), or Nones where vmap cannot."""
+    from .batching import Spec, batch
+    out_axes = ((None, None), (-1, -1)) if has_aux else (None, -1)
+    spec = Spec(in_axes, out_axes, method="vectorize", identity=in_axes.index(0))
+    pushed = Transformed(fn, lambda: batch(inner, spec), "vmap(identity basis)")
+    try:
+        pushed.__secant_function__()
+    except TransformError:
+        return None, None, None
+    return pushed, "basis_ones", "jacobian_from_last"
 
 
 def _blocks(namer, p, outputs, columns: str, out: str) -> list[tuple[str, str, str]]:
