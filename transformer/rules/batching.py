@@ -851,8 +851,10 @@ def reduction(key, whole_example):
         else:
             shifted = site.helper(batch_axis, axis)
         keywords = {k: v for k, v in site.keywords.items() if k != "axis"}
-        return call(site.ref(key), site.args[0], *site.args[2:], axis=shifted,
-                    **keywords), True
+        if "axis" in site.keywords:
+            return call(site.ref(key), *site.args, axis=shifted, **keywords), True
+        # a positional axis (`reduce_sum(g, axis, None, None, keepdims)`) keeps its place
+        return call(site.ref(key), site.args[0], shifted, *site.args[2:], **keywords), True
     BATCHERS[key] = rule
 
 
