@@ -51,11 +51,15 @@ def _pad_nb(x, rank: int):
     extra = rank - (_ndim(x) - 1)
     if extra <= 0:
         return lambda x, ref: x
-    ones = (1,) * extra
-
-    def impl(x, ref):
-        return np.ascontiguousarray(x).reshape(x.shape[:1] + ones + x.shape[1:])
-    return impl
+    # The new shape is written out with literal ones: inlined, Numba's parfor pass
+    # (`jit(parallel=True)`) then sees the padded axes have length 1 and accepts the
+    # broadcast; a shape built by tuple concatenation reads as unknown sizes, and the
+    # (B, 1) - (B, k) broadcast failed its size assertion.
+    dims = ["x.shape[0]"] + ["1"] * extra + [f"x.shape[{i}]" for i in range(1, _ndim(x))]
+    namespace = {"np": np}
+    exec(f"def impl(x, ref):\n"
+         f"    return np.ascontiguousarray(x).reshape(({', '.join(dims)},))\n", namespace)
+    return namespace["impl"]
 
 
 def align(x, ref):
@@ -63,7 +67,7 @@ def align(x, ref):
     return _pad(x, np.ndim(ref))
 
 
-@overload(align)
+@overload(align, inline="always")
 def _align_nb(x, ref):
     return _pad_nb(x, _ndim(ref))
 
@@ -73,7 +77,7 @@ def align_batched(x, ref):
     return _pad(x, np.ndim(ref) - 1)
 
 
-@overload(align_batched)
+@overload(align_batched, inline="always")
 def _align_batched_nb(x, ref):
     return _pad_nb(x, _ndim(ref) - 1)
 
