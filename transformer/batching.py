@@ -536,8 +536,10 @@ class _Emitter:
         node = copy.deepcopy(self.fn.node)
         node.name = self.namer.fresh(f"{self.fn.name}_vmap")
         node.body = body
+        identity = "" if self.spec.identity is None else \
+            f", identity={self.fn.params[self.spec.identity]}"
         label = f"vmap(in_axes={_axes_label(self.spec.in_axes)}, " \
-            f"out_axes={self.spec.out_axes!r}, method={self.strategy!r})"
+            f"out_axes={self.spec.out_axes!r}, method={self.strategy!r}{identity})"
         return self.fn.with_transform(node, label, self.env)
 
     # ---------------------------------------------------------------- outputs
