@@ -363,6 +363,10 @@ def test_an_elementwise_chain_stays_one_array_until_the_output():
     assert "identity_batch(" not in body(widened)
     assert "return result, identity_batch_last(dresult, basis)" in body(widened)
     assert "identity_batch(" in body(reduced)
+    # read by index in a loop: the batch is built once, before the loop
+    looped = body(unbatchable)
+    assert looped.count("identity_batch(") == 1
+    assert looped.index("identity_batch(") < looped.index("for ")
 
 
 @pytest.fixture(scope="module")

@@ -594,6 +594,29 @@ class _Emitter:
 
 
 _METADATA = ("shape", "ndim", "size", "dtype")
+# the fields of a statement holding the expressions it evaluates itself
+_OPERANDS = {gast.Assign: ("value", "targets"), gast.Expr: ("value",), gast.If: ("test",),
+             gast.While: ("test",), gast.For: ("iter",), gast.Assert: ("test",)}
+
+
+def _statements(body):
+    """Every statement of `body`, nested ones included."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse"):
+            yield from _statements(getattr(stmt, field, []))
+
+
+def _batch_reads(value, flags: dict, read: set) -> None:
+    """Add to `read` the identity-batched names `value` reads other than for a shape."""
+    for node in value if isinstance(value, list) else [value]:
+        if isinstance(node, gast.Attribute) and node.attr in _METADATA:
+            continue
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                flags.get(node.id) is IDENTITY:
+            read.add(node.id)
+        elif isinstance(node, gast.AST):
+            _batch_reads(list(gast.iter_child_nodes(node)), flags, read)
 
 
 def _holds_identity(flag) -> bool:
@@ -638,6 +661,8 @@ class _Vectorizer(_Emitter):
         super().__init__(fn, spec, analysis)
         self._callees: dict = {}
         self.basis_name = self.namer.fresh("basis")
+        self.expanded: dict[str, str] = {}     # identity-batched name -> its batch, once
+        self.expand_once: set[str] = set()
 
     def build(self) -> Function:
         self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
@@ -647,6 +672,8 @@ class _Vectorizer(_Emitter):
             body.append(assign(store(self.basis_name), name(param)))
             if self.analysis.flags.get(param) is not IDENTITY:   # also holds other batches
                 body.append(assign(store(param), self.expand(name(param))))
+            self.expand_once = self.batched_once()
+            body += self.expanded_once(param)
         for param in self.fn.params:
             flag = self.analysis.flags.get(param, False)
             declared = param_flags(self.fn, self.spec).get(param, False)
@@ -684,7 +711,8 @@ class _Vectorizer(_Emitter):
             first = self.fresh_accumulators[id(stmt)]
             return [] if first is None else [assign(copy.deepcopy(stmt.targets[0]), name(first))]
         if self.on_identity(stmt):
-            return [copy.deepcopy(stmt)]
+            target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
+            return [copy.deepcopy(stmt)] + self.expanded_once(target)
         before: list = []
         stmt = self.expand_operands(stmt, before)
         return before + self.batched_statement(stmt)
@@ -700,18 +728,48 @@ class _Vectorizer(_Emitter):
         """An identity-batched value as an ordinary batch."""
         return self.helper(rules.identity_batch, value, name(self.basis_name))
 
+    def batched_once(self) -> set:
+        """Identity-batched names read as ordinary batches (not only for their shape)
+        that are assigned once at the top level, or are a parameter never assigned: their
+        batch is built once, where they are defined, and not again at each use (a read
+        `dx[i]` inside a loop would otherwise build it on every iteration)."""
+        counts: dict[str, int] = {}
+        for node in gast.walk(self.fn.node):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+        top = {s.targets[0].id for s in self.fn.node.body
+               if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
+        once = {n for n, c in counts.items() if c == 1 and n in top}
+        once |= {p for p in self.fn.params if p not in counts}
+        read: set[str] = set()
+        for stmt in _statements(self.fn.node.body):
+            if not self.on_identity(stmt) and self.expands(stmt):
+                for field in _OPERANDS.get(type(stmt), ()):
+                    _batch_reads(getattr(stmt, field), self.analysis.flags, read)
+        return once & read
+
+    def expanded_once(self, target) -> list:
+        """The statement building `target`'s batch right after its definition, if wanted."""
+        if target not in self.expand_once:
+            return []
+        batch = self.namer.fresh(target + "_batch")
+        self.expanded[target] = batch
+        self.analysis.flags[batch] = True
+        return [assign(store(batch), self.expand(name(target)))]
+
+    def expands(self, stmt) -> bool:
+        """Whether `stmt`'s identity-batched operands are read as ordinary batches."""
+        return self.spec.identity is not None and not isinstance(stmt, gast.Return) and \
+            not (isinstance(stmt, gast.Assign) and
+                 isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)))
+
     def expand_operands(self, stmt, before: list):
         """`stmt` with each identity-batched operand read from an ordinary batch, the
         statements computing those batches appended to `before`."""
-        if self.spec.identity is None or isinstance(stmt, gast.Return) or \
-                isinstance(stmt, gast.Assign) and \
-                isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)):
+        if not self.expands(stmt):
             return stmt                 # outputs expand in `output`; literals keep `d`
-        fields = {gast.Assign: ("value", "targets"), gast.Expr: ("value",),
-                  gast.If: ("test",), gast.While: ("test",), gast.For: ("iter",),
-                  gast.Assert: ("test",)}.get(type(stmt), ())
         stmt = copy.copy(stmt)
-        for field in fields:
+        for field in _OPERANDS.get(type(stmt), ()):
             value = getattr(stmt, field)
             setattr(stmt, field, [self.expand_in(v, before, stmt) for v in value]
                     if isinstance(value, list) else self.expand_in(value, before, stmt))
@@ -725,6 +783,8 @@ class _Vectorizer(_Emitter):
             if flag is not IDENTITY:
                 raise NeedsLoop(f"`{node.id}` holds an identity batch inside a container",
                                 stmt)
+            if node.id in self.expanded:
+                return name(self.expanded[node.id])
             batch = self.namer.fresh(node.id + "_batch")
             before.append(assign(store(batch), self.expand(name(node.id))))
             self.analysis.flags[batch] = True
