@@ -140,7 +140,7 @@ def test_jit_jvp_function_and_custom_rule():
 
 def test_jacfwd_pushes_all_basis_vectors_in_one_batched_call():
     text = transformer.source(jacfwd(model))
-    assert "mapped_x(x, w, basis_matrix(x))" in text
+    assert "mapped_x(x, w, basis_ones(x))" in text
     assert text.count("def ") == 1
 
 
@@ -219,3 +219,171 @@ def test_jvp_of_dict_arguments_matches_jax_and_compiles():
     np.testing.assert_allclose(tangent, ref_tangent, rtol=1e-12)
     compiled_out, compiled_tangent = jit(jvp(layer))(PARAMS, X, tangent_params, dx)
     np.testing.assert_allclose(compiled_tangent, ref_tangent, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- hessian in several arguments
+
+def mixed(x, a, w):
+    return np.sum(np.tanh(w @ x) * a) + a * a * np.sum(x * x * x)
+
+
+def mixed_jax(x, a, w):
+    return jnp.sum(jnp.tanh(w @ x) * a) + a * a * jnp.sum(x * x * x)
+
+
+MIXED = (X, 0.7, W)
+
+
+def _assert_blocks_match_jax(got, argnums):
+    want = jax.hessian(mixed_jax, argnums=argnums)(*MIXED)
+    assert isinstance(got, tuple) and len(got) == len(argnums)
+    for i, a in enumerate(argnums):
+        assert isinstance(got[i], tuple) and len(got[i]) == len(argnums)
+        for j, b in enumerate(argnums):
+            assert np.shape(got[i][j]) == np.shape(MIXED[a]) + np.shape(MIXED[b])
+            np.testing.assert_allclose(got[i][j], want[i][j], rtol=1e-12, atol=1e-14)
+
+
+@pytest.fixture(scope="module")
+def compiled_mixed_hessian():
+    return jit(transformer.hessian(mixed, argnums=(0, 1, 2)))
+
+
+def test_hessian_with_tuple_argnums_nests_blocks_like_jax(compiled_mixed_hessian):
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1, 2))(*MIXED),
+                             (0, 1, 2))
+    _assert_blocks_match_jax(compiled_mixed_hessian(*MIXED), (0, 1, 2))
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(2, 1))(*MIXED), (2, 1))
+
+
+def test_hessian_blocks_are_differences_of_the_gradient():
+    from gradcheck import central_differences
+    blocks = transformer.hessian(mixed, argnums=(0, 1))(*MIXED)
+    for i in range(2):
+        def gradient_i(*args, i=i):
+            return transformer.grad(mixed, argnums=i)(*args)
+        for j in range(2):
+            fd = np.stack([central_differences(lambda *a, k=k: np.ravel(gradient_i(*a))[k],
+                                               MIXED, j)
+                           for k in range(np.size(MIXED[i]))])
+            np.testing.assert_allclose(np.reshape(blocks[i][j], fd.shape), fd, rtol=1e-6,
+                                       atol=1e-8)
+
+
+def test_hessian_tuple_argnums_without_batching_loops_over_basis_vectors(monkeypatch):
+    from transformer import api_forward
+
+    def no_batching(*args):
+        raise transformer.TransformError("no batching in this test")
+    monkeypatch.setattr(api_forward, "_batched_body", no_batching)
+    text = transformer.source(transformer.hessian(mixed, argnums=(0, 1)))
+    assert "set_column(" in text and "mapped_" not in text
+    _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1))(*MIXED), (0, 1))
+
+
+def test_one_element_tuple_argnums_gives_a_one_element_tuple():
+    (jx,) = jacfwd(model, argnums=(0,))(X, W)
+    np.testing.assert_allclose(jx, jax.jacfwd(model_jax)(X, W), rtol=1e-12)
+    (jw,) = transformer.jacrev(model, argnums=(1,))(X, W)
+    np.testing.assert_allclose(jw, jax.jacrev(model_jax, argnums=1)(X, W), rtol=1e-12)
+    ((h,),) = transformer.hessian(mixed, argnums=(1,))(*MIXED)
+    assert np.ndim(h) == 0
+    assert h == pytest.approx(jax.hessian(mixed_jax, argnums=1)(*MIXED), rel=1e-12)
+
+
+# ---------------------------------------------------------------- identity batches
+# jacfwd pushes a basis as an identity batch: linear elementwise steps stay one array,
+# everything else (reductions, products, outputs) expands it to an ordinary batch.
+
+M = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
+
+
+def widened(x, m):
+    return np.tanh(x * m) / 3.0 - x * m          # (2, 3) from x of shape (3,)
+
+
+def widened_jax(x, m):
+    return jnp.tanh(x * m) / 3.0 - x * m
+
+
+def reduced(x, m):
+    return np.sum(np.tanh(x * m), axis=0) * x    # a reduction expands the identity batch
+
+
+def reduced_jax(x, m):
+    return jnp.sum(jnp.tanh(x * m), axis=0) * x
+
+
+def of_scalar(a, v):
+    return np.sin(a * v) + a
+
+
+def of_scalar_jax(a, v):
+    return jnp.sin(a * v) + a
+
+
+def branchy(x):
+    if x[0] > 0.0:
+        y = x * 2.0
+    else:
+        y = -x
+    return np.cos(y) * y
+
+
+def branchy_jax(x):
+    y = jnp.where(x[0] > 0.0, x * 2.0, -x)
+    return jnp.cos(y) * y
+
+
+def matrix_elementwise(w):
+    return np.sin(w) * w + w / 2.0
+
+
+IDENTITY_CASES = [
+    (widened, widened_jax, (X, M)),
+    (reduced, reduced_jax, (X, M)),
+    (of_scalar, of_scalar_jax, (0.7, X)),
+    (branchy, branchy_jax, (X,)),
+    (branchy, branchy_jax, (-X,)),
+    (matrix_elementwise, lambda w: jnp.sin(w) * w + w / 2.0, (W,)),
+]
+
+
+@pytest.mark.parametrize("fn, fn_jax, args", IDENTITY_CASES)
+def test_jacfwd_through_identity_batches_matches_jax(fn, fn_jax, args):
+    got = jacfwd(fn)(*args)
+    want = jax.jacfwd(fn_jax)(*args)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_an_elementwise_chain_stays_one_array_until_the_output():
+    def body(fn):
+        return transformer.source(jacfwd(fn).function.env["mapped_x"]).split("\ndef ")[1]
+    assert "identity_batch(" not in body(widened)
+    assert "return result, identity_batch_last(dresult, basis)" in body(widened)
+    assert "identity_batch(" in body(reduced)
+    # read by index in a loop: the batch is built once, before the loop
+    looped = body(unbatchable)
+    assert looped.count("identity_batch(") == 1
+    assert looped.index("identity_batch(") < looped.index("for ")
+
+
+@pytest.fixture(scope="module")
+def compiled_identity_jacobians():
+    return jit(jacfwd(widened)), jit(jacfwd(reduced)), jit(jacfwd(of_scalar))
+
+
+def test_compiled_identity_batches_match_jax(compiled_identity_jacobians):
+    wide, red, scalar = compiled_identity_jacobians
+    np.testing.assert_allclose(wide(X, M), jax.jacfwd(widened_jax)(X, M), rtol=1e-12)
+    np.testing.assert_allclose(red(X, M), jax.jacfwd(reduced_jax)(X, M), rtol=1e-12)
+    np.testing.assert_allclose(scalar(0.7, X), jax.jacfwd(of_scalar_jax)(0.7, X), rtol=1e-12)
+
+
+def test_compiled_hessian_of_an_elementwise_sum_is_its_diagonal():
+    from benchmarks import peers, workloads
+    x, _, _ = workloads.hessian_inputs(40, seed=3)
+    h = jit(transformer.hessian(workloads.sum_tanh))
+    np.testing.assert_allclose(h(x), peers.hessian_sum_tanh_numpy(x), rtol=1e-12,
+                               atol=1e-15)

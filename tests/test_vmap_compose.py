@@ -80,6 +80,14 @@ def test_per_example_gradients_equal_hand_backprop(per_example, backend):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
 
 
+def test_parallel_jit_of_vectorized_per_example_gradients(per_example):
+    # the (B, 1) - (B, k) broadcasts of the vectorized code used to fail Numba's parfor
+    # size assertion ("Sizes of ... do not match")
+    got = jit(per_example[0], parallel=True)(*WEIGHTS, X, Y)
+    for g, want in zip(got, hand_mlp_grads(*WEIGHTS, X, Y)):
+        np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
+
+
 def test_per_example_gradients_equal_a_loop_of_grad(per_example):
     got = per_example[0](*WEIGHTS, X, Y)
     single = grad(mlp, argnums=(0, 1, 2, 3))

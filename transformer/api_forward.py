@@ -156,8 +156,7 @@ class Jacobian(Transformed):
         compiled, groups = self._flat[layouts]
         result = compiled(*[leaf for a in args for leaf in tree_util.tree_leaves(a)])
         jacs, aux = (result[0], result[1]) if self.has_aux else (result, None)
-        count = sum(len(groups[a]) for a in nums)
-        jacs = tuple(jacs) if count > 1 else (jacs,)
+        jacs = tuple(jacs)                 # `leaves` is a tuple argnums: one per leaf
         trees, k = [], 0
         for a in nums:
             per_leaf = jacs[k:k + len(groups[a])]
@@ -198,21 +197,25 @@ def hessian(fun: Callable, argnums=0) -> Transformed:
     """The Hessian of scalar-valued `fun`: forward mode over the reverse-mode gradient.
 
     `jacfwd(jacrev(fun))` with the one cotangent a scalar output has, i.e. jacfwd of
-    `grad(fun)`; for a non-scalar output use `jacfwd(jacrev(fun))` itself.
+    `grad(fun)`; for a non-scalar output use `jacfwd(jacrev(fun))` itself. With a tuple
+    `argnums` the result is JAX's nested tuple of blocks: `H[i][j]`, shaped
+    `x_i.shape + x_j.shape`, differentiates the gradient in `x_i` with respect to `x_j`.
     """
     from .api_reverse import grad
-    if not isinstance(argnums, int):
-        raise TypeError("hessian takes one argnums (an int); for several arguments use "
-                        "jacfwd(jacrev(fun, argnums), argnums)")
     inner = grad(fun, argnums)
-    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian"),
+    outputs = None if isinstance(argnums, int) else len(tuple(argnums))
+    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian",
+                                              outputs),
                        f"hessian(argnums={argnums})")
 
 
 _HELPERS = {name: getattr(basis, name) for name in basis.__all__}
 
 
-def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
+def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function:
+    """The generated Jacobian Function of `fun` in `argnums`. `outputs`: `fun` returns a
+    tuple of that many arrays (hessian's gradient in several arguments); each gets its own
+    Jacobian per argument, nested output-major like JAX."""
     fn = parse(fun)
     nums = _argnums(fn, argnums)
     active = tuple(fn.params[i] for i in nums)
@@ -222,11 +225,13 @@ def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
                primal=fun)
     try:
-        body = _batched_body(fn, active, namer, has_aux, mode, inner, env)
+        body = _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs)
     except TransformError:
         # some statement has no batching rule: one derivative call per basis vector
-        loops = _forward_loops if mode == "fwd" else _reverse_loops
-        body = loops(fn, active, Namer(set(namer.taken)), has_aux)
+        body = _forward_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs) \
+            if mode == "fwd" else _reverse_loops(fn, active, Namer(set(namer.taken)), has_aux)
+    single = isinstance(argnums, int)
+    body[-1] = _results(body[-1], single, outputs, has_aux)
     name = f"{fn.name}_{label or 'jac' + mode}"
     text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
                                                               for line in body)
@@ -235,11 +240,14 @@ def _jacobian(fun, argnums, has_aux, mode, label=None) -> Function:
     return generated(fn, text, env, label)
 
 
-def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
+def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list[str]:
     """Lines of a Jacobian body that push (pull) all basis vectors at once through vmap.
 
     Batched, a matrix-vector product in the derivative becomes one matrix-matrix product.
-    Raises TransformError when vmap cannot vectorize the derivative.
+    A basis is pushed as an identity batch (`batching.Spec.identity`) where vmap can
+    vectorize it: linear elementwise steps then cost one tangent's work, and the columns
+    come back with the basis axis last, already in the Jacobian's layout. Raises
+    TransformError when vmap cannot vectorize the derivative.
     """
     from .api_batching import vmap
     derivative = Transformed(fn, lambda: inner, "derivative")
@@ -250,14 +258,16 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
     out, aux = namer.fresh("out"), namer.fresh("aux")
     lines, jacs = [], []
     for p in active:
-        mapped, pair, jac = (namer.fresh(n + "_" + p) for n in ("mapped", "pair", "jac"))
-        jacs.append(jac)
-        extra = [f"basis_matrix({p})" if q == p else f"zeros_like({q})" for q in active]
+        mapped, pair = (namer.fresh(n + "_" + p) for n in ("mapped", "pair"))
         in_axes = (None,) * len(fn.params) + tuple(0 if q == p else None for q in active)
-        out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
-        batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
-        batched.__secant_function__()                  # fails here if vmap cannot batch
+        batched, basis, assemble = _identity_push(fn, inner, in_axes, has_aux, p)
+        if batched is None:
+            out_axes = ((None, None), (0, 0)) if has_aux else (None, 0)
+            batched = vmap(derivative, in_axes=in_axes, out_axes=out_axes)
+            batched.__secant_function__()              # fails here if vmap cannot batch
+            basis, assemble = "basis_matrix", "jacobian_from_columns"
         env[mapped] = batched
+        extra = [f"{basis}({p})" if q == p else f"zeros_like({q})" for q in active]
         lines.append(f"{pair} = {mapped}({params}, {', '.join(extra)})")
         primal, columns = (f"{pair}[0][0]", f"{pair}[1][0]") if has_aux else \
             (f"{pair}[0]", f"{pair}[1]")
@@ -265,9 +275,38 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env) -> list[str]:
             lines.append(f"{out} = {primal}")
             if has_aux:
                 lines.append(f"{aux} = {pair}[0][1]")
-        lines.append(f"{jac} = jacobian_from_columns({columns}, {out}, {p})")
-    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+        blocks = _blocks(namer, p, outputs, columns, out)
+        lines += [f"{j} = {assemble}({c}, {o}, {p})" for j, c, o in blocks]
+        jacs.append(_block_names(blocks, outputs))
+    lines.append((jacs, aux))
     return lines
+
+
+def _identity_push(fn, inner, in_axes, has_aux, p):
+    """(the vmap of `inner` pushing `p`'s basis as an identity batch, the helper giving
+    its argument, the helper assembling Jacobians), or Nones where vmap cannot."""
+    from .batching import Spec, batch
+    out_axes = ((None, None), (-1, -1)) if has_aux else (None, -1)
+    spec = Spec(in_axes, out_axes, method="vectorize", identity=in_axes.index(0))
+    pushed = Transformed(fn, lambda: batch(inner, spec), "vmap(identity basis)")
+    try:
+        pushed.__secant_function__()
+    except TransformError:
+        return None, None, None
+    return pushed, "basis_ones", "jacobian_from_last"
+
+
+def _blocks(namer, p, outputs, columns: str, out: str) -> list[tuple[str, str, str]]:
+    """(Jacobian name, its columns, its output) per Jacobian in `p`: one, or one per
+    output when the function returns a tuple of `outputs` arrays."""
+    if outputs is None:
+        return [(namer.fresh("jac_" + p), columns, out)]
+    return [(namer.fresh(f"jac{i}_{p}"), f"{columns}[{i}]", f"{out}[{i}]")
+            for i in range(outputs)]
+
+
+def _block_names(blocks, outputs):
+    return blocks[0][0] if outputs is None else [j for j, _, _ in blocks]
 
 
 def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
@@ -283,7 +322,7 @@ def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
         jac = namer.fresh("jac_" + p)
         jacs.append(jac)
         lines.append(f"{jac} = jacobian_from_rows({rows}[{i}], {out}, {p})")
-    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    lines.append((jacs, aux))
     return lines
 
 
@@ -303,13 +342,20 @@ def cotangent_function(fun, argnums: tuple[int, ...], has_aux: bool) -> Function
                             f"vjp(argnums={argnums})")
 
 
-def _results(jacs, out_of, aux_expr, single: bool, has_aux: bool) -> str:
-    """The return line: one Jacobian or a tuple of them, with aux after."""
+def _results(last, single: bool, outputs, has_aux: bool) -> str:
+    """The return line from `last = (jacs, aux)`: one Jacobian (an int argnums) or a tuple
+    of them (a tuple argnums); per output first when there are `outputs` (H[i][j]), with
+    aux after."""
+    jacs, aux_expr = last
+    if outputs is not None:
+        jacs = ["(" + ", ".join(per_arg[i] for per_arg in jacs) + ",)"
+                for i in range(outputs)]
+        single = False
     value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
     return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
 
 
-def _forward_loops(fn, active, namer, has_aux) -> list[str]:
+def _forward_loops(fn, active, namer, has_aux, outputs) -> list[str]:
     """Lines of a jacfwd body: for each argument, push its basis through `derivative`."""
     params = ", ".join(fn.params)
     start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
@@ -319,16 +365,16 @@ def _forward_loops(fn, active, namer, has_aux) -> list[str]:
              f"{out} = {out_of(start + '[0]')}"]
     jacs = []
     for p in active:
-        jac = namer.fresh("jac_" + p)
-        jacs.append(jac)
         tangents = ", ".join(f"basis_vector({p}, {k})" if q == p else f"zeros_like({q})"
                              for q in active)
-        lines += [f"{jac} = jacobian_alloc({out}, {p})",
-                  f"for {k} in range(basis_size({p})):",
-                  f"    {pair} = derivative({params}, {tangents})",
-                  f"    set_column({jac}, {out_of(pair + '[1]')}, {k})",
-                  f"{jac} = jacobian_result({jac}, {out}, {p})"]
-    lines.append(_results(jacs, out_of, f"{start}[0][1]", len(active) == 1, has_aux))
+        blocks = _blocks(namer, p, outputs, out_of(pair + "[1]"), out)
+        lines += [f"{j} = jacobian_alloc({o}, {p})" for j, _, o in blocks]
+        lines += [f"for {k} in range(basis_size({p})):",
+                  f"    {pair} = derivative({params}, {tangents})"]
+        lines += [f"    set_column({j}, {c}, {k})" for j, c, _ in blocks]
+        lines += [f"{j} = jacobian_result({j}, {o}, {p})" for j, _, o in blocks]
+        jacs.append(_block_names(blocks, outputs))
+    lines.append((jacs, f"{start}[0][1]"))
     return lines
 
 
@@ -345,7 +391,7 @@ def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
     for i, jac in enumerate(jacs):
         lines.append(f"    set_row({jac}, {grads}[{i}], {k})")
     lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]
-    lines.append(_results(jacs, None, aux, len(active) == 1, has_aux))
+    lines.append((jacs, aux))
     return lines
 
 

@@ -161,6 +161,41 @@ def _jacobian_from_columns_nb(columns, out, x):
     return impl
 
 
+def basis_ones(x):
+    """Ones shaped like `x` in its float type: the identity basis of `x` pushed as an
+    identity batch (vmap's `Spec.identity`), example k being the k-th unit vector."""
+    if np.ndim(x) == 0:
+        return _float(x).type(1.0)
+    return np.ones(np.shape(x), _float(x))
+
+
+@overload(basis_ones)
+def _basis_ones_nb(x):
+    dtype = _nb_float(x)
+    if isinstance(x, types.Array):
+        return lambda x: np.ones(x.shape, dtype)
+    return lambda x: dtype(1.0)
+
+
+def jacobian_from_last(columns, out, x):
+    """The Jacobian `shape(out) + shape(x)` from `columns[..., k]`, the tangent of basis
+    `k` (the basis axis last); for a tuple or dict output, one Jacobian per output."""
+    if isinstance(out, dict):
+        return {k: jacobian_from_last(columns[k], out[k], x) for k in out}
+    if isinstance(out, (tuple, list)):
+        return type(out)(jacobian_from_last(c, o, x) for c, o in zip(columns, out))
+    flat = np.reshape(np.ascontiguousarray(columns), (np.size(out), np.size(x)))
+    return jacobian_result(flat, out, x)
+
+
+@overload(jacobian_from_last)
+def _jacobian_from_last_nb(columns, out, x):
+    def impl(columns, out, x):
+        flat = np.ascontiguousarray(columns).reshape((basis_size(out), basis_size(x)))
+        return jacobian_result(flat, out, x)
+    return impl
+
+
 def jacobian_from_rows(rows, out, x):
     """The Jacobian `shape(out) + shape(x)` from `rows[k]`, the cotangent of basis `k`."""
     flat = np.reshape(rows, (np.size(out), np.size(x)))
@@ -175,6 +210,6 @@ def _jacobian_from_rows_nb(rows, out, x):
     return impl
 
 
-__all__ = ["basis_matrix", "basis_size", "basis_vector", "jacobian_alloc",
-           "jacobian_from_columns", "jacobian_from_rows", "jacobian_result", "set_column",
-           "set_row"]
+__all__ = ["basis_matrix", "basis_ones", "basis_size", "basis_vector", "jacobian_alloc",
+           "jacobian_from_columns", "jacobian_from_last", "jacobian_from_rows",
+           "jacobian_result", "set_column", "set_row"]

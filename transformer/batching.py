@@ -21,6 +21,14 @@ Which values are batched is decided by a flow-insensitive analysis: a variable i
 batched if any assignment to it is; assignments of unbatched values to such a variable
 broadcast them. A flag is `False`, `True`, or a structure for containers: a tuple or
 dict of flags, or `Each(flag)` for a container whose every leaf has one flag.
+
+Identity batches (jacfwd's basis push, `Spec.identity`): the mapped argument is passed as
+one example-shaped array `d` standing for the batch `e_k * d` over the unit vectors `e_k`.
+A variable flagged `IDENTITY` holds such a `d`; the statements that keep a value identity-
+batched (`rules.LINEAR`: a product with unbatched values, sums of identity batches) run
+as written, on `d`. Any other use first expands it to an ordinary batch
+(`rules.identity_batch`), and so does an output, so the batched function's results are
+those of the ordinary batch.
 """
 from __future__ import annotations
 
@@ -38,6 +46,7 @@ from codegen.backends import is_user_function
 from codegen.emit import annotate, expression_source
 
 from .anf import anf
+from .basis import basis_size
 from .desugar import desugar
 from .errors import TransformError
 from .frontend import parse
@@ -56,6 +65,19 @@ class Each:
     flag: Any
 
 
+class _Identity:
+    """The flag of an identity-batched value (see the module docstring)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "IDENTITY"
+
+
+IDENTITY = _Identity()
+
+
 def any_batched(flag) -> bool:
     if isinstance(flag, Each):
         return any_batched(flag.flag)
@@ -69,6 +91,8 @@ def any_batched(flag) -> bool:
 def join(a, b):
     if a == b:
         return a
+    if a is IDENTITY or b is IDENTITY:         # not identity-batched on every path
+        return True
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         return tuple(join(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
@@ -113,6 +137,7 @@ class Spec:
     axis_size: int | None = None
     axis_name: Any = None
     method: str = "auto"
+    identity: int | None = None     # the parameter passed as `d` of an identity batch
 
 
 class NeedsLoop(Exception):
@@ -160,7 +185,8 @@ class Analysis:
             self.reason = (f"{message} at {_line(self.fn, node)}", node)
 
     def set(self, target: str, flag) -> None:
-        self.flags[target] = join(self.flags.get(target, False), flag)
+        self.flags[target] = join(self.flags[target], flag) if target in self.flags \
+            else flag
 
     def block(self, stmts, control: bool) -> None:
         for stmt in stmts:
@@ -243,9 +269,9 @@ class Analysis:
             base = self.expr(node.value)
             return any_batched(base) and node.attr not in ("shape", "ndim", "size", "dtype")
         if isinstance(node, gast.BinOp):
-            return any_batched(self.expr(node.left)) or any_batched(self.expr(node.right))
+            return _linear_flag(type(node.op), [self.expr(node.left), self.expr(node.right)])
         if isinstance(node, gast.UnaryOp):
-            return any_batched(self.expr(node.operand))
+            return _linear_flag(type(node.op), [self.expr(node.operand)])
         if isinstance(node, gast.Compare):
             return any_batched(self.expr(node.left)) or \
                 any_batched(self.expr(node.comparators[0]))
@@ -279,7 +305,20 @@ class Analysis:
         result_flag = _lookup(rules.RESULT_FLAGS, target)
         if result_flag is not None:
             return result_flag([any_batched(f) for f in flags])
-        return True
+        return True if node.keywords else _linear_flag(target, flags)
+
+
+def _linear_flag(key, flags: list):
+    """The flag of `key` applied to arguments flagged `flags`: IDENTITY when `key` keeps
+    identity batches identity-batched (`rules.LINEAR`), else whether any is batched."""
+    kind = _lookup(rules.LINEAR, key)
+    identity = [f is IDENTITY for f in flags]
+    if kind == "all" and all(identity) or \
+            kind == "product" and identity.count(True) == 1 and \
+            all(f is IDENTITY or f is False for f in flags) or \
+            kind == "first" and identity[0] and all(f is False for f in flags[1:]):
+        return IDENTITY
+    return any(any_batched(f) for f in flags)
 
 
 def _lookup(table: dict, key):
@@ -343,6 +382,8 @@ def param_flags(fn: Function, spec: Spec) -> dict:
     flags = {}
     for param, axes in zip(fn.params, spec.in_axes):
         flags[param] = _flag_of_axes(fn, param, axes)
+    if spec.identity is not None:
+        flags[fn.params[spec.identity]] = IDENTITY
     return flags
 
 
@@ -381,11 +422,14 @@ def batch(fn: Function, spec: Spec) -> Function:
         raise prepared.origin.error(reason[1], f"vmap(method='vectorize') cannot batch "
                                     f"{fn.name}: {reason[0]}",
                                     "use method='loop' or method='auto'")
+    if spec.identity is not None and reason:
+        raise prepared.origin.error(reason[1], f"vmap of an identity batch cannot batch "
+                                    f"{fn.name}: {reason[0]}")
     if spec.method != "loop" and reason is None:
         try:
             return _Vectorizer(prepared, spec, analysis).build()
         except NeedsLoop as need:
-            if spec.method == "vectorize":
+            if spec.method == "vectorize" or spec.identity is not None:
                 raise prepared.origin.error(need.node, f"vmap(method='vectorize') cannot "
                                             f"batch {fn.name}: {need.reason}",
                                             "use method='loop' or method='auto'") from None
@@ -468,6 +512,8 @@ class _Emitter:
 
     def size_of(self, param: str, axes):
         """The expression for the batch size of a mapped parameter (None: no leaf mapped)."""
+        if self.spec.identity is not None and param == self.fn.params[self.spec.identity]:
+            return self.helper(basis_size, name(param))
         if isinstance(axes, int):
             if self.analysis.flags.get(param) is True:
                 return subscript(gast.Attribute(value=name(param), attr="shape",
@@ -490,8 +536,10 @@ class _Emitter:
         node = copy.deepcopy(self.fn.node)
         node.name = self.namer.fresh(f"{self.fn.name}_vmap")
         node.body = body
+        identity = "" if self.spec.identity is None else \
+            f", identity={self.fn.params[self.spec.identity]}"
         label = f"vmap(in_axes={_axes_label(self.spec.in_axes)}, " \
-            f"out_axes={self.spec.out_axes!r}, method={self.strategy!r})"
+            f"out_axes={self.spec.out_axes!r}, method={self.strategy!r}{identity})"
         return self.fn.with_transform(node, label, self.env)
 
     # ---------------------------------------------------------------- outputs
@@ -516,6 +564,12 @@ class _Emitter:
         return self._output_leaf(value, flag, out_axes, node)
 
     def _output_leaf(self, value, flag, out_axes, node):
+        if flag is IDENTITY and isinstance(out_axes, int):
+            if out_axes == -1:                   # built in place: no axis move to copy
+                return self.helper(rules.identity_batch_last, value, name(self.basis_name))
+            value, flag = self.expand(value), True
+        elif _holds_identity(flag):
+            raise NeedsLoop("an output holds an identity batch inside a container", node)
         if isinstance(out_axes, (tuple, list, dict)):
             raise self.fn.origin.error(node, f"out_axes {out_axes!r} does not match the "
                                        f"structure returned by {self.fn.name}",
@@ -537,6 +591,42 @@ class _Emitter:
         if out_axes != 0:
             value = self.helper(rules.from_front, value, const(out_axes))
         return value
+
+
+_METADATA = ("shape", "ndim", "size", "dtype")
+# the fields of a statement holding the expressions it evaluates itself
+_OPERANDS = {gast.Assign: ("value", "targets"), gast.Expr: ("value",), gast.If: ("test",),
+             gast.While: ("test",), gast.For: ("iter",), gast.Assert: ("test",)}
+
+
+def _statements(body):
+    """Every statement of `body`, nested ones included."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse"):
+            yield from _statements(getattr(stmt, field, []))
+
+
+def _batch_reads(value, flags: dict, read: set) -> None:
+    """Add to `read` the identity-batched names `value` reads other than for a shape."""
+    for node in value if isinstance(value, list) else [value]:
+        if isinstance(node, gast.Attribute) and node.attr in _METADATA:
+            continue
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and \
+                flags.get(node.id) is IDENTITY:
+            read.add(node.id)
+        elif isinstance(node, gast.AST):
+            _batch_reads(list(gast.iter_child_nodes(node)), flags, read)
+
+
+def _holds_identity(flag) -> bool:
+    if isinstance(flag, Each):
+        return _holds_identity(flag.flag)
+    if isinstance(flag, tuple):
+        return any(_holds_identity(f) for f in flag)
+    if isinstance(flag, dict):
+        return any(_holds_identity(f) for f in flag.values())
+    return flag is IDENTITY
 
 
 def _first_mapped(axes, path=()):
@@ -570,10 +660,20 @@ class _Vectorizer(_Emitter):
     def __init__(self, fn, spec, analysis):
         super().__init__(fn, spec, analysis)
         self._callees: dict = {}
+        self.basis_name = self.namer.fresh("basis")
+        self.expanded: dict[str, str] = {}     # identity-batched name -> its batch, once
+        self.expand_once: set[str] = set()
 
     def build(self) -> Function:
         self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
         body = self.prologue()
+        if self.spec.identity is not None:
+            param = self.fn.params[self.spec.identity]
+            body.append(assign(store(self.basis_name), name(param)))
+            if self.analysis.flags.get(param) is not IDENTITY:   # also holds other batches
+                body.append(assign(store(param), self.expand(name(param))))
+            self.expand_once = self.batched_once()
+            body += self.expanded_once(param)
         for param in self.fn.params:
             flag = self.analysis.flags.get(param, False)
             declared = param_flags(self.fn, self.spec).get(param, False)
@@ -610,6 +710,99 @@ class _Vectorizer(_Emitter):
         if id(stmt) in self.fresh_accumulators:
             first = self.fresh_accumulators[id(stmt)]
             return [] if first is None else [assign(copy.deepcopy(stmt.targets[0]), name(first))]
+        if self.on_identity(stmt):
+            target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
+            return [copy.deepcopy(stmt)] + self.expanded_once(target)
+        before: list = []
+        stmt = self.expand_operands(stmt, before)
+        return before + self.batched_statement(stmt)
+
+    # ---------------------------------------------------------------- identity batches
+    def on_identity(self, stmt) -> bool:
+        """True for a statement computing an identity-batched value: it runs on `d`."""
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            return self.analysis.flags.get(stmt.targets[0].id) is IDENTITY
+        return isinstance(stmt, gast.Expr) and self.flag(stmt.value) is IDENTITY
+
+    def expand(self, value: gast.expr) -> gast.Call:
+        """An identity-batched value as an ordinary batch."""
+        return self.helper(rules.identity_batch, value, name(self.basis_name))
+
+    def batched_once(self) -> set:
+        """Identity-batched names read as ordinary batches (not only for their shape)
+        that are assigned once at the top level, or are a parameter never assigned: their
+        batch is built once, where they are defined, and not again at each use (a read
+        `dx[i]` inside a loop would otherwise build it on every iteration)."""
+        counts: dict[str, int] = {}
+        for node in gast.walk(self.fn.node):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+        top = {s.targets[0].id for s in self.fn.node.body
+               if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)}
+        once = {n for n, c in counts.items() if c == 1 and n in top}
+        once |= {p for p in self.fn.params if p not in counts}
+        read: set[str] = set()
+        for stmt in _statements(self.fn.node.body):
+            if not self.on_identity(stmt) and self.expands(stmt):
+                for field in _OPERANDS.get(type(stmt), ()):
+                    _batch_reads(getattr(stmt, field), self.analysis.flags, read)
+        return once & read
+
+    def expanded_once(self, target) -> list:
+        """The statement building `target`'s batch right after its definition, if wanted."""
+        if target not in self.expand_once:
+            return []
+        batch = self.namer.fresh(target + "_batch")
+        self.expanded[target] = batch
+        self.analysis.flags[batch] = True
+        return [assign(store(batch), self.expand(name(target)))]
+
+    def expands(self, stmt) -> bool:
+        """Whether `stmt`'s identity-batched operands are read as ordinary batches."""
+        return self.spec.identity is not None and not isinstance(stmt, gast.Return) and \
+            not (isinstance(stmt, gast.Assign) and
+                 isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)))
+
+    def expand_operands(self, stmt, before: list):
+        """`stmt` with each identity-batched operand read from an ordinary batch, the
+        statements computing those batches appended to `before`."""
+        if not self.expands(stmt):
+            return stmt                 # outputs expand in `output`; literals keep `d`
+        stmt = copy.copy(stmt)
+        for field in _OPERANDS.get(type(stmt), ()):
+            value = getattr(stmt, field)
+            setattr(stmt, field, [self.expand_in(v, before, stmt) for v in value]
+                    if isinstance(value, list) else self.expand_in(value, before, stmt))
+        return stmt
+
+    def expand_in(self, node, before: list, stmt):
+        if isinstance(node, gast.Name):
+            flag = self.analysis.flags.get(node.id, False)
+            if not isinstance(node.ctx, gast.Load) or not _holds_identity(flag):
+                return node
+            if flag is not IDENTITY:
+                raise NeedsLoop(f"`{node.id}` holds an identity batch inside a container",
+                                stmt)
+            if node.id in self.expanded:
+                return name(self.expanded[node.id])
+            batch = self.namer.fresh(node.id + "_batch")
+            before.append(assign(store(batch), self.expand(name(node.id))))
+            self.analysis.flags[batch] = True
+            return name(batch)
+        if isinstance(node, gast.Attribute) and node.attr in _METADATA or \
+                isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant) \
+                and not isinstance(self.flag(node.value), (bool, _Identity)):
+            return node                 # the shape of `d` is the example's; `d` in a tuple
+        node = copy.copy(node)
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, gast.AST):
+                setattr(node, field, self.expand_in(value, before, stmt))
+            elif isinstance(value, list):
+                setattr(node, field, [self.expand_in(v, before, stmt)
+                                      if isinstance(v, gast.AST) else v for v in value])
+        return node
+
+    def batched_statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign):
             return self.assign(stmt)
         if isinstance(stmt, gast.If):
@@ -633,6 +826,8 @@ class _Vectorizer(_Emitter):
     def assign(self, stmt) -> list:
         target = stmt.targets[0]
         value, flag = self.expr(stmt.value, stmt)
+        if flag is IDENTITY:            # `d` taken out of a tuple into a batched variable
+            value, flag = self.expand(value), True
         if isinstance(target, gast.Name):
             wanted = self.analysis.flags.get(target.id, False)
             if any_batched(wanted) and not any_batched(flag):
@@ -671,7 +866,7 @@ class _Vectorizer(_Emitter):
         if isinstance(node, gast.Subscript):
             return self.getitem(node, stmt), flag
         if isinstance(node, gast.Attribute):
-            if not any_batched(self.flag(node.value)):
+            if not any_batched(self.flag(node.value)) or self.flag(node.value) is IDENTITY:
                 return node, False
             result = rules.batched_attribute(node.value, node.attr)
             if result is None:

@@ -312,7 +312,7 @@ def _accumulated_of_batch_nb(target, index, values):
 
 
 def _register_batching() -> None:
-    from .rules.batching import BATCHERS
+    from .rules.batching import BATCHERS, LINEAR
 
     def grad_right(site):
         if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, False]:
@@ -323,6 +323,7 @@ def _register_batching() -> None:
             return None
         return site.helper(broadcast_like_of_batch, *site.args), True
     BATCHERS[broadcast_like] = _first_of(broadcast, BATCHERS.get(broadcast_like))
+    LINEAR[broadcast_like] = "first"           # an identity batch broadcasts as its `d`
     def accumulate(site):
         if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, True]:
             return None

@@ -51,11 +51,15 @@ def _pad_nb(x, rank: int):
     extra = rank - (_ndim(x) - 1)
     if extra <= 0:
         return lambda x, ref: x
-    ones = (1,) * extra
-
-    def impl(x, ref):
-        return np.ascontiguousarray(x).reshape(x.shape[:1] + ones + x.shape[1:])
-    return impl
+    # The new shape is written out with literal ones: inlined, Numba's parfor pass
+    # (`jit(parallel=True)`) then sees the padded axes have length 1 and accepts the
+    # broadcast; a shape built by tuple concatenation reads as unknown sizes, and the
+    # (B, 1) - (B, k) broadcast failed its size assertion.
+    dims = ["x.shape[0]"] + ["1"] * extra + [f"x.shape[{i}]" for i in range(1, _ndim(x))]
+    namespace = {"np": np}
+    exec(f"def impl(x, ref):\n"
+         f"    return np.ascontiguousarray(x).reshape(({', '.join(dims)},))\n", namespace)
+    return namespace["impl"]
 
 
 def align(x, ref):
@@ -63,7 +67,7 @@ def align(x, ref):
     return _pad(x, np.ndim(ref))
 
 
-@overload(align)
+@overload(align, inline="always")
 def _align_nb(x, ref):
     return _pad_nb(x, _ndim(ref))
 
@@ -73,7 +77,7 @@ def align_batched(x, ref):
     return _pad(x, np.ndim(ref) - 1)
 
 
-@overload(align_batched)
+@overload(align_batched, inline="always")
 def _align_batched_nb(x, ref):
     return _pad_nb(x, _ndim(ref) - 1)
 
@@ -609,6 +613,82 @@ def _take_example_nb(value, k):
     return lambda value, k: value[k]
 
 
+# ---------------------------------------------------------------- identity batches
+# jacfwd pushes the identity basis of an argument through vmap. An *identity-batched*
+# value is held as one unbatched array `d`: example k is the k-th unit vector shaped like
+# the basis times `d` (broadcasting), so a chain of linear elementwise steps costs one
+# example's work instead of a batch's. These helpers turn it into an ordinary batch.
+
+
+def identity_batch(d, basis):
+    """The batch `e_k * d` for every unit vector `e_k` shaped like `basis`, on axis 0."""
+    d = np.asarray(d)
+    n = int(np.size(basis))
+    pad = (1,) * (d.ndim - np.ndim(basis))
+    return np.eye(n, dtype=d.dtype).reshape((n,) + pad + np.shape(basis)) * d
+
+
+def identity_batch_last(d, basis):
+    """`identity_batch(d, basis)` with the batch axis last (jacfwd's column layout)."""
+    return np.ascontiguousarray(np.moveaxis(identity_batch(d, basis), 0, -1))
+
+
+@register_jitable
+def _fill_diagonal(out, d, n):
+    """`out` viewed `(n, n)` gets `d` on its diagonal (`d` has the basis's size)."""
+    flat = out.reshape((n, n))
+    values = np.ascontiguousarray(d).ravel()
+    for k in range(n):
+        flat[k, k] = values[k]
+
+
+def _identity_nb(d, basis, last: bool):
+    if not isinstance(basis, types.Array):          # one basis vector: the scalar 1
+        if isinstance(d, types.Array):
+            if last:
+                return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
+            return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
+        return lambda d, basis: np.full(1, d)
+    if not isinstance(d, types.Array):
+        dtype = d
+
+        def scalar(d, basis):
+            n = basis.size
+            out = np.zeros(basis.shape + (n,) if last else (n,) + basis.shape, dtype)
+            _fill_diagonal(out, np.full(n, d), n)
+            return out
+        return scalar
+
+    def impl(d, basis):
+        n = basis.size
+        out = np.zeros(d.shape + (n,) if last else (n,) + d.shape, d.dtype)
+        if d.size == n:                             # d is shaped like the basis: diagonal
+            _fill_diagonal(out, d, n)
+            return out
+        columns = out.reshape((d.size, n)) if last else out.reshape((n, d.size))
+        e = np.zeros(n, d.dtype)
+        for k in range(n):
+            e[k] = 1.0
+            column = (e.reshape(basis.shape) * d).ravel()
+            e[k] = 0.0
+            if last:
+                columns[:, k] = column
+            else:
+                columns[k] = column
+        return out
+    return impl
+
+
+@overload(identity_batch)
+def _identity_batch_nb(d, basis):
+    return _identity_nb(d, basis, False)
+
+
+@overload(identity_batch_last)
+def _identity_batch_last_nb(d, basis):
+    return _identity_nb(d, basis, True)
+
+
 # ====================================================================== registry
 
 
@@ -657,6 +737,16 @@ RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
     len: lambda flags: False,
     np.shape: lambda flags: False,
     np.ndim: lambda flags: False,
+}
+# keys that keep identity-batched values identity-batched (see `identity_batch`), by how:
+# "product": one identity-batched argument, the others unbatched (e_k * d * u);
+# "first": the first argument identity-batched, the others unbatched (e_k * d / u);
+# "all": every argument identity-batched (e_k * d1 + e_k * d2 = e_k * (d1 + d2))
+LINEAR: dict[Any, str] = {
+    gast.Mult: "product", np.multiply: "product",
+    gast.Div: "first", np.divide: "first",
+    gast.Add: "all", gast.Sub: "all", np.add: "all", np.subtract: "all",
+    gast.USub: "all", gast.UAdd: "all", np.negative: "all", np.positive: "all",
 }
 
 
@@ -765,8 +855,10 @@ def reduction(key, whole_example):
         else:
             shifted = site.helper(batch_axis, axis)
         keywords = {k: v for k, v in site.keywords.items() if k != "axis"}
-        return call(site.ref(key), site.args[0], *site.args[2:], axis=shifted,
-                    **keywords), True
+        if "axis" in site.keywords:
+            return call(site.ref(key), *site.args, axis=shifted, **keywords), True
+        # a positional axis (`reduce_sum(g, axis, None, None, keepdims)`) keeps its place
+        return call(site.ref(key), site.args[0], shifted, *site.args[2:], **keywords), True
     BATCHERS[key] = rule
 
 
