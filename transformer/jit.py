@@ -27,7 +27,9 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
+from .scalarize import scalarize
 from .specialize import specialize
+from .vector_shapes import UNKNOWN, describe_argument
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +113,7 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
-            compiled = self._compile(spec_key, static, layouts)
+            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
         else:
             self._hits += 1
         function, keys = compiled
@@ -124,8 +126,13 @@ class Jitted:
         return result
 
     def _bind(self, args, kwargs):
+        """(specialization key, dynamic arguments, container layouts, static values).
+
+        The key's last item is the shape class of each dynamic argument (see
+        `vector_shapes`): the cpu backend compiles scalar code for short vectors.
+        """
         if not kwargs and not self.static_names and _all_leaves(args):
-            return (len(args),), args, None, {}
+            return (len(args), self._describe(args)), args, None, {}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         static, dynamic, layouts = {}, [], {}
@@ -142,10 +149,22 @@ class Jitted:
             layouts[name] = layout
             dynamic.append(value if layout is LEAF else to_tuples(value, layout))
         key = (tuple(sorted((k, type(v).__name__, v) for k, v in static.items())),
-               tuple(layouts.items()))
+               tuple(layouts.items()), self._describe(dynamic, layouts.values()))
         return key, dynamic, layouts, static
 
-    def _compile(self, spec_key, static, layouts):
+    def _describe(self, dynamic, layouts=()) -> tuple:
+        if self.options.backend != "cpu":
+            return ()
+        leaves = [layout is LEAF for layout in layouts] or [True] * len(dynamic)
+        return tuple(describe_argument(value) if leaf else UNKNOWN
+                     for value, leaf in zip(dynamic, leaves))
+
+    def _shapes(self, spec_key) -> dict:
+        """Parameter name -> shape class, for the dynamic parameters of `spec_key`."""
+        names = [n for n in self.signature.parameters if n not in self.static_names]
+        return dict(zip(names, spec_key[-1]))
+
+    def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function
         if static:
             fn = specialize(fn, static)
@@ -156,6 +175,8 @@ class Jitted:
         if self.options.backend == "cpu":
             fn, keys = returned_dict_keys(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
+        if self.options.backend == "cpu":
+            fn = scalarize(fn, shapes)
         before = backends.STATS.hits
         compiled = backends.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
@@ -221,13 +242,16 @@ class Jitted:
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
                          self._reused)
 
-    def source(self, **static) -> str:
-        """The generated module text for the given static values."""
+    def source(self, *args, **static) -> str:
+        """The generated module text for the given static values; with example dynamic
+        arguments `args` (in order), the text compiled for arguments shaped like them."""
         fn = self.base_function
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
+        if args and self.options.backend == "cpu":
+            fn = scalarize(fn, self._shapes((self._describe(args),)))
         text, _ = backends.module_text(fn, self.options)
         return text
 
