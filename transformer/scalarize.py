@@ -13,7 +13,8 @@ in place nor aliases an array written in place, and whose every use is one of:
     v = e                      e elementwise in k-vectors and simple scalars (names,
                                constants, arithmetic of them): + - * / // % **, unary -,
                                NumPy ufuncs, x[i] (a row of an array whose last axis is
-                               k), unbroadcast / broadcast_reduced / zeros_like
+                               k), unbroadcast / broadcast_reduced / zeros_like /
+                               matmul_grad_left / matmul_grad_right
     np.sum(e), np.dot(e, f), e @ f, v[c] (c a constant)        anywhere: scalar sums
     buf[i] = e, buf[i] += e, scatter_add(buf, i, e)           one statement per element
 
@@ -36,8 +37,8 @@ from codegen import emit
 from .function import Function
 from .names import Namer
 from .syntax import const, located, name, subscript
-from .vector_shapes import (DOTS, SUMS, Array, Scalar, Shapes, helpers, is_elementwise, is_int,
-                            is_range, is_vector)
+from .vector_shapes import (ALLOCATIONS, DOTS, SUMS, Array, Scalar, Shapes, helpers,
+                            is_elementwise, is_int, is_range, is_vector)
 
 _UFUNC_OPS = {gast.Div: "divide", gast.FloorDiv: "floor_divide", gast.Mod: "remainder",
               gast.Pow: "power"}
@@ -102,6 +103,7 @@ def _written_by_call(call: gast.Call, shapes: Shapes) -> set:
     if target is known["scatter_add"]:
         return {_root(call.args[0])} if call.args else set()
     pure = (is_elementwise(target) and not call.keywords) or target in SUMS or \
+        target in ALLOCATIONS or \
         target in DOTS or is_range(target) or target in (len, int, float, abs) or \
         any(target is h for key, h in known.items() if key != "scatter_add")
     if pure:
@@ -271,6 +273,14 @@ class _Rewriter:
             return self.element(node.args[0], c, k)
         if target is known["broadcast_reduced"] and _whole_reduction(node, self.shapes):
             return self.element(node.args[0], c, k)
+        if target in (known["matmul_grad_left"], known["matmul_grad_right"]):
+            # the adjoints of a @ b for vectors: g * b and a * g
+            g, a, b = node.args
+            if target is known["matmul_grad_left"]:
+                return gast.BinOp(left=self.element(g, c, k), op=gast.Mult(),
+                                  right=self.element(b, c, k))
+            return gast.BinOp(left=self.element(a, c, k), op=gast.Mult(),
+                              right=self.element(g, c, k))
         if target in (known["zeros_like"], known["float_zeros"]) and node.args:
             rest = copy.deepcopy(node.args[1:])
             return gast.Call(func=copy.deepcopy(node.func), keywords=[],

@@ -126,6 +126,7 @@ _ELEMENTWISE = {np.round, np.around, np.rint, np.floor, np.ceil, np.trunc, np.ab
 _KEEPS_INT = {np.round, np.around, np.rint, np.abs, np.absolute, np.sign, np.square,
               np.negative, np.maximum, np.minimum, np.power}
 SUMS = {np.sum}
+ALLOCATIONS = {np.zeros_like, np.ones_like, np.empty_like, np.copy}   # shaped like arg 0
 DOTS = {np.dot, np.vdot, np.inner}
 _SCALAR_RESULTS = {len: Scalar("int"), int: Scalar("int"), float: Scalar("f64")}
 
@@ -136,7 +137,9 @@ def helpers() -> dict:
     return {"unbroadcast": runtime.unbroadcast, "broadcast_reduced": runtime.broadcast_reduced,
             "zeros_like": runtime.zeros_like, "float_zeros": reverse.float_zeros,
             "scatter_add": runtime.scatter_add, "range_last": tape.range_last,
-            "unit_cotangent": reverse.unit_cotangent}
+            "unit_cotangent": reverse.unit_cotangent,
+            "matmul_grad_left": runtime.matmul_grad_left,
+            "matmul_grad_right": runtime.matmul_grad_right}
 
 
 def is_range(target) -> bool:
@@ -260,6 +263,8 @@ class Shapes:
             return _elementwise_dtype(result, target)
         if target in SUMS or target in DOTS:
             return _reduction(node, args, target)
+        if target in ALLOCATIONS and len(args) == 1 and not node.keywords:
+            return args[0]
         if target in _SCALAR_RESULTS and all(isinstance(a, Scalar) for a in args):
             return _SCALAR_RESULTS[target]
         return self._helper(node, target, args)
@@ -276,6 +281,10 @@ class Shapes:
             like = args[0]
             if isinstance(like, (Scalar, Array)):
                 return like._replace(dtype="f64" if like.dtype != "other" else "other")
+        if target in (h["matmul_grad_left"], h["matmul_grad_right"]) and len(args) == 3:
+            g, a, b = args
+            if isinstance(g, Scalar) and is_vector(a) and a == b:
+                return a._replace(dtype=_arith_dtype(g.dtype, a.dtype, gast.Mult()))
         if target is h["range_last"]:
             return Scalar("int")
         if target is h["unit_cotangent"] and args and isinstance(args[0], Scalar):
