@@ -29,7 +29,7 @@ from .function import Function, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .specialize import specialize
-from .vector_shapes import UNKNOWN, describe_argument
+from .vector_shapes import argument_key, describe_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +77,7 @@ class Jitted:
         self._hits = self._misses = self._reused = 0
         self._last_reason = None
         self._base_fn: Function | None = None
+        self._cpu = options.backend == "cpu"
         functools.update_wrapper(self, fun, updated=())
 
     # ------------------------------------------------------------------ protocol
@@ -132,7 +133,7 @@ class Jitted:
         `vector_shapes`): the cpu backend compiles scalar code for short vectors.
         """
         if not kwargs and not self.static_names and _all_leaves(args):
-            return (len(args), self._describe(args)), args, None, {}
+            return (len(args), argument_key(args) if self._cpu else ()), args, None, {}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         static, dynamic, layouts = {}, [], {}
@@ -153,16 +154,18 @@ class Jitted:
         return key, dynamic, layouts, static
 
     def _describe(self, dynamic, layouts=()) -> tuple:
-        if self.options.backend != "cpu":
+        if not self._cpu:
             return ()
         leaves = [layout is LEAF for layout in layouts] or [True] * len(dynamic)
-        return tuple(describe_argument(value) if leaf else UNKNOWN
+        if all(leaves):
+            return argument_key(dynamic)
+        return tuple(argument_key([value])[0] if leaf else None
                      for value, leaf in zip(dynamic, leaves))
 
     def _shapes(self, spec_key) -> dict:
         """Parameter name -> shape class, for the dynamic parameters of `spec_key`."""
         names = [n for n in self.signature.parameters if n not in self.static_names]
-        return dict(zip(names, spec_key[-1]))
+        return {n: describe_key(item) for n, item in zip(names, spec_key[-1])}
 
     def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function

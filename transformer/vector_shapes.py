@@ -8,8 +8,9 @@ A *shape class* is what the generated code may rely on about a value:
     SHAPE                      `x.shape` of a local array (its items are integers)
     UNKNOWN                    anything else (tuples, strings, 0-d arrays, unknown calls)
 
-`dtype` is 'int' (integers and booleans), 'f64' (float64) or 'other' (float32, complex,
-or not known). A short vector is `Array(1, k, ...)`.
+`dtype` is 'int', 'bool', 'f64' (float64) or 'other' (float32, complex, or not known).
+Only an 'int' scalar indexes a row (`x[True]` would add an axis).
+A short vector is `Array(1, k, ...)`.
 
 `describe_argument` classifies a call's argument; `infer` propagates the classes of the
 parameters through the function, flow-insensitively: a variable's class is the join of
@@ -48,28 +49,49 @@ SHAPE = "shape"       # the shape tuple of a local array: its items are integers
 
 # ---------------------------------------------------------------------------- arguments
 
-_DTYPES = {np.dtype(np.float64): "f64"}
-_SCALAR_TYPES = {bool: Scalar("int"), int: Scalar("int"), float: Scalar("f64"),
-                 np.bool_: Scalar("int"), np.int64: Scalar("int"), np.int32: Scalar("int"),
+_SCALAR_TYPES = {bool: Scalar("bool"), int: Scalar("int"), float: Scalar("f64"),
+                 np.bool_: Scalar("bool"), np.int64: Scalar("int"), np.int32: Scalar("int"),
                  np.float64: Scalar("f64"), np.float32: Scalar("other"),
                  complex: Scalar("other"), np.complex128: Scalar("other")}
+_NDARRAY = np.ndarray
+
+
+def argument_key(args) -> tuple:
+    """What a specialization keeps of each argument: for an array its dtype, ndim and
+    short last axis, for anything else its type. Cheap: it runs on every jit call."""
+    return tuple([(a.dtype.char, a.ndim, a.shape[-1] if a.ndim and a.shape[-1] <= MAX_LENGTH
+                   else None) if type(a) is _NDARRAY else type(a) for a in args])
+
+
+def describe_key(item):
+    """The shape class of one item of `argument_key`."""
+    if not isinstance(item, tuple):
+        return _SCALAR_TYPES.get(item, UNKNOWN)
+    char, ndim, last = item
+    if ndim == 0:
+        return UNKNOWN
+    return Array(ndim, last, _dtype_class(np.dtype(char)))
 
 
 def describe_argument(value):
-    """The shape class of a call argument (cheap: it runs on every jit call)."""
-    if type(value) is np.ndarray:
-        if value.ndim == 0:
-            return UNKNOWN
-        last = value.shape[-1]
-        dtype = "int" if value.dtype.kind in "iub" else _DTYPES.get(value.dtype, "other")
-        return Array(value.ndim, last if last <= MAX_LENGTH else None, dtype)
-    return _SCALAR_TYPES.get(type(value), UNKNOWN)
+    """The shape class of a call argument."""
+    return describe_key(argument_key([value])[0])
+
+
+def _dtype_class(dtype: np.dtype) -> str:
+    if dtype.kind in "iu":
+        return "int"
+    if dtype.kind == "b":
+        return "bool"
+    return "f64" if dtype == np.float64 else "other"
 
 
 def _constant(value):
     if isinstance(value, np.ndarray):
         return describe_argument(value)
-    if isinstance(value, (bool, int, np.integer, np.bool_)):
+    if isinstance(value, (bool, np.bool_)):
+        return Scalar("bool")
+    if isinstance(value, (int, np.integer)):
         return Scalar("int")
     if isinstance(value, (float, np.float64)):
         return Scalar("f64")
@@ -100,7 +122,7 @@ def _join_dtype(a: str, b: str) -> str:
 
 def _arith_dtype(a: str, b: str, op) -> str:
     """Result dtype class of `a op b` (NumPy and Numba agree on these)."""
-    if a == b == "int":
+    if {a, b} <= {"int", "bool"}:
         return "f64" if isinstance(op, gast.Div) else "int"
     if {a, b} <= {"int", "f64"}:
         return "f64"
@@ -236,20 +258,23 @@ class Shapes:
             both = is_vector(left) and left == right
             return Scalar(_arith_dtype(left.dtype, right.dtype, node.op)) if both else UNKNOWN
         if not isinstance(node.op, _ARITHMETIC):
-            return left if is_int(left) and is_int(right) else UNKNOWN
+            both = isinstance(left, Scalar) and isinstance(right, Scalar)
+            return Scalar(_join_dtype(left.dtype, right.dtype)) if both else UNKNOWN
         return broadcast(left, right, node.op)
 
     def _UnaryOp(self, node):
         operand = self.expr(node.operand)
         if operand is None or isinstance(node.op, (gast.USub, gast.UAdd)):
             return operand
-        return Scalar("int") if isinstance(operand, Scalar) else UNKNOWN
+        if isinstance(node.op, gast.Not):
+            return Scalar("bool") if isinstance(operand, Scalar) else UNKNOWN
+        return operand if is_int(operand) else UNKNOWN
 
     def _Compare(self, node):
         shapes = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
         if any(s is None for s in shapes):
             return None
-        return Scalar("int") if all(isinstance(s, Scalar) for s in shapes) else UNKNOWN
+        return Scalar("bool") if all(isinstance(s, Scalar) for s in shapes) else UNKNOWN
 
     def _Call(self, node):
         target = self.target(node)
