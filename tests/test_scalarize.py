@@ -217,3 +217,26 @@ def test_row_updates_become_element_updates():
     text = f.source(pos)
     assert "f[i, 0] += d_0" in text and "f[j, 2] -= 2.0 * d_2" in text
     np.testing.assert_allclose(f(pos), pair_forces(pos), rtol=1e-13)
+
+
+def test_a_boolean_never_indexes_a_row():
+    def masked(pos, a, b):
+        keep = a < b
+        return pos[keep]
+    shapes = Shapes(parse(masked), {"pos": Array(2, 3, "f64"), "a": Scalar("f64"),
+                                    "b": Scalar("f64")})
+    assert shapes.of["keep"] == Scalar("bool")
+    assert shapes.expr(parse(masked).node.body[1].value) == UNKNOWN
+
+
+def test_show_compiles_for_example_arguments(capsys):
+    from codegen import cli
+    target = f"{workloads.__file__}:lj_energy"
+    code = cli.run(["show", target, "--jit", "--color", "never",
+                    "--arg", "pos=float64[n,3]", "--arg", "box=10.0", "--arg", "eps=1.0",
+                    "--arg", "sigma=1.0", "--arg", "rcut=2.5"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "r2 = d_0 * d_0 + d_1 * d_1 + d_2 * d_2" in out
+    assert cli.run(["show", target, "--jit",
+                    "--arg", "pos=float64[n"]) == cli.USAGE_ERROR

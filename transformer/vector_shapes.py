@@ -147,6 +147,7 @@ _ELEMENTWISE = {np.round, np.around, np.rint, np.floor, np.ceil, np.trunc, np.ab
                 np.maximum, np.minimum, np.power, np.arctan2, np.hypot, np.copysign}
 _KEEPS_INT = {np.round, np.around, np.rint, np.abs, np.absolute, np.sign, np.square,
               np.negative, np.maximum, np.minimum, np.power}
+_ONE_ARGUMENT = {np.round, np.around}    # with decimals, Numba's scalar round is float64
 SUMS = {np.sum}
 ALLOCATIONS = {np.zeros_like, np.ones_like, np.empty_like, np.copy}   # shaped like arg 0
 DOTS = {np.dot, np.vdot, np.inner}
@@ -281,7 +282,8 @@ class Shapes:
         args = [self.expr(a) for a in node.args]
         if any(a is None for a in args):
             return None
-        if is_elementwise(target) and not node.keywords and args:
+        if is_elementwise(target) and not node.keywords and args and \
+                (target not in _ONE_ARGUMENT or len(args) == 1):
             result = args[0]
             for arg in args[1:]:
                 result = broadcast(result, arg, gast.Add())
