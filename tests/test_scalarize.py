@@ -240,3 +240,29 @@ def test_show_compiles_for_example_arguments(capsys):
     assert "r2 = d_0 * d_0 + d_1 * d_1 + d_2 * d_2" in out
     assert cli.run(["show", target, "--jit",
                     "--arg", "pos=float64[n"]) == cli.USAGE_ERROR
+
+
+def write_through_tuple(x, y):
+    v = x[0]                               # a view of x ...
+    pair = (x, y)
+    pair[0][0, 0] = 5.0                    # ... written through a tuple
+    return np.sum(v * 1.0)
+
+
+def write_through_other_parameter(x, y):
+    v = x[0] * 1.0                         # a copy: safe to scalarize
+    w = x[1]                               # a view: y may be the same array as x
+    y[1, 0] = 7.0
+    return np.sum(v) + np.sum(w * 1.0)
+
+
+def test_views_written_through_aliases_stay_views():
+    x = np.random.default_rng(6).random((3, 3))
+    f = jit(write_through_tuple)
+    assert "v_0" not in f.source(x.copy(), x.copy())
+    assert f(x.copy(), x.copy()) == pytest.approx(write_through_tuple(x.copy(), x.copy()))
+    g = jit(write_through_other_parameter)
+    text = g.source(x.copy(), x.copy())
+    assert "v_0" in text and "w_0" not in text
+    shared, expected = x.copy(), x.copy()
+    assert g(shared, shared) == pytest.approx(write_through_other_parameter(expected, expected))

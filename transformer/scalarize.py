@@ -69,7 +69,8 @@ class _NotElementwise(Exception):
 
 def _mutated(fn: Function, shapes: Shapes) -> set:
     """Locals whose array may be written in place, directly or through an alias (a view
-    `v = x[i]` sees later writes to `x`, which a copy into scalars would not)."""
+    `v = x[i]` sees later writes to `x`, which a copy into scalars would not). Two
+    parameters may be one array, so a written parameter makes every parameter written."""
     written, links = set(), []
     for node in gast.walk(fn.node):
         if isinstance(node, (gast.Subscript, gast.Attribute)) \
@@ -77,17 +78,31 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
             written.add(_root(node))
         elif isinstance(node, gast.Call):
             written |= _written_by_call(node, shapes)
-        elif isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            links += [(t.id, _root(node.value)) for t in node.targets
-                      if isinstance(t, gast.Name)]
+        elif isinstance(node, gast.Assign):
+            links += [(t.id, r) for t in node.targets if isinstance(t, gast.Name)
+                      for r in _aliased(node.value)]
+        elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
+            links += [(node.target.id, r) for r in _aliased(node.iter)]
+    if written & set(fn.params):
+        written |= set(fn.params)
     changed = True
     while changed:
         changed = False
         for a, b in links:
-            if b is not None and (a in written) != (b in written):
+            if (a in written) != (b in written):
                 written |= {a, b}
                 changed = True
     return written
+
+
+def _aliased(value) -> set:
+    """The locals whose arrays `value` may share memory with (views, tuples of them)."""
+    if isinstance(value, (gast.Tuple, gast.List)):
+        return set().union(*(_aliased(e) for e in value.elts))
+    if isinstance(value, gast.IfExp):
+        return _aliased(value.body) | _aliased(value.orelse)
+    root = _root(value)
+    return {root} if root is not None else set()
 
 
 def _root(node):
