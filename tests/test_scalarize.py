@@ -1,5 +1,7 @@
 """jit scalarizes short vectors: values equal the array code, the pass fires only where
 it is safe, and a new trailing length is a new specialization."""
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -24,6 +26,16 @@ def lj_2d(pos, eps, sigma, box, rcut):
                 s6 = (sigma * sigma / r2) ** 3
                 energy += 4.0 * eps * (s6 * s6 - s6)
     return energy
+
+
+def soft_pairs(pos):
+    e = 0.0
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            r = np.linalg.norm(d)
+            e += math.sqrt(r) * r + abs(d[0]) * 0.5
+    return e
 
 
 def mixed(pos, w):
@@ -266,3 +278,12 @@ def test_views_written_through_aliases_stay_views():
     assert "v_0" in text and "w_0" not in text
     shared, expected = x.copy(), x.copy()
     assert g(shared, shared) == pytest.approx(write_through_other_parameter(expected, expected))
+
+
+def test_norms_and_math_functions_of_pairs():
+    pos = np.random.default_rng(7).random((6, 3))
+    f = jit(grad(soft_pairs))
+    code = "\n".join(line for line in f.source(pos).splitlines() if "#" not in line)
+    assert "np.linalg.norm" not in code and "np.sqrt(d_0 * d_0 + d_1 * d_1 + d_2 * d_2)" in code
+    assert_gradient_close(f(pos), central_differences(soft_pairs, (pos,), 0), "soft_pairs")
+    assert jit(soft_pairs)(pos) == pytest.approx(soft_pairs(pos), rel=1e-13)

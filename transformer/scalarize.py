@@ -10,20 +10,21 @@ Output invariant: every *selected* variable `v` of length k is gone; `v_0 ... v_
 local (not a parameter) that every assignment makes a k-vector, that is never written
 in place nor aliases an array written in place, and whose every use is one of:
 
+    v[c] = s, v[c] += s        c a constant, s a scalar (v never aliases another array)
     v = e                      e elementwise in k-vectors and simple scalars (names,
                                constants, arithmetic of them): + - * / // % **, unary -,
                                NumPy ufuncs, x[i] (a row of an array whose last axis is
                                k), unbroadcast / broadcast_reduced / zeros_like /
                                matmul_grad_left / matmul_grad_right
-    np.sum(e), np.dot(e, f), e @ f, v[c] (c a constant)        anywhere: scalar sums
+    np.sum(e), np.dot(e, f), e @ f, np.linalg.norm(e), v[c]    anywhere: scalar sums
     buf[i] = e, buf[i] += e, scatter_add(buf, i, e)           one statement per element
 
 Each becomes one statement per element (`v_c = e_c`); everything else is left as it was.
 The scalar code computes what the array code computes: / // % ** become the ufuncs
 np.divide ... np.power (NumPy semantics, not Python's ZeroDivisionError), and a sum of
 float32 or unknown-precision elements starts from 0.0 as Numba's np.sum does (float64
-accumulator). np.dot and @ add the products left to right, which may round differently
-from BLAS in the last bit.
+accumulator). np.dot, @ and np.linalg.norm (as NumPy computes it: sqrt(dot(x, x))) add
+the products left to right, which may round differently from BLAS in the last bit.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from codegen import emit
 from .function import Function
 from .names import Namer
 from .syntax import const, located, name, subscript
-from .vector_shapes import (ALLOCATIONS, DOTS, SUMS, Array, Scalar, Shapes, helpers,
+from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes, helpers,
                             is_elementwise, is_int, is_range, is_vector)
 
 _UFUNC_OPS = {gast.Div: "divide", gast.FloorDiv: "floor_divide", gast.Mod: "remainder",
@@ -71,9 +72,11 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
     """Locals whose array may be written in place, directly or through an alias (a view
     `v = x[i]` sees later writes to `x`, which a copy into scalars would not). Two
     parameters may be one array, so a written parameter makes every parameter written."""
-    written, links = set(), []
+    written, element_stores, links = set(), set(), []
     for node in gast.walk(fn.node):
-        if isinstance(node, (gast.Subscript, gast.Attribute)) \
+        if _constant_index(node) is not None and isinstance(node.ctx, gast.Store):
+            element_stores.add(node.value.id)        # v[0] = x: fine for a fresh vector
+        elif isinstance(node, (gast.Subscript, gast.Attribute)) \
                 and isinstance(node.ctx, (gast.Store, gast.Del)):
             written.add(_root(node))
         elif isinstance(node, gast.Call):
@@ -83,6 +86,8 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
                       for r in _aliased(node.value)]
         elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
             links += [(node.target.id, r) for r in _aliased(node.iter)]
+    linked = {name for link in links for name in link}
+    written |= element_stores & (linked | set(fn.params))
     if written & set(fn.params):
         written |= set(fn.params)
     changed = True
@@ -93,6 +98,14 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
                 written |= {a, b}
                 changed = True
     return written
+
+
+def _constant_index(node):
+    """c for a subscript `v[c]` of a Name by an int constant, else None."""
+    if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+            isinstance(node.slice, gast.Constant) and type(node.slice.value) is int:
+        return node.slice.value
+    return None
 
 
 def _aliased(value) -> set:
@@ -118,7 +131,7 @@ def _written_by_call(call: gast.Call, shapes: Shapes) -> set:
     if target is known["scatter_add"]:
         return {_root(call.args[0])} if call.args else set()
     pure = (is_elementwise(target) and not call.keywords) or target in SUMS or \
-        target in ALLOCATIONS or \
+        target in ALLOCATIONS or target in NORMS or \
         target in DOTS or is_range(target) or target in (len, int, float, abs) or \
         any(target is h for key, h in known.items() if key != "scatter_add")
     if pure:
@@ -168,7 +181,7 @@ class _Rewriter:
             value = stmt.value if isinstance(stmt, gast.Assign) else \
                 gast.BinOp(left=name(target), op=stmt.op, right=stmt.value)
             return self.define(target, value, stmt)
-        writes = self.element_writes(stmt)
+        writes = self.element_writes(stmt) or self.element_store(stmt)
         if writes is not None:
             return writes
         if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.Return, gast.Expr,
@@ -228,6 +241,27 @@ class _Rewriter:
                 else gast.AugAssign(target=target, op=op, value=element)
             out.append(located(new, stmt))
         return _keep_comment(stmt, out)
+
+    def element_store(self, stmt):
+        """`v[c] = e` or `v[c] += e` of a candidate `v` and a scalar `e`: `v_c = ...`."""
+        target = getattr(stmt, "target", None) or (stmt.targets[0] if isinstance(
+            stmt, gast.Assign) and len(stmt.targets) == 1 else None)
+        c = _constant_index(target)
+        if c is None or target.value.id not in self.parts:
+            return None
+        parts = self.parts[target.value.id]
+        if not -len(parts) <= c < len(parts) or \
+                not isinstance(self.shapes.expr(stmt.value), Scalar):
+            self.failed.add(target.value.id)
+            return [stmt]
+        value = _Reductions(self).visit(stmt.value)
+        if isinstance(stmt, gast.AugAssign):
+            value = gast.BinOp(left=name(parts[c]), op=stmt.op, right=value)
+        new = located(gast.Assign(targets=[gast.Name(id=parts[c], ctx=gast.Store(),
+                                                     annotation=None, type_comment=None)],
+                                  value=value, type_comment=None), stmt)
+        self.check(value)
+        return _keep_comment(stmt, [new])
 
     def check(self, node) -> None:
         """Every candidate still named in `node` is used in a way left as an array."""
@@ -296,6 +330,11 @@ class _Rewriter:
                                   right=self.element(b, c, k))
             return gast.BinOp(left=self.element(a, c, k), op=gast.Mult(),
                               right=self.element(g, c, k))
+        if target is known["cast_like"] and len(node.args) == 2:
+            like = node.args[1]
+            like = self.element(like, c, k) if is_vector(self.shapes.expr(like)) else like
+            return gast.Call(func=copy.deepcopy(node.func), keywords=[],
+                             args=[self.element(node.args[0], c, k), copy.deepcopy(like)])
         if target in (known["zeros_like"], known["float_zeros"]) and node.args:
             rest = copy.deepcopy(node.args[1:])
             return gast.Call(func=copy.deepcopy(node.func), keywords=[],
@@ -347,6 +386,13 @@ class _Reductions(gast.NodeTransformer):
             if vectors is not None:
                 return _total([gast.BinOp(left=a, op=gast.Mult(), right=b)
                                for a, b in zip(*vectors)])
+        if target in NORMS and len(args) == 1:
+            vectors = self._vectors(args[0], args[0])
+            if vectors is not None:       # NumPy's own formula: sqrt(dot(x, x))
+                squares = _total([gast.BinOp(left=a, op=gast.Mult(), right=b)
+                                  for a, b in zip(*vectors)])
+                sqrt = gast.Attribute(value=name(self.r.np), attr="sqrt", ctx=gast.Load())
+                return gast.Call(func=sqrt, args=[squares], keywords=[])
         if target is helpers()["unbroadcast"] and len(args) == 2 and \
                 isinstance(shapes.expr(args[1]), Scalar):
             vectors = self._vectors(args[0])

@@ -22,6 +22,7 @@ helpers); every other form is UNKNOWN, which makes the analysis safe to act on.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import NamedTuple
 
 import gast
@@ -151,7 +152,10 @@ _ONE_ARGUMENT = {np.round, np.around}    # with decimals, Numba's scalar round i
 SUMS = {np.sum}
 ALLOCATIONS = {np.zeros_like, np.ones_like, np.empty_like, np.copy}   # shaped like arg 0
 DOTS = {np.dot, np.vdot, np.inner}
-_SCALAR_RESULTS = {len: Scalar("int"), int: Scalar("int"), float: Scalar("f64")}
+NORMS = {np.linalg.norm}
+_SCALAR_RESULTS = {int: Scalar("int"), float: Scalar("f64")}
+_MATH_INT = {math.floor, math.ceil, math.trunc}
+_MATH_BOOL = {math.isnan, math.isinf, math.isfinite}
 
 
 def helpers() -> dict:
@@ -162,7 +166,7 @@ def helpers() -> dict:
             "scatter_add": runtime.scatter_add, "range_last": tape.range_last,
             "unit_cotangent": reverse.unit_cotangent,
             "matmul_grad_left": runtime.matmul_grad_left,
-            "matmul_grad_right": runtime.matmul_grad_right}
+            "matmul_grad_right": runtime.matmul_grad_right, "cast_like": runtime.cast_like}
 
 
 def is_range(target) -> bool:
@@ -210,7 +214,13 @@ class Shapes:
         return _constant(self.fn.env[node.id]) if node.id in self.fn.env else UNKNOWN
 
     def target(self, call: gast.Call):
-        return resolve(self.fn, call.func, None)
+        """The object `call` calls when it is a global; None for locals and unhashables."""
+        found = resolve(self.fn, call.func, None)
+        try:
+            hash(found)
+        except TypeError:
+            return None
+        return found
 
     def expr(self, node):
         """The shape class of expression `node`; None while an operand is still bottom."""
@@ -288,8 +298,14 @@ class Shapes:
             for arg in args[1:]:
                 result = broadcast(result, arg, gast.Add())
             return _elementwise_dtype(result, target)
-        if target in SUMS or target in DOTS:
+        if target in SUMS or target in DOTS or target in NORMS:
             return _reduction(node, args, target)
+        if target is len:
+            return Scalar("int")
+        if all(isinstance(a, Scalar) for a in args) and args and not node.keywords:
+            scalar = _scalar_function(target, args)
+            if scalar is not None:
+                return scalar
         if target in ALLOCATIONS and len(args) == 1 and not node.keywords:
             return args[0]
         if target in _SCALAR_RESULTS and all(isinstance(a, Scalar) for a in args):
@@ -312,6 +328,10 @@ class Shapes:
             g, a, b = args
             if isinstance(g, Scalar) and is_vector(a) and a == b:
                 return a._replace(dtype=_arith_dtype(g.dtype, a.dtype, gast.Mult()))
+        if target is h["cast_like"] and len(args) == 2 and isinstance(args[1], (Scalar, Array)):
+            value, like = args
+            dtype = "f64" if like.dtype in ("int", "bool", "f64") else "other"
+            return value._replace(dtype=dtype) if isinstance(value, (Scalar, Array)) else UNKNOWN
         if target is h["range_last"]:
             return Scalar("int")
         if target is h["unit_cotangent"] and args and isinstance(args[0], Scalar):
@@ -345,9 +365,26 @@ def _elementwise_dtype(shape, target):
     return shape._replace(dtype="f64" if shape.dtype in ("int", "f64") else "other")
 
 
+def _scalar_function(target, args):
+    """The class of a math function or abs/min/max of scalars; None for other targets."""
+    dtype = "other" if any(a.dtype == "other" for a in args) else "f64"
+    if target in _MATH_INT:
+        return Scalar("int")
+    if target in _MATH_BOOL:
+        return Scalar("bool")
+    if getattr(target, "__module__", None) == "math" and callable(target):
+        return Scalar(dtype)
+    if target in (abs, min, max):
+        dtypes = {a.dtype for a in args}
+        return Scalar(dtypes.pop() if len(dtypes) == 1 else dtype)
+    return None
+
+
 def _reduction(node, args, target):
     if node.keywords or not all(isinstance(a, (Scalar, Array)) for a in args):
         return UNKNOWN
+    if target in NORMS and len(args) == 1 and is_vector(args[0]):
+        return Scalar("f64" if args[0].dtype in ("int", "bool", "f64") else "other")
     if target in SUMS and len(args) == 1:
         return Scalar(args[0].dtype)
     if target in DOTS and len(args) == 2 and is_vector(args[0]) and args[0] == args[1]:
