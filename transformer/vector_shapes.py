@@ -12,8 +12,9 @@ A *shape class* is what the generated code may rely on about a value:
 Only an 'int' scalar indexes a row (`x[True]` would add an axis).
 A short vector is `Array(1, k, ...)`.
 
-`describe_argument` classifies a call's argument; `infer` propagates the classes of the
-parameters through the function, flow-insensitively: a variable's class is the join of
+`argument_key` records, per call, what a jit specialization keeps of each argument and
+`describe_key` turns that into a class; `Shapes` propagates the classes of the parameters
+through the function, flow-insensitively: a variable's class is the join of
 the classes of every value ever assigned to it, so a variable that is a 3-vector in one
 place and anything else in another is UNKNOWN. The rules below understand a small set
 of forms (arithmetic, NumPy ufuncs, reductions, rows of arrays, the reverse-mode runtime
