@@ -37,7 +37,7 @@ from codegen import emit
 
 from .function import Function
 from .names import Namer
-from .syntax import const, located, name, subscript
+from .syntax import assign, const, located, name, subscript
 from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes, helpers,
                             is_elementwise, is_int, is_range, is_vector)
 
@@ -214,11 +214,8 @@ class _Rewriter:
             if _reads(element) & set(names[:c]):
                 self.failed.add(target)
                 return [stmt]
-        return _keep_comment(stmt, [
-            located(gast.Assign(targets=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
-                                                   type_comment=None)],
-                                value=e, type_comment=None), stmt)
-            for n, e in zip(names, elements)])
+        return _keep_comment(stmt, [located(assign(n, e), stmt)
+                                    for n, e in zip(names, elements)])
 
     def element_writes(self, stmt):
         """`buf[i] = e`, `buf[i] += e` or `scatter_add(buf, i, e)` element by element."""
@@ -237,7 +234,7 @@ class _Rewriter:
         for c, element in enumerate(elements):
             index = gast.Tuple(elts=copy.deepcopy(items) + [const(c)], ctx=gast.Load())
             target = subscript(name(buf.id), index, gast.Store())
-            new = gast.Assign(targets=[target], value=element, type_comment=None) if op is None \
+            new = assign(target, element) if op is None \
                 else gast.AugAssign(target=target, op=op, value=element)
             out.append(located(new, stmt))
         return _keep_comment(stmt, out)
@@ -257,11 +254,8 @@ class _Rewriter:
         value = _Reductions(self).visit(stmt.value)
         if isinstance(stmt, gast.AugAssign):
             value = gast.BinOp(left=name(parts[c]), op=stmt.op, right=value)
-        new = located(gast.Assign(targets=[gast.Name(id=parts[c], ctx=gast.Store(),
-                                                     annotation=None, type_comment=None)],
-                                  value=value, type_comment=None), stmt)
         self.check(value)
-        return _keep_comment(stmt, [new])
+        return _keep_comment(stmt, [located(assign(parts[c], value), stmt)])
 
     def check(self, node) -> None:
         """Every candidate still named in `node` is used in a way left as an array."""
