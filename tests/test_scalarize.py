@@ -38,6 +38,17 @@ def soft_pairs(pos):
     return e
 
 
+def spring_forces(pos, k):
+    f = np.zeros_like(pos)
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            u = d / np.sqrt(np.sum(d * d))              # a unit vector: the norm is hoisted
+            f[i] += k * u * np.sum(d * d)
+            f[j] -= f[i, 0] * u                         # reads the row it updates
+    return f
+
+
 def mixed(pos, w):
     total = 0.0
     for i in range(pos.shape[0]):
@@ -287,3 +298,11 @@ def test_norms_and_math_functions_of_pairs():
     assert "np.linalg.norm" not in code and "np.sqrt(d_0 * d_0 + d_1 * d_1 + d_2 * d_2)" in code
     assert_gradient_close(f(pos), central_differences(soft_pairs, (pos,), 0), "soft_pairs")
     assert jit(soft_pairs)(pos) == pytest.approx(soft_pairs(pos), rel=1e-13)
+
+
+def test_scalar_factors_are_computed_once_before_the_statement():
+    pos = np.random.default_rng(8).random((5, 3))
+    f = jit(spring_forces)
+    text = f.source(pos, 2.0)
+    assert "u_0 = np.divide(d_0, sqrt_" in text and "f[j, 2] -= " in text
+    np.testing.assert_allclose(f(pos, 2.0), spring_forces(pos, 2.0), rtol=1e-13)

@@ -11,8 +11,9 @@ local (not a parameter) that every assignment makes a k-vector, that is never wr
 in place nor aliases an array written in place, and whose every use is one of:
 
     v[c] = s, v[c] += s        c a constant, s a scalar (v never aliases another array)
-    v = e                      e elementwise in k-vectors and simple scalars (names,
-                               constants, arithmetic of them): + - * / // % **, unary -,
+    v = e                      e elementwise in k-vectors and scalars (a scalar other
+                               than names, constants and arithmetic of them is computed
+                               once, before the statement): + - * / // % **, unary -,
                                NumPy ufuncs, x[i] (a row of an array whose last axis is
                                k), unbroadcast / broadcast_reduced / zeros_like /
                                matmul_grad_left / matmul_grad_right
@@ -37,6 +38,7 @@ from codegen import emit
 
 from .function import Function
 from .names import Namer
+from .anf import _OP_WORDS
 from .syntax import assign, const, located, name, subscript
 from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes, helpers,
                             is_elementwise, is_int, is_range, is_vector)
@@ -152,12 +154,14 @@ class _Rewriter:
         self.node = copy.deepcopy(fn.node)
         self.failed: set = set()
         self.env = dict(fn.env)
-        namer = Namer.for_function(fn)
+        self.namer = namer = Namer.for_function(fn)
         self.parts = {v: _element_names(v, k, namer) for v, k in sorted(candidates.items())}
         self.np = next((k for k, v in self.env.items() if v is np), None)
         if self.np is None:
             self.np = namer.fresh("np")
             self.env[self.np] = np
+        self.hoisted: list | None = None      # scalars computed once before a statement
+        self.hoist_names: dict = {}
 
     def finish(self, body, params) -> Function:
         self.node.body = body
@@ -175,7 +179,38 @@ class _Rewriter:
 
     def statement(self, stmt) -> list:
         if isinstance(stmt, (gast.If, gast.While, gast.For)):
-            return [self.compound(stmt)]
+            return self.with_hoisted(stmt, lambda: [self.compound(stmt)])
+        return self.with_hoisted(stmt, lambda: self.simple_statement(stmt))
+
+    def with_hoisted(self, stmt, build) -> list:
+        """`build()`'s statements after the scalars it hoisted; the source comment first."""
+        self.hoisted, self.hoist_names = [], {}
+        out = build()
+        hoisted, self.hoisted = self.hoisted or [], None
+        for h in hoisted:
+            self.check(h.value)
+        if not hoisted:
+            return out
+        comment = emit.comment_of(out[0])
+        if comment:
+            emit.annotate(out[0], None)
+        return _keep_comment(stmt, [located(h, stmt) for h in hoisted]) + out
+
+    def hoist(self, node) -> str:
+        """A name for the scalar expression `node`, computed once before the statement."""
+        if self.hoisted is None:
+            raise _NotElementwise(node)
+        if id(node) not in self.hoist_names:
+            value = _Reductions(self).visit(copy.deepcopy(node))
+            self.hoist_names[id(node)] = self.namer.fresh(_label(node)[:24])
+            self.hoisted.append(assign(self.hoist_names[id(node)], value))
+        return self.hoist_names[id(node)]
+
+    def drop_hoisted(self) -> None:
+        self.hoisted.clear()
+        self.hoist_names.clear()
+
+    def simple_statement(self, stmt) -> list:
         target = _assigned_name(stmt)
         if target in self.candidates:
             value = stmt.value if isinstance(stmt, gast.Assign) else \
@@ -191,14 +226,18 @@ class _Rewriter:
         return [stmt]
 
     def compound(self, stmt):
+        if isinstance(stmt, gast.While):
+            self.hoisted = None       # the test runs again on every iteration
         for field in ("test", "iter"):
             if hasattr(stmt, field):
                 setattr(stmt, field, _Reductions(self).visit(getattr(stmt, field)))
                 self.check(getattr(stmt, field))
+        hoisted = self.hoisted
         if isinstance(stmt, gast.For):
             self.check(stmt.target)
         stmt.body = self.block(stmt.body)
         stmt.orelse = self.block(stmt.orelse)
+        self.hoisted = hoisted
         return stmt
 
     def define(self, target: str, value, stmt) -> list:
@@ -208,6 +247,7 @@ class _Rewriter:
             elements = [self.element(value, c, len(names)) for c in range(len(names))]
         except _NotElementwise:
             self.failed.add(target)
+            self.drop_hoisted()
             return [stmt]
         for c, element in enumerate(elements):
             # element c must not read an element this statement has already overwritten
@@ -223,12 +263,15 @@ class _Rewriter:
         if write is None:
             return None
         buf, items, op, value = write
-        if not _reads(value) & set(self.candidates) or buf.id in _reads(value):
+        # element c reads only element c of any row (its scalars are hoisted), so it may
+        # read `buf` itself: nothing it reads has been written yet
+        if not _reads(value) & set(self.candidates):
             return None
         k = self.shapes.expr(buf).last
         try:
             elements = [self.element(value, c, k) for c in range(k)]
         except _NotElementwise:
+            self.drop_hoisted()
             return None
         out = []
         for c, element in enumerate(elements):
@@ -267,9 +310,9 @@ class _Rewriter:
         """Element `c` of the k-vector expression `node` (a scalar expression: itself)."""
         shape = self.shapes.expr(node)
         if isinstance(shape, Scalar):
-            if not _simple(node, self.shapes):
-                raise _NotElementwise(node)
-            return copy.deepcopy(node)
+            if _simple(node, self.shapes):
+                return copy.deepcopy(node)
+            return name(self.hoist(node))
         if not is_vector(shape, k):
             raise _NotElementwise(node)
         method = getattr(self, "_element_" + type(node).__name__, None)
@@ -479,6 +522,21 @@ def _simple(node, shapes: Shapes) -> bool:
     if isinstance(node, gast.BinOp):
         return _simple(node.left, shapes) and _simple(node.right, shapes)
     return False
+
+
+def _label(node) -> str:
+    """A name for what `node` computes, from the names in it: sqrt_sum_d_times_d."""
+    if isinstance(node, gast.Name):
+        return node.id
+    if isinstance(node, gast.Call) and isinstance(node.func, (gast.Name, gast.Attribute)):
+        func = node.func.attr if isinstance(node.func, gast.Attribute) else node.func.id
+        return f"{func}_{_label(node.args[0])}" if node.args else func
+    if isinstance(node, gast.BinOp):
+        word = _OP_WORDS.get(type(node.op), "op")
+        return f"{_label(node.left)}_{word}_{_label(node.right)}"
+    if isinstance(node, gast.Subscript):
+        return f"{_label(node.value)}_item"
+    return "factor"
 
 
 def _keep_comment(stmt, out: list) -> list:
