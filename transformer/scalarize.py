@@ -191,10 +191,12 @@ class _Rewriter:
             self.check(h.value)
         if not hoisted:
             return out
+        hoisted = [located(h, stmt) for h in hoisted]
         comment = emit.comment_of(out[0])
         if comment:
             emit.annotate(out[0], None)
-        return _keep_comment(stmt, [located(h, stmt) for h in hoisted]) + out
+            emit.annotate(hoisted[0], comment)
+        return hoisted + out
 
     def hoist(self, node) -> str:
         """A name for the scalar expression `node`, computed once before the statement."""
