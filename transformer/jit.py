@@ -1,10 +1,12 @@
 """`jit`: compile a function (or any transformed function) with a backend.
 
 The compiled code for one call is chosen by its *specialization*: the values of static
-arguments (folded into the source as constants) and the layout of container arguments
-(dicts passed as tuples). Each specialization is compiled once; the module behind it is
-content-addressed on disk, so an identical function defined again - or the same program
-in a new process - reuses it. `cache_info()` reports hits, misses and why the last
+arguments (folded into the source as constants), the layout of container arguments
+(dicts passed as tuples) and, on the cpu backend, the dtype, ndim and last-axis length
+(up to 4) of array arguments, so that short vectors become scalars (`scalarize`).
+Each specialization is compiled once; the module behind it is content-addressed on
+disk, so an identical function defined again - or the same program in a new process -
+reuses it. `cache_info()` reports hits, misses and why the last
 compile happened.
 """
 from __future__ import annotations
@@ -129,8 +131,9 @@ class Jitted:
     def _bind(self, args, kwargs):
         """(specialization key, dynamic arguments, container layouts, static values).
 
-        The key's last item is the shape class of each dynamic argument (see
-        `vector_shapes`): the cpu backend compiles scalar code for short vectors.
+        The key's last item keeps, for the cpu backend, the dtype, ndim and short last
+        axis of each dynamic array (`vector_shapes.argument_key`): `scalarize` turns
+        vectors of a length known this way into scalars.
         """
         if not kwargs and not self.static_names and _all_leaves(args):
             return (len(args), argument_key(args) if self._cpu else ()), args, None, {}
