@@ -40,7 +40,7 @@ from .function import Function
 from .names import Namer
 from .anf import _OP_WORDS
 from .syntax import assign, const, located, name, subscript
-from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes, helpers,
+from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes,
                             is_elementwise, is_int, is_range, is_vector)
 
 _UFUNC_OPS = {gast.Div: "divide", gast.FloorDiv: "floor_divide", gast.Mod: "remainder",
@@ -129,7 +129,7 @@ def _root(node):
 
 def _written_by_call(call: gast.Call, shapes: Shapes) -> set:
     target = shapes.target(call)
-    known = helpers()
+    known = shapes.helpers
     if target is known["scatter_add"]:
         return {_root(call.args[0])} if call.args else set()
     pure = (is_elementwise(target) and not call.keywords) or target in SUMS or \
@@ -351,7 +351,7 @@ class _Rewriter:
         return gast.UnaryOp(op=type(node.op)(), operand=self.element(node.operand, c, k))
 
     def _element_Call(self, node, c, k):
-        target, known = self.shapes.target(node), helpers()
+        target, known = self.shapes.target(node), self.shapes.helpers
         if node.keywords:
             raise _NotElementwise(node)
         if is_elementwise(target):
@@ -398,8 +398,7 @@ class _Reductions(gast.NodeTransformer):
         if isinstance(node.op, gast.MatMult):
             vectors = self._vectors(node.left, node.right)
             if vectors is not None:
-                return _total([gast.BinOp(left=a, op=gast.Mult(), right=b)
-                               for a, b in zip(*vectors)])
+                return _dot(*vectors)
         return self.generic_visit(node)
 
     def visit_Subscript(self, node):
@@ -423,16 +422,13 @@ class _Reductions(gast.NodeTransformer):
         if target in DOTS and len(args) == 2:
             vectors = self._vectors(*args)
             if vectors is not None:
-                return _total([gast.BinOp(left=a, op=gast.Mult(), right=b)
-                               for a, b in zip(*vectors)])
+                return _dot(*vectors)
         if target in NORMS and len(args) == 1:
             vectors = self._vectors(args[0], args[0])
             if vectors is not None:       # NumPy's own formula: sqrt(dot(x, x))
-                squares = _total([gast.BinOp(left=a, op=gast.Mult(), right=b)
-                                  for a, b in zip(*vectors)])
                 sqrt = gast.Attribute(value=name(self.r.np), attr="sqrt", ctx=gast.Load())
-                return gast.Call(func=sqrt, args=[squares], keywords=[])
-        if target is helpers()["unbroadcast"] and len(args) == 2 and \
+                return gast.Call(func=sqrt, args=[_dot(*vectors)], keywords=[])
+        if target is shapes.helpers["unbroadcast"] and len(args) == 2 and \
                 isinstance(shapes.expr(args[1]), Scalar):
             vectors = self._vectors(args[0])
             if vectors is not None:
@@ -485,7 +481,7 @@ def _element_write(stmt, shapes: Shapes):
             isinstance(stmt.op, _PLAIN_OPS):
         buf, index, op, value = stmt.target.value, stmt.target.slice, stmt.op, stmt.value
     elif isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
-            shapes.target(stmt.value) is helpers()["scatter_add"] and \
+            shapes.target(stmt.value) is shapes.helpers["scatter_add"] and \
             len(stmt.value.args) == 3 and not stmt.value.keywords:
         buf, index, value = stmt.value.args
         op = gast.Add()
@@ -551,6 +547,10 @@ def _keep_comment(stmt, out: list) -> list:
 
 def _reads(node) -> set:
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def _dot(left: list, right: list):
+    return _total([gast.BinOp(left=a, op=gast.Mult(), right=b) for a, b in zip(left, right)])
 
 
 def _total(terms: list, from_zero: bool = False):
