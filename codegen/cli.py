@@ -14,6 +14,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -28,6 +29,9 @@ examples:
                                                  static values folded as constants
   secant show model.py:loss --grad --argnums 0,1 the reverse-mode gradient
   secant show model.py:f --vmap 0,None           batched over axis 0 of the first argument
+  secant show md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
+                                                 compiled for arguments like these: rows
+                                                 of 3 become scalars (d_0, d_1, d_2)
   secant demo                                    jit a pair loop and SELU, print timings
 """
 
@@ -54,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
                       help="fold argument NAME to VALUE (a Python literal, else a string); "
                            "repeatable")
+    show.add_argument("--arg", action="append", default=[], metavar="NAME=EXAMPLE",
+                      help="with --jit: compile for argument NAME like EXAMPLE, an array "
+                           "DTYPE[DIMS] (float64[n,3]; a named length is a long axis) or a "
+                           "Python literal (10.0); repeatable")
     show.add_argument("--backend", choices=("python", "cpu", "cuda"),
                       help="code generation backend (default: python, or cpu with --jit)")
     show.add_argument("--grad", action="store_true", help="show the reverse-mode gradient")
@@ -81,6 +89,31 @@ def parse_static(items: list[str]) -> dict:
         except (ValueError, SyntaxError):
             static[name] = text
     return static
+
+
+def parse_examples(items: list[str]) -> dict:
+    """`["pos=float32[n,3]", "box=10.0"]` -> {"pos": zeros((8, 3), float32), "box": 10.0}.
+
+    A named length (`n`) stands for an axis too long to be scalarized.
+    """
+    import numpy as np
+    examples = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        match = re.fullmatch(r"\s*(\w+)\[([\w\s,]*)\]\s*", text)
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--arg expects NAME=EXAMPLE, got {item!r}")
+        try:
+            if match:
+                dims = [d.strip() for d in match.group(2).split(",") if d.strip()]
+                shape = [int(d) if d.isdigit() else 8 for d in dims]
+                examples[name] = np.zeros(shape, np.dtype(match.group(1)))
+            else:
+                examples[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError):
+            raise UsageError(f"--arg {name}: expected DTYPE[DIMS] or a Python literal, "
+                             f"got {text!r}") from None
+    return examples
 
 
 def parse_axes(text: str) -> tuple:
@@ -189,6 +222,12 @@ def generated_source(args) -> str:
             raise UsageError("the cuda backend is not available in this installation "
                              "(codegen.cuda is missing)") from None
     jitted = transformer.jit(fun, static_argnames=tuple(static), backend=backend)
+    examples = parse_examples(args.arg)
+    if examples:
+        if backend != "cpu":
+            raise UsageError("--arg applies to the cpu backend (--jit)")
+        names = [n for n in jitted.signature.parameters if n not in static]
+        return jitted.source(*[examples.get(n) for n in names], **static)
     return transformer.source(jitted, **static)
 
 

@@ -39,7 +39,8 @@ def test_user_helpers_are_compiled_automatically(pair_sum_cpu, points):
     pair_sum_cpu(points)
     text = source(pair_sum_cpu)
     assert "# uses sqdist: generated " in text
-    helper = pair_sum_cpu._specs[(1,)][0].py_func.__globals__["sqdist"]
+    compiled = next(iter(pair_sum_cpu._specs.values()))[0]
+    helper = compiled.py_func.__globals__["sqdist"]
     assert hasattr(helper, "py_func")               # a Numba dispatcher, not the Python one
     assert helper(points[0], points[1]) == pytest.approx(programs.sqdist(points[0], points[1]))
 

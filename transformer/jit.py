@@ -1,10 +1,12 @@
 """`jit`: compile a function (or any transformed function) with a backend.
 
 The compiled code for one call is chosen by its *specialization*: the values of static
-arguments (folded into the source as constants) and the layout of container arguments
-(dicts passed as tuples). Each specialization is compiled once; the module behind it is
-content-addressed on disk, so an identical function defined again - or the same program
-in a new process - reuses it. `cache_info()` reports hits, misses and why the last
+arguments (folded into the source as constants), the layout of container arguments
+(dicts passed as tuples) and, on the cpu backend, the dtype, ndim and last-axis length
+(up to 4) of array arguments, so that short vectors become scalars (`scalarize`).
+Each specialization is compiled once; the module behind it is content-addressed on
+disk, so an identical function defined again - or the same program in a new process -
+reuses it. `cache_info()` reports hits, misses and why the last
 compile happened.
 """
 from __future__ import annotations
@@ -27,7 +29,9 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
+from .scalarize import scalarize
 from .specialize import specialize
+from .vector_shapes import argument_key, describe_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +79,7 @@ class Jitted:
         self._hits = self._misses = self._reused = 0
         self._last_reason = None
         self._base_fn: Function | None = None
+        self._cpu = options.backend == "cpu"
         functools.update_wrapper(self, fun, updated=())
 
     # ------------------------------------------------------------------ protocol
@@ -111,7 +116,7 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
-            compiled = self._compile(spec_key, static, layouts)
+            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
         else:
             self._hits += 1
         function, keys = compiled
@@ -124,8 +129,14 @@ class Jitted:
         return result
 
     def _bind(self, args, kwargs):
+        """(specialization key, dynamic arguments, container layouts, static values).
+
+        The key's last item keeps, for the cpu backend, the dtype, ndim and short last
+        axis of each dynamic array (`vector_shapes.argument_key`): `scalarize` turns
+        vectors of a length known this way into scalars.
+        """
         if not kwargs and not self.static_names and _all_leaves(args):
-            return (len(args),), args, None, {}
+            return (len(args), argument_key(args) if self._cpu else ()), args, None, {}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         static, dynamic, layouts = {}, [], {}
@@ -142,10 +153,24 @@ class Jitted:
             layouts[name] = layout
             dynamic.append(value if layout is LEAF else to_tuples(value, layout))
         key = (tuple(sorted((k, type(v).__name__, v) for k, v in static.items())),
-               tuple(layouts.items()))
+               tuple(layouts.items()), self._describe(dynamic, layouts.values()))
         return key, dynamic, layouts, static
 
-    def _compile(self, spec_key, static, layouts):
+    def _describe(self, dynamic, layouts=()) -> tuple:
+        if not self._cpu:
+            return ()
+        leaves = [layout is LEAF for layout in layouts] or [True] * len(dynamic)
+        if all(leaves):
+            return argument_key(dynamic)
+        return tuple(argument_key([value])[0] if leaf else None
+                     for value, leaf in zip(dynamic, leaves))
+
+    def _shapes(self, spec_key) -> dict:
+        """Parameter name -> shape class, for the dynamic parameters of `spec_key`."""
+        names = [n for n in self.signature.parameters if n not in self.static_names]
+        return {n: describe_key(item) for n, item in zip(names, spec_key[-1])}
+
+    def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function
         if static:
             fn = specialize(fn, static)
@@ -156,6 +181,8 @@ class Jitted:
         if self.options.backend == "cpu":
             fn, keys = returned_dict_keys(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
+        if self.options.backend == "cpu":
+            fn = scalarize(fn, shapes)
         before = backends.STATS.hits
         compiled = backends.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
@@ -221,13 +248,16 @@ class Jitted:
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
                          self._reused)
 
-    def source(self, **static) -> str:
-        """The generated module text for the given static values."""
+    def source(self, *args, **static) -> str:
+        """The generated module text for the given static values; with example dynamic
+        arguments `args` (in order), the text compiled for arguments shaped like them."""
         fn = self.base_function
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
+        if args and self.options.backend == "cpu":
+            fn = scalarize(fn, self._shapes((self._describe(args),)))
         text, _ = backends.module_text(fn, self.options)
         return text
 
