@@ -38,7 +38,9 @@ __all__ = [
     "inside",
     "matmul",
     "matmul_grad_left",
+    "matmul_grad_left_add",
     "matmul_grad_right",
+    "matmul_grad_right_add",
     "moveaxis",
     "norm",
     "outer_or_matmul",
@@ -306,9 +308,10 @@ def _fold_same_rank(g, shape):
 
 @overload(_fold_same_rank)
 def _fold_same_rank_nb(g, shape):
+    dtype = as_dtype(g.dtype).type   # a class, as zeros_like passes: one np.zeros compile
     if g.ndim == 1:
         def vector(g, shape):
-            out = np.zeros(shape, g.dtype)
+            out = np.zeros(shape, dtype)
             n = shape[0]
             for i in range(g.shape[0]):
                 out[i % n] += g[i]
@@ -316,7 +319,7 @@ def _fold_same_rank_nb(g, shape):
         return vector
     if g.ndim == 2:
         def matrix(g, shape):
-            out = np.zeros(shape, g.dtype)
+            out = np.zeros(shape, dtype)
             n0, n1 = shape
             for i in range(g.shape[0]):
                 for j in range(g.shape[1]):
@@ -325,7 +328,7 @@ def _fold_same_rank_nb(g, shape):
         return matrix
 
     def any_rank(g, shape):
-        out = np.zeros(shape, g.dtype)
+        out = np.zeros(shape, dtype)
         _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape),
                      out.reshape(out.size), np.asarray(shape), 0)
         return out
@@ -1084,6 +1087,69 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: unbroadcast(
             matmul(_swap_last_nb(a), _append_axis(g))[:, :, 0], b)
     return lambda g, a, b: unbroadcast(matmul(_swap_last_nb(a), g), b)
+
+
+def matmul_grad_left_add(acc, g, a, b):
+    """``acc += matmul_grad_left(g, a, b)``, returning ``acc`` (an array is updated in place).
+
+    Compiled code accumulates into a parameter's adjoint through this (see lowering.py):
+    the adjoint of the matrix in a matrix-vector product is an outer product, which is
+    added in place instead of built as a temporary matrix and then added.
+    """
+    acc += matmul_grad_left(g, a, b)
+    return acc
+
+
+def matmul_grad_right_add(acc, g, a, b):
+    """``acc += matmul_grad_right(g, a, b)``, returning ``acc`` (see matmul_grad_left_add)."""
+    acc += matmul_grad_right(g, a, b)
+    return acc
+
+
+def _is_vector(ty) -> bool:
+    return isinstance(ty, types.Array) and ty.ndim == 1
+
+
+def _outer_add_nb(acc, u, v):
+    """A jitable ``acc += np.outer(u, v)`` in place, or None when the types are others."""
+    if not (isinstance(acc, types.Array) and acc.ndim == 2 and _is_vector(u) and
+            _is_vector(v)):
+        return None
+
+    @register_jitable
+    def outer_add(acc, u, v):
+        if acc.shape[0] != u.shape[0] or acc.shape[1] != v.shape[0]:
+            raise ValueError("matmul adjoint: the accumulator's shape is not the operand's")
+        for i in range(u.shape[0]):
+            ui = u[i]
+            for j in range(v.shape[0]):
+                acc[i, j] += ui * v[j]
+        return acc
+    return outer_add
+
+
+@overload(matmul_grad_left_add)
+def _matmul_grad_left_add_nb(acc, g, a, b):
+    outer_add = _outer_add_nb(acc, g, b) if _is_vector(g) and _is_vector(b) else None
+    if outer_add is not None:
+        return lambda acc, g, a, b: outer_add(acc, g, b)
+
+    def generic(acc, g, a, b):
+        acc += matmul_grad_left(g, a, b)
+        return acc
+    return generic
+
+
+@overload(matmul_grad_right_add)
+def _matmul_grad_right_add_nb(acc, g, a, b):
+    outer_add = _outer_add_nb(acc, a, g) if _is_vector(a) and _is_vector(g) else None
+    if outer_add is not None:
+        return lambda acc, g, a, b: outer_add(acc, a, g)
+
+    def generic(acc, g, a, b):
+        acc += matmul_grad_right(g, a, b)
+        return acc
+    return generic
 
 
 def outer_or_matmul(t, z):
