@@ -272,15 +272,18 @@ def _unbroadcast_nb(g, x):
         return lambda g, x: target(g)
     if not isinstance(g, types.Array) or g.ndim < x.ndim:
         return lambda g, x: broadcast_like(g, x)
-    if g.ndim == x.ndim:
-        own = (lambda g: g) if g.layout == "C" else np.ascontiguousarray
-        own = register_jitable(own)
-
+    if g.ndim == x.ndim and g.layout == "C":
         def same_rank(g, x):
             if g.shape == x.shape:
-                return own(g)
+                return g
             return _fold_same_rank(g, x.shape)
         return same_rank
+    if g.ndim == x.ndim:
+        def same_rank_strided(g, x):      # one C-contiguous result type for both branches
+            if g.shape == x.shape:
+                return np.ascontiguousarray(g)
+            return _fold_same_rank(g, x.shape)
+        return same_rank_strided
 
     def impl(g, x):
         out = np.zeros(x.size, g.dtype)
