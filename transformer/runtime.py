@@ -355,10 +355,9 @@ def _broadcast_like_nb(t, z):
         return lambda t, z: np.full(z.shape, t)
 
     def impl(t, z):
-        tshape = np.ones(z.ndim, np.int64)
-        tshape[z.ndim - t.ndim:] = np.asarray(t.shape)
         out = np.empty(z.size, t.dtype)
-        _gather(np.ascontiguousarray(t).ravel(), tshape, out, np.asarray(z.shape))
+        _gather(np.ascontiguousarray(t).ravel(), _padded_shape(t.shape, z.ndim), out,
+                np.asarray(z.shape))
         return out.reshape(z.shape)
     return impl
 
