@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import reverse_corpus as rc
+from gradcheck import assert_gradient_close, central_differences
 from transformer import grad, jit
 from transformer.test_util import real_positions
 
@@ -47,3 +48,22 @@ def test_compiled_float32_gradient_stays_float32():
     assert g.dtype == np.float32
     expect = grad(rc.inplace_writes)(np.linspace(0.1, 0.5, 5))
     np.testing.assert_allclose(g, expect, rtol=1e-4)
+
+
+def row_recurrence(V, h0):
+    h = h0
+    for _ in range(4):
+        h = np.tanh(h @ V)
+    return np.sum(h * h)
+
+
+def test_compiled_matrix_adjoints_accumulate_outer_products_in_place():
+    # W @ h and h @ V: the matrix's adjoint gains an outer product per step, added in place
+    assert "matmul_grad_left_add(" in jit(grad(rc.rnn_loss)).source()
+    rows = jit(grad(row_recurrence))
+    assert "matmul_grad_right_add(" in rows.source()
+    rng = np.random.default_rng(5)
+    V, h0 = rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3)
+    got = rows(V, h0)
+    np.testing.assert_allclose(got, grad(row_recurrence)(V, h0), rtol=1e-12)
+    assert_gradient_close(got, central_differences(row_recurrence, (V, h0), 0))

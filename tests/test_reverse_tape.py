@@ -110,6 +110,28 @@ def test_tapes_grow_and_promote_integers():
     assert rows.shape == (2, 3) and rows.dtype == np.float32
 
 
+def record_rows(rows, capacity, reserved):
+    """Push each row of `rows` on a tape that starts too small (it grows), after a reserve."""
+    t = tape.reserve(tape.exact_tape(rows[0], capacity), reserved)
+    for k in range(rows.shape[0]):
+        t = tape.push(t, k, rows[k])
+    return t
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_row_tapes_grow_and_refuse_another_shape(compiled):
+    rows = np.arange(15.0).reshape(5, 3)
+    run = numba.njit(record_rows) if compiled else record_rows
+    for capacity, reserved in ((1, 1), (1, 3), (2, 8)):
+        t = run(rows, capacity, reserved)
+        assert t.shape[0] >= 5 and t.shape[1:] == (3,)
+        np.testing.assert_array_equal(t[:5], rows)
+    push = numba.njit(lambda t, v: tape.push(t, 0, v)) if compiled else \
+        (lambda t, v: tape.push(t, 0, v))
+    with pytest.raises(ValueError, match="changed shape"):
+        push(np.zeros((2, 3)), np.ones(4))
+
+
 def test_saved_items_round_trip_in_python_and_numba():
     def roundtrip(m):
         buf = tape.items_buffer(m, 1)

@@ -25,6 +25,10 @@ from transformer.runtime import (
     cumprod,
     cumsum,
     cumsum_adjoint,
+    matmul_grad_left,
+    matmul_grad_left_add,
+    matmul_grad_right,
+    matmul_grad_right_add,
     moveaxis,
     norm,
     reduce_max,
@@ -274,3 +278,84 @@ def test_linear_algebra_and_shape_adjoints_compile_in_nopython_mode(tmp_path):
     got = numba.njit(fn)(a, v, t3, c, 1.0)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-9, err_msg=source)
+
+
+# ---------------------------------------------------------------- fast paths chosen by type
+
+
+def unbroadcast_cases(g1, g2, g3, strided, s):
+    """Every implementation unbroadcast picks, one call each (compiled once)."""
+    return (
+        unbroadcast(g1, np.zeros(g1.shape)),                    # same shape: g itself
+        unbroadcast(strided, np.zeros(strided.shape)),          # same shape, not contiguous
+        unbroadcast(g1, np.zeros(1)),                           # same rank 1, folded
+        unbroadcast(g2, np.zeros((1, g2.shape[1]))),            # same rank 2, rows folded
+        unbroadcast(g2, np.zeros((g2.shape[0], 1))),            # same rank 2, columns
+        unbroadcast(g2, np.zeros((1, 1))),
+        unbroadcast(g3, np.zeros((g3.shape[0], 1, g3.shape[2]))),  # same rank 3
+        unbroadcast(g3, np.zeros(g3.shape[2])),                 # leading axes summed
+        unbroadcast(g3, np.zeros((g3.shape[1], 1))),
+        unbroadcast(g1, np.zeros((2, g1.shape[0]))),            # g of lower rank: spread
+        unbroadcast(g2, 1.5), unbroadcast(s, 1.5),              # scalar targets
+    )
+
+
+def unbroadcast_expected(g1, g2, g3, strided, s):
+    return (g1, strided, g1.sum(keepdims=True), g2.sum(0, keepdims=True),
+            g2.sum(1, keepdims=True), g2.sum(keepdims=True), g3.sum(1, keepdims=True),
+            g3.sum((0, 1)), g3.sum(0).sum(1, keepdims=True), np.stack([g1, g1]),
+            g2.sum(), s)
+
+
+@pytest.fixture(scope="module")
+def unbroadcast_inputs():
+    m = RNG.standard_normal((4, 10))
+    return (RNG.standard_normal(5), RNG.standard_normal((3, 4)),
+            RNG.standard_normal((2, 3, 4)), m[1, ::2], 0.25)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_unbroadcast_fast_paths_agree_with_numpy(unbroadcast_inputs, compiled):
+    run = numba.njit(unbroadcast_cases) if compiled else unbroadcast_cases
+    got = run(*unbroadcast_inputs)
+    for k, (g, e) in enumerate(zip(got, unbroadcast_expected(*unbroadcast_inputs))):
+        np.testing.assert_allclose(g, e, rtol=1e-12, err_msg=f"case {k}")
+        assert np.shape(g) == np.shape(e), f"case {k}"
+    g1, strided = unbroadcast_inputs[0], unbroadcast_inputs[3]
+    assert np.shares_memory(got[0], g1)          # same shape: g itself, nothing allocated
+    # a strided g: Python returns it, Numba's typed result is a C-contiguous copy
+    assert got[1].flags.c_contiguous if compiled else got[1] is strided
+    assert isinstance(got[10], float) and isinstance(got[11], float)
+
+
+def matmul_adjoints(g, m, v, acc_m, acc_v, acc_mm, mm):
+    """Outer-product adjoints, plain and added in place, and the generic adders."""
+    return (matmul_grad_left(g, m, v), matmul_grad_right(g, v, m.T),
+            matmul_grad_left_add(acc_m, g, m, v), matmul_grad_right_add(acc_m.T, g, v, m.T),
+            matmul_grad_left_add(acc_v, v[0], v, v),               # vector . vector: g * b
+            matmul_grad_left_add(acc_mm, mm, mm, mm), matmul_grad_right_add(acc_mm, mm, mm, mm))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_matmul_adjoints_add_outer_products_in_place(compiled):
+    g, v = RNG.standard_normal(3), RNG.standard_normal(4)
+    m, mm = RNG.standard_normal((3, 4)), RNG.standard_normal((2, 2))
+    acc_m, acc_v, acc_mm = RNG.standard_normal((3, 4)), RNG.standard_normal(4), np.ones((2, 2))
+    start_m, start_v = acc_m.copy(), acc_v.copy()
+    run = numba.njit(matmul_adjoints) if compiled else matmul_adjoints
+    got = run(g, m, v, acc_m, acc_v, acc_mm, mm)
+    outer = np.outer(g, v)
+    np.testing.assert_allclose(got[0], outer, rtol=1e-12)
+    np.testing.assert_allclose(got[1], outer.T, rtol=1e-12)
+    np.testing.assert_allclose(acc_m, start_m + 2 * outer, rtol=1e-12)   # both adds
+    assert got[2] is acc_m or np.shares_memory(got[2], acc_m)
+    np.testing.assert_allclose(got[4], start_v + v[0] * v, rtol=1e-12)
+    np.testing.assert_allclose(acc_mm, 1.0 + mm @ mm.T + mm.T @ mm, rtol=1e-12)
+    with pytest.raises(ValueError):
+        run(g, m, v, np.zeros((4, 3)), acc_v, acc_mm, mm)
+
+
+def test_outer_product_adjoints_keep_float32():
+    g, v = np.ones(3, np.float32), np.ones(4, np.float32)
+    left = numba.njit(lambda g, m, v: matmul_grad_left(g, m, v))(g, np.ones((3, 4)), v)
+    assert left.dtype == np.float32

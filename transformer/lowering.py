@@ -13,7 +13,10 @@ Invariant of the output:
   a parameter, or a name only ever bound to one of those) reads through
   `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` (also
   `x[m] += v`) is a call to `runtime.setitem_mask`;
-- `enumerate(seq, start=k)` passes `k` positionally.
+- `enumerate(seq, start=k)` passes `k` positionally;
+- `x += matmul_grad_left(g, a, b)` (or `_right`) on a name is `x = matmul_grad_left_add(x,
+  g, a, b)`, which adds an outer product in place rather than allocating it (the reverse
+  sweep accumulates a matrix parameter's adjoint this way on every loop trip).
 Anything else is left as it was.
 """
 from __future__ import annotations
@@ -22,6 +25,8 @@ import copy
 
 import gast
 import numpy as np
+
+from codegen import emit
 
 from . import einsum, runtime
 from .function import Function, resolve
@@ -32,6 +37,8 @@ from .syntax import as_load
 _MASK_CALLS = {np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
                np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
                np.equal, np.not_equal}
+_IN_PLACE_ADDERS = {runtime.matmul_grad_left: runtime.matmul_grad_left_add,
+                    runtime.matmul_grad_right: runtime.matmul_grad_right_add}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
                  runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent"}
 
@@ -96,7 +103,25 @@ class _Lowering(gast.NodeTransformer):
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
             return self.visit_Assign(gast.copy_location(assign, node))
         self.generic_visit(node)
-        return node
+        return self.in_place_add(node)
+
+    def in_place_add(self, node):
+        """`x += matmul_grad_left(g, a, b)` -> `x = matmul_grad_left_add(x, g, a, b)`."""
+        call = node.value
+        if not (isinstance(node.op, gast.Add) and isinstance(node.target, gast.Name) and
+                isinstance(call, gast.Call) and not call.keywords and len(call.args) == 3 and
+                not any(isinstance(a, gast.Starred) for a in call.args)):
+            return node
+        helper = resolve(self.fn, call.func, None)
+        adder = _IN_PLACE_ADDERS.get(helper) if _hashable(helper) else None
+        if adder is None:
+            return node
+        value = self.call(adder, adder.__name__, [_name(node.target.id)] + call.args, call)
+        new = gast.copy_location(gast.Assign(targets=[node.target], value=value,
+                                             type_comment=None), node)
+        if emit.comment_of(node):
+            emit.annotate(new, emit.comment_of(node))
+        return new
 
     def visit_Call(self, node):
         self.generic_visit(node)

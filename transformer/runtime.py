@@ -45,7 +45,9 @@ __all__ = [
     "inside",
     "matmul",
     "matmul_grad_left",
+    "matmul_grad_left_add",
     "matmul_grad_right",
+    "matmul_grad_right_add",
     "moveaxis",
     "norm",
     "outer_or_matmul",
@@ -266,12 +268,13 @@ def unbroadcast(g, x):
     if g.ndim < len(shape):
         return np.broadcast_to(g, shape).copy()
     g = np.sum(g, axis=tuple(range(g.ndim - len(shape))))
-    axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 1)
-    return np.sum(g, axis=axes, keepdims=True) if axes else g
+    return _fold_same_rank(g, shape)
 
 
 @overload(unbroadcast)
 def _unbroadcast_nb(g, x):
+    # the implementation is chosen by rank at typing time: most adjoints have the shape of
+    # their primal, and the generic fold costs seconds of compile and allocations per call
     if not isinstance(x, types.Array):
         target = as_dtype(_nb_float(x)).type
         if isinstance(g, types.Array):
@@ -279,15 +282,70 @@ def _unbroadcast_nb(g, x):
         return lambda g, x: target(g)
     if not isinstance(g, types.Array) or g.ndim < x.ndim:
         return lambda g, x: broadcast_like(g, x)
+    if g.ndim == x.ndim and g.layout == "C":
+        def same_rank(g, x):
+            if g.shape == x.shape:
+                return g
+            return _fold_same_rank(g, x.shape)
+        return same_rank
+    if g.ndim == x.ndim:
+        def same_rank_strided(g, x):      # one C-contiguous result type for both branches
+            if g.shape == x.shape:
+                return np.ascontiguousarray(g)
+            return _fold_same_rank(g, x.shape)
+        return same_rank_strided
 
     def impl(g, x):
-        gshape = np.asarray(g.shape)
-        xshape = np.ones(g.ndim, np.int64)
-        xshape[g.ndim - x.ndim:] = np.asarray(x.shape)
         out = np.zeros(x.size, g.dtype)
-        _reduce_into(np.ascontiguousarray(g).ravel(), gshape, out, xshape, 0)
+        _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape), out,
+                     _padded_shape(x.shape, g.ndim), 0)
         return out.reshape(x.shape)
     return impl
+
+
+@register_jitable
+def _padded_shape(shape, ndim):
+    """``shape`` with leading ones up to ``ndim`` axes, as an int array (a loop: a slice
+    assignment pulls in Numba's shape-mismatch error formatting, seconds of compile)."""
+    out = np.ones(ndim, np.int64)
+    for k in range(len(shape)):
+        out[ndim - len(shape) + k] = shape[k]
+    return out
+
+
+def _fold_same_rank(g, shape):
+    """``g`` summed over the axes where ``shape`` has length 1, keeping them."""
+    axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+@overload(_fold_same_rank)
+def _fold_same_rank_nb(g, shape):
+    dtype = as_dtype(g.dtype).type   # a class, as zeros_like passes: one np.zeros compile
+    if g.ndim == 1:
+        def vector(g, shape):
+            out = np.zeros(shape, dtype)
+            n = shape[0]
+            for i in range(g.shape[0]):
+                out[i % n] += g[i]
+            return out
+        return vector
+    if g.ndim == 2:
+        def matrix(g, shape):
+            out = np.zeros(shape, dtype)
+            n0, n1 = shape
+            for i in range(g.shape[0]):
+                for j in range(g.shape[1]):
+                    out[i % n0, j % n1] += g[i, j]
+            return out
+        return matrix
+
+    def any_rank(g, shape):
+        out = np.zeros(shape, dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape),
+                     out.reshape(out.size), np.asarray(shape), 0)
+        return out
+    return any_rank
 
 
 def broadcast_like(t, z):
@@ -307,10 +365,9 @@ def _broadcast_like_nb(t, z):
         return lambda t, z: np.full(z.shape, t)
 
     def impl(t, z):
-        tshape = np.ones(z.ndim, np.int64)
-        tshape[z.ndim - t.ndim:] = np.asarray(t.shape)
         out = np.empty(z.size, t.dtype)
-        _gather(np.ascontiguousarray(t).ravel(), tshape, out, np.asarray(z.shape))
+        _gather(np.ascontiguousarray(t).ravel(), _padded_shape(t.shape, z.ndim), out,
+                np.asarray(z.shape))
         return out.reshape(z.shape)
     return impl
 
@@ -981,6 +1038,22 @@ def matmul_grad_right(g, a, b):
     return unbroadcast(np.matmul(_swap_last(a), g), b)
 
 
+def _outer_nb(u, v):
+    """A jitable ``np.outer(u, v)`` for two vectors of these types, written as a loop:
+    Numba's np.outer compiles for a second and more and copies each operand."""
+    dtype = np.result_type(as_dtype(u.dtype), as_dtype(v.dtype)).type
+
+    @register_jitable
+    def outer(u, v):
+        out = np.empty((u.shape[0], v.shape[0]), dtype)
+        for i in range(u.shape[0]):
+            ui = u[i]
+            for j in range(v.shape[0]):
+                out[i, j] = ui * v[j]
+        return out
+    return outer
+
+
 @overload(matmul_grad_left)
 def _matmul_grad_left_nb(g, a, b):
     na = a.ndim if isinstance(a, types.Array) else 0
@@ -990,7 +1063,8 @@ def _matmul_grad_left_nb(g, a, b):
     if na == 1 and nb == 1:
         return lambda g, a, b: g * b
     if na == 2 and nb == 1:
-        return lambda g, a, b: np.outer(g, b)
+        outer = _outer_nb(g, b)
+        return lambda g, a, b: outer(g, b)
     if na == 1 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
     if na == 2 and nb == 2:
@@ -1015,7 +1089,8 @@ def _matmul_grad_right_nb(g, a, b):
     if na == 2 and nb == 1:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
     if na == 1 and nb == 2:
-        return lambda g, a, b: np.outer(a, g)
+        outer = _outer_nb(a, g)
+        return lambda g, a, b: outer(a, g)
     if na == 2 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
     if na == 1:
@@ -1024,6 +1099,69 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: unbroadcast(
             matmul(_swap_last_nb(a), _append_axis(g))[:, :, 0], b)
     return lambda g, a, b: unbroadcast(matmul(_swap_last_nb(a), g), b)
+
+
+def matmul_grad_left_add(acc, g, a, b):
+    """``acc += matmul_grad_left(g, a, b)``, returning ``acc`` (an array is updated in place).
+
+    Compiled code accumulates into a parameter's adjoint through this (see lowering.py):
+    the adjoint of the matrix in a matrix-vector product is an outer product, which is
+    added in place instead of built as a temporary matrix and then added.
+    """
+    acc += matmul_grad_left(g, a, b)
+    return acc
+
+
+def matmul_grad_right_add(acc, g, a, b):
+    """``acc += matmul_grad_right(g, a, b)``, returning ``acc`` (see matmul_grad_left_add)."""
+    acc += matmul_grad_right(g, a, b)
+    return acc
+
+
+def _is_vector(ty) -> bool:
+    return isinstance(ty, types.Array) and ty.ndim == 1
+
+
+def _outer_add_nb(acc, u, v):
+    """A jitable ``acc += np.outer(u, v)`` in place, or None when the types are others."""
+    if not (isinstance(acc, types.Array) and acc.ndim == 2 and _is_vector(u) and
+            _is_vector(v)):
+        return None
+
+    @register_jitable
+    def outer_add(acc, u, v):
+        if acc.shape[0] != u.shape[0] or acc.shape[1] != v.shape[0]:
+            raise ValueError("matmul adjoint: the accumulator's shape is not the operand's")
+        for i in range(u.shape[0]):
+            ui = u[i]
+            for j in range(v.shape[0]):
+                acc[i, j] += ui * v[j]
+        return acc
+    return outer_add
+
+
+@overload(matmul_grad_left_add)
+def _matmul_grad_left_add_nb(acc, g, a, b):
+    outer_add = _outer_add_nb(acc, g, b) if _is_vector(g) and _is_vector(b) else None
+    if outer_add is not None:
+        return lambda acc, g, a, b: outer_add(acc, g, b)
+
+    def generic(acc, g, a, b):
+        acc += matmul_grad_left(g, a, b)
+        return acc
+    return generic
+
+
+@overload(matmul_grad_right_add)
+def _matmul_grad_right_add_nb(acc, g, a, b):
+    outer_add = _outer_add_nb(acc, a, g) if _is_vector(a) and _is_vector(g) else None
+    if outer_add is not None:
+        return lambda acc, g, a, b: outer_add(acc, a, g)
+
+    def generic(acc, g, a, b):
+        acc += matmul_grad_right(g, a, b)
+        return acc
+    return generic
 
 
 def outer_or_matmul(t, z):

@@ -285,18 +285,29 @@ def push(tape, n, value):
 
 @register_jitable
 def _grown(tape):
-    return _copied_into(np.empty((2 * tape.shape[0],) + tape.shape[1:], tape.dtype), tape)
+    return _with_rows(tape, 2 * tape.shape[0])
 
 
 @register_jitable
-def _copied_into(bigger, tape):
-    """`bigger` with `tape`'s rows as its first rows (a flat loop: N-d slice assignment
-    costs Numba seconds of compile time)."""
-    src = tape.reshape(tape.size)
-    dst = bigger.reshape(bigger.size)
-    for k in range(src.size):
-        dst[k] = src[k]
+def _with_rows(tape, rows):
+    """A tape of `rows` rows whose first rows are `tape`'s."""
+    bigger = np.empty((rows,) + tape.shape[1:], tape.dtype)
+    _copy_flat(bigger, tape)
     return bigger
+
+
+@register_jitable
+def _copy_flat(dst, src):
+    """The first `src.size` elements of `dst` (C order) set to those of `src`.
+
+    Flat iterators, not a reshape or a slice assignment: under Numba those pull in the
+    formatting of their shape-mismatch errors, a second or more of compile time each.
+    """
+    out = dst.flat
+    k = 0
+    for v in src.flat:
+        out[k] = v
+        k += 1
 
 
 def _tape_dtype(ty, promote):
@@ -327,12 +338,13 @@ overload(exact_tape)(_tape_overload(False))
 def _push_nb(tape, n, value):
     if isinstance(value, types.Array):
         def rows(tape, n, value):
+            if value.shape != tape.shape[1:]:
+                raise ValueError("a recorded variable changed shape between assignments; "
+                                 "reverse mode records it on a typed tape, so give it one "
+                                 "shape from its first assignment")
             if n == tape.shape[0]:
                 tape = _grown(tape)
-            src = np.ravel(value)
-            dst = tape[n].reshape(src.size)
-            for k in range(src.size):
-                dst[k] = src[k]
+            _copy_flat(tape[n], value)
             return tape
         return rows
 
@@ -408,7 +420,7 @@ def reserve(tape, n):
     """`tape` with room for at least `n` entries (its first rows kept)."""
     if tape.shape[0] >= n:
         return tape
-    return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
+    return _with_rows(tape, n)
 
 
 @overload(reserve)
@@ -416,7 +428,7 @@ def _reserve_nb(tape, n):
     def impl(tape, n):
         if tape.shape[0] >= n:
             return tape
-        return _copied_into(np.empty((n,) + tape.shape[1:], tape.dtype), tape)
+        return _with_rows(tape, n)
     return impl
 
 
