@@ -23,7 +23,8 @@ Only variables the reverse sweep reads are considered at all (the *needed* set),
 value that is overwritten but never needed costs nothing. A variable read only for its
 shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
 (`shape_stable`); an accumulator read that way keeps its first shape, checked by
-`check_shape` at each later assignment, instead of being recorded.
+`check_shape` at each later assignment (or, where reverse.py moves the check, at that
+assignment's adjoint), instead of being recorded.
 
 The runtime helpers below run as plain Python and, through `numba.extending.overload`,
 inside compiled code.
@@ -159,7 +160,7 @@ def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
     return stable - set(anchors)
 
 
-_SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
+SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
                   np.around, np.clip, np.where, np.copy, abs, max, min, float)
 
 
@@ -182,18 +183,18 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
                 isinstance(d, gast.For) for d in facts.defs.get(i.id, [None])))
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
-        func = _resolve(value.func, env)
+        func = resolve_in(env, value.func)
         known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
-            or any(func is f for f in _SHAPE_KEEPING)
+            or any(func is f for f in SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
     return False
 
 
-def _resolve(func, env):
+def resolve_in(env, func):
     if isinstance(func, gast.Name):
         return env.get(func.id)
     if isinstance(func, gast.Attribute):
-        base = _resolve(func.value, env)
+        base = resolve_in(env, func.value)
         return getattr(base, func.attr, None) if base is not None else None
     return None
 
