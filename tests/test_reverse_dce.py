@@ -175,3 +175,45 @@ def test_weak_reads_must_find_their_name_bound():
     weak[0].secant_weak = True
     assert not weak_reads_bound(fn.body, ["x", "n"])
     assert weak_reads_bound(fn.body, ["x", "n", "e"])
+
+
+# ---------------------------------------------------------------- a called helper per pair
+
+
+def wrapped(d, box):
+    if d > 0.5 * box:
+        return d - box
+    if d < -0.5 * box:
+        return d + box
+    return d
+
+
+def particle_energy(xi, pos, box):
+    e = 0.0
+    for j in range(pos.shape[0]):
+        d = xi - pos[j]
+        dx = wrapped(d[0], box)
+        dy = wrapped(d[1], box)
+        r2 = dx * dx + dy * dy
+        if r2 < 1.0:
+            e += (1.0 - r2) ** 2
+    return e
+
+
+def test_pure_helper_is_recomputed_and_pair_adjoints_stay_inside_the_cutoff():
+    tree = gast.parse(source(grad(particle_energy)))
+    outer = tree.body[0]
+    assert "push(" not in ast.unparse(gast.gast_to_ast(outer))   # dx, dy recomputed
+    assert sum(isinstance(n, gast.For) for n in gast.walk(outer)) == 1
+    [cutoff] = [n for n in gast.walk(outer) if isinstance(n, gast.If)]
+    inside = {n.targets[0].id for n in gast.walk(cutoff) if isinstance(n, gast.Assign)
+              and isinstance(n.targets[0], gast.Name)}
+    assert {"bd", "dx_grads", "dy_grads"} <= inside
+
+
+def test_pair_energy_with_helper_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    pos = rng.uniform(0.0, 2.0, size=(9, 2))
+    xi = np.array([0.9, 1.1])
+    got = grad(particle_energy)(xi, pos, 2.0)
+    assert_gradient_close(got, central_differences(particle_energy, (xi, pos, 2.0), 0))
