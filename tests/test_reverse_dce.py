@@ -217,3 +217,36 @@ def test_pair_energy_with_helper_matches_finite_differences():
     xi = np.array([0.9, 1.1])
     got = grad(particle_energy)(xi, pos, 2.0)
     assert_gradient_close(got, central_differences(particle_energy, (xi, pos, 2.0), 0))
+
+
+# ---------------------------------------------------------------- what may be recomputed
+
+
+def sines_of_a_changing_array(x):
+    a = x * 1.0
+    s = 0.0
+    for i in range(3):
+        v = np.sum(np.sin(a))           # reads `a`, written just after: not recomputable
+        a[i] = a[i] * 3.0
+        s += v * v
+    return s
+
+
+def total_square(a):
+    return np.sum(a * a)
+
+
+def squares_of_a_changing_array(x):
+    a = x * 1.0
+    s = 0.0
+    for i in range(3):
+        v = total_square(a)             # a pure helper reading `a`: the same
+        a[i] = a[i] * 3.0
+        s += v * v
+    return s
+
+
+@pytest.mark.parametrize("f", [sines_of_a_changing_array, squares_of_a_changing_array])
+def test_values_read_from_an_array_written_later_are_recorded_not_recomputed(f):
+    x = np.array([0.3, 0.5, 0.7])
+    assert_gradient_close(grad(f)(x), central_differences(f, (x,), 0), f.__name__)

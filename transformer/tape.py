@@ -113,9 +113,13 @@ def _reads_local_to(facts: Facts, name: str, stmt) -> bool:
 
 
 def _reads_written_array(facts: Facts, stmt) -> bool:
+    """Whether `stmt` reads the contents of an array written in place: re-run at the start
+    of its block's reverse, it would see the writes made after it (`v = np.sin(a)`
+    before `a[i] = ...`). Its shape cannot change."""
     value = stmt.value
-    return isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
-        value.value.id in facts.written
+    if isinstance(value, gast.Attribute):
+        return False
+    return any(n in facts.written for n in operand_names(value))
 
 
 def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> TapePlan:
