@@ -194,7 +194,7 @@ class _Reverse:
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
-            self.pure)
+            self.pure, self.order)
         self.loops_of[id(self.ret)] = ()
 
     def _close_written_over_aliases(self) -> None:

@@ -7,9 +7,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
 - *invariant*: assigned at most once and not inside a loop (or a parameter never
   reassigned): the forward value is still there; nothing to do.
 - *recomputed*: assigned once, inside a loop, from invariant values, loop indices, other
-  recomputed values and arrays never written in place, and read only inside the block of
-  its assignment. The reverse of that block starts by re-running the assignment, so the
-  value is never stored (the pair loop of a Lennard-Jones energy pushes nothing).
+  recomputed values, recorded values not reassigned after it in its block, and arrays
+  never written in place, and read only inside the block of its assignment. The reverse
+  of that block starts by re-running the assignment, so the value is never stored (the
+  pair loop of a Lennard-Jones energy pushes nothing).
 - *taped*: everything else the reverse reads. Each assignment records the new value on
   the variable's tape; after the statement's adjoint the value is popped and the variable
   restored to the previous entry. Tapes are typed NumPy arrays, created at the first
@@ -64,6 +65,7 @@ class Facts:
     params: set
     written: set             # arrays written in place
     pure: callable           # stmt -> whether re-running it is free of side effects
+    order: dict = dataclasses.field(default_factory=dict)   # id(stmt) -> position in body
 
 
 def operand_names(value) -> list[str]:
@@ -85,8 +87,9 @@ def _loop_index(facts: Facts, name: str, stmt) -> bool:
         any(loop is defs[0] for loop in facts.loops_of[id(stmt)])
 
 
-def recomputable(facts: Facts, globals_: set) -> set:
-    """Names whose single in-loop assignment can be re-run in the reverse sweep."""
+def recomputable(facts: Facts, globals_: set, recorded: set = frozenset()) -> set:
+    """Names whose single in-loop assignment can be re-run in the reverse sweep; it may
+    read names of `recorded`, which are restored from their records (see `_settled`)."""
     found: set = set()
     changed = True
     while changed:
@@ -97,14 +100,30 @@ def recomputable(facts: Facts, globals_: set) -> set:
             stmt = defs[0]
             if not isinstance(stmt, gast.Assign) or not facts.loops_of[id(stmt)]:
                 continue
-            if not facts.pure(stmt) or not _reads_local_to(facts, name, stmt):
+            if not facts.pure(stmt) or not _reads_local_to(facts, name, stmt) or \
+                    getattr(stmt, "secant_late_restore", False):
                 continue
             if all(n in globals_ or n in found or invariant(facts, n) or
-                   _loop_index(facts, n, stmt) for n in operand_names(stmt.value)) and \
+                   _loop_index(facts, n, stmt) or
+                   (n in recorded and _settled(facts, n, stmt))
+                   for n in operand_names(stmt.value)) and \
                     not _reads_written_array(facts, stmt):
                 found.add(name)
                 changed = True
     return found
+
+
+def _settled(facts: Facts, name: str, stmt) -> bool:
+    """Whether `name`, assigned (and so recorded) elsewhere, holds at the start of the
+    reverse of `stmt`'s block the value `stmt` read: the reverse sweep has undone every
+    later assignment by then, so none may follow `stmt` in its own block
+    (`r2` after its accumulation loop, read by `s6 = (sigma2 / r2) ** 3`)."""
+    defs = facts.defs.get(name, [])
+    if not facts.order or not defs or not all(isinstance(d, gast.Assign) for d in defs) or \
+            any(_reads_written_array(facts, d) for d in defs):   # a view sees later writes
+        return False
+    block, at = facts.inside[facts.block_of[id(stmt)]], facts.order[id(stmt)]
+    return not any(id(d) in block and facts.order[id(d)] > at for d in defs)
 
 
 def _reads_local_to(facts: Facts, name: str, stmt) -> bool:
@@ -124,7 +143,9 @@ def _reads_written_array(facts: Facts, stmt) -> bool:
 
 def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> TapePlan:
     """Decide recompute / tape / save-items for every name in `needed` (closed here)."""
-    candidates = recomputable(facts, globals_)
+    # names the reverse reads anyway are recorded unless recomputed: reading them costs
+    # nothing more; those recorded as floats (promoted ints) cannot stand for their ints
+    candidates = recomputable(facts, globals_, needed - float_names)
     needed = set(needed)
     work = list(needed)
     while work:
