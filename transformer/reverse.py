@@ -4,7 +4,10 @@ Input: any Function, normalized first by `reverse_prepare.prepare` (ANF, exits l
 to flags, one assignment per value where possible, loops instrumented). Activity
 (`activity.py`) picks the variables that get adjoints; `tape.py` decides which values the
 reverse sweep recomputes and which it records; `reverse_tidy.py` removes work on adjoints
-known to be zero. Output invariant: a function
+known to be zero; `reverse_dce.py` removes work whose results nobody reads. For grad and
+vjp a second, *lean* variant is also built, where the forward sweep's loops feed nothing
+the reverse sweep reads (see `lean_reads`): the dead-code pass then drops them, and the
+variant is taken when it has fewer loops. Output invariant: a function
 
     def grad_f(<f's parameters>[, cotangents]):
         <forward sweep: f's statements, plus tape records where tape.py asks for them>
@@ -40,6 +43,7 @@ from . import activity, runtime, tape
 from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer, free_names
+from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
 from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
 from .specialize import is_literal
@@ -62,11 +66,21 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
         raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion): reverse mode "
                               "cannot differentiate it", "rewrite the recursion as a loop")
     _in_progress.append(key)
+    label = label or f"{mode}(argnums={tuple(wrt)})"
     try:
-        builder = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads)
-        return builder.build(label or f"{mode}(argnums={tuple(wrt)})")
+        built = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads).build(label)
+        if mode == VALUE_AND_GRAD or not _loop_count(fn.node):
+            return built
+        lean = _Reverse(prepare(fn), tuple(wrt), mode, has_aux, tuple_grads,
+                        lean=True).build(label)
+        return lean if lean is not None and \
+            _loop_count(lean.node) < _loop_count(built.node) else built
     finally:
         _in_progress.pop()
+
+
+def _loop_count(node) -> int:
+    return sum(isinstance(n, (gast.For, gast.While)) for n in gast.walk(node))
 
 
 # ---------------------------------------------------------------- statement kinds
@@ -112,8 +126,9 @@ def _rule_reads_result_items(obj) -> bool:
 
 class _Reverse:
     def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
-                 tuple_grads: bool = False):
+                 tuple_grads: bool = False, lean: bool = False):
         self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.lean = lean
         self.tuple_grads = tuple_grads
         self.namer = Namer.for_function(fn)
         self.env: dict = dict(fn.env)
@@ -151,9 +166,12 @@ class _Reverse:
                 errors.append(exc)
         if errors:
             raise errors[-1]
+        self.counters: dict = {}
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names())
-        self.counters: dict = {}
+        for var, sites in sorted(self.moved_guards.items()):
+            for site, expr in sites:
+                self.adjoints[id(site)][:0] = self.shape_check(var, expr)
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
@@ -176,7 +194,7 @@ class _Reverse:
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
-            self.pure)
+            self.pure, self.order)
         self.loops_of[id(self.ret)] = ()
 
     def _close_written_over_aliases(self) -> None:
@@ -294,8 +312,9 @@ class _Reverse:
         if isinstance(value, gast.Call):
             obj = resolve(self.fn, value.func, None)
             module = getattr(obj, "__module__", "") or ""
-            return obj is not None and "random" not in module and \
-                self.prims[id(stmt)].kind != "call"
+            if self.prims[id(stmt)].kind == "call":
+                return _cheap_pure_function(obj)
+            return obj is not None and "random" not in module
         return not isinstance(value, (gast.Dict, gast.List))
 
     # ------------------------------------------------------------ classification
@@ -643,11 +662,114 @@ class _Reverse:
         multiple = {v for v in primal if len(self.defs[v]) > 1 or
                     (v in self.fn.params and self.defs[v])}
         self.guarded = {v for v in shapes & multiple if self.first_definition(v)}
+        self.moved_guards = {}
+        if self.lean:
+            values |= self.lean_reads(shapes - values)
         fixed = {v for v in primal if tape.invariant(self.facts, v)} | self.guarded | \
+            self.copied_into_guarded() | \
             (values & multiple) | {v for v in primal
                                    if all(isinstance(d, gast.For) for d in self.defs[v])}
         stable = tape.shape_stable(self.facts, fixed, self.env)
         return values | (shapes - fixed - stable)
+
+    # ------------------------------------------------------------ a gradient without its
+    # forward loops: when nothing the reverse sweep reads needs the forward loop's results,
+    # the loop is dead (reverse_dce drops it). The lean variant makes that so where it can:
+    # values read only for their shape are recomputed in the reverse sweep where they are
+    # cheap to, and an accumulator's shape check moves next to its assignment's adjoint,
+    # where the operands are at hand again, so the accumulator itself is read only for
+    # its shape (weakly: its first value will do, the checks guarantee its shape).
+    def lean_reads(self, shape_only: set) -> set:
+        """Values the lean reverse sweep reads in addition; sets `self.moved_guards`."""
+        extra = shape_only & tape.recomputable(self.facts, set(self.env))
+        for var in sorted(self.guarded):
+            sites = self.check_sites(var)
+            if sites is not None:
+                self.moved_guards[var] = sites
+                extra |= {n for _, expr in sites for n in _names([expr])
+                          if n != var and n in self.defs}
+        return extra
+
+    def check_sites(self, var: str):
+        """[(statement, value)] whose adjoint can check each later assignment of `var`
+        keeps its shape, by evaluating the value again; None where one cannot."""
+        pure = pure_calls(self.env)
+        sites = []
+        for d in self.defs[var]:
+            if d is self.first_definition(var):
+                continue
+            if not isinstance(d, gast.Assign):
+                return None
+            site = d
+            if isinstance(d.value, gast.Name) and self.copy_source(d) is not None:
+                site = self.copy_source(d)
+            if not self.adjoints.get(id(site)) or \
+                    any(isinstance(n, gast.Call) and not pure(n) or
+                        isinstance(n, (gast.Dict, gast.List)) for n in gast.walk(site.value)):
+                return None
+            sites.append((site, site.value))
+        return sites
+
+    def shape_check(self, var: str, expr) -> list:
+        """`t = <expr>; check_shape(t, var_shape)`, `var` read in `expr` only weakly."""
+        expr = copy.deepcopy(expr)
+        for node in gast.walk(expr):
+            if isinstance(node, gast.Name) and node.id == var:
+                node.secant_weak = True
+        checked = self.namer.fresh(var + "_checked")
+        check = call(name(self.helper("check_shape", tape.check_shape)), name(checked),
+                     name(self.shape_name(var)))
+        return [assign(checked, expr), gast.Expr(value=check)]
+
+    def mark_weak_reads(self, node) -> None:
+        """Shape and float-type reads of guarded accumulators, where any of their values
+        serves; and of values computed from them only for such reads (`out = 0.5 * e`
+        read by the seed alone), whose assignments read their operands weakly in turn."""
+        positions = {id(sub.args[k]) for sub in gast.walk(node)
+                     if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name)
+                     for k in [_WEAK_ARGUMENTS.get(self.env.get(sub.func.id))]
+                     if k is not None and k < len(sub.args) and
+                     isinstance(sub.args[k], gast.Name)}
+        weak = set(self.guarded)
+        for stmt in reversed(node.body):
+            if self._weak_definition(node, stmt, positions):
+                stmt.secant_weak_definition = True
+                weak.add(stmt.targets[0].id)
+                positions |= {id(n) for n in gast.walk(stmt.value) if isinstance(n, gast.Name)}
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Name) and id(sub) in positions and sub.id in weak:
+                sub.secant_weak = True
+
+    def _weak_definition(self, node, stmt, positions: set) -> bool:
+        """Whether top-level `t = <expr>`, assigned once, is read only in weak positions
+        and `<expr>`'s shape and type follow from its operands'."""
+        if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and
+                _shape_follows_operands(stmt.value, self.env)):
+            return False
+        var = stmt.targets[0].id
+        names = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == var]
+        return sum(not isinstance(n.ctx, gast.Load) for n in names) == 1 and \
+            all(id(n) in positions for n in names if isinstance(n.ctx, gast.Load))
+
+    def copied_into_guarded(self) -> set:
+        """Names `t` copied into a guarded accumulator right after their assignment
+        (`e_next = e + w; e = e_next`): the accumulator's check fixes their shape too."""
+        found = set()
+        for var in self.guarded:
+            for d in self.defs[var]:
+                if isinstance(d, gast.Assign) and isinstance(d.value, gast.Name) and \
+                        self.copy_source(d) is not None:
+                    found.add(d.value.id)
+        return found
+
+    def copy_source(self, copy_stmt):
+        """The single assignment of the name `copy_stmt` copies, in the same block."""
+        defs = self.defs.get(copy_stmt.value.id, [])
+        if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                self.block_of[id(defs[0])] == self.block_of[id(copy_stmt)] and \
+                self.order[id(defs[0])] < self.order[id(copy_stmt)]:
+            return defs[0]
+        return None
 
     def first_definition(self, var: str):
         """The assignment that defines `var` before any other can run (None if unclear);
@@ -704,6 +826,12 @@ class _Reverse:
                      v not in self.elements}
             tidy_reverse(node.body, self.helper("zeros_like", runtime.zeros_like),
                          adjoint_names, owned)
+        if self.lean:
+            self.mark_weak_reads(node)
+        eliminate_dead_code(node.body, pure_calls(self.env, _cheap_pure_function))
+        if self.lean and not weak_reads_bound(node.body, self.fn.params):
+            return None
+        forget_weak_reads(node)          # a transform of this code decides for itself
         located(node, self.fn.node)          # generated lines point at the def line
         for free in free_names(node):       # builtins a rule's code names (slice, ...)
             if free not in self.env and hasattr(builtins, free):
@@ -789,6 +917,8 @@ class _Reverse:
         if var not in self.guarded:
             return []
         reference = self.shape_name(var)
+        if var in self.moved_guards and self.first_definition(var) is not stmt:
+            return []                           # checked in the reverse sweep instead
         if self.first_definition(var) is stmt:
             return [located(assign(reference, call(name(self.helper(
                 "shape_of", tape.shape_of)), name(var))), stmt)]
@@ -1109,6 +1239,30 @@ def _may_overlap(read_index, write_index) -> bool:
     return False
 
 
+def _cheap_pure_function(obj, depth: int = 0) -> bool:
+    """Whether a user function computes its result from its arguments alone and without
+    loops: running it again in the reverse sweep costs about what recording it would
+    (`minimum_image(d, box)` in a pair loop)."""
+    from .api_reverse import CustomVJP
+    from .frontend import parse
+    if isinstance(obj, CustomVJP) or depth > 3:
+        return False
+    try:
+        fn = parse(obj)
+    except TransformError:
+        return False
+    pure = pure_calls(fn.env, lambda callee: _cheap_pure_function(callee, depth + 1))
+    for node in gast.walk(gast.Module(body=fn.node.body, type_ignores=[])):
+        if isinstance(node, (gast.For, gast.While, gast.Global, gast.Nonlocal, gast.Raise,
+                             gast.Assert, gast.FunctionDef, gast.Lambda, gast.Try,
+                             gast.With)) or \
+                isinstance(node, (gast.Subscript, gast.Attribute)) and \
+                isinstance(node.ctx, gast.Store) or \
+                isinstance(node, gast.Call) and not pure(node):
+            return False
+    return True
+
+
 def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
     """A callee's vjp runs its forward code again: writing into an argument would then
     write twice, so it is refused."""
@@ -1135,6 +1289,26 @@ def _primal_params(obj) -> list:
 _DTYPE_ARGUMENTS = {runtime.cast_like: 1}
 _SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0,
                     runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
+
+
+def _shape_follows_operands(value, env) -> bool:
+    """Elementwise arithmetic or a shape-keeping call of atoms (`0.5 * e`, `np.sum(e)`)."""
+    def atom(node):
+        return isinstance(node, (gast.Name, gast.Constant))
+    if isinstance(value, gast.BinOp) and not isinstance(value.op, gast.MatMult):
+        return atom(value.left) and atom(value.right)
+    if isinstance(value, gast.UnaryOp):
+        return atom(value.operand)
+    if isinstance(value, gast.Call) and not value.keywords:
+        func = tape.resolve_in(env, value.func)
+        return (isinstance(func, np.ufunc) or any(func is f for f in tape.SHAPE_KEEPING)) \
+            and all(atom(a) for a in value.args)
+    return False
+
+
+# the argument a helper reads only for its shape and float type
+_WEAK_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
+                   runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
 
 
 def _reads(stmts, env) -> tuple[set, set]:
@@ -1199,6 +1373,7 @@ def _install_overloads():
 
 
 _install_overloads()
+_WEAK_ARGUMENTS[unit_cotangent] = 0
 # helpers whose results do not depend on their arguments' values (shapes, types, zeros)
 nondifferentiable(unit_cotangent, float_zeros, tape.float_tape, tape.exact_tape,
                   tape.items_buffer, tape.trip_count, tape.range_last)

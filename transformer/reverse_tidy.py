@@ -1,7 +1,8 @@
 """Tidy the reverse sweep: fewer allocations and no work on adjoints known to be zero.
 
 Input: a generated gradient body (reverse.py), where every adjoint update has the form
-`bv = bv + e` or an in-place rule call such as `scatter_add(bx, i, e)`, and each block's
+`bv = bv + e`, `bv[k] = bv[k] + e` or an in-place rule call such as `scatter_add(bx, i, e)`,
+and each block's
 adjoints start as `bv = zeros_like(v)`. Two rewrites, both exact:
 
 1. *Sinking into branches*: adjoints zeroed before a reversed `if c:` and set only inside
@@ -103,7 +104,20 @@ def _update(stmt, adjoint_names: set):
             stmt.value.args and isinstance(stmt.value.args[0], gast.Name):
         call = stmt.value               # an in-place accumulation: scatter_add(bx, i, e)
         return call.args[0].id, _reads(call.args[1:], adjoint_names), False
+    if _item_accumulation(stmt):        # bx[k] = bx[k] + e
+        return stmt.targets[0].value.id, _reads(stmt.value.right, adjoint_names), False
     return None
+
+
+def _item_accumulation(stmt) -> bool:
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Subscript) and
+            isinstance(stmt.targets[0].value, gast.Name) and
+            isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.op, gast.Add)):
+        return False
+    target, left = stmt.targets[0], stmt.value.left
+    return isinstance(left, gast.Subscript) and isinstance(left.value, gast.Name) and \
+        left.value.id == target.value.id and \
+        gast.dump(left.slice) == gast.dump(target.slice)
 
 
 def _reads(node, adjoint_names: set) -> set:

@@ -7,9 +7,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
 - *invariant*: assigned at most once and not inside a loop (or a parameter never
   reassigned): the forward value is still there; nothing to do.
 - *recomputed*: assigned once, inside a loop, from invariant values, loop indices, other
-  recomputed values and arrays never written in place, and read only inside the block of
-  its assignment. The reverse of that block starts by re-running the assignment, so the
-  value is never stored (the pair loop of a Lennard-Jones energy pushes nothing).
+  recomputed values, recorded values not reassigned after it in its block, and arrays
+  never written in place, and read only inside the block of its assignment. The reverse
+  of that block starts by re-running the assignment, so the value is never stored (the
+  pair loop of a Lennard-Jones energy pushes nothing).
 - *taped*: everything else the reverse reads. Each assignment records the new value on
   the variable's tape; after the statement's adjoint the value is popped and the variable
   restored to the previous entry. Tapes are typed NumPy arrays, created at the first
@@ -23,7 +24,8 @@ Only variables the reverse sweep reads are considered at all (the *needed* set),
 value that is overwritten but never needed costs nothing. A variable read only for its
 shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
 (`shape_stable`); an accumulator read that way keeps its first shape, checked by
-`check_shape` at each later assignment, instead of being recorded.
+`check_shape` at each later assignment (or, where reverse.py moves the check, at that
+assignment's adjoint), instead of being recorded.
 
 The runtime helpers below run as plain Python and, through `numba.extending.overload`,
 inside compiled code.
@@ -63,6 +65,7 @@ class Facts:
     params: set
     written: set             # arrays written in place
     pure: callable           # stmt -> whether re-running it is free of side effects
+    order: dict = dataclasses.field(default_factory=dict)   # id(stmt) -> position in body
 
 
 def operand_names(value) -> list[str]:
@@ -84,8 +87,9 @@ def _loop_index(facts: Facts, name: str, stmt) -> bool:
         any(loop is defs[0] for loop in facts.loops_of[id(stmt)])
 
 
-def recomputable(facts: Facts, globals_: set) -> set:
-    """Names whose single in-loop assignment can be re-run in the reverse sweep."""
+def recomputable(facts: Facts, globals_: set, recorded: set = frozenset()) -> set:
+    """Names whose single in-loop assignment can be re-run in the reverse sweep; it may
+    read names of `recorded`, which are restored from their records (see `_settled`)."""
     found: set = set()
     changed = True
     while changed:
@@ -96,14 +100,30 @@ def recomputable(facts: Facts, globals_: set) -> set:
             stmt = defs[0]
             if not isinstance(stmt, gast.Assign) or not facts.loops_of[id(stmt)]:
                 continue
-            if not facts.pure(stmt) or not _reads_local_to(facts, name, stmt):
+            if not facts.pure(stmt) or not _reads_local_to(facts, name, stmt) or \
+                    getattr(stmt, "secant_late_restore", False):
                 continue
             if all(n in globals_ or n in found or invariant(facts, n) or
-                   _loop_index(facts, n, stmt) for n in operand_names(stmt.value)) and \
+                   _loop_index(facts, n, stmt) or
+                   (n in recorded and _settled(facts, n, stmt))
+                   for n in operand_names(stmt.value)) and \
                     not _reads_written_array(facts, stmt):
                 found.add(name)
                 changed = True
     return found
+
+
+def _settled(facts: Facts, name: str, stmt) -> bool:
+    """Whether `name`, assigned (and so recorded) elsewhere, holds at the start of the
+    reverse of `stmt`'s block the value `stmt` read: the reverse sweep has undone every
+    later assignment by then, so none may follow `stmt` in its own block
+    (`r2` after its accumulation loop, read by `s6 = (sigma2 / r2) ** 3`)."""
+    defs = facts.defs.get(name, [])
+    if not facts.order or not defs or not all(isinstance(d, gast.Assign) for d in defs) or \
+            any(_reads_written_array(facts, d) for d in defs):   # a view sees later writes
+        return False
+    block, at = facts.inside[facts.block_of[id(stmt)]], facts.order[id(stmt)]
+    return not any(id(d) in block and facts.order[id(d)] > at for d in defs)
 
 
 def _reads_local_to(facts: Facts, name: str, stmt) -> bool:
@@ -112,14 +132,20 @@ def _reads_local_to(facts: Facts, name: str, stmt) -> bool:
 
 
 def _reads_written_array(facts: Facts, stmt) -> bool:
+    """Whether `stmt` reads the contents of an array written in place: re-run at the start
+    of its block's reverse, it would see the writes made after it (`v = np.sin(a)`
+    before `a[i] = ...`). Its shape cannot change."""
     value = stmt.value
-    return isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and \
-        value.value.id in facts.written
+    if isinstance(value, gast.Attribute):
+        return False
+    return any(n in facts.written for n in operand_names(value))
 
 
 def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> TapePlan:
     """Decide recompute / tape / save-items for every name in `needed` (closed here)."""
-    candidates = recomputable(facts, globals_)
+    # names the reverse reads anyway are recorded unless recomputed: reading them costs
+    # nothing more; those recorded as floats (promoted ints) cannot stand for their ints
+    candidates = recomputable(facts, globals_, needed - float_names)
     needed = set(needed)
     work = list(needed)
     while work:
@@ -159,7 +185,7 @@ def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
     return stable - set(anchors)
 
 
-_SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
+SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
                   np.around, np.clip, np.where, np.copy, abs, max, min, float)
 
 
@@ -182,18 +208,18 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
                 isinstance(d, gast.For) for d in facts.defs.get(i.id, [None])))
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
-        func = _resolve(value.func, env)
+        func = resolve_in(env, value.func)
         known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
-            or any(func is f for f in _SHAPE_KEEPING)
+            or any(func is f for f in SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
     return False
 
 
-def _resolve(func, env):
+def resolve_in(env, func):
     if isinstance(func, gast.Name):
         return env.get(func.id)
     if isinstance(func, gast.Attribute):
-        base = _resolve(func.value, env)
+        base = resolve_in(env, func.value)
         return getattr(base, func.attr, None) if base is not None else None
     return None
 
