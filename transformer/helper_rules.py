@@ -289,10 +289,13 @@ def _accumulated_nb(target, index, values):
     return impl
 
 
+tape.SHAPE_OF_FIRST.append(accumulated)
+
+
 @adjoint(accumulated)
 def accumulated_adjoint(z, target, index, values):
     d[target] += d[z]
-    d[values] += d[z][index]
+    d[values] += unbroadcast(d[z][index], values)
 
 
 def accumulated_of_batch(target, index, values):

@@ -153,6 +153,7 @@ class _Reverse:
             raise errors[-1]
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names())
+        self.refuse_accumulator_reads()
         self.counters: dict = {}
 
     def helper(self, key: str, obj) -> str:
@@ -170,6 +171,9 @@ class _Reverse:
         self.simple: list = []
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
+        self.accumulating = _accumulating()
+        self.accumulators = self._accumulators()
+        self.written |= self.accumulators
         self._close_written_over_aliases()
         self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
@@ -178,6 +182,31 @@ class _Reverse:
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
             self.pure)
         self.loops_of[id(self.ret)] = ()
+
+    def _accumulators(self) -> set:
+        """Names of arrays that `b = accumulated(b, i, v)` (a rewritten `scatter_add`)
+        changes in place: the target and the result are one array."""
+        found = set()
+        for stmt in self.simple:
+            value = stmt.value
+            if isinstance(stmt.targets[0], gast.Name) and isinstance(value, gast.Call) and \
+                    resolve(self.fn, value.func, None) in self.accumulating:
+                found |= {stmt.targets[0].id} | set(_names(value.args[:1]))
+        return found
+
+    def refuse_accumulator_reads(self) -> None:
+        """The reverse sweep may read an accumulated array only for its shape: its values
+        change in place and are not recorded."""
+        read = (self.value_reads | self.plan.taped | self.plan.recomputed) & \
+            self.accumulators
+        if read:
+            var = sorted(read)[0]
+            raise self.fn.origin.error(
+                self.defs[var][0] if self.defs.get(var) else self.fn.node,
+                f"reverse mode would need the values of {var!r}, an array accumulated in "
+                "place (the gradient of an indexed read), at an earlier point",
+                f"use forward mode over it (jacfwd), or read {var!r} only after its last "
+                "accumulation")
 
     def _close_written_over_aliases(self) -> None:
         """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
@@ -279,7 +308,8 @@ class _Reverse:
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
-            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape):
+            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
+                                                          tape.check_not_view):
                 continue
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(
@@ -295,7 +325,7 @@ class _Reverse:
             obj = resolve(self.fn, value.func, None)
             module = getattr(obj, "__module__", "") or ""
             return obj is not None and "random" not in module and \
-                self.prims[id(stmt)].kind != "call"
+                self.prims[id(stmt)].kind != "call" and obj not in self.accumulating
         return not isinstance(value, (gast.Dict, gast.List))
 
     # ------------------------------------------------------------ classification
@@ -639,6 +669,7 @@ class _Reverse:
         for _stmt, names in self._control_reads():
             values |= names
         values &= primal
+        self.value_reads = values
         shapes = (shapes & primal) - values
         multiple = {v for v in primal if len(self.defs[v]) > 1 or
                     (v in self.fn.params and self.defs[v])}
@@ -1092,6 +1123,12 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+def _accumulating() -> tuple:
+    """The helpers that return their first argument after writing into it in place."""
+    from .helper_rules import accumulated     # helper_rules imports this module
+    return (accumulated,)
 
 
 def _may_overlap(read_index, write_index) -> bool:

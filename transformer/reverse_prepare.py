@@ -5,6 +5,10 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
 
 - redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
   `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
+- an in-place accumulation `scatter_add(b, i, v)` (the adjoint of an indexed read in a
+  generated gradient) becomes the assignment `b = accumulated(b, i, v)`, so the flow into
+  `b` is an ordinary value flow; `accumulated` still writes `b` in place, which reverse.py
+  accounts for (its results are never recomputed, and their values never read back);
 - an assignment reading its own target is split: `x = x * y` becomes
   `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
 - an `if` test or a `range` start/step that the body reassigns is copied first
@@ -24,11 +28,11 @@ import copy
 
 import gast
 
-from . import tape
+from . import runtime, tape
 from .anf import anf
 from .controlflow import lower_exits
 from .desugar import desugar
-from .function import Function
+from .function import Function, resolve
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name
 
@@ -38,8 +42,24 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
+    _accumulations_as_assignments(fn.replace(node=node, env=env), namer, node.body)
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
+
+
+def _accumulations_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
+    """`scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, in every block."""
+    from .helper_rules import accumulated
+    for k, stmt in enumerate(stmts):
+        for field in ("body", "orelse"):
+            _accumulations_as_assignments(fn, namer, getattr(stmt, field, None) or [])
+        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
+                not stmt.value.keywords and len(stmt.value.args) == 3 and \
+                isinstance(stmt.value.args[0], gast.Name) and \
+                resolve(fn, stmt.value.func, None) is runtime.scatter_add:
+            helper = bind_helper(fn.env, namer, "accumulated", accumulated)
+            target = stmt.value.args[0].id
+            stmts[k] = located(assign(target, call(name(helper), *stmt.value.args)), stmt)
 
 
 def _store_counts(node) -> dict:

@@ -159,6 +159,9 @@ def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
     return stable - set(anchors)
 
 
+# helpers whose result has their first argument's shape (helper_rules registers
+# `accumulated(b, i, v)`, which is `b` after an in-place accumulation)
+SHAPE_OF_FIRST: list = []
 _SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
                   np.around, np.clip, np.where, np.copy, abs, max, min, float)
 
@@ -183,6 +186,8 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
         func = _resolve(value.func, env)
+        if any(func is f for f in SHAPE_OF_FIRST):
+            return bool(value.args) and ok(value.args[0])
         known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
             or any(func is f for f in _SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
