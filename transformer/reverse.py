@@ -704,10 +704,11 @@ class _Reverse:
     def promoted_names(self) -> set:
         """Names that start as an integer constant but hold floats later: float tapes."""
         found = set()
+        counters = _integer_counters(self.defs, self.fn.params)
         for var, defs in self.defs.items():
             ints = [d for d in defs if isinstance(d, gast.Assign) and
                     isinstance(d.value, gast.Constant) and isinstance(d.value.value, int)]
-            if ints and (var in self.active or len(ints) < len(defs)) and \
+            if ints and var not in counters and (var in self.active or len(ints) < len(defs)) and \
                     not all(isinstance(d, gast.Assign) and self.prims[id(d)].kind == "none"
                             for d in defs):
                 found.add(var)
@@ -1123,6 +1124,33 @@ class _Reverse:
             return gast.Return(value=value)
         return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
                                             ctx=gast.Load()))
+
+
+_INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+
+
+def _integer_counters(defs: dict, params) -> set:
+    """Names that hold an int after every assignment: int constants, loop indices, and
+    `+ - * // %` of those (`i += 1` in a while loop, a tape position `x_top = x_top + 1`
+    in a generated gradient). Their tapes stay integer, so they still work as indices."""
+    found = {v for v, sites in defs.items() if sites and v not in params}
+
+    def integer(atom) -> bool:
+        if isinstance(atom, gast.Constant):
+            return isinstance(atom.value, int)
+        if isinstance(atom, gast.Name):
+            return atom.id in found
+        return isinstance(atom, gast.BinOp) and isinstance(atom.op, _INTEGER_OPS) and \
+            integer(atom.left) and integer(atom.right)
+    changed = True
+    while changed:
+        changed = False
+        for var in list(found):
+            if not all(isinstance(d, gast.For) or isinstance(d, gast.Assign) and
+                       integer(d.value) for d in defs[var]):
+                found.discard(var)
+                changed = True
+    return found
 
 
 def _accumulating() -> tuple:
