@@ -197,7 +197,9 @@ class _Reverse:
     def refuse_accumulator_reads(self) -> None:
         """The reverse sweep may read an accumulated array only for its shape: its values
         change in place and are not recorded."""
-        read = (self.value_reads | self.plan.taped | self.plan.recomputed) & \
+        recomputed_reads = {n for v in self.plan.recomputed
+                            for n in tape.operand_names(self.defs[v][0].value)}
+        read = (self.value_reads | self.plan.recomputed | recomputed_reads) & \
             self.accumulators
         if read:
             var = sorted(read)[0]
@@ -704,7 +706,8 @@ class _Reverse:
     def promoted_names(self) -> set:
         """Names that start as an integer constant but hold floats later: float tapes."""
         found = set()
-        counters = _integer_counters(self.defs, self.fn.params)
+        counters = _integer_counters(self.defs, self.fn.params, lambda node: any(
+            resolve(self.fn, node.func, None) is f for f in _integer_helpers()))
         for var, defs in self.defs.items():
             ints = [d for d in defs if isinstance(d, gast.Assign) and
                     isinstance(d.value, gast.Constant) and isinstance(d.value.value, int)]
@@ -1129,10 +1132,16 @@ class _Reverse:
 _INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
 
 
-def _integer_counters(defs: dict, params) -> set:
+def _integer_helpers() -> tuple:
+    from .helper_rules import items_end, items_start   # helper_rules imports this module
+    return (len, tape.range_last, tape.trip_count, items_end, items_start)
+
+
+def _integer_counters(defs: dict, params, integer_call) -> set:
     """Names that hold an int after every assignment: int constants, loop indices, and
     `+ - * // %` of those (`i += 1` in a while loop, a tape position `x_top = x_top + 1`
-    in a generated gradient). Their tapes stay integer, so they still work as indices."""
+    in a generated gradient) or of calls `integer_call` accepts. Their tapes stay
+    integer, so they still work as indices."""
     found = {v for v, sites in defs.items() if sites and v not in params}
 
     def integer(atom) -> bool:
@@ -1140,6 +1149,8 @@ def _integer_counters(defs: dict, params) -> set:
             return isinstance(atom.value, int)
         if isinstance(atom, gast.Name):
             return atom.id in found
+        if isinstance(atom, gast.Call):
+            return integer_call(atom)
         return isinstance(atom, gast.BinOp) and isinstance(atom.op, _INTEGER_OPS) and \
             integer(atom.left) and integer(atom.right)
     changed = True
@@ -1154,9 +1165,10 @@ def _integer_counters(defs: dict, params) -> set:
 
 
 def _accumulating() -> tuple:
-    """The helpers that return their first argument after writing into it in place."""
-    from .helper_rules import accumulated     # helper_rules imports this module
-    return (accumulated,)
+    """The helpers that return their first argument after writing into it in place
+    (or a larger copy of it, for a tape that grows)."""
+    from .helper_rules import accumulated, items_pushed   # helper_rules imports reverse
+    return (accumulated, items_pushed, tape.push)
 
 
 def _may_overlap(read_index, write_index) -> bool:
@@ -1200,6 +1212,11 @@ def _primal_params(obj) -> list:
 _DTYPE_ARGUMENTS = {runtime.cast_like: 1}
 _SHAPE_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0,
                     runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
+
+
+def shape_argument(helper, position: int) -> None:
+    """Declare that `helper` reads argument `position` only for its shape."""
+    _SHAPE_ARGUMENTS[helper] = position
 
 
 def _reads(stmts, env) -> tuple[set, set]:

@@ -9,6 +9,8 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
   generated gradient) becomes the assignment `b = accumulated(b, i, v)`, so the flow into
   `b` is an ordinary value flow; `accumulated` still writes `b` in place, which reverse.py
   accounts for (its results are never recomputed, and their values never read back);
+- a tuple-valued element-buffer call of a generated gradient (`t = push_items(b, n, v)`,
+  `pop_items`) is split into one call per item (`helper_rules.SPLIT`);
 - an assignment reading its own target is split: `x = x * y` becomes
   `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
 - an `if` test or a `range` start/step that the body reassigns is copied first
@@ -42,24 +44,50 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
-    _accumulations_as_assignments(fn.replace(node=node, env=env), namer, node.body)
+    _effects_as_assignments(fn.replace(node=node, env=env), namer, node.body)
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
 
-def _accumulations_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
-    """`scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, in every block."""
-    from .helper_rules import accumulated
-    for k, stmt in enumerate(stmts):
+def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
+    """In every block: `scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, and a pair
+    `t = push_items(...)` (or `pop_items`) -> `t_0 = items_pushed(...)`,
+    `t_1 = items_end(...)`, its reads `t[0]`, `t[1]` then naming those."""
+    from .helper_rules import SPLIT, accumulated
+    for k in reversed(range(len(stmts))):
+        stmt = stmts[k]
         for field in ("body", "orelse"):
-            _accumulations_as_assignments(fn, namer, getattr(stmt, field, None) or [])
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) and \
-                not stmt.value.keywords and len(stmt.value.args) == 3 and \
-                isinstance(stmt.value.args[0], gast.Name) and \
-                resolve(fn, stmt.value.func, None) is runtime.scatter_add:
+            _effects_as_assignments(fn, namer, getattr(stmt, field, None) or [])
+        value = getattr(stmt, "value", None)
+        if not isinstance(value, gast.Call) or value.keywords:
+            continue
+        function = resolve(fn, value.func, None)
+        if isinstance(stmt, gast.Expr) and function is runtime.scatter_add and \
+                len(value.args) == 3 and isinstance(value.args[0], gast.Name):
             helper = bind_helper(fn.env, namer, "accumulated", accumulated)
-            target = stmt.value.args[0].id
-            stmts[k] = located(assign(target, call(name(helper), *stmt.value.args)), stmt)
+            stmts[k] = located(assign(value.args[0].id, call(name(helper), *value.args)),
+                               stmt)
+        elif isinstance(stmt, gast.Assign) and function in SPLIT and \
+                isinstance(stmt.targets[0], gast.Name):
+            stmts[k:k + 1] = _split_pair(fn, namer, stmt, SPLIT[function])
+
+
+def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
+    pair = stmt.targets[0].id
+    out, names = [], []
+    for part in parts:
+        helper = bind_helper(fn.env, namer, part.__name__, part)
+        names.append(namer.fresh(f"{pair}_{len(names)}"))
+        args = [copy.deepcopy(a) for a in stmt.value.args]
+        if part is parts[1]:
+            args = args[1:]                 # the length needs no buffer
+        out.append(located(assign(names[-1], call(name(helper), *args)), stmt))
+    for sub in gast.walk(fn.node):
+        if isinstance(sub, gast.Assign) and isinstance(sub.value, gast.Subscript) and \
+                isinstance(sub.value.value, gast.Name) and sub.value.value.id == pair and \
+                isinstance(sub.value.slice, gast.Constant):
+            sub.value = name(names[sub.value.slice.value])
+    return out
 
 
 def _store_counts(node) -> dict:
