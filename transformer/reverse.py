@@ -206,9 +206,9 @@ class _Reverse:
             raise self.fn.origin.error(
                 self.defs[var][0] if self.defs.get(var) else self.fn.node,
                 f"reverse mode would need the values of {var!r}, an array accumulated in "
-                "place (the gradient of an indexed read), at an earlier point",
-                f"use forward mode over it (jacfwd), or read {var!r} only after its last "
-                "accumulation")
+                "place (np.add.at, or the gradient of an indexed read), which it does not "
+                "record", f"use forward mode over it (jacfwd), or build {var!r} without "
+                "in-place accumulation")
 
     def _close_written_over_aliases(self) -> None:
         """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
@@ -235,19 +235,32 @@ class _Reverse:
                  isinstance(s.value, gast.Subscript) and
                  isinstance(s.value.value, gast.Name)]
         for write in self.simple:
-            if not isinstance(write.targets[0], gast.Subscript):
+            site = self._write_site(write)
+            if site is None:
                 continue
-            base, at = write.targets[0].value.id, self.order[id(write)]
+            (base, index), at = site, self.order[id(write)]
             for read in reads:
                 var = read.targets[0].id
                 if read.value.value.id == base and self.order[id(read)] < at and \
-                        _may_overlap(read.value.slice, write.targets[0].slice) and \
+                        _may_overlap(read.value.slice, index) and \
                         len(self.defs.get(var, [])) == 1 and \
                         self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
                         self.chain_of[id(read)] and \
                         any(self.order[id(u)] > at for u in self.loads.get(var, [])):
                     checks.setdefault(id(write), []).append(var)
         return checks
+
+    def _write_site(self, stmt):
+        """(array, index) an in-place write `y[i] = v` or `y = accumulated(y, i, v)`
+        changes; None for other statements."""
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Subscript):
+            return target.value.id, target.slice
+        if isinstance(value, gast.Call) and len(value.args) > 1 and \
+                isinstance(value.args[0], gast.Name) and \
+                resolve(self.fn, value.func, None) in self.accumulating:
+            return value.args[0].id, value.args[1]
+        return None
 
     def _refuse_observed_alias(self, stmt) -> None:
         target, source = stmt.targets[0].id, stmt.value.id
@@ -305,8 +318,9 @@ class _Reverse:
             self.loads_add(stmt, _names([stmt]))
 
     def refuse_effects(self, varied: set) -> None:
-        """A call made for its effect (`scatter_add(bx, i, v)` in a generated gradient)
-        passes no derivative through the analysis: refuse it rather than return zeros."""
+        """A call made for its effect passes no derivative through the analysis: refuse
+        it rather than return zeros (`reverse_prepare` turns in-place accumulations,
+        `scatter_add(bx, i, v)` and `np.add.at`, into assignments first)."""
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
@@ -316,9 +330,8 @@ class _Reverse:
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(
                     stmt, "reverse mode cannot differentiate a call made for its effect on "
-                    "a differentiated value (here an in-place accumulation)",
-                    "for a gradient of a gradient with indexed reads, use forward mode "
-                    "over it (jacfwd) or write the inner function without indexing")
+                    "a differentiated value", "assign its result, or use forward mode over "
+                    "it (jacfwd)")
 
     def pure(self, stmt) -> bool:
         """Whether re-running `stmt` in the reverse sweep has no effect but its value."""
@@ -792,16 +805,14 @@ class _Reverse:
     def forward_statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
+            guards = self.view_guards(stmt)
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                check = self.helper("check_not_view", tape.check_not_view)
-                guards = [located(gast.Expr(value=call(name(check), name(var),
-                                                       name(target.value.id), const(var))),
-                                  stmt) for var in self.view_checks.get(id(stmt), [])]
                 return guards + saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
-            return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
+            return guards + [copy.deepcopy(stmt)] + records + \
+                self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -817,6 +828,15 @@ class _Reverse:
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
         return [copy.deepcopy(stmt)]
+
+    def view_guards(self, stmt) -> list:
+        """`check_not_view(v, y, 'v')` before an in-place write to `y` (see view_checks)."""
+        if id(stmt) not in self.view_checks:
+            return []
+        base = self._write_site(stmt)[0]
+        check = self.helper("check_not_view", tape.check_not_view)
+        return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var))),
+                        stmt) for var in self.view_checks[id(stmt)]]
 
     def shape_guard(self, var: str, stmt) -> list:
         """Accumulators read only for their shape are not recorded: their first shape is

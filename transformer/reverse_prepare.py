@@ -5,10 +5,11 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
 
 - redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
   `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
-- an in-place accumulation `scatter_add(b, i, v)` (the adjoint of an indexed read in a
-  generated gradient) becomes the assignment `b = accumulated(b, i, v)`, so the flow into
-  `b` is an ordinary value flow; `accumulated` still writes `b` in place, which reverse.py
-  accounts for (its results are never recomputed, and their values never read back);
+- an in-place accumulation, `scatter_add(b, i, v)` (the adjoint of an indexed read in a
+  generated gradient) or `np.add.at(b, i, v)`, becomes the assignment
+  `b = accumulated(b, i, v)`, so the flow into `b` is an ordinary value flow;
+  `accumulated` still writes `b` in place, which reverse.py accounts for (never
+  recomputed; the reverse sweep may read such arrays only for their shape);
 - a tuple-valued element-buffer call of a generated gradient (`t = push_items(b, n, v)`,
   `pop_items`) is split into one call per item (`helper_rules.SPLIT`);
 - an assignment reading its own target is split: `x = x * y` becomes
@@ -29,6 +30,7 @@ from __future__ import annotations
 import copy
 
 import gast
+import numpy as np
 
 from . import runtime, tape
 from .anf import anf
@@ -62,7 +64,7 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
         if not isinstance(value, gast.Call) or value.keywords:
             continue
         function = resolve(fn, value.func, None)
-        if isinstance(stmt, gast.Expr) and function is runtime.scatter_add and \
+        if isinstance(stmt, gast.Expr) and _accumulates(function) and \
                 len(value.args) == 3 and isinstance(value.args[0], gast.Name):
             helper = bind_helper(fn.env, namer, "accumulated", accumulated)
             stmts[k] = located(assign(value.args[0].id, call(name(helper), *value.args)),
@@ -70,6 +72,12 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
         elif isinstance(stmt, gast.Assign) and function in SPLIT and \
                 isinstance(stmt.targets[0], gast.Name):
             stmts[k:k + 1] = _split_pair(fn, namer, stmt, SPLIT[function])
+
+
+def _accumulates(function) -> bool:
+    # a bound method: `np.add.at == np.add.at` holds, `is` does not
+    return function is runtime.scatter_add or \
+        (callable(function) and function == np.add.at)
 
 
 def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
