@@ -405,7 +405,7 @@ def _accumulated_nb(target, index, values):
     return impl
 
 
-tape.SHAPE_OF_FIRST.append(accumulated)
+tape.SHAPE_FROM[accumulated] = 0
 
 
 @adjoint(accumulated)

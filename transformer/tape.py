@@ -38,6 +38,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from . import runtime
+
 # ---------------------------------------------------------------- analysis
 
 
@@ -159,9 +161,10 @@ def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
     return stable - set(anchors)
 
 
-# helpers whose result has their first argument's shape (helper_rules registers
-# `accumulated(b, i, v)`, which is `b` after an in-place accumulation)
-SHAPE_OF_FIRST: list = []
+# helpers of derivative code whose result is shaped like one argument: helper -> its
+# position (helper_rules adds `accumulated(b, i, v)`, `b` after an accumulation)
+SHAPE_FROM: dict = {runtime.unbroadcast: 1, runtime.broadcast_reduced: 1,
+                    runtime.reshape_like: 1, runtime.zeros_like: 0}
 _SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
                   np.around, np.clip, np.where, np.copy, abs, max, min, float)
 
@@ -186,8 +189,9 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
         func = _resolve(value.func, env)
-        if any(func is f for f in SHAPE_OF_FIRST):
-            return bool(value.args) and ok(value.args[0])
+        position = SHAPE_FROM.get(func) if callable(func) else None
+        if position is not None:
+            return position < len(value.args) and ok(value.args[position])
         known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
             or any(func is f for f in _SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
