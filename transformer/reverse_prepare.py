@@ -47,6 +47,8 @@ def prepare(fn: Function) -> Function:
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
     _effects_as_assignments(fn.replace(node=node, env=env), namer, node.body)
+    if fn.chain:                        # derivative code, differentiated again
+        _split_reused_names(namer, node, set(fn.params))
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
@@ -72,6 +74,62 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
         elif isinstance(stmt, gast.Assign) and function in SPLIT and \
                 isinstance(stmt.targets[0], gast.Name):
             stmts[k:k + 1] = _split_pair(fn, namer, stmt, SPLIT[function])
+
+
+def _split_reused_names(namer: Namer, node, params: set) -> None:
+    """A generated gradient re-runs statements of its primal in its reverse sweep under
+    the same names (`d = pos[i] - pos[j]`, and the loop index `i`, in both loops). Where
+    each assignment (or loop) binding a name is the only one in its block and every read
+    of the name follows one of them in its block, each starts a value of its own:
+    renamed, each has a single assignment and can be recomputed instead of recorded."""
+    sites: dict = {}
+    for block in _blocks(node.body):
+        for k, stmt in enumerate(block):
+            for var in _bound_name(stmt):
+                sites.setdefault(var, []).append((block, k))
+    reads: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+            reads[sub.id] = reads.get(sub.id, 0) + 1
+    for var, defs in sites.items():
+        if len(defs) < 2 or var in params:
+            continue
+        owned = [_owned_reads(var, block[k], block[k + 1:]) for block, k in defs]
+        if any(o is None for o in owned) or sum(map(len, owned)) != reads.get(var, 0):
+            continue
+        for (block, k), loads in zip(defs[1:], owned[1:]):
+            fresh = namer.fresh(var)
+            stmt = block[k]
+            (stmt.targets[0] if isinstance(stmt, gast.Assign) else stmt.target).id = fresh
+            for load in loads:
+                load.id = fresh
+
+
+def _blocks(stmts):
+    yield stmts
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            yield from _blocks(getattr(stmt, field, None) or [])
+
+
+def _owned_reads(var: str, binding, rest: list):
+    """The reads of `var` that `binding` (an assignment or a loop) reaches: in the loop's
+    body and in `rest`, the statements after it in its block, up to the next binding of
+    `var` there. None if those assign `var` otherwise, or `binding` reads it."""
+    cut = next((k for k, stmt in enumerate(rest) if var in _bound_name(stmt)), len(rest))
+    region = (binding.body if isinstance(binding, gast.For) else []) + rest[:cut]
+    source = binding.iter if isinstance(binding, gast.For) else binding.value
+    later = gast.Module(body=region, type_ignores=[])
+    if var in assigned_names(later) or var in tape.operand_names(source):
+        return None
+    return [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == var and
+            isinstance(n.ctx, gast.Load)]
+
+
+def _bound_name(stmt) -> tuple:
+    target = stmt.targets[0] if isinstance(stmt, gast.Assign) else \
+        getattr(stmt, "target", None) if isinstance(stmt, gast.For) else None
+    return (target.id,) if isinstance(target, gast.Name) else ()
 
 
 def _accumulates(function) -> bool:
