@@ -194,6 +194,23 @@ class _Reverse:
                 found |= {stmt.targets[0].id} | set(_names(value.args[:1]))
         return found
 
+    def tape_buffers(self) -> set:
+        """Names only ever bound to a tape or element buffer (or a copy of one)."""
+        makers = _tape_makers()
+        found = {v for v in self.accumulators if self.defs.get(v)}
+        changed = True
+        while changed:
+            changed = False
+            for var in list(found):
+                if not all(isinstance(d, gast.Assign) and (
+                        isinstance(d.value, gast.Name) and d.value.id in found or
+                        isinstance(d.value, gast.Call) and
+                        resolve(self.fn, d.value.func, None) in makers)
+                        for d in self.defs[var]):
+                    found.discard(var)
+                    changed = True
+        return found
+
     def refuse_accumulator_reads(self) -> None:
         """The reverse sweep may read an accumulated array only for its shape: its values
         change in place and are not recorded."""
@@ -591,14 +608,33 @@ class _Reverse:
             elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
         return elements[k]
 
-    def zero_adjoints(self, var: str) -> list:
-        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+    def zero_adjoints(self, var: str, by_items: bool = False) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result (shaped
+        like the names its items are read into, with `by_items`)."""
         zeros = self.helper("zeros_like", runtime.zeros_like)
         elements = self.elements.get(var)
         if elements is None:
             return [assign(self.adjoint[var], call(name(zeros), name(var)))]
-        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+        items = self.element_items(var) if by_items else {}
+        return [assign(adj, call(name(zeros), name(items[k]) if k in items else
+                                 subscript(name(var), const(k))))
                 for k, adj in sorted(elements.items())]
+
+    def element_items(self, var: str) -> dict:
+        """k -> the name `t = var[k]` binds, each once, for a tuple-valued call result."""
+        found = {}
+        for prim in self.prims.values():
+            if prim.kind == "element" and prim.sources == (var,) and \
+                    len(self.defs.get(prim.target, [])) == 1:
+                found.setdefault(prim.key, prim.target)
+        return found
+
+    def shaped_by_items(self, var: str) -> bool:
+        """Whether only the names its items are read into give `var`'s adjoints their
+        shapes (a tuple of gradients from a callee's vjp need not be recorded)."""
+        elements = self.elements.get(var)
+        return elements is not None and set(elements) <= set(self.element_items(var)) and \
+            var not in self.branch_defined() and not self.reset(var, self.defs[var][0])
 
     def accumulate(self, source: str, value) -> gast.Assign:
         adj = self.adjoint[source]
@@ -685,6 +721,12 @@ class _Reverse:
             values |= names
         values &= primal
         self.value_reads = values
+        for var in [v for v in shapes if v in self.elements and self.shaped_by_items(v)]:
+            shapes.discard(var)
+            shapes |= set(self.element_items(var).values())
+        # a tape of differentiated code is read only for its length, by the rules of its
+        # helpers and by zeros: its final length serves every row, so it is not recorded
+        shapes -= self.tape_buffers()
         shapes = (shapes & primal) - values
         multiple = {v for v in primal if len(self.defs[v]) > 1 or
                     (v in self.fn.params and self.defs[v])}
@@ -1060,7 +1102,7 @@ class _Reverse:
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
             else:
-                out.extend(self.zero_adjoints(var))
+                out.extend(self.zero_adjoints(var, by_items=True))
         return out
 
     def reset(self, var: str, stmt) -> list:
@@ -1189,6 +1231,13 @@ def _accumulating() -> tuple:
     (or a larger copy of it, for a tape that grows)."""
     from .helper_rules import accumulated, items_pushed   # helper_rules imports reverse
     return (accumulated, items_pushed, tape.push)
+
+
+def _tape_makers() -> tuple:
+    """The helpers whose result is a tape or an element buffer."""
+    from .helper_rules import items_pushed
+    return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
+            items_pushed)
 
 
 def _may_overlap(read_index, write_index) -> bool:
