@@ -66,11 +66,17 @@ def written(x):
 
 
 X = np.array([0.7, -0.4, 1.3, 0.2])
+written_grad = grad(written)
 
 
-def combined_loss(pos, eps, sigma, x, k):
+def written_loss(w):
+    g = written_grad(w)
+    return np.sum(g * g)
+
+
+def combined_loss(pos, eps, sigma, x, k, w):
     """All of the above in one function, so that one compile checks every kind."""
-    return lj_force_loss(pos, eps, sigma) + chain_loss(x, k)
+    return lj_force_loss(pos, eps, sigma) + chain_loss(x, k) + written_loss(w)
 
 
 def fd_all(f, args):
@@ -103,6 +109,10 @@ def test_value_and_grad_of_a_force_loss():
     value, g = value_and_grad(chain_loss, argnums=1)(CHAIN, 0.7)
     assert value == pytest.approx(chain_loss(CHAIN, 0.7), rel=1e-12)
     assert g == pytest.approx(central_differences(chain_loss, (CHAIN, 0.7), 1), rel=1e-6)
+
+
+def test_gradient_of_a_gradient_that_restores_overwritten_elements():
+    assert_gradient_close(grad(written_loss)(X), central_differences(written_loss, (X,), 0))
 
 
 def test_hessian_as_jacrev_of_grad_with_in_place_writes():
@@ -145,13 +155,13 @@ def test_reading_an_accumulated_array_back_is_refused_at_the_users_line():
 
 @pytest.fixture(scope="module")
 def compiled_combined():
-    return jit(grad(combined_loss, argnums=(0, 1, 2, 3, 4)))
+    return jit(grad(combined_loss, argnums=(0, 1, 2, 3, 4, 5)))
 
 
 def test_compiled_gradient_of_force_losses_matches_differences(compiled_combined):
-    args = (POS, 1.0, 1.0, CHAIN, 0.7)
+    args = (POS, 1.0, 1.0, CHAIN, 0.7, X)
     got = compiled_combined(*args)
-    python = grad(combined_loss, argnums=(0, 1, 2, 3, 4))(*args)
+    python = grad(combined_loss, argnums=(0, 1, 2, 3, 4, 5))(*args)
     for g, p, expected in zip(got, python, fd_all(combined_loss, args)):
         np.testing.assert_allclose(g, p, rtol=1e-9, atol=1e-9)
         assert_gradient_close(g, expected)
