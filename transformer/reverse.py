@@ -633,7 +633,9 @@ class _Reverse:
         """Whether only the names its items are read into give `var`'s adjoints their
         shapes (a tuple of gradients from a callee's vjp need not be recorded)."""
         elements = self.elements.get(var)
-        return elements is not None and set(elements) <= set(self.element_items(var)) and \
+        if elements is None or var in self.fn.params or not self.defs.get(var):
+            return False                # a container parameter: its gradient is returned
+        return set(elements) <= set(self.element_items(var)) and \
             var not in self.branch_defined() and not self.reset(var, self.defs[var][0])
 
     def accumulate(self, source: str, value) -> gast.Assign:
