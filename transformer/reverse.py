@@ -615,17 +615,23 @@ class _Reverse:
         elements = self.elements.get(var)
         if elements is None:
             return [assign(self.adjoint[var], call(name(zeros), name(var)))]
-        items = self.element_items(var) if by_items else {}
+        items = self.element_items(var) if by_items and self.shaped_by_items(var) else {}
         return [assign(adj, call(name(zeros), name(items[k]) if k in items else
                                  subscript(name(var), const(k))))
                 for k, adj in sorted(elements.items())]
 
     def element_items(self, var: str) -> dict:
-        """k -> the name `t = var[k]` binds, each once, for a tuple-valued call result."""
+        """k -> the name `t = var[k]` binds, each once and beside the call, for a
+        tuple-valued call result `var` assigned once."""
         found = {}
-        for prim in self.prims.values():
+        defs = self.defs.get(var, [])
+        if len(defs) != 1 or var in self.fn.params:
+            return found
+        for stmt in self.simple:
+            prim = self.prims[id(stmt)]
             if prim.kind == "element" and prim.sources == (var,) and \
-                    len(self.defs.get(prim.target, [])) == 1:
+                    len(self.defs.get(prim.target, [])) == 1 and \
+                    self.block_of[id(stmt)] == self.block_of[id(defs[0])]:
                 found.setdefault(prim.key, prim.target)
         return found
 
@@ -633,7 +639,7 @@ class _Reverse:
         """Whether only the names its items are read into give `var`'s adjoints their
         shapes (a tuple of gradients from a callee's vjp need not be recorded)."""
         elements = self.elements.get(var)
-        if elements is None or var in self.fn.params or not self.defs.get(var):
+        if elements is None or var in self.fn.params or len(self.defs.get(var, [])) != 1:
             return False                # a container parameter: its gradient is returned
         return set(elements) <= set(self.element_items(var)) and \
             var not in self.branch_defined() and not self.reset(var, self.defs[var][0])
