@@ -30,19 +30,13 @@ from transformer.test_util import check_grads  # noqa: E402
 DIFFERENTIABLE = [c for c in CASES if c.differentiable]
 
 # Known reverse-mode bugs, each named; strict, so a fix shows up as XPASS and is noticed.
-INTEGER_ON_FLOAT_TAPE = ("an integer counter overwritten in a while loop is recorded on a "
-                         "float tape; restored as a float it fails as an index")
 STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
                  "the adjoints of the overwritten names are not reset, so they are counted twice")
 KNOWN = {
-    "grad": {"while_counter": INTEGER_ON_FLOAT_TAPE,
-             "while_break_on_element": INTEGER_ON_FLOAT_TAPE,
-             "return_from_while": INTEGER_ON_FLOAT_TAPE, "tuple_rotate": STALE_ADJOINT},
+    "grad": {"tuple_rotate": STALE_ADJOINT},
     "value_and_grad": {},
     "check_grads": {},
 }
-KNOWN["value_and_grad"].update({n: KNOWN["grad"][n] for n in (
-    "while_counter", "while_break_on_element", "return_from_while")})
 for _name, _reason in KNOWN["grad"].items():
     KNOWN["check_grads"].setdefault(_name, _reason)
 

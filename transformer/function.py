@@ -70,6 +70,11 @@ class Function:
     def replace(self, **changes) -> "Function":
         return dataclasses.replace(self, **changes)
 
+    def __secant_function__(self) -> "Function":
+        # a generated callee bound in another Function's env (`minimum_image_vjp` in a
+        # gradient) is transformed again, like any function, by grad of that gradient
+        return self
+
     def with_transform(self, node: gast.FunctionDef, label: str,
                        env: Mapping[str, Any] | None = None) -> "Function":
         """A new Function for `node`, made by the transformation named `label`."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from . import basis, reverse, tape
 from .rules import RULE_GLOBALS
@@ -103,6 +103,122 @@ def push_adjoint(z, t, n, value):
 @adjoint(tape.reserve)
 def reserve_adjoint(z, t, n):
     d[t] += tape_head(d[z], t)
+
+
+# the element buffers of arrays written in place: `push_items` and `pop_items` return
+# (buffer or elements, new length); reverse_prepare splits each call into its two parts
+# (`SPLIT`), since a rule takes a single result
+
+
+def item_count(x):
+    """How many elements `x` holds (1 for a scalar)."""
+    return np.size(x)
+
+
+@overload(item_count)
+def _item_count_nb(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.size
+    return lambda x: 1
+
+
+def items_pushed(buf, n, value):
+    """`push_items(buf, n, value)[0]`: the buffer holding `value`'s elements from `n`."""
+    return tape.push_items(buf, n, value)[0]
+
+
+@overload(items_pushed)
+def _items_pushed_nb(buf, n, value):
+    return lambda buf, n, value: tape.push_items(buf, n, value)[0]
+
+
+@register_jitable
+def items_end(n, value):
+    """`push_items(buf, n, value)[1]`: the length after the elements of `value`."""
+    return n + item_count(value)
+
+
+def items_popped(buf, n, like):
+    """`pop_items(buf, n, like)[0]`: the elements below `n`, shaped like `like`."""
+    return tape.pop_items(buf, n, like)[0]
+
+
+@overload(items_popped)
+def _items_popped_nb(buf, n, like):
+    return lambda buf, n, like: tape.pop_items(buf, n, like)[0]
+
+
+@register_jitable
+def items_start(n, like):
+    """`pop_items(buf, n, like)[1]`: the length before the elements popped."""
+    return n - item_count(like)
+
+
+def items_slice(g, n, value):
+    """The elements of flat `g` from `n` that `value` was pushed into, shaped like it."""
+    if np.ndim(value) == 0:
+        return g[n]
+    return np.array(g[n:n + np.size(value)], copy=True).reshape(np.shape(value))
+
+
+@overload(items_slice)
+def _items_slice_nb(g, n, value):
+    if not isinstance(value, types.Array):
+        return lambda g, n, value: g[n]
+    return lambda g, n, value: g[n:n + value.size].copy().reshape(value.shape)
+
+
+def items_rest(g, buf, n, value):
+    """`g` cut to `buf`'s length without the elements `value` was pushed into."""
+    rest = np.array(g[:np.shape(buf)[0]], copy=True)
+    rest[n:n + item_count(value)] = 0
+    return rest
+
+
+@overload(items_rest)
+def _items_rest_nb(g, buf, n, value):
+    def impl(g, buf, n, value):
+        rest = g[:buf.shape[0]].copy()
+        rest[n:n + item_count(value)] = 0
+        return rest
+    return impl
+
+
+def items_placed(g, buf, n, like):
+    """Zeros shaped like `buf`, with `g` (shaped like `like`) where it was popped from."""
+    out = np.zeros(np.shape(buf)[0], np.result_type(buf, g))
+    out[n - item_count(like):n] = np.ravel(g)
+    return out
+
+
+@overload(items_placed)
+def _items_placed_nb(g, buf, n, like):
+    def impl(g, buf, n, like):
+        out = np.zeros(buf.shape[0], buf.dtype)
+        flat = np.ravel(np.asarray(g))
+        start = n - item_count(like)
+        for k in range(flat.size):
+            out[start + k] = flat[k]
+        return out
+    return impl
+
+
+nondifferentiable(items_end, items_start)
+for _helper in (tape_rest, tape_head, items_rest, items_placed):
+    reverse.shape_argument(_helper, 1)      # each reads the tape or buffer for its length
+SPLIT = {tape.push_items: (items_pushed, items_end),
+         tape.pop_items: (items_popped, items_start)}
+
+
+@adjoint(items_pushed)
+def items_pushed_adjoint(z, buf, n, value):
+    d[value] += items_slice(d[z], n, value)
+    d[buf] += items_rest(d[z], buf, n, value)
+
+
+@adjoint(items_popped)
+def items_popped_adjoint(z, buf, n, like):
+    d[buf] += items_placed(d[z], buf, n, like)
 
 
 # ---------------------------------------------------------------- Jacobian assembly
@@ -289,10 +405,13 @@ def _accumulated_nb(target, index, values):
     return impl
 
 
+tape.SHAPE_FROM[accumulated] = 0
+
+
 @adjoint(accumulated)
 def accumulated_adjoint(z, target, index, values):
     d[target] += d[z]
-    d[values] += d[z][index]
+    d[values] += unbroadcast(d[z][index], values)
 
 
 def accumulated_of_batch(target, index, values):

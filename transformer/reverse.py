@@ -172,6 +172,7 @@ class _Reverse:
         for var, sites in sorted(self.moved_guards.items()):
             for site, expr in sites:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)
+        self.refuse_accumulator_reads()
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
@@ -188,6 +189,9 @@ class _Reverse:
         self.simple: list = []
         self.order: dict = {}
         self._walk(self.body, (), (id(self.body),))
+        self.accumulating = _accumulating()
+        self.accumulators = self._accumulators()
+        self.written |= self.accumulators
         self._close_written_over_aliases()
         self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
@@ -196,6 +200,50 @@ class _Reverse:
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
             self.pure, self.order)
         self.loops_of[id(self.ret)] = ()
+
+    def _accumulators(self) -> set:
+        """Names of arrays that `b = accumulated(b, i, v)` (a rewritten `scatter_add`)
+        changes in place: the target and the result are one array."""
+        found = set()
+        for stmt in self.simple:
+            value = stmt.value
+            if isinstance(stmt.targets[0], gast.Name) and isinstance(value, gast.Call) and \
+                    resolve(self.fn, value.func, None) in self.accumulating:
+                found |= {stmt.targets[0].id} | set(_names(value.args[:1]))
+        return found
+
+    def tape_buffers(self) -> set:
+        """Names only ever bound to a tape or element buffer (or a copy of one)."""
+        makers = _tape_makers()
+        found = {v for v in self.accumulators if self.defs.get(v)}
+        changed = True
+        while changed:
+            changed = False
+            for var in list(found):
+                if not all(isinstance(d, gast.Assign) and (
+                        isinstance(d.value, gast.Name) and d.value.id in found or
+                        isinstance(d.value, gast.Call) and
+                        resolve(self.fn, d.value.func, None) in makers)
+                        for d in self.defs[var]):
+                    found.discard(var)
+                    changed = True
+        return found
+
+    def refuse_accumulator_reads(self) -> None:
+        """The reverse sweep may read an accumulated array only for its shape: its values
+        change in place and are not recorded."""
+        recomputed_reads = {n for v in self.plan.recomputed
+                            for n in tape.operand_names(self.defs[v][0].value)}
+        read = (self.value_reads | self.plan.recomputed | recomputed_reads) & \
+            self.accumulators
+        if read:
+            var = sorted(read)[0]
+            raise self.fn.origin.error(
+                self.defs[var][0] if self.defs.get(var) else self.fn.node,
+                f"reverse mode would need the values of {var!r}, an array accumulated in "
+                "place (np.add.at, or the gradient of an indexed read), which it does not "
+                "record", f"use forward mode over it (jacfwd), or build {var!r} without "
+                "in-place accumulation")
 
     def _close_written_over_aliases(self) -> None:
         """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
@@ -222,19 +270,32 @@ class _Reverse:
                  isinstance(s.value, gast.Subscript) and
                  isinstance(s.value.value, gast.Name)]
         for write in self.simple:
-            if not isinstance(write.targets[0], gast.Subscript):
+            site = self._write_site(write)
+            if site is None:
                 continue
-            base, at = write.targets[0].value.id, self.order[id(write)]
+            (base, index), at = site, self.order[id(write)]
             for read in reads:
                 var = read.targets[0].id
                 if read.value.value.id == base and self.order[id(read)] < at and \
-                        _may_overlap(read.value.slice, write.targets[0].slice) and \
+                        _may_overlap(read.value.slice, index) and \
                         len(self.defs.get(var, [])) == 1 and \
                         self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
                         self.chain_of[id(read)] and \
                         any(self.order[id(u)] > at for u in self.loads.get(var, [])):
                     checks.setdefault(id(write), []).append(var)
         return checks
+
+    def _write_site(self, stmt):
+        """(array, index) an in-place write `y[i] = v` or `y = accumulated(y, i, v)`
+        changes; None for other statements."""
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Subscript):
+            return target.value.id, target.slice
+        if isinstance(value, gast.Call) and len(value.args) > 1 and \
+                isinstance(value.args[0], gast.Name) and \
+                resolve(self.fn, value.func, None) in self.accumulating:
+            return value.args[0].id, value.args[1]
+        return None
 
     def _refuse_observed_alias(self, stmt) -> None:
         target, source = stmt.targets[0].id, stmt.value.id
@@ -292,19 +353,20 @@ class _Reverse:
             self.loads_add(stmt, _names([stmt]))
 
     def refuse_effects(self, varied: set) -> None:
-        """A call made for its effect (`scatter_add(bx, i, v)` in a generated gradient)
-        passes no derivative through the analysis: refuse it rather than return zeros."""
+        """A call made for its effect passes no derivative through the analysis: refuse
+        it rather than return zeros (`reverse_prepare` turns in-place accumulations,
+        `scatter_add(bx, i, v)` and `np.add.at`, into assignments first)."""
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
-            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape):
+            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
+                                                          tape.check_not_view):
                 continue
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(
                     stmt, "reverse mode cannot differentiate a call made for its effect on "
-                    "a differentiated value (here an in-place accumulation)",
-                    "for a gradient of a gradient with indexed reads, use forward mode "
-                    "over it (jacfwd) or write the inner function without indexing")
+                    "a differentiated value", "assign its result, or use forward mode over "
+                    "it (jacfwd)")
 
     def pure(self, stmt) -> bool:
         """Whether re-running `stmt` in the reverse sweep has no effect but its value."""
@@ -314,7 +376,8 @@ class _Reverse:
             module = getattr(obj, "__module__", "") or ""
             if self.prims[id(stmt)].kind == "call":
                 return _cheap_pure_function(obj)
-            return obj is not None and "random" not in module
+            return obj is not None and "random" not in module and \
+                obj not in self.accumulating
         return not isinstance(value, (gast.Dict, gast.List))
 
     # ------------------------------------------------------------ classification
@@ -565,14 +628,41 @@ class _Reverse:
             elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
         return elements[k]
 
-    def zero_adjoints(self, var: str) -> list:
-        """`bv = zeros_like(v)`, one per element for a tuple-valued call result."""
+    def zero_adjoints(self, var: str, by_items: bool = False) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result (shaped
+        like the names its items are read into, with `by_items`)."""
         zeros = self.helper("zeros_like", runtime.zeros_like)
         elements = self.elements.get(var)
         if elements is None:
             return [assign(self.adjoint[var], call(name(zeros), name(var)))]
-        return [assign(adj, call(name(zeros), subscript(name(var), const(k))))
+        items = self.element_items(var) if by_items and self.shaped_by_items(var) else {}
+        return [assign(adj, call(name(zeros), name(items[k]) if k in items else
+                                 subscript(name(var), const(k))))
                 for k, adj in sorted(elements.items())]
+
+    def element_items(self, var: str) -> dict:
+        """k -> the name `t = var[k]` binds, each once and beside the call, for a
+        tuple-valued call result `var` assigned once."""
+        found = {}
+        defs = self.defs.get(var, [])
+        if len(defs) != 1 or var in self.fn.params:
+            return found
+        for stmt in self.simple:
+            prim = self.prims[id(stmt)]
+            if prim.kind == "element" and prim.sources == (var,) and \
+                    len(self.defs.get(prim.target, [])) == 1 and \
+                    self.block_of[id(stmt)] == self.block_of[id(defs[0])]:
+                found.setdefault(prim.key, prim.target)
+        return found
+
+    def shaped_by_items(self, var: str) -> bool:
+        """Whether only the names its items are read into give `var`'s adjoints their
+        shapes (a tuple of gradients from a callee's vjp need not be recorded)."""
+        elements = self.elements.get(var)
+        if elements is None or var in self.fn.params or len(self.defs.get(var, [])) != 1:
+            return False                # a container parameter: its gradient is returned
+        return set(elements) <= set(self.element_items(var)) and \
+            var not in self.branch_defined() and not self.reset(var, self.defs[var][0])
 
     def accumulate(self, source: str, value) -> gast.Assign:
         adj = self.adjoint[source]
@@ -658,6 +748,13 @@ class _Reverse:
         for _stmt, names in self._control_reads():
             values |= names
         values &= primal
+        self.value_reads = values
+        for var in [v for v in shapes if v in self.elements and self.shaped_by_items(v)]:
+            shapes.discard(var)
+            shapes |= set(self.element_items(var).values())
+        # a tape of differentiated code is read only for its length, by the rules of its
+        # helpers and by zeros: its final length serves every row, so it is not recorded
+        shapes -= self.tape_buffers()
         shapes = (shapes & primal) - values
         multiple = {v for v in primal if len(self.defs[v]) > 1 or
                     (v in self.fn.params and self.defs[v])}
@@ -795,10 +892,12 @@ class _Reverse:
     def promoted_names(self) -> set:
         """Names that start as an integer constant but hold floats later: float tapes."""
         found = set()
+        counters = _integer_counters(self.defs, self.fn.params, lambda node: any(
+            resolve(self.fn, node.func, None) is f for f in _integer_helpers()))
         for var, defs in self.defs.items():
             ints = [d for d in defs if isinstance(d, gast.Assign) and
                     isinstance(d.value, gast.Constant) and isinstance(d.value.value, int)]
-            if ints and (var in self.active or len(ints) < len(defs)) and \
+            if ints and var not in counters and (var in self.active or len(ints) < len(defs)) and \
                     not all(isinstance(d, gast.Assign) and self.prims[id(d)].kind == "none"
                             for d in defs):
                 found.add(var)
@@ -885,16 +984,14 @@ class _Reverse:
     def forward_statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
+            guards = self.view_guards(stmt)
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                check = self.helper("check_not_view", tape.check_not_view)
-                guards = [located(gast.Expr(value=call(name(check), name(var),
-                                                       name(target.value.id), const(var))),
-                                  stmt) for var in self.view_checks.get(id(stmt), [])]
                 return guards + saves + [copy.deepcopy(stmt)]
             records = self.record(target.id, stmt) if target.id in self.plan.taped else []
-            return [copy.deepcopy(stmt)] + records + self.shape_guard(target.id, stmt)
+            return guards + [copy.deepcopy(stmt)] + records + \
+                self.shape_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -910,6 +1007,15 @@ class _Reverse:
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
         return [copy.deepcopy(stmt)]
+
+    def view_guards(self, stmt) -> list:
+        """`check_not_view(v, y, 'v')` before an in-place write to `y` (see view_checks)."""
+        if id(stmt) not in self.view_checks:
+            return []
+        base = self._write_site(stmt)[0]
+        check = self.helper("check_not_view", tape.check_not_view)
+        return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var))),
+                        stmt) for var in self.view_checks[id(stmt)]]
 
     def shape_guard(self, var: str, stmt) -> list:
         """Accumulators read only for their shape are not recorded: their first shape is
@@ -1135,7 +1241,7 @@ class _Reverse:
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
                                                           const(var))))
             else:
-                out.extend(self.zero_adjoints(var))
+                out.extend(self.zero_adjoints(var, by_items=True))
         return out
 
     def reset(self, var: str, stmt) -> list:
@@ -1224,6 +1330,55 @@ class _Reverse:
                                             ctx=gast.Load()))
 
 
+_INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+
+
+def _integer_helpers() -> tuple:
+    from .helper_rules import items_end, items_start   # helper_rules imports this module
+    return (len, tape.range_last, tape.trip_count, items_end, items_start)
+
+
+def _integer_counters(defs: dict, params, integer_call) -> set:
+    """Names that hold an int after every assignment: int constants, loop indices, and
+    `+ - * // %` of those (`i += 1` in a while loop, a tape position `x_top = x_top + 1`
+    in a generated gradient) or of calls `integer_call` accepts. Their tapes stay
+    integer, so they still work as indices."""
+    found = {v for v, sites in defs.items() if sites and v not in params}
+
+    def integer(atom) -> bool:
+        if isinstance(atom, gast.Constant):
+            return isinstance(atom.value, int)
+        if isinstance(atom, gast.Name):
+            return atom.id in found
+        if isinstance(atom, gast.Call):
+            return integer_call(atom)
+        return isinstance(atom, gast.BinOp) and isinstance(atom.op, _INTEGER_OPS) and \
+            integer(atom.left) and integer(atom.right)
+    changed = True
+    while changed:
+        changed = False
+        for var in list(found):
+            if not all(isinstance(d, gast.For) or isinstance(d, gast.Assign) and
+                       integer(d.value) for d in defs[var]):
+                found.discard(var)
+                changed = True
+    return found
+
+
+def _accumulating() -> tuple:
+    """The helpers that return their first argument after writing into it in place
+    (or a larger copy of it, for a tape that grows)."""
+    from .helper_rules import accumulated, items_pushed   # helper_rules imports reverse
+    return (accumulated, items_pushed, tape.push)
+
+
+def _tape_makers() -> tuple:
+    """The helpers whose result is a tape or an element buffer."""
+    from .helper_rules import items_pushed
+    return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
+            items_pushed)
+
+
 def _may_overlap(read_index, write_index) -> bool:
     """Whether a read and a write of one array may touch the same elements: they do unless
     their first indices are different names or constants (`X[i]` and `X[i_plus_1]`)."""
@@ -1309,6 +1464,12 @@ def _shape_follows_operands(value, env) -> bool:
 # the argument a helper reads only for its shape and float type
 _WEAK_ARGUMENTS = {runtime.unbroadcast: 1, runtime.zeros_like: 0, runtime.cast_like: 1,
                    runtime.broadcast_reduced: 1, runtime.reshape_like: 1}
+
+
+def shape_argument(helper, position: int) -> None:
+    """Declare that `helper` reads argument `position` only for its shape."""
+    _SHAPE_ARGUMENTS[helper] = position
+    _WEAK_ARGUMENTS[helper] = position
 
 
 def _reads(stmts, env) -> tuple[set, set]:

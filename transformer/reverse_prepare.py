@@ -5,6 +5,13 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
 
 - redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
   `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
+- an in-place accumulation, `scatter_add(b, i, v)` (the adjoint of an indexed read in a
+  generated gradient) or `np.add.at(b, i, v)`, becomes the assignment
+  `b = accumulated(b, i, v)`, so the flow into `b` is an ordinary value flow;
+  `accumulated` still writes `b` in place, which reverse.py accounts for (never
+  recomputed; the reverse sweep may read such arrays only for their shape);
+- a tuple-valued element-buffer call of a generated gradient (`t = push_items(b, n, v)`,
+  `pop_items`) is split into one call per item (`helper_rules.SPLIT`);
 - an assignment reading its own target is split: `x = x * y` becomes
   `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
 - an `if` test or a `range` start/step that the body reassigns is copied first
@@ -23,12 +30,13 @@ from __future__ import annotations
 import copy
 
 import gast
+import numpy as np
 
-from . import tape
+from . import runtime, tape
 from .anf import anf
 from .controlflow import lower_exits
 from .desugar import desugar
-from .function import Function
+from .function import Function, resolve
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name
 
@@ -38,8 +46,114 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
+    _effects_as_assignments(fn.replace(node=node, env=env), namer, node.body)
+    if fn.chain:                        # derivative code, differentiated again
+        _split_reused_names(namer, node, set(fn.params))
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
+
+
+def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
+    """In every block: `scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, and a pair
+    `t = push_items(...)` (or `pop_items`) -> `t_0 = items_pushed(...)`,
+    `t_1 = items_end(...)`, its reads `t[0]`, `t[1]` then naming those."""
+    from .helper_rules import SPLIT, accumulated
+    for k in reversed(range(len(stmts))):
+        stmt = stmts[k]
+        for field in ("body", "orelse"):
+            _effects_as_assignments(fn, namer, getattr(stmt, field, None) or [])
+        value = getattr(stmt, "value", None)
+        if not isinstance(value, gast.Call) or value.keywords:
+            continue
+        function = resolve(fn, value.func, None)
+        if isinstance(stmt, gast.Expr) and _accumulates(function) and \
+                len(value.args) == 3 and isinstance(value.args[0], gast.Name):
+            helper = bind_helper(fn.env, namer, "accumulated", accumulated)
+            stmts[k] = located(assign(value.args[0].id, call(name(helper), *value.args)),
+                               stmt)
+        elif isinstance(stmt, gast.Assign) and function in SPLIT and \
+                isinstance(stmt.targets[0], gast.Name):
+            stmts[k:k + 1] = _split_pair(fn, namer, stmt, SPLIT[function])
+
+
+def _split_reused_names(namer: Namer, node, params: set) -> None:
+    """A generated gradient re-runs statements of its primal in its reverse sweep under
+    the same names (`d = pos[i] - pos[j]`, and the loop index `i`, in both loops). Where
+    each assignment (or loop) binding a name is the only one in its block and every read
+    of the name follows one of them in its block, each starts a value of its own:
+    renamed, each has a single assignment and can be recomputed instead of recorded."""
+    sites: dict = {}
+    for block in _blocks(node.body):
+        for k, stmt in enumerate(block):
+            for var in _bound_name(stmt):
+                sites.setdefault(var, []).append((block, k))
+    reads: dict = {}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+            reads[sub.id] = reads.get(sub.id, 0) + 1
+    for var, defs in sites.items():
+        if len(defs) < 2 or var in params:
+            continue
+        owned = [_owned_reads(var, block[k], block[k + 1:]) for block, k in defs]
+        if any(o is None for o in owned) or sum(map(len, owned)) != reads.get(var, 0):
+            continue
+        for (block, k), loads in zip(defs[1:], owned[1:]):
+            fresh = namer.fresh(var)
+            stmt = block[k]
+            (stmt.targets[0] if isinstance(stmt, gast.Assign) else stmt.target).id = fresh
+            for load in loads:
+                load.id = fresh
+
+
+def _blocks(stmts):
+    yield stmts
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            yield from _blocks(getattr(stmt, field, None) or [])
+
+
+def _owned_reads(var: str, binding, rest: list):
+    """The reads of `var` that `binding` (an assignment or a loop) reaches: in the loop's
+    body and in `rest`, the statements after it in its block, up to the next binding of
+    `var` there. None if those assign `var` otherwise, or `binding` reads it."""
+    cut = next((k for k, stmt in enumerate(rest) if var in _bound_name(stmt)), len(rest))
+    region = (binding.body if isinstance(binding, gast.For) else []) + rest[:cut]
+    source = binding.iter if isinstance(binding, gast.For) else binding.value
+    later = gast.Module(body=region, type_ignores=[])
+    if var in assigned_names(later) or var in tape.operand_names(source):
+        return None
+    return [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == var and
+            isinstance(n.ctx, gast.Load)]
+
+
+def _bound_name(stmt) -> tuple:
+    target = stmt.targets[0] if isinstance(stmt, gast.Assign) else \
+        getattr(stmt, "target", None) if isinstance(stmt, gast.For) else None
+    return (target.id,) if isinstance(target, gast.Name) else ()
+
+
+def _accumulates(function) -> bool:
+    # a bound method: `np.add.at == np.add.at` holds, `is` does not
+    return function is runtime.scatter_add or \
+        (callable(function) and function == np.add.at)
+
+
+def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
+    pair = stmt.targets[0].id
+    out, names = [], []
+    for part in parts:
+        helper = bind_helper(fn.env, namer, part.__name__, part)
+        names.append(namer.fresh(f"{pair}_{len(names)}"))
+        args = [copy.deepcopy(a) for a in stmt.value.args]
+        if part is parts[1]:
+            args = args[1:]                 # the length needs no buffer
+        out.append(located(assign(names[-1], call(name(helper), *args)), stmt))
+    for sub in gast.walk(fn.node):
+        if isinstance(sub, gast.Assign) and isinstance(sub.value, gast.Subscript) and \
+                isinstance(sub.value.value, gast.Name) and sub.value.value.id == pair and \
+                isinstance(sub.value.slice, gast.Constant):
+            sub.value = name(names[sub.value.slice.value])
+    return out
 
 
 def _store_counts(node) -> dict:

@@ -40,6 +40,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from . import runtime
+
 # ---------------------------------------------------------------- analysis
 
 
@@ -185,6 +187,10 @@ def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
     return stable - set(anchors)
 
 
+# helpers of derivative code whose result is shaped like one argument: helper -> its
+# position (helper_rules adds `accumulated(b, i, v)`, `b` after an accumulation)
+SHAPE_FROM: dict = {runtime.unbroadcast: 1, runtime.broadcast_reduced: 1,
+                    runtime.reshape_like: 1, runtime.zeros_like: 0}
 SHAPE_KEEPING = (np.sum, np.mean, np.max, np.min, np.prod, np.dot, np.matmul, np.round,
                   np.around, np.clip, np.where, np.copy, abs, max, min, float)
 
@@ -209,6 +215,9 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
         func = resolve_in(env, value.func)
+        position = SHAPE_FROM.get(func) if callable(func) else None
+        if position is not None:
+            return position < len(value.args) and ok(value.args[position])
         known = isinstance(func, np.ufunc) or getattr(func, "__module__", None) == "math" \
             or any(func is f for f in SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
