@@ -980,31 +980,6 @@ def batched_attribute(value: gast.expr, attr: str):
 
 # ---------------------------------------------------------------- collectives over the batch
 
-def sum_batch(x):
-    """`psum` of batched `x`: the sum over the batch axis."""
-    return np.sum(x, axis=0)
-
-
-def mean_batch(x):
-    """`pmean` of batched `x`: the mean over the batch axis."""
-    return np.mean(x, axis=0)
-
-
-def max_batch(x):
-    """`pmax` of batched `x`: the maximum over the batch axis."""
-    return np.max(x, axis=0)
-
-
-def min_batch(x):
-    """`pmin` of batched `x`: the minimum over the batch axis."""
-    return np.min(x, axis=0)
-
-
-def gather_batch(x):
-    """`all_gather` of batched `x`: the whole stack, the same for every example."""
-    return np.array(x)
-
-
 def _over_batch_nb(x, combine, finish):
     if x.ndim == 1:
         def scalars(x):
@@ -1047,24 +1022,33 @@ def _average(a, n):
     return a / n
 
 
-@overload(sum_batch)
-def _sum_batch_nb(x):
-    return _over_batch_nb(x, _plus, _total)
+def _over_batch(np_fn, combine, finish, name_: str, doc: str):
+    """A collective of batched `x`, `np_fn` over the batch axis; compiled, a fold of the
+    examples with `combine`, then `finish(folded, size)`."""
+    def python(x):
+        return np_fn(x, axis=0)
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = doc
+
+    @overload(python)
+    def _nb(x):
+        return _over_batch_nb(x, combine, finish)
+    return python
 
 
-@overload(mean_batch)
-def _mean_batch_nb(x):
-    return _over_batch_nb(x, _plus, _average)
+sum_batch = _over_batch(np.sum, _plus, _total, "sum_batch",
+                        "`psum` of batched `x`: the sum over the batch axis.")
+mean_batch = _over_batch(np.mean, _plus, _average, "mean_batch",
+                         "`pmean` of batched `x`: the mean over the batch axis.")
+max_batch = _over_batch(np.max, _larger, _total, "max_batch",
+                        "`pmax` of batched `x`: the maximum over the batch axis.")
+min_batch = _over_batch(np.min, _smaller, _total, "min_batch",
+                        "`pmin` of batched `x`: the minimum over the batch axis.")
 
 
-@overload(max_batch)
-def _max_batch_nb(x):
-    return _over_batch_nb(x, _larger, _total)
-
-
-@overload(min_batch)
-def _min_batch_nb(x):
-    return _over_batch_nb(x, _smaller, _total)
+def gather_batch(x):
+    """`all_gather` of batched `x`: the whole stack, the same for every example."""
+    return np.array(x)
 
 
 @overload(gather_batch)
