@@ -78,14 +78,19 @@ class _Identity:
 IDENTITY = _Identity()
 
 
-def any_batched(flag) -> bool:
+def _any_leaf(flag, test) -> bool:
+    """Whether `test` holds for some leaf of `flag`, through `Each`, tuples and dicts."""
     if isinstance(flag, Each):
-        return any_batched(flag.flag)
+        return _any_leaf(flag.flag, test)
     if isinstance(flag, tuple):
-        return any(any_batched(f) for f in flag)
+        return any(_any_leaf(f, test) for f in flag)
     if isinstance(flag, dict):
-        return any(any_batched(f) for f in flag.values())
-    return bool(flag)
+        return any(_any_leaf(f, test) for f in flag.values())
+    return test(flag)
+
+
+def any_batched(flag) -> bool:
+    return _any_leaf(flag, bool)
 
 
 def join(a, b):
@@ -620,13 +625,7 @@ def _batch_reads(value, flags: dict, read: set) -> None:
 
 
 def _holds_identity(flag) -> bool:
-    if isinstance(flag, Each):
-        return _holds_identity(flag.flag)
-    if isinstance(flag, tuple):
-        return any(_holds_identity(f) for f in flag)
-    if isinstance(flag, dict):
-        return any(_holds_identity(f) for f in flag.values())
-    return flag is IDENTITY
+    return _any_leaf(flag, lambda leaf: leaf is IDENTITY)
 
 
 def _first_mapped(axes, path=()):
