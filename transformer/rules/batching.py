@@ -1341,44 +1341,46 @@ def _spread_batch_mean_nb(g, x):
     return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
 
 
-def index_examples_grad(g, x, index):
-    """The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`."""
-    out = np.zeros(np.shape(x), np.asarray(g).dtype)
-    for k in range(np.shape(x)[0]):
-        np.add.at(out[k], index, g[k])
-    return out
+@register_jitable
+def _shared_index(index, k):
+    return index
 
 
-def take_batched_grad(g, x, index):
-    """The adjoint of `take_batched(x, index)`: each example's `g` added at its index."""
-    out = np.zeros(np.shape(x), np.asarray(g).dtype)
-    for k in range(np.shape(x)[0]):
-        np.add.at(out[k], index[k], g[k])
-    return out
+@register_jitable
+def _own_index(index, k):
+    return index[k]
 
 
-@overload(index_examples_grad)
-def _index_examples_grad_nb(g, x, index):
-    scatter = _runtime().scatter_add
-
-    def impl(g, x, index):
-        out = np.zeros(x.shape, g.dtype)
-        for k in range(x.shape[0]):
-            scatter(out[k], index, g[k])
+def _scatter_examples(index_of, name_: str, doc: str):
+    """`g[k]` added into zeros shaped like `x` at `index_of(index, k)`, for each example
+    `k`: the adjoint of a gather from each example."""
+    def python(g, x, index):
+        out = np.zeros(np.shape(x), np.asarray(g).dtype)
+        for k in range(np.shape(x)[0]):
+            np.add.at(out[k], index_of(index, k), g[k])
         return out
-    return impl
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = doc
+
+    @overload(python)
+    def _nb(g, x, index):
+        scatter = _runtime().scatter_add
+
+        def impl(g, x, index):
+            out = np.zeros(x.shape, g.dtype)
+            for k in range(x.shape[0]):
+                scatter(out[k], index_of(index, k), g[k])
+            return out
+        return impl
+    return python
 
 
-@overload(take_batched_grad)
-def _take_batched_grad_nb(g, x, index):
-    scatter = _runtime().scatter_add
-
-    def impl(g, x, index):
-        out = np.zeros(x.shape, g.dtype)
-        for k in range(x.shape[0]):
-            scatter(out[k], index[k], g[k])
-        return out
-    return impl
+index_examples_grad = _scatter_examples(
+    _shared_index, "index_examples_grad",
+    "The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`.")
+take_batched_grad = _scatter_examples(
+    _own_index, "take_batched_grad",
+    "The adjoint of `take_batched(x, index)`: each example's `g` added at its index.")
 
 
 _ADJOINT_RULES = {
