@@ -214,11 +214,16 @@ class Analysis:
             self.why("a batched index is used in a write", stmt)
         self.set(target.value.id, bool(control or index or any_batched(value)))
 
-    def stmt_If(self, stmt, control: bool) -> None:
+    def batched_test(self, stmt, keyword: str) -> bool:
+        """Whether the condition of an `if`/`while` depends on the batch (and why, if so)."""
         test = any_batched(self.expr(stmt.test))
         if test:
-            self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
-                     "the batch", stmt)
+            self.why(f"the `{keyword}` condition (`{expression_source(stmt.test)}`) depends "
+                     "on the batch", stmt)
+        return test
+
+    def stmt_If(self, stmt, control: bool) -> None:
+        test = self.batched_test(stmt, "if")
         self.block(stmt.body, control or test)
         self.block(stmt.orelse, control or test)
 
@@ -231,10 +236,7 @@ class Analysis:
         self.block(stmt.body, control or bound)
 
     def stmt_While(self, stmt, control: bool) -> None:
-        test = any_batched(self.expr(stmt.test))
-        if test:
-            self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
-                     "on the batch", stmt)
+        test = self.batched_test(stmt, "while")
         self.block(stmt.body, control or test)
 
     def stmt_Return(self, stmt, control: bool) -> None:
