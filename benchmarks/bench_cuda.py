@@ -121,6 +121,19 @@ def cpu_row(workload, size, cpu, args, repeat) -> Row:
                compile_s)
 
 
+def jax_rows(workload, size, label, build, repeat, notes) -> list[Row]:
+    """The JAX GPU row of a workload; `build(jax)` gives the function and its device
+    arguments. No row, and a note, where JAX has no GPU backend."""
+    jax = jax_gpu()
+    if jax is None:
+        notes.append(f"{workload.split()[0]}: JAX has no GPU backend here; no JAX row")
+        return []
+    fn, args = build(jax)
+    compile_s = first_call(fn, *args)
+    return [Row(workload, size, label, timing.median_time(fn, *args, repeat=repeat),
+                compile_s)]
+
+
 # ---------------------------------------------------------------- workloads
 
 def bench_order_book(n_books: int, repeat: int, notes: list) -> list[Row]:
@@ -138,16 +151,9 @@ def bench_order_book(n_books: int, repeat: int, notes: list) -> list[Row]:
                      (bid.copy(), ask.copy(), *message), repeat)
     rows.append(cpu_row("W6 book step", size, cpu, (bid.copy(), ask.copy(), *message),
                         repeat))
-    jax = jax_gpu()
-    if jax is None:
-        notes.append("W6: JAX has no GPU backend here; no JAX row")
-    else:
-        step = peers.book_step_batch_jax()
-        args = tuple(jax.device_put(a) for a in (bid, ask, *message))
-        compile_s = first_call(step, *args)
-        rows.append(Row("W6 book step", size, "jax gpu jit(vmap)",
-                        timing.median_time(step, *args, repeat=repeat), compile_s))
-    return rows
+    return rows + jax_rows("W6 book step", size, "jax gpu jit(vmap)", lambda jax: (
+        peers.book_step_batch_jax(), tuple(jax.device_put(a) for a in (bid, ask, *message))),
+        repeat, notes)
 
 
 def bench_lj_forces(n: int, repeat: int, notes: list) -> list[Row]:
@@ -165,16 +171,8 @@ def bench_lj_forces(n: int, repeat: int, notes: list) -> list[Row]:
     rows = cuda_rows("W1 LJ forces", size, kernel,
                      (device[0], device[0], device[1], *scalars), args, repeat)
     rows.append(cpu_row("W1 LJ forces", size, cpu, args, repeat))
-    jax = jax_gpu()
-    if jax is None:
-        notes.append("W1: JAX has no GPU backend here; no JAX row")
-    else:
-        gradient = peers.lj_grad_jax()
-        jargs = (jax.device_put(pos32), *scalars)
-        compile_s = first_call(gradient, *jargs)
-        rows.append(Row("W1 LJ forces", size, "jax gpu jit(grad)",
-                        timing.median_time(gradient, *jargs, repeat=repeat), compile_s))
-    return rows
+    return rows + jax_rows("W1 LJ forces", size, "jax gpu jit(grad)", lambda jax: (
+        peers.lj_grad_jax(), (jax.device_put(pos32), *scalars)), repeat, notes)
 
 
 def bench_mlp(batch: int, shape: tuple, repeat: int, notes: list) -> list[Row]:
@@ -196,17 +194,10 @@ def bench_mlp(batch: int, shape: tuple, repeat: int, notes: list) -> list[Row]:
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     rows = cuda_rows("W2 per-ex grad", size, kernel, to_device(*args), args, repeat)
     rows.append(cpu_row("W2 per-ex grad", size, cpu, args, repeat))
-    jax = jax_gpu()
-    if jax is None:
-        notes.append("W2: JAX has no GPU backend here; no JAX row")
-    else:
-        jax_grads = peers.mlp_per_example_grads_jax()
-        jargs = ({k: jax.device_put(v) for k, v in params.items()}, jax.device_put(X),
-                 jax.device_put(Y))
-        compile_s = first_call(jax_grads, *jargs)
-        rows.append(Row("W2 per-ex grad", size, "jax gpu jit(vmap(grad))",
-                        timing.median_time(jax_grads, *jargs, repeat=repeat), compile_s))
-    return rows
+    return rows + jax_rows("W2 per-ex grad", size, "jax gpu jit(vmap(grad))", lambda jax: (
+        peers.mlp_per_example_grads_jax(),
+        ({k: jax.device_put(v) for k, v in params.items()}, jax.device_put(X),
+         jax.device_put(Y))), repeat, notes)
 
 
 # ---------------------------------------------------------------- main

@@ -23,7 +23,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 from . import emit
 from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
                          Binder, Inference, Spec, allocation_dtype_node, indexed_shape,
-                         local_array)
+                         StatementRewriter, local_array)
 
 
 def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
@@ -40,7 +40,7 @@ def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
 _CASTS = {np.float32, np.float64, np.int32, np.int64, float, int}
 
 
-class LowerArrays:
+class LowerArrays(StatementRewriter):
     def __init__(self, fn, info, binder: Binder, float_dtype):
         self.fn, self.info, self.binder = fn, info, binder
         self.values = Inference(fn, info, np.dtype(float_dtype))
@@ -51,21 +51,11 @@ class LowerArrays:
         found = self.values.atom(atom)
         return found if isinstance(found, Spec) else None
 
-    def block(self, stmts) -> list:
-        out = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt))
-        return out
-
     def statement(self, stmt) -> list:
         if isinstance(stmt, gast.Assign) and isinstance(stmt.value, (gast.Tuple, gast.List)):
             self.literals[stmt.targets[0].id] = stmt.value.elts
             if isinstance(stmt.value, gast.List):         # kernels have tuples, not lists
                 stmt.value = gast.Tuple(elts=stmt.value.elts, ctx=gast.Load())
-        if isinstance(stmt, (gast.For, gast.While, gast.If)):
-            stmt.body = self.block(stmt.body) or [gast.Pass()]
-            stmt.orelse = self.block(stmt.orelse)
-            return [stmt]
         if not isinstance(stmt, gast.Assign):
             return [stmt]
         target = stmt.targets[0]

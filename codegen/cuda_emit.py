@@ -36,7 +36,7 @@ from . import emit
 from .cuda_arrays import LowerArrays, lower_arrays
 from .cuda_runtime import lower_runtime
 from .cuda_types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
-                         infer, is_local_array)
+                         StatementRewriter, infer, is_local_array)
 
 
 def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Function:
@@ -232,25 +232,16 @@ def _rint(float_dtype):
     return libdevice.rintf if float_dtype == np.float32 else libdevice.rint
 
 
-class _ScalarMath:
+class _ScalarMath(StatementRewriter):
     def __init__(self, fn, binder, float_dtype):
         self.fn, self.binder, self.float_dtype = fn, binder, float_dtype
 
-    def block(self, stmts):
-        out = []
-        for stmt in stmts:
-            if isinstance(stmt, (gast.For, gast.While, gast.If)):
-                stmt.body = self.block(stmt.body) or [gast.Pass()]
-                stmt.orelse = self.block(stmt.orelse)
-                out.append(stmt)
-            elif isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call):
-                for new in self.rewrite(stmt, stmt.value):
-                    out.extend(located(s, stmt) for s in self.power(new))
-            elif isinstance(stmt, gast.Assign):
-                out.extend(located(s, stmt) for s in self.power(stmt))
-            else:
-                out.append(stmt)
-        return out
+    def statement(self, stmt) -> list:
+        if not isinstance(stmt, gast.Assign):
+            return [stmt]
+        rewritten = self.rewrite(stmt, stmt.value) if isinstance(stmt.value, gast.Call) \
+            else [stmt]
+        return [located(s, stmt) for new in rewritten for s in self.power(new)]
 
     def power(self, stmt) -> list:
         """`y = x ** n` for n = 2, 3, 4 as products: exact in the working precision, where

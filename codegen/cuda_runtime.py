@@ -27,7 +27,7 @@ from transformer import reverse, runtime, tape
 from transformer.function import Function, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from .cuda_types import Spec, infer, local_array
+from .cuda_types import Spec, StatementRewriter, infer, local_array
 
 
 def lower_runtime(fn: Function, specs: dict, float_dtype, binder) -> Function:
@@ -41,29 +41,19 @@ def lower_runtime(fn: Function, specs: dict, float_dtype, binder) -> Function:
     return fn.replace(node=node, env=binder.env)
 
 
-class _Runtime:
+class _Runtime(StatementRewriter):
     def __init__(self, fn, info, binder, float_dtype):
         self.fn, self.info, self.binder, self.float_dtype = fn, info, binder, float_dtype
         self.tapes: dict = {}
 
-    def block(self, stmts):
-        out = []
-        for stmt in stmts:
-            if isinstance(stmt, (gast.For, gast.While, gast.If)):
-                stmt.body = self.block(stmt.body) or [gast.Pass()]
-                stmt.orelse = self.block(stmt.orelse)
-                out.append(stmt)
-                continue
-            value = getattr(stmt, "value", None)
-            helper = resolve(self.fn, value.func, None) if isinstance(value, gast.Call) \
-                else None
-            lowering = LOWERINGS.get(helper) if _hashable(helper) else None
-            if lowering is None:
-                out.append(stmt)
-                continue
-            target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
-            out.extend(located(s, stmt) for s in lowering(self, stmt, target, value.args))
-        return out
+    def statement(self, stmt) -> list:
+        value = getattr(stmt, "value", None)
+        helper = resolve(self.fn, value.func, None) if isinstance(value, gast.Call) else None
+        lowering = LOWERINGS.get(helper) if _hashable(helper) else None
+        if lowering is None:
+            return [stmt]
+        target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
+        return [located(s, stmt) for s in lowering(self, stmt, target, value.args)]
 
     # -- helpers for the lowerings
     def spec(self, atom) -> Spec | None:

@@ -6,6 +6,9 @@ shape is fixed (parameters whose shape the call fixed, views of them, local arra
 constant size). A name assigned values of different shapes gets no entry. Python
 constants are *weak* like NumPy 2's scalars: `x32 * 0.5` stays float32, and a float
 constant is read as `float_dtype` (the working precision of the kernel).
+
+The CUDA passes also share from here `Binder` (library objects bound in the environment),
+`local_array` and `StatementRewriter` (the statement-by-statement walk of their rewrites).
 """
 from __future__ import annotations
 
@@ -461,6 +464,23 @@ def local_array(binder, target: str, spec: Spec):
         gast.Tuple(elts=[const(d) for d in spec.shape], ctx=gast.Load())
     dtype = name(binder.bind(spec.dtype.type, spec.dtype.name))
     return assign(store(target), call(binder.ref(cuda, "cuda", "local.array"), shape, dtype))
+
+
+class StatementRewriter:
+    """A pass that rewrites a body statement by statement: a loop or branch keeps its place
+    with its bodies rewritten (an emptied body becomes `pass`), and every other statement
+    becomes the list of statements the subclass's `statement(stmt)` returns."""
+
+    def block(self, stmts) -> list:
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (gast.For, gast.While, gast.If)):
+                stmt.body = self.block(stmt.body) or [gast.Pass()]
+                stmt.orelse = self.block(stmt.orelse)
+                out.append(stmt)
+            else:
+                out.extend(self.statement(stmt))
+        return out
 
 
 class Binder:

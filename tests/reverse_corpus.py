@@ -259,6 +259,15 @@ def reuse_index(x):
         s = s * x[i]
     return s
 
+def branch_defines_values(x):
+    """Each branch defines `y`: grad of grad must not read the branch not taken."""
+    if x > 0.5:
+        y = np.sin(x) * x
+    else:
+        y = x * x
+    return y
+
+
 def branch_only_def(x):
     y = x * 2.0
     if x > 0.5:

@@ -12,6 +12,7 @@ import pytest
 
 os.environ.setdefault("NUMBA_OPT", "0")
 
+from reverse_corpus import branch_defines_values, lj_energy  # noqa: E402
 from transformer import grad, hessian, jacfwd, jacrev, jit, jvp  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -30,14 +31,6 @@ def fd_gradient(f, x, eps=1e-5):
 
 
 # ---------------------------------------------------------------- functions
-
-def scalar_fn(x):
-    if x > 0.5:
-        y = np.sin(x) * x
-    else:
-        y = x * x
-    return y
-
 
 def smooth(x):
     y = np.sin(x) * x + x * x * 0.2
@@ -70,21 +63,8 @@ def pair_energy(pos, eps, sigma):
     return 2.0 * eps * np.sum(off * (s6 * s6 - s6))
 
 
-def pair_energy_loops(pos, eps, sigma):
-    """The same energy with loops, a cutoff branch and indexed reads."""
-    e = 0.0
-    for i in range(pos.shape[0]):
-        for j in range(i + 1, pos.shape[0]):
-            d = pos[i] - pos[j]
-            r2 = np.sum(d * d)
-            if r2 < 9.0:
-                s6 = (sigma * sigma / r2) ** 3
-                e += 4.0 * eps * (s6 * s6 - s6)
-    return e
-
-
 energy_grad = grad(pair_energy)                # forces are minus this
-energy_grad_loops = grad(pair_energy_loops)
+energy_grad_loops = grad(lj_energy)            # the same energy with loops and a cutoff
 
 
 def make_force_loss(positions, reference, forces_of=energy_grad):
@@ -121,14 +101,10 @@ def test_jit_grad_of_grad(second_derivative):
         assert compiled(x) == pytest.approx(second_derivative(x), rel=1e-12)
 
 
-def test_grad_of_grad_through_the_taken_branch():
-    assert grad(grad(scalar_fn))(0.9) == pytest.approx(fd_gradient(grad(scalar_fn), 0.9),
-                                                       rel=1e-6)
-
-
-def test_grad_of_grad_through_the_other_branch():
-    assert grad(grad(scalar_fn))(0.2) == pytest.approx(fd_gradient(grad(scalar_fn), 0.2),
-                                                       rel=1e-6)
+@pytest.mark.parametrize("x", [0.9, 0.2])              # the taken branch, then the other
+def test_grad_of_grad_through_either_branch(x):
+    first = grad(branch_defines_values)
+    assert grad(first)(x) == pytest.approx(fd_gradient(first, x), rel=1e-6)
 
 
 # ---------------------------------------------------------------- forward over reverse

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from reverse_corpus import branch_defines_values
 from transformer import grad, jit
 from transformer.test_util import check_grads
 
@@ -91,14 +92,6 @@ def test_grad_of_nested_np_array_literal():
 def test_jit_grad_of_np_array_of_a_scalar_list():
     g = grad(array_of_scalars, argnums=(0, 1))
     np.testing.assert_allclose(jit(g)(0.3, -0.7), g(0.3, -0.7))
-
-
-def branch_defines_values(x):
-    if x > 0.5:
-        y = np.sin(x) * x
-    else:
-        y = x * x
-    return y
 
 
 @pytest.mark.parametrize("x", [0.9, 0.2])

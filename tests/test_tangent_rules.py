@@ -11,13 +11,18 @@ import numpy as np
 import pytest
 from test_adjoint_rules import (
     CASES,
+    MULTI_INPUT_CASES,
     assigned_names,
     build,
+    check_each_side_inactive,
+    copy_value,
     lowered_line,
     names_in,
+    outputs_along,
     parse_line,
     random_like,
     run_program,
+    split_inputs,
     to_source,
 )
 
@@ -58,24 +63,15 @@ def make_jvp(program: str, active: list[str], consts: list[str], lower: bool = F
 
 
 def check_jvp(program, inputs, consts=None, seed=1, active=None, eps=1e-6):
-    active = list(inputs) if active is None else active
-    consts = dict(consts or {}, **{n: v for n, v in inputs.items() if n not in active})
+    active, consts = split_inputs(inputs, consts, active)
     fn, source = make_jvp(program, active, list(consts))
     rng = np.random.default_rng(seed)
     values = dict(inputs, **consts)
     directions = {n: random_like(rng, inputs[n]) for n in active}
-    def copy(v):
-        return v.copy() if isinstance(v, np.ndarray) else v
-    tangents = fn(*[copy(inputs[n]) for n in active], *[consts[n] for n in consts],
-                  *[copy(directions[n]) for n in active])
-
-    def shifted(t):
-        moved = dict(values)
-        for n in active:
-            moved[n] = values[n] + t * directions[n]
-        return run_program(program, moved)
-
-    for tangent, plus, minus, out in zip(tangents, shifted(eps), shifted(-eps),
+    tangents = fn(*[copy_value(inputs[n]) for n in active], *[consts[n] for n in consts],
+                  *[copy_value(directions[n]) for n in active])
+    for tangent, plus, minus, out in zip(tangents, outputs_along(program, values, directions, eps),
+                                         outputs_along(program, values, directions, -eps),
                                          run_program(program, values)):
         expected = (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
         assert np.shape(tangent) == np.shape(out), source
@@ -87,12 +83,9 @@ def test_tangent_matches_finite_differences(program, inputs, consts):
     check_jvp(program, inputs, consts)
 
 
-@pytest.mark.parametrize("program, inputs, consts", [
-    c for c in CASES if len(c.values[1]) > 1])
+@pytest.mark.parametrize("program, inputs, consts", MULTI_INPUT_CASES)
 def test_tangent_with_one_argument_inactive(program, inputs, consts):
-    first, *rest = inputs
-    check_jvp(program, inputs, consts, active=[first])
-    check_jvp(program, inputs, consts, active=rest)
+    check_each_side_inactive(check_jvp, program, inputs, consts)
 
 
 def _name(n):

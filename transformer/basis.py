@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 
@@ -72,37 +72,40 @@ def set_column(jac, t, k) -> None:
     jac[:, k] = np.ravel(t)
 
 
-@overload(set_column)
-def _set_column_nb(jac, t, k):
-    if isinstance(t, types.Array):
-        def impl(jac, t, k):
-            flat = np.ascontiguousarray(t).ravel()
-            for i in range(flat.size):
-                jac[i, k] = flat[i]
-        return impl
-
-    def scalar(jac, t, k):
-        jac[0, k] = t
-    return scalar
-
-
 def set_row(jac, g, k) -> None:
     """`jac[k, :] = ravel(g)`: the cotangent pulled from basis vector `k`."""
     jac[k, :] = np.ravel(g)
 
 
-@overload(set_row)
-def _set_row_nb(jac, g, k):
-    if isinstance(g, types.Array):
-        def impl(jac, g, k):
-            flat = np.ascontiguousarray(g).ravel()
-            for i in range(flat.size):
-                jac[k, i] = flat[i]
-        return impl
+@register_jitable
+def _at_column(jac, i, k, value):
+    jac[i, k] = value
 
-    def scalar(jac, g, k):
-        jac[k, 0] = g
-    return scalar
+
+@register_jitable
+def _at_row(jac, i, k, value):
+    jac[k, i] = value
+
+
+def _put_flat_nb(value, put):
+    """Compiled: element `i` of `ravel(value)` written by `put(jac, i, k, element)`."""
+    if isinstance(value, types.Array):
+        def impl(jac, value, k):
+            flat = np.ascontiguousarray(value).ravel()
+            for i in range(flat.size):
+                put(jac, i, k, flat[i])
+        return impl
+    return lambda jac, value, k: put(jac, 0, k, value)
+
+
+@overload(set_column)
+def _set_column_nb(jac, value, k):
+    return _put_flat_nb(value, _at_column)
+
+
+@overload(set_row)
+def _set_row_nb(jac, value, k):
+    return _put_flat_nb(value, _at_row)
 
 
 def jacobian_result(jac, out, x):

@@ -78,14 +78,19 @@ class _Identity:
 IDENTITY = _Identity()
 
 
-def any_batched(flag) -> bool:
+def _any_leaf(flag, test) -> bool:
+    """Whether `test` holds for some leaf of `flag`, through `Each`, tuples and dicts."""
     if isinstance(flag, Each):
-        return any_batched(flag.flag)
+        return _any_leaf(flag.flag, test)
     if isinstance(flag, tuple):
-        return any(any_batched(f) for f in flag)
+        return any(_any_leaf(f, test) for f in flag)
     if isinstance(flag, dict):
-        return any(any_batched(f) for f in flag.values())
-    return bool(flag)
+        return any(_any_leaf(f, test) for f in flag.values())
+    return test(flag)
+
+
+def any_batched(flag) -> bool:
+    return _any_leaf(flag, bool)
 
 
 def join(a, b):
@@ -209,11 +214,16 @@ class Analysis:
             self.why("a batched index is used in a write", stmt)
         self.set(target.value.id, bool(control or index or any_batched(value)))
 
-    def stmt_If(self, stmt, control: bool) -> None:
+    def batched_test(self, stmt, keyword: str) -> bool:
+        """Whether the condition of an `if`/`while` depends on the batch (and why, if so)."""
         test = any_batched(self.expr(stmt.test))
         if test:
-            self.why(f"the `if` condition (`{expression_source(stmt.test)}`) depends on "
-                     "the batch", stmt)
+            self.why(f"the `{keyword}` condition (`{expression_source(stmt.test)}`) depends "
+                     "on the batch", stmt)
+        return test
+
+    def stmt_If(self, stmt, control: bool) -> None:
+        test = self.batched_test(stmt, "if")
         self.block(stmt.body, control or test)
         self.block(stmt.orelse, control or test)
 
@@ -226,10 +236,7 @@ class Analysis:
         self.block(stmt.body, control or bound)
 
     def stmt_While(self, stmt, control: bool) -> None:
-        test = any_batched(self.expr(stmt.test))
-        if test:
-            self.why(f"the `while` condition (`{expression_source(stmt.test)}`) depends "
-                     "on the batch", stmt)
+        test = self.batched_test(stmt, "while")
         self.block(stmt.body, control or test)
 
     def stmt_Return(self, stmt, control: bool) -> None:
@@ -620,13 +627,7 @@ def _batch_reads(value, flags: dict, read: set) -> None:
 
 
 def _holds_identity(flag) -> bool:
-    if isinstance(flag, Each):
-        return _holds_identity(flag.flag)
-    if isinstance(flag, tuple):
-        return any(_holds_identity(f) for f in flag)
-    if isinstance(flag, dict):
-        return any(_holds_identity(f) for f in flag.values())
-    return flag is IDENTITY
+    return _any_leaf(flag, lambda leaf: leaf is IDENTITY)
 
 
 def _first_mapped(axes, path=()):

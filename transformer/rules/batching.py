@@ -980,31 +980,6 @@ def batched_attribute(value: gast.expr, attr: str):
 
 # ---------------------------------------------------------------- collectives over the batch
 
-def sum_batch(x):
-    """`psum` of batched `x`: the sum over the batch axis."""
-    return np.sum(x, axis=0)
-
-
-def mean_batch(x):
-    """`pmean` of batched `x`: the mean over the batch axis."""
-    return np.mean(x, axis=0)
-
-
-def max_batch(x):
-    """`pmax` of batched `x`: the maximum over the batch axis."""
-    return np.max(x, axis=0)
-
-
-def min_batch(x):
-    """`pmin` of batched `x`: the minimum over the batch axis."""
-    return np.min(x, axis=0)
-
-
-def gather_batch(x):
-    """`all_gather` of batched `x`: the whole stack, the same for every example."""
-    return np.array(x)
-
-
 def _over_batch_nb(x, combine, finish):
     if x.ndim == 1:
         def scalars(x):
@@ -1047,24 +1022,33 @@ def _average(a, n):
     return a / n
 
 
-@overload(sum_batch)
-def _sum_batch_nb(x):
-    return _over_batch_nb(x, _plus, _total)
+def _over_batch(np_fn, combine, finish, name_: str, doc: str):
+    """A collective of batched `x`, `np_fn` over the batch axis; compiled, a fold of the
+    examples with `combine`, then `finish(folded, size)`."""
+    def python(x):
+        return np_fn(x, axis=0)
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = doc
+
+    @overload(python)
+    def _nb(x):
+        return _over_batch_nb(x, combine, finish)
+    return python
 
 
-@overload(mean_batch)
-def _mean_batch_nb(x):
-    return _over_batch_nb(x, _plus, _average)
+sum_batch = _over_batch(np.sum, _plus, _total, "sum_batch",
+                        "`psum` of batched `x`: the sum over the batch axis.")
+mean_batch = _over_batch(np.mean, _plus, _average, "mean_batch",
+                         "`pmean` of batched `x`: the mean over the batch axis.")
+max_batch = _over_batch(np.max, _larger, _total, "max_batch",
+                        "`pmax` of batched `x`: the maximum over the batch axis.")
+min_batch = _over_batch(np.min, _smaller, _total, "min_batch",
+                        "`pmin` of batched `x`: the minimum over the batch axis.")
 
 
-@overload(max_batch)
-def _max_batch_nb(x):
-    return _over_batch_nb(x, _larger, _total)
-
-
-@overload(min_batch)
-def _min_batch_nb(x):
-    return _over_batch_nb(x, _smaller, _total)
+def gather_batch(x):
+    """`all_gather` of batched `x`: the whole stack, the same for every example."""
+    return np.array(x)
 
 
 @overload(gather_batch)
@@ -1357,44 +1341,46 @@ def _spread_batch_mean_nb(g, x):
     return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
 
 
-def index_examples_grad(g, x, index):
-    """The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`."""
-    out = np.zeros(np.shape(x), np.asarray(g).dtype)
-    for k in range(np.shape(x)[0]):
-        np.add.at(out[k], index, g[k])
-    return out
+@register_jitable
+def _shared_index(index, k):
+    return index
 
 
-def take_batched_grad(g, x, index):
-    """The adjoint of `take_batched(x, index)`: each example's `g` added at its index."""
-    out = np.zeros(np.shape(x), np.asarray(g).dtype)
-    for k in range(np.shape(x)[0]):
-        np.add.at(out[k], index[k], g[k])
-    return out
+@register_jitable
+def _own_index(index, k):
+    return index[k]
 
 
-@overload(index_examples_grad)
-def _index_examples_grad_nb(g, x, index):
-    scatter = _runtime().scatter_add
-
-    def impl(g, x, index):
-        out = np.zeros(x.shape, g.dtype)
-        for k in range(x.shape[0]):
-            scatter(out[k], index, g[k])
+def _scatter_examples(index_of, name_: str, doc: str):
+    """`g[k]` added into zeros shaped like `x` at `index_of(index, k)`, for each example
+    `k`: the adjoint of a gather from each example."""
+    def python(g, x, index):
+        out = np.zeros(np.shape(x), np.asarray(g).dtype)
+        for k in range(np.shape(x)[0]):
+            np.add.at(out[k], index_of(index, k), g[k])
         return out
-    return impl
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = doc
+
+    @overload(python)
+    def _nb(g, x, index):
+        scatter = _runtime().scatter_add
+
+        def impl(g, x, index):
+            out = np.zeros(x.shape, g.dtype)
+            for k in range(x.shape[0]):
+                scatter(out[k], index_of(index, k), g[k])
+            return out
+        return impl
+    return python
 
 
-@overload(take_batched_grad)
-def _take_batched_grad_nb(g, x, index):
-    scatter = _runtime().scatter_add
-
-    def impl(g, x, index):
-        out = np.zeros(x.shape, g.dtype)
-        for k in range(x.shape[0]):
-            scatter(out[k], index[k], g[k])
-        return out
-    return impl
+index_examples_grad = _scatter_examples(
+    _shared_index, "index_examples_grad",
+    "The adjoint of `index_examples(x, index)`: `g` added into zeros shaped like `x`.")
+take_batched_grad = _scatter_examples(
+    _own_index, "take_batched_grad",
+    "The adjoint of `take_batched(x, index)`: each example's `g` added at its index.")
 
 
 _ADJOINT_RULES = {
