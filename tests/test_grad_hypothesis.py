@@ -164,9 +164,6 @@ def swap_in_nested_branch(x, v):
     return a + b
 
 
-@pytest.mark.xfail(strict=True, reason="the reset of b's adjoint after the adjoint of "
-                   "`b = np.tanh(a)` is emitted only inside the branch holding the swap, so "
-                   "when that branch was not taken b's adjoint is counted twice")
 def test_swap_in_nested_branch():
     # reduced from a generated program; at x < 0.25 the swap branch is not taken
     x, v = -0.8512318451515273, np.array([0.3, -0.2, 0.1, 0.4])
