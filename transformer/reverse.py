@@ -284,7 +284,8 @@ class _Reverse:
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
-            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape):
+            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
+                                                           tape.check_not_shared):
                 continue
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(

@@ -3,6 +3,12 @@ no self-referencing assignments, and loops carrying what their reversal needs.
 
 Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`, then:
 
+- an augmented assignment to a name that may share its array (`z = update_in_place(a, v)`,
+  see desugar.py) becomes `z = v`, preceded by `check_not_shared(b, a, "b")` for every
+  other name `b` that may hold `a`'s array there: reverse mode keeps one value per name
+  and writes no array in place through a name, which gives NumPy's values exactly unless
+  the update would change another name's array (then the check raises); a name that
+  may hold the array but is not surely bound there is refused;
 - redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
   `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
 - an assignment reading its own target is split: `x = x * y` becomes
@@ -27,8 +33,9 @@ import gast
 from . import tape
 from .anf import anf
 from .controlflow import lower_exits
-from .desugar import desugar
-from .function import Function
+from .desugar import desugar, view_sources
+from .function import Function, resolve
+from .runtime import update_in_place
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name
 
@@ -38,6 +45,7 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
+    _Unshare(fn, node, env, namer).block(node.body, set(fn.params), ())
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
@@ -152,6 +160,85 @@ class _Prepare:
         after.secant_late_restore = True
         loop.secant_trips = trips
         return [located(assign(count, const(0)), loop), loop, after]
+
+
+class _Unshare:
+    """Rewrite `z = update_in_place(a, v)` as `z = v` behind alias checks (see above)."""
+
+    def __init__(self, fn: Function, node, env: dict, namer: Namer):
+        self.fn, self.env, self.namer = fn, env, namer
+        self.root: dict = {}
+        self.first: dict = {p: -1 for p in fn.params}   # name -> first assignment's order
+        self.order = 0
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Assign) and isinstance(sub.targets[0], gast.Name):
+                for source in view_sources(fn, sub.value):
+                    self.union(sub.targets[0].id, source)
+
+    def find(self, var: str) -> str:
+        while self.root.get(var, var) != var:
+            var = self.root[var]
+        return var
+
+    def union(self, a: str, b: str) -> None:
+        self.root[self.find(a)] = self.find(b)
+
+    def block(self, stmts: list, defined: set, loops: tuple) -> set:
+        """Rewrite `stmts`; returns the names surely bound after them."""
+        index = 0
+        while index < len(stmts):
+            stmt = stmts[index]
+            self.order += 1
+            new = self.statement(stmt, defined, loops)
+            stmts[index:index + 1] = new
+            index += len(new)
+        return defined
+
+    def statement(self, stmt, defined: set, loops: tuple) -> list:
+        if isinstance(stmt, gast.If):
+            body = self.block(stmt.body, set(defined), loops)
+            orelse = self.block(stmt.orelse, set(defined), loops)
+            defined |= body & orelse
+        elif isinstance(stmt, (gast.For, gast.While)):
+            inner = {stmt.target.id} if isinstance(stmt, gast.For) else set()
+            self.block(stmt.body, defined | inner, loops + (stmt,))
+        elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            checks = self.unshare(stmt, defined, loops)
+            self.first.setdefault(stmt.targets[0].id, self.order)
+            defined.add(stmt.targets[0].id)
+            return checks + [stmt]
+        return [stmt]
+
+    def unshare(self, stmt, defined: set, loops: tuple) -> list:
+        value = stmt.value
+        if not (isinstance(value, gast.Call) and len(value.args) == 2 and
+                resolve(self.fn, value.func, None) is update_in_place and
+                isinstance(value.args[0], gast.Name)):
+            return []
+        held, target = value.args[0].id, stmt.targets[0].id
+        stmt.value = value.args[1]
+        checks = []
+        for other in sorted(self.sharers(held, target, loops)):
+            if other not in defined:
+                raise self.fn.origin.error(
+                    stmt, f"{other!r} may hold the array {held!r} names, which this "
+                    "augmented assignment updates in place; reverse mode keeps one value "
+                    "per name", f"make a copy ({other} = {held}.copy()) or rebind "
+                    f"({held} = {held} + ...)")
+            check = name(bind_helper(self.env, self.namer, "check_not_shared",
+                                     tape.check_not_shared))
+            checks.append(located(gast.Expr(value=call(check, name(other), name(held),
+                                                       const(other))), stmt))
+        return checks
+
+    def sharers(self, held: str, target: str, loops: tuple) -> set:
+        """Other names that may hold the array of `held` at the current statement: bound
+        to it, or to an item or view of it, earlier or in an enclosing loop."""
+        in_loops = {n.id for loop in loops for n in gast.walk(loop)
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+        return {var for var in set(self.root) | set(self.root.values())
+                if var not in (held, target) and self.find(var) == self.find(held) and
+                (var in self.first or var in in_loops)}
 
 
 def _rename_loads(node, old: str, new: str) -> None:

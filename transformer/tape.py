@@ -309,6 +309,28 @@ def _check_not_view_nb(value, array, label):
     return impl
 
 
+def check_not_shared(other, array, label):
+    """Raise when `other` holds memory of `array`, which an augmented assignment updates
+    in place: reverse mode rebinds `array`'s name instead, so `other` would not change."""
+    if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
+            np.shares_memory(other, array):
+        raise ValueError(f"{label!r} shares its array with a name updated in place (+=, "
+                         f"-=, ...); reverse mode needs a copy: {label} = ....copy()")
+
+
+@overload(check_not_shared)
+def _check_not_shared_nb(other, array, label):
+    if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
+        return lambda other, array, label: None
+
+    def impl(other, array, label):
+        a, b = other.ctypes.data, array.ctypes.data
+        if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
+            raise ValueError("an array updated in place (+=, -=, ...) is shared with "
+                             "another name; reverse mode needs a copy (.copy())")
+    return impl
+
+
 # ---------------------------------------------------------------- runtime: value tapes
 
 MIN_CAPACITY = 16
