@@ -98,3 +98,22 @@ def test_grad_refuses_an_alias_not_surely_bound_at_the_update():
     with pytest.raises(TransformError, match="'w' may hold the array") as info:
         grad(alias_bound_in_a_branch)(X.copy(), 1.0)
     assert "test_inplace_update.py" in str(info.value)
+
+
+def element_write_then_counter(a):
+    b = a.copy()
+    j = 2
+    b[j] = b[j - 1]       # copies a value: j and b share nothing
+    j -= 1
+    return b[j]
+
+
+def test_only_names_that_may_share_an_array_update_in_place():
+    from transformer.desugar import desugar
+    from transformer.frontend import parse
+    from transformer.runtime import update_in_place
+
+    def helpers(fn):
+        return [v for v in desugar(parse(fn)).env.values() if v is update_in_place]
+    assert helpers(element_write_then_counter) == []
+    assert helpers(previous_sum) and helpers(update_through_slice)

@@ -79,7 +79,7 @@ def shared_names(fn: Function, node) -> set:
     shared: set = set()
 
     def link(target, value):
-        targets = {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+        targets = _bound_names(target)        # an element write copies values
         sources = view_sources(fn, value)
         if targets and sources:
             shared.update(targets | sources)
@@ -90,6 +90,14 @@ def shared_names(fn: Function, node) -> set:
         elif isinstance(sub, gast.For) and not _is_call_to(fn, sub.iter, range):
             link(sub.target, sub.iter)
     return shared
+
+
+def _bound_names(target) -> set:
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    return set()
 
 
 def view_sources(fn: Function, value) -> set:
