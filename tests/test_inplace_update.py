@@ -88,10 +88,21 @@ def alias_bound_in_a_branch(x, c):
     y = x * 2.0
     if c > 0.0:
         w = y
-        y += x
-        return np.sum(w)
-    y += x
+    y += x                # w, unbound when c <= 0, cannot be checked here
+    if c > 0.0:
+        return np.sum(w * y)
     return np.sum(y)
+
+
+def alias_read_before_the_update(x, c):
+    y = x * 2.0
+    if c > 0.0:
+        w = y
+        t = np.sum(w)
+    else:
+        t = 0.0
+    y += x                # w is not read again: rebinding y gives NumPy's values
+    return t * np.sum(y)
 
 
 def test_grad_refuses_an_alias_not_surely_bound_at_the_update():
@@ -117,3 +128,9 @@ def test_only_names_that_may_share_an_array_update_in_place():
         return [v for v in desugar(parse(fn)).env.values() if v is update_in_place]
     assert helpers(element_write_then_counter) == []
     assert helpers(previous_sum) and helpers(update_through_slice)
+
+
+def test_grad_of_an_update_whose_alias_is_not_read_again():
+    fn = alias_read_before_the_update
+    for c in (1.0, -1.0):
+        assert_gradient_close(grad(fn)(X.copy(), c), central_differences(fn, (X.copy(), c), 0))

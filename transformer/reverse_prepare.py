@@ -45,7 +45,7 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
-    _Unshare(fn, node, env, namer).block(node.body, set(fn.params), ())
+    _Unshare(fn, env, namer).run(node.body, fn.params)
     _Prepare(namer, env, _store_counts(node)).block(node.body)
     return fn.replace(node=node, env=env)
 
@@ -163,62 +163,115 @@ class _Prepare:
 
 
 class _Unshare:
-    """Rewrite `z = update_in_place(a, v)` as `z = v` behind alias checks (see above)."""
+    """Rewrite `z = update_in_place(a, v)` as `z = v` behind alias checks (see above).
 
-    def __init__(self, fn: Function, node, env: dict, namer: Namer):
+    Which names may hold the same array at each update is a forward dataflow over the
+    structured body: a state is a set of name pairs; `u = w` (or an item or view of `w`)
+    pairs `u` with `w` and with `w`'s partners, any other assignment of `u` unpairs it,
+    branches join by union and loops iterate to a fixed point. Only partners the rest of
+    the function may read (live after the update) could see NumPy's in-place write.
+    """
+
+    def __init__(self, fn: Function, env: dict, namer: Namer):
         self.fn, self.env, self.namer = fn, env, namer
-        self.root: dict = {}
-        self.first: dict = {p: -1 for p in fn.params}   # name -> first assignment's order
-        self.order = 0
-        for sub in gast.walk(node):
-            if isinstance(sub, gast.Assign) and isinstance(sub.targets[0], gast.Name):
-                for source in view_sources(fn, sub.value):
-                    self.union(sub.targets[0].id, source)
+        self.at: dict = {}          # id(update) -> pairs that may share an array there
+        self.live: dict = {}        # id(update) -> names that may be read after it
 
-    def find(self, var: str) -> str:
-        while self.root.get(var, var) != var:
-            var = self.root[var]
-        return var
+    def run(self, body: list, params) -> None:
+        self.flow(body, frozenset())
+        if self.at:
+            self.liveness(body, frozenset())
+            self.block(body, set(params))
 
-    def union(self, a: str, b: str) -> None:
-        self.root[self.find(a)] = self.find(b)
+    def liveness(self, stmts: list, after: frozenset) -> frozenset:
+        """The names `stmts` may read before assigning them, `after` read after them."""
+        live = after
+        for stmt in reversed(stmts):
+            if isinstance(stmt, gast.If):
+                live = self.liveness(stmt.body, live) | self.liveness(stmt.orelse, live) | \
+                    _read_names(stmt.test)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                head = _read_names(stmt.iter if isinstance(stmt, gast.For) else stmt.test)
+                exit_ = live | head
+                loop = None
+                while loop != exit_:
+                    loop = exit_
+                    exit_ = loop | self.liveness(stmt.body, loop)
+                live = exit_
+            elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                if id(stmt) in self.at:
+                    self.live[id(stmt)] = self.live.get(id(stmt), frozenset()) | live
+                live = (live - {stmt.targets[0].id}) | _read_names(stmt.value)
+            else:
+                live = live | _read_names(stmt)
+        return live
 
-    def block(self, stmts: list, defined: set, loops: tuple) -> set:
+    # ------------------------------------------------------------ may-share analysis
+    def flow(self, stmts: list, pairs: frozenset) -> frozenset:
+        for stmt in stmts:
+            if isinstance(stmt, gast.If):
+                pairs = self.flow(stmt.body, pairs) | self.flow(stmt.orelse, pairs)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                if isinstance(stmt, gast.For):
+                    pairs = _unpaired(pairs, stmt.target.id)
+                entry = None
+                while entry != pairs:
+                    entry = pairs
+                    pairs = entry | self.flow(stmt.body, entry)
+            elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                if self.update(stmt) is not None:
+                    self.at[id(stmt)] = self.at.get(id(stmt), frozenset()) | pairs
+                pairs = self.assigned(stmt.targets[0].id, stmt.value, pairs)
+        return pairs
+
+    def assigned(self, target: str, value, pairs: frozenset) -> frozenset:
+        sources = view_sources(self.fn, value)
+        partners = {k for source in sources for k in _partners(pairs, source)} | sources
+        return _unpaired(pairs, target) | {frozenset((target, k)) for k in partners
+                                            if k != target}
+
+    def update(self, stmt):
+        """(held name, new value) of `z = update_in_place(a, v)`, else None."""
+        value = stmt.value
+        if isinstance(value, gast.Call) and len(value.args) == 2 and \
+                resolve(self.fn, value.func, None) is update_in_place and \
+                isinstance(value.args[0], gast.Name):
+            return value.args[0].id, value.args[1]
+        return None
+
+    # ------------------------------------------------------------ rewriting
+    def block(self, stmts: list, defined: set) -> set:
         """Rewrite `stmts`; returns the names surely bound after them."""
         index = 0
         while index < len(stmts):
-            stmt = stmts[index]
-            self.order += 1
-            new = self.statement(stmt, defined, loops)
+            new = self.statement(stmts[index], defined)
             stmts[index:index + 1] = new
             index += len(new)
         return defined
 
-    def statement(self, stmt, defined: set, loops: tuple) -> list:
+    def statement(self, stmt, defined: set) -> list:
         if isinstance(stmt, gast.If):
-            body = self.block(stmt.body, set(defined), loops)
-            orelse = self.block(stmt.orelse, set(defined), loops)
+            body = self.block(stmt.body, set(defined))
+            orelse = self.block(stmt.orelse, set(defined))
             defined |= body & orelse
         elif isinstance(stmt, (gast.For, gast.While)):
             inner = {stmt.target.id} if isinstance(stmt, gast.For) else set()
-            self.block(stmt.body, defined | inner, loops + (stmt,))
+            self.block(stmt.body, defined | inner)
         elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
-            checks = self.unshare(stmt, defined, loops)
-            self.first.setdefault(stmt.targets[0].id, self.order)
+            checks = self.unshare(stmt, defined)
             defined.add(stmt.targets[0].id)
             return checks + [stmt]
         return [stmt]
 
-    def unshare(self, stmt, defined: set, loops: tuple) -> list:
-        value = stmt.value
-        if not (isinstance(value, gast.Call) and len(value.args) == 2 and
-                resolve(self.fn, value.func, None) is update_in_place and
-                isinstance(value.args[0], gast.Name)):
+    def unshare(self, stmt, defined: set) -> list:
+        update = self.update(stmt)
+        if update is None:
             return []
-        held, target = value.args[0].id, stmt.targets[0].id
-        stmt.value = value.args[1]
+        held, stmt.value = update
         checks = []
-        for other in sorted(self.sharers(held, target, loops)):
+        sharers = (_partners(self.at[id(stmt)], held) & self.live[id(stmt)]) - \
+            {stmt.targets[0].id}
+        for other in sorted(sharers):
             if other not in defined:
                 raise self.fn.origin.error(
                     stmt, f"{other!r} may hold the array {held!r} names, which this "
@@ -231,14 +284,18 @@ class _Unshare:
                                                        const(other))), stmt))
         return checks
 
-    def sharers(self, held: str, target: str, loops: tuple) -> set:
-        """Other names that may hold the array of `held` at the current statement: bound
-        to it, or to an item or view of it, earlier or in an enclosing loop."""
-        in_loops = {n.id for loop in loops for n in gast.walk(loop)
-                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        return {var for var in set(self.root) | set(self.root.values())
-                if var not in (held, target) and self.find(var) == self.find(held) and
-                (var in self.first or var in in_loops)}
+
+def _read_names(node) -> frozenset:
+    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name) and
+                     isinstance(n.ctx, gast.Load))
+
+
+def _partners(pairs: frozenset, var: str) -> set:
+    return {k for pair in pairs if var in pair for k in pair if k != var}
+
+
+def _unpaired(pairs: frozenset, var: str) -> frozenset:
+    return frozenset(pair for pair in pairs if var not in pair)
 
 
 def _rename_loads(node, old: str, new: str) -> None:
