@@ -176,8 +176,8 @@ def swap_then_augmented(x, v):
     a = x
     b = v[0] * x
     c = 0.5 - v[1]
-    for i in range(2):
-        for k in range(1):
+    for _ in range(2):
+        for _k in range(1):
             a, c = c, np.tanh(b)
         c -= 0.5 * np.tanh(a)
     return a + 2.0 * b - c * c
