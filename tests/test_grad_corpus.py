@@ -29,14 +29,9 @@ from transformer.test_util import check_grads  # noqa: E402
 
 DIFFERENTIABLE = [c for c in CASES if c.differentiable]
 
-# Known reverse-mode bugs, each named; strict, so a fix shows up as XPASS and is noticed.
-STALE_ADJOINT = ("rotating assignment `a, b, c = b, c, a` after another tuple assignment: "
-                 "the adjoints of the overwritten names are not reset, so they are counted twice")
-KNOWN = {
-    "grad": {"tuple_rotate": STALE_ADJOINT},
-    "value_and_grad": {},
-    "check_grads": {},
-}
+# Known reverse-mode bugs (none at present), each named with its reason; strict xfails, so
+# a fix shows up as XPASS and is noticed.
+KNOWN: dict = {"grad": {}, "value_and_grad": {}, "check_grads": {}}
 for _name, _reason in KNOWN["grad"].items():
     KNOWN["check_grads"].setdefault(_name, _reason)
 
@@ -90,13 +85,14 @@ JIT_GROUPS = {
     "arithmetic": ["arith_polynomial", "arith_float_powers", "arith_negative_base_power",
                    "arith_unary_minus", "arith_abs", "arith_min_max", "arith_with_integer",
                    "math_exp_log", "math_two_argument", "tuple_swap_in_loop", "tuple_from_helper",
-                   "tuple_fibonacci", "call_helpers",
+                   "tuple_fibonacci", "tuple_rotate", "call_helpers",
                    "call_keyword_argument", "call_numba_function"],
     "control_flow": ["branch_elif_chain", "branch_nested", "branch_boolean_operators",
                      "branch_conditional_expression", "loop_range_step",
                      "loop_range_negative_step", "loop_over_array", "loop_enumerate",
                      "loop_zip", "loop_triangular", "loop_recurrence", "while_data_dependent",
                      "while_true_break", "while_with_continue", "while_newton_sqrt",
+                     "while_counter", "while_break_on_element", "return_from_while",
                      "break_inner_loop", "continue_nested", "break_and_continue",
                      "return_from_loop", "return_from_nested_loop", "return_multiple_branches",
                      "call_helper_with_branches", "call_helper_with_early_return"],

@@ -55,8 +55,6 @@ def augmented_assignment_through_alias(x):
     return np.sum(y)
 
 
-@pytest.mark.xfail(strict=True, reason="desugar rewrites `z += v` as `z = z + v`, which "
-                   "rebinds z instead of updating the array y also names")
 def test_augmented_assignment_updates_aliased_array():
     compiled = compile_function(normalized(augmented_assignment_through_alias), PYTHON).function
     x = np.ones(3)

@@ -124,3 +124,20 @@ def test_call_omitting_defaulted_parameters_differentiates_the_right_slot(backen
     g = jit(grad(calls_with_defaults_omitted), backend=backend)(x)
     expected = np.array([2.0, 3.0]) * (2 * (x - 0.5) + 2 * (x - 1.5))
     np.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
+def reads_previous_trip(x):
+    s = 0.0
+    for i in range(3):
+        if i > 0:
+            s = s + t * t           # noqa: F821  (t from the previous trip)
+        t = x * i                   # noqa: F841  (read by the next trip)
+    return s
+
+
+def test_grad_of_value_read_in_the_next_trip_before_its_assignment():
+    # s = x^2 (0 + 1): the read of t at trip i is the t of trip i - 1, which is neither
+    # recomputed from the current trip nor its adjoint zeroed at each trip
+    x = 0.7
+    assert grad(reads_previous_trip)(x) == pytest.approx(2.0 * x)
+    check_grads(reads_previous_trip, (x,))

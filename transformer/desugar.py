@@ -2,6 +2,9 @@
 
 Invariant of the output (on top of the frontend's):
 - no augmented assignment: `x += v` is `x = x + v`, `y[i] += v` is `y[i] = y[i] + v`;
+  where another name may hold the same array as `x` (`z = y`, `z = y[1:]`, `for row in Y`,
+  `np.reshape(y, ...)`: see `shared_names`), `x += v` is
+  `x = update_in_place(x, x + v)`, which writes an array in place as NumPy does;
 - every Compare has one operator: `a < b < c` is `a < b and b < c`;
 - array methods and properties are NumPy calls: `x.sum(axis=0)` is `np.sum(x, axis=0)`,
   `x.T` is `np.transpose(x)`, `x.reshape(a, b)` is `np.reshape(x, (a, b))`;
@@ -20,6 +23,7 @@ import numpy as np
 
 from .function import Function, resolve
 from .names import Namer, assigned_names
+from .runtime import update_in_place
 from .syntax import as_load, assign, call, const, located, name, store, subscript
 
 # ndarray method -> NumPy function taking the array first
@@ -57,8 +61,62 @@ def desugar(fn: Function) -> Function:
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     node = _Methods(fn, env, namer).visit(node)
-    node = _Statements(fn, env, namer).visit(node)
+    node = _Statements(fn, env, namer, shared_names(fn, node)).visit(node)
     return fn.replace(node=node, env=env)
+
+
+# calls whose result may be a view of (share memory with) their first argument
+_VIEW_FUNCTIONS = (update_in_place, np.transpose, np.reshape, np.ravel, np.asarray,
+                   np.asanyarray, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis,
+                   np.flip, np.diagonal, np.real, np.imag, np.broadcast_to, np.atleast_1d,
+                   np.atleast_2d, np.atleast_3d)
+
+
+def shared_names(fn: Function, node) -> set:
+    """Names that may hold the same array as another name: one bound to another name,
+    to an item or slice of it, to a view of it (`_VIEW_FUNCTIONS`), or to a row of a
+    sequence a `for` loop walks. Augmented assignments to them must write in place."""
+    shared: set = set()
+
+    def link(target, value):
+        targets = _bound_names(target)        # an element write copies values
+        sources = view_sources(fn, value)
+        if targets and sources:
+            shared.update(targets | sources)
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Assign):
+            for target in sub.targets:
+                link(target, sub.value)
+        elif isinstance(sub, gast.For) and not _is_call_to(fn, sub.iter, range):
+            link(sub.target, sub.iter)
+    return shared
+
+
+def _bound_names(target) -> set:
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    return set()
+
+
+def view_sources(fn: Function, value) -> set:
+    """Names whose array the value of expression `value` may share."""
+    if isinstance(value, gast.Name):
+        return {value.id}
+    if isinstance(value, gast.Subscript):
+        return view_sources(fn, value.value)
+    if isinstance(value, (gast.Tuple, gast.List)):
+        return set().union(*(view_sources(fn, e) for e in value.elts))
+    if isinstance(value, gast.IfExp):
+        return view_sources(fn, value.body) | view_sources(fn, value.orelse)
+    if isinstance(value, gast.Call) and value.args:
+        func = resolve(fn, value.func, None)
+        if any(func is f for f in _VIEW_FUNCTIONS):
+            return view_sources(fn, value.args[0])
+        if func is enumerate or func is zip:
+            return set().union(*(view_sources(fn, a) for a in value.args))
+    return set()
 
 
 class _Methods(gast.NodeTransformer):
@@ -104,8 +162,8 @@ class _Methods(gast.NodeTransformer):
 class _Statements(gast.NodeTransformer):
     """Statement-level rewrites; each visit returns a list of statements."""
 
-    def __init__(self, fn, env, namer):
-        self.fn, self.env, self.namer = fn, env, namer
+    def __init__(self, fn, env, namer, shared: set = frozenset()):
+        self.fn, self.env, self.namer, self.shared = fn, env, namer, shared
 
     def builtin(self, obj) -> str:
         """A name bound to builtin `obj` in the new environment (added if missing)."""
@@ -125,6 +183,8 @@ class _Statements(gast.NodeTransformer):
             raise self.fn.origin.error(node, "augmented assignment to this target is "
                                        "not supported", "assign to a variable or an element")
         value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
+        if isinstance(target, gast.Name) and target.id in self.shared:
+            value = call(name(self.builtin(update_in_place)), name(target.id), value)
         return [located(assign(target, value), node)]
 
     def visit_Compare(self, node):

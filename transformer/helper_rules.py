@@ -19,7 +19,7 @@ from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, 
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
                       reshape, reshape_like, scatter_add, squeeze, transpose, unbroadcast,
-                      untranspose, zeros_like)
+                      untranspose, update_in_place, zeros_like)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
 nondifferentiable(zeros_like, axis_count, axis_mask, inside)
@@ -57,6 +57,12 @@ linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
+
+
+# `z += v` on a name that may share its array: forward mode carries the tangent of the
+# new value (reverse mode rewrites the update itself, see reverse_prepare.py)
+TANGENTS[update_in_place] = rule_from_source(
+    "def rule(z, target, value):\n    d[z] = d[value]\n", RULE_GLOBALS)
 
 
 # ---------------------------------------------------------------- tapes of reverse mode
@@ -204,6 +210,7 @@ def _items_placed_nb(g, buf, n, like):
 
 
 nondifferentiable(items_end, items_start)
+tape.INTEGER_RESULTS += [items_end, items_start]       # positions in an element buffer
 for _helper in (tape_rest, tape_head, items_rest, items_placed):
     reverse.shape_argument(_helper, 1)      # each reads the tape or buffer for its length
 SPLIT = {tape.push_items: (items_pushed, items_end),

@@ -188,6 +188,7 @@ class _Reverse:
         self.written: set = set()
         self.simple: list = []
         self.order: dict = {}
+        self.loops: list = []
         self._walk(self.body, (), (id(self.body),))
         self.accumulating = _accumulating()
         self.accumulators = self._accumulators()
@@ -195,10 +196,12 @@ class _Reverse:
         self._close_written_over_aliases()
         self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
+        self.carried = {var: loop for loop in reversed(self.loops)
+                        for var in _carried(loop)}        # the outermost loop wins
         self.facts = tape.Facts(
             {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
             self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
-            self.pure, self.order)
+            self.pure, self.order, set(self.carried))
         self.loops_of[id(self.ret)] = ()
 
     def _accumulators(self) -> set:
@@ -342,11 +345,13 @@ class _Reverse:
             for block in (stmt.body, stmt.orelse):
                 self._walk(block, loops, chain + (id(block),))
         elif isinstance(stmt, gast.For):
+            self.loops.append(stmt)
             self.defs.setdefault(stmt.target.id, []).append(stmt)
             last, start, step = stmt.secant_reverse
             self.loads_add(stmt, _names([stmt.iter, start, step]) + (last,))
             self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
         elif isinstance(stmt, gast.While):
+            self.loops.append(stmt)
             self.loads_add(stmt, _names([stmt.test]) + (stmt.secant_trips,))
             self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
         elif isinstance(stmt, (gast.Expr, gast.Assert, gast.Return)):
@@ -360,7 +365,8 @@ class _Reverse:
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
             if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
-                                                          tape.check_not_view):
+                                                          tape.check_not_view,
+                                                          tape.check_not_shared):
                 continue
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(
@@ -890,18 +896,12 @@ class _Reverse:
                 yield id(stmt), {stmt.secant_trips}
 
     def promoted_names(self) -> set:
-        """Names that start as an integer constant but hold floats later: float tapes."""
-        found = set()
-        counters = _integer_counters(self.defs, self.fn.params, lambda node: any(
-            resolve(self.fn, node.func, None) is f for f in _integer_helpers()))
-        for var, defs in self.defs.items():
-            ints = [d for d in defs if isinstance(d, gast.Assign) and
-                    isinstance(d.value, gast.Constant) and isinstance(d.value.value, int)]
-            if ints and var not in counters and (var in self.active or len(ints) < len(defs)) and \
-                    not all(isinstance(d, gast.Assign) and self.prims[id(d)].kind == "none"
-                            for d in defs):
-                found.add(var)
-        return found
+        """Names that start as an integer constant but may hold floats later: float
+        tapes. Counters and indices (every assignment an integer) keep exact tapes."""
+        integers = tape.integer_names(self.facts, self.env)
+        return {var for var, defs in self.defs.items() if var not in integers and any(
+            isinstance(d, gast.Assign) and isinstance(d.value, gast.Constant) and
+            isinstance(d.value.value, int) for d in defs)}
 
     # ------------------------------------------------------------ emission: forward
     def build(self, label: str) -> Function:
@@ -1205,7 +1205,8 @@ class _Reverse:
 
     # ------------------------------------------------------------ adjoint initialisation
     def home_blocks(self) -> dict:
-        """Active name -> the innermost block holding all its assignments and reads."""
+        """Active name -> the innermost block holding all its assignments and reads, and
+        the loops whose trips pass its value on to the next (`_carried`)."""
         if self._homes is not None:
             return self._homes
         homes = {}
@@ -1213,6 +1214,8 @@ class _Reverse:
             stmts = [s for s in self.defs.get(var, []) + self.loads.get(var, [])
                      if id(s) in self.chain_of]
             chains = [self.chain_of[id(s)] for s in stmts]
+            if var in self.carried:
+                chains.append(self.chain_of[id(self.carried[var])])
             if var in self.fn.params or not chains or var in self.diff_outputs:
                 homes[var] = id(self.body)
                 continue
@@ -1245,13 +1248,16 @@ class _Reverse:
         return out
 
     def reset(self, var: str, stmt) -> list:
-        """Zero the adjoint after its value's assignment consumed it, if it runs again."""
+        """Zero the adjoint after its value's assignment consumed it, if anything may add
+        to it afterwards: another assignment (a parameter's entry value counts as one) or
+        this one again in a loop outside the adjoint's home block."""
         if var not in self.active or self.rule_result(name(var)) is not None:
             return []
         defs = self.defs[var]
         home = self.home_blocks()[var]
         home_loops = self._loops_of_block(home)
-        if len(defs) > 1 or len(self.loops_of[id(stmt)]) > len(home_loops):
+        if len(defs) > 1 or var in self.fn.params or \
+                len(self.loops_of[id(stmt)]) > len(home_loops):
             return self.zero_adjoints(var)
         return []
 
@@ -1330,41 +1336,6 @@ class _Reverse:
                                             ctx=gast.Load()))
 
 
-_INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
-
-
-def _integer_helpers() -> tuple:
-    from .helper_rules import items_end, items_start   # helper_rules imports this module
-    return (len, tape.range_last, tape.trip_count, items_end, items_start)
-
-
-def _integer_counters(defs: dict, params, integer_call) -> set:
-    """Names that hold an int after every assignment: int constants, loop indices, and
-    `+ - * // %` of those (`i += 1` in a while loop, a tape position `x_top = x_top + 1`
-    in a generated gradient) or of calls `integer_call` accepts. Their tapes stay
-    integer, so they still work as indices."""
-    found = {v for v, sites in defs.items() if sites and v not in params}
-
-    def integer(atom) -> bool:
-        if isinstance(atom, gast.Constant):
-            return isinstance(atom.value, int)
-        if isinstance(atom, gast.Name):
-            return atom.id in found
-        if isinstance(atom, gast.Call):
-            return integer_call(atom)
-        return isinstance(atom, gast.BinOp) and isinstance(atom.op, _INTEGER_OPS) and \
-            integer(atom.left) and integer(atom.right)
-    changed = True
-    while changed:
-        changed = False
-        for var in list(found):
-            if not all(isinstance(d, gast.For) or isinstance(d, gast.Assign) and
-                       integer(d.value) for d in defs[var]):
-                found.discard(var)
-                changed = True
-    return found
-
-
 def _accumulating() -> tuple:
     """The helpers that return their first argument after writing into it in place
     (or a larger copy of it, for a tape that grows)."""
@@ -1377,6 +1348,38 @@ def _tape_makers() -> tuple:
     from .helper_rules import items_pushed
     return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
             items_pushed)
+
+
+def _carried(loop) -> set:
+    """Names the body of `loop` may read before assigning them, and assigns: a read sees
+    the value of the previous trip (`if i > 0: s = s + t` then `t = x * i`)."""
+    entry = {loop.target.id} if isinstance(loop, gast.For) else set()
+    exposed, _ = _exposed(loop.body, entry)
+    return exposed & {n.id for s in loop.body for n in gast.walk(s)
+                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _exposed(stmts, defined: set) -> tuple[set, set]:
+    """(names `stmts` may read before assigning them when `defined` are assigned on
+    entry, the names surely assigned at their end)."""
+    exposed, defined = set(), set(defined)
+    for stmt in stmts:
+        if isinstance(stmt, gast.If):
+            exposed |= set(_names([stmt.test])) - defined
+            body, after_body = _exposed(stmt.body, defined)
+            orelse, after_orelse = _exposed(stmt.orelse, defined)
+            exposed |= body | orelse
+            defined = after_body & after_orelse
+        elif isinstance(stmt, (gast.For, gast.While)):    # the body may not run
+            head = stmt.iter if isinstance(stmt, gast.For) else stmt.test
+            exposed |= set(_names([head])) - defined
+            inner = {stmt.target.id} if isinstance(stmt, gast.For) else set()
+            exposed |= _exposed(stmt.body, defined | inner)[0]
+        else:
+            exposed |= set(_names([stmt])) - defined
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                defined.add(stmt.targets[0].id)
+    return exposed, defined
 
 
 def _may_overlap(read_index, write_index) -> bool:

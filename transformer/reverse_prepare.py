@@ -3,6 +3,12 @@ no self-referencing assignments, and loops carrying what their reversal needs.
 
 Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`, then:
 
+- an augmented assignment to a name that may share its array (`z = update_in_place(a, v)`,
+  see desugar.py) becomes `z = v`, preceded by `check_not_shared(b, a, "b")` for every
+  other name `b` that may hold `a`'s array there: reverse mode keeps one value per name
+  and writes no array in place through a name, which gives NumPy's values exactly unless
+  the update would change another name's array (then the check raises); a name that
+  may hold the array but is not surely bound there is refused;
 - redefinitions inside one block are renamed (`d = a - b; d = d - c` becomes
   `d_1 = a - b; d = d_1 - c`), so the reverse sweep can recompute each value;
 - an in-place accumulation, `scatter_add(b, i, v)` (the adjoint of an indexed read in a
@@ -35,8 +41,9 @@ import numpy as np
 from . import runtime, tape
 from .anf import anf
 from .controlflow import lower_exits
-from .desugar import desugar
+from .desugar import desugar, view_sources
 from .function import Function, resolve
+from .runtime import update_in_place
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name
 
@@ -46,6 +53,7 @@ def prepare(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
+    _Unshare(fn, env, namer).run(node.body, fn.params)
     _effects_as_assignments(fn.replace(node=node, env=env), namer, node.body)
     if fn.chain:                        # derivative code, differentiated again
         _split_reused_names(namer, node, set(fn.params))
@@ -266,6 +274,142 @@ class _Prepare:
         after.secant_late_restore = True
         loop.secant_trips = trips
         return [located(assign(count, const(0)), loop), loop, after]
+
+
+class _Unshare:
+    """Rewrite `z = update_in_place(a, v)` as `z = v` behind alias checks (see above).
+
+    Which names may hold the same array at each update is a forward dataflow over the
+    structured body: a state is a set of name pairs; `u = w` (or an item or view of `w`)
+    pairs `u` with `w` and with `w`'s partners, any other assignment of `u` unpairs it,
+    branches join by union and loops iterate to a fixed point. Only partners the rest of
+    the function may read (live after the update) could see NumPy's in-place write.
+    """
+
+    def __init__(self, fn: Function, env: dict, namer: Namer):
+        self.fn, self.env, self.namer = fn, env, namer
+        self.at: dict = {}          # id(update) -> pairs that may share an array there
+        self.live: dict = {}        # id(update) -> names that may be read after it
+
+    def run(self, body: list, params) -> None:
+        self.flow(body, frozenset())
+        if self.at:
+            self.liveness(body, frozenset())
+            self.block(body, set(params))
+
+    def liveness(self, stmts: list, after: frozenset) -> frozenset:
+        """The names `stmts` may read before assigning them, `after` read after them."""
+        live = after
+        for stmt in reversed(stmts):
+            if isinstance(stmt, gast.If):
+                live = self.liveness(stmt.body, live) | self.liveness(stmt.orelse, live) | \
+                    _read_names(stmt.test)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                head = _read_names(stmt.iter if isinstance(stmt, gast.For) else stmt.test)
+                exit_ = live | head
+                loop = None
+                while loop != exit_:
+                    loop = exit_
+                    exit_ = loop | self.liveness(stmt.body, loop)
+                live = exit_
+            elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                if id(stmt) in self.at:
+                    self.live[id(stmt)] = self.live.get(id(stmt), frozenset()) | live
+                live = (live - {stmt.targets[0].id}) | _read_names(stmt.value)
+            else:
+                live = live | _read_names(stmt)
+        return live
+
+    # ------------------------------------------------------------ may-share analysis
+    def flow(self, stmts: list, pairs: frozenset) -> frozenset:
+        for stmt in stmts:
+            if isinstance(stmt, gast.If):
+                pairs = self.flow(stmt.body, pairs) | self.flow(stmt.orelse, pairs)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                if isinstance(stmt, gast.For):
+                    pairs = _unpaired(pairs, stmt.target.id)
+                entry = None
+                while entry != pairs:
+                    entry = pairs
+                    pairs = entry | self.flow(stmt.body, entry)
+            elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                if self.update(stmt) is not None:
+                    self.at[id(stmt)] = self.at.get(id(stmt), frozenset()) | pairs
+                pairs = self.assigned(stmt.targets[0].id, stmt.value, pairs)
+        return pairs
+
+    def assigned(self, target: str, value, pairs: frozenset) -> frozenset:
+        sources = view_sources(self.fn, value)
+        partners = {k for source in sources for k in _partners(pairs, source)} | sources
+        return _unpaired(pairs, target) | {frozenset((target, k)) for k in partners
+                                            if k != target}
+
+    def update(self, stmt):
+        """(held name, new value) of `z = update_in_place(a, v)`, else None."""
+        value = stmt.value
+        if isinstance(value, gast.Call) and len(value.args) == 2 and \
+                resolve(self.fn, value.func, None) is update_in_place and \
+                isinstance(value.args[0], gast.Name):
+            return value.args[0].id, value.args[1]
+        return None
+
+    # ------------------------------------------------------------ rewriting
+    def block(self, stmts: list, defined: set) -> set:
+        """Rewrite `stmts`; returns the names surely bound after them."""
+        index = 0
+        while index < len(stmts):
+            new = self.statement(stmts[index], defined)
+            stmts[index:index + 1] = new
+            index += len(new)
+        return defined
+
+    def statement(self, stmt, defined: set) -> list:
+        if isinstance(stmt, gast.If):
+            body = self.block(stmt.body, set(defined))
+            orelse = self.block(stmt.orelse, set(defined))
+            defined |= body & orelse
+        elif isinstance(stmt, (gast.For, gast.While)):
+            inner = {stmt.target.id} if isinstance(stmt, gast.For) else set()
+            self.block(stmt.body, defined | inner)
+        elif isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            checks = self.unshare(stmt, defined)
+            defined.add(stmt.targets[0].id)
+            return checks + [stmt]
+        return [stmt]
+
+    def unshare(self, stmt, defined: set) -> list:
+        update = self.update(stmt)
+        if update is None:
+            return []
+        held, stmt.value = update
+        checks = []
+        sharers = (_partners(self.at[id(stmt)], held) & self.live[id(stmt)]) - \
+            {stmt.targets[0].id}
+        for other in sorted(sharers):
+            if other not in defined:
+                raise self.fn.origin.error(
+                    stmt, f"{other!r} may hold the array {held!r} names, which this "
+                    "augmented assignment updates in place; reverse mode keeps one value "
+                    "per name", f"make a copy ({other} = {held}.copy()) or rebind "
+                    f"({held} = {held} + ...)")
+            check = name(bind_helper(self.env, self.namer, "check_not_shared",
+                                     tape.check_not_shared))
+            checks.append(located(gast.Expr(value=call(check, name(other), name(held),
+                                                       const(other))), stmt))
+        return checks
+
+
+def _read_names(node) -> frozenset:
+    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name) and
+                     isinstance(n.ctx, gast.Load))
+
+
+def _partners(pairs: frozenset, var: str) -> set:
+    return {k for pair in pairs if var in pair for k in pair if k != var}
+
+
+def _unpaired(pairs: frozenset, var: str) -> frozenset:
+    return frozenset(pair for pair in pairs if var not in pair)
 
 
 def _rename_loads(node, old: str, new: str) -> None:

@@ -9,7 +9,10 @@ adjoints start as `bv = zeros_like(v)`. Two rewrites, both exact:
    it stay zero when `c` is false, and adjoint code is linear in them, so the statements
    after the `if` that read only such adjoints move into it. A pair loop with a cutoff
    then skips the adjoint of every pair outside the cutoff. Zero initialisations whose
-   every mention moved into one branch move there too.
+   every mention moved into one branch move there too. A moved statement or zeroing no
+   longer runs when `c` is false, so the name it assigns must be zero already or
+   mentioned nowhere else in the function (a reset `bv = zeros_like(v)` after an
+   overwrite is read outside its block, or by the loop's next trip).
 2. *Folding*: `bv = zeros_like(v)` followed, in the same block, by the first use
    `bv = bv + e` becomes `bv = e`.
 3. *In place*: `bx = bx + e` becomes `bx += e` for the adjoints of the differentiated
@@ -27,7 +30,8 @@ from codegen import emit
 
 def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = frozenset()) -> None:
     """Apply the rewrites to `stmts` and every nested block, in place."""
-    _sink(stmts, zeros, adjoint_names)
+    mentions = _mention_counts(stmts)
+    _sink(stmts, zeros, adjoint_names, mentions)
     _fold_zero_inits(stmts, zeros)
     if owned:
         _accumulate_in_place(stmts, owned)
@@ -36,12 +40,26 @@ def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = froze
 # ---------------------------------------------------------------- sinking into branches
 
 
-def _sink(stmts: list, zeros: str, adjoint_names: set) -> None:
+def _mention_counts(stmts: list) -> dict:
+    counts: dict = {}
+    for stmt in stmts:
+        for sub in gast.walk(stmt):
+            if isinstance(sub, gast.Name):
+                counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
+
+
+def _local_to(stmts: list, var: str, mentions: dict) -> bool:
+    """Whether every mention of `var` in the function lies in `stmts`."""
+    return _mention_counts(stmts).get(var, 0) == mentions.get(var, 0)
+
+
+def _sink(stmts: list, zeros: str, adjoint_names: set, mentions: dict) -> None:
     for stmt in stmts:
         for field in ("body", "orelse"):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list):
-                _sink(inner, zeros, adjoint_names)
+                _sink(inner, zeros, adjoint_names, mentions)
     zero: set = set()
     index = 0
     while index < len(stmts):
@@ -51,15 +69,17 @@ def _sink(stmts: list, zeros: str, adjoint_names: set) -> None:
             zero.add(target)
         elif isinstance(stmt, gast.If) and not stmt.orelse:
             inside = _written(stmt.body)
-            moved = _move_after_branch(stmts, index, zero & inside, zero, adjoint_names)
+            moved = _move_after_branch(stmts, index, zero & inside, zero, adjoint_names,
+                                       mentions)
             zero -= inside | moved
         else:
             zero -= _written([stmt])
         index += 1
-    _sink_inits(stmts, zeros)
+    _sink_inits(stmts, zeros, mentions)
 
 
-def _move_after_branch(stmts, index, sparse: set, zero: set, adjoint_names: set) -> set:
+def _move_after_branch(stmts, index, sparse: set, zero: set, adjoint_names: set,
+                       mentions: dict) -> set:
     """Move the statements after `stmts[index]` that read only `sparse` adjoints into it.
 
     `zero` holds the adjoints still zero before the branch: accumulating sparse values
@@ -79,11 +99,11 @@ def _move_after_branch(stmts, index, sparse: set, zero: set, adjoint_names: set)
             break
         if plain or target in zero:
             sparse.add(target)
-        if plain:
+        if plain and target not in zero:
             assigned.add(target)
         end += 1
-    rest = stmts[end:]
-    if end == index + 1 or any(_mentions(s, assigned) for s in rest):
+    moved = stmts[index + 1:end]
+    if end == index + 1 or not all(_local_to(moved, t, mentions) for t in assigned):
         return set()
     stmts[index].body.extend(stmts[index + 1:end])
     del stmts[index + 1:end]
@@ -146,17 +166,18 @@ def _mentions(stmt, names: set) -> bool:
     return any(isinstance(n, gast.Name) and n.id in names for n in gast.walk(stmt))
 
 
-def _sink_inits(stmts: list, zeros: str) -> None:
-    """Move `bv = zeros_like(v)` into the one branch that holds every mention of `bv`."""
+def _sink_inits(stmts: list, zeros: str, mentions: dict) -> None:
+    """Move `bv = zeros_like(v)` into the one branch that holds every other mention of
+    `bv` in the function."""
     index = 0
     while index < len(stmts):
         target = _zero_init_target(stmts[index], zeros)
-        mentions = [k for k in range(index + 1, len(stmts))
-                    if target and _mentions(stmts[k], {target})]
-        if len(mentions) == 1 and isinstance(stmts[mentions[0]], gast.If):
-            branch = stmts[mentions[0]]
-            if not _mentions(gast.Module(body=branch.orelse, type_ignores=[]), {target}) \
-                    and not _mentions(branch.test, {target}):
+        later = [k for k in range(index + 1, len(stmts))
+                 if target and _mentions(stmts[k], {target})]
+        if len(later) == 1 and isinstance(stmts[later[0]], gast.If):
+            branch = stmts[later[0]]
+            if _local_to(branch.body + [stmts[index]], target, mentions) and \
+                    not _mentions(branch.test, {target}):
                 branch.body.insert(0, stmts.pop(index))
                 continue
         index += 1

@@ -146,6 +146,30 @@ def _zeros_like_nb(x):
     return lambda x: target(0.0)
 
 
+def update_in_place(target, value):
+    """``target op= v`` as NumPy runs it, with ``value`` = ``target op v``: an array is
+    overwritten in place (every name holding it sees the change) and returned; anything
+    else (a number) is rebound to ``value``."""
+    if not isinstance(target, np.ndarray):
+        return value
+    if not np.can_cast(np.result_type(value), target.dtype, casting="same_kind"):
+        raise TypeError(f"cannot update an array of {target.dtype} in place with values of "
+                        f"{np.result_type(value)}")
+    target[...] = value
+    return target
+
+
+@overload(update_in_place)
+def _update_in_place_nb(target, value):
+    if not isinstance(target, types.Array):
+        return lambda target, value: value
+
+    def impl(target, value):
+        target[...] = value
+        return target
+    return impl
+
+
 # ---------------------------------------------------------------- index-mapping kernels
 
 

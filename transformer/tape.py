@@ -8,9 +8,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
   reassigned): the forward value is still there; nothing to do.
 - *recomputed*: assigned once, inside a loop, from invariant values, loop indices, other
   recomputed values, recorded values not reassigned after it in its block, and arrays
-  never written in place, and read only inside the block of its assignment. The reverse
-  of that block starts by re-running the assignment, so the value is never stored (the
-  pair loop of a Lennard-Jones energy pushes nothing).
+  never written in place, and read only inside the block of its assignment, after it (a
+  read before it sees the previous trip's value). The reverse of that block starts by
+  re-running the assignment, so the value is never stored (the pair loop of a
+  Lennard-Jones energy pushes nothing).
 - *taped*: everything else the reverse reads. Each assignment records the new value on
   the variable's tape; after the statement's adjoint the value is popped and the variable
   restored to the previous entry. Tapes are typed NumPy arrays, created at the first
@@ -68,6 +69,8 @@ class Facts:
     written: set             # arrays written in place
     pure: callable           # stmt -> whether re-running it is free of side effects
     order: dict = dataclasses.field(default_factory=dict)   # id(stmt) -> position in body
+    carried: set = dataclasses.field(default_factory=set)  # read before assigned in a
+                                                           # loop body: the previous trip's
 
 
 def operand_names(value) -> list[str]:
@@ -97,7 +100,8 @@ def recomputable(facts: Facts, globals_: set, recorded: set = frozenset()) -> se
     while changed:
         changed = False
         for name, defs in facts.defs.items():
-            if name in found or name in facts.params or len(defs) != 1:
+            if name in found or name in facts.params or len(defs) != 1 or \
+                    name in facts.carried:
                 continue
             stmt = defs[0]
             if not isinstance(stmt, gast.Assign) or not facts.loops_of[id(stmt)]:
@@ -163,6 +167,62 @@ def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> Tap
                                                      for d in facts.defs.get(n, []))}
     saved = needed & facts.written
     return TapePlan(recomputed, taped, saved, taped & float_names)
+
+
+def integer_names(facts: Facts, env: dict) -> set:
+    """Names every assignment of which gives an integer or a bool: counters, indices,
+    flags. Their tapes keep the exact type; a name that starts as `0` and may later hold
+    a float (`s = 0; s = s + x`) gets a float tape instead (see `TapePlan.float_tapes`).
+
+    Optimistic: every assigned name starts as an integer and loses it at an assignment
+    that may give anything else, until nothing changes (so `i = 0; i = i + 2` stays one).
+    """
+    ints = {n for n in facts.defs if n not in facts.params}
+    changed = True
+    while changed:
+        changed = False
+        for name_ in sorted(ints):
+            if not all(isinstance(d, gast.For) and _integer_range(d, env) or
+                       isinstance(d, gast.Assign) and _integer(d.value, ints, env)
+                       for d in facts.defs[name_]):
+                ints.discard(name_)
+                changed = True
+    return ints
+
+
+_INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+# calls whose result is an integer whatever their arguments (trip_count and range_last
+# join below where they are defined; helper_rules adds positions in element buffers)
+INTEGER_RESULTS: list = [len, int, np.argmax, np.argmin]
+
+
+def _integer(value, ints: set, env: dict) -> bool:
+    if isinstance(value, gast.Constant):
+        return isinstance(value.value, int)
+    if isinstance(value, gast.Name):
+        return value.id in ints
+    if isinstance(value, (gast.Compare, gast.BoolOp)) or \
+            isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.Not):
+        return True
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
+        return _integer(value.operand, ints, env)
+    if isinstance(value, gast.BinOp) and isinstance(value.op, _INTEGER_OPS):
+        return _integer(value.left, ints, env) and _integer(value.right, ints, env)
+    if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Attribute):
+        return value.value.attr == "shape"             # x.shape[0]
+    if isinstance(value, gast.Attribute):
+        return value.attr in ("ndim", "size")
+    if isinstance(value, gast.Call) and not value.keywords:
+        func = resolve_in(env, value.func)
+        if any(func is f for f in INTEGER_RESULTS):
+            return True
+        return any(func is f for f in (min, max, abs)) and \
+            all(_integer(a, ints, env) for a in value.args)
+    return False
+
+
+def _integer_range(loop, env: dict) -> bool:
+    return isinstance(loop.iter, gast.Call) and resolve_in(env, loop.iter.func) is range
 
 
 def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
@@ -284,6 +344,28 @@ def _check_not_view_nb(value, array, label):
         if start <= value.ctypes.data < start + array.size * array.itemsize:
             raise ValueError("a view into an array written in place is still used; "
                              "reverse mode needs a copy (.copy())")
+    return impl
+
+
+def check_not_shared(other, array, label):
+    """Raise when `other` holds memory of `array`, which an augmented assignment updates
+    in place: reverse mode rebinds `array`'s name instead, so `other` would not change."""
+    if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
+            np.shares_memory(other, array):
+        raise ValueError(f"{label!r} shares its array with a name updated in place (+=, "
+                         f"-=, ...); reverse mode needs a copy: {label} = ....copy()")
+
+
+@overload(check_not_shared)
+def _check_not_shared_nb(other, array, label):
+    if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
+        return lambda other, array, label: None
+
+    def impl(other, array, label):
+        a, b = other.ctypes.data, array.ctypes.data
+        if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
+            raise ValueError("an array updated in place (+=, -=, ...) is shared with "
+                             "another name; reverse mode needs a copy (.copy())")
     return impl
 
 
@@ -482,3 +564,6 @@ def trip_count(start, stop, step):
 def range_last(start, stop, step):
     """The last value `range(start, stop, step)` takes (start - step when it is empty)."""
     return start + (trip_count(start, stop, step) - 1) * step
+
+
+INTEGER_RESULTS += [trip_count, range_last]

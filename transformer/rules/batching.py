@@ -1276,9 +1276,41 @@ def _matmul_grad_rule(special: dict):
     return rule
 
 
+def update_examples_in_place(target, value):
+    """`update_in_place` of every example: an example that is an array (the batched
+    `target` has more than the batch axis) is written in place, a number is rebound."""
+    if np.ndim(target) <= 1:
+        return value
+    target[...] = value
+    return target
+
+
+@overload(update_examples_in_place)
+def _update_examples_in_place_nb(target, value):
+    if target.ndim <= 1:
+        return lambda target, value: value
+
+    def impl(target, value):
+        target[...] = value
+        return target
+    return impl
+
+
+def _update_in_place_rule(site: Site):
+    """`z += v` with `z` batched: each example updated as NumPy would; an unbatched array
+    cannot take batched values in place."""
+    target, value = site.args
+    if not site.batched[0]:
+        return None
+    if not site.batched[1]:
+        value = site.helper(broadcast_batch, value, site.size)
+    return site.helper(update_examples_in_place, target, value), True
+
+
 def _register_reverse_rules():
     runtime = _runtime()
     MUTATES[runtime.scatter_add] = 0
+    BATCHERS[runtime.update_in_place] = _update_in_place_rule
     BATCHERS[runtime.unbroadcast] = _unbroadcast_rule
     BATCHERS[runtime.matmul_grad_left] = _matmul_grad_rule(
         {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
