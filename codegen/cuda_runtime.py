@@ -24,7 +24,7 @@ import gast
 import numpy as np
 
 from transformer import reverse, runtime, tape
-from transformer.function import Function, resolve
+from transformer.function import Function, hashable, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
 from .cuda_types import Spec, StatementRewriter, infer, local_array
@@ -49,7 +49,7 @@ class _Runtime(StatementRewriter):
     def statement(self, stmt) -> list:
         value = getattr(stmt, "value", None)
         helper = resolve(self.fn, value.func, None) if isinstance(value, gast.Call) else None
-        lowering = LOWERINGS.get(helper) if _hashable(helper) else None
+        lowering = LOWERINGS.get(helper) if hashable(helper) else None
         if lowering is None:
             return [stmt]
         target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
@@ -89,13 +89,6 @@ class _Runtime(StatementRewriter):
         sa, sb = self.spec(a), self.spec(b)
         return sa is not None and sb is not None and sa.shape == sb.shape
 
-
-def _hashable(obj) -> bool:
-    try:
-        hash(obj)
-    except TypeError:
-        return False
-    return True
 
 
 def _cast_like(rt: _Runtime, stmt, target, args):

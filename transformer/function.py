@@ -128,3 +128,12 @@ def signature(fn: Function):
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
         params.append(inspect.Parameter(a.id, inspect.Parameter.KEYWORD_ONLY, default=default(d)))
     return inspect.Signature(params)
+
+
+def hashable(obj) -> bool:
+    """Whether `obj` (say, what `resolve` found) can be looked up in a registry dict."""
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True

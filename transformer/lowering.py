@@ -29,7 +29,7 @@ import numpy as np
 from codegen import emit
 
 from . import einsum, runtime
-from .function import Function, resolve
+from .function import Function, hashable, resolve
 from .names import Namer
 from .syntax import as_load
 
@@ -113,7 +113,7 @@ class _Lowering(gast.NodeTransformer):
                 not any(isinstance(a, gast.Starred) for a in call.args)):
             return node
         helper = resolve(self.fn, call.func, None)
-        adder = _IN_PLACE_ADDERS.get(helper) if _hashable(helper) else None
+        adder = _IN_PLACE_ADDERS.get(helper) if hashable(helper) else None
         if adder is None:
             return node
         value = self.call(adder, adder.__name__, [_name(node.target.id)] + call.args, call)
@@ -130,7 +130,7 @@ class _Lowering(gast.NodeTransformer):
             return node
         if target is enumerate:
             return self.enumerate_start(node)
-        if _hashable(target) and target in _EINSUM_FORMS:
+        if hashable(target) and target in _EINSUM_FORMS:
             return self.einsum(node, _EINSUM_FORMS[target])
         if (target is np.squeeze or target is runtime.squeeze) and _axis(node) is None:
             return self.squeeze(node)
@@ -201,13 +201,6 @@ class _Lowering(gast.NodeTransformer):
 
 # ---------------------------------------------------------------- analysis helpers
 
-
-def _hashable(obj) -> bool:
-    try:
-        hash(obj)
-    except TypeError:
-        return False
-    return True
 
 
 def _axis(call: gast.Call):
@@ -308,5 +301,5 @@ def _is_mask(fn, value, masks) -> bool:
         return _is_mask(fn, value.left, masks) and _is_mask(fn, value.right, masks)
     if isinstance(value, gast.Call):
         target = resolve(fn, value.func, None)
-        return _hashable(target) and target in _MASK_CALLS
+        return hashable(target) and target in _MASK_CALLS
     return False
