@@ -90,7 +90,6 @@ class _Runtime(StatementRewriter):
         return sa is not None and sb is not None and sa.shape == sb.shape
 
 
-
 def _cast_like(rt: _Runtime, stmt, target, args):
     return [assign(store(target), rt.cast(rt.float_of(args[1]), args[0]))]
 

@@ -202,7 +202,6 @@ class _Lowering(gast.NodeTransformer):
 # ---------------------------------------------------------------- analysis helpers
 
 
-
 def _axis(call: gast.Call):
     """The axis argument of a `squeeze`/`expand_dims` call (second positional or axis=)."""
     for k in call.keywords:
