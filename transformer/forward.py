@@ -37,7 +37,8 @@ import numpy as np
 from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
-from .desugar import desugar, numpy_name
+from .aliases import write_through, written_alias_groups
+from .desugar import desugar, numpy_name, view_sources
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
@@ -113,8 +114,10 @@ def callee_function(value) -> Function | None:
 # ---------------------------------------------------------------- activity
 
 
-def activity(fn: Function, seeds) -> set[str]:
-    """The variables whose value may depend on a seed (a fixed point over all writes)."""
+def activity(fn: Function, seeds, groups=()) -> set[str]:
+    """The variables whose value may depend on a seed (a fixed point over all writes);
+    names in one of `groups` (that may share an array written in place) are all active
+    or none, since a write through one changes what the others hold."""
     active = set(seeds)
     writes = list(_writes(fn, fn.node.body))
     changed = True
@@ -123,6 +126,10 @@ def activity(fn: Function, seeds) -> set[str]:
         for target, value in writes:
             if target not in active and _value_active(fn, value, active):
                 active.add(target)
+                changed = True
+        for group in groups:
+            if group & active and not group <= active:
+                active |= group
                 changed = True
     return active
 
@@ -207,10 +214,14 @@ class _Forward:
                 raise fn.origin.error(fn.node, f"{fn.name} has no parameter {seed!r}")
         self.fn, self.seeds = fn, seeds
         self.namer = Namer.for_function(fn)
-        self.active = activity(fn, seeds)
+        groups = written_alias_groups(fn, tuple(EFFECTS))
+        self.active = activity(fn, seeds, groups)
         self.tangents: dict[str, str] = {}
         self.env: dict[str, object] = {}
-        self.owned = _inplace_targets(fn.node.body)
+        # names that may share an array written in place: their tangents share arrays
+        # the same way (see `shared_tangent`), so none is ever known zero on its own
+        self.shared = set().union(*groups) & self.active
+        self.owned = _inplace_targets(fn.node.body) | self.shared
         self.annotated: int | None = None
         # variables whose tangent is known to be zero here: rules drop their contributions
         self.zero: set[str] = set()
@@ -222,7 +233,7 @@ class _Forward:
 
     def tangent_of(self, primal: str) -> str | None:
         """The tangent variable of `primal`; None where it is inactive or known zero."""
-        if primal not in self.active or primal in self.zero:
+        if primal not in self.active or (primal in self.zero and primal not in self.shared):
             return None
         return self.d(primal)
 
@@ -283,6 +294,12 @@ class _Forward:
         self.zero -= assigned_names(stmt)
         start = set(self.zero)
         body = self.block(stmt.body)
+        if isinstance(stmt, gast.For) and stmt.target.id in self.shared:
+            raise self.fn.origin.error(
+                write_through(self.fn, {stmt.target.id}) or stmt,
+                f"the loop variable {stmt.target.id!r} is a row of the sequence the loop "
+                "walks and is written in place: forward mode cannot follow the write",
+                "loop over indices: for i in range(len(...)) and write through the array")
         if isinstance(stmt, gast.For) and stmt.target.id in self.active:
             body.insert(0, located(self.zeros(stmt.target.id), stmt))
         self.zero = start
@@ -325,7 +342,8 @@ class _Forward:
         return tangent_stmts
 
     def zeros(self, primal: str) -> gast.stmt:
-        self.zero.add(primal)
+        if primal not in self.shared:
+            self.zero.add(primal)
         self.env["zeros_like"] = runtime.zeros_like
         return assign(store(self.d(primal)), call("zeros_like", name(primal)))
 
@@ -350,14 +368,33 @@ class _Forward:
         callee = self.differentiable_callee(value)
         if callee is not None:
             return self.user_call(stmt, target, value, callee)
+        if target in self.shared:
+            self.check_shared_view(stmt, target, value)
         tangent = self.tangent_stmts(stmt, target, value)
-        if target in self.owned and not isinstance(value, _VIEW_VALUES):
+        if target in self.owned and not isinstance(value, _VIEW_VALUES) and \
+                not (target in self.shared and _holds_operands(self.fn, value)):
             # an in-place write to this tangent must not reach the operand's tangent
             numpy = next((k for k, v in self.fn.env.items() if v is np), None) or \
                 numpy_name(self.fn, self.env, self.namer)
             tangent.append(assign(store(self.d(target)),
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
+
+    def check_shared_view(self, stmt, target: str, value) -> None:
+        """`z = y` and `z = y[i]` give `dz = dy` and `dz = dy[i]`, which share the tangent
+        array as the primals share theirs; a tangent of another view (`reshape`,
+        `transpose`) need not be a view of the operand's tangent."""
+        sources = view_sources(self.fn, value)
+        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List)) or \
+                _is_update(self.fn, value):
+            return
+        source = sorted(sources)[0]
+        raise self.fn.origin.error(
+            write_through(self.fn, {target}) or stmt,
+            f"{target!r} may be a view of {source!r} and is written in place: forward "
+            "mode cannot make its tangent the same view of the tangent of "
+            f"{source!r}", f"make a copy: {target} = ....copy(), or write through "
+            f"{source!r}")
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
@@ -375,6 +412,11 @@ class _Forward:
             return [assign(store(dt), name(self.d(value.id)))]
         if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
             return [assign(store(dt), self.container_tangent(value))]
+        if _is_update(self.fn, value):
+            # `z += v` on an array another name holds: the tangent is updated in place too
+            return [assign(store(dt), call(self.helper("update_in_place", runtime.update_in_place),
+                                           name(self.d(value.args[0].id)),
+                                           self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
             return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Attribute):
@@ -417,6 +459,10 @@ class _Forward:
         if isinstance(value, gast.Dict):
             return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
         return type(value)(elts=parts, ctx=gast.Load())
+
+    def helper(self, label: str, obj) -> str:
+        self.env[label] = obj
+        return label
 
     def zeros_expr(self, atom):
         self.env["zeros_like"] = runtime.zeros_like
@@ -592,6 +638,18 @@ def _inplace_targets(stmts) -> set[str]:
                     and isinstance(node.targets[0].value, gast.Name):
                 found.add(node.targets[0].value.id)
     return found
+
+
+def _holds_operands(fn, value) -> bool:
+    """A container of its operands, or an in-place update: its tangent holds the operands'
+    tangent arrays themselves, and copying it would break their sharing."""
+    return isinstance(value, (gast.Tuple, gast.List)) or _is_update(fn, value)
+
+
+def _is_update(fn, value) -> bool:
+    return isinstance(value, gast.Call) and len(value.args) == 2 and \
+        isinstance(value.args[0], gast.Name) and \
+        resolve(fn, value.func, None) is runtime.update_in_place
 
 
 def _call_parts(value):
