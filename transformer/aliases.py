@@ -81,3 +81,23 @@ def _written_expr(fn: Function, stmt: gast.Assign):
             resolve(fn, value.func, None) is update_in_place:
         return value.args[0]
     return None
+
+
+def written_params(fn: Function) -> list[str]:
+    """The parameters of `fn` whose arrays it writes in place, directly or through a name
+    sharing their array (the caller's argument changes)."""
+    written = _written(fn, ())
+    for group in written_alias_groups(fn):
+        written |= group
+    return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
+
+
+def _rebound_first(fn: Function, param: str) -> bool:
+    """Whether the first statement that mentions `param` binds it to a new array
+    (`a = a.copy()`), so that no later write reaches the caller's argument."""
+    for stmt in fn.node.body:
+        if any(isinstance(n, gast.Name) and n.id == param for n in gast.walk(stmt)):
+            return isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id == param \
+                and param not in view_sources(fn, stmt.value)
+    return False

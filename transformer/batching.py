@@ -38,7 +38,7 @@ from codegen.backends import is_user_function
 from codegen.emit import annotate, expression_source
 
 from .anf import anf
-from .aliases import write_through, written_alias_groups
+from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, view_sources
 from .errors import TransformError
 from .frontend import parse
@@ -317,6 +317,9 @@ class Analysis:
             return False
         callee = _callee_function(target)
         if callee is not None:
+            written = written_params(callee)
+            if written:
+                self.why(f"{callee.name} writes into its argument {written[0]!r}", node)
             return _output_structure(callee)
         result_flag = _lookup(rules.RESULT_FLAGS, target)
         if result_flag is not None:

@@ -37,7 +37,7 @@ import numpy as np
 from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
-from .aliases import write_through, written_alias_groups
+from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, numpy_name, view_sources
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
@@ -484,6 +484,13 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
+        written = written_params(function)
+        if written and not hasattr(callee, "__secant_jvp__"):
+            raise self.fn.origin.error(
+                stmt, f"{function.name} writes into its argument {written[0]!r}; forward "
+                "mode cannot differentiate a call that changes its arguments",
+                f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and "
+                "return the result")
         bound = _bind(self.fn, stmt, function, value)
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
