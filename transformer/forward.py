@@ -352,6 +352,8 @@ class _Forward:
             return [stmt]
         if not _value_active(self.fn, value, self.active) or self.known_zero(value):
             return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
+        if target in self.shared:
+            self.check_shared_view(stmt, target, value)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
             fresh = self.namer.fresh(target + "_new")
@@ -368,12 +370,14 @@ class _Forward:
         callee = self.differentiable_callee(value)
         if callee is not None:
             return self.user_call(stmt, target, value, callee)
-        if target in self.shared:
-            self.check_shared_view(stmt, target, value)
         tangent = self.tangent_stmts(stmt, target, value)
         if target in self.owned and not isinstance(value, _VIEW_VALUES) and \
                 not (target in self.shared and _holds_operands(self.fn, value)):
             # an in-place write to this tangent must not reach the operand's tangent
+            if target in self.shared:
+                tangent.append(assign(store(self.d(target)), call(
+                    self.helper("own_copy", runtime.own_copy), name(self.d(target)))))
+                return [stmt] + self.tangent_block(stmt, tangent)
             numpy = next((k for k, v in self.fn.env.items() if v is np), None) or \
                 numpy_name(self.fn, self.env, self.namer)
             tangent.append(assign(store(self.d(target)),
@@ -389,12 +393,12 @@ class _Forward:
                 _is_update(self.fn, value):
             return
         source = sorted(sources)[0]
+        of = "its previous array" if source == target else repr(source)
         raise self.fn.origin.error(
             write_through(self.fn, {target}) or stmt,
-            f"{target!r} may be a view of {source!r} and is written in place: forward "
-            "mode cannot make its tangent the same view of the tangent of "
-            f"{source!r}", f"make a copy: {target} = ....copy(), or write through "
-            f"{source!r}")
+            f"{target!r} may be a view of {of} and is written in place: forward mode "
+            f"cannot make its tangent the same view of the tangent of {of}",
+            f"make a copy where {target!r} is bound: ....copy()")
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
@@ -414,7 +418,8 @@ class _Forward:
             return [assign(store(dt), self.container_tangent(value))]
         if _is_update(self.fn, value):
             # `z += v` on an array another name holds: the tangent is updated in place too
-            return [assign(store(dt), call(self.helper("update_in_place", runtime.update_in_place),
+            update = self.helper("update_tangent", runtime.update_tangent)
+            return [assign(store(dt), call(update, copy.deepcopy(value.args[0]),
                                            name(self.d(value.args[0].id)),
                                            self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
