@@ -19,7 +19,10 @@ used and why, and it takes one of two shapes:
 
 Which values are batched is decided by a flow-insensitive analysis: a variable is
 batched if any assignment to it is; assignments of unbatched values to such a variable
-broadcast them. A flag is `False`, `True`, or a structure for containers: a tuple or
+broadcast them. Names that may share an array written in place (`aliases.py`) are
+batched alike; a view other than a name or an item at an unbatched index, an unbatched
+argument written through another name, or a call writing into its argument takes the
+loop. A flag is `False`, `True`, or a structure for containers: a tuple or
 dict of flags, or `Each(flag)` for a container whose every leaf has one flag.
 """
 from __future__ import annotations

@@ -21,6 +21,13 @@ everywhere; where it receives an inactive value its tangent is set to zeros. Wit
 straight run of statements, tangents known to be zero are tracked so that rules drop
 their contributions, and tangents nothing reads are removed at the end.
 
+Names that may share an array written in place (`z = y; z[0] = v`, `z = y[1:]`, `z += v`
+on a shared array; see `aliases.py`) are active together, never known zero, and their
+tangents share arrays exactly as the primals do: `dz = dy`, `dz = dy[1:]`, an update
+written in place where the primal's is, and a copy wherever the primal is a fresh array.
+A view of another kind (`reshape`, `transpose`) written in place, and a call to a
+function that writes into its argument, are refused at the user's line.
+
 Derivative code is itself input here (`jvp(grad(f))`): the tape helpers of reverse mode
 only move values, so their tangent is the same call on tangents (`STRUCTURAL`); an
 in-place accumulation `scatter_add(bx, i, v)` gets `dbx = accumulated(dbx, i, dv)`, an
