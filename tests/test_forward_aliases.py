@@ -278,3 +278,34 @@ def test_jvp_of_a_call_writing_into_its_own_copy():
     expected = central_differences(fresh(calls_write_own_copy), (X,), 0) @ V
     _, tangent = jvp(calls_write_own_copy, (X.copy(),), (V.copy(),))
     assert_gradient_close(tangent, expected)
+
+
+# ---------------------------------------------------------------- other arguments, branches
+
+
+def write_into_other_argument(x, w):
+    z = w
+    z[0] = x[0] * x[1]
+    return np.sum(w * x)
+
+
+def alias_in_one_branch(x, c):
+    y = np.ones(3)
+    if c > 0:
+        z = y
+    else:
+        z = np.zeros(3)
+    z[1] = x[0] * x[2]
+    return np.sum(y * x) + np.sum(z)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_jacfwd_of_an_alias_bound_in_one_branch(c):
+    expected = central_differences(lambda x: alias_in_one_branch(x.copy(), c), (X,), 0)
+    assert_gradient_close(jacfwd(alias_in_one_branch)(X.copy(), c), expected)
+
+
+def test_jacfwd_of_a_write_into_an_argument_not_differentiated():
+    expected = central_differences(lambda x: write_into_other_argument(x.copy(), np.ones(3)),
+                                   (X,), 0)
+    assert_gradient_close(jacfwd(write_into_other_argument)(X.copy(), np.ones(3)), expected)
