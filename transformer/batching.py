@@ -19,7 +19,10 @@ used and why, and it takes one of two shapes:
 
 Which values are batched is decided by a flow-insensitive analysis: a variable is
 batched if any assignment to it is; assignments of unbatched values to such a variable
-broadcast them. A flag is `False`, `True`, or a structure for containers: a tuple or
+broadcast them. Names that may share an array written in place (`aliases.py`) are
+batched alike; a view other than a name or an item at an unbatched index, an unbatched
+argument written through another name, or a call writing into its argument takes the
+loop. A flag is `False`, `True`, or a structure for containers: a tuple or
 dict of flags, or `Each(flag)` for a container whose every leaf has one flag.
 
 Identity batches (jacfwd's basis push, `Spec.identity`): the mapped argument is passed as
@@ -46,13 +49,15 @@ from codegen.backends import is_user_function
 from codegen.emit import annotate, expression_source
 
 from .anf import anf
+from .aliases import write_through, written_alias_groups, written_params
 from .basis import basis_size
-from .desugar import desugar
+from .desugar import desugar, view_sources
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, resolve
 from .names import Namer
 from .rules import batching as rules
+from .runtime import update_in_place
 from .syntax import assign, call, const, name, store, subscript
 
 # ====================================================================== flags
@@ -160,6 +165,9 @@ def _line(fn: Function, node) -> str:
 
 # ====================================================================== analysis
 
+# values that hold the very arrays of their operands, batched or not
+_PLAIN_ALIASES = (gast.Name, gast.Tuple, gast.List)
+
 
 class Analysis:
     """Batch flags of every local variable, and the first reason to loop, if any."""
@@ -179,11 +187,48 @@ class Analysis:
                     self.literals[node.targets[0].id] = node.value
         self.literals = {k: v for k, v in self.literals.items()
                          if counts[k] == 1 and k not in params}
+        self.groups = written_alias_groups(fn, tuple(rules.MUTATES))
         for _ in range(50):
             before = (dict(self.flags), self.output)
             self.block(fn.node.body, False)
+            self.batch_shared(params)
             if (self.flags, self.output) == before:
                 break
+        self.check_shared_views()
+
+    def batch_shared(self, params: dict) -> None:
+        """Names that may share an array written in place are batched alike: a write of
+        batched values through one must reach the others, so all hold the batch axis
+        (an unbatched array is broadcast once, where it is made)."""
+        for group in self.groups:
+            if not any(any_batched(self.flags.get(n, False)) for n in group):
+                continue
+            unbatched = sorted(n for n in group if not any_batched(self.flags.get(n, False)))
+            if any(n in params for n in unbatched):
+                self.why(f"`{unbatched[0]}` is an unbatched argument written in place "
+                         "through another name", write_through(self.fn, group) or self.fn.node)
+            for n in unbatched:
+                if isinstance(self.flags.get(n, False), bool) and n not in params:
+                    self.set(n, True)
+
+    def check_shared_views(self) -> None:
+        """A batched view must be a view where each example's is: a plain name, an item or
+        slice at an unbatched index, an in-place update; other views take the loop."""
+        shared = set().union(*self.groups)
+        for stmt in gast.walk(self.fn.node):
+            if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)
+                    and stmt.targets[0].id in shared
+                    and any_batched(self.flags.get(stmt.targets[0].id, False))):
+                continue
+            value = stmt.value
+            if not view_sources(self.fn, value) or isinstance(value, _PLAIN_ALIASES):
+                continue
+            if isinstance(value, gast.Subscript) and not self.index_flag(value.slice):
+                continue
+            if isinstance(value, gast.Call) and \
+                    resolve(self.fn, value.func, None) is update_in_place:
+                continue
+            self.why(f"`{stmt.targets[0].id}` may be a view written in place", stmt)
 
     def why(self, message: str, node) -> None:
         if self.reason is None:
@@ -308,6 +353,9 @@ class Analysis:
             return False
         callee = _callee_function(target)
         if callee is not None:
+            written = written_params(callee)
+            if written:
+                self.why(f"{callee.name} writes into its argument {written[0]!r}", node)
             return _output_structure(callee)
         result_flag = _lookup(rules.RESULT_FLAGS, target)
         if result_flag is not None:

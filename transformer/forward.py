@@ -21,6 +21,13 @@ everywhere; where it receives an inactive value its tangent is set to zeros. Wit
 straight run of statements, tangents known to be zero are tracked so that rules drop
 their contributions, and tangents nothing reads are removed at the end.
 
+Names that may share an array written in place (`z = y; z[0] = v`, `z = y[1:]`, `z += v`
+on a shared array; see `aliases.py`) are active together, never known zero, and their
+tangents share arrays exactly as the primals do: `dz = dy`, `dz = dy[1:]`, an update
+written in place where the primal's is, and a copy wherever the primal is a fresh array.
+A view of another kind (`reshape`, `transpose`) written in place, and a call to a
+function that writes into its argument, are refused at the user's line.
+
 Derivative code is itself input here (`jvp(grad(f))`): the tape helpers of reverse mode
 only move values, so their tangent is the same call on tangents (`STRUCTURAL`); an
 in-place accumulation `scatter_add(bx, i, v)` gets `dbx = accumulated(dbx, i, dv)`, an
@@ -37,7 +44,8 @@ import numpy as np
 from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
-from .desugar import desugar, numpy_name
+from .aliases import write_through, written_alias_groups, written_params
+from .desugar import desugar, numpy_name, view_sources
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
@@ -113,8 +121,10 @@ def callee_function(value) -> Function | None:
 # ---------------------------------------------------------------- activity
 
 
-def activity(fn: Function, seeds) -> set[str]:
-    """The variables whose value may depend on a seed (a fixed point over all writes)."""
+def activity(fn: Function, seeds, groups=()) -> set[str]:
+    """The variables whose value may depend on a seed (a fixed point over all writes);
+    names in one of `groups` (that may share an array written in place) are all active
+    or none, since a write through one changes what the others hold."""
     active = set(seeds)
     writes = list(_writes(fn, fn.node.body))
     changed = True
@@ -123,6 +133,10 @@ def activity(fn: Function, seeds) -> set[str]:
         for target, value in writes:
             if target not in active and _value_active(fn, value, active):
                 active.add(target)
+                changed = True
+        for group in groups:
+            if group & active and not group <= active:
+                active |= group
                 changed = True
     return active
 
@@ -207,10 +221,14 @@ class _Forward:
                 raise fn.origin.error(fn.node, f"{fn.name} has no parameter {seed!r}")
         self.fn, self.seeds = fn, seeds
         self.namer = Namer.for_function(fn)
-        self.active = activity(fn, seeds)
+        groups = written_alias_groups(fn, tuple(EFFECTS))
+        self.active = activity(fn, seeds, groups)
         self.tangents: dict[str, str] = {}
         self.env: dict[str, object] = {}
-        self.owned = _inplace_targets(fn.node.body)
+        # names that may share an array written in place: their tangents share arrays
+        # the same way (see `shared_tangent`), so none is ever known zero on its own
+        self.shared = set().union(*groups) & self.active
+        self.owned = _inplace_targets(fn.node.body) | self.shared
         self.annotated: int | None = None
         # variables whose tangent is known to be zero here: rules drop their contributions
         self.zero: set[str] = set()
@@ -222,7 +240,7 @@ class _Forward:
 
     def tangent_of(self, primal: str) -> str | None:
         """The tangent variable of `primal`; None where it is inactive or known zero."""
-        if primal not in self.active or primal in self.zero:
+        if primal not in self.active or (primal in self.zero and primal not in self.shared):
             return None
         return self.d(primal)
 
@@ -283,6 +301,12 @@ class _Forward:
         self.zero -= assigned_names(stmt)
         start = set(self.zero)
         body = self.block(stmt.body)
+        if isinstance(stmt, gast.For) and stmt.target.id in self.shared:
+            raise self.fn.origin.error(
+                write_through(self.fn, {stmt.target.id}) or stmt,
+                f"the loop variable {stmt.target.id!r} is a row of the sequence the loop "
+                "walks and is written in place: forward mode cannot follow the write",
+                "loop over indices: for i in range(len(...)) and write through the array")
         if isinstance(stmt, gast.For) and stmt.target.id in self.active:
             body.insert(0, located(self.zeros(stmt.target.id), stmt))
         self.zero = start
@@ -325,7 +349,8 @@ class _Forward:
         return tangent_stmts
 
     def zeros(self, primal: str) -> gast.stmt:
-        self.zero.add(primal)
+        if primal not in self.shared:
+            self.zero.add(primal)
         self.env["zeros_like"] = runtime.zeros_like
         return assign(store(self.d(primal)), call("zeros_like", name(primal)))
 
@@ -334,6 +359,8 @@ class _Forward:
             return [stmt]
         if not _value_active(self.fn, value, self.active) or self.known_zero(value):
             return [stmt] + self.tangent_block(stmt, [self.zeros(target)])
+        if target in self.shared:
+            self.check_shared_view(stmt, target, value)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
             fresh = self.namer.fresh(target + "_new")
@@ -351,13 +378,34 @@ class _Forward:
         if callee is not None:
             return self.user_call(stmt, target, value, callee)
         tangent = self.tangent_stmts(stmt, target, value)
-        if target in self.owned and not isinstance(value, _VIEW_VALUES):
+        if target in self.owned and not isinstance(value, _VIEW_VALUES) and \
+                not (target in self.shared and _holds_operands(self.fn, value)):
             # an in-place write to this tangent must not reach the operand's tangent
+            if target in self.shared:
+                tangent.append(assign(store(self.d(target)), call(
+                    self.helper("own_copy", runtime.own_copy), name(self.d(target)))))
+                return [stmt] + self.tangent_block(stmt, tangent)
             numpy = next((k for k, v in self.fn.env.items() if v is np), None) or \
                 numpy_name(self.fn, self.env, self.namer)
             tangent.append(assign(store(self.d(target)),
                                   call(f"{numpy}.copy", name(self.d(target)))))
         return [stmt] + self.tangent_block(stmt, tangent)
+
+    def check_shared_view(self, stmt, target: str, value) -> None:
+        """`z = y` and `z = y[i]` give `dz = dy` and `dz = dy[i]`, which share the tangent
+        array as the primals share theirs; a tangent of another view (`reshape`,
+        `transpose`) need not be a view of the operand's tangent."""
+        sources = view_sources(self.fn, value)
+        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List)) or \
+                _is_update(self.fn, value):
+            return
+        source = sorted(sources)[0]
+        of = "its previous array" if source == target else repr(source)
+        raise self.fn.origin.error(
+            write_through(self.fn, {target}) or stmt,
+            f"{target!r} may be a view of {of} and is written in place: forward mode "
+            f"cannot make its tangent the same view of the tangent of {of}",
+            f"make a copy where {target!r} is bound: ....copy()")
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
@@ -375,6 +423,12 @@ class _Forward:
             return [assign(store(dt), name(self.d(value.id)))]
         if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
             return [assign(store(dt), self.container_tangent(value))]
+        if _is_update(self.fn, value):
+            # `z += v` on an array another name holds: the tangent is updated in place too
+            update = self.helper("update_tangent", runtime.update_tangent)
+            return [assign(store(dt), call(update, copy.deepcopy(value.args[0]),
+                                           name(self.d(value.args[0].id)),
+                                           self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
             return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Attribute):
@@ -418,6 +472,10 @@ class _Forward:
             return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
         return type(value)(elts=parts, ctx=gast.Load())
 
+    def helper(self, label: str, obj) -> str:
+        self.env[label] = obj
+        return label
+
     def zeros_expr(self, atom):
         self.env["zeros_like"] = runtime.zeros_like
         return call("zeros_like", copy.deepcopy(atom))
@@ -438,6 +496,13 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
+        written = written_params(function)
+        if written and not hasattr(callee, "__secant_jvp__"):
+            raise self.fn.origin.error(
+                stmt, f"{function.name} writes into its argument {written[0]!r}; forward "
+                "mode cannot differentiate a call that changes its arguments",
+                f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and "
+                "return the result")
         bound = _bind(self.fn, stmt, function, value)
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
@@ -592,6 +657,18 @@ def _inplace_targets(stmts) -> set[str]:
                     and isinstance(node.targets[0].value, gast.Name):
                 found.add(node.targets[0].value.id)
     return found
+
+
+def _holds_operands(fn, value) -> bool:
+    """A container of its operands, or an in-place update: its tangent holds the operands'
+    tangent arrays themselves, and copying it would break their sharing."""
+    return isinstance(value, (gast.Tuple, gast.List)) or _is_update(fn, value)
+
+
+def _is_update(fn, value) -> bool:
+    return isinstance(value, gast.Call) and len(value.args) == 2 and \
+        isinstance(value.args[0], gast.Name) and \
+        resolve(fn, value.func, None) is runtime.update_in_place
 
 
 def _call_parts(value):

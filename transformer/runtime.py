@@ -170,6 +170,38 @@ def _update_in_place_nb(target, value):
     return impl
 
 
+def update_tangent(target, tangent, value):
+    """The tangent of ``update_in_place(target, v)``: written in place into ``tangent``
+    exactly where the primal ``target`` (an array) is written in place, else ``value``."""
+    if not isinstance(target, np.ndarray):
+        return value
+    tangent[...] = value
+    return tangent
+
+
+@overload(update_tangent)
+def _update_tangent_nb(target, tangent, value):
+    if not isinstance(target, types.Array):
+        return lambda target, tangent, value: value
+
+    def impl(target, tangent, value):
+        tangent[...] = value
+        return tangent
+    return impl
+
+
+def own_copy(x):
+    """A copy of an array (so in-place writes reach no other name); a number as it is."""
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
+@overload(own_copy)
+def _own_copy_nb(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.copy()
+    return lambda x: x
+
+
 # ---------------------------------------------------------------- index-mapping kernels
 
 

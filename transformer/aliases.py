@@ -1,0 +1,103 @@
+"""Groups of names that may hold one array that is written in place.
+
+`written_alias_groups(fn)` looks at a normalized Function (desugared, ANF) and returns
+the groups of names linked by statements that may make two names share an array (`z = y`,
+`z = y[1:]`, `z = np.reshape(y, s)`, `z = update_in_place(y, v)`, a `for` loop's row: see
+`desugar.view_sources`) in which some name is written in place (`z[i] = v`, an
+`update_in_place`, a registered effect). Invariant: the analysis is flow-insensitive and
+over-approximates: two names in different groups never share an array that either writes.
+Transformations that keep one derived value per name (a tangent, a batch flag) use the
+groups to treat every member alike, or to refuse.
+"""
+from __future__ import annotations
+
+import gast
+
+from .desugar import view_sources
+from .function import Function, resolve
+from .runtime import update_in_place
+
+
+def written_alias_groups(fn: Function, effects=()) -> list[set[str]]:
+    """The groups (of two names or more) that may share an array written in place;
+    `effects` are functions writing into their first argument."""
+    parent: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        while parent.setdefault(n, n) != n:
+            n = parent[n]
+        return n
+
+    for target, sources in _links(fn):
+        for source in sources:
+            parent[find(source)] = find(target)
+    written = _written(fn, effects)
+    groups: dict[str, set[str]] = {}
+    for n in list(parent):
+        groups.setdefault(find(n), set()).add(n)
+    return [g for g in groups.values() if len(g) > 1 and g & written]
+
+
+def _links(fn: Function):
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            sources = view_sources(fn, node.value)
+            if sources:
+                yield node.targets[0].id, sources
+        elif isinstance(node, gast.For) and isinstance(node.target, gast.Name) and \
+                resolve(fn, getattr(node.iter, "func", None), None) is not range:
+            sources = view_sources(fn, node.iter)
+            if sources:
+                yield node.target.id, sources
+
+
+def _written(fn: Function, effects) -> set[str]:
+    """Names an array is written in place through."""
+    written = set()
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript):
+            written |= view_sources(fn, node.targets[0].value)
+        elif isinstance(node, gast.Call) and node.args:
+            func = resolve(fn, node.func, None)
+            if func is update_in_place or any(func is e for e in effects):
+                written |= view_sources(fn, node.args[0])
+    return written
+
+
+def write_through(fn: Function, names: set[str]):
+    """The earliest statement writing in place through one of `names`, or None."""
+    writes = [node for node in gast.walk(fn.node) if isinstance(node, gast.Assign) and
+              view_sources(fn, _written_expr(fn, node)) & names]
+    return min(writes, key=lambda n: getattr(n, "lineno", 0) or 0, default=None)
+
+
+def _written_expr(fn: Function, stmt: gast.Assign):
+    """What `stmt` writes in place: the array of `a[i] = v`, the first argument of
+    `update_in_place(a, v)`; None for an assignment that only binds a name."""
+    if isinstance(stmt.targets[0], gast.Subscript):
+        return stmt.targets[0].value
+    value = stmt.value
+    if isinstance(value, gast.Call) and value.args and \
+            resolve(fn, value.func, None) is update_in_place:
+        return value.args[0]
+    return None
+
+
+def written_params(fn: Function) -> list[str]:
+    """The parameters of `fn` whose arrays it writes in place, directly or through a name
+    sharing their array (the caller's argument changes)."""
+    written = _written(fn, ())
+    for group in written_alias_groups(fn):
+        written |= group
+    return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
+
+
+def _rebound_first(fn: Function, param: str) -> bool:
+    """Whether the first statement that mentions `param` binds it to a new array
+    (`a = a.copy()`), so that no later write reaches the caller's argument."""
+    for stmt in fn.node.body:
+        if any(isinstance(n, gast.Name) and n.id == param for n in gast.walk(stmt)):
+            return isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id == param \
+                and param not in view_sources(fn, stmt.value)
+    return False
