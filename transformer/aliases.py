@@ -39,9 +39,15 @@ def written_alias_groups(fn: Function, effects=()) -> list[set[str]]:
 
 
 def _links(fn: Function):
+    returned_only = _returned_only(fn)
     for node in gast.walk(fn.node):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             sources = view_sources(fn, node.value)
+            # a tuple that is only returned (a jvp's `(y, dy)`) makes no name share its
+            # items' arrays: linking through it would join the items to each other
+            if isinstance(node.value, (gast.Tuple, gast.List)) and \
+                    node.targets[0].id in returned_only:
+                continue
             if sources:
                 yield node.targets[0].id, sources
         elif isinstance(node, gast.For) and isinstance(node.target, gast.Name) and \
@@ -51,7 +57,18 @@ def _links(fn: Function):
                 yield node.target.id, sources
 
 
+def _returned_only(fn: Function) -> set[str]:
+    """Names read nowhere but as the whole value of a `return`."""
+    returned = {node.value.id for node in gast.walk(fn.node)
+                if isinstance(node, gast.Return) and isinstance(node.value, gast.Name)}
+    read_elsewhere = {child.id for node in gast.walk(fn.node) if not isinstance(node, gast.Return)
+                      for child in gast.iter_child_nodes(node)
+                      if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load)}
+    return returned - read_elsewhere
+
+
 def _written(fn: Function, effects) -> set[str]:
+
     """Names an array is written in place through."""
     written = set()
     for node in gast.walk(fn.node):
