@@ -122,3 +122,20 @@ def test_an_unrecorded_update_that_changes_shape_is_an_error():
     assert text.count("s_tape = push(") == 1 and "check_shape(s, s_shape)" in text
     with pytest.raises(ValueError, match="changed shape"):
         grad(grows_in_loop)(2.0, np.ones(3))
+
+
+def index_in_loop(x, w):
+    y = np.zeros(4)
+    t = 0.0
+    for i in range(3):
+        m = 0
+        for k in range(i + 1):
+            m = m + 1
+            y[m] = y[m] * w[k] + x[k]      # the reverse restores y[m]: reads each m
+        t += np.sum(np.sin(y)) * m
+    return t
+
+
+def test_indices_read_by_restored_writes_are_recorded_per_update():
+    rng = np.random.default_rng(7)
+    check_grads(index_in_loop, (rng.normal(size=3), rng.normal(size=3)))

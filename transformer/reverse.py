@@ -187,6 +187,8 @@ class _Reverse:
             target = stmt.targets[0]
             if isinstance(target, gast.Name) and target.id in self.plan.recomputed:
                 found |= set(tape.operand_names(stmt.value))
+            if isinstance(target, gast.Subscript):       # restore_items indexes again
+                found |= set(_names([target.slice]))
             return found
         if isinstance(stmt, gast.If):
             return set(_names([stmt.test]))
