@@ -172,10 +172,32 @@ class _Reverse:
         for var, sites in sorted(self.moved_guards.items()):
             for site, expr in sites:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)
+        self.plan.after, self.plan.skipped, self.plan.anchors = tape.summarize_loops(
+            self.body, self.plan.taped, self.reverse_reads)
         self.refuse_accumulator_reads()
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
+
+    def reverse_reads(self, stmt) -> set:
+        """Names whose values the reverse of `stmt` itself (not nested ones) reads: its
+        adjoint, its re-run if recomputed, the test or bounds of a compound statement."""
+        if isinstance(stmt, gast.Assign):
+            found = _reads(self.adjoints.get(id(stmt), []), self.env)[0]
+            target = stmt.targets[0]
+            if isinstance(target, gast.Name) and target.id in self.plan.recomputed:
+                found |= set(tape.operand_names(stmt.value))
+            if isinstance(target, gast.Subscript):       # restore_items indexes again
+                found |= set(_names([target.slice]))
+            return found
+        if isinstance(stmt, gast.If):
+            return set(_names([stmt.test]))
+        if isinstance(stmt, gast.For):
+            last, start, step = stmt.secant_reverse
+            return {last} | set(_names([start, step]))
+        if isinstance(stmt, gast.While):
+            return {stmt.secant_trips}
+        return set(_names([stmt]))
 
     # ------------------------------------------------------------ facts about the body
     def collect(self) -> None:
@@ -989,9 +1011,12 @@ class _Reverse:
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
                 return guards + saves + [copy.deepcopy(stmt)]
-            records = self.record(target.id, stmt) if target.id in self.plan.taped else []
+            skipped = (target.id, id(stmt)) in self.plan.skipped
+            records = self.record(target.id, stmt) if target.id in self.plan.taped and \
+                not skipped else []
             return guards + [copy.deepcopy(stmt)] + records + \
-                self.shape_guard(target.id, stmt)
+                self.shape_guard(target.id, stmt) + \
+                self.summary_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
             return [located(gast.If(test=copy.deepcopy(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -1001,7 +1026,9 @@ class _Reverse:
             loop = gast.For(target=copy.deepcopy(stmt.target), iter=copy.deepcopy(stmt.iter),
                             body=self.forward_block(stmt.body) or [gast.Pass()], orelse=[],
                             type_comment=None)
-            return reserve + [located(loop, stmt)]
+            records = [r for var in sorted(self.plan.after.get(id(stmt), ()))
+                       for r in self.record(var, stmt)]
+            return reserve + [located(loop, stmt)] + records
         if isinstance(stmt, gast.While):
             return [located(gast.While(test=copy.deepcopy(stmt.test),
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
@@ -1030,6 +1057,19 @@ class _Reverse:
                 "shape_of", tape.shape_of)), name(var))), stmt)]
         return [located(gast.Expr(value=call(name(self.helper("check_shape", tape.check_shape)),
                                              name(var), name(reference))), stmt)]
+
+    def summary_guard(self, var: str, stmt) -> list:
+        """Values of `var` not recorded (tape.summarize_loops) keep the shape of the one
+        before the loop, which its record after the loop checks against its tape: so a
+        shape read in the loop's reverse, which sees that record, gets the right shape."""
+        if (var, id(stmt)) in self.plan.anchors:
+            return [located(assign(self.shape_name(var), call(name(self.helper(
+                "shape_of", tape.shape_of)), name(var))), stmt)]
+        if (var, id(stmt)) in self.plan.skipped:             # an update in the loop
+            return [located(gast.Expr(value=call(name(self.helper(
+                "check_shape", tape.check_shape)), name(var), name(self.shape_name(var)))),
+                stmt)]
+        return []
 
     def shape_name(self, var: str) -> str:
         if (var, "shape") not in self.counters:
@@ -1072,8 +1112,11 @@ class _Reverse:
             return []
         out = []
         for var in sorted(self.plan.taped):
-            sites = [d for d in self.defs[var] if isinstance(d, gast.Assign)]
-            inside = [d for d in sites if self.block_of[id(d)] == id(loop.body)]
+            sites = [d for d in self.defs[var] if isinstance(d, gast.Assign) and
+                     (var, id(d)) not in self.plan.skipped]
+            inside = [d for d in sites + [s for s in loop.body if isinstance(s, gast.For)
+                                          and var in self.plan.after.get(id(s), ())]
+                      if self.block_of[id(d)] == id(loop.body)]
             before = [d for d in sites if self.block_of[id(d)] == self.block_of[id(loop)]
                       and self.order[id(d)] < self.order[id(loop)]] or \
                 (var in self.fn.params and not self.loops_of[id(loop)])
@@ -1131,6 +1174,7 @@ class _Reverse:
             else:
                 out += self.reset(target.id, stmt)
                 if target.id in self.plan.taped and \
+                        (target.id, id(stmt)) not in self.plan.skipped and \
                         not getattr(stmt, "secant_late_restore", False):
                     out += self.restore(target.id)
             return [located(s, stmt) for s in out]
@@ -1142,7 +1186,9 @@ class _Reverse:
             return [located(gast.If(test=copy.deepcopy(stmt.test), body=body or [gast.Pass()],
                                     orelse=orelse), stmt)]
         if isinstance(stmt, gast.For):
-            return self.reverse_for(stmt, comment)
+            restores = [located(s, stmt) for var in sorted(self.plan.after.get(id(stmt), ()))
+                        for s in self.restore(var)]
+            return self.reverse_for(stmt, comment) + restores
         if isinstance(stmt, gast.While):
             return self.reverse_while(stmt, comment)
         return []

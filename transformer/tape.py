@@ -18,6 +18,9 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
   record with the capacity the enclosing `for` loop's trip count gives (so a recurrence
   `h = tanh(W @ h)` over `range(T)` fills one preallocated (T, n) array) and doubled when
   a `while` loop outgrows them.
+  A taped accumulator updated in a `for` loop whose reverse never reads its value (`r2 +=
+  dk * dk`: the adjoint of `+` reads only shapes) is recorded once, after the loop, and not
+  at the updates nor at its assignment just before the loop (`summarize_loops`).
 - arrays written in place (`y[i] = v`) whose contents the reverse reads: each write first
   records the overwritten elements in a flat buffer; the reverse writes them back.
 
@@ -54,6 +57,12 @@ class TapePlan:
     taped: set               # names recorded on a tape at every assignment
     saved_items: set         # arrays whose overwritten elements are recorded
     float_tapes: set         # taped names whose tape holds floats (ints promoted)
+    after: dict = dataclasses.field(default_factory=dict)   # id(For) -> names recorded
+                                                            # once, after the loop
+    skipped: set = dataclasses.field(default_factory=set)   # (name, id(Assign)) not
+                                                            # recorded (see summarize)
+    anchors: set = dataclasses.field(default_factory=set)   # (name, id(Assign)) whose
+                                                            # shape the skipped ones keep
 
 
 @dataclasses.dataclass
@@ -167,6 +176,90 @@ def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> Tap
                                                      for d in facts.defs.get(n, []))}
     saved = needed & facts.written
     return TapePlan(recomputed, taped, saved, taped & float_names)
+
+
+def summarize_loops(body: list, taped: set, reads) -> tuple[dict, set, set]:
+    """({id(loop): names recorded after it}, {(name, id(assignment)) left unrecorded},
+    {(name, id(d0))}: the assignments whose shape the updates in their loop keep).
+
+    The reverse sweep sees a taped name hold the value of its latest *recorded* assignment
+    (each record is popped after its adjoint, restoring the entry below). So a value read
+    is right as long as the latest assignment before the reading point is recorded. For a
+    `for` loop `L` assigning `v`, preceded in its block by an assignment `d0 = v = ...`
+    (the nearest one), with no reverse read of `v`'s value (`reads(stmt)`: the names the
+    reverse of `stmt` itself reads, recomputations included) anywhere in `L`, the
+    updates in `L` are never read: `v` is recorded once after `L` and restored after
+    `L`'s reverse. `d0` is not recorded either when neither its adjoint nor the reverse
+    of the statements between it and `L` reads `v`. Shapes are still read, so reverse.py
+    checks each skipped value keeps `d0`'s shape.
+    """
+    after, skipped, anchors, covered = {}, set(), set(), set()
+
+    def visit(block):
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, gast.For):
+                for var in sorted(taped & _assigned(stmt)):
+                    if (var, id(stmt)) not in covered:
+                        _summarize(block, index, var, reads, after, skipped, covered)
+                        anchors.update((v, id(d)) for v, d in _firsts(block, index, var,
+                                                                      after))
+            for inner in _blocks(stmt):
+                visit(inner)
+    visit(body)
+    return after, skipped, anchors
+
+
+def _firsts(block, index, var, after):
+    if var in after.get(id(block[index]), ()):
+        yield var, block[_nearest(block, index, var)]
+
+
+def _nearest(block, index, var):
+    return next((i for i in range(index - 1, -1, -1) if var in _assigned(block[i])), None)
+
+
+def _summarize(block, index, var, reads, after, skipped, covered) -> None:
+    loop = block[index]
+    defs = [s for s in gast.walk(loop) if isinstance(s, (gast.Assign, gast.For))
+            and var in _targets(s)]
+    if any(not isinstance(d, gast.Assign) for d in defs) or var in _region_reads([loop], reads):
+        return
+    start = _nearest(block, index, var)
+    if start is None:
+        return
+    first = block[start]
+    if not isinstance(first, gast.Assign):
+        return
+    after.setdefault(id(loop), set()).add(var)
+    skipped.update((var, id(d)) for d in defs)
+    if not getattr(first, "secant_late_restore", False) and var not in reads(first) and \
+            var not in _region_reads(block[start + 1:index], reads):
+        skipped.add((var, id(first)))
+    covered.update((var, id(s)) for s in gast.walk(loop) if isinstance(s, gast.For))
+
+
+def _targets(stmt) -> set:
+    if isinstance(stmt, (gast.Assign, gast.For)):
+        target = stmt.targets[0] if isinstance(stmt, gast.Assign) else stmt.target
+        return {target.id} if isinstance(target, gast.Name) else set()
+    return set()
+
+
+def _assigned(stmt) -> set:
+    return {n for s in gast.walk(stmt) if isinstance(s, gast.stmt) for n in _targets(s)}
+
+
+def _region_reads(stmts, reads) -> set:
+    return {n for stmt in stmts for s in gast.walk(stmt) if isinstance(s, gast.stmt)
+            for n in reads(s)}
+
+
+def _blocks(stmt) -> list:
+    if isinstance(stmt, gast.If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, (gast.For, gast.While)):
+        return [stmt.body]
+    return []
 
 
 def integer_names(facts: Facts, env: dict) -> set:
