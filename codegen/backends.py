@@ -145,13 +145,20 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         f"{ORIGIN_PREFIX}{fn.origin.describe()}",
         f"# transforms: {' | '.join(fn.chain) or '(none)'}",
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
-        f"numpy {np.__version__}",
+        f"numpy {np.__version__}{_optimization_note(options)}",
         *fingerprints,
         *_runtime_line(namespace.values()),
     ]
     text = "\n".join(header) + "\n" + "\n".join(sorted(set(imports))) + "\n\n\n"
     text += (decorator + "\n" if decorator else "") + body
     return text, namespace
+
+
+def _optimization_note(options: Options) -> str:
+    """Numba's optimization level when it is not the default: Numba's disk cache does not
+    tell levels apart, so code compiled under NUMBA_OPT=0 must live in another module."""
+    level = int(numba.config.OPT)
+    return f", NUMBA_OPT={level}" if options.backend != "python" and level != 3 else ""
 
 
 def _runtime_line(values) -> list[str]:

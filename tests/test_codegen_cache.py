@@ -34,8 +34,9 @@ def test_header_names_origin_chain_backend_and_versions():
     line = programs.pair_sum.__code__.co_firstlineno
     assert lines[0] == f"# secant: generated from {programs.__file__}:{line} (pair_sum)"
     assert lines[1] == "# transforms: grad(argnums=0) | jit(backend='cpu')"
+    level = int(numba.config.OPT)     # named only when it is not Numba's default
     assert lines[2] == (f"# backend: cpu; secant {backends.VERSION}, numba {numba.__version__}, "
-                        f"numpy {np.__version__}")
+                        f"numpy {np.__version__}" + (f", NUMBA_OPT={level}" if level != 3 else ""))
     assert lines[3].startswith("# uses sqdist: generated ")
     assert "@numba.njit(cache=True)" in lines
 
@@ -51,6 +52,18 @@ def test_modules_calling_the_runtime_are_renamed_when_secant_changes(monkeypatch
     assert modules.content_hash(edited) != modules.content_hash(text)
     plain, _ = backends.module_text(parse(programs.pair_sum), cpu)
     assert "secant runtime sources" not in plain    # user code alone keeps its name
+
+
+def test_optimization_level_other_than_the_default_renames_the_module(monkeypatch):
+    import numba
+    fn = parse(programs.pair_sum)
+    cpu = backends.Options(backend="cpu")
+    monkeypatch.setattr(numba.config, "OPT", 3)
+    default, _ = backends.module_text(fn, cpu)
+    monkeypatch.setattr(numba.config, "OPT", 0)
+    unoptimized, _ = backends.module_text(fn, cpu)
+    assert "NUMBA_OPT" not in default and ", NUMBA_OPT=0" in unoptimized.splitlines()[2]
+    assert modules.content_hash(default) != modules.content_hash(unoptimized)
 
 
 def test_annotated_statements_are_preceded_by_their_comment():
