@@ -19,11 +19,6 @@ from gradcheck import (  # noqa: E402
     partial_module,
 )
 
-import transformer  # noqa: E402
-
-if not hasattr(transformer, "grad"):
-    pytest.skip("reverse mode (transformer.grad) is not available", allow_module_level=True)
-
 from transformer import grad, jit, value_and_grad  # noqa: E402
 from transformer.test_util import check_grads  # noqa: E402
 
