@@ -1198,7 +1198,7 @@ def _outer_add_nb(acc, u, v):
 
 @overload(matmul_grad_left_add)
 def _matmul_grad_left_add_nb(acc, g, a, b):
-    outer_add = _outer_add_nb(acc, g, b) if _is_vector(g) and _is_vector(b) else None
+    outer_add = _outer_add_nb(acc, g, b)
     if outer_add is not None:
         return lambda acc, g, a, b: outer_add(acc, g, b)
 
@@ -1210,7 +1210,7 @@ def _matmul_grad_left_add_nb(acc, g, a, b):
 
 @overload(matmul_grad_right_add)
 def _matmul_grad_right_add_nb(acc, g, a, b):
-    outer_add = _outer_add_nb(acc, a, g) if _is_vector(a) and _is_vector(g) else None
+    outer_add = _outer_add_nb(acc, a, g)
     if outer_add is not None:
         return lambda acc, g, a, b: outer_add(acc, a, g)
 
