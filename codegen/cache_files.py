@@ -69,6 +69,8 @@ def write_private(path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp, 0o600)
+        if os.path.isdir(path) and not os.path.islink(path):   # rename cannot replace it
+            discard(path)
         os.replace(tmp, path)
     except BaseException:
         if os.path.lexists(tmp):

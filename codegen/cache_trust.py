@@ -27,7 +27,10 @@ def private_directory(path: Path) -> Path:
     cannot be created (a read-only file system): callers fall back to memory then.
     """
     path = Path(os.path.abspath(os.path.expanduser(path)))
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise _refusal(path, "it is not a directory",
+                       f"remove {path} or set SECANT_CACHE_DIR to a directory")
+    _make_directories(path)
     if os.name == "nt":
         return path
     resolved = path.resolve()
@@ -35,6 +38,17 @@ def private_directory(path: Path) -> Path:
     for parent in resolved.parents:
         _check_parent(path, parent)
     return path
+
+
+def _make_directories(path: Path) -> None:
+    """Create `path` and its missing parents 0700 (os.makedirs gives parents the
+    umask's mode, which may let the group write)."""
+    missing = [p for p in [path, *path.parents] if not os.path.isdir(p)]
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
 
 
 def private_subdirectory(path: Path) -> Path:
@@ -47,9 +61,6 @@ def private_subdirectory(path: Path) -> Path:
 
 def _check_own_directory(path: Path, resolved: Path) -> None:
     info = os.stat(resolved)
-    if not stat.S_ISDIR(info.st_mode):
-        raise _refusal(path, "it is not a directory",
-                       f"remove {resolved} or set SECANT_CACHE_DIR to a directory")
     if info.st_uid != os.getuid():
         raise _refusal(path, f"it is owned by uid {info.st_uid}, not by you "
                        f"(uid {os.getuid()}), and its owner could plant code that secant "
