@@ -82,18 +82,34 @@ def write_private(path, data: bytes) -> None:
 
 
 def cache_key(root: Path) -> bytes:
-    """The cache's secret key, created on first use; a damaged key is replaced (which
-    invalidates every seal, so everything sealed is rebuilt)."""
+    """The cache's secret key, created on first use (the first process to create it wins);
+    a damaged key is replaced, which invalidates every seal, so all is rebuilt."""
     path = Path(root) / KEY_NAME
-    key = read_regular(path)
-    if key is not None and len(key) == _KEY_BYTES:
-        return key
-    discard(path)
-    write_private(path, os.urandom(_KEY_BYTES))
-    key = read_regular(path)             # another process may have won the race
-    if key is None or len(key) != _KEY_BYTES:
-        raise OSError(errno.EIO, "cannot read back the cache key", str(path))
-    return key
+    for _ in range(3):
+        key = read_regular(path)
+        if key is not None and len(key) == _KEY_BYTES:
+            return key
+        if key is not None or os.path.lexists(path):
+            discard(path)
+        _create_key(path)
+    raise OSError(errno.EIO, "cannot create a readable cache key", str(path))
+
+
+def _create_key(path: Path) -> None:
+    """Write a new random key to `path` unless another process has just done so."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(_KEY_BYTES))
+        try:
+            os.link(tmp, path)           # atomic and never replaces a key just written
+        except FileExistsError:
+            pass
+        except OSError:                  # no hard links on this file system
+            os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def seal(key: bytes, name: str, payload: bytes) -> bytes:

@@ -263,3 +263,28 @@ def test_runtime_helpers_cache_inside_the_cache_directory(cache):
                 if isinstance(value, numba.core.registry.CPUDispatcher) and \
                         value.py_func.__module__ == name:
                     assert value._cache.cache_path.startswith(str(root)), (name, value)
+
+
+# ---------------------------------------------------------------- the key
+
+
+@pytest.mark.parametrize("damage", ["short", "fifo", "directory"])
+def test_damaged_key_is_replaced_and_old_seals_fail(cache, damage):
+    root = modules.cache_dir()
+    key = cache_files.cache_key(root)
+    assert cache_files.cache_key(root) == key             # stable once made
+    sealed = cache_files.seal(key, "f.nbi", b"payload")
+    assert cache_files.unseal(key, "f.nbi", sealed) == b"payload"
+    assert cache_files.unseal(key, "g.nbi", sealed) is None      # bound to its name
+    path = root / cache_files.KEY_NAME
+    path.unlink()
+    if damage == "short":
+        path.write_bytes(b"0123")
+    elif damage == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    fresh = call_with_timeout(cache_files.cache_key, root)
+    assert len(fresh) == len(key) and fresh != key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert cache_files.unseal(fresh, "f.nbi", sealed) is None
