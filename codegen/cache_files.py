@@ -16,10 +16,13 @@ import hmac
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 import warnings
 from pathlib import Path
+
+import numba
 
 KEY_NAME = "secant.key"
 TEMP_PREFIX = ".tmp-"
@@ -143,4 +146,16 @@ def warn_unwritable(root, exc: OSError) -> None:
     warnings.warn(f"secant cannot write to its cache directory {root} ({reason}); "
                   "compiling in memory without a disk cache. Free space, make it "
                   "writable, or set SECANT_CACHE_DIR to a writable private directory",
-                  RuntimeWarning, stacklevel=4)
+                  RuntimeWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The `stacklevel` of the first frame outside secant and Numba: the user's call."""
+    internal = tuple(str(Path(p).resolve()) + os.sep for p in (
+        Path(__file__).parent, Path(__file__).parent.parent / "transformer",
+        Path(numba.__file__).parent))
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and \
+            os.path.realpath(frame.f_code.co_filename).startswith(internal):
+        frame, level = frame.f_back, level + 1
+    return level
