@@ -26,6 +26,8 @@ NUMBA_DIR = "__pycache__"
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _STALE_TEMP_SECONDS = 3600
+_MODULE = re.compile(r"m[0-9a-f]{32}\.py")
+_NUMBA_FILE = re.compile(r"[^.].*\.(nbi|nbc)")
 
 
 @dataclasses.dataclass
@@ -62,10 +64,11 @@ def touch(path) -> None:
 
 
 def entries(root: Path) -> dict[str, Entry]:
-    """Every entry in the cache directory `root`, by name."""
+    """Every entry in the cache directory `root`, by name. Only files named as secant
+    names them count: anything else found there is never evicted or cleared."""
     found: dict[str, Entry] = {}
-    for folder in (Path(root), Path(root) / NUMBA_DIR):
-        for path, info in _files(folder):
+    for folder, pattern in ((Path(root), _MODULE), (Path(root) / NUMBA_DIR, _NUMBA_FILE)):
+        for path, info in _files(folder, pattern):
             entry = found.setdefault(entry_name(path.name), Entry(entry_name(path.name), []))
             entry.files.append(path)
             entry.size += info.st_size
@@ -73,13 +76,14 @@ def entries(root: Path) -> dict[str, Entry]:
     return found
 
 
-def _files(folder: Path):
+def _files(folder: Path, pattern):
     try:
         listing = list(os.scandir(folder))
     except OSError:
         return
     for item in listing:
-        if item.name == KEY_NAME:
+        temporary = item.name.startswith(TEMP_PREFIX)
+        if not (temporary or pattern.fullmatch(item.name)):
             continue
         try:
             info = item.stat(follow_symlinks=False)
@@ -87,7 +91,7 @@ def _files(folder: Path):
             continue
         if stat.S_ISDIR(info.st_mode):
             continue
-        if item.name.startswith(TEMP_PREFIX) or ".tmp." in item.name:
+        if temporary:
             if time.time() - info.st_mtime > _STALE_TEMP_SECONDS:   # left by a crash
                 discard(item.path)
             continue                     # another writer's file in flight

@@ -79,6 +79,18 @@ def test_numba_files_are_evicted_with_their_module(cache, monkeypatch):
     assert not first.exists() and not compiled.exists()
 
 
+def test_files_secant_did_not_name_are_never_removed(cache, capsys, monkeypatch):
+    write(0, 1000)
+    cache.joinpath("notes.txt").write_text("mine")
+    (cache / cache_store.NUMBA_DIR).mkdir(mode=0o700)
+    cache.joinpath(cache_store.NUMBA_DIR, "other.pyc").write_bytes(b"x" * 50)
+    monkeypatch.setenv("SECANT_CACHE_MAX_BYTES", "1")
+    run_cli(capsys, "prune")
+    run_cli(capsys, "clear")
+    assert cache.joinpath("notes.txt").read_text() == "mine"
+    assert cache.joinpath(cache_store.NUMBA_DIR, "other.pyc").exists()
+
+
 def test_key_and_files_in_flight_are_not_entries(cache):
     write(0, 1000)
     cache_files.cache_key(cache)
