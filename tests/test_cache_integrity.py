@@ -41,6 +41,12 @@ def compile_fresh(fn, options=CPU):
     return backends.compile_function(parse(fn), options)
 
 
+def make_fifo(path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    os.mkfifo(path)
+
+
 def numba_files(compiled):
     """The Numba index file of a compiled function and its data files."""
     cache_file = compiled.function._cache._cache_file
@@ -134,7 +140,7 @@ def test_damaged_numba_index_is_a_miss_and_rebuilt(cache, damage):
         blob = handle.read()
     os.unlink(index)
     if damage == "fifo":
-        os.mkfifo(index)
+        make_fifo(index)
     elif damage == "directory":
         os.mkdir(index)
     else:
@@ -179,7 +185,7 @@ def test_damaged_module_file_is_rebuilt_never_executed(cache, damage, tmp_path):
     outside.write_text("import builtins\nbuiltins.secant_planted = True\n"
                        "def cubic(x):\n    return -1.0\n")
     if damage == "fifo":
-        os.mkfifo(path)
+        make_fifo(path)
     elif damage == "non-utf8":
         path.write_bytes(b"\xff\xfe\x00garbage")
     elif damage == "symlink":
@@ -282,7 +288,7 @@ def test_damaged_key_is_replaced_and_old_seals_fail(cache, damage):
     if damage == "short":
         path.write_bytes(b"0123")
     elif damage == "fifo":
-        os.mkfifo(path)
+        make_fifo(path)
     else:
         path.mkdir()
     fresh = call_with_timeout(cache_files.cache_key, root)
