@@ -1,16 +1,19 @@
 """Compile backends: a `Function` in, a callable out.
 
 `python` loads the generated module as plain Python; `cpu` decorates the generated
-function with `numba.njit(cache=True, ...)`. Before a module is written, every value of
-its environment is *materialized* for the backend: a Function or secant-wrapped object
-is compiled first (recursively, with the same backend), a user's Python helper is parsed
-and compiled the same way, modules become `import` lines, and everything else is bound
-in the module's namespace. Each dependency leaves a fingerprint line in the header, so
-the module text - and with it the file name and Numba's on-disk cache - changes whenever
-anything the function reaches changes; a module that calls secant's runtime helpers also
-carries a hash of secant's own sources, since Numba's cache holds what those compiled to.
-Within a process, a module is reused for any
-function whose text differs only in the origin line (an identical function redefined).
+function with `numba.njit(...)` and gives it secant's sealed disk cache in the cache
+directory (`cache_numba`), not Numba's own `cache=True`. Before a module is written,
+every value of its environment is *materialized* for the backend: a Function or
+secant-wrapped object is compiled first (recursively, with the same backend), a user's
+Python helper is parsed and compiled the same way, modules become `import` lines, and
+everything else is bound in the module's namespace. Each dependency leaves a fingerprint
+line in the header, so the module text - and with it the file name and Numba's on-disk
+cache - changes whenever anything the function reaches changes; a module that calls
+secant's runtime helpers also carries a hash of secant's own sources, since Numba's cache
+holds what those compiled to. Within a process, a module is reused for any function
+whose text differs only in the origin line (an identical function redefined).
+Compiles are serialized by one re-entrant lock, so threads making first calls at once
+compile each module once; the recursion guard is per thread.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import threading
 import types
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +35,7 @@ from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
 
-from . import emit, modules
+from . import cache_numba, emit, modules
 
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
@@ -52,12 +56,12 @@ class Options:
     def decorator(self) -> str | None:
         if self.backend != "cpu":
             return None
-        flags = ["cache=True"]
+        flags = []          # no cache=True: secant attaches its own sealed disk cache
         if self.parallel:
             flags.append("parallel=True")
         if self.fastmath:
             flags.append("fastmath=True")
-        return f"@numba.njit({', '.join(flags)})"
+        return f"@numba.njit({', '.join(flags)})" if flags else "@numba.njit"
 
 
 @dataclasses.dataclass
@@ -80,7 +84,8 @@ class CacheStats:
 
 STATS = CacheStats()
 _loaded: dict[str, Compiled] = {}
-_in_progress: set[int] = set()
+_compile_lock = threading.RLock()
+_guard = threading.local()          # ids of the Functions this thread is compiling
 
 
 def compile_function(fn: Function, options: Options) -> Compiled:
@@ -88,23 +93,30 @@ def compile_function(fn: Function, options: Options) -> Compiled:
     if options.backend not in ("python", "cpu"):
         raise TransformError(f"unknown backend {options.backend!r}",
                              hint="use backend='cpu' or backend='python'")
-    if id(fn) in _in_progress:
-        raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion) - not supported",
-                              hint="rewrite the recursion as a loop")
-    _in_progress.add(id(fn))
-    try:
-        text, namespace = module_text(fn, options)
-    finally:
-        _in_progress.discard(id(fn))
-    key = reuse_key(text)
-    if key in _loaded:
-        STATS.hits += 1
-        return _loaded[key]
-    STATS.misses += 1
-    module = modules.load_module(text, namespace)
-    compiled = Compiled(getattr(module, fn.name), text, module.__file__, key)
-    _loaded[key] = compiled
-    return compiled
+    with _compile_lock:
+        in_progress = _guard.__dict__.setdefault("ids", set())
+        if id(fn) in in_progress:
+            raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion) - not "
+                                  "supported", hint="rewrite the recursion as a loop")
+        in_progress.add(id(fn))
+        try:
+            text, namespace = module_text(fn, options)
+        finally:
+            in_progress.discard(id(fn))
+        key = reuse_key(text)
+        if key in _loaded:
+            STATS.hits += 1
+            return _loaded[key]
+        STATS.misses += 1
+        module = modules.load_module(text, namespace)
+        function = getattr(module, fn.name)
+        root = getattr(module, modules.CACHE_ROOT_ATTRIBUTE)
+        if options.backend == "cpu" and root is not None:
+            cache_numba.enable(function, root, stamp=module.__name__)
+            cache_numba.enable_runtime_helpers(root)
+        compiled = Compiled(function, text, module.__file__, key)
+        _loaded[key] = compiled
+        return compiled
 
 
 def reuse_key(text: str) -> str:

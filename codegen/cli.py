@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="secant", description="Source-to-source derivatives, batching and Numba "
         "compilation for NumPy code.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="{show,demo}")
+    commands = parser.add_subparsers(dest="command", metavar="{show,demo,cache}")
     show = commands.add_parser(
         "show", help="print the source secant generates for a function",
         description="Print the module secant generates for FILE:FUNC.", epilog=EPILOG,
@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                       help="highlight with pygments (default: when stdout is a terminal)")
     commands.add_parser("demo", help="jit a pair loop and SELU; print timings and source")
+    from codegen import cache_cli
+    cache_cli.add_parser(commands)
     return parser
 
 
@@ -263,6 +265,9 @@ def run(argv: list[str] | None = None) -> int:
         from codegen import demo
         demo.run()
         return 0
+    if args.command == "cache":
+        from codegen import cache_cli
+        return cache_cli.run(args)
     from transformer.errors import TransformError
     try:
         text = generated_source(args)

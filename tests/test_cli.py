@@ -38,7 +38,7 @@ def test_show_static_folds_the_constant_and_removes_the_dead_branch(capsys):
     code, out, _ = show(capsys, f"{PROGRAMS}:running", "--jit", "--static", "mode='train'",
                         "--static", "n=8")
     assert code == 0
-    assert "@numba.njit(cache=True)" in out
+    assert "@numba.njit" in out
     assert "def running(x):" in out and "for i in range(8):" in out
     assert "-1.0" not in out
 

@@ -8,6 +8,12 @@ Each specialization is compiled once; the module behind it is content-addressed 
 disk, so an identical function defined again - or the same program in a new process -
 reuses it. `cache_info()` reports hits, misses and why the last
 compile happened.
+
+Threads may share a jitted function: concurrent first calls of one specialization
+compile it once (a lock per specialization) and all get the result. Each specialization
+keeps its compiled code in memory for the life of the function, so a function compiled
+for more than `max_specializations` (default 20, or `SECANT_MAX_SPECIALIZATIONS`)
+warns once: a static argument that changes every call is the usual cause.
 """
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ import functools
 import linecache
 import os
 import re
+import threading
+import warnings
 from typing import Callable
 
 import numba
@@ -45,20 +53,45 @@ class CacheInfo:
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        backend: str = "cpu", parallel: bool = False, fastmath: bool = False):
-    """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`."""
+        backend: str = "cpu", parallel: bool = False, fastmath: bool = False,
+        max_specializations: int | None = None):
+    """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
+
+    `max_specializations`: warn once when more are compiled (None: the environment
+    variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
-                                 parallel=parallel, fastmath=fastmath)
+                                 parallel=parallel, fastmath=fastmath,
+                                 max_specializations=max_specializations)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if backend == "cuda":
         from codegen import cuda
         return cuda.cuda_jit(fun, static_argnums=static_argnums,
                              static_argnames=static_argnames, fastmath=fastmath)
-    return Jitted(fun, static_argnums, static_argnames,
-                  Options(backend=backend, parallel=parallel, fastmath=fastmath))
+    jitted = Jitted(fun, static_argnums, static_argnames,
+                    Options(backend=backend, parallel=parallel, fastmath=fastmath))
+    jitted.max_specializations = _specialization_limit(max_specializations)
+    return jitted
+
+
+DEFAULT_MAX_SPECIALIZATIONS = 20
+
+
+def _specialization_limit(value) -> int:
+    """`value`, else SECANT_MAX_SPECIALIZATIONS, else the default; a positive int."""
+    source = "max_specializations"
+    if value is None:
+        value = os.environ.get("SECANT_MAX_SPECIALIZATIONS") or DEFAULT_MAX_SPECIALIZATIONS
+        source = "SECANT_MAX_SPECIALIZATIONS"
+    try:
+        limit = int(value)
+    except (TypeError, ValueError):
+        limit = 0
+    if isinstance(value, bool) or limit < 1 or str(limit) != str(value).strip():
+        raise ValueError(f"{source} must be a positive integer, got {value!r}")
+    return limit
 
 
 def _as_tuple(value) -> tuple:
@@ -70,9 +103,15 @@ def _as_tuple(value) -> tuple:
 class Jitted:
     """A compiled function; call it like the original."""
 
+    max_specializations = DEFAULT_MAX_SPECIALIZATIONS
+
     def __init__(self, fun, static_argnums, static_argnames, options: Options):
         self.fun = fun
         self.options = options
+        self._lock = threading.Lock()          # guards _spec_locks
+        self._parse_lock = threading.RLock()   # the base Function is built once
+        self._spec_locks: dict = {}
+        self._warned_specializations = False
         self._static_argnums = _as_tuple(static_argnums)
         self._static_argnames = _as_tuple(static_argnames)
         self._specs: dict = {}
@@ -94,7 +133,9 @@ class Jitted:
     @property
     def base_function(self) -> Function:
         if self._base_fn is None:
-            self._base_fn = parse(self.fun)
+            with self._parse_lock:
+                if self._base_fn is None:
+                    self._base_fn = parse(self.fun)
         return self._base_fn
 
     @functools.cached_property
@@ -116,7 +157,7 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
-            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
+            compiled = self._compile_once(spec_key, static, layouts)
         else:
             self._hits += 1
         function, keys = compiled
@@ -169,6 +210,32 @@ class Jitted:
         """Parameter name -> shape class, for the dynamic parameters of `spec_key`."""
         names = [n for n in self.signature.parameters if n not in self.static_names]
         return {n: describe_key(item) for n, item in zip(names, spec_key[-1])}
+
+    def _compile_once(self, spec_key, static, layouts):
+        """The compiled specialization, built by exactly one of the threads asking."""
+        with self._lock:
+            lock = self._spec_locks.setdefault(spec_key, threading.Lock())
+        with lock:
+            compiled = self._specs.get(spec_key)
+            if compiled is not None:            # another thread compiled it meanwhile
+                self._hits += 1
+                return compiled
+            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
+        self._check_specialization_count()
+        return compiled
+
+    def _check_specialization_count(self):
+        count = len(self._specs)
+        if count <= self.max_specializations or self._warned_specializations:
+            return
+        self._warned_specializations = True
+        warnings.warn(
+            f"{self.__name__} has been compiled for {count} specializations (more than "
+            f"{self.max_specializations}; the last: {self._last_reason}), and each keeps its "
+            "compiled code in memory. A static argument or array shape that changes on "
+            "every call is the usual cause: make it dynamic, or raise the limit with "
+            "jit(..., max_specializations=N) or SECANT_MAX_SPECIALIZATIONS",
+            RuntimeWarning, stacklevel=4)
 
     def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function

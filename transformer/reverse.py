@@ -31,6 +31,7 @@ import builtins
 import copy
 import re
 import dataclasses
+import threading
 
 import gast
 import numba
@@ -54,7 +55,7 @@ from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
 # attributes that describe an array's structure, not its values: never differentiable
 _STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
-_in_progress: list = []
+_guard = threading.local()   # per thread: another thread's gradient is not a recursion
 
 
 def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
@@ -62,6 +63,7 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
                      tuple_grads: bool = False) -> Function:
     """The generated gradient (`mode` GRAD / VALUE_AND_GRAD) or vjp Function of `fn`."""
     key = (fn.origin.filename, fn.origin.lineno, fn.name)
+    _in_progress = _guard.__dict__.setdefault("keys", [])
     if key in _in_progress:
         raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion): reverse mode "
                               "cannot differentiate it", "rewrite the recursion as a loop")

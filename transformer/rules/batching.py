@@ -393,30 +393,32 @@ def outer_both(a, b):
 # the page faults Numba's own allocator takes, which makes writing a batch of outer
 # products several times faster; large products run NumPy's matmul, the BLAS a batched
 # NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
-# module-level functions so that code calling them stays cacheable.
+# module-level functions so that code calling them stays cacheable. No `cache=True`:
+# secant's backend gives them a sealed disk cache inside its cache directory
+# (codegen/cache_numba.py), so nothing is written into the installed package.
 
-@numba.njit(cache=True)
+@numba.njit
 def _empty3_float64(shape):
     with numba.objmode(out="float64[:, :, ::1]"):
         out = np.empty(shape, np.float64)
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _empty3_float32(shape):
     with numba.objmode(out="float32[:, :, ::1]"):
         out = np.empty(shape, np.float32)
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _product_float64(a, b):
     with numba.objmode(out="float64[:, ::1]"):
         out = np.ascontiguousarray(a @ b)
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit
 def _product_float32(a, b):
     with numba.objmode(out="float32[:, ::1]"):
         out = np.ascontiguousarray(a @ b)

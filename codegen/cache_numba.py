@@ -1,0 +1,179 @@
+"""Numba's disk cache for secant's functions: inside the cache directory, sealed, private.
+
+`numba.njit(cache=True)` would pick a directory itself (next to the source, or
+`NUMBA_CACHE_DIR`, or `~/.cache`), write files with the umask's permissions and unpickle
+whatever it finds there. secant therefore compiles its functions *without* `cache=True`
+and gives each dispatcher a `SealedCache`: files go to `<cache dir>/__pycache__`
+(0700, files 0600), every index and data file is sealed (`cache_files.seal`) and checked
+before it is unpickled, and a file that fails the check is a miss that Numba rebuilds.
+The user's own Numba functions and caches are left alone. When a file cannot be written
+(read-only or full disk) the function is compiled in memory, with one warning.
+
+This relies on Numba's `Cache`/`IndexDataCacheFile` internals (stable since 0.49): the
+index file is `pickle(version) + pickle((stamp, overloads))`, a data file one pickle.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+import os
+import pickle
+import sys
+import threading
+from pathlib import Path
+
+from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
+                                _CacheLocator)
+
+from . import cache_files, cache_store, cache_trust
+
+_SECANT_PACKAGES = ("transformer", "codegen")
+_enable_lock = threading.Lock()
+
+
+def enable(dispatcher, root: Path, stamp: str) -> None:
+    """Give `dispatcher` a sealed disk cache in `root`; `stamp` names its source version."""
+    cache = getattr(dispatcher, "_cache", None)
+    if isinstance(cache, SealedCache) and cache.root == root:
+        return
+    dispatcher._cache = SealedCache(dispatcher.py_func, root, stamp)
+
+
+def enable_runtime_helpers(root: Path) -> None:
+    """A sealed cache in `root` for secant's own module-level Numba helpers (runtime code
+    called from generated functions), which are therefore defined without `cache=True`."""
+    with _enable_lock:
+        for module in [m for name, m in list(sys.modules.items())
+                       if name.partition(".")[0] in _SECANT_PACKAGES and m is not None]:
+            for value in list(vars(module).values()):
+                if _is_own_dispatcher(value, module.__name__):
+                    enable(value, root, _source_stamp(module))
+
+
+def _is_own_dispatcher(value, module_name: str) -> bool:
+    py_func = getattr(value, "py_func", None)
+    return (hasattr(value, "_cache") and hasattr(value, "enable_caching")
+            and getattr(py_func, "__module__", None) == module_name)
+
+
+def _source_stamp(module) -> str:
+    data = cache_files.read_regular(getattr(module, "__file__", None) or "") or b""
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- Numba's cache classes
+
+
+class _Locator(_CacheLocator):
+    """Where a function's Numba files live; the stamp is fixed by the caller."""
+
+    def __init__(self, path: Path, py_func, stamp: str):
+        self._path = path
+        self._py_file = inspect.getfile(py_func)     # Numba names it in its warnings
+        self._lineno = py_func.__code__.co_firstlineno
+        self._stamp = stamp
+
+    def ensure_cache_path(self):
+        cache_trust.private_subdirectory(self._path)
+
+    def get_cache_path(self):
+        return str(self._path)
+
+    def get_source_stamp(self):
+        return self._stamp
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+
+class _Impl(CompileResultCacheImpl):
+    """Numba's implementation with a given locator instead of its search for one."""
+
+    def __init__(self, py_func, locator: _Locator):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._locator = locator
+        modname = os.path.splitext(os.path.basename(inspect.getfile(py_func)))[0]
+        qualname = getattr(py_func, "__qualname__", py_func.__name__)
+        self._filename_base = self.get_filename_base(f"{modname}.{qualname}",
+                                                     getattr(sys, "abiflags", ""))
+
+
+class _SealedFile(IndexDataCacheFile):
+    """Index and data files written sealed and 0600, read only when the seal matches."""
+
+    def __init__(self, cache_path, filename_base, source_stamp, root: Path):
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._root = root
+
+    def _load_index(self):
+        payload = self._read(self._index_name)
+        if payload is None:
+            return {}
+        stream = io.BytesIO(payload)
+        try:
+            if pickle.load(stream) != self._version:
+                return {}
+            stamp, overloads = pickle.loads(stream.read())
+        except Exception:        # sealed by us, yet unreadable: rebuild it
+            return {}
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads):
+        payload = pickle.dumps(self._version, protocol=-1)
+        payload += self._dump((self._source_stamp, overloads))
+        self._write(self._index_name, payload)
+
+    def _load_data(self, name):
+        payload = self._read(name)
+        if payload is None:                # `load` treats OSError as a miss
+            raise OSError(f"no valid sealed Numba file {name}")
+        try:
+            return pickle.loads(payload)
+        except Exception as exc:
+            raise OSError(f"unreadable Numba file {name}: {exc}") from None
+
+    def _save_data(self, name, data):
+        self._write(name, self._dump(data))
+
+    def _read(self, name: str) -> bytes | None:
+        blob = cache_files.read_regular(os.path.join(self._cache_path, name))
+        if blob is None:
+            return None
+        return cache_files.unseal(cache_files.cache_key(self._root), name, blob)
+
+    def _write(self, name: str, payload: bytes) -> None:
+        key = cache_files.cache_key(self._root)
+        cache_files.write_private(os.path.join(self._cache_path, name),
+                                  cache_files.seal(key, name, payload))
+
+
+class SealedCache(FunctionCache):
+    """A Numba function cache in `root/__pycache__` made of sealed files."""
+
+    def __init__(self, py_func, root: Path, stamp: str):
+        self._name = repr(py_func)
+        self._py_func = py_func
+        self.root = root
+        locator = _Locator(Path(root) / cache_store.NUMBA_DIR, py_func, stamp)
+        self._impl = _Impl(py_func, locator)
+        self._cache_path = locator.get_cache_path()
+        self._cache_file = _SealedFile(self._cache_path, self._impl.filename_base, stamp,
+                                       Path(root))
+        self.enable()
+
+    def _load_overload(self, sig, target_context):
+        try:
+            return super()._load_overload(sig, target_context)
+        except OSError:          # the key or directory cannot be read: compile instead
+            return None
+
+    def _save_overload(self, sig, data):
+        try:
+            super()._save_overload(sig, data)
+        except OSError as exc:
+            cache_files.warn_unwritable(self.root, exc)
+            self.disable()
+            return
+        entry = cache_store.entry_name(self._impl.filename_base)
+        cache_store.enforce_limit(Path(self.root), keep=entry)
