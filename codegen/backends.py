@@ -31,7 +31,7 @@ from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
 
-from . import emit, modules
+from . import compile_log, emit, modules
 
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
@@ -83,6 +83,7 @@ _loaded: dict[str, Compiled] = {}
 _in_progress: set[int] = set()
 
 
+@compile_log.timed
 def compile_function(fn: Function, options: Options) -> Compiled:
     """Compile `fn` for `options.backend`; equal content is compiled once per process."""
     if options.backend not in ("python", "cpu"):

@@ -34,6 +34,7 @@ from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
 
+from . import compile_log
 from .cuda_kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
                           thread_spec, working_precision)
 from .cuda_types import Spec, spec_of_value
@@ -180,9 +181,19 @@ class CudaJitted:
         reason = unavailable_reason()
         if reason:
             raise CudaUnavailableError(reason)
-        from numba import cuda
         static, arguments, size = self._bind(args, kwargs)
-        kernel = self._kernel(static, arguments)
+        if self._key(static, arguments) in self._kernels:
+            return self._launch(self._kernel(static, arguments), arguments, size)
+        with compile_log.compiling(self.__name__, "cuda") as timing:
+            with timing.transforming():
+                kernel = self._kernel(static, arguments)
+            return self._launch(kernel, arguments, size, timing)
+
+    def _launch(self, kernel, arguments, size, timing=None):
+        """Run `kernel`; a `timing` is given at its first launch, where numba-cuda compiles
+        it (the launch itself is asynchronous; the simulator compiles nothing)."""
+        from numba import cuda
+        first = timing is not None and not simulated()
         if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
             raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
                                  "'cuda' returns device results batched along axis 0",
@@ -193,7 +204,8 @@ class CudaJitted:
                   for a in arguments]
         if size:
             blocks, threads = self.launch.config(size)
-            kernel.function[blocks, threads](*values, *outputs)
+            with timing.compiling_in_numba() if first else contextlib.nullcontext():
+                kernel.function[blocks, threads](*values, *outputs)
         for argument, value in zip(arguments, values):
             if argument.name in kernel.written and not argument.on_device:
                 _copy_back(value, argument.value)

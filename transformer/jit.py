@@ -16,12 +16,13 @@ import functools
 import linecache
 import os
 import re
+import time
 from typing import Callable
 
 import numba
 import numpy as np
 
-from codegen import backends
+from codegen import backends, compile_log
 from codegen.backends import Options
 
 from .desugar import methods_to_functions
@@ -42,6 +43,7 @@ class CacheInfo:
     last_reason: str | None
     disk_hits: int         # Numba signatures loaded from the on-disk cache
     modules_reused: int    # misses whose generated module was already loaded in-process
+    compile_seconds: float = 0.0  # transforming and compiling (not disk loads), in total
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
@@ -77,6 +79,7 @@ class Jitted:
         self._static_argnames = _as_tuple(static_argnames)
         self._specs: dict = {}
         self._hits = self._misses = self._reused = 0
+        self._compile_seconds = self._parse_seconds = 0.0
         self._last_reason = None
         self._base_fn: Function | None = None
         self._cpu = options.backend == "cpu"
@@ -94,7 +97,10 @@ class Jitted:
     @property
     def base_function(self) -> Function:
         if self._base_fn is None:
+            started = time.perf_counter()
             self._base_fn = parse(self.fun)
+            if not compile_log.inside_compile():    # else that compile counts it
+                self._parse_seconds = time.perf_counter() - started
         return self._base_fn
 
     @functools.cached_property
@@ -116,9 +122,25 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
-            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
-        else:
-            self._hits += 1
+            return self._first_call(spec_key, dynamic, layouts, static)
+        self._hits += 1
+        return self._run(compiled, dynamic)
+
+    def _first_call(self, spec_key, dynamic, layouts, static):
+        """Compile a new specialization and run it: one timed compile, whose Numba part
+        happens in the first run (see codegen.compile_log)."""
+        with compile_log.compiling(self.__name__, self.options.backend) as timing:
+            with timing.transforming():
+                compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
+            # parsing and transforming `fun` happened once, before the first compile
+            timing.secant_seconds += self._parse_seconds
+            self._parse_seconds = 0.0
+            with timing.running():
+                result = self._run(compiled, dynamic)
+        self._compile_seconds += timing.seconds
+        return result
+
+    def _run(self, compiled, dynamic):
         function, keys = compiled
         try:
             result = function(*dynamic)
@@ -246,7 +268,7 @@ class Jitted:
             if stats is not None:
                 disk += sum(stats.cache_hits.values())
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
-                         self._reused)
+                         self._reused, self._compile_seconds)
 
     def source(self, *args, **static) -> str:
         """The generated module text for the given static values; with example dynamic

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from codegen import backends
+from codegen import backends, compile_log
 from codegen.backends import Options
 
 from .function import Function
@@ -37,7 +37,9 @@ class Transformed:
 
     @functools.cached_property
     def _python(self):
-        return backends.compile_function(self.function, PYTHON).function
+        name = getattr(self.fun, "__name__", self.label)
+        with compile_log.compiling(name, PYTHON.backend) as timing, timing.transforming():
+            return backends.compile_function(self.function, PYTHON).function
 
     def __call__(self, *args, **kwargs):
         return self._python(*args, **kwargs)
