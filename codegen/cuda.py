@@ -30,6 +30,7 @@ import types
 
 import numpy as np
 
+from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
@@ -132,7 +133,7 @@ def _copy_back(device_array, host):
 
 # ---------------------------------------------------------------- the jitted object
 
-class CudaJitted:
+class CudaJitted(ShowsSource):
     """A function compiled to CUDA kernels per specialization; call it like the original."""
 
     def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):

@@ -4,13 +4,15 @@ from __future__ import annotations
 from codegen import backends
 from codegen.backends import Options
 
+from .display import SourceCode
 from .frontend import parse
 
 
-def source(fun, **static) -> str:
-    """The generated module text behind `fun` (a jit, grad, vmap, ... object)."""
+def source(fun, **static) -> SourceCode:
+    """The generated module text behind `fun` (a jit, grad, vmap, ... object): a `str` that
+    Jupyter shows as highlighted code."""
     if hasattr(fun, "source") and callable(fun.source):
-        return fun.source(**static)
+        return SourceCode(fun.source(**static))
     fn = parse(fun)
     text, _ = backends.module_text(fn, Options(backend="python"))
-    return text
+    return SourceCode(text)

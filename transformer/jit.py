@@ -26,6 +26,7 @@ from codegen import backends, compile_log
 from codegen.backends import Options
 
 from .desugar import methods_to_functions
+from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
@@ -69,7 +70,7 @@ def _as_tuple(value) -> tuple:
     return (value,) if isinstance(value, (int, str)) else tuple(value)
 
 
-class Jitted:
+class Jitted(ShowsSource):
     """A compiled function; call it like the original."""
 
     def __init__(self, fun, static_argnums, static_argnames, options: Options):
@@ -270,7 +271,7 @@ class Jitted:
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
                          self._reused, self._compile_seconds)
 
-    def source(self, *args, **static) -> str:
+    def source(self, *args, **static) -> SourceCode:
         """The generated module text for the given static values; with example dynamic
         arguments `args` (in order), the text compiled for arguments shaped like them."""
         fn = self.base_function
@@ -281,7 +282,7 @@ class Jitted:
         if args and self.options.backend == "cpu":
             fn = scalarize(fn, self._shapes((self._describe(args),)))
         text, _ = backends.module_text(fn, self.options)
-        return text
+        return SourceCode(text)
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend={self.options.backend}>"

@@ -14,12 +14,13 @@ from typing import Callable
 from codegen import backends, compile_log
 from codegen.backends import Options
 
+from .display import ShowsSource, SourceCode
 from .function import Function
 
 PYTHON = Options(backend="python")
 
 
-class Transformed:
+class Transformed(ShowsSource):
     """A transformed function: `build()` makes its Function, calling runs it."""
 
     def __init__(self, fun, build: Callable[[], Function], label: str):
@@ -44,12 +45,12 @@ class Transformed:
     def __call__(self, *args, **kwargs):
         return self._python(*args, **kwargs)
 
-    def source(self, **static) -> str:
+    def source(self, **static) -> SourceCode:
         fn = self.function
         if static:
             from .specialize import specialize
             fn = specialize(fn, static)
-        return backends.module_text(fn, PYTHON)[0]
+        return SourceCode(backends.module_text(fn, PYTHON)[0])
 
     def __repr__(self):
         return f"<secant.{self.label} of {getattr(self.fun, '__name__', self.fun)!r}>"
