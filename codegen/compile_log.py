@@ -140,9 +140,12 @@ class _CompileListener(numba.core.event.Listener):
         _state.depth = depth + 1
 
     def on_end(self, event):
-        _state.depth -= 1
+        depth = getattr(_state, "depth", 0)
+        if depth == 0:      # a compile that began before this listener was registered
+            return
+        _state.depth = depth - 1
         timing = getattr(_state, "running", None)
-        if _state.depth == 0 and timing is not None:
+        if depth == 1 and timing is not None:
             timing.numba_seconds += time.perf_counter() - _state.started
 
 

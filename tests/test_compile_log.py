@@ -5,6 +5,7 @@ compile is slow) or to a huge value (none is), so no test depends on how long a 
 Most compiles here use the python backend, which costs no Numba compile.
 """
 import logging
+import threading
 
 import numpy as np
 import pytest
@@ -138,3 +139,20 @@ def test_cpu_compile_time_includes_numba_and_reaches_cache_info(every_compile_is
     (record,) = _secant_records(caplog)
     message = record.getMessage()
     assert "jit(backend='cpu')] for backend 'cpu'" in message and " s in Numba)" in message
+
+
+def test_numba_compile_begun_before_secant_was_imported_ends_cleanly():
+    """A compile that started in another thread before the listener was registered sends
+    its end event to a thread state the listener never saw: it must not raise into Numba."""
+    errors = []
+
+    def end_unseen_compile():
+        try:
+            compile_log._CompileListener().on_end(None)
+        except Exception as exc:     # any exception would break the compile in Numba
+            errors.append(exc)
+
+    thread = threading.Thread(target=end_unseen_compile)
+    thread.start()
+    thread.join()
+    assert errors == []
