@@ -1,6 +1,8 @@
 """`source(f)`: the generated Python of any transformed or jitted function."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from codegen import backends
 from codegen.backends import Options
 
@@ -8,7 +10,7 @@ from .display import SourceCode
 from .frontend import parse
 
 
-def source(fun, **static) -> SourceCode:
+def source(fun: Callable, **static: Any) -> SourceCode:
     """The generated module text behind `fun` (a jit, grad, vmap, ... object): a `str` that
     Jupyter shows as highlighted code."""
     if hasattr(fun, "source") and callable(fun.source):

@@ -17,7 +17,7 @@ import linecache
 import os
 import re
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union, overload
 
 import numba
 import numpy as np
@@ -33,6 +33,7 @@ from .function import Function, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .specialize import specialize
+from .typing import Argnums
 from .vector_shapes import argument_key, describe_key
 
 
@@ -47,8 +48,33 @@ class CacheInfo:
     compile_seconds: float = 0.0  # transforming and compiling (not disk loads), in total
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        backend: str = "cpu", parallel: bool = False, fastmath: bool = False):
+if TYPE_CHECKING:
+    from codegen.cuda import CudaJitted
+
+_Names = Union[str, Sequence[str]]
+
+
+# jit(f) returns a Jitted, or a CudaJitted for backend="cuda"; jit(**options) a decorator
+# (a literal "cuda" matches the first of each pair, which mypy calls an overlap)
+@overload
+def jit(fun: Callable, *,  # type: ignore[overload-overlap]
+        static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: Literal["cuda"], parallel: bool = ..., fastmath: bool = ...) -> CudaJitted: ...
+@overload
+def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: str = ..., parallel: bool = ..., fastmath: bool = ...) -> Jitted: ...
+@overload
+def jit(fun: None = None, *,  # type: ignore[overload-overlap]
+        static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: Literal["cuda"], parallel: bool = ...,
+        fastmath: bool = ...) -> Callable[[Callable], CudaJitted]: ...
+@overload
+def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: str = ..., parallel: bool = ...,
+        fastmath: bool = ...) -> Callable[[Callable], Jitted]: ...
+def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
+        static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
+        fastmath: bool = False) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
@@ -271,7 +297,7 @@ class Jitted(ShowsSource):
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
                          self._reused, self._compile_seconds)
 
-    def source(self, *args, **static) -> SourceCode:
+    def source(self, *args, **static) -> str:
         """The generated module text for the given static values; with example dynamic
         arguments `args` (in order), the text compiled for arguments shaped like them."""
         fn = self.base_function

@@ -45,7 +45,7 @@ class Transformed(ShowsSource):
     def __call__(self, *args, **kwargs):
         return self._python(*args, **kwargs)
 
-    def source(self, **static) -> SourceCode:
+    def source(self, **static) -> str:
         fn = self.function
         if static:
             from .specialize import specialize
