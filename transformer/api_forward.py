@@ -102,7 +102,7 @@ def _jvp_transformed(fun, has_aux: bool) -> Transformed:
     return Transformed(fun, build, "jvp")
 
 
-def linearize(fun: Callable, *primals):
+def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """JAX's `linearize`: `(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the tangent map."""
     transformed = _jvp_transformed(fun, False)
     zeros = tuple(_zeros_tree(p) for p in primals)

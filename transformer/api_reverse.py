@@ -192,7 +192,7 @@ class CustomVJP:
         f.defvjp(f_fwd, f_bwd)
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable) -> None:
         self.fun = fun
         self.fwd = self.bwd = None
         functools.update_wrapper(self, fun, updated=())
