@@ -35,7 +35,7 @@ from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
 
-from . import cache_numba, emit, modules
+from . import cache_numba, compile_log, emit, modules
 
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
@@ -88,6 +88,7 @@ _compile_lock = threading.RLock()
 _guard = threading.local()          # ids of the Functions this thread is compiling
 
 
+@compile_log.timed
 def compile_function(fn: Function, options: Options) -> Compiled:
     """Compile `fn` for `options.backend`; equal content is compiled once per process."""
     if options.backend not in ("python", "cpu"):

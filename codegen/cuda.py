@@ -30,10 +30,12 @@ import types
 
 import numpy as np
 
+from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
 
+from . import compile_log
 from .cuda_kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
                           thread_spec, working_precision)
 from .cuda_types import Spec, spec_of_value
@@ -131,7 +133,7 @@ def _copy_back(device_array, host):
 
 # ---------------------------------------------------------------- the jitted object
 
-class CudaJitted:
+class CudaJitted(ShowsSource):
     """A function compiled to CUDA kernels per specialization; call it like the original."""
 
     def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):
@@ -180,9 +182,19 @@ class CudaJitted:
         reason = unavailable_reason()
         if reason:
             raise CudaUnavailableError(reason)
-        from numba import cuda
         static, arguments, size = self._bind(args, kwargs)
-        kernel = self._kernel(static, arguments)
+        if self._key(static, arguments) in self._kernels:
+            return self._launch(self._kernel(static, arguments), arguments, size)
+        with compile_log.compiling(self.__name__, "cuda") as timing:
+            with timing.transforming():
+                kernel = self._kernel(static, arguments)
+            return self._launch(kernel, arguments, size, timing)
+
+    def _launch(self, kernel, arguments, size, timing=None):
+        """Run `kernel`; a `timing` is given at its first launch, where numba-cuda compiles
+        it (the launch itself is asynchronous; the simulator compiles nothing)."""
+        from numba import cuda
+        first = timing is not None and not simulated()
         if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
             raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
                                  "'cuda' returns device results batched along axis 0",
@@ -193,7 +205,8 @@ class CudaJitted:
                   for a in arguments]
         if size:
             blocks, threads = self.launch.config(size)
-            kernel.function[blocks, threads](*values, *outputs)
+            with timing.compiling_in_numba() if first else contextlib.nullcontext():
+                kernel.function[blocks, threads](*values, *outputs)
         for argument, value in zip(arguments, values):
             if argument.name in kernel.written and not argument.on_device:
                 _copy_back(value, argument.value)

@@ -9,7 +9,7 @@ compiled function, not n Python-level calls.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, overload
 
 import gast
 
@@ -22,6 +22,7 @@ from .frontend import parse
 from .function import Function
 from .names import Namer
 from .transformed import Transformed
+from .typing import Argnums
 
 PYTHON = Options(backend="python")
 
@@ -61,8 +62,14 @@ def tangent_function(fun, active: Sequence[str] | None = None) -> Function:
 # ---------------------------------------------------------------- jvp, linearize
 
 
+@overload
+def jvp(fun: Callable, primals: None = None, tangents: None = None,
+        has_aux: bool = False) -> Transformed: ...
+@overload
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence,
+        has_aux: bool = False) -> tuple[Any, ...]: ...
 def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | None = None,
-        has_aux: bool = False):
+        has_aux: bool = False) -> Transformed | tuple[Any, ...]:
     """JAX's `jvp`: `(primals_out, tangents_out)` (and `aux` with has_aux).
 
     `jvp(fun)` without primals returns the generated function itself:
@@ -95,7 +102,7 @@ def _jvp_transformed(fun, has_aux: bool) -> Transformed:
     return Transformed(fun, build, "jvp")
 
 
-def linearize(fun: Callable, *primals):
+def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """JAX's `linearize`: `(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the tangent map."""
     transformed = _jvp_transformed(fun, False)
     zeros = tuple(_zeros_tree(p) for p in primals)
@@ -116,12 +123,12 @@ def _zeros_tree(value):
 # ---------------------------------------------------------------- jacobians
 
 
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+def jacfwd(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> "Jacobian":
     """The Jacobian by forward mode: every basis vector pushed through the jvp at once."""
     return Jacobian(fun, argnums, has_aux, "fwd")
 
 
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> "Jacobian":
+def jacrev(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> "Jacobian":
     """The Jacobian by reverse mode: every output basis vector pulled through the vjp."""
     return Jacobian(fun, argnums, has_aux, "rev")
 
@@ -193,7 +200,7 @@ def _tree_product(per_leaf, in_structure):
     return tree_util.tree_unflatten(out_structure, rebuilt)
 
 
-def hessian(fun: Callable, argnums=0) -> Transformed:
+def hessian(fun: Callable, argnums: Argnums = 0) -> Transformed:
     """The Hessian of scalar-valued `fun`: forward mode over the reverse-mode gradient.
 
     `jacfwd(jacrev(fun))` with the one cotangent a scalar output has, i.e. jacfwd of

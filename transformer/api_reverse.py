@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import gast
 
@@ -26,11 +26,14 @@ from .pytrees import LEAF, layout_of
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
+from .typing import Argnums
+
+_T = TypeVar("_T")
 
 # ---------------------------------------------------------------- stop_gradient
 
 
-def stop_gradient(x):
+def stop_gradient(x: _T) -> _T:
     """`x` itself; no derivative flows through it."""
     return x
 
@@ -117,12 +120,13 @@ def _base_function(fun) -> Function:
     return parse(fun)
 
 
-def grad(fun: Callable, argnums=0, has_aux: bool = False) -> GradTransformed:
+def grad(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> GradTransformed:
     """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
     return GradTransformed(fun, argnums, GRAD, has_aux)
 
 
-def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> GradTransformed:
+def value_and_grad(fun: Callable, argnums: Argnums = 0,
+                   has_aux: bool = False) -> GradTransformed:
     """`(fun(*args), grad(fun)(*args))` from one forward and one reverse sweep."""
     return GradTransformed(fun, argnums, VALUE_AND_GRAD, has_aux)
 
@@ -151,7 +155,7 @@ def _generated_helpers(fn: Function, seen=None) -> list[Function]:
 # ---------------------------------------------------------------- vjp
 
 
-def vjp(fun: Callable, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """`(fun(*primals), vjp_fn)` (and `aux` with `has_aux`): `vjp_fn(ct)` maps an output
     cotangent to a tuple with one cotangent per primal."""
     return vjp_wrt(fun, primals, tuple(range(len(primals))), has_aux)
@@ -188,7 +192,7 @@ class CustomVJP:
         f.defvjp(f_fwd, f_bwd)
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable) -> None:
         self.fun = fun
         self.fwd = self.bwd = None
         functools.update_wrapper(self, fun, updated=())

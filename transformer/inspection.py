@@ -1,16 +1,20 @@
 """`source(f)`: the generated Python of any transformed or jitted function."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from codegen import backends
 from codegen.backends import Options
 
+from .display import SourceCode
 from .frontend import parse
 
 
-def source(fun, **static) -> str:
-    """The generated module text behind `fun` (a jit, grad, vmap, ... object)."""
+def source(fun: Callable, **static: Any) -> SourceCode:
+    """The generated module text behind `fun` (a jit, grad, vmap, ... object): a `str` that
+    Jupyter shows as highlighted code."""
     if hasattr(fun, "source") and callable(fun.source):
-        return fun.source(**static)
+        return SourceCode(fun.source(**static))
     fn = parse(fun)
     text, _ = backends.module_text(fn, Options(backend="python"))
-    return text
+    return SourceCode(text)

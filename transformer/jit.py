@@ -23,22 +23,25 @@ import linecache
 import os
 import re
 import threading
+import time
 import warnings
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Union, overload
 
 import numba
 import numpy as np
 
-from codegen import backends
+from codegen import backends, compile_log
 from codegen.backends import Options
 
 from .desugar import methods_to_functions
+from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .specialize import specialize
+from .typing import Argnums
 from .vector_shapes import argument_key, describe_key
 
 
@@ -50,11 +53,41 @@ class CacheInfo:
     last_reason: str | None
     disk_hits: int         # Numba signatures loaded from the on-disk cache
     modules_reused: int    # misses whose generated module was already loaded in-process
+    compile_seconds: float = 0.0  # transforming and compiling (not disk loads), in total
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        backend: str = "cpu", parallel: bool = False, fastmath: bool = False,
-        max_specializations: int | None = None):
+if TYPE_CHECKING:
+    from codegen.cuda import CudaJitted
+
+_Names = Union[str, Sequence[str]]
+
+
+# jit(f) returns a Jitted, or a CudaJitted for backend="cuda"; jit(**options) a decorator
+# (a literal "cuda" matches the first of each pair, which mypy calls an overlap)
+@overload
+def jit(fun: Callable, *,  # type: ignore[overload-overlap]
+        static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: Literal["cuda"], parallel: bool = ..., fastmath: bool = ...,
+        max_specializations: int | None = ...) -> CudaJitted: ...
+@overload
+def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: str = ..., parallel: bool = ..., fastmath: bool = ...,
+        max_specializations: int | None = ...) -> Jitted: ...
+@overload
+def jit(fun: None = None, *,  # type: ignore[overload-overlap]
+        static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: Literal["cuda"], parallel: bool = ...,
+        fastmath: bool = ...,
+        max_specializations: int | None = ...) -> Callable[[Callable], CudaJitted]: ...
+@overload
+def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
+        backend: str = ..., parallel: bool = ...,
+        fastmath: bool = ...,
+        max_specializations: int | None = ...) -> Callable[[Callable], Jitted]: ...
+def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
+        static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
+        fastmath: bool = False, max_specializations: int | None = None,
+        ) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
 
     `max_specializations`: warn once when more are compiled (None: the environment
@@ -100,7 +133,7 @@ def _as_tuple(value) -> tuple:
     return (value,) if isinstance(value, (int, str)) else tuple(value)
 
 
-class Jitted:
+class Jitted(ShowsSource):
     """A compiled function; call it like the original."""
 
     max_specializations = DEFAULT_MAX_SPECIALIZATIONS
@@ -116,6 +149,7 @@ class Jitted:
         self._static_argnames = _as_tuple(static_argnames)
         self._specs: dict = {}
         self._hits = self._misses = self._reused = 0
+        self._compile_seconds = self._parse_seconds = 0.0
         self._last_reason = None
         self._base_fn: Function | None = None
         self._cpu = options.backend == "cpu"
@@ -135,7 +169,10 @@ class Jitted:
         if self._base_fn is None:
             with self._parse_lock:
                 if self._base_fn is None:
+                    started = time.perf_counter()
                     self._base_fn = parse(self.fun)
+                    if not compile_log.inside_compile():    # else that compile counts it
+                        self._parse_seconds = time.perf_counter() - started
         return self._base_fn
 
     @functools.cached_property
@@ -157,9 +194,25 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
-            compiled = self._compile_once(spec_key, static, layouts)
-        else:
-            self._hits += 1
+            return self._first_call(spec_key, dynamic, layouts, static)
+        self._hits += 1
+        return self._run(compiled, dynamic)
+
+    def _first_call(self, spec_key, dynamic, layouts, static):
+        """Compile a new specialization and run it: one timed compile, whose Numba part
+        happens in the first run (see codegen.compile_log)."""
+        with compile_log.compiling(self.__name__, self.options.backend) as timing:
+            with timing.transforming():
+                compiled = self._compile_once(spec_key, static, layouts)
+            # parsing and transforming `fun` happened once, before the first compile
+            timing.secant_seconds += self._parse_seconds
+            self._parse_seconds = 0.0
+            with timing.running():
+                result = self._run(compiled, dynamic)
+        self._compile_seconds += timing.seconds
+        return result
+
+    def _run(self, compiled, dynamic):
         function, keys = compiled
         try:
             result = function(*dynamic)
@@ -313,7 +366,7 @@ class Jitted:
             if stats is not None:
                 disk += sum(stats.cache_hits.values())
         return CacheInfo(self._hits, self._misses, len(self._specs), self._last_reason, disk,
-                         self._reused)
+                         self._reused, self._compile_seconds)
 
     def source(self, *args, **static) -> str:
         """The generated module text for the given static values; with example dynamic
@@ -326,7 +379,7 @@ class Jitted:
         if args and self.options.backend == "cpu":
             fn = scalarize(fn, self._shapes((self._describe(args),)))
         text, _ = backends.module_text(fn, self.options)
-        return text
+        return SourceCode(text)
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend={self.options.backend}>"

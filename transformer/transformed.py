@@ -11,15 +11,16 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from codegen import backends
+from codegen import backends, compile_log
 from codegen.backends import Options
 
+from .display import ShowsSource, SourceCode
 from .function import Function
 
 PYTHON = Options(backend="python")
 
 
-class Transformed:
+class Transformed(ShowsSource):
     """A transformed function: `build()` makes its Function, calling runs it."""
 
     def __init__(self, fun, build: Callable[[], Function], label: str):
@@ -37,7 +38,9 @@ class Transformed:
 
     @functools.cached_property
     def _python(self):
-        return backends.compile_function(self.function, PYTHON).function
+        name = getattr(self.fun, "__name__", self.label)
+        with compile_log.compiling(name, PYTHON.backend) as timing, timing.transforming():
+            return backends.compile_function(self.function, PYTHON).function
 
     def __call__(self, *args, **kwargs):
         return self._python(*args, **kwargs)
@@ -47,7 +50,7 @@ class Transformed:
         if static:
             from .specialize import specialize
             fn = specialize(fn, static)
-        return backends.module_text(fn, PYTHON)[0]
+        return SourceCode(backends.module_text(fn, PYTHON)[0])
 
     def __repr__(self):
         return f"<secant.{self.label} of {getattr(self.fun, '__name__', self.fun)!r}>"
