@@ -288,7 +288,7 @@ class Jitted(ShowsSource):
             "compiled code in memory. A static argument or array shape that changes on "
             "every call is the usual cause: make it dynamic, or raise the limit with "
             "jit(..., max_specializations=N) or SECANT_MAX_SPECIALIZATIONS",
-            RuntimeWarning, stacklevel=4)
+            RuntimeWarning, stacklevel=5)   # the user's call: __call__, _first_call, _compile_once
 
     def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function
