@@ -3,11 +3,12 @@ import importlib.util
 import inspect
 import sys
 
+import numpy as np
 import pytest
 
 import refused
 from test_frontend import check_located
-from transformer import TransformError
+from transformer import TransformError, grad
 from transformer.frontend import parse
 
 # function -> (the message's subject and verb, which agree; text the caret must point at)
@@ -92,3 +93,30 @@ def test_try_star_is_refused(tmp_path):
         parse(module.uses_try_star)
     assert (info.value.lineno, info.value.col) == (2, 4)
     check_located(info.value)
+
+
+# hints that ask for a copy name both arrays, never an empty `....copy()`
+def update_shared(x):
+    y = x * 2.0
+    z = y
+    z *= x                # updates y as well
+    return np.sum(y * y)
+
+
+def view_then_write(x):
+    y = x * 1.0
+    row = y[0]            # a view of y ...
+    y[0, 0] = 3.0         # ... changed here while still used below
+    return np.sum(row * y)
+
+
+def test_hint_for_an_array_shared_with_an_update_names_both_names():
+    with pytest.raises(ValueError, match="'y' shares its array with 'z'") as info:
+        grad(update_shared)(np.ones(3))
+    assert "`z = y.copy()`" in str(info.value) and "....copy()" not in str(info.value)
+
+
+def test_hint_for_a_view_changed_by_a_write_names_the_view_and_its_array():
+    with pytest.raises(ValueError, match="'row' is a view into 'y'") as info:
+        grad(view_then_write)(np.ones((2, 2)))
+    assert "`row = y[...].copy()`" in str(info.value)

@@ -124,8 +124,8 @@ class Jitted:
             result = function(*dynamic)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
-        if keys is not None:
-            return dict(zip(keys, result))
+        if keys is not None:                # rebuilds returned dicts (returned_dict_keys)
+            return keys(result)
         return result
 
     def _bind(self, args, kwargs):
