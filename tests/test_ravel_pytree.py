@@ -21,6 +21,7 @@ def assert_same_tree(got, expected):
     assert tree_util.tree_structure(got) == tree_util.tree_structure(expected)
     for a, b in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(expected)):
         assert np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype
+        assert isinstance(a, np.ndarray) == isinstance(b, np.ndarray)
         np.testing.assert_array_equal(a, b)
 
 
@@ -32,7 +33,9 @@ def test_ravel_concatenates_leaves_in_key_order_and_unravel_rebuilds_the_tree():
                                [20.0], [21.0, 22.0]])
     np.testing.assert_array_equal(flat, expected)
     assert flat.dtype == np.float64
-    assert_same_tree(unravel(flat), tree_util.tree_map(np.asarray, tree))
+    expected_tree = tree_util.tree_map(
+        lambda leaf: leaf if isinstance(leaf, np.ndarray) else np.float64(leaf), tree)
+    assert_same_tree(unravel(flat), expected_tree)
 
 
 def test_unravel_of_a_changed_vector_puts_each_value_in_its_leaf():
@@ -41,7 +44,8 @@ def test_unravel_of_a_changed_vector_puts_each_value_in_its_leaf():
     rebuilt = unravel(flat * 2.0)
     np.testing.assert_array_equal(rebuilt["layers"][0].scale, np.arange(6.0).reshape(2, 3) * 2)
     np.testing.assert_array_equal(rebuilt["layers"][1].shift, [[42.0], [44.0]])
-    assert rebuilt["bias"][1] == 80.0 and rebuilt["bias"][1].shape == ()
+    assert rebuilt["bias"][1] == 80.0 and isinstance(rebuilt["bias"][1], np.float64)
+    assert isinstance(rebuilt["layers"][1].scale, np.ndarray)     # a 0-d array stays one
 
 
 def test_unravel_returns_new_arrays_not_views_of_the_vector():

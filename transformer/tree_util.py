@@ -136,21 +136,25 @@ def ravel_pytree(tree) -> tuple[np.ndarray, Callable]:
     weak under NumPy 2); an empty tree gives an empty float32 vector. When all leaves share
     one dtype, `unravel` keeps the dtype of the vector it is given (so float64 vectors from
     SciPy stay float64); otherwise it casts each piece back to its leaf's dtype and wants a
-    vector of `flat`'s dtype. Leaves come back as new arrays, never views of the vector.
+    vector of `flat`'s dtype. Leaves come back as new arrays, never views of the vector;
+    a leaf that was a number (Python or NumPy scalar) comes back as a NumPy scalar, so
+    that `jit` compiles it as a number, as it did the original.
     """
     leaves, treedef = tree_flatten(tree)
     arrays = [np.asarray(leaf) for leaf in leaves]
     if not arrays:
-        return np.zeros(0, np.float32), functools.partial(_unravel, treedef, (), None, None)
+        return np.zeros(0, np.float32), functools.partial(_unravel, treedef, (), (), None, None)
     flat_dtype = _promoted_dtype(leaves, [a.dtype for a in arrays])
     # a Python number of the vector's kind takes its dtype, as a weak type does in JAX
     dtypes = tuple(flat_dtype if type(leaf) in _PYTHON_NUMBERS and a.dtype.kind ==
                    flat_dtype.kind else a.dtype for leaf, a in zip(leaves, arrays))
     flat = np.concatenate([a.astype(flat_dtype, copy=False).ravel() for a in arrays])
     shapes = tuple(a.shape for a in arrays)
+    scalars = tuple(not isinstance(leaf, np.ndarray) and a.shape == ()
+                    for leaf, a in zip(leaves, arrays))
     if all(d == flat_dtype for d in dtypes):
-        return flat, functools.partial(_unravel, treedef, shapes, None, None)
-    return flat, functools.partial(_unravel, treedef, shapes, dtypes, flat_dtype)
+        return flat, functools.partial(_unravel, treedef, shapes, scalars, None, None)
+    return flat, functools.partial(_unravel, treedef, shapes, scalars, dtypes, flat_dtype)
 
 
 _PYTHON_NUMBERS = (bool, int, float, complex)
@@ -164,7 +168,7 @@ def _promoted_dtype(leaves, dtypes) -> np.dtype:
     return np.result_type(*strong, *python.values())
 
 
-def _unravel(treedef, shapes, dtypes, flat_dtype, flat):
+def _unravel(treedef, shapes, scalars, dtypes, flat_dtype, flat):
     flat = np.asarray(flat)
     size = sum(math.prod(shape) for shape in shapes)
     if flat.shape != (size,):
@@ -177,6 +181,7 @@ def _unravel(treedef, shapes, dtypes, flat_dtype, flat):
     for k, shape in enumerate(shapes):
         stop = start + math.prod(shape)
         piece = flat[start:stop].reshape(shape)
-        leaves.append(piece.astype(dtypes[k]) if dtypes is not None else piece.copy())
+        piece = piece.astype(dtypes[k]) if dtypes is not None else piece.copy()
+        leaves.append(piece[()] if scalars[k] else piece)
         start = stop
     return tree_unflatten(treedef, leaves)
