@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGLISH = ROOT / "README.md"
 CHINESE = ROOT / "README.zh-CN.md"
 
-FENCE = re.compile(r"^```[^\n]*\n.*?^```$", re.S | re.M)
+FENCE = re.compile(r"^( *)```[^\n]*\n.*?^\1```$", re.S | re.M)   # also fences in lists
 
 
 def headings(text: str) -> list[str]:
@@ -22,7 +22,7 @@ def headings(text: str) -> list[str]:
 
 
 def code_blocks(text: str) -> list[str]:
-    return FENCE.findall(text)
+    return [match.group(0) for match in FENCE.finditer(text)]
 
 
 def test_chinese_readme_has_the_same_sections_in_the_same_order():
