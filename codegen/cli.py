@@ -173,6 +173,7 @@ def generated_source(args) -> str:
     fun = load_target(args.target)
     static = cli_args.parse_static(args.static, fun)
     chain = args.chain or []
+    cli_args.check_argnums(chain, fun)
     if len(chain) == 1 and not _compiled(args):
         module, name = SHOW_ALONE[chain[0].name]
         return _show_function(module, name)(fun, **chain[0].kwargs)
@@ -239,6 +240,7 @@ def compile_command(args) -> int:
                          "or --arg NAME=LITERAL")
     fun = load_target(args.target)
     static = cli_args.parse_static(args.static, fun)
+    cli_args.check_argnums(args.chain or [], fun)
     jitted = _jitted(compose(fun, args.chain or []), static, "cpu")
     examples = cli_args.parse_examples(args.arg, jitted, static)
     types = jitted.compile_for(*examples, **static)

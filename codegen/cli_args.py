@@ -117,6 +117,18 @@ def parse_static(items: list[str], fun=None) -> dict:
     return static
 
 
+def check_argnums(chain: list, fun) -> None:
+    """Each --argnums names positions `fun` has (every transformation keeps them)."""
+    parameters = _parameters(fun)
+    for step in chain:
+        argnums = step.kwargs.get("argnums", 0)
+        for i in argnums if isinstance(argnums, tuple) else (argnums,):
+            if parameters and not -len(parameters) <= i < len(parameters):
+                raise UsageError(f"--argnums {i}: {getattr(fun, '__name__', 'the function')} "
+                                 f"has {len(parameters)} parameters "
+                                 f"({', '.join(parameters)})")
+
+
 def _parameters(fun) -> list[str]:
     import inspect
     try:

@@ -96,6 +96,7 @@ def cli_subprocess(*argv, env=None):
     (["show", f"{PROGRAMS}:cubic", "--argnums", "0"], "--argnums applies to the --grad"),
     (["show", f"{PROGRAMS}:cubic", "--vmap", "0", "--argnums", "0"], "just before it"),
     (["show", f"{PROGRAMS}:cubic", "--grad", "--argnums", "x"], "--argnums expects"),
+    (["show", f"{PROGRAMS}:sqdist", "--grad", "--argnums", "0,2"], "sqdist has 2 parameters"),
     (["show", f"{PROGRAMS}:running", "--static", "m=1"], "no parameter 'm'"),
     (["show", f"{PROGRAMS}:cubic", "--jvp", "--jit"], "--jvp can only be shown alone"),
     (["show", "/no/such/file.py:f"], "no such file"),
