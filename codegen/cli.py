@@ -139,14 +139,6 @@ def _import_file(path: Path):
 
 
 # ---------------------------------------------------------------- transformations
-def _show_function(module: str, name: str):
-    """`transformer.<module>.<name>` when that module provides it, else None."""
-    try:
-        return getattr(importlib.import_module(f"transformer.{module}"), name, None)
-    except ImportError:
-        return None
-
-
 # a single transformation shown without compiling: these also print the generated
 # functions it calls (the vjps of called functions, the Hessian's basis push)
 SHOW_ALONE = {"grad": ("api_reverse", "show_grad"), "hessian": ("api_forward", "show_hessian"),
@@ -168,15 +160,16 @@ def _compiled(args) -> bool:
     return bool(args.jit or args.static or args.backend or args.arg)
 
 
-def generated_source(args) -> str:
-    """The module text `secant show` prints for the parsed command line `args`."""
-    fun = load_target(args.target)
+def generated_source(args, fun) -> str:
+    """The module text `secant show` prints for the parsed command line `args` and the
+    function `fun` it names."""
     static = cli_args.parse_static(args.static, fun)
     chain = args.chain or []
     cli_args.check_argnums(chain, fun)
     if len(chain) == 1 and not _compiled(args):
         module, name = SHOW_ALONE[chain[0].name]
-        return _show_function(module, name)(fun, **chain[0].kwargs)
+        show = getattr(importlib.import_module(f"transformer.{module}"), name)
+        return show(fun, **chain[0].kwargs)
     import transformer
     if not _compiled(args):
         return transformer.source(compose(fun, chain))
@@ -201,12 +194,6 @@ def _jitted(fun, static: dict, backend: str):
     return transformer.jit(fun, static_argnames=tuple(static), backend=backend)
 
 
-def normalized_source(args) -> str:
-    """The normalized source of the untransformed target: the left side of --diff."""
-    import transformer
-    return str(transformer.source(load_target(args.target)))
-
-
 def diff(before: str, after: str, args) -> str:
     """A unified diff from the normalized source to the shown one, labelled by the flags."""
     steps = [s.label for s in args.chain or []] + (["jit"] if args.jit else [])
@@ -220,10 +207,12 @@ def diff(before: str, after: str, args) -> str:
 # ---------------------------------------------------------------- subcommands
 def show_command(args) -> int:
     cli_args.check_combination(args)
-    text = str(generated_source(args))
+    fun = load_target(args.target)
+    text = str(generated_source(args, fun))
     lexer = "python"
-    if args.diff:
-        text, lexer = diff(normalized_source(args), text, args), "diff"
+    if args.diff:           # from the normalized source of the untransformed function
+        import transformer
+        text, lexer = diff(str(transformer.source(fun)), text, args), "diff"
     sys.stdout.write(highlight(text, args.color, sys.stdout, lexer))
     return 0
 
