@@ -19,7 +19,9 @@ import difflib
 import importlib
 import importlib.util
 import os
+import re
 import sys
+import warnings
 from pathlib import Path
 
 from codegen import cli_args
@@ -232,9 +234,24 @@ def compile_command(args) -> int:
     cli_args.check_argnums(args.chain or [], fun)
     jitted = _jitted(compose(fun, args.chain or []), static, "cpu")
     examples = cli_args.parse_examples(args.arg, jitted, static)
-    types = jitted.compile_for(*examples, **static)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        types = jitted.compile_for(*examples, **static)
+    uncached = [w for w in caught if "Cannot cache" in str(w.message)]
+    for w in caught:
+        if w not in uncached:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    name = f"{jitted.__name__}({', '.join(types)})"
+    if uncached:        # compiled, but a new process would compile again: say so
+        reason = re.sub(r"\x1b\[[0-9;]*m", "", str(uncached[0].message)).splitlines()[0]
+        if os.environ.get("NUMBA_OPT") == "0":
+            reason += " (under NUMBA_OPT=0 Numba cannot cache a function that calls " \
+                      "another compiled function)"
+        print(f"secant: compiled {name} but Numba did not write it to the cache: {reason}",
+              file=sys.stderr)
+        return TRANSFORM_ERROR
     from codegen import modules
-    print(f"compiled {jitted.__name__}({', '.join(types)}) into {modules.cache_dir()}")
+    print(f"compiled {name} into {modules.cache_dir()}")
     return 0
 
 

@@ -170,6 +170,20 @@ def test_compile_fills_the_cache_so_a_new_process_loads_from_disk(tmp_path):
     assert int(warm.stdout.strip()) >= 1
 
 
+def test_compile_says_so_when_numba_cannot_cache_the_function(tmp_path):
+    # Numba 0.68 cannot disk-cache a function calling another compiled one under
+    # NUMBA_OPT=0 (setup.cfg): compile must not report it as cached
+    (tmp_path / "calls.py").write_text("def twice(x):\n    return 2.0 * x\n\n\n"
+                                       "def outer(x):\n    return twice(x) + 1.0\n")
+    env = dict(os.environ, NUMBA_OPT="0", SECANT_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT)
+    result = cli_subprocess("compile", f"{tmp_path / 'calls.py'}:outer", "--arg", "x=1.0",
+                            env=env)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "compiled outer(float64) but Numba did not write it to the cache" in result.stderr
+
+
 def test_color_always_highlights_and_pipes_stay_plain(capsys):
     pytest.importorskip("pygments")
     _, colored, _ = show(capsys, f"{PROGRAMS}:cubic", "--color", "always")
