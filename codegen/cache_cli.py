@@ -18,6 +18,7 @@ def add_parser(commands) -> None:
         "cache", help="show, clear or prune secant's cache directory",
         description=__doc__.split("\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
     cache.add_argument("action", choices=ACTIONS)
+    cache.set_defaults(handler=run)
 
 
 def run(args) -> int:

@@ -1,22 +1,31 @@
-"""The `secant` command: `secant show` prints generated source, `secant demo` runs a demo.
+"""The `secant` command: `show` prints generated source, `compile` fills the cache ahead of
+time, `demo` runs a demo.
 
-    secant show model.py:loss --grad --jit --static mode='"train"'
+    secant show model.py:loss --grad --vmap 0,None --jit
+    secant compile md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
     secant demo
 
-`show` loads the file as a module, applies the requested transformation(s) and prints the
-module secant generates, highlighted when stdout is a terminal. A bad path or name is one
-line on stderr and exit status 2; a TransformError prints its located message and exits 1.
+Transformation flags (--grad, --hessian, --vmap, --jvp) compose in the order given:
+`--grad --vmap 0,None` is `vmap(grad(f), in_axes=(0, None))`; `--jit` always applies last.
+Every bad command line is one line on stderr and exit status 2 (`UsageError`, also raised
+by the parser itself); a TransformError prints its located message and exits 1.
+
+Subcommands are entries of COMMANDS: a function adding the subparser and its handler.
 """
 from __future__ import annotations
 
 import argparse
-import ast
+import difflib
 import importlib
 import importlib.util
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
+
+from codegen import cli_args
+from codegen.cli_args import UsageError
 
 USAGE_ERROR = 2
 TRANSFORM_ERROR = 1
@@ -29,101 +38,75 @@ examples:
                                                  static values folded as constants
   secant show model.py:loss --grad --argnums 0,1 the reverse-mode gradient
   secant show model.py:f --vmap 0,None           batched over axis 0 of the first argument
+  secant show model.py:loss --grad --vmap 0,None vmap(grad(loss)): flags compose in order
+  secant show model.py:loss --grad --diff        the gradient as a diff against the source
   secant show md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
                                                  compiled for arguments like these: rows
                                                  of 3 become scalars (d_0, d_1, d_2)
+  secant compile md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
+                                                 compile that into the cache ahead of time
   secant demo                                    jit a pair loop and SELU, print timings
 """
 
 
-class UsageError(Exception):
-    """A bad command line: reported as one line on stderr, exit status 2."""
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are a UsageError (one line), not usage + exit."""
+
+    def error(self, message):
+        raise UsageError(message)
 
 
 # ---------------------------------------------------------------- argument parsing
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="secant", description="Source-to-source derivatives, batching and Numba "
         "compilation for NumPy code.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", metavar="{show,demo,cache}")
+    commands = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}",
+                                     parser_class=Parser)
+    for add in COMMANDS.values():
+        add(commands)
+    return parser
+
+
+def _add_show(commands) -> None:
     show = commands.add_parser(
         "show", help="print the source secant generates for a function",
         description="Print the module secant generates for FILE:FUNC.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("target", metavar="FILE:FUNC",
-                      help="a Python file and the name of a function defined in it")
-    show.add_argument("--jit", action="store_true",
-                      help="show the module jit compiles (backend cpu unless --backend)")
-    show.add_argument("--static", action="append", default=[], metavar="NAME=VALUE",
-                      help="fold argument NAME to VALUE (a Python literal, else a string); "
-                           "repeatable")
-    show.add_argument("--arg", action="append", default=[], metavar="NAME=EXAMPLE",
-                      help="with --jit: compile for argument NAME like EXAMPLE, an array "
-                           "DTYPE[DIMS] (float64[n,3]; a named length is a long axis) or a "
-                           "Python literal (10.0); repeatable")
-    show.add_argument("--backend", choices=("python", "cpu", "cuda"),
-                      help="code generation backend (default: python, or cpu with --jit)")
-    show.add_argument("--grad", action="store_true", help="show the reverse-mode gradient")
-    show.add_argument("--argnums", default="0", metavar="I,J",
-                      help="positions to differentiate for --grad/--hessian (default 0)")
-    show.add_argument("--jvp", action="store_true", help="show the forward-mode JVP")
-    show.add_argument("--hessian", action="store_true", help="show the Hessian")
-    show.add_argument("--vmap", metavar="AXES",
-                      help="show the batched function; in_axes as e.g. 0,None")
+    cli_args.add_target_flags(show)
+    show.add_argument("--diff", action="store_true",
+                      help="print a unified diff from the normalized source of FUNC to the "
+                           "transformed source")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                       help="highlight with pygments (default: when stdout is a terminal)")
-    commands.add_parser("demo", help="jit a pair loop and SELU; print timings and source")
+    show.set_defaults(handler=show_command)
+
+
+def _add_compile(commands) -> None:
+    compile_ = commands.add_parser(
+        "compile", help="compile a specialization into the cache ahead of time",
+        description="Compile FILE:FUNC (after its transformations) with Numba for arguments "
+        "like the --arg examples and store the machine code in the cache "
+        "($SECANT_CACHE_DIR), so that a process calling it with such arguments starts warm.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli_args.add_target_flags(compile_)
+    compile_.set_defaults(handler=compile_command)
+
+
+def _add_demo(commands) -> None:
+    demo = commands.add_parser("demo", help="jit a pair loop and SELU; print timings and source")
+    demo.set_defaults(handler=demo_command)
+
+
+def _add_cache(commands) -> None:
     from codegen import cache_cli
     cache_cli.add_parser(commands)
-    return parser
 
 
-def parse_static(items: list[str]) -> dict:
-    """`["n=8", "mode=train"]` -> {"n": 8, "mode": "train"} (literal_eval, else a string)."""
-    static = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name.isidentifier():
-            raise UsageError(f"--static expects NAME=VALUE, got {item!r}")
-        try:
-            static[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            static[name] = text
-    return static
-
-
-def parse_examples(items: list[str]) -> dict:
-    """`["pos=float32[n,3]", "box=10.0"]` -> {"pos": zeros((8, 3), float32), "box": 10.0}.
-
-    A named length (`n`) stands for an axis too long to be scalarized.
-    """
-    import numpy as np
-    examples = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        match = re.fullmatch(r"\s*(\w+)\[([\w\s,]*)\]\s*", text)
-        if not sep or not name.isidentifier():
-            raise UsageError(f"--arg expects NAME=EXAMPLE, got {item!r}")
-        try:
-            if match:
-                dims = [d.strip() for d in match.group(2).split(",") if d.strip()]
-                shape = [int(d) if d.isdigit() else 8 for d in dims]
-                examples[name] = np.zeros(shape, np.dtype(match.group(1)))
-            else:
-                examples[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError, TypeError):
-            raise UsageError(f"--arg {name}: expected DTYPE[DIMS] or a Python literal, "
-                             f"got {text!r}") from None
-    return examples
-
-
-def parse_axes(text: str) -> tuple:
-    """`"0,None"` -> (0, None); a single axis stays a tuple of one."""
-    try:
-        return tuple(None if part.strip() == "None" else int(part) for part in text.split(","))
-    except ValueError:
-        raise UsageError(f"expected comma-separated integers or None, got {text!r}") from None
+# name -> function adding the subcommand's parser; its `handler` default runs it
+COMMANDS = {"show": _add_show, "compile": _add_compile, "demo": _add_demo,
+            "cache": _add_cache}
 
 
 # ---------------------------------------------------------------- loading the target
@@ -164,87 +147,138 @@ def _import_file(path: Path):
 
 
 # ---------------------------------------------------------------- transformations
-def _transformation(name: str):
-    """`transformer.<name>` or a UsageError naming the missing transformation."""
-    transformer = importlib.import_module("transformer")
-    function = getattr(transformer, name, None)
-    if function is None:
-        raise UsageError(f"this installation of secant has no {name} transformation "
-                         f"(transformer.{name} is missing)")
-    return function
+# a single transformation shown without compiling: these also print the generated
+# functions it calls (the vjps of called functions, the Hessian's basis push)
+SHOW_ALONE = {"grad": ("api_reverse", "show_grad"), "hessian": ("api_forward", "show_hessian"),
+              "jvp": ("api_forward", "show_jvp"), "vmap": ("api_batching", "show_vmap")}
 
 
-def _show_function(module: str, name: str):
-    """`transformer.<module>.<name>` when that module provides it, else None."""
-    try:
-        return getattr(importlib.import_module(f"transformer.{module}"), name, None)
-    except ImportError:
-        return None
-
-
-def apply_transforms(fun, args):
-    """(`fun` after --grad/--hessian/--vmap, None), or (None, text) from a show_* helper."""
-    argnums = parse_axes(args.argnums)
-    argnums = argnums[0] if len(argnums) == 1 else argnums
-    requested = [("grad", args.grad, "api_reverse", "show_grad", {"argnums": argnums}),
-                 ("jvp", args.jvp, "api_forward", "show_jvp", {}),
-                 ("hessian", args.hessian, "api_forward", "show_hessian", {"argnums": argnums}),
-                 ("vmap", args.vmap is not None, "api_batching", "show_vmap",
-                  {"in_axes": parse_axes(args.vmap) if args.vmap else None})]
-    chosen = [r for r in requested if r[1]]
-    if len(chosen) > 1:
-        raise UsageError("choose one of --grad, --jvp, --hessian, --vmap")
-    if not chosen:
-        return fun, None
-    name, _, module, show_name, kwargs = chosen[0]
-    show = _show_function(module, show_name)
-    compiled = args.jit or args.static or args.backend
-    if show is not None and not compiled:
-        return None, show(fun, **kwargs)
-    if name == "jvp":       # transformer.jvp evaluates (JAX's signature); it is not shown
-        if show is None:
-            raise UsageError("this installation of secant has no jvp transformation "
-                             "(transformer.api_forward.show_jvp is missing)")
-        raise UsageError("--jvp cannot be combined with --jit, --static or --backend")
-    return _transformation(name)(fun, **kwargs), None
-
-
-def generated_source(args) -> str:
-    """The module text `secant show` prints for the parsed command line `args`."""
-    static = parse_static(args.static)
-    fun, text = apply_transforms(load_target(args.target), args)
-    if text is not None:
-        return text
+def compose(fun, chain: list):
+    """`fun` after each step of `chain` in order: [grad, vmap] gives vmap(grad(fun))."""
     import transformer
+    for step in chain:
+        if step.name == "jvp":
+            raise UsageError("--jvp can only be shown alone: transformer.jvp evaluates at "
+                             "given points (JAX's signature) rather than returning a function")
+        fun = getattr(transformer, step.name)(fun, **step.kwargs)
+    return fun
+
+
+def _compiled(args) -> bool:
+    return bool(args.jit or args.static or args.backend or args.arg)
+
+
+def generated_source(args, fun) -> str:
+    """The module text `secant show` prints for the parsed command line `args` and the
+    function `fun` it names."""
+    static = cli_args.parse_static(args.static, fun)
+    chain = args.chain or []
+    cli_args.check_argnums(chain, fun)
+    if len(chain) == 1 and not _compiled(args):
+        module, name = SHOW_ALONE[chain[0].name]
+        show = getattr(importlib.import_module(f"transformer.{module}"), name)
+        return show(fun, **chain[0].kwargs)
+    import transformer
+    if not _compiled(args):
+        return transformer.source(compose(fun, chain))
     backend = args.backend or ("cpu" if args.jit else "python")
+    if args.arg and backend != "cpu":
+        raise UsageError("--arg applies to the cpu backend (--jit)")
+    jitted = _jitted(compose(fun, chain), static, backend)
+    examples = cli_args.parse_examples(args.arg, jitted, static)
+    if examples:
+        return jitted.source(*examples, **static)
+    return transformer.source(jitted, **static)
+
+
+def _jitted(fun, static: dict, backend: str):
+    import transformer
     if backend == "cuda":
         try:
             importlib.import_module("codegen.cuda")
         except ImportError:
             raise UsageError("the cuda backend is not available in this installation "
                              "(codegen.cuda is missing)") from None
-    jitted = transformer.jit(fun, static_argnames=tuple(static), backend=backend)
-    examples = parse_examples(args.arg)
-    if examples:
-        if backend != "cpu":
-            raise UsageError("--arg applies to the cpu backend (--jit)")
-        names = [n for n in jitted.signature.parameters if n not in static]
-        return jitted.source(*[examples.get(n) for n in names], **static)
-    return transformer.source(jitted, **static)
+    return transformer.jit(fun, static_argnames=tuple(static), backend=backend)
+
+
+def diff(before: str, after: str, args) -> str:
+    """A unified diff from the normalized source to the shown one, labelled by the flags."""
+    steps = [s.label for s in args.chain or []] + (["jit"] if args.jit else [])
+    lines = difflib.unified_diff(before.splitlines(keepends=True),
+                                 after.splitlines(keepends=True),
+                                 fromfile=f"{args.target} (normalized)",
+                                 tofile=f"{args.target} ({' | '.join(steps) or 'normalized'})")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------- subcommands
+def show_command(args) -> int:
+    cli_args.check_combination(args)
+    fun = load_target(args.target)
+    text = str(generated_source(args, fun))
+    lexer = "python"
+    if args.diff:           # from the normalized source of the untransformed function
+        import transformer
+        text, lexer = diff(str(transformer.source(fun)), text, args), "diff"
+    sys.stdout.write(highlight(text, args.color, sys.stdout, lexer))
+    return 0
+
+
+def compile_command(args) -> int:
+    """Compile FILE:FUNC for the --arg examples, so that the cache holds its machine code."""
+    args.jit = True                 # compiling is jit's job: the flag is implied
+    cli_args.check_combination(args)
+    if args.backend not in (None, "cpu"):
+        raise UsageError("compile applies to the cpu backend (the python backend has "
+                         "nothing to compile)")
+    if not args.arg:
+        raise UsageError("compile needs an example of each argument: --arg NAME=DTYPE[DIMS] "
+                         "or --arg NAME=LITERAL")
+    fun = load_target(args.target)
+    static = cli_args.parse_static(args.static, fun)
+    cli_args.check_argnums(args.chain or [], fun)
+    jitted = _jitted(compose(fun, args.chain or []), static, "cpu")
+    examples = cli_args.parse_examples(args.arg, jitted, static)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        types = jitted.compile_for(*examples, **static)
+    uncached = [w for w in caught if "Cannot cache" in str(w.message)]
+    for w in caught:
+        if w not in uncached:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    name = f"{jitted.__name__}({', '.join(types)})"
+    if uncached:        # compiled, but a new process would compile again: say so
+        reason = re.sub(r"\x1b\[[0-9;]*m", "", str(uncached[0].message)).splitlines()[0]
+        if os.environ.get("NUMBA_OPT") == "0":
+            reason += " (under NUMBA_OPT=0 Numba cannot cache a function that calls " \
+                      "another compiled function)"
+        print(f"secant: compiled {name} but Numba did not write it to the cache: {reason}",
+              file=sys.stderr)
+        return TRANSFORM_ERROR
+    from codegen import modules
+    print(f"compiled {name} into {modules.cache_dir()}")
+    return 0
+
+
+def demo_command(args) -> int:
+    from codegen import demo
+    demo.run()
+    return 0
 
 
 # ---------------------------------------------------------------- output
-def highlight(text: str, color: str, stream) -> str:
+def highlight(text: str, color: str, stream, lexer: str = "python") -> str:
     wanted = color == "always" or (color == "auto" and stream.isatty())
     if not wanted:
         return text
     try:
         from pygments import highlight as render
         from pygments.formatters import TerminalFormatter
-        from pygments.lexers import PythonLexer
+        from pygments.lexers import DiffLexer, PythonLexer
     except ImportError:          # highlighting is a nicety, never a requirement
         return text
-    return render(text, PythonLexer(), TerminalFormatter())
+    return render(text, DiffLexer() if lexer == "diff" else PythonLexer(), TerminalFormatter())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,29 +290,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return USAGE_ERROR
-    if args.command == "demo":
-        from codegen import demo
-        demo.run()
-        return 0
-    if args.command == "cache":
-        from codegen import cache_cli
-        return cache_cli.run(args)
     from transformer.errors import TransformError
+    parser = build_parser()
     try:
-        text = generated_source(args)
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return USAGE_ERROR
+        return args.handler(args)
     except UsageError as exc:
         print(f"secant: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     except TransformError as exc:
         print(f"secant: {exc}", file=sys.stderr)
         return TRANSFORM_ERROR
-    sys.stdout.write(highlight(text, args.color, sys.stdout))
-    return 0
+    except (TypeError, ValueError) as exc:   # a transformation refusing its flags' values
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"secant: error: {first}", file=sys.stderr)
+        return USAGE_ERROR
 
 
 if __name__ == "__main__":

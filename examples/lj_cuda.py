@@ -1,6 +1,9 @@
 """Lennard-Jones forces on the GPU: one CUDA thread per particle, from the gradient of
 that particle's energy.
 
+Needs: the `cuda` extra for a GPU (`pip install -e ".[cuda]"`); with `--backend cpu`,
+nothing beyond secant itself. No scipy.
+
 `particle_energy(xi, pos, i, ...)` is the energy of particle `i` placed at `xi` against
 every other particle, written as plain loops and branches (periodic minimum image, a
 cutoff, the potential shifted to zero there). Its gradient in `xi` is minus the force on
@@ -11,9 +14,13 @@ particle `i`, so
 
 runs `grad(particle_energy)` - loops, branches, the called helper and all - in one thread
 per particle. The same vmap(grad) compiles for the CPU with `backend="cpu"`, which is the
-check this example makes (and the fallback it takes without a GPU, saying so).
+check this example makes (and the fallback it takes without a GPU, saying so). Both are
+also checked against -jit(grad(energy)) of the whole system, and for Newton's third law.
 
     python examples/lj_cuda.py [--backend cuda|cpu] [--atoms N]
+
+`--atoms N` (8 to 100,000; default 4096) is rounded to the nearest cube, K**3 atoms on a
+K x K x K lattice.
 """
 from __future__ import annotations
 
@@ -21,10 +28,12 @@ import argparse
 import time
 
 import numpy as np
+from checks import check
+from molecular_dynamics import energy, lattice, minimum_image  # the same system and helpers
 
-from codegen.cuda import CudaUnavailableError
-from molecular_dynamics import lattice, minimum_image  # the same system, the same helpers
 from transformer import grad, jit, vmap
+
+MAX_ATOMS = 100_000
 
 IN_AXES = (0, None, 0, None, None, None, None)
 
@@ -60,20 +69,45 @@ def force_function(backend: str):
     return forces
 
 
-def main():
+def atom_count(text: str) -> int:
+    """--atoms: a count between 8 and MAX_ATOMS (the pair loop is O(N**2) per atom)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of atoms, got {text!r}") from None
+    if not 8 <= count <= MAX_ATOMS:
+        raise argparse.ArgumentTypeError(f"--atoms must be between 8 and {MAX_ATOMS:,}, "
+                                         f"got {count:,}")
+    return count
+
+
+def cuda_unavailable_error():
+    """codegen.cuda's CudaUnavailableError, or a stand-in when the cuda extra is missing
+    (the cuda backend then says what to install when it is used)."""
+    try:
+        from codegen.cuda import CudaUnavailableError
+    except ImportError:
+        return ImportError
+    return CudaUnavailableError
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--atoms-per-side", type=int, default=16)
-    args = parser.parse_args()
-    pos, box = lattice(args.atoms_per_side, 0.7, np.random.default_rng(0))
+    parser.add_argument("--atoms", type=atom_count, default=4096, metavar="N",
+                        help="about N atoms: the nearest cube K**3, 8 to 100,000 "
+                             "(default 4096)")
+    args = parser.parse_args(argv)
+    per_side = max(2, round(args.atoms ** (1.0 / 3.0)))
+    pos, box = lattice(per_side, 0.7, np.random.default_rng(0))
     params = (1.0, 1.0, box, min(2.5, 0.45 * box))
     backend = args.backend
     forces = force_function(backend)
     try:
         start = time.perf_counter()
         f = forces(pos, *params)
-    except CudaUnavailableError as exc:
-        print(f"{exc}\nfalling back to backend='cpu'")
+    except cuda_unavailable_error() as exc:
+        print(f"{exc}\nfalling back to backend='cpu' (for a GPU: pip install -e \".[cuda]\")")
         backend, forces = "cpu", force_function("cpu")
         start = time.perf_counter()
         f = forces(pos, *params)
@@ -82,10 +116,14 @@ def main():
     forces(pos, *params)
     print(f"{pos.shape[0]} atoms, backend {backend}: first call (with compile) {first:.2f} s, "
           f"then {1e3 * (time.perf_counter() - start):.1f} ms per force evaluation")
-    print(f"net force {np.abs(f.sum(axis=0)).max():.2e} (Newton's third law: ~0)")
+    scale = np.abs(f).max()
+    check("net force (Newton's third law)", f.sum(axis=0), np.zeros(3), atol=1e-9 * scale)
+    whole = -jit(grad(energy))(pos, *params)
+    check("per-atom vmap(grad) forces vs -jit(grad(energy)) of the whole system", f, whole,
+          rtol=1e-9, atol=1e-9 * scale)
     if backend == "cuda":
         reference = force_function("cpu")(pos, *params)
-        print(f"largest difference from the CPU backend: {np.abs(f - reference).max():.2e}")
+        check("CUDA forces vs the CPU backend", f, reference, rtol=1e-9, atol=1e-9 * scale)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,26 @@
 """Lennard-Jones molecular dynamics with forces from `jit(grad(energy))`.
 
+Needs: numpy, numba (secant's own requirements) and scipy (`pip install -e ".[test]"`
+or `pip install scipy`) for the fits in parts 2 and 3.
+
 The energy is written the way a physicist writes it: an explicit loop over pairs, the
 periodic minimum image as branches, a cutoff branch, and the potential shifted to zero at
 the cutoff. secant differentiates that loop as written; nobody derives the forces.
 
-1. NVE dynamics: velocity Verlet with forces = -jit(grad(energy)); prints the total
-   energy every few steps and its drift.
-2. Force-field fitting: recover (epsilon, sigma) from reference energies of perturbed
-   configurations with scipy.optimize.minimize(value_and_grad(loss), jac=True), using
-   L-BFGS-B and SLSQP with bounds.
+1. NVE dynamics: velocity Verlet with forces = -jit(grad(energy)); checks the forces
+   against central differences of the energy and prints the total energy drift.
+2. Force-field fitting: recover the parameters {"eps", "sigma"} - a pytree - from
+   reference energies with scipy.optimize.minimize, handed jit(value_and_grad(loss))
+   through tree_util.ravel_pytree (`minimize_pytree`): L-BFGS-B with bounds, and SLSQP
+   with bounds and an inequality constraint whose Jacobian is grad(constraint).
 3. Force matching (second order): recover (epsilon, sigma) from reference *forces*. The
    loss calls grad(energy) itself; its gradient with respect to the parameters is
    jit(jacfwd(loss)), forward mode over the generated reverse-mode forces.
 
+Every part prints what it checked against what; a failed check exits with status 1.
+
 Run: python examples/molecular_dynamics.py [--backend cpu|python] [--steps N]
+                                           [--atoms-per-side K]
 """
 from __future__ import annotations
 
@@ -21,9 +28,10 @@ import argparse
 import time
 
 import numpy as np
-from scipy.optimize import minimize
+from checks import check, check_true
 
 from transformer import grad, jacfwd, jit, value_and_grad
+from transformer.tree_util import ravel_pytree
 
 
 def minimum_image(d, box):
@@ -56,12 +64,18 @@ def energy(pos, eps, sigma, box, cutoff):
 
 
 def fit_loss(params, configs, targets, box, cutoff):
-    """Mean squared error of the model energies of `configs` against `targets`."""
+    """Mean squared error of the model energies of `configs` against `targets`;
+    `params` is a pytree, {"eps": ..., "sigma": ...}."""
     total = 0.0
     for k in range(configs.shape[0]):
-        r = energy(configs[k], params[0], params[1], box, cutoff) - targets[k]
+        r = energy(configs[k], params["eps"], params["sigma"], box, cutoff) - targets[k]
         total += r * r
     return total / configs.shape[0]
+
+
+def product_margin(params):
+    """An inequality constraint, >= 0 when eps * sigma <= 1.5."""
+    return 1.5 - params["eps"] * params["sigma"]
 
 
 energy_gradient = grad(energy)
@@ -131,6 +145,19 @@ def dynamics(backend, steps, per_side, rng):
     spread = (totals.max() - totals.min()) / abs(totals[0])
     print(f"  relative energy drift {drift:+.2e}, fluctuation {spread:.2e} "
           f"({elapsed / steps * 1e3:.2f} ms per step)")
+    check("relative total-energy drift of velocity Verlet", drift, 0.0, atol=1e-2)
+    check_forces(force_grad, pos, params)
+
+
+def check_forces(force_grad, pos, params, h=1e-6):
+    """The gradient of atom 0 against central differences of the energy."""
+    expected = np.zeros(3)
+    for k in range(3):
+        step = np.zeros_like(pos)
+        step[0, k] = h
+        expected[k] = (energy(pos + step, *params) - energy(pos - step, *params)) / (2 * h)
+    check("dE/dpos of atom 0 vs central differences", force_grad(pos, *params)[0], expected,
+          rtol=1e-5, atol=1e-6)
 
 
 # ------------------------------------------------------------------ fitting
@@ -144,27 +171,60 @@ def reference_data(per_side, count, true_params, rng):
     return configs, targets, box, cutoff
 
 
+def minimize_pytree(loss_and_grad, params, args=(), bounds=None, constraints=(),
+                    **options):
+    """scipy.optimize.minimize over a pytree of parameters, with `loss_and_grad(params,
+    *args) -> (value, gradient pytree)` such as jit(value_and_grad(loss)).
+
+    The pytree is raveled to SciPy's vector by `tree_util.ravel_pytree` and unraveled
+    back on every call. `bounds` is a pair of pytrees shaped like `params` (lower, upper);
+    each constraint is `{"type": "ineq" or "eq", "fun": c, "jac": grad(c)}` with `c` a
+    function of the pytree. Returns (the parameters found, SciPy's result).
+    """
+    from scipy.optimize import Bounds, minimize
+
+    x0, unravel = ravel_pytree(params)
+
+    def fun(x):
+        value, gradient = loss_and_grad(unravel(x), *args)
+        return float(value), ravel_pytree(gradient)[0]
+
+    def on_vector(constraint):
+        c, jac = constraint["fun"], constraint["jac"]
+        return {"type": constraint["type"], "fun": lambda x: c(unravel(x)),
+                "jac": lambda x: ravel_pytree(jac(unravel(x)))[0]}
+
+    if bounds is not None:
+        bounds = Bounds(ravel_pytree(bounds[0])[0], ravel_pytree(bounds[1])[0])
+    result = minimize(fun, x0, jac=True, bounds=bounds,
+                      constraints=[on_vector(c) for c in constraints], **options)
+    return unravel(result.x), result
+
+
 def fitting(backend, per_side, rng):
-    true_params = np.array([1.2, 0.95])
-    configs, targets, box, cutoff = reference_data(per_side, 8, true_params, rng)
+    true_params = {"eps": 1.2, "sigma": 0.95}
+    configs, targets, box, cutoff = reference_data(
+        per_side, 8, (true_params["eps"], true_params["sigma"]), rng)
     loss_and_grad = jit(value_and_grad(fit_loss), backend=backend)
-
-    def objective(p):
-        value, g = loss_and_grad(p, configs, targets, box, cutoff)
-        return float(value), np.asarray(g, dtype=float)
-
-    start_params = np.array([0.8, 1.05])
-    bounds = [(0.1, 5.0), (0.7, 1.3)]
+    start_params = {"eps": 0.8, "sigma": 1.05}
+    bounds = ({"eps": 0.1, "sigma": 0.7}, {"eps": 5.0, "sigma": 1.3})
+    constraint = {"type": "ineq", "fun": product_margin, "jac": grad(product_margin)}
     print(f"\nForce-field fit: {configs.shape[0]} configurations of {configs.shape[1]} atoms, "
-          f"start (eps, sigma) = ({start_params[0]}, {start_params[1]})")
-    for method in ("L-BFGS-B", "SLSQP"):
+          f"start {start_params}")
+    for method, constraints in (("L-BFGS-B", ()), ("SLSQP", (constraint,))):
         start = time.perf_counter()
-        result = minimize(objective, start_params, jac=True, method=method, bounds=bounds,
-                          options={"maxiter": 200})
-        eps, sigma = result.x
-        print(f"  {method:8s}: eps = {eps:.6f} (true {true_params[0]}), "
-              f"sigma = {sigma:.6f} (true {true_params[1]}), loss {result.fun:.2e}, "
-              f"{result.nit} iterations, {time.perf_counter() - start:.2f} s")
+        found, result = minimize_pytree(
+            loss_and_grad, start_params, (configs, targets, box, cutoff), bounds=bounds,
+            constraints=constraints, method=method, options={"maxiter": 200})
+        print(f"  {method:8s}: {result.nit} iterations, loss {result.fun:.2e}, "
+              f"{time.perf_counter() - start:.2f} s"
+              + (", subject to eps * sigma <= 1.5" if constraints else ""))
+        for name in ("eps", "sigma"):
+            check(f"{method} {name} vs the value the data was made with", found[name],
+                  true_params[name], rtol=1e-4)
+        if constraints:
+            check_true("SLSQP constraint", product_margin(found) >= -1e-9,
+                       f"eps * sigma = {found['eps'] * found['sigma']:.6f} <= 1.5")
 
 
 def force_matching(backend, per_side, rng):
@@ -187,26 +247,41 @@ def force_matching(backend, per_side, rng):
     print(f"\nForce matching: {configs.shape[0]} configurations of {configs.shape[1]} atoms, "
           f"gradient of a loss built from grad(energy), start = (1.0, 1.0)")
     start = time.perf_counter()
+    from scipy.optimize import minimize
     result = minimize(objective, start_params, jac=True, method="L-BFGS-B",
                       bounds=[(0.1, 5.0), (0.7, 1.3)], options={"maxiter": 200})
-    eps, sigma = result.x
-    print(f"  L-BFGS-B: eps = {eps:.6f} (true {true_params[0]}), sigma = {sigma:.6f} "
-          f"(true {true_params[1]}), relative loss {result.fun:.2e}, {result.nit} iterations, "
+    print(f"  L-BFGS-B: relative loss {result.fun:.2e}, {result.nit} iterations, "
           f"{time.perf_counter() - start:.2f} s (first call compiles)")
+    check("force matching (eps, sigma) vs the values the forces were made with", result.x,
+          true_params, rtol=1e-4)
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("cpu", "python"), default="cpu")
-    parser.add_argument("--steps", type=int, default=None,
+    parser.add_argument("--steps", type=positive, default=None,
                         help="MD steps (default 300 on cpu, 20 with the python backend)")
+    parser.add_argument("--atoms-per-side", type=positive, default=None, metavar="K",
+                        help="K**3 atoms in the MD run, 2 to 12 (default 5 on cpu, 3 with "
+                             "the python backend)")
     args = parser.parse_args(argv)
     python = args.backend == "python"
     steps = args.steps if args.steps is not None else (20 if python else 300)
+    per_side = args.atoms_per_side or (3 if python else 5)
+    if not 2 <= per_side <= 12:
+        parser.error(f"--atoms-per-side must be between 2 and 12, got {per_side}")
     rng = np.random.default_rng(7)
-    dynamics(args.backend, steps, 3 if python else 5, rng)
+    dynamics(args.backend, steps, per_side, rng)
     fitting(args.backend, 3, rng)
     force_matching(args.backend, 3, np.random.default_rng(3))
+    print("\nall checks passed")
 
 
 if __name__ == "__main__":

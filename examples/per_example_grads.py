@@ -1,5 +1,7 @@
 """Per-example gradients of an MLP with vmap(grad), clipped and noised as in DP-SGD.
 
+Needs: nothing beyond secant itself (numpy, numba).
+
 Differentially private SGD needs the gradient of every example separately: each one is
 clipped to norm C before they are summed, and Gaussian noise of scale sigma * C is
 added. `vmap(grad(loss), in_axes=(None, 0, 0))` (parameters shared, examples mapped)
@@ -8,11 +10,15 @@ strategy turns each matrix-vector product of the backward pass into one product 
 the batch, and each weight gradient into one batched outer product.
 
 The per-example gradients are checked against a loop of `grad(loss)` over the examples
-and against hand-written batched backpropagation.
+and against hand-written batched backpropagation; each comparison is printed, and a
+failed one exits with status 1.
 
-    python examples/per_example_grads.py
+    python examples/per_example_grads.py [--batch N]
 """
+import argparse
+
 import numpy as np
+from checks import check, check_true
 
 from transformer import grad, jit, vmap
 
@@ -61,23 +67,37 @@ def private_step(params, grads, clip, sigma, lr, rng):
     return updated, norms
 
 
-def main():
+def batch_size(text: str) -> int:
+    value = int(text)
+    if not 4 <= value <= 4096:
+        raise argparse.ArgumentTypeError(f"--batch must be between 4 and 4096, got {value}")
+    return value
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=batch_size, default=128, metavar="N",
+                        help="examples per batch, 4 to 4096 (default 128)")
+    batch = parser.parse_args(argv).batch
     rng = np.random.default_rng(0)
     params = init(rng)
-    X = rng.normal(size=(128, N_IN)).astype(np.float32)
-    Y = rng.integers(0, N_OUT, size=128)
+    X = rng.normal(size=(batch, N_IN)).astype(np.float32)
+    Y = rng.integers(0, N_OUT, size=batch)
 
     per_example = vmap(grad(loss), in_axes=(None, 0, 0))
     compiled = jit(per_example)
     grads = compiled(params, X, Y)
+    print("per-example gradients:", {k: tuple(g.shape) for k, g in grads.items()})
 
     looped = [grad(loss)(params, X[i], Y[i]) for i in range(4)]
     hand = hand_batched_grads(params, X, Y)
     for key in params:
-        np.testing.assert_allclose(grads[key][:4], np.stack([g[key] for g in looped]),
-                                   rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(grads[key], hand[key], rtol=1e-3, atol=1e-5)
-    print("per-example gradients:", {k: tuple(g.shape) for k, g in grads.items()})
+        check(f"jit(vmap(grad))[{key!r}] of the first 4 examples vs grad(loss) one by one",
+              grads[key][:4], np.stack([g[key] for g in looped]), rtol=1e-4, atol=1e-5)
+        check(f"jit(vmap(grad))[{key!r}] vs hand-written batched backpropagation",
+              grads[key], hand[key], rtol=1e-3, atol=1e-5)
+        check_true(f"dtype of [{key!r}]", grads[key].dtype == np.float32,
+                   f"{grads[key].dtype} (the parameters are float32)")
 
     for step in range(3):
         grads = compiled(params, X, Y)

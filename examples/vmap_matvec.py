@@ -5,9 +5,12 @@ of vectors; secant rewrites the source so that the whole stack goes through one
 matrix-matrix product (one BLAS call) instead of a loop. The generated source is
 printed, then checked against NumPy's `V @ M.T`, with and without Numba.
 
+Needs: nothing beyond secant itself (numpy, numba).
+
     python examples/vmap_matvec.py
 """
 import numpy as np
+from checks import check
 
 from transformer import jit, show_vmap, vmap
 
@@ -26,8 +29,9 @@ def main():
 
     batched = vmap(matvec, in_axes=(None, 0))
     expected = V @ M.T
-    np.testing.assert_allclose(batched(M, V), expected, rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(jit(batched)(M, V), expected, rtol=1e-4, atol=1e-3)
+    check("vmap(matvec) vs NumPy's V @ M.T", batched(M, V), expected, rtol=1e-4, atol=1e-3)
+    check("jit(vmap(matvec)) vs NumPy's V @ M.T", jit(batched)(M, V), expected, rtol=1e-4,
+          atol=1e-3)
     print(f"vmap(matvec) over {V.shape[0]} vectors of length {V.shape[1]} equals V @ M.T "
           "(python backend and Numba)")
 

@@ -46,6 +46,7 @@ from . import basis, runtime, templates
 from .anf import anf
 from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, numpy_name, view_sources
+from .errors import copy_hint
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
@@ -405,7 +406,7 @@ class _Forward:
             write_through(self.fn, {target}) or stmt,
             f"{target!r} may be a view of {of} and is written in place: forward mode "
             f"cannot make its tangent the same view of the tangent of {of}",
-            f"make a copy where {target!r} is bound: ....copy()")
+            copy_hint(target, source))
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""

@@ -218,8 +218,8 @@ class Jitted(ShowsSource):
             result = function(*dynamic)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
-        if keys is not None:
-            return dict(zip(keys, result))
+        if keys is not None:                # rebuilds returned dicts (returned_dict_keys)
+            return keys(result)
         return result
 
     def _bind(self, args, kwargs):
@@ -380,6 +380,22 @@ class Jitted(ShowsSource):
             fn = scalarize(fn, self._shapes((self._describe(args),)))
         text, _ = backends.module_text(fn, self.options)
         return SourceCode(text)
+
+    def compile_for(self, *args, **kwargs) -> list[str]:
+        """Compile the specialization for arguments like `args`/`kwargs` without calling
+        it (`secant compile`): on the cpu backend Numba writes the machine code to its
+        disk cache, so a later process calling with such arguments loads it. Returns the
+        Numba types compiled for."""
+        spec_key, dynamic, layouts, static = self._bind(args, kwargs)
+        function, _ = self._specs.get(spec_key) or \
+            self._compile(spec_key, static, layouts, self._shapes(spec_key))
+        types = tuple(numba.typeof(value) for value in dynamic)
+        if hasattr(function, "compile"):       # a Numba dispatcher (cpu backend)
+            try:
+                function.compile(types)
+            except numba.core.errors.TypingError as exc:
+                raise self._typing_error(exc, dynamic, function) from None
+        return [str(t) for t in types]
 
     def __repr__(self):
         return f"<secant.jit {self.__name__} backend={self.options.backend}>"

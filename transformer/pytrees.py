@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 import gast
 import numpy as np
@@ -128,20 +129,68 @@ class _Access(gast.NodeTransformer):
 
 
 def returned_dict_keys(fn: Function):
-    """(new Function, keys) if every return is a dict literal with the same constant keys."""
+    """(new Function, rebuild) when every return is a dict literal with the same constant
+    keys, or a tuple of one length whose items at some positions are such dict literals
+    (`return value, {"w": bw}` from value_and_grad): the new Function returns tuples in
+    their place, which Numba can box, and `rebuild(result)` makes the dicts again.
+    (fn, None) otherwise."""
     returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
-    if not returns or not all(isinstance(r.value, gast.Dict) for r in returns):
+    if not returns:
         return fn, None
-    key_sets = set()
-    for r in returns:
-        if not all(isinstance(k, gast.Constant) for k in r.value.keys):
+    values = [r.value for r in returns]
+    if all(isinstance(v, gast.Dict) for v in values):
+        keys = _common_keys(values)
+        if keys is None:
             return fn, None
-        key_sets.add(tuple(k.value for k in r.value.keys))
-    if len(key_sets) != 1:
+        return _dicts_as_tuples(fn, None), functools.partial(_rebuild_dict, keys)
+    if not all(isinstance(v, gast.Tuple) for v in values) or \
+            len({len(v.elts) for v in values}) != 1:
         return fn, None
-    keys = key_sets.pop()
+    per_item = []
+    for items in zip(*(v.elts for v in values)):
+        if any(isinstance(item, gast.Dict) for item in items):
+            keys = _common_keys(items)
+            if keys is None:
+                return fn, None
+            per_item.append(keys)
+        else:
+            per_item.append(None)
+    if all(keys is None for keys in per_item):
+        return fn, None
+    return _dicts_as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
+
+
+def _common_keys(dicts) -> tuple | None:
+    """The constant keys all of `dicts` (dict literals) share, in order; else None."""
+    key_sets = set()
+    for d in dicts:
+        if not isinstance(d, gast.Dict) or \
+                not all(isinstance(k, gast.Constant) for k in d.keys):
+            return None
+        key_sets.add(tuple(k.value for k in d.keys))
+    return key_sets.pop() if len(key_sets) == 1 else None
+
+
+def _dicts_as_tuples(fn: Function, per_item: list | None) -> Function:
+    """`fn` with each returned dict literal (the whole value, or the items of the returned
+    tuple marked in `per_item`) replaced by the tuple of its values."""
+    def as_tuple(d):
+        return gast.Tuple(elts=d.values, ctx=gast.Load())
     node = copy.deepcopy(fn.node)
     for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
-        r.value = gast.Tuple(elts=r.value.values, ctx=gast.Load())
-    return fn.replace(node=node), keys
+        if per_item is None:
+            r.value = as_tuple(r.value)
+        else:
+            r.value.elts = [as_tuple(e) if keys is not None else e
+                            for e, keys in zip(r.value.elts, per_item)]
+    return fn.replace(node=node)
+
+
+def _rebuild_dict(keys: tuple, result) -> dict:
+    return dict(zip(keys, result))
+
+
+def _rebuild_items(per_item: tuple, result) -> tuple:
+    return tuple(item if keys is None else dict(zip(keys, item))
+                 for item, keys in zip(result, per_item))
 

@@ -41,7 +41,7 @@ from codegen import emit
 from codegen.backends import is_user_function
 
 from . import activity, runtime, tape
-from .errors import TransformError
+from .errors import TransformError, copy_hint
 from .function import Function, resolve
 from .names import Namer, free_names
 from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
@@ -337,7 +337,7 @@ class _Reverse:
                 raise self.fn.origin.error(
                     writes[0], f"{name_!r} and {other!r} are the same array here, written "
                     f"through {name_!r} and read through {other!r}: reverse mode keeps one "
-                    "adjoint per name", f"make a copy: {target} = {source}.copy()")
+                    "adjoint per name", copy_hint(target, source))
 
     def loads_add(self, stmt, names) -> None:
         for n in names:
@@ -1038,13 +1038,14 @@ class _Reverse:
         return [copy.deepcopy(stmt)]
 
     def view_guards(self, stmt) -> list:
-        """`check_not_view(v, y, 'v')` before an in-place write to `y` (see view_checks)."""
+        """`check_not_view(v, y, 'v', 'y')` before an in-place write to `y` (see view_checks)."""
         if id(stmt) not in self.view_checks:
             return []
         base = self._write_site(stmt)[0]
         check = self.helper("check_not_view", tape.check_not_view)
-        return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var))),
-                        stmt) for var in self.view_checks[id(stmt)]]
+        return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var),
+                                             const(base))), stmt)
+                for var in self.view_checks[id(stmt)]]
 
     def shape_guard(self, var: str, stmt) -> list:
         """Accumulators read only for their shape are not recorded: their first shape is

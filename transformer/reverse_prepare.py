@@ -4,7 +4,7 @@ no self-referencing assignments, and loops carrying what their reversal needs.
 Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`, then:
 
 - an augmented assignment to a name that may share its array (`z = update_in_place(a, v)`,
-  see desugar.py) becomes `z = v`, preceded by `check_not_shared(b, a, "b")` for every
+  see desugar.py) becomes `z = v`, preceded by `check_not_shared(b, a, "b", "a")` for every
   other name `b` that may hold `a`'s array there: reverse mode keeps one value per name
   and writes no array in place through a name, which gives NumPy's values exactly unless
   the update would change another name's array (then the check raises); a name that
@@ -42,6 +42,7 @@ from . import runtime, tape
 from .anf import anf
 from .controlflow import lower_exits
 from .desugar import desugar, view_sources
+from .errors import copy_hint
 from .function import Function, resolve
 from .runtime import update_in_place
 from .names import Namer, assigned_names
@@ -390,12 +391,12 @@ class _Unshare:
                 raise self.fn.origin.error(
                     stmt, f"{other!r} may hold the array {held!r} names, which this "
                     "augmented assignment updates in place; reverse mode keeps one value "
-                    "per name", f"make a copy ({other} = {held}.copy()) or rebind "
-                    f"({held} = {held} + ...)")
+                    "per name",
+                    f"{copy_hint(held, other, either=True)}; or rebind ({held} = {held} + ...)")
             check = name(bind_helper(self.env, self.namer, "check_not_shared",
                                      tape.check_not_shared))
             checks.append(located(gast.Expr(value=call(check, name(other), name(held),
-                                                       const(other))), stmt))
+                                                       const(other), const(held))), stmt))
         return checks
 
 

@@ -45,6 +45,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import runtime
+from .errors import copy_hint
 
 # ---------------------------------------------------------------- analysis
 
@@ -419,20 +420,22 @@ def _check_shape_nb(value, shape):
     return lambda value, shape: None
 
 
-def check_not_view(value, array, label):
-    """Raise when `value`, read from `array` before an in-place write to it and used after,
-    is a view the write changes: its adjoint assumes the value read."""
+def check_not_view(value, array, label, source):
+    """Raise when `value` (named `label`), read from `array` (named `source`) before an
+    in-place write to it and used after, is a view the write changes: its adjoint assumes
+    the value read."""
     if isinstance(value, np.ndarray) and np.shares_memory(value, array):
-        raise ValueError(f"{label!r} is a view into an array written in place while it is "
-                         f"still used; reverse mode needs a copy: {label} = ....copy()")
+        raise ValueError(f"{label!r} is a view into {source!r}, written in place while "
+                         f"{label!r} is still used; reverse mode needs a copy: "
+                         f"{copy_hint(label, source)}")
 
 
 @overload(check_not_view)
-def _check_not_view_nb(value, array, label):
+def _check_not_view_nb(value, array, label, source):
     if not isinstance(value, types.Array):
-        return lambda value, array, label: None
+        return lambda value, array, label, source: None
 
-    def impl(value, array, label):
+    def impl(value, array, label, source):
         start = array.ctypes.data
         if start <= value.ctypes.data < start + array.size * array.itemsize:
             raise ValueError("a view into an array written in place is still used; "
@@ -440,21 +443,23 @@ def _check_not_view_nb(value, array, label):
     return impl
 
 
-def check_not_shared(other, array, label):
-    """Raise when `other` holds memory of `array`, which an augmented assignment updates
-    in place: reverse mode rebinds `array`'s name instead, so `other` would not change."""
+def check_not_shared(other, array, label, source):
+    """Raise when `other` (named `label`) holds memory of `array` (named `source`), which
+    an augmented assignment updates in place: reverse mode rebinds `source` instead, so
+    `other` would not change."""
     if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
             np.shares_memory(other, array):
-        raise ValueError(f"{label!r} shares its array with a name updated in place (+=, "
-                         f"-=, ...); reverse mode needs a copy: {label} = ....copy()")
+        raise ValueError(f"{label!r} shares its array with {source!r}, updated in place "
+                         f"(+=, -=, ...); reverse mode needs a copy: "
+                         f"{copy_hint(source, label, either=True)}")
 
 
 @overload(check_not_shared)
-def _check_not_shared_nb(other, array, label):
+def _check_not_shared_nb(other, array, label, source):
     if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
-        return lambda other, array, label: None
+        return lambda other, array, label, source: None
 
-    def impl(other, array, label):
+    def impl(other, array, label, source):
         a, b = other.ctypes.data, array.ctypes.data
         if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
             raise ValueError("an array updated in place (+=, -=, ...) is shared with "

@@ -3,12 +3,17 @@
 Containers (tuples, lists, dicts, namedtuples, None, registered classes, dataclasses
 registered with `register_dataclass`) are nodes; everything else is a leaf. `None` is
 an empty node, as in JAX. All functions share one namespace, "secant".
+`ravel_pytree` (JAX's `flatten_util.ravel_pytree`) turns a tree of arrays into one vector
+and back, for optimizers that take a vector (`scipy.optimize.minimize`).
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from typing import Any, Callable
 
+import numpy as np
 import optree
 
 NAMESPACE = "secant"
@@ -120,3 +125,63 @@ def treedef_is_leaf(treedef) -> bool:
 
 def all_leaves(trees: Any) -> bool:
     return all(treedef_is_leaf(tree_structure(t)) for t in trees)
+
+
+# ---------------------------------------------------------------- flat vectors, as in JAX
+def ravel_pytree(tree) -> tuple[np.ndarray, Callable]:
+    """`(flat, unravel)`, as `jax.flatten_util.ravel_pytree`: `flat` concatenates every
+    leaf raveled, in `tree_leaves` order; `unravel(flat)` rebuilds the tree.
+
+    dtypes as JAX: `flat` has the leaves' promoted dtype (`np.result_type`, Python numbers
+    weak under NumPy 2); an empty tree gives an empty float32 vector. When all leaves share
+    one dtype, `unravel` keeps the dtype of the vector it is given (so float64 vectors from
+    SciPy stay float64); otherwise it casts each piece back to its leaf's dtype and wants a
+    vector of `flat`'s dtype. Leaves come back as new arrays, never views of the vector;
+    a leaf that was a number (Python or NumPy scalar) comes back as a NumPy scalar, so
+    that `jit` compiles it as a number, as it did the original.
+    """
+    leaves, treedef = tree_flatten(tree)
+    arrays = [np.asarray(leaf) for leaf in leaves]
+    if not arrays:
+        return np.zeros(0, np.float32), functools.partial(_unravel, treedef, (), (), None, None)
+    flat_dtype = _promoted_dtype(leaves, [a.dtype for a in arrays])
+    # a Python number of the vector's kind takes its dtype, as a weak type does in JAX
+    dtypes = tuple(flat_dtype if type(leaf) in _PYTHON_NUMBERS and a.dtype.kind ==
+                   flat_dtype.kind else a.dtype for leaf, a in zip(leaves, arrays))
+    flat = np.concatenate([a.astype(flat_dtype, copy=False).ravel() for a in arrays])
+    shapes = tuple(a.shape for a in arrays)
+    scalars = tuple(not isinstance(leaf, np.ndarray) and a.shape == ()
+                    for leaf, a in zip(leaves, arrays))
+    if all(d == flat_dtype for d in dtypes):
+        return flat, functools.partial(_unravel, treedef, shapes, scalars, None, None)
+    return flat, functools.partial(_unravel, treedef, shapes, scalars, dtypes, flat_dtype)
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _promoted_dtype(leaves, dtypes) -> np.dtype:
+    """`np.result_type` of the leaves, given one representative each: the distinct dtypes
+    of array leaves, and one value per type of Python number (weak, as in JAX)."""
+    python = {type(leaf): leaf for leaf in leaves if type(leaf) in _PYTHON_NUMBERS}
+    strong = {d for leaf, d in zip(leaves, dtypes) if type(leaf) not in python}
+    return np.result_type(*strong, *python.values())
+
+
+def _unravel(treedef, shapes, scalars, dtypes, flat_dtype, flat):
+    flat = np.asarray(flat)
+    size = sum(math.prod(shape) for shape in shapes)
+    if flat.shape != (size,):
+        raise ValueError(f"unravel expects a vector of shape ({size},) (the raveled tree), "
+                         f"got shape {flat.shape}")
+    if flat_dtype is not None and flat.dtype != flat_dtype:
+        raise TypeError(f"unravel was given a vector of dtype {flat.dtype} but the tree "
+                        f"ravels to {flat_dtype} (its leaves have several dtypes)")
+    leaves, start = [], 0
+    for k, shape in enumerate(shapes):
+        stop = start + math.prod(shape)
+        piece = flat[start:stop].reshape(shape)
+        piece = piece.astype(dtypes[k]) if dtypes is not None else piece.copy()
+        leaves.append(piece[()] if scalars[k] else piece)
+        start = stop
+    return tree_unflatten(treedef, leaves)
