@@ -55,6 +55,20 @@ def squared(x):
     return np.sum(x * x)
 
 
+def with_offset(fn):
+    """A wrapper with a parameter (and default) the wrapped function does not have."""
+    @functools.wraps(fn)
+    def wrapper(x, offset=0.25):
+        return fn(x) + offset * np.sum(x)
+    return wrapper
+
+
+@doubled
+@with_offset
+def offset_energy(x):
+    return np.sum(x * x)
+
+
 @doubled
 def scaled(x, *, k=3.0):
     return k * np.sum(x * x)
@@ -70,7 +84,7 @@ def calls_kernel(x):
     return np.sum(kernel(x))
 
 
-DECORATED = [energy, stacked, squared, calls_kernel]
+DECORATED = [energy, stacked, squared, calls_kernel, offset_energy]
 X = np.array([0.3, -1.2, 0.7])
 
 
@@ -104,6 +118,13 @@ def test_forwarding_wrapper_binds_keyword_only_arguments_like_the_wrapped_functi
     assert value == pytest.approx(scaled(X, k=5.0))
     assert_gradient_close(gradient, central_differences(lambda x: scaled(x, k=5.0), (X,), 0))
     assert grad(scaled)(X) == pytest.approx(2.0 * 3.0 * 2.0 * X)
+
+
+def test_forwarding_wrapper_takes_the_parameters_of_the_wrapper_under_it():
+    gradient = grad(offset_energy)(X, offset=1.5)
+    assert_gradient_close(gradient, central_differences(
+        lambda x: offset_energy(x, offset=1.5), (X,), 0))
+    assert jit(offset_energy, backend="python")(X, 1.5) == pytest.approx(offset_energy(X, 1.5))
 
 
 def test_generated_code_is_named_after_the_decorated_function():

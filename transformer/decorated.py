@@ -38,12 +38,13 @@ def hint(fn) -> str:
     return _HINT.format(name=fn.__name__)
 
 
-def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer) -> dict:
+def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
     """Give wrapper `node` the parameters of the function it wraps when it forwards
-    `*args` / `**kwargs`; returns the env entries its non-literal defaults need."""
+    `*args` / `**kwargs`: returns the env entries its non-literal defaults need and the
+    function whose defaults they are; None for a wrapper with parameters of its own."""
     args = node.args
     if args.vararg is None and args.kwarg is None:
-        return {}
+        return None
     star = args.vararg or args.kwarg
     if args.posonlyargs or args.args or args.kwonlyargs:
         raise origin.error(star, "a decorator wrapper that mixes named parameters with "
@@ -51,7 +52,7 @@ def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer) -> dict
     varargs = args.vararg.id if args.vararg is not None else None
     varkw = args.kwarg.id if args.kwarg is not None else None
     _check_only_forwarded(node, varargs, varkw, origin, fn)
-    params = _wrapped_parameters(fn, star, origin)
+    params, owner = _wrapped_parameters(fn, star, origin)
     positional = [p for p in params if p.kind in (_KIND.POSITIONAL_ONLY,
                                                   _KIND.POSITIONAL_OR_KEYWORD)]
     keyword_only = [p for p in params if p.kind is _KIND.KEYWORD_ONLY]
@@ -71,12 +72,17 @@ def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer) -> dict
     node.args = _arguments(by_position + by_keyword, kinds, star, namer, env)
     _expand_calls(node, varargs, varkw, [p.name for p in by_position],
                   [p.name for p in by_keyword])
-    return env
+    return env, owner
 
 
-def _wrapped_parameters(fn, star, origin) -> list:
+def _wrapped_parameters(fn, star, origin) -> tuple[list, object]:
+    """The parameters the wrapped object binds, and the object whose defaults they hold:
+    the first along the `__wrapped__` chain that is not a forwarding wrapper itself."""
+    inner = fn.__wrapped__
+    while is_decorated(inner) and _forwards_only(inner):
+        inner = inner.__wrapped__
     try:
-        signature = inspect.signature(fn.__wrapped__)
+        signature = inspect.signature(inner, follow_wrapped=not inspect.isfunction(inner))
     except (TypeError, ValueError) as exc:
         raise origin.error(star, f"cannot read the parameters of the function this wrapper "
                            f"forwards *args / **kwargs to ({exc})", hint(fn)) from None
@@ -84,7 +90,14 @@ def _wrapped_parameters(fn, star, origin) -> list:
     if any(p.kind in (_KIND.VAR_POSITIONAL, _KIND.VAR_KEYWORD) for p in params):
         raise origin.error(star, "the wrapped function takes *args / **kwargs itself",
                            "name each parameter of the wrapped function")
-    return params
+    return params, inner
+
+
+def _forwards_only(fn) -> bool:
+    """Whether function `fn` takes nothing but `*args` and/or `**kwargs`."""
+    code = fn.__code__
+    return code.co_argcount == code.co_posonlyargcount == code.co_kwonlyargcount == 0 \
+        and bool(code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
 
 
 def _check_only_forwarded(node, varargs, varkw, origin, fn) -> None:

@@ -83,14 +83,17 @@ def parse(fn) -> Function:
     node.decorator_list = []
     namer = Namer(assigned_names(node) | loaded_names(node))
     bindings = freshness.Bindings()
-    if decorated.is_decorated(fn):
-        extra = decorated.forward_parameters(fn, node, origin, namer)
-        bindings.read_defaults(inspect.unwrap(fn))
-        if fn.__name__.isidentifier() and fn.__name__ not in namer.taken:
-            node.name = fn.__name__         # generated code is named after what users call
+    forwarded = decorated.forward_parameters(fn, node, origin, namer) \
+        if decorated.is_decorated(fn) else None
+    if forwarded is None:
+        extra, owner = take_defaults(fn, node, namer), fn
     else:
-        extra = take_defaults(fn, node, namer)
-        bindings.read_defaults(fn)
+        extra, owner = forwarded
+    if inspect.isfunction(owner):
+        bindings.read_defaults(owner)
+    if decorated.is_decorated(fn) and fn.__name__.isidentifier() and \
+            fn.__name__ not in namer.taken:
+        node.name = fn.__name__             # generated code is named after what users call
     # the fence runs before names resolve: a refused construct (an import, a nested def)
     # must be reported as such, not as the undefined name it leaves behind
     try:
