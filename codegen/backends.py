@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from transformer import freshness, lowering
+from transformer.bound_calls import bind_calls
 from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
@@ -122,7 +123,7 @@ def reuse_key(text: str) -> str:
 def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
     if options.backend == "cpu":
-        fn = lowering.lower_for_numba(fn)
+        fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
     node = fn.node
     imports, namespace, fingerprints = [], {}, []
     # Only the top function is parallel: a parallel helper nested inside a parallel

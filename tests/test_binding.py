@@ -149,5 +149,20 @@ def test_invalid_calls_raise_pythons_type_error(backend, compiled):
         assert str(got.value).split("() ", 1)[1] == str(expected.value).split("() ", 1)[1]
 
 
+def helper(x, y=0.5, *, k=SCALE):
+    return k * x * x + y * x
+
+
+def calls_helper(x):
+    return np.sum(helper(x, 1.5, k=4.0)) + np.sum(helper(y=2.0, x=x)) + np.sum(helper(x))
+
+
+def test_compiled_calls_bind_keyword_only_and_keyword_arguments_of_helpers():
+    xs = np.array([0.5, -1.0])
+    assert jit(calls_helper)(xs) == pytest.approx(calls_helper(xs))
+    assert_gradient_close(jit(grad(calls_helper))(xs), central_differences(calls_helper,
+                                                                            (xs,), 0))
+
+
 def test_compiled_gradient_with_a_keyword_only_argument():
     assert jit(grad(keyword_only))(X, k=3.0) == pytest.approx(9.0)
