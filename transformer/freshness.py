@@ -35,8 +35,9 @@ class Bindings:
         self._cells.setdefault(id(cell), (cell, value))
 
     def read_defaults(self, function) -> None:
-        self._defaults.setdefault(id(function), (function, function.__defaults__,
-                                                 _kw_items(function.__kwdefaults__)))
+        kw = function.__kwdefaults__          # the same dict until rebound
+        self._defaults.setdefault(id(function), (function, function.__defaults__, kw,
+                                                 tuple(kw.values()) if kw else ()))
 
     def extend(self, other: "Bindings") -> None:
         for mine, theirs in ((self._names, other._names), (self._cells, other._cells),
@@ -52,9 +53,10 @@ class Bindings:
         for cell, value in self._cells.values():
             if cell_contents(cell) is not value:
                 return False
-        for function, defaults, kw in self._defaults.values():
-            if function.__defaults__ is not defaults or \
-                    not _same_items(_kw_items(function.__kwdefaults__), kw):
+        for function, defaults, kw, kw_values in self._defaults.values():
+            if function.__defaults__ is not defaults or function.__kwdefaults__ is not kw:
+                return False
+            if kw and not _same_values(kw, kw_values):     # a value set in place
                 return False
         return True
 
@@ -75,12 +77,8 @@ def cell_contents(cell):
         return _MISSING
 
 
-def _kw_items(kwdefaults) -> tuple:
-    return tuple(kwdefaults.items()) if kwdefaults else ()
-
-
-def _same_items(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a, b))
+def _same_values(kw: dict, values: tuple) -> bool:
+    return len(kw) == len(values) and all(a is b for a, b in zip(kw.values(), values))
 
 
 # ---------------------------------------------------------------- recording builds
