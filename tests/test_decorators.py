@@ -158,6 +158,11 @@ def mixed(x):
     return np.sum(x)
 
 
+@doubled
+def named_like_the_closure(x, fn=2.0):
+    return fn * np.sum(x)
+
+
 class Memo:
     """A class-based decorator: an object, not a function, wraps the function."""
 
@@ -177,7 +182,8 @@ def object_wrapped(x):
 @pytest.mark.parametrize("fn, message", [
     (reads_args, "uses 'args' other than to forward it"),
     (mixed, "mixes named parameters with *args"),
-], ids=["reads-args", "mixed"])
+    (named_like_the_closure, "parameter 'fn' has the name of a variable"),
+], ids=["reads-args", "mixed", "parameter-named-like-closure"])
 def test_wrapper_using_args_otherwise_is_refused_at_its_line(fn, message):
     with pytest.raises(TransformError) as info:
         grad(fn)(X)

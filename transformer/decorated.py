@@ -53,6 +53,10 @@ def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
     varkw = args.kwarg.id if args.kwarg is not None else None
     _check_only_forwarded(node, varargs, varkw, origin, fn)
     params, owner = _wrapped_parameters(fn, star, origin)
+    clash = sorted({p.name for p in params} & (namer.taken - {varargs, varkw}))
+    if clash:       # as a parameter of the wrapper it would hide the wrapper's own name
+        raise origin.error(star, f"the wrapped function's parameter {clash[0]!r} has the "
+                           "name of a variable of this decorator wrapper", hint(fn))
     positional = [p for p in params if p.kind in (_KIND.POSITIONAL_ONLY,
                                                   _KIND.POSITIONAL_OR_KEYWORD)]
     keyword_only = [p for p in params if p.kind is _KIND.KEYWORD_ONLY]
