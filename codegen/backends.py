@@ -27,10 +27,12 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+import gast
 import numba
 import numpy as np
 
-from transformer import lowering
+from transformer import freshness, lowering
+from transformer.bound_calls import bind_calls
 from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
@@ -134,7 +136,7 @@ def reuse_key(text: str) -> str:
 def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
     if options.backend == "cpu":
-        fn = lowering.lower_for_numba(fn)
+        fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
     node = fn.node
     imports, namespace, fingerprints = [], {}, []
     # Only the top function is parallel: a parallel helper nested inside a parallel
@@ -150,6 +152,7 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         materialized, fingerprint = _materialize(value, dependency_options)
         namespace[name] = materialized
         fingerprints.append(f"# uses {name}: {fingerprint}")
+    fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, fn.env)]
     decorator = options.decorator()
     if decorator:
         imports.append("import numba")
@@ -208,6 +211,53 @@ def _import_line(name: str, module: types.ModuleType) -> str:
     return f"import {real} as {name}"
 
 
+def _module_reads(node, env) -> list[tuple[str, str]]:
+    """(`cfg.SCALE`, fingerprint) for each value read through a user's module.
+
+    The module is imported by the generated code, not bound, so without these lines an
+    edit to cfg.py or helpers.py would leave the module text - and Numba's cache, which
+    froze the value it read - unchanged.
+    """
+    reads = {}
+    for sub in gast.walk(node):
+        if not isinstance(sub, gast.Attribute):
+            continue
+        module, path = _module_path(sub.value, env)
+        if module is None or is_library_module(module) or not hasattr(module, sub.attr):
+            continue
+        value = getattr(module, sub.attr)
+        if not isinstance(value, types.ModuleType):
+            reads[f"{path}.{sub.attr}"] = _read_fingerprint(value)
+    return sorted(reads.items())
+
+
+def _module_path(expr, env) -> tuple[types.ModuleType | None, str]:
+    """The module a Name or dotted path of modules stands for, and its text."""
+    if isinstance(expr, gast.Name):
+        value, path = env.get(expr.id), expr.id
+    elif isinstance(expr, gast.Attribute):
+        base, path = _module_path(expr.value, env)
+        value = getattr(base, expr.attr, None) if base is not None else None
+        path = f"{path}.{expr.attr}"
+    else:
+        return None, ""
+    return (value, path) if isinstance(value, types.ModuleType) else (None, "")
+
+
+def _read_fingerprint(value) -> str:
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        return "numba " + function_fingerprint(value.py_func)
+    if is_user_function(value):
+        return "python " + function_fingerprint(value)
+    return fingerprint(value)
+
+
+def is_library_module(module: types.ModuleType) -> bool:
+    """A module of NumPy, Numba, secant itself, ...: its values change with its version
+    (in every header), not with the user's edits."""
+    return (module.__name__ or "").partition(".")[0] in _LIBRARY_ROOTS
+
+
 def _materialize(value, options: Options) -> tuple[Any, str]:
     """The object to bind for `value` under `options`, and its fingerprint."""
     if isinstance(value, Function):
@@ -218,8 +268,8 @@ def _materialize(value, options: Options) -> tuple[Any, str]:
         return compiled.function, "generated " + compiled.key[:32]
     if isinstance(value, numba.core.dispatcher.Dispatcher):
         if options.backend == "cpu":
-            return value, "numba " + _source_hash(value.py_func)
-        return value.py_func, "python " + _source_hash(value.py_func)
+            return value, "numba " + function_fingerprint(value.py_func)
+        return value.py_func, "python " + function_fingerprint(value.py_func)
     if is_user_function(value):
         from transformer.frontend import parse
         compiled = compile_function(parse(value), options)
@@ -235,12 +285,65 @@ def is_user_function(value) -> bool:
     return root not in _LIBRARY_ROOTS
 
 
-def _source_hash(fn) -> str:
+def function_fingerprint(fn) -> str:
+    """A hash of a plain Python function (an njit kernel's `py_func`) and of everything it
+    reads: its source, defaults and closure, the globals its code names - the functions
+    among them followed the same way - and values read through the user's modules.
+
+    Numba's cache keeps what a kernel compiled to, callees inlined, under the generated
+    module's name; an edit anywhere below the kernel must change that name.
+    """
+    digest = hashlib.sha256()
+    _feed_function(fn, digest, set())
+    return digest.hexdigest()[:32]
+
+
+def _feed_function(fn, digest, seen: set) -> None:
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
     try:
-        text = inspect.getsource(fn)
+        digest.update(inspect.getsource(fn.__code__).encode())
     except (OSError, TypeError):
-        text = repr(fn.__code__.co_code)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+        digest.update(fn.__code__.co_code)
+    for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
+        digest.update(_value_fingerprint(value, digest, seen).encode())
+    names = _code_names(fn.__code__)
+    cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+    reads = [(n, freshness.cell_contents(c)) for n, c in cells
+             if freshness.cell_contents(c) is not freshness.missing()]
+    reads += [(n, fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__]
+    for name, value in reads:
+        digest.update(name.encode())
+        if isinstance(value, types.ModuleType):
+            if not is_library_module(value):
+                for attr in sorted(names & set(vars(value))):
+                    digest.update(f"{name}.{attr}".encode())
+                    digest.update(_value_fingerprint(getattr(value, attr), digest,
+                                                     seen).encode())
+            continue
+        digest.update(_value_fingerprint(value, digest, seen).encode())
+
+
+def _value_fingerprint(value, digest, seen: set) -> str:
+    """`fingerprint(value)`; a function (or kernel) is fed to `digest` instead."""
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        value = value.py_func
+    if is_user_function(value):
+        _feed_function(value, digest, seen)
+        return "function"
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    return fingerprint(value)
+
+
+def _code_names(code) -> set:
+    """Global and attribute names used by `code` and the code nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
 
 
 def fingerprint(value) -> str:

@@ -12,7 +12,6 @@ with the strategy chosen and why.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -109,20 +108,21 @@ class Batched(Transformed):
     def __init__(self, fun, in_axes, out_axes, axis_size, axis_name, method):
         self.in_axes, self.out_axes = in_axes, out_axes
         self.axis_size, self.axis_name, self.method = axis_size, axis_name, method
-        self._variants: dict = {}
-        self._specs: dict = {}
         super().__init__(fun, lambda: self.build(self.usual_call), "vmap")
 
-    @functools.cached_property
+    @property
     def base(self) -> Function:
-        return parse(self.fun)
+        return self._built("base", lambda: parse(self.fun))
 
-    @functools.cached_property
+    @property
     def signature(self):
-        return signature(self.base)
+        return self._built("signature", lambda: signature(self.base))
 
-    @functools.cached_property
+    @property
     def usual_call(self) -> tuple:
+        return self._built("usual_call", self._usual_call)
+
+    def _usual_call(self) -> tuple:
         """How each parameter is passed when not told otherwise (jit, show_vmap): the
         parameters without a default positionally, the others left at their default."""
         parameters = self.signature.parameters
@@ -158,21 +158,21 @@ class Batched(Transformed):
         return batch(self.base, self.spec(passed))
 
     def __call__(self, *args, **kwargs):
+        self._refresh()
         params = self.base.params
         passed = tuple("positional" if i < len(args) else
                        "keyword" if p in kwargs else "default" for i, p in enumerate(params))
-        spec = self._specs.get(passed)
-        if spec is None:
-            spec = self._specs[passed] = self.spec(passed)
+        spec = self._built(("spec", passed), lambda: self.spec(passed))
         _check_sizes(self.base, self.signature, spec, args, kwargs)
         if passed == self.usual_call:
-            return super().__call__(*args, **kwargs)
-        if passed not in self._variants:
-            from codegen import backends
-            from .transformed import PYTHON
-            self._variants[passed] = backends.compile_function(
-                self.build(passed), PYTHON).function
-        return self._variants[passed](*args, **kwargs)
+            return self._python(*args, **kwargs)
+        return self._built(("variant", passed), lambda: self._variant(passed))(*args, **kwargs)
+
+    def _variant(self, passed: tuple):
+        from codegen import backends
+
+        from .transformed import PYTHON
+        return backends.compile_function(self.build(passed), PYTHON).function
 
 
 def _normalize(axes):

@@ -19,7 +19,7 @@ from . import basis, runtime
 from .errors import TransformError
 from .forward import jvp_function
 from .frontend import parse
-from .function import Function
+from .function import Function, binder, call_arguments, same_parameters
 from .names import Namer
 from .transformed import Transformed
 from .typing import Argnums
@@ -82,7 +82,11 @@ def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | Non
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise TypeError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
-    return transformed(*primals, *tangents)
+    # `fun(*primals)`, as Python binds it: the parameters left out take their defaults,
+    # with a zero tangent
+    values = _binder(transformed, fun)(*primals)
+    zeros = tuple(_zeros_tree(v) for v in values[len(primals):])
+    return transformed(*values, *tangents, *zeros)
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,16 +106,23 @@ def _jvp_transformed(fun, has_aux: bool) -> Transformed:
     return Transformed(fun, build, "jvp")
 
 
+def _binder(transformed: Transformed, fun):
+    """`fun`'s binding (`function.binder`), made once while `fun`'s bindings hold."""
+    transformed._refresh()
+    return transformed._built("binder", lambda: binder(parse(fun)))
+
+
 def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """JAX's `linearize`: `(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the tangent map."""
     transformed = _jvp_transformed(fun, False)
-    zeros = tuple(_zeros_tree(p) for p in primals)
-    out, _ = transformed(*primals, *zeros)
+    values = _binder(transformed, fun)(*primals)     # defaults for the parameters left out
+    zeros = tuple(_zeros_tree(v) for v in values)
+    out, _ = transformed(*values, *zeros)
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
             raise TypeError(f"f_jvp takes {len(primals)} tangents, got {len(tangents)}")
-        return transformed(*primals, *tangents)[1]
+        return transformed(*values, *tangents, *zeros[len(primals):])[1]
     return out, f_jvp
 
 
@@ -142,25 +153,27 @@ class Jacobian(Transformed):
         self.argnums, self.has_aux, self.mode = argnums, has_aux, mode
         label = f"jac{mode}(argnums={argnums})"
         super().__init__(fun, lambda: _jacobian(fun, argnums, has_aux, mode), label)
-        self._flat: dict = {}
 
     def __call__(self, *args, **kwargs):
         from .pytrees import LEAF, layout_of
-        if kwargs or all(layout_of(a) is LEAF for a in args):
-            return super().__call__(*args, **kwargs)
+        self._refresh()
+        if all(layout_of(a) is LEAF for a in args) and \
+                all(layout_of(v) is LEAF for v in kwargs.values()):
+            return self._python(*args, **kwargs)
+        args = self._built("binder", lambda: binder(parse(self.fun)))(*args, **kwargs)
         return self._call_tree(args, tuple(layout_of(a) for a in args))
 
     def _call_tree(self, args, layouts):
         from . import tree_util
         from .api_reverse import flatten_parameters
         nums = _argnums(parse(self.fun), self.argnums)
-        if layouts not in self._flat:
+
+        def build():
             flat, groups = flatten_parameters(parse(self.fun), layouts)
             leaves = tuple(i for a in nums for i in groups[a])
             ref = _FunctionRef(self.fun, flat)
-            fn = _jacobian(ref, leaves, self.has_aux, self.mode)
-            self._flat[layouts] = (backends_compile(fn), groups)
-        compiled, groups = self._flat[layouts]
+            return backends_compile(_jacobian(ref, leaves, self.has_aux, self.mode)), groups
+        compiled, groups = self._built(("layouts", layouts), build)
         result = compiled(*[leaf for a in args for leaf in tree_util.tree_leaves(a)])
         jacs, aux = (result[0], result[1]) if self.has_aux else (result, None)
         jacs = tuple(jacs)                 # `leaves` is a tuple argnums: one per leaf
@@ -244,7 +257,9 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
                                                               for line in body)
     label = label or (f"jacfwd(argnums={argnums})" if mode == "fwd"
                       else f"jacrev(argnums={argnums})")
-    return generated(fn, text, env, label)
+    jac = generated(fn, text, env, label)
+    # called as `fun` is: the same keyword-only parameters and defaults
+    return jac.replace(env={**jac.env, **same_parameters(jac.node, fn)})
 
 
 def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list[str]:
@@ -322,7 +337,7 @@ def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
     params = ", ".join(fn.params)
     out, aux, rows, mapped = (namer.fresh(n) for n in ("out", "aux", "rows", "mapped"))
     env[mapped] = batched
-    lines = _primal_lines(params, out, aux, has_aux, namer)
+    lines = _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
     lines.append(f"{rows} = {mapped}({params}, basis_matrix({out}))")
     jacs = []
     for i, p in enumerate(active):
@@ -333,12 +348,13 @@ def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
     return lines
 
 
-def _primal_lines(params, out, aux, has_aux, namer) -> list[str]:
-    """Run the function itself once: its output fixes the cotangent basis."""
+def _primal_lines(arguments, out, aux, has_aux, namer) -> list[str]:
+    """Run the function itself once (`arguments` pass each parameter on): its output
+    fixes the cotangent basis."""
     if not has_aux:
-        return [f"{out} = primal({params})"]
+        return [f"{out} = primal({arguments})"]
     pair = namer.fresh("value")
-    return [f"{pair} = primal({params})", f"{out} = {pair}[0]", f"{aux} = {pair}[1]"]
+    return [f"{pair} = primal({arguments})", f"{out} = {pair}[0]", f"{aux} = {pair}[1]"]
 
 
 def cotangent_function(fun, argnums: tuple[int, ...], has_aux: bool) -> Function:
@@ -390,7 +406,7 @@ def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
     vjp Function `(*params, cotangent) -> (bar_p, ...)` of the active parameters."""
     params = ", ".join(fn.params)
     out, aux, k, grads = (namer.fresh(n) for n in ("out", "aux", "k", "grads"))
-    lines = _primal_lines(params, out, aux, has_aux, namer)
+    lines = _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
     jacs = [namer.fresh("jac_" + p) for p in active]
     lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
     lines.append(f"for {k} in range(basis_size({out})):")

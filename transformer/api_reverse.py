@@ -21,7 +21,7 @@ from codegen import backends
 from . import templates, tree_util
 from .errors import TransformError
 from .frontend import parse
-from .function import Function, signature
+from .function import Function, binder
 from .pytrees import LEAF, layout_of
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
@@ -72,30 +72,26 @@ class GradTransformed(Transformed):
         self.mode, self.has_aux = mode, has_aux
         label = f"{mode}(argnums={argnums!r}{', has_aux=True' if has_aux else ''})"
         super().__init__(fun, lambda: self._generate(_base_function(fun)), label)
-        self._by_layout: dict = {}
 
     def _generate(self, fn: Function) -> Function:
         return reverse_function(fn, self.argnums, self.mode, self.has_aux, self.label,
                                 self.tuple_grads)
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            args = tuple(signature(_base_function(self.fun)).bind(*args, **kwargs)
-                         .args)
-        layouts = tuple(layout_of(a) for a in args)
-        if all(lay is LEAF for lay in layouts):
-            return self._python(*args)
-        return self._call_flattened(args, layouts)
+        self._refresh()
+        if all(layout_of(a) is LEAF for a in args) and \
+                all(layout_of(v) is LEAF for v in kwargs.values()):
+            return self._python(*args, **kwargs)      # the generated def binds as f does
+        args = self._built("binder", lambda: binder(_base_function(self.fun)))(*args, **kwargs)
+        return self._call_flattened(args, tuple(layout_of(a) for a in args))
 
     def _call_flattened(self, args, layouts):
-        flat_fn = self._by_layout.get(layouts)
-        if flat_fn is None:
+        def build():
             base, groups = flatten_parameters(_base_function(self.fun), layouts)
             wrt = tuple(i for a in self.argnums for i in groups[a])
             fn = reverse_function(base, wrt, self.mode, self.has_aux, self.label, True)
-            flat_fn = (backends.compile_function(fn, PYTHON).function, groups)
-            self._by_layout[layouts] = flat_fn
-        function, groups = flat_fn
+            return backends.compile_function(fn, PYTHON).function, groups
+        function, groups = self._built(("layouts", layouts), build)
         leaves = [leaf for a in args for leaf in tree_util.tree_leaves(a)]
         result = function(*leaves)
         return self._unflatten(result, args, groups)
@@ -163,10 +159,11 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
 
 def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False):
     """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
-    fn = reverse_function(_base_function(fun), wrt, VJP, has_aux,
-                          f"vjp(argnums={wrt})")
+    base = _base_function(fun)
+    fn = reverse_function(base, wrt, VJP, has_aux, f"vjp(argnums={wrt})")
     compiled = backends.compile_function(fn, PYTHON).function
     result = fun(*primals)
+    values = binder(base)(*primals)     # the parameters left out take their defaults
     out, aux = result if has_aux else (result, None)
 
     def vjp_fn(cotangent):
@@ -174,7 +171,7 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
         if isinstance(out, tuple) and len(cts) != len(out):
             raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
                              f"{len(out)}")
-        return tuple(compiled(*primals, *cts))
+        return tuple(compiled(*values, *cts))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 

@@ -2,27 +2,39 @@
 
 Handles plain, decorated, nested (closure) and other-module functions, lambdas passed
 straight to a transformation (told apart by column when several share a line), Numba
-dispatchers (read through `py_func`) and objects secant has already wrapped.
+dispatchers (read through `py_func`) and objects secant has already wrapped. A function
+wrapped by a decorator is parsed as its wrapper (`decorated`), never silently unwrapped.
 
 Invariant of the output: the FunctionDef has no decorators; its line numbers and
-columns are those of the user's file; every free name of the body is a key of `env`.
+columns are those of the user's file; every free name of the body is a key of `env`;
+its defaults are the values the function object holds (`defaults`). Every binding read
+is reported to the active `freshness` recordings.
 """
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import textwrap
+import types
 
 import gast
 
+from . import decorated, freshness
+from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin
-from .names import free_names
+from .names import Namer, assigned_names, free_names, loaded_names
+
+# wrappers that return exactly what the function under them returns
+_TRANSPARENT = tuple(t for t in (getattr(functools, "_lru_cache_wrapper", None),)
+                     if t is not None)
 
 
 def unwrap(obj):
-    """The Python function behind a secant wrapper or a Numba dispatcher, if any."""
+    """What to parse for `obj`: the Python function behind a Numba dispatcher or a
+    `functools.lru_cache`; a secant wrapper or any other object as it is."""
     seen = set()
     while id(obj) not in seen:
         seen.add(id(obj))
@@ -31,7 +43,7 @@ def unwrap(obj):
         if hasattr(obj, "py_func"):          # numba.njit dispatcher
             obj = obj.py_func
             continue
-        if hasattr(obj, "__wrapped__"):      # functools.wraps: the source is the wrapped def
+        if _TRANSPARENT and isinstance(obj, _TRANSPARENT):
             obj = obj.__wrapped__
             continue
         break
@@ -49,6 +61,8 @@ def parse(fn) -> Function:
             hint="transform a module-level function and pass the object's arrays (or a "
                  "dataclass or dict of them, a pytree) as arguments")
     if not inspect.isfunction(fn):
+        if hasattr(fn, "__wrapped__"):
+            raise _opaque_wrapper(fn)
         raise TransformError(
             f"cannot transform {fn!r}: it is not a Python function with source code",
             hint="pass a function defined with `def` (or a lambda) in a .py file; builtins and "
@@ -56,7 +70,8 @@ def parse(fn) -> Function:
                  "and register a rule for it with transformer.defadjoint if needed.")
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # through the code object: getsourcelines(fn) would follow `__wrapped__`
+        lines, first = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as exc:
         raise TransformError(
             f"cannot read the source of {fn.__qualname__} ({exc})",
@@ -66,10 +81,54 @@ def parse(fn) -> Function:
     origin = Origin(filename, fn.__qualname__, first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
+    namer = Namer(assigned_names(node) | loaded_names(node))
+    bindings = freshness.Bindings()
+    forwarded = decorated.forward_parameters(fn, node, origin, namer) \
+        if decorated.is_decorated(fn) else None
+    if forwarded is None:
+        extra, owner = take_defaults(fn, node, namer), fn
+    else:
+        extra, owner = forwarded
+    if inspect.isfunction(owner):
+        bindings.read_defaults(owner)
+    if decorated.is_decorated(fn) and fn.__name__.isidentifier() and \
+            fn.__name__ not in namer.taken:
+        node.name = fn.__name__             # generated code is named after what users call
     # the fence runs before names resolve: a refused construct (an import, a nested def)
     # must be reported as such, not as the undefined name it leaves behind
-    check_supported(Function(node, {}, origin))
-    return Function(node, _resolve_env(fn, node, origin), origin)
+    try:
+        check_supported(Function(node, {}, origin))
+    except TransformError as exc:
+        if not decorated.is_decorated(fn):
+            raise
+        raise _in_wrapper(exc, fn) from None
+    env = _resolve_env(fn, node, origin, extra, bindings)
+    freshness.note(bindings)
+    return Function(node, env, origin)
+
+
+def _opaque_wrapper(obj) -> TransformError:
+    """A decorator returned an object (not a function) around a function: refuse it,
+    located at the function under it, rather than transform that function alone."""
+    inner = inspect.unwrap(obj)
+    code = getattr(inner, "__code__", None)
+    filename = code.co_filename if code else None
+    lineno = code.co_firstlineno if code else None
+    line = Origin(filename, "", lineno).source_line(lineno) if code else None
+    return TransformError(
+        f"cannot transform {getattr(obj, '__name__', obj)!r}: a decorator replaced the "
+        f"function with a {type(obj).__name__} object whose code secant cannot read, and "
+        "transforming the function under it would drop what the decorator does",
+        filename=filename, lineno=lineno, col=0, line=line,
+        hint="make the decorator return a function defined with `def` (functools.wraps), "
+             "or, if it changes no value, transform the undecorated function")
+
+
+def _in_wrapper(exc: TransformError, fn) -> TransformError:
+    hint = f"{exc.hint}; " if exc.hint else ""
+    return TransformError(f"{exc.message} (in the wrapper a decorator put around "
+                          f"{fn.__name__})", filename=exc.filename, lineno=exc.lineno,
+                          col=exc.col, line=exc.line, hint=hint + decorated.hint(fn))
 
 
 def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
@@ -82,15 +141,17 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
         # a lambda inside a larger expression spanning lines: parse the statement's line
         module = gast.parse(_wrap_fragment(dedented))
     _shift_positions(module, first - 1, indent)
-    if fn.__name__ == "<lambda>":
+    # the code's name: a wrapper made by functools.wraps carries the wrapped one's __name__
+    code_name = fn.__code__.co_name
+    if code_name == "<lambda>":
         return _lambda_node(fn, module, origin)
     for node in gast.walk(module):
-        if isinstance(node, gast.FunctionDef) and node.name == fn.__name__:
+        if isinstance(node, gast.FunctionDef) and node.name == code_name:
             return node
-        if isinstance(node, gast.AsyncFunctionDef) and node.name == fn.__name__:
+        if isinstance(node, gast.AsyncFunctionDef) and node.name == code_name:
             raise origin.error(node, "async functions are not supported by secant",
                                "transform a plain (non-async) function")
-    raise TransformError(f"could not find the definition of {fn.__name__} in its source",
+    raise TransformError(f"could not find the definition of {code_name} in its source",
                          filename=origin.filename, lineno=first, col=0)
 
 
@@ -158,24 +219,50 @@ def _contains(expr, lineno, col) -> bool:
     return start <= (lineno, col) <= end
 
 
-def _resolve_env(fn, node, origin) -> dict:
-    closure = {}
-    if fn.__closure__:
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:  # an empty cell: the variable is assigned later
-                pass
+def _resolve_env(fn, node, origin, extra: dict, bindings: freshness.Bindings) -> dict:
+    """Each free name of `node`: from `extra` (the defaults' names), the closure, the
+    globals, or builtins; records in `bindings` where each was read."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     env = {}
     for name in sorted(free_names(node)):
-        if name in closure:
-            env[name] = closure[name]
+        if name in extra:
+            env[name] = extra[name]
+        elif name in cells and freshness.cell_contents(cells[name]) is not freshness.missing():
+            env[name] = cells[name].cell_contents
+            bindings.read_cell(cells[name], env[name])
         elif name in fn.__globals__:
             env[name] = fn.__globals__[name]
+            bindings.read_name(fn.__globals__, name, env[name])
         elif hasattr(builtins, name):
             env[name] = getattr(builtins, name)
+            bindings.read_name(fn.__globals__, name, freshness.missing())
         else:
             use = next(n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name)
             raise origin.error(use, f"name {name!r} is not defined",
                                hint="define it before transforming the function")
+    _read_through_modules(node, env, bindings)
     return env
+
+
+def _read_through_modules(node, env, bindings: freshness.Bindings) -> None:
+    """Record `cfg.SCALE`, `pkg.cfg.SCALE`, ... read through a user's module."""
+    from codegen.backends import is_library_module
+    for sub in gast.walk(node):
+        if not isinstance(sub, gast.Attribute):
+            continue
+        base = _module_of(sub.value, env)
+        if base is not None and not is_library_module(base):
+            bindings.read_name(base.__dict__, sub.attr,
+                               base.__dict__.get(sub.attr, freshness.missing()))
+
+
+def _module_of(expr, env):
+    """The module `expr` (a Name or a dotted path of modules) stands for, or None."""
+    if isinstance(expr, gast.Name):
+        value = env.get(expr.id)
+    elif isinstance(expr, gast.Attribute):
+        base = _module_of(expr.value, env)
+        value = getattr(base, expr.attr, None) if base is not None else None
+    else:
+        return None
+    return value if isinstance(value, types.ModuleType) else None

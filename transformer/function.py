@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import linecache
 from typing import Any, Mapping
 
@@ -107,9 +108,9 @@ def resolve(fn: Function, expr, default=_MISSING):
     return default
 
 
-def signature(fn: Function):
-    """An inspect.Signature for `fn`'s parameters, defaults evaluated in its env."""
-    import inspect
+def signature(fn: Function) -> inspect.Signature:
+    """An inspect.Signature for `fn`'s parameters, defaults evaluated in its env (the
+    frontend made each default a literal or a name bound to the function's own value)."""
 
     def default(node):
         if node is None:
@@ -128,6 +129,74 @@ def signature(fn: Function):
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
         params.append(inspect.Parameter(a.id, inspect.Parameter.KEYWORD_ONLY, default=default(d)))
     return inspect.Signature(params)
+
+
+def binder(fn: Function):
+    """A function with `fn`'s parameters, kinds and defaults that returns the values bound
+    to them, in `fn.params` order, defaults filled in.
+
+    Python itself binds the call, so a transformation calling its generated code with
+    these values accepts exactly the calls the original accepts, and raises Python's own
+    TypeError for the others (too many positional arguments, a keyword-only one passed
+    positionally, a missing one).
+    """
+    sig = signature(fn)
+    params = list(sig.parameters.values())
+    text = f"def {fn.name}({_parameter_list(params)}):\n    return ({_tuple(fn.params)})\n"
+    scope: dict = {}
+    exec(compile(text, f"<secant binding of {fn.origin.describe()}>", "exec"), scope)
+    bind = scope[fn.name]
+    positional = [p.default for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY
+                  and p.default is not inspect.Parameter.empty]
+    bind.__defaults__ = tuple(positional) or None
+    bind.__kwdefaults__ = {p.name: p.default for p in params
+                           if p.kind is inspect.Parameter.KEYWORD_ONLY
+                           and p.default is not inspect.Parameter.empty} or None
+    return bind
+
+
+def _parameter_list(params) -> str:
+    """`x, y=None, /, *, k=None`: defaults as placeholders (the binder sets the values)."""
+    kinds = inspect.Parameter
+    items = []
+    for i, p in enumerate(params):
+        if p.kind is kinds.KEYWORD_ONLY and (i == 0 or params[i - 1].kind is not p.kind):
+            items.append("*")
+        items.append(p.name if p.default is kinds.empty else f"{p.name}=None")
+        last = i + 1 == len(params)
+        if p.kind is kinds.POSITIONAL_ONLY and (last or params[i + 1].kind is not p.kind):
+            items.append("/")
+    return ", ".join(items)
+
+
+def _tuple(names) -> str:
+    return "".join(f"{n}, " for n in names)
+
+
+def call_arguments(fn: Function) -> str:
+    """The arguments of a call passing each of `fn`'s parameters on: `x, y, k=k`."""
+    kw = {a.id for a in fn.node.args.kwonlyargs}
+    return ", ".join(f"{p}={p}" if p in kw else p for p in fn.params)
+
+
+def same_parameters(node: gast.FunctionDef, fn: Function) -> dict:
+    """Give generated `node` (whose parameters are `fn.params`, in order) `fn`'s kinds and
+    defaults; returns the env entries the defaults read."""
+    node.args = copy.deepcopy(fn.node.args)
+    defaults = [d for d in node.args.defaults + node.args.kw_defaults if d is not None]
+    return {n.id: fn.env[n.id] for d in defaults for n in gast.walk(d)
+            if isinstance(n, gast.Name) and n.id in fn.env}
+
+
+def positional_parameters(fn: Function) -> Function:
+    """`fn` taking every parameter positionally, without defaults: for a caller that has
+    already bound the call with `binder`."""
+    node = fn.copy_node()
+    args = node.args
+    params = args.posonlyargs + args.args + args.kwonlyargs
+    node.args = gast.arguments(args=params, posonlyargs=[], vararg=None, kwonlyargs=[],
+                               kw_defaults=[], kwarg=None, defaults=[])
+    return fn.replace(node=node)
 
 
 def hashable(obj) -> bool:

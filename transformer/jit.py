@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import linecache
 import os
 import re
@@ -33,11 +34,12 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
+from . import freshness
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
-from .function import Function, signature
+from .function import Function, binder, positional_parameters, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .specialize import specialize
@@ -170,14 +172,42 @@ class Jitted(ShowsSource):
             with self._parse_lock:
                 if self._base_fn is None:
                     started = time.perf_counter()
-                    self._base_fn = parse(self.fun)
+                    self._read = freshness.Bindings()
+                    with freshness.recording(self._read):
+                        self._base_fn = parse(self.fun)
                     if not compile_log.inside_compile():    # else that compile counts it
                         self._parse_seconds = time.perf_counter() - started
         return self._base_fn
 
+    def _reread_if_rebound(self) -> bool:
+        """Before compiling a new specialization: parse again if a global, closure value,
+        module attribute or default read so far was rebound (as jax.jit retraces with the
+        values of the moment). Compiled specializations keep the values they were built
+        with. Whether anything was forgotten."""
+        with self._parse_lock:
+            if self._base_fn is None or self._read.current():
+                return False
+            self._base_fn = None
+            for cached in ("signature", "_binder", "_arity", "static_names"):
+                self.__dict__.pop(cached, None)
+            return True
+
     @functools.cached_property
     def signature(self):
         return signature(self.base_function)
+
+    @functools.cached_property
+    def _binder(self):
+        return binder(self.base_function)
+
+    @functools.cached_property
+    def _arity(self) -> int:
+        """The number of parameters when a call passing each one positionally needs no
+        binding (no keyword-only parameter, no static one); -1 otherwise."""
+        kinds = {p.kind for p in self.signature.parameters.values()}
+        plain = kinds <= {inspect.Parameter.POSITIONAL_ONLY,
+                          inspect.Parameter.POSITIONAL_OR_KEYWORD}
+        return len(self.signature.parameters) if plain and not self.static_names else -1
 
     @functools.cached_property
     def static_names(self) -> frozenset:
@@ -193,6 +223,9 @@ class Jitted(ShowsSource):
     def __call__(self, *args, **kwargs):
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
+        if compiled is None and self._reread_if_rebound():
+            spec_key, dynamic, layouts, static = self._bind(args, kwargs)
+            compiled = self._specs.get(spec_key)
         if compiled is None:
             return self._first_call(spec_key, dynamic, layouts, static)
         self._hits += 1
@@ -229,12 +262,11 @@ class Jitted(ShowsSource):
         axis of each dynamic array (`vector_shapes.argument_key`): `scalarize` turns
         vectors of a length known this way into scalars.
         """
-        if not kwargs and not self.static_names and _all_leaves(args):
+        if not kwargs and len(args) == self._arity and _all_leaves(args):
             return (len(args), argument_key(args) if self._cpu else ()), args, None, {}
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
+        values = self._binder(*args, **kwargs)      # Python's binding, defaults filled in
         static, dynamic, layouts = {}, [], {}
-        for name, value in bound.arguments.items():
+        for name, value in zip(self.base_function.params, values):
             if name in self.static_names:
                 try:
                     hash(value)
@@ -294,7 +326,7 @@ class Jitted(ShowsSource):
         fn = self.base_function
         if static:
             fn = specialize(fn, static)
-        fn = methods_to_functions(fn)
+        fn = methods_to_functions(positional_parameters(fn))
         if layouts:
             fn = rewrite_access(fn, layouts)
         keys = None

@@ -934,10 +934,14 @@ class _Reverse:
         node = copy.deepcopy(self.fn.node)
         prefix = {GRAD: "grad", VALUE_AND_GRAD: "value_and_grad", VJP: "vjp"}[self.mode]
         node.name = self.namer.fresh(f"{prefix}_{self.fn.name}")
-        if self.mode == VJP:
-            node.args.args = node.args.args + [gast.Name(id=c, ctx=gast.Param(),
-                                                         annotation=None, type_comment=None)
-                                               for c in self.cotangent_params]
+        if self.mode == VJP:      # called positionally: every primal, then the cotangents
+            args = node.args
+            node.args = gast.arguments(
+                args=args.posonlyargs + args.args + args.kwonlyargs + [
+                    gast.Name(id=c, ctx=gast.Param(), annotation=None, type_comment=None)
+                    for c in self.cotangent_params],
+                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                defaults=[])
         # the reverse sweep restores overwritten variables, the returned ones included:
         # keep what the function returned before it starts
         forward += self.keep_returned_values()

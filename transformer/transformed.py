@@ -5,6 +5,11 @@ the generated code with the plain-Python backend (NumPy, no compile), like JAX's
 mode; `jit(...)` of it compiles the same Function with Numba. Objects with a
 `__secant_function__` method are understood everywhere a function is expected: by
 other transformations (which is how they compose) and by generated code calling them.
+
+Like JAX's `grad`, a transformed function reads the globals, closure values, module
+attributes and defaults of the code it transforms as they are at each call: everything
+built is remembered with the bindings it read (`freshness`), and is built again once one
+of them was rebound. `jit` instead keeps the values it compiled with, as `jax.jit` does.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Callable
 from codegen import backends, compile_log
 from codegen.backends import Options
 
+from . import freshness
 from .display import ShowsSource, SourceCode
 from .function import Function
 
@@ -27,22 +33,46 @@ class Transformed(ShowsSource):
         self.fun = fun
         self._build = build
         self.label = label
+        self._memo: dict = {}                  # what was built from `_bindings`
+        self._bindings = freshness.Bindings()
         functools.update_wrapper(self, fun, updated=())
 
-    @functools.cached_property
+    def _built(self, key, build: Callable):
+        """`build()`, made once per `key` while the bindings it read are unchanged."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        with freshness.recording(self._bindings):
+            value = self._memo[key] = build()
+        return value
+
+    def _refresh(self) -> None:
+        """Forget what was built if a binding it read has been rebound since."""
+        if self._memo and not self._bindings.current():
+            self._memo = {}
+            self._bindings = freshness.Bindings()
+
+    @property
     def function(self) -> Function:
-        return self._build()
+        fn = self._built("function", self._build)
+        freshness.note(self._bindings)    # a transformation of this one read them too
+        return fn
 
     def __secant_function__(self) -> Function:
+        self._refresh()
         return self.function
 
-    @functools.cached_property
+    @property
     def _python(self):
-        name = getattr(self.fun, "__name__", self.label)
-        with compile_log.compiling(name, PYTHON.backend) as timing, timing.transforming():
-            return backends.compile_function(self.function, PYTHON).function
+        def build():
+            name = getattr(self.fun, "__name__", self.label)
+            with compile_log.compiling(name, PYTHON.backend) as timing, timing.transforming():
+                return backends.compile_function(self.function, PYTHON).function
+        return self._built("python", build)
 
     def __call__(self, *args, **kwargs):
+        self._refresh()
         return self._python(*args, **kwargs)
 
     def source(self, **static) -> str:
