@@ -112,8 +112,10 @@ class GradTransformed(Transformed):
 
 
 def _base_function(fun) -> Function:
-    if isinstance(fun, CustomVJP):
-        return fun.calling_function()
+    """The Function reverse mode differentiates for `fun`: for a function with a custom
+    rule (custom_vjp, custom_jvp), a one-line caller, so that the rule is used."""
+    if hasattr(fun, "__secant_vjp__"):
+        return calling_function(fun)
     return parse(fun)
 
 
@@ -202,6 +204,9 @@ class CustomVJP:
     def __secant_function__(self) -> Function:
         return parse(self.fun)
 
+    def __secant_vjp__(self, positions: Sequence[int]) -> Function:
+        return self.vjp_function(positions)
+
     def vjp_function(self, positions: Sequence[int]) -> Function:
         """`f_vjp(*args, g)` returning the cotangents of the arguments at `positions`."""
         if self.fwd is None:
@@ -222,13 +227,18 @@ class CustomVJP:
                         primal.chain + ("custom_vjp",))
 
     def calling_function(self) -> Function:
-        """`def f(*args): return <this custom_vjp>(*args)`: a body reverse mode can enter."""
-        primal = parse(self.fun)
-        params = primal.params
-        body = [_assign("result", call(name("custom"), *[name(p) for p in params])),
-                gast.Return(value=name("result"))]
-        node = _function_node(primal, primal.name, params, body)
-        return Function(node, {"custom": self}, primal.origin, primal.chain)
+        return calling_function(self)
+
+
+def calling_function(custom) -> Function:
+    """`def f(*args): return <custom>(*args)` for a function with a custom rule: a body
+    every transformation can enter, reaching the rule through the call."""
+    primal = parse(custom.fun)
+    params = primal.params
+    body = [_assign("result", call(name("custom"), *[name(p) for p in params])),
+            gast.Return(value=name("result"))]
+    node = _function_node(primal, primal.name, params, body)
+    return Function(node, {"custom": custom}, primal.origin, primal.chain)
 
 
 def custom_vjp(fun: Callable) -> CustomVJP:

@@ -534,10 +534,9 @@ class _Reverse:
         keywords = {k.arg: k.value for k in value.keywords}
         if obj is None:
             return Prim("opaque", t, _names(value.args + list(keywords.values())), value.func)
-        from .api_reverse import CustomVJP
         if has_adjoint(obj) or is_nondifferentiable(obj):
             return self.rule(t, obj, list(value.args), keywords)
-        if isinstance(obj, CustomVJP) or hasattr(obj, "__secant_function__") or \
+        if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__") or \
                 isinstance(obj, numba.core.dispatcher.Dispatcher) or is_user_function(obj):
             args = self.bind_call(obj, value)
             return Prim("call", t, _names(args), obj, args)
@@ -546,11 +545,8 @@ class _Reverse:
     def bind_call(self, obj, value) -> list:
         """The call's arguments, one per parameter of the callee, defaults filled in: the
         callee's vjp takes every primal parameter before the cotangents."""
-        from .api_reverse import CustomVJP
         from .frontend import parse
         from .function import signature
-        if isinstance(obj, CustomVJP):
-            return list(value.args)
         parameters = signature(parse(obj)).parameters
         if not value.keywords and len(value.args) == len(parameters):
             return list(value.args)
@@ -748,13 +744,13 @@ class _Reverse:
         return out
 
     def callee_vjp(self, obj, positions, stmt) -> str:
-        from .api_reverse import CustomVJP
         from .frontend import parse
         cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
-            if isinstance(obj, CustomVJP):
-                generated = obj.vjp_function(positions)
+            custom = getattr(obj, "__secant_vjp__", None)      # custom_vjp, custom_jvp
+            if custom is not None:
+                generated = custom(positions)
             else:
                 callee = parse(obj)
                 _refuse_argument_writes(callee, stmt, self.fn)
