@@ -157,7 +157,10 @@ class Batched(Transformed):
     def build(self, passed: tuple) -> Function:
         return batch(self.base, self.spec(passed))
 
-    def __call__(self, *args, **kwargs):
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """(how each parameter is passed, the Spec): a ValueError for mapped axes out of
+        range or of different sizes (jit calls this too, before the compiled code)."""
+        kwargs = kwargs or {}
         params = self.base.params
         passed = tuple("positional" if i < len(args) else
                        "keyword" if p in kwargs else "default" for i, p in enumerate(params))
@@ -165,6 +168,10 @@ class Batched(Transformed):
         if spec is None:
             spec = self._specs[passed] = self.spec(passed)
         _check_sizes(self.base, self.signature, spec, args, kwargs)
+        return passed, spec
+
+    def __call__(self, *args, **kwargs):
+        passed, _ = self.__secant_check_inputs__(args, kwargs)
         if passed == self.usual_call:
             return super().__call__(*args, **kwargs)
         if passed not in self._variants:

@@ -21,7 +21,8 @@ from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
 from .frontend import parse
-from .function import Function
+from .input_dtypes import check_inputs
+from .function import Function, signature
 from .names import Namer
 from .transformed import Transformed
 
@@ -141,8 +142,17 @@ class Jacobian(Transformed):
         super().__init__(fun, lambda: _jacobian(fun, argnums, has_aux, mode), label)
         self._flat: dict = {}
 
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """A TypeError naming a differentiated argument that is not real floating."""
+        fn = parse(self.fun)
+        if kwargs:
+            args = tuple(signature(fn).bind(*args, **kwargs).args)
+        return check_inputs(f"jac{self.mode}", fn.params, args, _argnums(fn, self.argnums),
+                            allow_int_hint=False)
+
     def __call__(self, *args, **kwargs):
         from .pytrees import LEAF, layout_of
+        self.__secant_check_inputs__(args, kwargs)
         if kwargs or all(layout_of(a) is LEAF for a in args):
             return super().__call__(*args, **kwargs)
         return self._call_tree(args, tuple(layout_of(a) for a in args))
@@ -208,9 +218,28 @@ def hessian(fun: Callable, argnums=0) -> Transformed:
     from .api_reverse import grad
     inner = grad(fun, argnums)
     outputs = None if isinstance(argnums, int) else len(tuple(argnums))
-    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian",
-                                              outputs),
-                       f"hessian(argnums={argnums})")
+    return Hessian(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian", outputs),
+                   f"hessian(argnums={argnums})", argnums)
+
+
+class Hessian(Transformed):
+    """hessian(f): refuses inputs that are not real floating, as jacfwd does."""
+
+    def __init__(self, fun, build, label: str, argnums):
+        super().__init__(fun, build, label)
+        self.argnums = argnums
+
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """A TypeError naming a differentiated argument that is not real floating."""
+        fn = parse(self.fun)
+        if kwargs:
+            args = tuple(signature(fn).bind(*args, **kwargs).args)
+        return check_inputs("hessian", fn.params, args, _argnums(fn, self.argnums),
+                            allow_int_hint=False)
+
+    def __call__(self, *args, **kwargs):
+        self.__secant_check_inputs__(args, kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 _HELPERS = {name: getattr(basis, name) for name in basis.__all__}

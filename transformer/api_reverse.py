@@ -21,6 +21,7 @@ from codegen import backends
 from . import templates, tree_util
 from .errors import TransformError
 from .frontend import parse
+from .input_dtypes import check_inputs, float0_zeros
 from .function import Function, signature
 from .pytrees import LEAF, layout_of
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
@@ -64,25 +65,69 @@ def _argnums(argnums) -> tuple[tuple[int, ...], bool]:
 class GradTransformed(Transformed):
     """`grad(f)` / `value_and_grad(f)`: generated lazily, flattened for pytrees."""
 
-    def __init__(self, fun, argnums, mode, has_aux):
+    def __init__(self, fun, argnums, mode, has_aux, allow_int=False):
         self.argnums, self.tuple_grads = _argnums(argnums)
-        self.mode, self.has_aux = mode, has_aux
+        self.mode, self.has_aux, self.allow_int = mode, has_aux, allow_int
         label = f"{mode}(argnums={argnums!r}{', has_aux=True' if has_aux else ''})"
         super().__init__(fun, lambda: self._generate(_base_function(fun)), label)
         self._by_layout: dict = {}
+        self._without: dict = {}
 
     def _generate(self, fn: Function) -> Function:
         return reverse_function(fn, self.argnums, self.mode, self.has_aux, self.label,
                                 self.tuple_grads)
 
+    @functools.cached_property
+    def _params(self) -> list[str]:
+        return _base_function(self.fun).params
+
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """Refuse (TypeError naming it) a differentiated argument that is not real
+        floating; with allow_int, the positions of integer ones (not under jit)."""
+        if kwargs:
+            args = tuple(signature(_base_function(self.fun)).bind(*args, **kwargs).args)
+        integers = check_inputs(self.mode, self._params, args, self.argnums, self.allow_int)
+        if integers and compiled:
+            name = self._params[integers[0]]
+            raise TypeError(f"{self.mode}(allow_int=True) cannot run under jit with the "
+                            f"integer argument {name!r}: compiled code has no float0 arrays; "
+                            f"call it without jit, or pass a float such as {name}=float(...)")
+        return integers
+
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = tuple(signature(_base_function(self.fun)).bind(*args, **kwargs)
                          .args)
+        integers = self.__secant_check_inputs__(args)
+        if integers:
+            return self._call_with_integers(args, integers)
         layouts = tuple(layout_of(a) for a in args)
         if all(lay is LEAF for lay in layouts):
             return self._python(*args)
         return self._call_flattened(args, layouts)
+
+    def _call_with_integers(self, args, integers):
+        """allow_int: the gradient in the other arguments, float0 zeros for the integers."""
+        rest = tuple(a for a in self.argnums if a not in integers)
+        if rest:
+            inner = self._without.get(rest)
+            if inner is None:
+                inner = self._without[rest] = GradTransformed(self.fun, rest, self.mode,
+                                                              self.has_aux)
+            result = inner(*args)
+        else:                               # nothing to differentiate: just the value
+            out = self.fun(*args)
+            result = (((), out[1]) if self.has_aux else ()) if self.mode == GRAD else (out, ())
+        if self.mode == GRAD:
+            found, aux = result if self.has_aux else (result, None)
+        else:
+            aux, (value, found) = None, result
+        found = dict(zip(rest, found))
+        grads = tuple(found[a] if a in found else float0_zeros(args[a]) for a in self.argnums)
+        grads = grads if self.tuple_grads else grads[0]
+        if self.mode == GRAD:
+            return (grads, aux) if self.has_aux else grads
+        return value, grads
 
     def _call_flattened(self, args, layouts):
         flat_fn = self._by_layout.get(layouts)
@@ -119,14 +164,20 @@ def _base_function(fun) -> Function:
     return parse(fun)
 
 
-def grad(fun: Callable, argnums=0, has_aux: bool = False) -> GradTransformed:
-    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
-    return GradTransformed(fun, argnums, GRAD, has_aux)
+def grad(fun: Callable, argnums=0, has_aux: bool = False,
+         allow_int: bool = False) -> GradTransformed:
+    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`.
+
+    The differentiated arguments must be real floating (a TypeError naming the argument
+    otherwise, as JAX); `allow_int=True` gives integer and boolean ones float0 zeros as
+    their gradient (not under jit, which refuses them)."""
+    return GradTransformed(fun, argnums, GRAD, has_aux, allow_int)
 
 
-def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> GradTransformed:
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False,
+                   allow_int: bool = False) -> GradTransformed:
     """`(fun(*args), grad(fun)(*args))` from one forward and one reverse sweep."""
-    return GradTransformed(fun, argnums, VALUE_AND_GRAD, has_aux)
+    return GradTransformed(fun, argnums, VALUE_AND_GRAD, has_aux, allow_int)
 
 
 def show_grad(fun: Callable, argnums=0) -> str:
@@ -161,8 +212,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False):
     """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
-    fn = reverse_function(_base_function(fun), wrt, VJP, has_aux,
-                          f"vjp(argnums={wrt})")
+    base = _base_function(fun)
+    check_inputs("vjp", base.params, primals, wrt, allow_int_hint=False)
+    fn = reverse_function(base, wrt, VJP, has_aux, f"vjp(argnums={wrt})")
     compiled = backends.compile_function(fn, PYTHON).function
     result = fun(*primals)
     out, aux = result if has_aux else (result, None)

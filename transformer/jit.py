@@ -113,6 +113,9 @@ class Jitted:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
+        checker = getattr(self.fun, "__secant_check_inputs__", None)
+        if checker is not None:        # what the transformation refuses (dtypes, axes)
+            checker(args, kwargs, compiled=True)
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:

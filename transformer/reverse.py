@@ -42,6 +42,7 @@ from codegen.backends import is_user_function
 from . import activity, runtime, tape
 from .errors import TransformError
 from .function import Function, resolve
+from .input_dtypes import input_kind, refusal
 from .names import Namer, free_names
 from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
 from .reverse_prepare import bind_helper, prepare
@@ -1548,11 +1549,10 @@ def unit_cotangent(out):
 
 
 def float_zeros(x, label):
-    """Zeros shaped like argument `x`; an error naming it when it is an integer."""
-    if np.issubdtype(np.asarray(x).dtype, np.integer) or isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"grad requires real-valued inputs, but argument {label!r} is an "
-                        f"integer ({np.asarray(x).dtype}); pass a float such as "
-                        f"{label}=float(...)")
+    """Zeros shaped like argument `x`; an error naming it when it is an integer, a
+    boolean or complex (see `input_dtypes`)."""
+    if input_kind(x) is not None:
+        raise refusal("grad", label, x, allow_int_hint=False)
     return runtime.zeros_like(x)
 
 
@@ -1571,10 +1571,12 @@ def _install_overloads():
     @overload(float_zeros)
     def _zeros_nb(x, label):
         dtype = x.dtype if isinstance(x, types.Array) else x
-        if isinstance(dtype, (types.Integer, types.Boolean)):
+        if isinstance(dtype, (types.Integer, types.Boolean, types.Complex)):
             which = getattr(label, "literal_value", "an argument")
-            raise TypingError(f"grad requires real-valued inputs, but argument {which!r} "
-                              f"is an integer ({dtype})")
+            kind = "complex" if isinstance(dtype, types.Complex) else "an integer"
+            raise TypingError(f"grad requires real-valued inputs (input dtype that is a "
+                              f"sub-dtype of np.floating), but argument {which!r} is {kind} "
+                              f"({dtype})")
         return lambda x, label: runtime.zeros_like(x)
 
 
