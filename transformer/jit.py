@@ -28,8 +28,10 @@ from .desugar import methods_to_functions
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
+from . import tree_util
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
+from .recursion import refuse_recursion
 from .specialize import specialize
 from .vector_shapes import argument_key, describe_key
 
@@ -119,6 +121,8 @@ class Jitted:
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None:
+            if self.options.backend != "python":
+                self._refuse_numba_dtypes(dynamic)
             compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
         else:
             self._hits += 1
@@ -173,8 +177,25 @@ class Jitted:
         names = [n for n in self.signature.parameters if n not in self.static_names]
         return {n: describe_key(item) for n, item in zip(names, spec_key[-1])}
 
+    def _refuse_numba_dtypes(self, dynamic) -> None:
+        """A located error for array dtypes Numba has no machine type for (float16,
+        long double), which it would report as an internal NotImplementedError."""
+        names = [n for n in self.signature.parameters if n not in self.static_names]
+        for i, value in enumerate(dynamic):
+            for leaf in tree_util.tree_leaves(value):
+                dtype = getattr(leaf, "dtype", None)
+                if isinstance(leaf, (np.ndarray, np.generic)) and dtype in _NO_NUMBA_DTYPES:
+                    name = names[i] if i < len(names) and len(names) == len(dynamic) \
+                        else f"#{i}"
+                    fn = self.base_function
+                    raise fn.origin.error(fn.node, f"argument {name!r} of {self.__name__} "
+                                          f"holds {dtype}, which Numba cannot compile",
+                                          "cast it (x.astype(np.float32)), or use "
+                                          "jit(..., backend='python') to run it with NumPy")
+
     def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function
+        refuse_recursion(fn)
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(fn)
@@ -269,6 +290,10 @@ class Jitted:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+_NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble), np.dtype(np.clongdouble)} - \
+    {np.dtype(np.float64), np.dtype(np.complex128)}
 
 
 def _numba_reason(text: str) -> str:
