@@ -19,28 +19,25 @@ from .function import Function, resolve
 
 def refuse_recursion(fn: Function) -> None:
     """Raise a TransformError at the first call in `fn`'s call tree that closes a cycle."""
-    _visit(fn, [], set())
-
-
-def _key(fn: Function) -> tuple:
-    return fn.origin.filename, fn.origin.lineno, fn.origin.name
+    _visit(fn, [(None, fn.name)], set())
 
 
 def _visit(fn: Function, stack: list, done: set) -> None:
-    stack.append(_key(fn))
-    for call, callee in _user_calls(fn):
-        key = _key(callee)
-        if key in stack:
-            cycle = " -> ".join(k[2] for k in stack[stack.index(key):]) + f" -> {callee.name}"
-            raise fn.origin.error(call, f"{callee.name} calls itself (recursion: {cycle}); "
-                                  "secant compiles each called function separately and "
-                                  "cannot compile a recursive one",
+    """`stack`: (code object, name) of the user functions being visited, `fn`'s last
+    (generated Functions share their user function's origin, so code objects tell
+    functions apart; the root, possibly generated, has None)."""
+    for call, code, callee in _user_calls(fn):
+        keys = [k for k, _ in stack]
+        if code in keys:
+            names = [n for _, n in stack[keys.index(code):]] + [callee.name]
+            raise fn.origin.error(call, f"{callee.name} calls itself (recursion: "
+                                  f"{' -> '.join(names)}); secant compiles each called "
+                                  "function separately and cannot compile a recursive one",
                                   "rewrite the recursion as a loop (with an explicit stack "
                                   "array if needed)")
-        if key not in done:
-            _visit(callee, stack, done)
-    stack.pop()
-    done.add(_key(fn))
+        if code not in done:
+            done.add(code)
+            _visit(callee, stack + [(code, callee.name)], done)
 
 
 def _user_calls(fn: Function):
@@ -55,6 +52,6 @@ def _user_calls(fn: Function):
         if not is_user_function(target):
             continue
         try:
-            yield node, parse(target)
+            yield node, target.__code__, parse(target)
         except TransformError:
             continue                      # no source: compiled as it is, not by secant
