@@ -53,6 +53,13 @@ def fresh_vector(y):
     return np.sum(d) + y[0]
 
 
+def scalar_from_fresh_vector(y):
+    d = y * 2.0
+    s = d[0]                    # a scalar: its += writes no array, d stays scalars
+    s += 1.0
+    return s + np.sum(d)
+
+
 CASES = [
     (augment_alias, [(3,)]),
     (augment_alias, [(4,)]),
@@ -62,6 +69,7 @@ CASES = [
     (unpacked_alias, [(3,), (3,)]),
     (through_helper, [(2,)]),
     (fresh_vector, [(3,)]),
+    (scalar_from_fresh_vector, [(3,)]),
 ]
 
 
@@ -90,6 +98,7 @@ def test_augmented_alias_of_a_parameter_is_not_split_into_scalars():
     assert "z_0" not in text and "z0" not in text
 
 
-def test_fresh_vector_with_augmented_assignment_is_still_split_into_scalars():
-    text = jit(fresh_vector).source(np.zeros(3))
+@pytest.mark.parametrize("fun", [fresh_vector, scalar_from_fresh_vector])
+def test_fresh_vector_with_augmented_assignment_is_still_split_into_scalars(fun):
+    text = jit(fun).source(np.zeros(3))
     assert "d_0" in text or "d0" in text

@@ -23,7 +23,10 @@ FLOAT0 = np.dtype([("float0", np.void, 0)])
 def input_kind(value) -> str | None:
     """'an integer' / 'a boolean' / 'complex' for a leaf a derivative is not defined for;
     None for a real floating value (or anything else, which later stages judge)."""
-    dtype = np.asarray(value).dtype if not hasattr(value, "dtype") else np.dtype(value.dtype)
+    try:
+        dtype = np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
+    except (TypeError, ValueError):
+        return None                      # not array-like: the transformation judges it
     if dtype == np.bool_:
         return "a boolean"
     if np.issubdtype(dtype, np.integer):
@@ -36,7 +39,7 @@ def input_kind(value) -> str | None:
 def refusal(transform: str, name: str, value, allow_int_hint: bool) -> TypeError:
     """The TypeError for differentiating argument `name` holding `value`."""
     kind = input_kind(value)
-    dtype = np.asarray(value).dtype
+    dtype = np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
     message = (f"{transform} requires real-valued inputs (input dtype that is a sub-dtype of "
                f"np.floating), but argument {name!r} is {kind} ({dtype}).")
     if kind == "complex":

@@ -80,7 +80,8 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
     for node in gast.walk(fn.node):
         if _constant_index(node) is not None and isinstance(node.ctx, gast.Store):
             element_stores.add(node.value.id)        # v[0] = x: fine for a fresh vector
-        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and \
+                not isinstance(shapes.of.get(node.target.id), Scalar):
             element_stores.add(node.target.id)       # v += x writes v's array in place
         elif isinstance(node, (gast.Subscript, gast.Attribute)) \
                 and isinstance(node.ctx, (gast.Store, gast.Del)):
