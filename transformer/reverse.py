@@ -23,7 +23,9 @@ the reverse sweep, so rules may accumulate into them in place (`bpos[i] += bd`).
 
 Statements are differentiated with the adjoint templates of `transformer.templates`;
 calls to the user's own functions (plain, `jit`-wrapped, `numba.njit`, `custom_vjp`)
-become calls to their own generated vjp Function, placed in the environment.
+become calls to their own generated vjp Function, placed in the environment; an object
+with a custom rule supplies that Function itself (`__secant_vjp__(positions)`: a
+custom_vjp's fwd/bwd, a custom_jvp's rule transposed).
 """
 from __future__ import annotations
 
