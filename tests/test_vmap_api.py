@@ -91,9 +91,9 @@ def test_mismatched_sizes_name_the_arguments_and_sizes():
 
 
 def test_mismatched_sizes_compiled_name_the_arguments_and_sizes():
-    with pytest.raises(ValueError) as info:
+    # jit checks the mapped axes as vmap does, before the compiled code runs
+    with pytest.raises(ValueError, match=r"'x' has size 3, 'y' has size 4"):
         jit(vmap(affine))(np.ones(3), np.ones(4))
-    assert "'x', 3, 'y', 4" in str(info.value)
 
 
 def test_keyword_arguments_are_mapped_over_axis_0():

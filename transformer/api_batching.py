@@ -157,13 +157,20 @@ class Batched(Transformed):
     def build(self, passed: tuple) -> Function:
         return batch(self.base, self.spec(passed))
 
-    def __call__(self, *args, **kwargs):
-        self._refresh()
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """(how each parameter is passed, the Spec): a ValueError for mapped axes out of
+        range or of different sizes (jit calls this too, before the compiled code)."""
+        kwargs = kwargs or {}
         params = self.base.params
         passed = tuple("positional" if i < len(args) else
                        "keyword" if p in kwargs else "default" for i, p in enumerate(params))
         spec = self._built(("spec", passed), lambda: self.spec(passed))
         _check_sizes(self.base, self.signature, spec, args, kwargs)
+        return passed, spec
+
+    def __call__(self, *args, **kwargs):
+        self._refresh()
+        passed, _ = self.__secant_check_inputs__(args, kwargs)
         if passed == self.usual_call:
             return self._python(*args, **kwargs)
         return self._built(("variant", passed), lambda: self._variant(passed))(*args, **kwargs)

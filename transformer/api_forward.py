@@ -8,6 +8,7 @@ compiled function, not n Python-level calls.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any, Callable, Sequence, overload
 
@@ -17,9 +18,11 @@ from codegen.backends import Options, module_text
 
 from . import basis, runtime
 from .errors import TransformError
-from .forward import jvp_function
+from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
+                      refuses_forward_mode)
 from .frontend import parse
-from .function import Function, binder, call_arguments, same_parameters
+from .function import Function, binder, call_arguments, same_parameters, signature
+from .input_dtypes import check_inputs
 from .names import Namer
 from .transformed import Transformed
 from .typing import Argnums
@@ -55,6 +58,8 @@ def tangent_function(fun, active: Sequence[str] | None = None) -> Function:
     """The jvp Function of `fun` (its custom rule for a custom_jvp function)."""
     fn = parse(fun)
     active = tuple(fn.params if active is None else active)
+    if active and refuses_forward_mode(fun):
+        raise fn.origin.error(fn.node, FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT)
     custom = getattr(fun, "__secant_jvp__", None)
     return custom(active) if custom is not None else jvp_function(fn, active)
 
@@ -154,9 +159,18 @@ class Jacobian(Transformed):
         label = f"jac{mode}(argnums={argnums})"
         super().__init__(fun, lambda: _jacobian(fun, argnums, has_aux, mode), label)
 
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """A TypeError naming a differentiated argument that is not real floating."""
+        fn = parse(self.fun)
+        if kwargs:
+            args = tuple(signature(fn).bind(*args, **kwargs).args)
+        return check_inputs(f"jac{self.mode}", fn.params, args, _argnums(fn, self.argnums),
+                            allow_int_hint=False)
+
     def __call__(self, *args, **kwargs):
         from .pytrees import LEAF, layout_of
         self._refresh()
+        self.__secant_check_inputs__(args, kwargs)
         if all(layout_of(a) is LEAF for a in args) and \
                 all(layout_of(v) is LEAF for v in kwargs.values()):
             return self._python(*args, **kwargs)
@@ -224,9 +238,28 @@ def hessian(fun: Callable, argnums: Argnums = 0) -> Transformed:
     from .api_reverse import grad
     inner = grad(fun, argnums)
     outputs = None if isinstance(argnums, int) else len(tuple(argnums))
-    return Transformed(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian",
-                                              outputs),
-                       f"hessian(argnums={argnums})")
+    return Hessian(fun, lambda: _jacobian(inner, argnums, False, "fwd", "hessian", outputs),
+                   f"hessian(argnums={argnums})", argnums)
+
+
+class Hessian(Transformed):
+    """hessian(f): refuses inputs that are not real floating, as jacfwd does."""
+
+    def __init__(self, fun, build, label: str, argnums):
+        super().__init__(fun, build, label)
+        self.argnums = argnums
+
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """A TypeError naming a differentiated argument that is not real floating."""
+        fn = parse(self.fun)
+        if kwargs:
+            args = tuple(signature(fn).bind(*args, **kwargs).args)
+        return check_inputs("hessian", fn.params, args, _argnums(fn, self.argnums),
+                            allow_int_hint=False)
+
+    def __call__(self, *args, **kwargs):
+        self.__secant_check_inputs__(args, kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 _HELPERS = {name: getattr(basis, name) for name in basis.__all__}
@@ -431,8 +464,10 @@ class custom_jvp:
             x, = primals; t, = tangents
             return f(x), 2.0 * t
 
-    Forward-mode transformations (jvp, jacfwd, hessian's outer loop) call the rule; the
-    primal (and reverse mode) use the function itself.
+    Forward-mode transformations (jvp, jacfwd, hessian's outer loop) call the rule;
+    reverse mode (grad, vjp, jacrev) transposes it, as JAX does: the rule's tangent output
+    is linear in the tangents, so its vjp with respect to them is the function's vjp.
+    Calling the function (and jit, vmap of it) runs the function itself.
     """
 
     def __init__(self, fun: Callable):
@@ -467,6 +502,60 @@ class custom_jvp:
                 f"    return rule({primal_tuple}, {tangent_tuple})\n")
         env = {"rule": self.rule, "zeros_like": runtime.zeros_like}
         return generated(fn, text, env, "custom_jvp")
+
+    def __secant_vjp__(self, positions: Sequence[int]) -> Function:
+        """`f_vjp(*params, g)` -> the cotangents of the parameters at `positions`: reverse
+        mode through the rule with respect to its tangents (at zero tangents: the tangent
+        output is linear in them, so any point gives the same transpose)."""
+        from .reverse import VJP, reverse_function
+        fn, rule = parse(self.fun), self._flat_rule()
+        n = len(fn.params)
+        namer = Namer(set(fn.params) | {"rule", "transposed", "zeros_like"})
+        tangents = [namer.fresh("d" + p) for p in fn.params]
+        out, dout, g = namer.fresh("out"), namer.fresh("dout"), namer.fresh("g")
+        params = ", ".join(fn.params)
+        linear = generated(fn, f"def {fn.name}_tangent({params}, {', '.join(tangents)}):\n"
+                               f"    {out}, {dout} = rule({params}, {', '.join(tangents)})\n"
+                               f"    return {dout}\n", {"rule": rule}, "custom_jvp tangent")
+        transposed = reverse_function(linear, tuple(n + i for i in positions), VJP,
+                                      label=f"transpose(custom_jvp, argnums={tuple(positions)})")
+        zeros = ", ".join(f"zeros_like({p})" for p in fn.params)
+        grads = [namer.fresh("b" + fn.params[i]) for i in positions]
+        # unpacked, then returned as a tuple literal: vmap batches each cotangent
+        text = (f"def {fn.name}_vjp({params}, {g}):\n"
+                f"    {', '.join(grads)}, = transposed({params}, {zeros}, {g})\n"
+                f"    return {', '.join(grads)},\n")
+        return generated(fn, text, {"transposed": transposed, "zeros_like": runtime.zeros_like},
+                         "custom_jvp transposed")
+
+    def _flat_rule(self) -> Function:
+        """The rule as `rule(p_0.., t_0..)`: its `primals` and `tangents` parameters become
+        tuples of flat parameters, built first thing in its body, so that reverse mode can
+        enter it."""
+        fn = parse(self.fun)
+        if self.rule is None:
+            raise fn.origin.error(fn.node, f"custom_jvp function {fn.name} has no rule",
+                                  f"define one with @{fn.name}.defjvp")
+        rule = parse(self.rule)
+        if len(rule.params) != 2:
+            raise rule.origin.error(rule.node, f"the custom_jvp rule {rule.name} must take "
+                                    "two parameters, (primals, tangents)")
+        namer = Namer.for_function(rule)
+        primals = [namer.fresh(f"primal_{p}") for p in fn.params]
+        tangents = [namer.fresh(f"tangent_{p}") for p in fn.params]
+        node = copy.deepcopy(rule.node)
+        pack = gast.parse("".join(f"{packed} = ({', '.join(flat)},)\n" for packed, flat in
+                                  zip(rule.params, (primals, tangents)))).body
+        for stmt in pack:
+            for sub in gast.walk(stmt):
+                if "lineno" in getattr(sub, "_attributes", ()):
+                    gast.copy_location(sub, rule.node)
+        node.body = pack + node.body
+        node.args = gast.arguments(args=[gast.Name(p, gast.Param(), None, None)
+                                         for p in primals + tangents], posonlyargs=[],
+                                   vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                                   defaults=[])
+        return rule.replace(node=node, chain=rule.chain + ("custom_jvp rule",))
 
 
 # ---------------------------------------------------------------- showing the code

@@ -21,7 +21,8 @@ from codegen import backends
 from . import templates, tree_util
 from .errors import TransformError
 from .frontend import parse
-from .function import Function, binder
+from .function import Function, binder, signature
+from .input_dtypes import check_inputs, float0_zeros
 from .pytrees import LEAF, layout_of
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
@@ -67,23 +68,70 @@ def _argnums(argnums) -> tuple[tuple[int, ...], bool]:
 class GradTransformed(Transformed):
     """`grad(f)` / `value_and_grad(f)`: generated lazily, flattened for pytrees."""
 
-    def __init__(self, fun, argnums, mode, has_aux):
+    def __init__(self, fun, argnums, mode, has_aux, allow_int=False):
         self.argnums, self.tuple_grads = _argnums(argnums)
-        self.mode, self.has_aux = mode, has_aux
+        self.mode, self.has_aux, self.allow_int = mode, has_aux, allow_int
         label = f"{mode}(argnums={argnums!r}{', has_aux=True' if has_aux else ''})"
         super().__init__(fun, lambda: self._generate(_base_function(fun)), label)
+        self._without: dict = {}
 
     def _generate(self, fn: Function) -> Function:
         return reverse_function(fn, self.argnums, self.mode, self.has_aux, self.label,
                                 self.tuple_grads)
 
+    @functools.cached_property
+    def _params(self) -> list[str]:
+        return _base_function(self.fun).params
+
+    def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
+        """Refuse (TypeError naming it) a differentiated argument that is not real
+        floating; with allow_int, the positions of integer ones (not under jit)."""
+        if kwargs:
+            args = tuple(signature(_base_function(self.fun)).bind(*args, **kwargs).args)
+        integers = check_inputs(self.mode, self._params, args, self.argnums, self.allow_int)
+        if integers and compiled:
+            name = self._params[integers[0]]
+            raise TypeError(f"{self.mode}(allow_int=True) cannot run under jit with the "
+                            f"integer argument {name!r}: compiled code has no float0 arrays; "
+                            f"call it without jit, or pass a float such as {name}=float(...)")
+        return integers
+
     def __call__(self, *args, **kwargs):
         self._refresh()
-        if all(layout_of(a) is LEAF for a in args) and \
-                all(layout_of(v) is LEAF for v in kwargs.values()):
+        bound = args
+        if kwargs or not all(layout_of(a) is LEAF for a in args):
+            bound = self._built("binder", lambda: binder(_base_function(self.fun)))(
+                *args, **kwargs)
+        integers = self.__secant_check_inputs__(bound)
+        if integers:
+            return self._call_with_integers(bound, integers)
+        layouts = tuple(layout_of(a) for a in bound)
+        if all(lay is LEAF for lay in layouts):
             return self._python(*args, **kwargs)      # the generated def binds as f does
-        args = self._built("binder", lambda: binder(_base_function(self.fun)))(*args, **kwargs)
-        return self._call_flattened(args, tuple(layout_of(a) for a in args))
+        return self._call_flattened(bound, layouts)
+
+    def _call_with_integers(self, args, integers):
+        """allow_int: the gradient in the other arguments, float0 zeros for the integers."""
+        rest = tuple(a for a in self.argnums if a not in integers)
+        if rest:
+            inner = self._without.get(rest)
+            if inner is None:
+                inner = self._without[rest] = GradTransformed(self.fun, rest, self.mode,
+                                                              self.has_aux)
+            result = inner(*args)
+        else:                               # nothing to differentiate: just the value
+            out = self.fun(*args)
+            result = (((), out[1]) if self.has_aux else ()) if self.mode == GRAD else (out, ())
+        if self.mode == GRAD:
+            found, aux = result if self.has_aux else (result, None)
+        else:
+            aux, (value, found) = None, result
+        found = dict(zip(rest, found))
+        grads = tuple(found[a] if a in found else float0_zeros(args[a]) for a in self.argnums)
+        grads = grads if self.tuple_grads else grads[0]
+        if self.mode == GRAD:
+            return (grads, aux) if self.has_aux else grads
+        return value, grads
 
     def _call_flattened(self, args, layouts):
         def build():
@@ -111,20 +159,27 @@ class GradTransformed(Transformed):
 
 
 def _base_function(fun) -> Function:
-    if isinstance(fun, CustomVJP):
-        return fun.calling_function()
+    """The Function reverse mode differentiates for `fun`: for a function with a custom
+    rule (custom_vjp, custom_jvp), a one-line caller, so that the rule is used."""
+    if hasattr(fun, "__secant_vjp__"):
+        return calling_function(fun)
     return parse(fun)
 
 
-def grad(fun: Callable, argnums: Argnums = 0, has_aux: bool = False) -> GradTransformed:
-    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`."""
-    return GradTransformed(fun, argnums, GRAD, has_aux)
+def grad(fun: Callable, argnums: Argnums = 0, has_aux: bool = False,
+         allow_int: bool = False) -> GradTransformed:
+    """The gradient of scalar-valued `fun` with respect to the arguments `argnums`.
+
+    The differentiated arguments must be real floating (a TypeError naming the argument
+    otherwise, as JAX); `allow_int=True` gives integer and boolean ones float0 zeros as
+    their gradient (not under jit, which refuses them)."""
+    return GradTransformed(fun, argnums, GRAD, has_aux, allow_int)
 
 
-def value_and_grad(fun: Callable, argnums: Argnums = 0,
-                   has_aux: bool = False) -> GradTransformed:
+def value_and_grad(fun: Callable, argnums: Argnums = 0, has_aux: bool = False,
+                   allow_int: bool = False) -> GradTransformed:
     """`(fun(*args), grad(fun)(*args))` from one forward and one reverse sweep."""
-    return GradTransformed(fun, argnums, VALUE_AND_GRAD, has_aux)
+    return GradTransformed(fun, argnums, VALUE_AND_GRAD, has_aux, allow_int)
 
 
 def show_grad(fun: Callable, argnums=0) -> str:
@@ -160,6 +215,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
 def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False):
     """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
     base = _base_function(fun)
+    check_inputs("vjp", base.params, primals, wrt, allow_int_hint=False)
     fn = reverse_function(base, wrt, VJP, has_aux, f"vjp(argnums={wrt})")
     compiled = backends.compile_function(fn, PYTHON).function
     result = fun(*primals)
@@ -203,6 +259,9 @@ class CustomVJP:
     def __secant_function__(self) -> Function:
         return parse(self.fun)
 
+    def __secant_vjp__(self, positions: Sequence[int]) -> Function:
+        return self.vjp_function(positions)
+
     def vjp_function(self, positions: Sequence[int]) -> Function:
         """`f_vjp(*args, g)` returning the cotangents of the arguments at `positions`."""
         if self.fwd is None:
@@ -223,13 +282,18 @@ class CustomVJP:
                         primal.chain + ("custom_vjp",))
 
     def calling_function(self) -> Function:
-        """`def f(*args): return <this custom_vjp>(*args)`: a body reverse mode can enter."""
-        primal = parse(self.fun)
-        params = primal.params
-        body = [_assign("result", call(name("custom"), *[name(p) for p in params])),
-                gast.Return(value=name("result"))]
-        node = _function_node(primal, primal.name, params, body)
-        return Function(node, {"custom": self}, primal.origin, primal.chain)
+        return calling_function(self)
+
+
+def calling_function(custom) -> Function:
+    """`def f(*args): return <custom>(*args)` for a function with a custom rule: a body
+    every transformation can enter, reaching the rule through the call."""
+    primal = parse(custom.fun)
+    params = primal.params
+    body = [_assign("result", call(name("custom"), *[name(p) for p in params])),
+            gast.Return(value=name("result"))]
+    node = _function_node(primal, primal.name, params, body)
+    return Function(node, {"custom": custom}, primal.origin, primal.chain)
 
 
 def custom_vjp(fun: Callable) -> CustomVJP:

@@ -7,6 +7,7 @@ made explicit. Input: A-normal form (`anf.py`). Output invariant, on top of ANF:
 - no `continue`;
 - `break` appears only as the last statement of a loop body, in the form
   `if stop: break` where `stop` is a flag set earlier in that body;
+- code after an `if` whose branches all exit is dead and dropped;
 - every other statement that ran after an exit in the source is guarded by
   `if live:` (per loop iteration) or `if running:` (per call), so statements that run
   are exactly those the source ran.
@@ -56,6 +57,19 @@ def _has_early_exit(node) -> bool:
     return len(returns) > 1 or (returns and node.body[-1] is not returns[0])
 
 
+def _always_exits(stmts) -> bool:
+    """Whether running `stmts` always ends in a return, break or continue (so the code
+    after them is dead and is dropped: typing it could only fail, as `return x` of
+    another type after an if/else that returns in both branches does in Numba)."""
+    for stmt in stmts:
+        if isinstance(stmt, (gast.Return, gast.Break, gast.Continue)):
+            return True
+        if isinstance(stmt, gast.If) and _always_exits(stmt.body) and \
+                _always_exits(stmt.orelse):
+            return True
+    return False
+
+
 class _Lowering:
     def __init__(self, namer: Namer):
         self.namer = namer
@@ -76,6 +90,8 @@ class _Lowering:
                 orelse, exits_else = self.block(stmt.orelse, loop)
                 out.append(gast.If(test=stmt.test, body=body or [gast.Pass()], orelse=orelse))
                 located(out[-1], stmt)
+                if _always_exits(stmt.body) and _always_exits(stmt.orelse):
+                    return out, True          # what follows never runs: no code for it
                 if exits or exits_else:
                     out.extend(self.guarded(rest, loop, stmt, []))
                     return out, True

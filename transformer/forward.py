@@ -103,6 +103,17 @@ def _build(fn: Function, active: tuple[str, ...]) -> Function:
     return _Forward(prepared, active).function()
 
 
+FORWARD_OF_CUSTOM_VJP = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+FORWARD_OF_CUSTOM_VJP_HINT = ("its rule is a vjp, which forward mode cannot use (as in JAX): "
+                              "give it a custom_jvp rule instead (grad transposes that one "
+                              "too), or use grad / jacrev")
+
+
+def refuses_forward_mode(value) -> bool:
+    """A function with only a custom vjp rule: forward mode would ignore the rule."""
+    return hasattr(value, "__secant_vjp__") and not hasattr(value, "__secant_jvp__")
+
+
 def callee_function(value) -> Function | None:
     """The Function a called object stands for, if secant can differentiate through it."""
     from codegen.backends import is_user_function
@@ -507,6 +518,8 @@ class _Forward:
         bound = _bind(self.fn, stmt, function, value)
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
+        if active and refuses_forward_mode(callee):
+            raise self.fn.origin.error(stmt, FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT)
         custom = getattr(callee, "__secant_jvp__", None)
         jvp_fn = custom(active) if custom is not None else _callee_jvp(callee, function, active)
         helper = self.namer.fresh(function.name + "_jvp")

@@ -39,9 +39,11 @@ from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
+from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
+from .recursion import refuse_recursion
 from .specialize import specialize
 from .typing import Argnums
 from .vector_shapes import argument_key, describe_key
@@ -221,12 +223,17 @@ class Jitted(ShowsSource):
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
+        checker = getattr(self.fun, "__secant_check_inputs__", None)
+        if checker is not None:        # what the transformation refuses (dtypes, axes)
+            checker(args, kwargs, compiled=True)
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None and self._reread_if_rebound():
             spec_key, dynamic, layouts, static = self._bind(args, kwargs)
             compiled = self._specs.get(spec_key)
         if compiled is None:
+            if self.options.backend != "python":
+                self._refuse_numba_dtypes(dynamic)
             return self._first_call(spec_key, dynamic, layouts, static)
         self._hits += 1
         return self._run(compiled, dynamic)
@@ -322,8 +329,25 @@ class Jitted(ShowsSource):
             "jit(..., max_specializations=N) or SECANT_MAX_SPECIALIZATIONS",
             RuntimeWarning, stacklevel=5)   # the user's call: __call__, _first_call, _compile_once
 
+    def _refuse_numba_dtypes(self, dynamic) -> None:
+        """A located error for array dtypes Numba has no machine type for (float16,
+        long double), which it would report as an internal NotImplementedError."""
+        names = [n for n in self.signature.parameters if n not in self.static_names]
+        for i, value in enumerate(dynamic):
+            for leaf in tree_util.tree_leaves(value):
+                dtype = getattr(leaf, "dtype", None)
+                if isinstance(leaf, (np.ndarray, np.generic)) and dtype in _NO_NUMBA_DTYPES:
+                    name = names[i] if i < len(names) and len(names) == len(dynamic) \
+                        else f"#{i}"
+                    fn = self.base_function
+                    raise fn.origin.error(fn.node, f"argument {name!r} of {self.__name__} "
+                                          f"holds {dtype}, which Numba cannot compile",
+                                          "cast it (x.astype(np.float32)), or use "
+                                          "jit(..., backend='python') to run it with NumPy")
+
     def _compile(self, spec_key, static, layouts, shapes):
         fn = self.base_function
+        refuse_recursion(fn)
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(positional_parameters(fn))
@@ -434,6 +458,10 @@ class Jitted(ShowsSource):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+_NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble), np.dtype(np.clongdouble)} - \
+    {np.dtype(np.float64), np.dtype(np.complex128)}
 
 
 def _numba_reason(text: str) -> str:

@@ -23,7 +23,9 @@ the reverse sweep, so rules may accumulate into them in place (`bpos[i] += bd`).
 
 Statements are differentiated with the adjoint templates of `transformer.templates`;
 calls to the user's own functions (plain, `jit`-wrapped, `numba.njit`, `custom_vjp`)
-become calls to their own generated vjp Function, placed in the environment.
+become calls to their own generated vjp Function, placed in the environment; an object
+with a custom rule supplies that Function itself (`__secant_vjp__(positions)`: a
+custom_vjp's fwd/bwd, a custom_jvp's rule transposed).
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from codegen.backends import is_user_function
 from . import activity, runtime, tape
 from .errors import TransformError, copy_hint
 from .function import Function, resolve
+from .input_dtypes import input_kind, refusal
 from .names import Namer, free_names
 from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
 from .reverse_prepare import bind_helper, prepare
@@ -536,10 +539,9 @@ class _Reverse:
         keywords = {k.arg: k.value for k in value.keywords}
         if obj is None:
             return Prim("opaque", t, _names(value.args + list(keywords.values())), value.func)
-        from .api_reverse import CustomVJP
         if has_adjoint(obj) or is_nondifferentiable(obj):
             return self.rule(t, obj, list(value.args), keywords)
-        if isinstance(obj, CustomVJP) or hasattr(obj, "__secant_function__") or \
+        if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__") or \
                 isinstance(obj, numba.core.dispatcher.Dispatcher) or is_user_function(obj):
             args = self.bind_call(obj, value)
             return Prim("call", t, _names(args), obj, args)
@@ -548,11 +550,8 @@ class _Reverse:
     def bind_call(self, obj, value) -> list:
         """The call's arguments, one per parameter of the callee, defaults filled in: the
         callee's vjp takes every primal parameter before the cotangents."""
-        from .api_reverse import CustomVJP
         from .frontend import parse
         from .function import signature
-        if isinstance(obj, CustomVJP):
-            return list(value.args)
         parameters = signature(parse(obj)).parameters
         if not value.keywords and len(value.args) == len(parameters):
             return list(value.args)
@@ -750,13 +749,13 @@ class _Reverse:
         return out
 
     def callee_vjp(self, obj, positions, stmt) -> str:
-        from .api_reverse import CustomVJP
         from .frontend import parse
         cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
-            if isinstance(obj, CustomVJP):
-                generated = obj.vjp_function(positions)
+            custom = getattr(obj, "__secant_vjp__", None)      # custom_vjp, custom_jvp
+            if custom is not None:
+                generated = custom(positions)
             else:
                 callee = parse(obj)
                 _refuse_argument_writes(callee, stmt, self.fn)
@@ -1559,11 +1558,10 @@ def unit_cotangent(out):
 
 
 def float_zeros(x, label):
-    """Zeros shaped like argument `x`; an error naming it when it is an integer."""
-    if np.issubdtype(np.asarray(x).dtype, np.integer) or isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"grad requires real-valued inputs, but argument {label!r} is an "
-                        f"integer ({np.asarray(x).dtype}); pass a float such as "
-                        f"{label}=float(...)")
+    """Zeros shaped like argument `x`; an error naming it when it is an integer, a
+    boolean or complex (see `input_dtypes`)."""
+    if input_kind(x) is not None:
+        raise refusal("grad", label, x, allow_int_hint=False)
     return runtime.zeros_like(x)
 
 
@@ -1582,10 +1580,12 @@ def _install_overloads():
     @overload(float_zeros)
     def _zeros_nb(x, label):
         dtype = x.dtype if isinstance(x, types.Array) else x
-        if isinstance(dtype, (types.Integer, types.Boolean)):
+        if isinstance(dtype, (types.Integer, types.Boolean, types.Complex)):
             which = getattr(label, "literal_value", "an argument")
-            raise TypingError(f"grad requires real-valued inputs, but argument {which!r} "
-                              f"is an integer ({dtype})")
+            kind = "complex" if isinstance(dtype, types.Complex) else "an integer"
+            raise TypingError(f"grad requires real-valued inputs (input dtype that is a "
+                              f"sub-dtype of np.floating), but argument {which!r} is {kind} "
+                              f"({dtype})")
         return lambda x, label: runtime.zeros_like(x)
 
 

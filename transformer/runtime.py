@@ -132,7 +132,10 @@ def _cast_like_nb(value, x):
 
 
 def zeros_like(x):
-    """Float zeros shaped like ``x``: a scalar for a scalar, else an array."""
+    """Float zeros shaped like ``x``: a scalar for a scalar, else an array; a tuple of
+    them for a tuple (the zero tangent of a function returning a tuple)."""
+    if isinstance(x, tuple):
+        return tuple(zeros_like(e) for e in x)
     if _is_scalar(x):
         return cast_like(0.0, x)
     return np.zeros(np.shape(x), _float_dtype(x))
@@ -140,6 +143,9 @@ def zeros_like(x):
 
 @overload(zeros_like)
 def _zeros_like_nb(x):
+    if isinstance(x, types.BaseTuple):
+        parts = "".join(f"zeros_like(x[{i}]), " for i in range(len(x)))
+        return eval(f"lambda x: ({parts})", {"zeros_like": zeros_like})
     target = as_dtype(_nb_float(x)).type
     if isinstance(x, types.Array):
         return lambda x: np.zeros(x.shape, target)

@@ -11,6 +11,8 @@ local (not a parameter) that every assignment makes a k-vector, that is never wr
 in place nor aliases an array written in place, and whose every use is one of:
 
     v[c] = s, v[c] += s        c a constant, s a scalar (v never aliases another array)
+    v += e                     e as below (v never aliases another array: `z = y; z += 1`
+                               writes y's elements, which scalars for z would not)
     v = e                      e elementwise in k-vectors and scalars (a scalar other
                                than names, constants and arithmetic of them is computed
                                once, before the statement): + - * / // % **, unary -,
@@ -78,14 +80,16 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
     for node in gast.walk(fn.node):
         if _constant_index(node) is not None and isinstance(node.ctx, gast.Store):
             element_stores.add(node.value.id)        # v[0] = x: fine for a fresh vector
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and \
+                not isinstance(shapes.of.get(node.target.id), Scalar):
+            element_stores.add(node.target.id)       # v += x writes v's array in place
         elif isinstance(node, (gast.Subscript, gast.Attribute)) \
                 and isinstance(node.ctx, (gast.Store, gast.Del)):
             written.add(_root(node))
         elif isinstance(node, gast.Call):
             written |= _written_by_call(node, shapes)
         elif isinstance(node, gast.Assign):
-            links += [(t.id, r) for t in node.targets if isinstance(t, gast.Name)
-                      for r in _aliased(node.value)]
+            links += [(t, r) for t in _target_names(node.targets) for r in _aliased(node.value)]
         elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
             links += [(node.target.id, r) for r in _aliased(node.iter)]
     linked = {name for link in links for name in link}
@@ -100,6 +104,12 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
                 written |= {a, b}
                 changed = True
     return written
+
+
+def _target_names(targets) -> set:
+    """Every name bound by assignment targets (`a, b = ...` unpacks: each may alias)."""
+    return {n.id for t in targets for n in gast.walk(t)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
 def _constant_index(node):

@@ -61,7 +61,8 @@ _NDARRAY = np.ndarray
 def argument_key(args) -> tuple:
     """What a specialization keeps of each argument: for an array its dtype, ndim and
     short last axis, for anything else its type. Cheap: it runs on every jit call."""
-    return tuple([(a.dtype.char, a.ndim, a.shape[-1] if a.ndim and a.shape[-1] <= MAX_LENGTH
+    # a last axis of length 0 is not short: there are no elements to make scalars of
+    return tuple([(a.dtype.char, a.ndim, a.shape[-1] if a.ndim and 0 < a.shape[-1] <= MAX_LENGTH
                    else None) if type(a) is _NDARRAY else type(a) for a in args])
 
 
