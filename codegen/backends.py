@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from transformer import lowering
+from transformer import bounds, lowering
 from transformer.errors import TransformError
 from transformer.function import Function
 from transformer.names import free_names
@@ -48,6 +48,7 @@ class Options:
     backend: str = "cpu"
     parallel: bool = False
     fastmath: bool = False
+    boundscheck: bool = True     # cpu: every index proved or checked (transformer.bounds)
 
     def decorator(self) -> str | None:
         if self.backend != "cpu":
@@ -122,6 +123,8 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
     if options.backend == "cpu":
         fn = lowering.lower_for_numba(fn)
+        if options.boundscheck:
+            fn = bounds.check_indices(fn)
     node = fn.node
     imports, namespace, fingerprints = [], {}, []
     # Only the top function is parallel: a parallel helper nested inside a parallel
@@ -145,7 +148,7 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         f"{ORIGIN_PREFIX}{fn.origin.describe()}",
         f"# transforms: {' | '.join(fn.chain) or '(none)'}",
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
-        f"numpy {np.__version__}{_optimization_note(options)}",
+        f"numpy {np.__version__}{_optimization_note(options)}{_bounds_note(options)}",
         *fingerprints,
         *_runtime_line(namespace.values()),
     ]
@@ -159,6 +162,12 @@ def _optimization_note(options: Options) -> str:
     tell levels apart, so code compiled under NUMBA_OPT=0 must live in another module."""
     level = int(numba.config.OPT)
     return f", NUMBA_OPT={level}" if options.backend != "python" and level != 3 else ""
+
+
+def _bounds_note(options: Options) -> str:
+    """Modules compiled without index checks say so: the text, and so the cache key, differ
+    even where the function has no index to check."""
+    return ", boundscheck=False" if options.backend == "cpu" and not options.boundscheck else ""
 
 
 def _runtime_line(values) -> list[str]:

@@ -28,6 +28,7 @@ from .desugar import methods_to_functions
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
+from .index_checks import with_source_line
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .specialize import specialize
@@ -45,12 +46,19 @@ class CacheInfo:
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        backend: str = "cpu", parallel: bool = False, fastmath: bool = False):
-    """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`."""
+        backend: str = "cpu", parallel: bool = False, fastmath: bool = False,
+        boundscheck: bool = True):
+    """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
+
+    On the cpu backend every index is proved in bounds or checked, raising `IndexError`
+    at the user's line (`transformer.bounds`); `boundscheck=False` leaves indices
+    unchecked, as Numba does (an out-of-bounds index then reads or writes other memory).
+    """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
-                                 parallel=parallel, fastmath=fastmath)
+                                 parallel=parallel, fastmath=fastmath,
+                                 boundscheck=boundscheck)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if backend == "cuda":
@@ -58,7 +66,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
         return cuda.cuda_jit(fun, static_argnums=static_argnums,
                              static_argnames=static_argnames, fastmath=fastmath)
     return Jitted(fun, static_argnums, static_argnames,
-                  Options(backend=backend, parallel=parallel, fastmath=fastmath))
+                  Options(backend=backend, parallel=parallel, fastmath=fastmath,
+                          boundscheck=boundscheck))
 
 
 def _as_tuple(value) -> tuple:
@@ -124,6 +133,11 @@ class Jitted:
             result = function(*dynamic)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
+        except IndexError as exc:
+            located = with_source_line(exc)
+            if located is exc:
+                raise
+            raise located from None
         if keys is not None:
             return dict(zip(keys, result))
         return result
@@ -198,6 +212,8 @@ class Jitted:
             parts.append("parallel=True")
         if self.options.fastmath:
             parts.append("fastmath=True")
+        if not self.options.boundscheck:
+            parts.append("boundscheck=False")
         parts += [f"{k}={v!r}" for k, v in sorted(static.items())]
         return f"jit({', '.join(parts)})"
 
