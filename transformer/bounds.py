@@ -32,6 +32,8 @@ import copy
 import gast
 import numpy as np
 
+from codegen import emit
+
 from . import index_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
@@ -229,6 +231,7 @@ class _Checker(gast.NodeTransformer):
         self.enclosing: list = []  # the For statements around the current node
         self.hoisted: dict[int, list] = collections.defaultdict(list)
         self.earlier: dict[str, gast.AST] = {}   # names bound earlier in self.loop's body
+        self.line = fn.origin.lineno   # the user's line of the statement being visited
 
     def bind(self, obj, base: str) -> gast.Name:
         if id(obj) not in self.names:
@@ -254,6 +257,7 @@ class _Checker(gast.NodeTransformer):
     def _visit_body(self, body):
         out = []
         for stmt in body:
+            self.line = self._line_of(stmt) or self.line
             result = self.visit(stmt)
             out.extend(result if isinstance(result, list) else [result])
             if self.loop is not None and isinstance(stmt, gast.Assign) \
@@ -320,8 +324,12 @@ class _Checker(gast.NodeTransformer):
         parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
         if all(isinstance(p, gast.Slice) for p in parts) or self._shape_lookup(node.value):
             return node
+        if array is None and isinstance(node.ctx, gast.Load):
+            return self.checked_item(node.value, node.slice, node)
         if array is None:
-            return self.checked_item(node)
+            raise self.fn.origin.error(
+                node, "cannot check this index: the array written to is a computed expression",
+                hint=_NAME_IT)
         if any(_is_constant(p, (None, Ellipsis)) for p in parts):
             node.slice = self.check(array, node.slice, 0, node)
             return node
@@ -333,19 +341,14 @@ class _Checker(gast.NodeTransformer):
             node.slice = checked[0]
         return node
 
-    def checked_item(self, node):
-        """`checked_item(v, index, where)` for `v[index]` read from a computed `v`."""
-        if not isinstance(node.ctx, gast.Load):
-            raise self.fn.origin.error(
-                node, "cannot check this index: the array written to is a computed expression",
-                hint=_NAME_IT)
-        index = node.slice
+    def checked_item(self, value, index, site):
+        """`checked_item(value, index, where)`: `value[index]` for a computed `value`."""
         if isinstance(index, gast.Slice):       # a lone slice cannot be passed as a value
-            return node
+            return gast.Subscript(value=value, slice=index, ctx=gast.Load())
         call = gast.Call(func=self.bind(index_checks.checked_item, "checked_item"),
-                         args=[node.value, index, gast.Constant(self.where(node), None)],
+                         args=[value, index, gast.Constant(self.where(site), None)],
                          keywords=[])
-        return gast.copy_location(call, node)
+        return gast.copy_location(call, site)
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -353,7 +356,11 @@ class _Checker(gast.NodeTransformer):
         if helper not in _INDEXING_HELPERS or node.keywords:
             return node
         at_array, at_index, axis = _INDEXING_HELPERS[helper]
-        if len(node.args) <= max(at_array, at_index) or not _pure(node.args[at_array]):
+        if len(node.args) <= max(at_array, at_index):
+            return node
+        if not _pure(node.args[at_array]):
+            if helper is runtime.getitem_mask:
+                return self.checked_item(node.args[0], node.args[1], node)
             raise self.fn.origin.error(node, "cannot check the index of this call: the array "
                                        "is a computed expression", hint=_NAME_IT)
         array = node.args[at_array]
@@ -444,10 +451,30 @@ class _Checker(gast.NodeTransformer):
 
     def where(self, node) -> str:
         """The location a failed check reports: the user's file:line:col."""
+        lineno = getattr(node, "lineno", None)
+        if lineno:
+            col = getattr(node, "col_offset", None) or 0
+        else:       # no position of its own: the start of its statement's line
+            lineno, text = self.line, self.fn.origin.source_line(self.line) or ""
+            col = len(text) - len(text.lstrip())
+        return f"{self.fn.origin.filename}:{lineno}:{col + 1}"
+
+    def _line_of(self, stmt) -> int | None:
+        """`stmt`'s user line: its own, or the line its `# vmap of: ...` comment quotes."""
+        if getattr(stmt, "lineno", None):
+            return stmt.lineno
+        comment = emit.comment_of(stmt) or ""
+        quoted = comment.partition(" of: ")[2].strip()
+        if not quoted:
+            return None
         origin = self.fn.origin
-        lineno = getattr(node, "lineno", None) or origin.lineno
-        col = getattr(node, "col_offset", None) or 0
-        return f"{origin.filename}:{lineno}:{col + 1}"
+        for lineno in range(origin.lineno, origin.lineno + 10_000):
+            text = origin.source_line(lineno)
+            if text is None:
+                return None
+            if text.strip() == quoted:
+                return lineno
+        return None
 
     def _hoistable(self, loop) -> bool:
         stops = (gast.Break, gast.Continue, gast.Return, gast.Raise, gast.Try, gast.With)

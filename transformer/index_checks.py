@@ -10,8 +10,8 @@ slices clamp and are never checked. `where` is a string constant, the user's
 (called where the error leaves compiled code) adds the line itself with a caret.
 Anything that is not an array (a tuple, a list) is returned as it is: Numba checks those.
 
-`checked_item(x, index, where)` is `x[checked(x, index, 0, where)]` for an `x` that is a
-computed expression rather than a name.
+`checked_item(x, index, where)` is `getitem_mask(x, checked(x, index, 0, where))` for an
+`x` that is a computed expression rather than a name.
 
 `checked_range(x, axis, start, stop, step, offset, where)` checks once, before a loop,
 every index `k + offset` for `k` in `range(start, stop, step)` against axis `axis` of `x`.
@@ -25,6 +25,8 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
+
+from .runtime import getitem_mask
 
 __all__ = ["checked", "checked_item", "checked_range"]
 
@@ -97,7 +99,7 @@ def _check_one(x, part, axis, where):
 
 def checked_item(x, index, where):
     """`x[index]` for an `x` computed in place (not a name), its index checked first."""
-    return x[checked(x, index, 0, where)]
+    return getitem_mask(x, checked(x, index, 0, where))
 
 
 def checked_range(x, axis, start, stop, step, offset, where):
@@ -221,4 +223,4 @@ def _checked_range_nb(x, axis, start, stop, step, offset, where):
 @overload(checked_item, inline="always", prefer_literal=True)
 def _checked_item_nb(x, index, where):
     _where(where)
-    return lambda x, index, where: x[checked(x, index, 0, where)]
+    return lambda x, index, where: getitem_mask(x, checked(x, index, 0, where))
