@@ -30,6 +30,7 @@ import collections
 import copy
 
 import gast
+import numba
 import numpy as np
 
 from codegen import emit
@@ -49,10 +50,25 @@ _INDEXING_HELPERS = {
     batching_rules.index_examples: (0, 1, 1),
 }
 _CONSTANT_SHAPE_CALLS = {np.zeros, np.ones, np.empty, np.full}
+_KNOWN_LENGTHS = "secant_known_lengths"     # FunctionDef attribute: param -> (ndim, last)
+_RANGES = {builtins.range, numba.prange}
+_BLOCKS = (gast.For, gast.While, gast.If, gast.Try, gast.With)
 _NAME_IT = "assign the array to a name first, or use jit(..., boundscheck=False)"
 _PURE_NODES = (gast.Name, gast.Constant, gast.Attribute, gast.Subscript, gast.Slice,
                gast.Tuple, gast.BinOp, gast.UnaryOp, gast.Load, gast.Store, gast.operator,
                gast.unaryop)
+
+
+def with_known_lengths(fn: Function, shapes: dict) -> Function:
+    """`fn` noting the last-axis lengths its jit specialization guarantees for its array
+    parameters (`shapes`: parameter -> shape class, as `scalarize` takes them)."""
+    known = {name: (s.ndim, s.last) for name, s in shapes.items()
+             if getattr(s, "last", None) is not None and getattr(s, "ndim", 0) > 0}
+    if not known:
+        return fn
+    node = copy.copy(fn.node)
+    setattr(node, _KNOWN_LENGTHS, known)
+    return fn.replace(node=node)
 
 
 def check_indices(fn: Function) -> Function:
@@ -71,6 +87,7 @@ class _Facts:
     def __init__(self, fn: Function, node: gast.FunctionDef):
         self.fn = fn
         self.params = set(fn.params)
+        self.known = getattr(node, _KNOWN_LENGTHS, {})
         self.counts = collections.Counter(fn.params)
         self.defs, self.loops = {}, collections.defaultdict(list)
         self.stored_in: dict[int, set] = {}
@@ -81,13 +98,45 @@ class _Facts:
                     and isinstance(sub.targets[0], gast.Name):
                 self.defs[sub.targets[0].id] = sub.value
             if isinstance(sub, gast.For) and isinstance(sub.target, gast.Name) \
-                    and self.calls(sub.iter, builtins.range):
+                    and self.callee(sub.iter) in _RANGES:
                 self.loops[sub.target.id].append(sub)
                 self.stored_in[id(sub)] = {
                     n.id for s in sub.body for n in gast.walk(s)
                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.top_level = {s.targets[0].id for s in node.body if isinstance(s, gast.Assign)
                           and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)}
+        self.sized: dict[str, set] = collections.defaultdict(set)   # name -> (array, axis)
+        self._sizes_checked(node.body)
+        for name in self.top_level:
+            self._sizes_made(name)
+
+    def _sizes_checked(self, body) -> None:
+        """`check_size(n, x.shape[d], ...)` (vmap's batch sizes) before any array index:
+        from there on `n` is the length of axis d of x."""
+        for stmt in body:
+            if any(isinstance(sub, gast.Subscript) and not _is_shape(sub.value)
+                   for sub in gast.walk(stmt)) or isinstance(stmt, _BLOCKS):
+                return
+            call = stmt.value if isinstance(stmt, gast.Expr) else None
+            if self.callee(call) is batching_rules.check_size and len(call.args) >= 2 \
+                    and isinstance(call.args[0], gast.Name):
+                self.sized[call.args[0].id] |= self.lengths(call.args[1])
+
+    def _sizes_made(self, name: str) -> None:
+        """`x = np.zeros((n, m))` or `x = batch_empty(n, ...)`: `n` is the length of
+        axis 0 of x, `m` of axis 1, where `n` and `m` are names bound once."""
+        value = self.once(name)
+        made = self.callee(value)
+        if made in _CONSTANT_SHAPE_CALLS and value.args:
+            shape = value.args[0]
+            dims = shape.elts if isinstance(shape, gast.Tuple) else [shape]
+        elif made is batching_rules.batch_empty and value.args:
+            dims = value.args[:1]
+        else:
+            return
+        for axis, dim in enumerate(dims):
+            if isinstance(dim, gast.Name) and self.counts[dim.id] == 1:
+                self.sized[dim.id].add((name, axis))
 
     def calls(self, node, obj) -> bool:
         if not isinstance(node, gast.Call) or node.keywords:
@@ -137,7 +186,8 @@ class _Facts:
             return set()
         if isinstance(expr, gast.Name):
             value = self.once(expr.id)
-            return self.lengths(value, depth + 1) if value is not None else set()
+            known = self.sized.get(expr.id, set())
+            return known | (self.lengths(value, depth + 1) if value is not None else set())
         if self.calls(expr, builtins.len) and len(expr.args) == 1:
             return self._axis(expr.args[0], 0)
         if self.calls(expr, builtins.min):
@@ -158,6 +208,9 @@ class _Facts:
 
     def constant_length(self, name: str, axis: int) -> int | None:
         root = self.shape_root(name)
+        ndim, last = self.known.get(root, (0, None))
+        if root in self.params and ndim and axis == ndim - 1:
+            return last
         value = self.once(root) if root else None
         if value is None or self.callee(value) not in _CONSTANT_SHAPE_CALLS or not value.args:
             return None
@@ -515,6 +568,10 @@ def _normalized(node):
     """`node` with -1 written as a constant, so `-1` and `UnaryOp(-, 1)` compare equal."""
     value = _int_constant(node)
     return gast.Constant(value, None) if value is not None else node
+
+
+def _is_shape(node) -> bool:
+    return isinstance(node, gast.Attribute) and node.attr == "shape"
 
 
 def _pure(node) -> bool:

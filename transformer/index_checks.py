@@ -6,8 +6,10 @@ starting at axis `axis`, stays inside `x` under Python's rules, and otherwise ra
 `IndexError`: an integer must lie in `-n <= i < n` for the axis length `n`, every element
 of an integer array too, and a boolean mask must have the shape of the axes it covers;
 slices clamp and are never checked. `where` is a string constant, the user's
-`file:line:col`; the message adds the index and the axis length, and `with_source_line`
-(called where the error leaves compiled code) adds the line itself with a caret.
+`file:line:col`. Compiled code raises `IndexError(where, index, axis, size)`;
+`with_source_line`, called where the error leaves compiled code, turns that into the
+message plain Python raises ("where: index 5 is out of bounds for axis 0 with size 3")
+followed by the user's line with a caret.
 Anything that is not an array (a tuple, a list) is returned as it is: Numba checks those.
 
 `checked_item(x, index, where)` is `getitem_mask(x, checked(x, index, 0, where))` for an
@@ -24,7 +26,7 @@ import re
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from numba.extending import overload
 
 from .runtime import getitem_mask
 
@@ -44,14 +46,21 @@ def _mask_message(where: str, axis: int) -> str:
 
 
 def with_source_line(exc: IndexError) -> IndexError:
-    """`exc` with the user's line and a caret added when it comes from a failed check."""
-    text = str(exc.args[0]) if len(exc.args) == 1 else ""
+    """`exc` with the user's line and a caret added when it comes from a failed check.
+
+    Compiled checks raise `IndexError(where, index, axis, size)` (formatting a message in
+    compiled code would slow the loop that holds the check); the message is made here.
+    """
+    if len(exc.args) == 4 and isinstance(exc.args[0], str):
+        text = _message(*exc.args)
+    else:
+        text = str(exc.args[0]) if len(exc.args) == 1 else ""
     match = _LOCATION.match(text)
     if not match or "\n" in text:
         return exc
     line = linecache.getline(match["file"], int(match["line"])).rstrip()
     if not line:
-        return exc
+        return IndexError(text) if text != str(exc) else exc
     caret = " " * (int(match["col"]) - 1) + "^"
     return IndexError(f"{text}\n    {line}\n    {caret}")
 
@@ -117,48 +126,32 @@ def checked_range(x, axis, start, stop, step, offset, where):
 
 # ---------------------------------------------------------------- Numba
 
-@register_jitable
-def _raise_out_of_bounds(where, index, axis, n):
-    raise IndexError(where + ": index " + str(index) + " is out of bounds for axis "
-                     + str(axis) + " with size " + str(n))
-
-
-@register_jitable
-def _raise_mask(where, axis):
-    raise IndexError(where + ": boolean index does not match the shape of the array's "
-                     "axes from axis " + str(axis))
-
-
 def _where(where_ty) -> str:
     if not isinstance(where_ty, types.StringLiteral):
         raise TypingError("checked: the location must be a string constant")
     return where_ty.literal_value
 
 
-def _part_checker(part_ty, axis: int, location: str):
-    """A jitted `check(x, part)` for one index part applied at `axis`, or None."""
-    if isinstance(part_ty, types.Integer):
-        def check_int(x, part):
-            n = x.shape[axis]
-            if part < -n or part >= n:
-                _raise_out_of_bounds(location, part, axis, n)
-        return register_jitable(check_int)
-    if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Boolean):
-        depth = part_ty.ndim
+def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict) -> list[str]:
+    """Source lines checking index part `ref` of type `part_ty` at `axis`.
 
-        def check_mask(x, part):
-            for d in range(depth):
-                if part.shape[d] != x.shape[axis + d]:
-                    _raise_mask(location, axis)
-        return register_jitable(check_mask)
+    The comparisons are written out here, and a failure raises with constant or integer
+    arguments only, so that the check inlines into the caller's loop: a call, or a message
+    formatted in compiled code, costs several times the read it guards.
+    """
+    fail = f"raise IndexError(WHERE, i{k}, {axis}, n{k})"
+    if isinstance(part_ty, types.Integer):
+        return [f"    n{k} = x.shape[{axis}]", f"    i{k} = {ref}",
+                f"    if i{k} < -n{k} or i{k} >= n{k}:", f"        {fail}"]
     if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Integer):
-        def check_array(x, part):
-            n = x.shape[axis]
-            for v in part.flat:
-                if v < -n or v >= n:
-                    _raise_out_of_bounds(location, v, axis, n)
-        return register_jitable(check_array)
-    return None
+        return [f"    n{k} = x.shape[{axis}]", f"    for i{k} in {ref}.flat:",
+                f"        if i{k} < -n{k} or i{k} >= n{k}:", f"            {fail}"]
+    if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Boolean):
+        scope[f"MASK{k}"] = _mask_message(scope["WHERE"], axis)
+        return [f"    for d{k} in range({part_ty.ndim}):",
+                f"        if {ref}.shape[d{k}] != x.shape[{axis} + d{k}]:",
+                f"            raise IndexError(MASK{k})"]
+    return []
 
 
 def _advance(part_ty) -> int:
@@ -169,31 +162,25 @@ def _advance(part_ty) -> int:
     return 1
 
 
-@overload(checked, inline="always", prefer_literal=True)
+@overload(checked, prefer_literal=True)
 def _checked_nb(x, index, axis, where):
     if not isinstance(x, types.Array):
         return lambda x, index, axis, where: index
     if not isinstance(axis, types.IntegerLiteral):
         raise TypingError("checked: the axis must be an integer constant")
     location = _where(where)
-    parts = list(index.types) if isinstance(index, types.BaseTuple) else [index]
-    checks, at = [], axis.literal_value
+    is_tuple = isinstance(index, types.BaseTuple)
+    parts = list(index.types) if is_tuple else [index]
+    lines, at = [], axis.literal_value
+    scope = {"WHERE": location}
     for k, part_ty in enumerate(parts):
         if isinstance(part_ty, types.EllipsisType):
             at = x.ndim - sum(_advance(p) for p in parts[k + 1:])
             continue
-        check = _part_checker(part_ty, at, location) if at < x.ndim else None
-        if check is not None:
-            checks.append((k, check))
+        if at < x.ndim:
+            ref = f"index[{k}]" if is_tuple else "index"
+            lines += _part_check(part_ty, ref, at, k, scope)
         at += _advance(part_ty)
-    return _apply(checks, isinstance(index, types.BaseTuple))
-
-
-def _apply(checks, is_tuple: bool):
-    """`impl(x, index, axis, where)` running each (part number, check) and returning index."""
-    scope = {f"check{j}": check for j, (_, check) in enumerate(checks)}
-    lines = [f"    check{j}(x, index{f'[{k}]' if is_tuple else ''})"
-             for j, (k, _) in enumerate(checks)]
     source = "def impl(x, index, axis, where):\n" + "\n".join(lines + ["    return index"])
     exec(source, scope)
     return scope["impl"]
@@ -214,9 +201,9 @@ def _checked_range_nb(x, axis, start, stop, step, offset, where):
             first = start + offset
             last = start + (trips - 1) * step + offset
             if first < -n or first >= n:
-                _raise_out_of_bounds(location, first, at, n)
+                raise IndexError(location, first, at, n)
             if last < -n or last >= n:
-                _raise_out_of_bounds(location, last, at, n)
+                raise IndexError(location, last, at, n)
     return impl
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from codegen import backends
 from codegen.backends import Options
 
+from . import bounds
 from .desugar import methods_to_functions
 from .errors import TransformError
 from .frontend import parse
@@ -196,7 +197,7 @@ class Jitted:
             fn, keys = returned_dict_keys(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if self.options.backend == "cpu":
-            fn = scalarize(fn, shapes)
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
         before = backends.STATS.hits
         compiled = backends.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
@@ -273,7 +274,8 @@ class Jitted:
         fn = methods_to_functions(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if args and self.options.backend == "cpu":
-            fn = scalarize(fn, self._shapes((self._describe(args),)))
+            shapes = self._shapes((self._describe(args),))
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
         text, _ = backends.module_text(fn, self.options)
         return text
 
