@@ -70,8 +70,10 @@ def test_valid_indices_give_the_python_backends_values(outcomes, case):
     np.testing.assert_allclose(got["value"], expected, rtol=1e-12, atol=1e-12)
 
 
-def test_lennard_jones_gradient_indices_are_proved_so_its_loops_carry_no_check():
-    text = jit(grad(programs.energy)).source()
+@pytest.mark.parametrize("example", [(), (programs.POS,)], ids=["generic", "scalarized"])
+def test_lennard_jones_gradient_indices_are_proved_so_its_loops_carry_no_check(example):
+    # with an example, pos[i, 0..2] come from scalarize: the specialization fixes axis 1
+    text = jit(grad(programs.energy)).source(*example)
     assert "for j in range" in text
     assert "checked(" not in text and "checked_range(" not in text
 
