@@ -17,6 +17,7 @@ import pytest
 
 from tests import bounds_programs as programs
 from transformer import grad, jit
+from transformer.errors import TransformError
 from transformer.index_checks import checked, checked_range
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,3 +128,12 @@ def test_checked_range_checks_the_first_and_last_index_of_a_nonempty_range():
     for start, stop, step, offset in [(0, 5, 1, 0), (0, 4, 1, 1), (3, -1, -1, -5)]:
         with pytest.raises(IndexError, match="out of bounds for axis 0 with size 4"):
             checked_range(x, 0, start, stop, step, offset, "f.py:1:1")
+
+
+def test_a_write_into_a_computed_array_is_refused_at_the_users_line():
+    with pytest.raises(TransformError) as caught:
+        jit(programs.computed_write).source()
+    line = _line_number("np.asarray(x)[i] = 1.0")
+    assert caught.value.lineno == line and caught.value.filename == programs.__file__
+    assert "assign the array to a name first" in str(caught.value)
+    assert "checked(" not in jit(programs.computed_write, boundscheck=False).source()

@@ -7,19 +7,25 @@ bounds or *checked* at run time, raising `IndexError` located at the user's line
 Invariant of the output: in every `x[index]` (read, write or augmented write) and every
 call of an indexing runtime helper (`scatter_add`, `getitem_mask`, `setitem_mask`,
 `take_batched`, `index_examples`), each index part that is not a slice is
-- proved in bounds: a loop variable of `range(a, b)` (or of its reversal in a gradient,
-  `range(range_last(a, b, 1), a - 1, -1)`) with `a >= 0` provably and `b` the length of
-  that axis of `x` (`x.shape[d]`, `len(x)`, `min` of lengths, or a name bound once to
-  one), or a constant within an axis of known constant length (`np.zeros(3)`), where `x`
-  (or the array whose shape it copies, `zeros_like(x)`) is a parameter never assigned or
-  a name assigned once at the function's top level; or
+- proved in bounds: a variable of the enclosing loop over `range(a, b)` or `prange(a, b)`
+  (or of its reversal in a gradient, `range(range_last(a, b, 1), a - 1, -1)`), not
+  rebound in the loop, with `a >= 0` provably and `b` the length of that axis of `x`
+  (`x.shape[d]`, `len(x)`, `min` of lengths, a name bound once to one, a name `n` that
+  made `x` (`np.zeros((n, m))`, vmap's `batch_empty(n, ...)`) or that vmap's leading
+  `check_size(n, x.shape[d], ...)` compared); or a constant within an axis of known
+  length (`np.zeros(3)`, or a parameter's short last axis that the jit specialization
+  fixes, `with_known_lengths`); where `x` (or the array whose shape it copies,
+  `zeros_like(x)`) is a parameter never assigned or a name assigned once at the
+  function's top level; or
 - checked once before its loop: `k + c` (directly, or through a name bound once to it
   earlier in the loop body) for the loop variable `k` of `for k in range(...)` whose body
   evaluates the index on every trip (no break, continue, return or raise in the body,
   not under an `if`, a `while`, a boolean operator, a conditional expression or a
   comprehension), with `x` as stable as above: `checked_range(x, d, a, b, s, c, where)`
   precedes the loop; or
-- wrapped: `x[checked(x, i, d, where)]` checks it where it is evaluated.
+- wrapped: `x[checked(x, i, d, where)]` checks it where it is evaluated (a computed
+  array is read through `checked_item(v, index, where)`; a write into one is refused
+  with a located `TransformError`).
 `where` is the user's `file:line:col` (`index_checks` adds the line when it raises).
 Subscripts of shape tuples (`x.shape[0]`) are left as they are: Numba checks tuples.
 """
@@ -38,7 +44,6 @@ from codegen import emit
 from . import index_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
-from .rules import batching as batching_rules
 from .tape import range_last
 
 # helper -> (position of the array argument, of the index argument, first indexed axis)
@@ -46,9 +51,13 @@ _INDEXING_HELPERS = {
     runtime.scatter_add: (0, 1, 0),
     runtime.getitem_mask: (0, 1, 0),
     runtime.setitem_mask: (0, 1, 0),
-    batching_rules.take_batched: (0, 1, 1),
-    batching_rules.index_examples: (0, 1, 1),
+    "transformer.rules.batching.take_batched": (0, 1, 1),
+    "transformer.rules.batching.index_examples": (0, 1, 1),
 }
+# helpers of passes that import this one's importers, known by name to keep layers one-way
+_CHECK_SIZE = "transformer.rules.batching.check_size"
+_BATCH_EMPTY = "transformer.rules.batching.batch_empty"
+_FLOAT_ZEROS = "transformer.reverse.float_zeros"
 _CONSTANT_SHAPE_CALLS = {np.zeros, np.ones, np.empty, np.full}
 _KNOWN_LENGTHS = "secant_known_lengths"     # FunctionDef attribute: param -> (ndim, last)
 _RANGES = {builtins.range, numba.prange}
@@ -118,7 +127,7 @@ class _Facts:
                    for sub in gast.walk(stmt)) or isinstance(stmt, _BLOCKS):
                 return
             call = stmt.value if isinstance(stmt, gast.Expr) else None
-            if self.callee(call) is batching_rules.check_size and len(call.args) >= 2 \
+            if _qualified(self.callee(call)) == _CHECK_SIZE and len(call.args) >= 2 \
                     and isinstance(call.args[0], gast.Name):
                 self.sized[call.args[0].id] |= self.lengths(call.args[1])
 
@@ -130,7 +139,7 @@ class _Facts:
         if made in _CONSTANT_SHAPE_CALLS and value.args:
             shape = value.args[0]
             dims = shape.elts if isinstance(shape, gast.Tuple) else [shape]
-        elif made is batching_rules.batch_empty and value.args:
+        elif _qualified(made) == _BATCH_EMPTY and value.args:
             dims = value.args[:1]
         else:
             return
@@ -174,10 +183,9 @@ class _Facts:
         return None
 
     def _copies_shape(self, value) -> bool:
-        from .reverse import float_zeros
-        like = (runtime.zeros_like, float_zeros, np.zeros_like, np.empty_like, np.ones_like,
-                np.copy)
-        return (self.callee(value) in like and value.args
+        like = (runtime.zeros_like, np.zeros_like, np.empty_like, np.ones_like, np.copy)
+        made = self.callee(value)
+        return ((made in like or _qualified(made) == _FLOAT_ZEROS) and value.args
                 and isinstance(value.args[0], gast.Name))
 
     def lengths(self, expr, depth: int = 0) -> set:
@@ -406,9 +414,10 @@ class _Checker(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         helper = self.facts.callee(node)
-        if helper not in _INDEXING_HELPERS or node.keywords:
+        key = helper if helper in _INDEXING_HELPERS else _qualified(helper)
+        if key not in _INDEXING_HELPERS or node.keywords:
             return node
-        at_array, at_index, axis = _INDEXING_HELPERS[helper]
+        at_array, at_index, axis = _INDEXING_HELPERS[key]
         if len(node.args) <= max(at_array, at_index):
             return node
         if not _pure(node.args[at_array]):
@@ -568,6 +577,11 @@ def _normalized(node):
     """`node` with -1 written as a constant, so `-1` and `UnaryOp(-, 1)` compare equal."""
     value = _int_constant(node)
     return gast.Constant(value, None) if value is not None else node
+
+
+def _qualified(obj) -> str | None:
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{name}" if module and name else None
 
 
 def _is_shape(node) -> bool:
