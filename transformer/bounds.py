@@ -27,7 +27,8 @@ call of an indexing runtime helper (`scatter_add`, `getitem_mask`, `setitem_mask
   array is read through `checked_item(v, index, where)`; a write into one is refused
   with a located `TransformError`).
 `where` is the user's `file:line:col` (`index_checks` adds the line when it raises).
-Subscripts of shape tuples (`x.shape[0]`) are left as they are: Numba checks tuples.
+Subscripts of shape tuples (`x.shape[0]`) and of parameters passed as tuples (pytrees)
+are left as they are: Numba checks tuples.
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ _BATCH_EMPTY = "transformer.rules.batching.batch_empty"
 _FLOAT_ZEROS = "transformer.reverse.float_zeros"
 _CONSTANT_SHAPE_CALLS = {np.zeros, np.ones, np.empty, np.full}
 _KNOWN_LENGTHS = "secant_known_lengths"     # FunctionDef attribute: param -> (ndim, last)
+_TUPLES = "secant_tuple_params"             # FunctionDef attribute: params passed as tuples
 _RANGES = {builtins.range, numba.prange}
 _BLOCKS = (gast.For, gast.While, gast.If, gast.Try, gast.With)
 _NAME_IT = "assign the array to a name first, or use jit(..., boundscheck=False)"
@@ -68,15 +70,17 @@ _PURE_NODES = (gast.Name, gast.Constant, gast.Attribute, gast.Subscript, gast.Sl
                gast.unaryop)
 
 
-def with_known_lengths(fn: Function, shapes: dict) -> Function:
-    """`fn` noting the last-axis lengths its jit specialization guarantees for its array
-    parameters (`shapes`: parameter -> shape class, as `scalarize` takes them)."""
+def with_known_lengths(fn: Function, shapes: dict, tuples=()) -> Function:
+    """`fn` noting what its jit specialization guarantees about its parameters: the
+    last-axis lengths of arrays (`shapes`: parameter -> shape class, as `scalarize` takes
+    them) and the parameters passed as tuples (`tuples`, pytrees: Numba checks those)."""
     known = {name: (s.ndim, s.last) for name, s in shapes.items()
              if getattr(s, "last", None) is not None and getattr(s, "ndim", 0) > 0}
-    if not known:
+    if not known and not tuples:
         return fn
     node = copy.copy(fn.node)
     setattr(node, _KNOWN_LENGTHS, known)
+    setattr(node, _TUPLES, frozenset(tuples))
     return fn.replace(node=node)
 
 
@@ -97,6 +101,7 @@ class _Facts:
         self.fn = fn
         self.params = set(fn.params)
         self.known = getattr(node, _KNOWN_LENGTHS, {})
+        self.tuples = getattr(node, _TUPLES, frozenset())
         self.counts = collections.Counter(fn.params)
         self.defs, self.loops = {}, collections.defaultdict(list)
         self.stored_in: dict[int, set] = {}
@@ -504,7 +509,11 @@ class _Checker(gast.NodeTransformer):
 
     # ------------------------------------------------------------ helpers
     def _shape_lookup(self, value) -> bool:
+        """`value` is a tuple: a shape, or a parameter passed as one."""
         if isinstance(value, gast.Attribute) and value.attr in ("shape", "strides"):
+            return True
+        if isinstance(value, gast.Name) and value.id in self.facts.tuples \
+                and self.facts.counts[value.id] == 1:
             return True
         if isinstance(value, gast.Name):
             bound = self.facts.once(value.id)

@@ -197,7 +197,8 @@ class Jitted:
             fn, keys = returned_dict_keys(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if self.options.backend == "cpu":
-            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
+            tuples = [name for name, layout in (layouts or {}).items() if layout is not LEAF]
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, tuples)
         before = backends.STATS.hits
         compiled = backends.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
