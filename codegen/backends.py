@@ -31,7 +31,7 @@ import gast
 import numba
 import numpy as np
 
-from transformer import freshness, lowering
+from transformer import bounds, freshness, lowering
 from transformer.bound_calls import bind_calls
 from transformer.errors import TransformError
 from transformer.function import Function
@@ -54,6 +54,7 @@ class Options:
     backend: str = "cpu"
     parallel: bool = False
     fastmath: bool = False
+    boundscheck: bool = True     # cpu: every index proved or checked (transformer.bounds)
 
     def decorator(self) -> str | None:
         if self.backend != "cpu":
@@ -137,6 +138,8 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
     if options.backend == "cpu":
         fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
+        if options.boundscheck:
+            fn = bounds.check_indices(fn)
     node = fn.node
     imports, namespace, fingerprints = [], {}, []
     # Only the top function is parallel: a parallel helper nested inside a parallel
@@ -161,7 +164,7 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
         f"{ORIGIN_PREFIX}{fn.origin.describe()}",
         f"# transforms: {' | '.join(fn.chain) or '(none)'}",
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
-        f"numpy {np.__version__}{_optimization_note(options)}",
+        f"numpy {np.__version__}{_optimization_note(options)}{_bounds_note(options)}",
         *fingerprints,
         *_runtime_line(namespace.values()),
     ]
@@ -175,6 +178,12 @@ def _optimization_note(options: Options) -> str:
     tell levels apart, so code compiled under NUMBA_OPT=0 must live in another module."""
     level = int(numba.config.OPT)
     return f", NUMBA_OPT={level}" if options.backend != "python" and level != 3 else ""
+
+
+def _bounds_note(options: Options) -> str:
+    """Modules compiled without index checks say so: the text, and so the cache key, differ
+    even where the function has no index to check."""
+    return ", boundscheck=False" if options.backend == "cpu" and not options.boundscheck else ""
 
 
 def _runtime_line(values) -> list[str]:

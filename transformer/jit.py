@@ -34,13 +34,14 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import freshness
+from . import bounds, freshness
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
 from . import tree_util
 from .function import Function, binder, positional_parameters, signature
+from .index_checks import with_source_line
 from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
 from .scalarize import scalarize
 from .recursion import refuse_recursion
@@ -72,34 +73,41 @@ _Names = Union[str, Sequence[str]]
 def jit(fun: Callable, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: Literal["cuda"], parallel: bool = ..., fastmath: bool = ...,
+        boundscheck: bool = ...,
         max_specializations: int | None = ...) -> CudaJitted: ...
 @overload
 def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ..., fastmath: bool = ...,
+        boundscheck: bool = ...,
         max_specializations: int | None = ...) -> Jitted: ...
 @overload
 def jit(fun: None = None, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: Literal["cuda"], parallel: bool = ...,
-        fastmath: bool = ...,
+        fastmath: bool = ..., boundscheck: bool = ...,
         max_specializations: int | None = ...) -> Callable[[Callable], CudaJitted]: ...
 @overload
 def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ...,
-        fastmath: bool = ...,
+        fastmath: bool = ..., boundscheck: bool = ...,
         max_specializations: int | None = ...) -> Callable[[Callable], Jitted]: ...
 def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
         static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
-        fastmath: bool = False, max_specializations: int | None = None,
+        fastmath: bool = False, boundscheck: bool = True,
+        max_specializations: int | None = None,
         ) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
 
+    On the cpu backend every index is proved in bounds or checked, raising `IndexError`
+    at the user's line (`transformer.bounds`); `boundscheck=False` leaves indices
+    unchecked, as Numba does (an out-of-bounds index then reads or writes other memory).
     `max_specializations`: warn once when more are compiled (None: the environment
     variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
                                  parallel=parallel, fastmath=fastmath,
+                                 boundscheck=boundscheck,
                                  max_specializations=max_specializations)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
@@ -108,7 +116,8 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
         return cuda.cuda_jit(fun, static_argnums=static_argnums,
                              static_argnames=static_argnames, fastmath=fastmath)
     jitted = Jitted(fun, static_argnums, static_argnames,
-                    Options(backend=backend, parallel=parallel, fastmath=fastmath))
+                    Options(backend=backend, parallel=parallel, fastmath=fastmath,
+                            boundscheck=boundscheck))
     jitted.max_specializations = _specialization_limit(max_specializations)
     return jitted
 
@@ -258,6 +267,11 @@ class Jitted(ShowsSource):
             result = function(*dynamic)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
+        except IndexError as exc:
+            located = with_source_line(exc)
+            if located is exc:
+                raise
+            raise located from None
         if keys is not None:                # rebuilds returned dicts (returned_dict_keys)
             return keys(result)
         return result
@@ -358,7 +372,8 @@ class Jitted(ShowsSource):
             fn, keys = returned_dict_keys(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if self.options.backend == "cpu":
-            fn = scalarize(fn, shapes)
+            tuples = [name for name, layout in (layouts or {}).items() if layout is not LEAF]
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, tuples)
         before = backends.STATS.hits
         compiled = backends.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
@@ -374,6 +389,8 @@ class Jitted(ShowsSource):
             parts.append("parallel=True")
         if self.options.fastmath:
             parts.append("fastmath=True")
+        if not self.options.boundscheck:
+            parts.append("boundscheck=False")
         parts += [f"{k}={v!r}" for k, v in sorted(static.items())]
         return f"jit({', '.join(parts)})"
 
@@ -433,7 +450,8 @@ class Jitted(ShowsSource):
         fn = methods_to_functions(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if args and self.options.backend == "cpu":
-            fn = scalarize(fn, self._shapes((self._describe(args),)))
+            shapes = self._shapes((self._describe(args),))
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
         text, _ = backends.module_text(fn, self.options)
         return SourceCode(text)
 

@@ -117,6 +117,10 @@ def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False
     body uses are looked up in ``glb``. Decorators and family helpers both build rules here.
     """
     fdef = gast.parse(textwrap.dedent(source)).body[0]
+    for node in gast.walk(fdef):    # emitted code takes the user's line, not the rule's
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(node, attr):
+                setattr(node, attr, None)
     signature = _signature(fdef)
     params = list(signature.parameters)
     if has_result and not params:

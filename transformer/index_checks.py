@@ -1,0 +1,213 @@
+"""Index checks that generated code calls where `transformer.bounds` cannot prove an index
+in bounds; each runs as plain Python and inside Numba nopython mode.
+
+`checked(x, index, axis, where)` returns `index` unchanged when indexing `x` with it,
+starting at axis `axis`, stays inside `x` under Python's rules, and otherwise raises
+`IndexError`: an integer must lie in `-n <= i < n` for the axis length `n`, every element
+of an integer array too, and a boolean mask must have the shape of the axes it covers;
+slices clamp and are never checked. `where` is a string constant, the user's
+`file:line:col`. Compiled code raises `IndexError(where, index, axis, size)`;
+`with_source_line`, called where the error leaves compiled code, turns that into the
+message plain Python raises ("where: index 5 is out of bounds for axis 0 with size 3")
+followed by the user's line with a caret.
+Anything that is not an array (a tuple, a list) is returned as it is: Numba checks those.
+
+`checked_item(x, index, where)` is `getitem_mask(x, checked(x, index, 0, where))` for an
+`x` that is a computed expression rather than a name.
+
+`checked_range(x, axis, start, stop, step, offset, where)` checks once, before a loop,
+every index `k + offset` for `k` in `range(start, stop, step)` against axis `axis` of `x`.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from .runtime import getitem_mask
+
+__all__ = ["checked", "checked_item", "checked_range"]
+
+
+_LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): ")
+
+
+def _message(where: str, index, axis: int, n: int) -> str:
+    return f"{where}: index {index} is out of bounds for axis {axis} with size {n}"
+
+
+def _mask_message(where: str, axis: int) -> str:
+    return (f"{where}: boolean index does not match the shape of the array's axes from "
+            f"axis {axis}")
+
+
+def with_source_line(exc: IndexError) -> IndexError:
+    """`exc` with the user's line and a caret added when it comes from a failed check.
+
+    Compiled checks raise `IndexError(where, index, axis, size)` (formatting a message in
+    compiled code would slow the loop that holds the check); the message is made here.
+    """
+    if len(exc.args) == 4 and isinstance(exc.args[0], str):
+        text = _message(*exc.args)
+    else:
+        text = str(exc.args[0]) if len(exc.args) == 1 else ""
+    match = _LOCATION.match(text)
+    if not match or "\n" in text:
+        return exc
+    line = linecache.getline(match["file"], int(match["line"])).rstrip()
+    if not line:
+        return IndexError(text) if text != str(exc) else exc
+    caret = " " * (int(match["col"]) - 1) + "^"
+    return IndexError(f"{text}\n    {line}\n    {caret}")
+
+
+# ---------------------------------------------------------------- plain Python
+
+def checked(x, index, axis, where):
+    """`index`, after checking that `x[..., index]` from axis `axis` stays in bounds."""
+    if not isinstance(x, np.ndarray):
+        return index
+    parts = index if isinstance(index, tuple) else (index,)
+    _check_parts(x, parts, axis, where)
+    return index
+
+
+def _check_parts(x, parts, axis, where):
+    for k, part in enumerate(parts):
+        if part is Ellipsis:
+            axis = x.ndim - sum(p is not None for p in parts[k + 1:])
+            continue
+        if part is None or axis >= x.ndim:
+            continue
+        _check_one(x, part, axis, where)
+        axis += np.ndim(part) if _is_mask(part) else 1
+
+
+def _is_mask(part) -> bool:
+    return isinstance(part, (np.ndarray, np.bool_, bool)) and np.asarray(part).dtype == bool
+
+
+def _check_one(x, part, axis, where):
+    if isinstance(part, slice):
+        return
+    if _is_mask(part):
+        covered = x.shape[axis:axis + np.ndim(part)]
+        if np.shape(part) != covered and np.ndim(part) > 0:
+            raise IndexError(_mask_message(where, axis))
+        return
+    n = x.shape[axis]
+    values = np.asarray(part)
+    if values.size and (values.min() < -n or values.max() >= n):
+        bad = values.flat[np.argmax((values < -n) | (values >= n))]
+        raise IndexError(_message(where, int(bad), axis, n))
+
+
+def checked_item(x, index, where):
+    """`x[index]` for an `x` computed in place (not a name), its index checked first."""
+    return getitem_mask(x, checked(x, index, 0, where))
+
+
+def checked_range(x, axis, start, stop, step, offset, where):
+    """Check every `k + offset`, `k` in `range(start, stop, step)`, against `x.shape[axis]`."""
+    if not isinstance(x, np.ndarray) or axis >= x.ndim:
+        return
+    n = x.shape[axis]
+    trips = len(range(start, stop, step))
+    if trips:
+        first, last = start + offset, start + (trips - 1) * step + offset
+        for value in (first, last):
+            if value < -n or value >= n:
+                raise IndexError(_message(where, value, axis, n))
+
+
+# ---------------------------------------------------------------- Numba
+
+def _where(where_ty) -> str:
+    if not isinstance(where_ty, types.StringLiteral):
+        raise TypingError("checked: the location must be a string constant")
+    return where_ty.literal_value
+
+
+def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict) -> list[str]:
+    """Source lines checking index part `ref` of type `part_ty` at `axis`.
+
+    The comparisons are written out here, and a failure raises with constant or integer
+    arguments only, so that the check inlines into the caller's loop: a call, or a message
+    formatted in compiled code, costs several times the read it guards.
+    """
+    fail = f"raise IndexError(WHERE, i{k}, {axis}, n{k})"
+    if isinstance(part_ty, types.Integer):
+        return [f"    n{k} = x.shape[{axis}]", f"    i{k} = {ref}",
+                f"    if i{k} < -n{k} or i{k} >= n{k}:", f"        {fail}"]
+    if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Integer):
+        return [f"    n{k} = x.shape[{axis}]", f"    for i{k} in {ref}.flat:",
+                f"        if i{k} < -n{k} or i{k} >= n{k}:", f"            {fail}"]
+    if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Boolean):
+        scope[f"MASK{k}"] = _mask_message(scope["WHERE"], axis)
+        return [f"    for d{k} in range({part_ty.ndim}):",
+                f"        if {ref}.shape[d{k}] != x.shape[{axis} + d{k}]:",
+                f"            raise IndexError(MASK{k})"]
+    return []
+
+
+def _advance(part_ty) -> int:
+    if isinstance(part_ty, (types.NoneType, types.Omitted)):
+        return 0
+    if isinstance(part_ty, types.Array) and isinstance(part_ty.dtype, types.Boolean):
+        return part_ty.ndim
+    return 1
+
+
+@overload(checked, prefer_literal=True)
+def _checked_nb(x, index, axis, where):
+    if not isinstance(x, types.Array):
+        return lambda x, index, axis, where: index
+    if not isinstance(axis, types.IntegerLiteral):
+        raise TypingError("checked: the axis must be an integer constant")
+    location = _where(where)
+    is_tuple = isinstance(index, types.BaseTuple)
+    parts = list(index.types) if is_tuple else [index]
+    lines, at = [], axis.literal_value
+    scope = {"WHERE": location}
+    for k, part_ty in enumerate(parts):
+        if isinstance(part_ty, types.EllipsisType):
+            at = x.ndim - sum(_advance(p) for p in parts[k + 1:])
+            continue
+        if at < x.ndim:
+            ref = f"index[{k}]" if is_tuple else "index"
+            lines += _part_check(part_ty, ref, at, k, scope)
+        at += _advance(part_ty)
+    source = "def impl(x, index, axis, where):\n" + "\n".join(lines + ["    return index"])
+    exec(source, scope)
+    return scope["impl"]
+
+
+@overload(checked_range, inline="always", prefer_literal=True)
+def _checked_range_nb(x, axis, start, stop, step, offset, where):
+    if not isinstance(x, types.Array) or not isinstance(axis, types.IntegerLiteral) \
+            or axis.literal_value >= x.ndim:
+        return lambda x, axis, start, stop, step, offset, where: None
+    location = _where(where)
+    at = axis.literal_value
+
+    def impl(x, axis, start, stop, step, offset, where):
+        n = x.shape[at]
+        trips = len(range(start, stop, step))
+        if trips > 0:
+            first = start + offset
+            last = start + (trips - 1) * step + offset
+            if first < -n or first >= n:
+                raise IndexError(location, first, at, n)
+            if last < -n or last >= n:
+                raise IndexError(location, last, at, n)
+    return impl
+
+
+@overload(checked_item, inline="always", prefer_literal=True)
+def _checked_item_nb(x, index, where):
+    _where(where)
+    return lambda x, index, where: getitem_mask(x, checked(x, index, 0, where))
