@@ -3,12 +3,14 @@
 Hypothesis draws a small program of the constructs users write - scalar arithmetic, tuple
 swaps, `if/else` on values, `for` and `while` loops with `break`/`continue`, in-place writes
 into a work array - and, when a `Grammar` asks for them, early `return`, whole-vector math
-(`np.dot`, `np.sum`, elementwise functions), aliases updated in place (`z = w; z += ...`),
-indices at and past the bounds, decorators (`functools.wraps`), keyword-only parameters and
-defaults, and module attributes read through an imported module (`cfg.SCALE`).
+(`np.dot`, `np.sum`, slices, `for e in w`), `w` rebound to a new array (`w = np.cos(w) *
+...`), calls to the module's own functions, `min`/`max`/`abs`, aliases updated in place
+(`z = w; z += ...`), indices at and past the bounds; `whole_programs` adds decorators
+(`functools.wraps`), keyword-only parameters and defaults, module attributes read through
+an imported module (`cfg.SCALE`) and module globals.
 
-Contract of every program: `def program(x, v, ...)` with `x` a float and `v` a float vector
-of `grammar.size` elements; it never writes into `v` (it works on `w = v.copy()`) and
+Contract of every program: `def program(x, v, ...)` with `x` a number and `v` a float
+vector of `grammar.size` elements; it never writes into `v` (it works on `w = v.copy()`) and
 returns a float. Its correct result is well defined: every assigned value passes through
 `tanh` (or a factor in [0.25, 0.75]), loops run at most four times and denominators are at
 least 1.5, so values stay O(1), no NaN or overflow can occur, and central differences are
@@ -32,8 +34,9 @@ from hypothesis import strategies as st
 SCALARS = ("a", "b", "c")
 UNARY = ("np.sin", "np.cos", "np.tanh", "math.sin", "math.tanh", "np.arctan")
 WORK = 4          # length of the work array `w` in the default grammar
-FEATURES = ("early_return", "vector_math", "alias_augmented", "out_of_range", "decorator",
-            "keyword_only", "default", "module_attribute")
+FEATURES = ("early_return", "vector_math", "vector_rebind", "alias_augmented", "out_of_range",
+            "decorator", "keyword_only", "default", "module_attribute", "helper_call",
+            "min_max", "integer_input")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,8 +45,11 @@ class Grammar:
     size: int = WORK
     early_return: bool = False
     vector_math: bool = False
+    vector_rebind: bool = False
     alias_augmented: bool = False
     out_of_range: bool = False
+    helper_call: bool = False
+    min_max: bool = False
     leaves: tuple[str, ...] = ()       # extra scalar leaves: "s", "k", "cfg.SCALE", ...
 
     def index_bounds(self) -> tuple[int, int]:
@@ -68,8 +74,8 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
             return f"w[{_index(draw, loop_var, grammar)}]"
         return leaf
     kinds = ("binary", "binary", "unary", "ratio", "square")
-    if grammar.vector_math:
-        kinds += ("reduction",)
+    kinds += ("reduction",) * grammar.vector_math + ("call",) * grammar.helper_call + \
+        ("kink",) * grammar.min_max
     kind = draw(st.sampled_from(kinds))
     left = draw(expressions(loop_var, depth - 1, grammar))
     if kind == "unary":
@@ -81,6 +87,11 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
     right = draw(expressions(loop_var, depth - 1, grammar))
     if kind == "ratio":
         return f"({left} / (1.5 + {right} * {right}))"
+    if kind == "call":
+        return f"helper({left}, {right})"
+    if kind == "kink":
+        return draw(st.sampled_from(("max({}, {})", "min({}, {})", "abs({} - {})"))).format(
+            left, right)
     return f"({left} {draw(st.sampled_from(('+', '-', '*')))} {right})"
 
 
@@ -88,7 +99,8 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
 def _reductions(draw, scalar):
     """A scalar from the whole work vector, scaled by `scalar`; O(size) in magnitude."""
     form = draw(st.sampled_from(("np.sum(w * {})", "np.dot(w, v) * {}",
-                                 "np.sum(np.cos(w) * v) + {}", "np.sum(w) * np.tanh({})")))
+                                 "np.sum(np.cos(w) * v) + {}", "np.sum(w) * np.tanh({})",
+                                 "np.sum(w[1:] * v[:-1]) - {}", "np.max(w) * {}")))
     return "(" + form.format(scalar) + ")"
 
 
@@ -135,7 +147,7 @@ def statements(draw, loop_var=None, depth=2, in_loop=False, grammar=Grammar()):
         body = draw(blocks(loop_var, depth - 1, in_loop, grammar))
         orelse = draw(blocks(loop_var, depth - 1, in_loop, grammar))
         return [f"if {expr} > {_constant(draw)}:", *_indent(body), "else:", *_indent(orelse)]
-    if kind in ("return", "vector", "alias"):
+    if kind in ("return", "vector", "alias", "rebind", "rebind call"):
         return draw(_extra_statement(kind, expr, grammar))
     var = draw(st.sampled_from(("i", "j"))) if loop_var is None else loop_var + "k"
     body = draw(blocks(var, depth - 1, True, grammar))
@@ -148,19 +160,26 @@ def statements(draw, loop_var=None, depth=2, in_loop=False, grammar=Grammar()):
 
 def _extra_kinds(grammar):
     return (["return"] * grammar.early_return + ["vector"] * grammar.vector_math +
-            ["alias"] * grammar.alias_augmented)
+            ["alias"] * grammar.alias_augmented + ["rebind"] * grammar.vector_rebind +
+            ["rebind call"] * (grammar.vector_rebind and grammar.helper_call))
 
 
 @st.composite
 def _extra_statement(draw, kind, expr, grammar):
-    """Early return, whole-vector update, or an alias of `w` updated in place."""
+    """Early return, whole-vector math, `w` rebound to a new array, or an alias of `w`
+    updated in place."""
     if kind == "return":
         return [f"if {expr} > {_constant(draw)}:", f"    return {_result(grammar)} - a"]
-    if kind == "vector":
+    if kind == "rebind call":
+        return [f"w = smooth(w, np.tanh({expr}))"]
+    if kind == "rebind":
         form = draw(st.sampled_from(("w = np.tanh(w * {} + v)", "w = np.cos(w) * np.tanh({})",
-                                     "w[:] = np.tanh(w - {} * v)",
                                      "w = np.tanh(np.sum(w) * w) + 0.5 * np.tanh({})")))
         return [form.format(expr)]
+    if kind == "vector":
+        form = draw(st.sampled_from(("w[:] = np.tanh(w - {} * v)",
+                                     "for e in w:\n    b = np.tanh(b + e * {})")))
+        return form.format(expr).split("\n")
     op = draw(st.sampled_from(("+=", "-=", "*=")))
     value = _bounded(expr) if op != "*=" else f"(0.5 + 0.25 * {_bounded(expr)})"
     if op != "*=" and draw(st.booleans()):
@@ -219,7 +238,7 @@ class Program:
         header = "import functools  # noqa: F401\nimport math  # noqa: F401\n\nimport numpy as np\n"
         if config_module is not None:
             header += f"\nimport {config_module} as cfg\n"
-        return header + "\n\n" + _DECORATORS + "\n\n" + self._definition()
+        return header + "\n\n" + _MODULE_FUNCTIONS + "\n\n" + self._definition()
 
     def _definition(self) -> str:
         """Module globals, the function, then the rebinding of its default constants.
@@ -240,14 +259,29 @@ class Program:
         """The program as a reader needs it to reproduce a failure."""
         config = "".join(f"# {name} = {value!r}\n" for name, value in self.config
                          if name.startswith("cfg."))
-        return config + self._definition()
+        used = "".join(text + "\n\n" for name, text in _functions().items()
+                       if f"{name}(" in self.source or f"@{name}" in self.source)
+        return config + used + self._definition()
 
 
 def _rebound(value: float) -> float:
     return 0.25 - value
 
 
-_DECORATORS = '''def scaled(fn):
+_MODULE_FUNCTIONS = '''def helper(p, q):
+    if p > q:
+        return np.tanh(p - 0.5 * q)
+    return np.tanh(p * q)
+
+
+def smooth(u, t):
+    out = np.empty_like(u)
+    for i in range(u.shape[0]):
+        out[i] = np.tanh(u[i] * t + 0.25)
+    return out
+
+
+def scaled(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return 2.0 * fn(*args, **kwargs) + 0.5
@@ -260,6 +294,12 @@ def shifted(fn):
         return fn(x + 0.25, *args, **kwargs)
     return wrapper
 '''
+
+
+def _functions() -> dict:
+    """The module's shared functions by name."""
+    texts = _MODULE_FUNCTIONS.strip().split("\n\n\n")
+    return {text.split("(")[0].removeprefix("def "): text for text in texts}
 
 
 @st.composite
@@ -284,8 +324,11 @@ def whole_programs(draw, allowed=FEATURES, sizes=(1, 2, 3, 4, 5, 6), forced=()):
         leaves += [name for name, _ in config]
     grammar = Grammar(size=size, early_return="early_return" in features,
                       vector_math="vector_math" in features,
+                      vector_rebind="vector_rebind" in features,
                       alias_augmented="alias_augmented" in features,
-                      out_of_range="out_of_range" in features, leaves=tuple(leaves))
+                      out_of_range="out_of_range" in features,
+                      helper_call="helper_call" in features, min_max="min_max" in features,
+                      leaves=tuple(leaves))
     body = draw(programs(grammar))
     body = body.replace("def program(x, v):", f"def program({_parameters(defaults)}):", 1)
     if "decorator" in features:
