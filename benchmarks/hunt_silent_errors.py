@@ -27,6 +27,7 @@ import pickle
 import signal
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +95,8 @@ def _check_isolated(program, args, directory, example_seed):
 
 def main(argv=None) -> int:
     args = _arguments(argv)
+    # as in setup.cfg: under NUMBA_OPT=0 Numba cannot disk-cache a function calling another
+    warnings.filterwarnings("ignore", message=".*Cannot cache compiled function")
     known = {} if args.known_bugs else KNOWN_BUGS
     features = allowed_features(args.checks, known)
     if args.features is not None:
