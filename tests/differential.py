@@ -24,7 +24,7 @@ from program_generator import FEATURES, Program, change_module_value, write_prog
 
 from transformer import TransformError, grad, jit, vmap
 
-CHECKS = ("jit_python", "grad", "vmap", "jit", "jit_grad", "jit_vmap")
+CHECKS = ("jit_python", "grad", "vmap", "vmap_loop", "jit", "jit_grad", "jit_vmap")
 COMPILED = ("jit", "jit_grad", "jit_vmap")
 BATCH = 3          # examples per vmap call
 
@@ -276,6 +276,8 @@ def transformation(check: str, fn):
         return jit(grad(fn, argnums=(0, 1)))
     if check == "vmap":
         return vmap(fn)
+    if check == "vmap_loop":
+        return vmap(fn, method="loop")
     if check == "jit_vmap":
         return jit(vmap(fn))
     raise ValueError(f"unknown check {check!r}")
@@ -309,7 +311,7 @@ def check_program(program: Program, checks, directory: pathlib.Path, seed: int =
 
 # Transformations that read module globals when called (JAX's grad and vmap do); jit may
 # freeze them at compile time, as jax.jit does.
-CALL_TIME_GLOBALS = ("grad", "vmap")
+CALL_TIME_GLOBALS = ("grad", "vmap", "vmap_loop")
 
 
 def _changed(value: float) -> float:
@@ -331,7 +333,7 @@ def _check_loaded(program, fn, checks, pts) -> tuple[dict, list[Mismatch]]:
 
 
 def _compare(check, program, fn, transformed, pts, when="") -> list[Mismatch]:
-    if check in ("vmap", "jit_vmap"):
+    if check in ("vmap", "vmap_loop", "jit_vmap"):
         cases = [(batch_of(pts), batch_oracle(fn, pts))]
         rtol = 1e-9
     elif check in ("grad", "jit_grad"):
