@@ -24,7 +24,8 @@ from program_generator import FEATURES, Program, change_module_value, write_prog
 
 from transformer import TransformError, grad, jit, vmap
 
-CHECKS = ("jit_python", "grad", "vmap", "vmap_loop", "jit", "jit_grad", "jit_vmap")
+CHECKS = ("jit_python", "grad", "vmap", "vmap_loop", "vmap_shared_x", "jit", "jit_grad",
+          "jit_vmap")
 COMPILED = ("jit", "jit_grad", "jit_vmap")
 BATCH = 3          # examples per vmap call
 
@@ -141,9 +142,11 @@ def points(program: Program, count: int, seed: int) -> list[Point]:
     return result
 
 
-def batch_of(pts: list[Point]) -> Point:
-    """The points stacked along a leading batch axis, for vmap."""
+def batch_of(pts: list[Point], shared_x=False) -> Point:
+    """The points stacked along a leading batch axis, for vmap (but for x if `shared_x`)."""
     args = tuple(np.stack([np.asarray(p.args[i]) for p in pts]) for i in range(len(pts[0].args)))
+    if shared_x:
+        args = (pts[0].args[0],) + args[1:]
     kwargs = {k: np.array([p.kwargs[k] for p in pts]) for k in pts[0].kwargs}
     return Point(args, kwargs)
 
@@ -278,9 +281,25 @@ def transformation(check: str, fn):
         return vmap(fn)
     if check == "vmap_loop":
         return vmap(fn, method="loop")
+    if check == "vmap_shared_x":
+        return _SharedX(fn)
     if check == "jit_vmap":
         return jit(vmap(fn))
     raise ValueError(f"unknown check {check!r}")
+
+
+class _SharedX:
+    """vmap with `x` not mapped: in_axes (None, 0, ...) sized to the call's arguments."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.mapped = {}           # by argument count: one vmap object, as a user keeps it
+
+    def __call__(self, *args, **kwargs):
+        if len(args) not in self.mapped:
+            in_axes = (None,) + (0,) * (len(args) - 1)
+            self.mapped[len(args)] = vmap(self.fn, in_axes=in_axes)
+        return self.mapped[len(args)](*args, **kwargs)
 
 
 def check_program(program: Program, checks, directory: pathlib.Path, seed: int = 0,
@@ -311,7 +330,7 @@ def check_program(program: Program, checks, directory: pathlib.Path, seed: int =
 
 # Transformations that read module globals when called (JAX's grad and vmap do); jit may
 # freeze them at compile time, as jax.jit does.
-CALL_TIME_GLOBALS = ("grad", "vmap", "vmap_loop")
+CALL_TIME_GLOBALS = ("grad", "vmap", "vmap_loop", "vmap_shared_x")
 
 
 def _changed(value: float) -> float:
@@ -333,7 +352,11 @@ def _check_loaded(program, fn, checks, pts) -> tuple[dict, list[Mismatch]]:
 
 
 def _compare(check, program, fn, transformed, pts, when="") -> list[Mismatch]:
-    if check in ("vmap", "vmap_loop", "jit_vmap"):
+    if check == "vmap_shared_x":
+        pts = [Point((pts[0].args[0],) + p.args[1:], p.kwargs) for p in pts]
+        cases = [(batch_of(pts, shared_x=True), batch_oracle(fn, pts))]
+        rtol = 1e-9
+    elif check in ("vmap", "vmap_loop", "jit_vmap"):
         cases = [(batch_of(pts), batch_oracle(fn, pts))]
         rtol = 1e-9
     elif check in ("grad", "jit_grad"):

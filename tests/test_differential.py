@@ -66,7 +66,7 @@ def directory(tmp_path):
 
 # ------------------------------------------------------------------ the default run
 def test_python_backend_jit_and_vmap_agree_with_numpy(directory):
-    _hunt(directory, ("jit_python", "vmap", "vmap_loop"), examples=12)
+    _hunt(directory, ("jit_python", "vmap", "vmap_loop", "vmap_shared_x"), examples=12)
 
 
 def test_grad_agrees_with_finite_differences(directory):
@@ -101,7 +101,7 @@ def test_jit_grad_agrees_with_finite_differences(directory):
 # ------------------------------------------------------------------ larger searches
 @pytest.mark.slow
 @pytest.mark.parametrize("checks, examples", [
-    (("jit_python", "vmap", "vmap_loop", "grad"), 200),
+    (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad"), 200),
     (("jit",), 25),
     (("jit_vmap",), 25),
     (("jit_grad",), 15),
