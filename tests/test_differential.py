@@ -37,12 +37,12 @@ _NO_ALIAS = ("alias_augmented",)
 
 
 def _hunt(directory, checks, examples, leave_out=(), points=4, forced=(), sizes=None,
-          min_lines=0):
+          min_lines=0, contains=()):
     """Draw `examples` programs and run `checks` on each; fail on the first mismatch.
 
     `forced` features are in every program; `min_lines` rejects shorter programs (the
-    search starts from the simplest one, too plain to be worth a compile), and a program
-    whose every check a known bug skips is rejected too.
+    search starts from the simplest one, too plain to be worth a compile), as do programs
+    without each text in `contains` and those whose every check a known bug skips.
     """
     features = tuple(f for f in allowed_features(checks) if f not in leave_out)
     assert set(forced) <= set(features), f"{forced} are not all allowed in {features}"
@@ -52,6 +52,7 @@ def _hunt(directory, checks, examples, leave_out=(), points=4, forced=(), sizes=
     @given(program=drawn, seed=st.integers(0, 2 ** 16))
     def search(program, seed):
         assume(program.source.count("\n") >= min_lines)
+        assume(all(text in program.source for text in contains))
         assume(not all(skipped(program, check) for check in checks))
         found = check_program(program, checks, directory, seed, points)
         assert not found, "\n\n".join(str(m) for m in found)
@@ -84,7 +85,7 @@ def test_jit_agrees_with_python_on_short_vectors(directory):
 
 def test_jit_agrees_with_python_on_aliases_updated_in_place(directory):
     _hunt(directory, ("jit",), forced=("alias_augmented", "vector_math", "integer_input"),
-          sizes=(5, 6), **_RICH)
+          sizes=(5, 6), contains=("z = w",), **_RICH)
 
 
 def test_jit_vmap_agrees_with_python(directory):
