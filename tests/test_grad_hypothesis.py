@@ -4,7 +4,8 @@ Hypothesis writes small programs as source text - straight-line arithmetic, tupl
 assignments, `if/else`, `for` and `while` loops with `break`/`continue`, in-place writes
 into a work array - to a module on disk, and `grad` (python backend) must agree with
 central differences. Programs whose finite differences are not smooth at the drawn point
-(a branch threshold within the step) are discarded: no derivative exists there.
+(a branch threshold within the step) are discarded: no derivative exists there. The
+programs are the core grammar of tests/program_generator.py.
 """
 import math  # noqa: F401  (generated programs use it)
 import os
@@ -15,108 +16,9 @@ import pytest
 from gradcheck import assert_gradient_close, central_differences, write_module
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from program_generator import WORK, programs
 
 from transformer import grad  # noqa: E402
-
-SCALARS = ("a", "b", "c")
-UNARY = ("np.sin", "np.cos", "np.tanh", "math.sin", "math.tanh", "np.arctan")
-WORK = 4          # length of the work array `w`
-
-
-def _constant(draw):
-    return repr(draw(st.sampled_from((0.25, 0.5, -0.75, 1.5, 2.0, -1.25, 0.1))))
-
-
-@st.composite
-def expressions(draw, loop_var=None, depth=2):
-    leaves = list(SCALARS) + ["const", "element"]
-    if depth == 0 or draw(st.integers(0, 2)) == 0:
-        leaf = draw(st.sampled_from(leaves))
-        if leaf == "const":
-            return _constant(draw)
-        if leaf == "element":
-            return f"w[{_index(draw, loop_var)}]"
-        return leaf
-    kind = draw(st.sampled_from(("binary", "binary", "unary", "ratio", "square")))
-    left = draw(expressions(loop_var, depth - 1))
-    if kind == "unary":
-        return f"{draw(st.sampled_from(UNARY))}({left})"
-    if kind == "square":
-        return f"({left}) ** 2"
-    right = draw(expressions(loop_var, depth - 1))
-    if kind == "ratio":
-        return f"({left} / (1.5 + {right} * {right}))"
-    return f"({left} {draw(st.sampled_from(('+', '-', '*')))} {right})"
-
-
-def _index(draw, loop_var):
-    if loop_var is not None and draw(st.booleans()):
-        return f"({loop_var} + {draw(st.integers(0, WORK - 1))}) % {WORK}"
-    return str(draw(st.integers(-WORK, WORK - 1)))
-
-
-def _bounded(expr):
-    """Keep values O(1) across loops so finite differences stay accurate."""
-    return f"np.tanh({expr})"
-
-
-@st.composite
-def statements(draw, loop_var=None, depth=2, in_loop=False):
-    kinds = ["assign", "assign", "write", "augmented", "swap"]
-    if depth > 0:
-        kinds += ["if", "for", "while"]
-    if in_loop:
-        kinds += ["break", "continue"]
-    kind = draw(st.sampled_from(kinds))
-    expr = draw(expressions(loop_var))
-    if kind == "assign":
-        return [f"{draw(st.sampled_from(SCALARS))} = {_bounded(expr)}"]
-    if kind == "swap":
-        first, second = draw(st.permutations(SCALARS))[:2]
-        return [f"{first}, {second} = {second}, {_bounded(expr)}"]
-    if kind == "write":
-        return [f"w[{_index(draw, loop_var)}] = {_bounded(expr)}"]
-    if kind == "augmented":
-        op = draw(st.sampled_from(("+=", "-=", "*=")))
-        target = draw(st.sampled_from(SCALARS + (f"w[{_index(draw, loop_var)}]",)))
-        value = f"0.5 * {_bounded(expr)}" if op != "*=" else f"(0.5 + 0.25 * {_bounded(expr)})"
-        return [f"{target} {op} {value}"]
-    if kind in ("break", "continue"):
-        return [f"if {expr} > {_constant(draw)}:", f"    {kind}"]
-    if kind == "if":
-        body = draw(blocks(loop_var, depth - 1, in_loop))
-        orelse = draw(blocks(loop_var, depth - 1, in_loop))
-        return [f"if {expr} > {_constant(draw)}:", *_indent(body), "else:", *_indent(orelse)]
-    var = draw(st.sampled_from(("i", "j"))) if loop_var is None else loop_var + "k"
-    body = draw(blocks(var, depth - 1, True))
-    if kind == "for":
-        start, stop = draw(st.integers(0, 1)), draw(st.integers(1, 3))
-        return [f"for {var} in range({start}, {stop} + 1):", *_indent(body)]
-    return [f"{var} = 0", f"while {var} < {draw(st.integers(1, 3))}:", f"    {var} += 1",
-            *_indent(body)]
-
-
-@st.composite
-def blocks(draw, loop_var=None, depth=2, in_loop=False):
-    count = draw(st.integers(1, 3))
-    lines = []
-    for _ in range(count):
-        lines += draw(statements(loop_var, depth, in_loop))
-    return lines
-
-
-def _indent(lines):
-    return ["    " + line for line in lines]
-
-
-@st.composite
-def programs(draw):
-    body = draw(blocks())
-    lines = ["def program(x, v):", "    w = v.copy()", "    a = x", "    b = v[0] * x",
-             "    c = 0.5 - v[1]", *_indent(body),
-             "    return a + 2.0 * b - c * c + np.sum(w * w) + x * w[1]"]
-    return "\n".join(lines) + "\n"
-
 
 @pytest.fixture(scope="module")
 def directory(tmp_path_factory):
