@@ -3,7 +3,8 @@
 This file is not collected by a plain `pytest` run (its name does not start with
 `test_`): the simulator must be switched on (NUMBA_ENABLE_CUDASIM=1) before numba is
 first imported, so test_cuda_sim.py runs it in a process of its own. Batches are a few
-blocks of threads: the simulator runs every thread as a Python thread.
+blocks of threads: the simulator runs every thread as a Python thread. The cases marked
+slow run only with `pytest --runslow`; the others are the quick set's CUDA check.
 """
 import numba
 import numpy as np
@@ -27,6 +28,7 @@ def particles():
     return rng.uniform(0.0, 4.0, (40, 3))
 
 
+@pytest.mark.slow
 def test_vmap_kernel_keeps_float32_and_matches_python(particles):
     pos = particles.astype(np.float32)
     energies = cuda_jit(vmap(K.particle_energy, in_axes=(0, None, 0, None, None)),
@@ -53,6 +55,7 @@ def test_vmap_of_grad_gives_lennard_jones_forces(particles):
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_vmap_of_jvp_through_branches_matches_finite_differences():
     x = np.linspace(-2.0, 2.0, 24)
     y = np.linspace(0.5, 1.5, 24)
@@ -64,6 +67,7 @@ def test_vmap_of_jvp_through_branches_matches_finite_differences():
     np.testing.assert_allclose(tangent, slope, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_vmap_kernel_runs_while_loops_with_break_per_thread():
     starts = np.arange(1, 40)
     steps = cuda_jit(vmap(K.collatz_steps, in_axes=(0, None)), threads_per_block=8,
@@ -72,6 +76,7 @@ def test_vmap_kernel_runs_while_loops_with_break_per_thread():
     np.testing.assert_array_equal(got, [K.collatz_steps(int(n), 30) for n in starts])
 
 
+@pytest.mark.slow
 def test_vmap_kernel_with_elif_local_array_and_two_outputs():
     rows = np.random.default_rng(1).normal(0.0, 1.5, (12, 9))
     largest, buckets = jit(vmap(K.bucket_stats), backend="cuda")(rows)
@@ -80,6 +85,7 @@ def test_vmap_kernel_with_elif_local_array_and_two_outputs():
     np.testing.assert_allclose(buckets, np.array([e[1] for e in expected]))
 
 
+@pytest.mark.slow
 def test_vmap_of_grad_records_tapes_for_loops_and_overwritten_elements():
     x = np.linspace(-1.0, 1.0, 10)
     w = np.linspace(0.5, 2.0, 10)
@@ -99,6 +105,7 @@ def test_elementwise_kernel_broadcasts_like_a_ufunc():
     assert got.shape == (3, 4)
 
 
+@pytest.mark.slow
 def test_device_arrays_are_used_in_place_and_results_stay_on_device():
     from numba import cuda
     x = cuda.to_device(np.linspace(-1.0, 1.0, 16))
@@ -108,6 +115,7 @@ def test_device_arrays_are_used_in_place_and_results_stay_on_device():
                                [K.gelu(v) for v in np.linspace(-1.0, 1.0, 16)])
 
 
+@pytest.mark.slow
 def test_cuda_kernel_agrees_with_the_cpu_backend():
     x = np.linspace(-2.0, 2.0, 16)
     y = np.linspace(0.5, 1.5, 16)
@@ -115,6 +123,7 @@ def test_cuda_kernel_agrees_with_the_cpu_backend():
     np.testing.assert_allclose(jit(batched, backend="cuda")(x, y), jit(batched)(x, y))
 
 
+@pytest.mark.slow
 def test_order_book_kernel_writes_each_book_in_place():
     from benchmarks.workloads import book_inputs, book_step
     bid, ask, msg_type, side, level, qty = book_inputs(24, 1, seed=1)
@@ -130,6 +139,7 @@ def test_order_book_kernel_writes_each_book_in_place():
     assert (books[0] != bid).any() or (books[1] != ask).any()
 
 
+@pytest.mark.slow
 def test_per_example_gradients_of_an_mlp_match_a_hand_derivation():
     (W1, b1, W2, b2), X, Y = K.mlp_params(6, 5, 3, 10)
     per_example = jit(vmap(grad(K.mlp_loss, argnums=(0, 1, 2, 3)),
@@ -150,6 +160,7 @@ def test_per_example_gradients_of_an_mlp_match_a_hand_derivation():
         np.testing.assert_allclose(gb1[k], dh, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_periodic_lennard_jones_forces_match_the_numba_peer():
     from benchmarks import peers, workloads
     pos, eps, sigma, box, rcut = workloads.lj_inputs(27)
@@ -160,6 +171,7 @@ def test_periodic_lennard_jones_forces_match_the_numba_peer():
                                rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_called_helpers_and_their_adjoints_run_as_device_functions():
     x = np.linspace(-1.0, 1.5, 12)
     w = np.linspace(0.2, 1.2, 12)
@@ -170,12 +182,14 @@ def test_called_helpers_and_their_adjoints_run_as_device_functions():
     np.testing.assert_allclose(slopes, fd, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_in_axes_and_out_axes_other_than_zero():
     matrix = np.arange(15.0).reshape(3, 5) ** 1.5
     got = jit(vmap(K.centered, in_axes=1, out_axes=1), backend="cuda")(matrix)
     np.testing.assert_allclose(got, matrix - matrix.mean(axis=0))
 
 
+@pytest.mark.slow
 def test_small_arrays_built_from_scalars_become_local_arrays():
     x = np.linspace(-1.0, 1.0, 9)
     y = np.linspace(0.0, 2.0, 9)
@@ -183,6 +197,7 @@ def test_small_arrays_built_from_scalars_become_local_arrays():
     np.testing.assert_allclose(got, [K.spring_energy(a, b, 3.0) for a, b in zip(x, y)])
 
 
+@pytest.mark.slow
 def test_loop_carried_matrix_vector_products():
     rng = np.random.default_rng(3)
     W = rng.normal(size=(4, 4))

@@ -272,6 +272,7 @@ def book_replay_case():
     ("book_step_case", peers.book_step_batch_numba),
     ("book_replay_case", peers.book_replay_batch_numba),
 ])
+@pytest.mark.slow
 def test_book_numba_prange_matches_loop(request, case, numba_peer):
     inputs, expected = request.getfixturevalue(case)
     bid, ask, *messages = copies(inputs)

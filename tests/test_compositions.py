@@ -121,6 +121,7 @@ def test_jvp_of_grad_is_a_hessian_vector_product(hvp):
     np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_jit_jvp_of_grad(hvp):
     g, hv = jit(hvp)(X, V)
     np.testing.assert_allclose(hv, hvp(X, V)[1], rtol=1e-10)
@@ -135,6 +136,7 @@ def directional_derivative(x, v):
     return directional(x, v)[1]
 
 
+@pytest.mark.slow
 def test_grad_of_jvp_matches_differences_of_jvp():
     g = grad(directional_derivative)(X, V)
     fd = fd_gradient(lambda x: directional_derivative(x, V), X)
@@ -155,12 +157,14 @@ def compiled_hessian():
     return jit(hessian(loopy))
 
 
+@pytest.mark.slow
 def test_hessian_through_loops_and_branches(compiled_hessian):
     h = hessian(loopy)(X)
     np.testing.assert_allclose(h, fd_gradient(grad(loopy), X), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(compiled_hessian(X), h, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_jacrev_of_vector_function_and_jit():
     def vec(x):
         return np.tanh(x) * np.sum(x * x)
@@ -176,6 +180,7 @@ def fd_parameters(loss, eps=1e-6):
                      (loss(EPS, SIGMA + eps) - loss(EPS, SIGMA - eps)) / (2 * eps)])
 
 
+@pytest.mark.slow
 def test_grad_of_a_loss_that_calls_grad_force_matching():
     loss = make_force_loss(POS, F_REF)
     g = np.array(grad(loss, argnums=(0, 1))(EPS, SIGMA))
@@ -183,6 +188,7 @@ def test_grad_of_a_loss_that_calls_grad_force_matching():
     np.testing.assert_allclose(jit(grad(loss, argnums=(0, 1)))(EPS, SIGMA), g, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_force_matching_with_loops_forward_over_reverse():
     loss = make_force_loss(POS, F_REF, energy_grad_loops)
     g = np.array(jacfwd(loss, argnums=(0, 1))(EPS, SIGMA))
@@ -190,6 +196,7 @@ def test_force_matching_with_loops_forward_over_reverse():
     np.testing.assert_allclose(jit(jacfwd(loss, argnums=(0, 1)))(EPS, SIGMA), g, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_force_matching_with_loops_reverse_over_reverse():
     # the loop gradient accumulates into bpos in place; grad over it differentiates that
     loss = make_force_loss(POS, F_REF, energy_grad_loops)

@@ -56,6 +56,7 @@ def test_float32_kernel_compiles_without_any_float64_arithmetic(positions):
 
 
 @needs_ptx
+@pytest.mark.slow
 def test_gradient_kernels_compile_to_ptx(positions):
     forces = jit(vmap(grad(K.particle_energy), in_axes=(0, None, 0, None, None)),
                  backend="cuda")
@@ -164,6 +165,7 @@ def test_call_without_numba_cuda_says_how_to_install(monkeypatch):
 
 
 @needs_ptx
+@pytest.mark.slow
 def test_per_example_mlp_gradients_compile_to_float32_ptx():
     (W1, b1, W2, b2), X, Y = K.mlp_params(12, 8, 5, 4)
     per_example = jit(vmap(grad(K.mlp_loss, argnums=(0, 1, 2, 3)),

@@ -215,7 +215,10 @@ def compiled_jacobians():
     return {fn.__name__: jit(jacfwd(fn)) for fn in COMPILED}
 
 
-@pytest.mark.parametrize("fn", COMPILED)
+# one compile in the quick set, the others with --runslow
+@pytest.mark.parametrize("fn", [
+    pytest.param(fn, marks=() if fn is number_through_alias else pytest.mark.slow)
+    for fn in COMPILED])
 def test_jit_jacfwd_through_aliases(compiled_jacobians, fn):
     expected = central_differences(fresh(fn), (X,), 0)
     assert_gradient_close(compiled_jacobians[fn.__name__](X.copy()), expected, fn.__name__)

@@ -126,6 +126,7 @@ def compiled_jacobian():
     return jit(jacfwd(model, argnums=(0, 1)))
 
 
+@pytest.mark.slow
 def test_jit_jacfwd_matches_python(compiled_jacobian):
     for got, want in zip(compiled_jacobian(X, W), jacfwd(model, argnums=(0, 1))(X, W)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -249,6 +250,7 @@ def compiled_mixed_hessian():
     return jit(transformer.hessian(mixed, argnums=(0, 1, 2)))
 
 
+@pytest.mark.slow
 def test_hessian_with_tuple_argnums_nests_blocks_like_jax(compiled_mixed_hessian):
     _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1, 2))(*MIXED),
                              (0, 1, 2))
@@ -270,6 +272,7 @@ def test_hessian_blocks_are_differences_of_the_gradient():
                                        atol=1e-8)
 
 
+@pytest.mark.slow
 def test_hessian_tuple_argnums_without_batching_loops_over_basis_vectors(monkeypatch):
     from transformer import api_forward
 
@@ -374,6 +377,7 @@ def compiled_identity_jacobians():
     return jit(jacfwd(widened)), jit(jacfwd(reduced)), jit(jacfwd(of_scalar))
 
 
+@pytest.mark.slow
 def test_compiled_identity_batches_match_jax(compiled_identity_jacobians):
     wide, red, scalar = compiled_identity_jacobians
     np.testing.assert_allclose(wide(X, M), jax.jacfwd(widened_jax)(X, M), rtol=1e-12)
@@ -381,6 +385,7 @@ def test_compiled_identity_batches_match_jax(compiled_identity_jacobians):
     np.testing.assert_allclose(scalar(0.7, X), jax.jacfwd(of_scalar_jax)(0.7, X), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_compiled_hessian_of_an_elementwise_sum_is_its_diagonal():
     from benchmarks import peers, workloads
     x, _, _ = workloads.hessian_inputs(40, seed=3)

@@ -1,5 +1,6 @@
 """Frontend: source of every kind of callable in, a Function with resolved names out."""
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -73,6 +74,17 @@ def test_two_lambdas_on_one_line_are_told_apart_by_column():
     assert a.node.col_offset < b.node.col_offset
     assert a.node.lineno == b.node.lineno
     assert (run(first, 3.0), run(second, 3.0)) == (4.0, 6.0)
+
+
+def test_lambdas_sharing_a_line_are_told_apart_or_refused_on_python_310():
+    scale = 2.0
+    f, g = (lambda x: x * scale), (lambda x: x + scale)
+    if sys.version_info >= (3, 11):                  # code objects carry columns
+        assert (run(f, 3.0), run(g, 3.0)) == (6.0, 5.0)
+    else:                                            # closures compile alike: refuse, not guess
+        with pytest.raises(TransformError, match="cannot tell them apart") as error:
+            parse(f)
+        assert "test_frontend.py" in str(error.value) and "own" in str(error.value)
 
 
 def test_numba_dispatcher_is_read_through_py_func():

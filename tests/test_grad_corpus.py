@@ -69,6 +69,7 @@ def test_value_and_grad_returns_the_value(case):
 
 
 @pytest.mark.parametrize("case", cases_for("check_grads"))
+@pytest.mark.slow
 def test_check_grads(case, tmp_path):
     partial = partial_module(case, tmp_path)
     args = case.args()
@@ -140,6 +141,7 @@ def _split(cases, grads):
 
 
 @pytest.mark.parametrize("group,name", _JIT_MEMBERS, ids=[n for _, n in _JIT_MEMBERS])
+@pytest.mark.slow
 def test_jit_grad_matches_finite_differences(compiled_groups, group, name):
     case = by_name(name)
     got = compiled_groups(group)[name]

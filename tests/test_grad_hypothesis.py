@@ -30,6 +30,7 @@ def directory(tmp_path_factory):
 _EXAMPLES = int(os.environ.get("SECANT_HYPOTHESIS_EXAMPLES", "0"))
 
 
+@pytest.mark.slow
 @settings(max_examples=_EXAMPLES or 50, derandomize=not _EXAMPLES, deadline=None,
           database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

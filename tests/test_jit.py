@@ -168,6 +168,7 @@ print(f(np.arange(5.0)), f.cache_info().disk_hits)
 """
 
 
+@pytest.mark.slow
 def test_a_new_process_loads_from_numbas_disk_cache(tmp_path):
     (tmp_path / "cached_program.py").write_text(SAME_FUNCTION)
     script = tmp_path / "program.py"

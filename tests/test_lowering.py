@@ -77,6 +77,7 @@ def compiled_contractions():
     return jit(grad(contractions, argnums=(0, 1, 2)))
 
 
+@pytest.mark.slow
 def test_jit_grad_of_einsum_matches_finite_differences(compiled_contractions):
     args = _contraction_args()
     got = compiled_contractions(*args)
@@ -85,6 +86,7 @@ def test_jit_grad_of_einsum_matches_finite_differences(compiled_contractions):
                               f"d/d{'ABv'[k]}")
 
 
+@pytest.mark.slow
 def test_jit_of_einsum_runs_generated_loops(compiled_contractions):
     args = _contraction_args()
     code = "\n".join(line for line in compiled_contractions.source().splitlines()
@@ -94,6 +96,7 @@ def test_jit_of_einsum_runs_generated_loops(compiled_contractions):
     np.testing.assert_allclose(jit(contractions)(*args), contractions(*args))
 
 
+@pytest.mark.slow
 def test_jit_jvp_of_einsum_matches_finite_differences():
     args = _contraction_args()
     tangents = [rng.normal(size=np.shape(a)) for a in args]
@@ -132,6 +135,7 @@ def compiled_lowered():
     return jit(grad(masked_by_argument)), jit(grad(inner_products, argnums=(0, 1, 2)))
 
 
+@pytest.mark.slow
 def test_jit_grad_through_a_two_dimensional_mask_argument(compiled_lowered):
     A = rng.normal(size=(3, 4))
     keep = A > 0.2
@@ -139,6 +143,7 @@ def test_jit_grad_through_a_two_dimensional_mask_argument(compiled_lowered):
     assert_gradient_close(compiled_lowered[0](A, keep), expected)
 
 
+@pytest.mark.slow
 def test_jit_grad_of_inner_on_matrices(compiled_lowered):
     args = [rng.normal(size=(2, 3)), rng.normal(size=(4, 3)), rng.normal(size=3)]
     got = compiled_lowered[1](*args)
@@ -170,6 +175,7 @@ def squeeze_after_expand_dims(x):
     return np.sum(np.squeeze(np.expand_dims(x, 0)) * 2.0)
 
 
+@pytest.mark.slow
 def test_squeeze_without_an_axis_needs_a_known_one_under_jit():
     with pytest.raises(TransformError) as info:
         jit(squeeze_unknown_axis)(np.ones((1, 3)))
@@ -204,6 +210,7 @@ def clipped_through_mask(A):
     return np.sum(B * B)
 
 
+@pytest.mark.slow
 def test_jit_grad_of_writes_through_a_two_dimensional_mask():
     A = rng.normal(size=(3, 4))
     np.testing.assert_allclose(jit(clipped_through_mask)(A), clipped_through_mask(A))

@@ -10,6 +10,8 @@ from gradcheck import assert_gradient_close, central_differences
 from transformer import grad, jit
 from transformer.test_util import real_positions
 
+pytestmark = pytest.mark.slow  # one Numba compile per corpus function
+
 COMPILED = [rc.lj_energy, rc.rnn_loss, rc.loop_range_variants, rc.while_loop,
             rc.break_continue, rc.early_return, rc.inplace_overwrite_needed,
             rc.inplace_2d_and_slices, rc.calls_helper, rc.swap_and_unpack,

@@ -85,6 +85,7 @@ def fd_all(f, args):
 
 # ---------------------------------------------------------------- python backend
 
+@pytest.mark.slow
 def test_force_matching_gradient_through_lj_cutoff_and_minimum_image():
     args = (POS, 1.0, 1.0)
     got = grad(lj_force_loss, argnums=(0, 1, 2))(*args)
@@ -92,12 +93,14 @@ def test_force_matching_gradient_through_lj_cutoff_and_minimum_image():
         assert_gradient_close(g, expected, what)
 
 
+@pytest.mark.slow
 def test_force_matching_gradient_agrees_with_forward_over_reverse():
     got = grad(lj_force_loss, argnums=(1, 2))(POS, 1.0, 1.0)
     forward = jacfwd(lj_force_loss, argnums=(1, 2))(POS, 1.0, 1.0)
     np.testing.assert_allclose(np.array(got), np.array(forward), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_gradient_of_a_gradient_with_a_while_loop_and_tapes():
     args = (CHAIN, 0.7)
     got = grad(chain_loss, argnums=(0, 1))(*args)
@@ -111,10 +114,12 @@ def test_value_and_grad_of_a_force_loss():
     assert g == pytest.approx(central_differences(chain_loss, (CHAIN, 0.7), 1), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_gradient_of_a_gradient_that_restores_overwritten_elements():
     assert_gradient_close(grad(written_loss)(X), central_differences(written_loss, (X,), 0))
 
 
+@pytest.mark.slow
 def test_hessian_as_jacrev_of_grad_with_in_place_writes():
     h = jacrev(grad(written))(X)
     rows = np.array([central_differences(lambda x, k=k: grad(written)(x)[k], (X,), 0)
@@ -158,6 +163,7 @@ def compiled_combined():
     return jit(grad(combined_loss, argnums=(0, 1, 2, 3, 4, 5)))
 
 
+@pytest.mark.slow
 def test_compiled_gradient_of_force_losses_matches_differences(compiled_combined):
     args = (POS, 1.0, 1.0, CHAIN, 0.7, X)
     got = compiled_combined(*args)

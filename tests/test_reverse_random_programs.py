@@ -4,10 +4,13 @@ import importlib.util
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transformer.test_util import check_grads
+
+pytestmark = pytest.mark.slow  # generates and compiles many programs
 
 UNARY = ["np.sin({})", "np.tanh({})", "np.exp(0.3 * {})", "({} * {} + 1.0) ** 0.5",
          "abs({}) + 0.1", "-{}"]

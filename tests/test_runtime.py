@@ -135,6 +135,7 @@ def helpers(x, m2, idx):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.slow
 def test_helpers_compile_in_nopython_mode_and_agree_with_numpy(dtype):
     x = RNG.uniform(0.5, 1.5, (3, 4, 5)).astype(dtype)
     m2 = RNG.random((3, 4, 5)) > 0.5
@@ -244,6 +245,7 @@ def test_elementwise_program_gradient_is_right_in_python():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.slow
 def test_emitted_adjoints_compile_in_nopython_mode(dtype, tmp_path):
     inputs, consts = _inputs(dtype)
     fn, source, _ = make_vjp(ELEMENTWISE_PROGRAM, ["x", "y"], ["idx"], lower=True,
@@ -256,6 +258,7 @@ def test_emitted_adjoints_compile_in_nopython_mode(dtype, tmp_path):
         np.testing.assert_allclose(g, e, rtol=1e-4 if dtype == np.float32 else 1e-10)
 
 
+@pytest.mark.slow
 def test_emitted_tangents_compile_in_nopython_mode(tmp_path):
     inputs, consts = _inputs(np.float64)
     fn, source = make_jvp(ELEMENTWISE_PROGRAM, ["x", "y"], ["idx"], lower=True,
@@ -266,6 +269,7 @@ def test_emitted_tangents_compile_in_nopython_mode(tmp_path):
     np.testing.assert_allclose(got, expected, rtol=1e-10, err_msg=source)
 
 
+@pytest.mark.slow
 def test_linear_algebra_and_shape_adjoints_compile_in_nopython_mode(tmp_path):
     a = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
     v = RNG.standard_normal(3)
@@ -314,7 +318,7 @@ def unbroadcast_inputs():
             RNG.standard_normal((2, 3, 4)), m[1, ::2], 0.25)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_unbroadcast_fast_paths_agree_with_numpy(unbroadcast_inputs, compiled):
     run = numba.njit(unbroadcast_cases) if compiled else unbroadcast_cases
     got = run(*unbroadcast_inputs)

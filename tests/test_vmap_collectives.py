@@ -45,7 +45,7 @@ def compiled_collectives():
     return jit(vmap(every_collective, axis_name="i"))
 
 
-@pytest.mark.parametrize("backend", ["python", "numba"])
+@pytest.mark.parametrize("backend", ["python", pytest.param("numba", marks=pytest.mark.slow)])
 def test_collectives_follow_jax_semantics(compiled_collectives, backend):
     fn = vmap(every_collective, axis_name="i") if backend == "python" \
         else compiled_collectives

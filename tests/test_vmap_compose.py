@@ -73,13 +73,15 @@ def test_per_example_gradients_vectorize(per_example):
     assert "vmap: vectorize strategy" in per_example[0].source()
 
 
-@pytest.mark.parametrize("backend", [0, 1], ids=["python", "numba"])
+@pytest.mark.parametrize("backend", [0, pytest.param(1, marks=pytest.mark.slow)],
+                         ids=["python", "numba"])
 def test_per_example_gradients_equal_hand_backprop(per_example, backend):
     got = per_example[backend](*WEIGHTS, X, Y)
     for g, want in zip(got, hand_mlp_grads(*WEIGHTS, X, Y)):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_parallel_jit_of_vectorized_per_example_gradients(per_example):
     # the (B, 1) - (B, k) broadcasts of the vectorized code used to fail Numba's parfor
     # size assertion ("Sizes of ... do not match")
@@ -96,6 +98,7 @@ def test_per_example_gradients_equal_a_loop_of_grad(per_example):
             np.testing.assert_allclose(g[i], want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_per_example_gradients_through_a_batched_branch():
     xs = rng.normal(size=(5, 4))
     per = vmap(grad(branchy_loss), in_axes=(0, None))
@@ -114,6 +117,7 @@ def test_grad_of_a_function_calling_vmap():
     np.testing.assert_allclose(grad(total)(x, w), want_x, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_vmap_of_jvp_equals_a_loop_of_jvp():
     xs, ts = rng.normal(size=(5, 4)), rng.normal(size=(5, 4))
     batched = vmap(jvp(smooth))
@@ -156,6 +160,7 @@ def dict_branchy(p, x):
     return np.sum(p["w"] * x) + p["b"]
 
 
+@pytest.mark.slow
 def test_per_example_gradients_with_dict_result_through_a_batched_branch():
     params = {"w": np.arange(3.0), "b": 2.0}
     xs = rng.normal(size=(5, 3))

@@ -80,12 +80,14 @@ def compiled():
     return jit(vmap(all_vectorized)), jit(vmap(all_looped), parallel=True)
 
 
+@pytest.mark.slow
 def test_compiled_vectorized_corpus_equals_python_loop(compiled):
     xs = stack(3)
     assert "vmap: vectorize strategy" in show_vmap(all_vectorized)
     assert_same(compiled[0](xs), loop(all_vectorized, xs))
 
 
+@pytest.mark.slow
 def test_compiled_looped_corpus_with_prange_equals_python_loop(compiled):
     xs = stack(4)
     for f in (corpus.branchy, corpus.newton_sqrt, corpus.data_dependent_count):

@@ -1,6 +1,7 @@
 """Regressions for batching under jit: compiled batched transformations against a Python
 loop over the unbatched transformation (the oracle)."""
 import numpy as np
+import pytest
 
 from benchmarks.workloads import lj_energy
 from transformer import grad, jit, jvp, vmap
@@ -10,6 +11,7 @@ rng = np.random.default_rng(3)
 CONFIGS = rng.uniform(0.0, 3.0, size=(4, 6, 3))
 
 
+@pytest.mark.slow
 def test_parallel_jit_of_batched_gradient_compiles_helpers_serially():
     # Helpers the top function calls used to be compiled parallel too; the nested
     # parfors crashed Numba ("key already in dictionary: 'd_1'").

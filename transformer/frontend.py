@@ -12,7 +12,9 @@ is reported to the active `freshness` recordings.
 """
 from __future__ import annotations
 
+import ast
 import builtins
+import copy
 import functools
 import inspect
 import textwrap
@@ -183,6 +185,13 @@ def _lambda_node(fn, module, origin) -> gast.FunctionDef:
               if _contains(lam.body, lineno, col)] or lambdas
     # innermost match: a lambda nested in another lambda's body is the one we want
     chosen.sort(key=lambda lam: (lam.body.lineno, lam.body.col_offset), reverse=True)
+    if col is None and len(chosen) > 1:
+        chosen = _same_code(chosen, fn.__code__)
+        if not chosen:
+            raise TransformError(
+                "several lambdas share this line and Python 3.10 cannot tell them apart",
+                filename=origin.filename, lineno=origin.lineno, col=0,
+                hint="define the function with `def`, or put the lambda on a line of its own")
     if not chosen:
         raise TransformError("could not find the lambda in its source line",
                              filename=origin.filename, lineno=origin.lineno, col=0)
@@ -209,6 +218,26 @@ def _code_position(code):
             continue
         return lineno, col
     return code.co_firstlineno, None
+
+
+def _same_code(lambdas, code) -> list:
+    """The lambdas whose compiled bytecode, constants and names are those of `code`.
+
+    Python 3.10 code objects carry no columns; this tells lambdas on one line apart by what
+    they compute. A lambda reading a closure variable compiles differently on its own
+    (a global load), so it matches nothing and the caller refuses rather than guesses.
+    """
+    def signature(c):
+        return c.co_code, c.co_consts, c.co_names, c.co_varnames
+
+    found = []
+    for lam in lambdas:
+        tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Expression(copy.deepcopy(lam))))
+        compiled = compile(tree, "<lambda>", "eval")
+        inner = [c for c in compiled.co_consts if isinstance(c, types.CodeType)]
+        if inner and signature(inner[0]) == signature(code):
+            found.append(lam)
+    return found
 
 
 def _contains(expr, lineno, col) -> bool:

@@ -1355,11 +1355,13 @@ def _setitem_mask_nb(x, index, values):
         if x.shape != index.shape:
             raise IndexError("boolean mask shape does not match the indexed array")
         flat = values.ravel() if vector else values
-        n = 0
+        # The count lives in an array: a local assigned twice (`n = 0`, `n += 1`) makes
+        # Numba's SSA repair warn (NumbaIRAssumptionWarning) when this body is inlined twice.
+        n = np.zeros(1, np.intp)
         for at in np.ndindex(x.shape):      # row-major, as NumPy assigns
             if index[at]:
-                x[at] = flat[n] if vector else flat
-                n += 1
+                x[at] = flat[n[0]] if vector else flat
+                n[0] += 1
     return masked
 
 

@@ -64,13 +64,18 @@ def linear(*keys, adjoint: str, tangent: str, params: str = "x") -> None:
               f"def rule(z, {params}):\n    d[z] = {_with_g(tangent, 'd[x]')}\n", keys)
 
 
+def _math(name: str) -> tuple:
+    """``(math.<name>,)``, or ``()`` on a Python without it (``cbrt``, ``exp2``: 3.11+)."""
+    return (getattr(math, name),) if hasattr(math, name) else ()
+
+
 # ---------------------------------------------------------------- elementwise
 
 elementwise(abs, np.abs, np.fabs, math.fabs, derivative="np.sign(x)")
 elementwise(np.sqrt, math.sqrt, derivative="0.5 / z")
-elementwise(np.cbrt, math.cbrt, derivative="1.0 / (3.0 * z * z)")
+elementwise(np.cbrt, *_math("cbrt"), derivative="1.0 / (3.0 * z * z)")
 elementwise(np.exp, math.exp, derivative="z")
-elementwise(np.exp2, math.exp2, derivative="z * np.log(2.0)")
+elementwise(np.exp2, *_math("exp2"), derivative="z * np.log(2.0)")
 elementwise(np.expm1, math.expm1, derivative="z + 1.0")
 elementwise(np.log, math.log, derivative="1.0 / x")
 elementwise(np.log2, math.log2, derivative="1.0 / (x * np.log(2.0))")

@@ -902,9 +902,11 @@ for _math, _np in [(math.sqrt, np.sqrt), (math.exp, np.exp), (math.log, np.log),
                    (math.log10, np.log10), (math.fabs, np.fabs), (math.floor, np.floor),
                    (math.ceil, np.ceil), (math.atan2, np.arctan2), (math.hypot, np.hypot),
                    (math.pow, np.power), (math.isnan, np.isnan), (math.isinf, np.isinf),
-                   (math.isfinite, np.isfinite), (math.fmod, np.fmod),
-                   (math.exp2, np.exp2), (math.cbrt, np.cbrt)]:
+                   (math.isfinite, np.isfinite), (math.fmod, np.fmod)]:
     elementwise(_math, target=_np)
+for _name in ("exp2", "cbrt"):  # math.exp2 and math.cbrt are Python 3.11+
+    if hasattr(math, _name):
+        elementwise(getattr(math, _name), target=getattr(np, _name))
 elementwise(min, target=np.minimum)
 elementwise(max, target=np.maximum)
 elementwise(float, target=as_float)
