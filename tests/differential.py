@@ -42,21 +42,9 @@ class Bug:
 
 # One line per bug being fixed on other branches: the construct and what it breaks.
 KNOWN_BUGS = {
-    "decorator_unwrapped": Bug("decorator", CHECKS, description="functools.wraps "
-                               "decorators are dropped: the undecorated function is transformed"),
-    "keyword_only_defaults": Bug("keyword_only", CHECKS, description="keyword-only "
-                                 "arguments and their defaults are bound wrongly"),
-    "positional_defaults": Bug("default", CHECKS, description="default values are read "
-                               "from the source instead of __defaults__"),
-    "module_attribute_stale": Bug("module_attribute", CALL_TIME_GLOBALS, description="a "
-                                  "module global changed after the first call is not seen"),
-    "alias_short_vector": Bug("alias_augmented", COMPILED, max_size=4, description="z = w; "
-                              "z += u under jit loses the alias when w has <= 4 elements"),
     "grad_rebind_after_inplace_write": Bug("vector_rebind", ("grad", "jit_grad"),
                                            description="w[0] = x; w = g(w) in a loop: "
                                            "the adjoint of g sees w without the write"),
-    "out_of_bounds_jit": Bug("out_of_range", COMPILED, description="an index past the "
-                             "bounds under jit returns garbage or crashes, no IndexError"),
 }
 
 

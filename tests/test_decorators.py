@@ -131,6 +131,161 @@ def test_generated_code_is_named_after_the_decorated_function():
     assert "def grad_energy(" in grad(energy).source()
 
 
+# ---------------------------------------------------------------- named parameters and *args
+# The decorated function binds the wrapper's named parameters, then the wrapped function's
+# parameters the forwarded *args / **kwargs fill: its defaults and keyword-only ones too.
+
+
+def nudged(fn):
+    """The common shape: name the parameter the decorator changes, forward the rest."""
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        return fn(x + 0.25, *args, **kwargs)
+    return wrapper
+
+
+def gained(fn):
+    """A named parameter of the wrapper's own, then the wrapped function's from its 2nd."""
+    @functools.wraps(fn)
+    def wrapper(x, gain, *args, **kwargs):
+        return gain * fn(x, *args, **kwargs)
+    return wrapper
+
+
+def by_keyword(fn):
+    """Only **kwargs: what it forwards can only be passed by keyword."""
+    @functools.wraps(fn)
+    def wrapper(x, **kwargs):
+        return fn(2.0 * x, **kwargs)
+    return wrapper
+
+
+@doubled
+@nudged
+def nudged_energy(x, v, s=0.5, *, k=1.5):
+    return s * np.sum(np.sin(x) * v) + k * np.sum(x * x)
+
+
+@gained
+def gained_energy(x, v, s=0.5, *, k=1.5):
+    return s * np.sum(x * x * v) + k * np.sum(x)
+
+
+@by_keyword
+def keyword_energy(x, v=1.0, *, k=1.5):
+    return np.sum(v * x * x) + k * np.sum(x)
+
+
+V = np.array([1.5, -0.5, 2.0])
+CALLS = [
+    (nudged_energy, (X, V), {}),
+    (nudged_energy, (X, V, 2.0), {"k": -0.5}),
+    (nudged_energy, (X,), {"v": V, "k": 3.0}),
+    (gained_energy, (X, 3.0, V), {}),
+    (gained_energy, (X,), {"gain": -2.0, "v": V, "s": 1.25}),
+    (keyword_energy, (X,), {}),
+    (keyword_energy, (X,), {"v": V, "k": 0.5}),
+]
+CALL_IDS = ["nudged", "nudged-s-k", "nudged-keywords", "gained", "gained-keywords",
+            "keyword-defaults", "keyword"]
+
+
+@pytest.mark.parametrize("fn, args, kwargs", CALLS, ids=CALL_IDS)
+def test_wrapper_with_named_parameters_and_forwarded_rest_binds_like_python(fn, args, kwargs):
+    expected = fn(*args, **kwargs)
+    assert jit(fn, backend="python")(*args, **kwargs) == pytest.approx(expected, rel=1e-12)
+    assert jit(fn)(*args, **kwargs) == pytest.approx(expected, rel=1e-12)
+    oracle = central_differences(lambda x: fn(x, *args[1:], **kwargs), args[:1], 0)
+    assert_gradient_close(grad(fn)(*args, **kwargs), oracle, fn.__name__)
+    assert_gradient_close(jit(grad(fn))(*args, **kwargs), oracle, fn.__name__)
+
+
+@pytest.mark.parametrize("fn, args", [(nudged_energy, (X, V, 2.0)), (gained_energy, (X, 3.0, V))],
+                         ids=["nudged", "gained"])
+def test_vmap_of_wrapper_with_named_parameters_maps_like_python(fn, args):
+    batch, ks = np.stack([X, 2.0 * X, -X]), np.array([0.5, -1.0, 2.0])
+    expected = [fn(row, *args[1:], k=k) for row, k in zip(batch, ks)]
+    in_axes = (0,) + (None,) * (len(args) - 1)      # keyword arguments map over axis 0
+    np.testing.assert_allclose(vmap(fn, in_axes)(batch, *args[1:], k=ks), expected,
+                               rtol=1e-12)
+    expected = [fn(row, *args[1:]) for row in batch]
+    np.testing.assert_allclose(jit(vmap(fn, in_axes))(batch, *args[1:]), expected,
+                               rtol=1e-12)
+
+
+@nudged
+@nudged
+def nudged_twice(x, v, *, k=1.5):
+    return np.sum(np.sin(x) * v) + k * np.sum(x * x)
+
+
+def test_one_decorator_stacked_twice_is_two_functions_not_a_recursion():
+    assert jit(nudged_twice)(X, V, k=0.5) == pytest.approx(nudged_twice(X, V, k=0.5))
+    oracle = central_differences(lambda x: nudged_twice(x, V, k=0.5), (X,), 0)
+    assert_gradient_close(jit(grad(nudged_twice))(X, V, k=0.5), oracle)
+    assert_gradient_close(grad(nudged_twice)(X, V, k=0.5), oracle)
+
+
+def test_wrapper_with_named_parameters_has_the_signature_python_binds():
+    assert "def grad_nudged_energy(x, v, s=0.5, *, k=1.5):" in grad(nudged_energy).source()
+    assert "(x, gain, v, s=0.5, *, k=1.5)" in grad(gained_energy).source()
+    with pytest.raises(TypeError):          # v can only be passed through **kwargs
+        keyword_energy(X, V)
+    with pytest.raises(TypeError):
+        grad(keyword_energy)(X, V)
+
+
+def twice_forwarded(fn):
+    @functools.wraps(fn)
+    def wrapper(x, *args):
+        return fn(x, *args) + fn(2.0 * x, 1.0, *args)
+    return wrapper
+
+
+@twice_forwarded
+def forwarded_differently(x, y=1.0, z=2.0):
+    return np.sum(x * y * z)
+
+
+def too_many(fn):
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        return fn(x, 1.0, *args, **kwargs)
+    return wrapper
+
+
+@too_many
+def takes_one(x):
+    return np.sum(x)
+
+
+def defaulted(fn):
+    @functools.wraps(fn)
+    def wrapper(x, gain=2.0, *args, **kwargs):
+        return gain * fn(x, *args, **kwargs)
+    return wrapper
+
+
+@defaulted
+def needs_v(x, v):
+    return np.sum(x * v)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (forwarded_differently, "differs from call to call"),
+    (takes_one, "passes 2 positional arguments before *args, but the wrapped function "
+                "takes 1"),
+    (needs_v, "has a default, but a parameter of the wrapped function"),
+], ids=["different-offsets", "too-many-positional", "default-before-required"])
+def test_wrapper_whose_forwarded_parameters_cannot_be_bound_is_refused(fn, message):
+    with pytest.raises(TransformError) as info:
+        grad(fn)(X, V)
+    error = info.value
+    assert message in error.message
+    assert error.filename == __file__ and error.line is not None
+    assert "def wrapper(x): return 2.0 * fn(x)" in error.hint
+
+
 # ---------------------------------------------------------------- refused wrappers
 
 
@@ -146,16 +301,16 @@ def reads_args(x):
     return np.sum(x)
 
 
-def with_extra(fn):
+def after_args(fn):
     @functools.wraps(fn)
     def wrapper(x, *args):
-        return fn(x, *args)
+        return fn(*args, x)
     return wrapper
 
 
-@with_extra
-def mixed(x):
-    return np.sum(x)
+@after_args
+def passes_after_args(x, y):
+    return np.sum(x * y)
 
 
 @doubled
@@ -181,9 +336,9 @@ def object_wrapped(x):
 
 @pytest.mark.parametrize("fn, message", [
     (reads_args, "uses 'args' other than to forward it"),
-    (mixed, "mixes named parameters with *args"),
+    (passes_after_args, "after its other positional arguments"),
     (named_like_the_closure, "parameter 'fn' has the name of a variable"),
-], ids=["reads-args", "mixed", "parameter-named-like-closure"])
+], ids=["reads-args", "argument-after-args", "parameter-named-like-closure"])
 def test_wrapper_using_args_otherwise_is_refused_at_its_line(fn, message):
     with pytest.raises(TransformError) as info:
         grad(fn)(X)

@@ -5,12 +5,15 @@ A caller of a decorated function gets the wrapper's value, so secant parses the 
 wrapped function, which it calls like any other helper. Transforming the function under
 the wrapper instead would silently drop what the decorator does.
 
-A wrapper that forwards `*args` / `**kwargs` takes the wrapped function's parameters
-instead (its defaults included): `*args` in a call becomes the positional parameters,
-`**kwargs` the keyword-only ones (every parameter when the wrapper takes only
+A wrapper that forwards `*args` / `**kwargs` takes, after its own named parameters, the
+wrapped function's parameters those fill (its defaults and keyword-only ones included):
+all but the ones the forwarding call passes before `*args` (`fn(x + 0.25, *args,
+**kwargs)` fills the first) or names by keyword. `*args` in a call becomes the positional
+parameters, `**kwargs` the keyword-only ones (every parameter when the wrapper takes only
 `**kwargs`). For every call Python accepts, the wrapper then receives the same values.
-A wrapper that uses `args` or `kwargs` in another way, or mixes named parameters with
-them, is refused with a located error saying how to write it.
+Refused with a located error saying how to write it: a wrapper that uses `args` or
+`kwargs` in another way, forwards them in calls that fill different parameters, or whose
+parameters no `def` can state (a default of its own before a required forwarded one).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import inspect
 
 import gast
 
-from .defaults import default_node
+from .defaults import default_node, take_defaults
 from .names import Namer
 from .syntax import name
 
@@ -39,21 +42,21 @@ def hint(fn) -> str:
 
 
 def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
-    """Give wrapper `node` the parameters of the function it wraps when it forwards
-    `*args` / `**kwargs`: returns the env entries its non-literal defaults need and the
-    function whose defaults they are; None for a wrapper with parameters of its own."""
+    """Give wrapper `node` the parameters it forwards `*args` / `**kwargs` to: returns the
+    env entries its non-literal defaults need and the functions whose defaults they are;
+    None for a wrapper that forwards neither."""
     args = node.args
     if args.vararg is None and args.kwarg is None:
         return None
     star = args.vararg or args.kwarg
-    if args.posonlyargs or args.args or args.kwonlyargs:
-        raise origin.error(star, "a decorator wrapper that mixes named parameters with "
-                           "*args / **kwargs is not supported by secant", hint(fn))
     varargs = args.vararg.id if args.vararg is not None else None
     varkw = args.kwarg.id if args.kwarg is not None else None
     _check_only_forwarded(node, varargs, varkw, origin, fn)
-    params, owner = _wrapped_parameters(fn, star, origin)
-    clash = sorted({p.name for p in params} & (namer.taken - {varargs, varkw}))
+    offset, passed = _forwarding_call(node, varargs, varkw, origin, fn)
+    params, owners = _wrapped_parameters(fn, star, origin)
+    params = _remaining(params, offset, passed, star, origin, fn)
+    own = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    clash = sorted({p.name for p in params} & ((namer.taken | own) - {varargs, varkw}))
     if clash:       # as a parameter of the wrapper it would hide the wrapper's own name
         raise origin.error(star, f"the wrapped function's parameter {clash[0]!r} has the "
                            "name of a variable of this decorator wrapper", hint(fn))
@@ -72,19 +75,98 @@ def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
     else:
         by_position, by_keyword = positional, keyword_only
         kinds = {p.name: p.kind for p in params}
-    env: dict = {}
-    node.args = _arguments(by_position + by_keyword, kinds, star, namer, env)
+    env = take_defaults(fn, node, namer)        # the wrapper's own parameters' defaults
+    forwarded = _arguments(by_position + by_keyword, kinds, star, namer, env)
+    node.args = _merged(args, forwarded, star, origin, fn)
     _expand_calls(node, varargs, varkw, [p.name for p in by_position],
                   [p.name for p in by_keyword])
-    return env, owner
+    return env, (fn,) + owners
 
 
-def _wrapped_parameters(fn, star, origin) -> tuple[list, object]:
-    """The parameters the wrapped object binds, and the object whose defaults they hold:
-    the first along the `__wrapped__` chain that is not a forwarding wrapper itself."""
+def _forwarding_call(node, varargs, varkw, origin, fn) -> tuple[int, set]:
+    """How many positional arguments the calls that forward `*args` / `**kwargs` pass
+    before them, and the keywords they name: the same in every such call, or refused
+    (the wrapped function's parameters the forwarded ones fill must be decidable)."""
+    shapes = set()
+    for call in gast.walk(node):
+        if not isinstance(call, gast.Call):
+            continue
+        stars = [i for i, a in enumerate(call.args) if isinstance(a, gast.Starred)
+                 and _is_name(a.value, varargs)]
+        if not stars and not any(k.arg is None and _is_name(k.value, varkw)
+                                 for k in call.keywords):
+            continue
+        offset = stars[0] if stars else len(call.args)
+        spread = [k.value for k in call.keywords if k.arg is None]
+        if len(stars) > 1 or offset < len(call.args) - 1 or len(spread) > 1 or \
+                any(not _is_name(v, varkw) for v in spread) or \
+                any(isinstance(a, gast.Starred) and not _is_name(a.value, varargs)
+                    for a in call.args):
+            raise origin.error(call, "a call that forwards *args / **kwargs must pass them "
+                               "once each, after its other positional arguments, and no "
+                               "other * / ** argument", hint(fn))
+        shapes.add((offset, frozenset(k.arg for k in call.keywords if k.arg is not None)))
+    if len(shapes) > 1:
+        raise origin.error(node, "this decorator wrapper forwards *args / **kwargs in calls "
+                           "that pass different arguments before them, so which parameters "
+                           "of the wrapped function they fill differs from call to call",
+                           hint(fn))
+    return next(iter(shapes)) if shapes else (0, frozenset())
+
+
+def _remaining(params, offset, passed, star, origin, fn) -> list:
+    """The wrapped function's parameters left to the forwarded `*args` / `**kwargs`: all
+    but the first `offset` positional ones and the keyword-only ones named in the call."""
+    positional = [p for p in params if p.kind is not _KIND.KEYWORD_ONLY]
+    if offset > len(positional):
+        raise origin.error(star, f"the wrapper passes {offset} positional arguments before "
+                           f"*args, but the wrapped function takes {len(positional)}", hint(fn))
+    by_name = {p.name: p for p in params}
+    for keyword in sorted(passed):
+        if by_name.get(keyword) is None or by_name[keyword].kind is not _KIND.KEYWORD_ONLY:
+            raise origin.error(star, f"the wrapper passes {keyword!r} by keyword next to "
+                               "*args / **kwargs, but it is not a keyword-only parameter "
+                               "of the wrapped function", hint(fn))
+    return positional[offset:] + [p for p in params if p.kind is _KIND.KEYWORD_ONLY
+                                  and p.name not in passed]
+
+
+def _merged(own: gast.arguments, forwarded: gast.arguments, star, origin, fn):
+    """The wrapper's named parameters followed by the forwarded ones. A forwarded
+    positional-only parameter makes the wrapper's positional ones positional-only too
+    (a `def` cannot put it after them otherwise): a call passing those by keyword is
+    refused with Python's TypeError, never bound differently."""
+    own_positional = own.posonlyargs + own.args
+    if own.defaults and forwarded.posonlyargs + forwarded.args and \
+            len(forwarded.defaults) < len(forwarded.posonlyargs + forwarded.args):
+        raise origin.error(star, "a parameter of this wrapper has a default, but a parameter "
+                           "of the wrapped function that *args fills after it has none",
+                           hint(fn))
+    if forwarded.posonlyargs:
+        posonly, plain = own_positional + forwarded.posonlyargs, forwarded.args
+    else:
+        posonly, plain = own.posonlyargs, own.args + forwarded.args
+    return gast.arguments(posonlyargs=posonly, args=plain, vararg=None,
+                          kwonlyargs=own.kwonlyargs + forwarded.kwonlyargs,
+                          kw_defaults=own.kw_defaults + forwarded.kw_defaults, kwarg=None,
+                          defaults=own.defaults + forwarded.defaults)
+
+
+def _wrapped_parameters(fn, star, origin) -> tuple[list, tuple]:
+    """The parameters the wrapped object binds, and the functions whose defaults they
+    hold. A wrapped wrapper that forwards `*args` / `**kwargs` itself binds what secant
+    makes of it (its named parameters and the ones it forwards)."""
     inner = fn.__wrapped__
-    while is_decorated(inner) and _forwards_only(inner):
-        inner = inner.__wrapped__
+    owners = []
+    link = inner
+    while inspect.isfunction(link) and link not in owners:
+        owners.append(link)
+        link = getattr(link, "__wrapped__", None)
+    if is_decorated(inner) and inner.__code__.co_flags & (inspect.CO_VARARGS |
+                                                          inspect.CO_VARKEYWORDS):
+        from .frontend import parse         # the frontend imports this module
+        from .function import signature
+        return list(signature(parse(inner)).parameters.values()), tuple(owners)
     try:
         signature = inspect.signature(inner, follow_wrapped=not inspect.isfunction(inner))
     except (TypeError, ValueError) as exc:
@@ -94,14 +176,7 @@ def _wrapped_parameters(fn, star, origin) -> tuple[list, object]:
     if any(p.kind in (_KIND.VAR_POSITIONAL, _KIND.VAR_KEYWORD) for p in params):
         raise origin.error(star, "the wrapped function takes *args / **kwargs itself",
                            "name each parameter of the wrapped function")
-    return params, inner
-
-
-def _forwards_only(fn) -> bool:
-    """Whether function `fn` takes nothing but `*args` and/or `**kwargs`."""
-    code = fn.__code__
-    return code.co_argcount == code.co_posonlyargcount == code.co_kwonlyargcount == 0 \
-        and bool(code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return params, tuple(owners) or (inner,)
 
 
 def _check_only_forwarded(node, varargs, varkw, origin, fn) -> None:

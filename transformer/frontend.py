@@ -80,7 +80,7 @@ def parse(fn) -> Function:
             filename=filename, lineno=fn.__code__.co_firstlineno, col=0,
             hint="secant rewrites source code: define the function in a .py file "
                  "(not in exec'd strings or an interactive prompt without source)") from None
-    origin = Origin(filename, fn.__qualname__, first)
+    origin = Origin(filename, _origin_name(fn), first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
     namer = Namer(assigned_names(node) | loaded_names(node))
@@ -88,11 +88,12 @@ def parse(fn) -> Function:
     forwarded = decorated.forward_parameters(fn, node, origin, namer) \
         if decorated.is_decorated(fn) else None
     if forwarded is None:
-        extra, owner = take_defaults(fn, node, namer), fn
+        extra, owners = take_defaults(fn, node, namer), (fn,)
     else:
-        extra, owner = forwarded
-    if inspect.isfunction(owner):
-        bindings.read_defaults(owner)
+        extra, owners = forwarded
+    for owner in owners:
+        if inspect.isfunction(owner):
+            bindings.read_defaults(owner)
     if decorated.is_decorated(fn) and fn.__name__.isidentifier() and \
             fn.__name__ not in namer.taken:
         node.name = fn.__name__             # generated code is named after what users call
@@ -107,6 +108,14 @@ def parse(fn) -> Function:
     env = _resolve_env(fn, node, origin, extra, bindings)
     freshness.note(bindings)
     return Function(node, env, origin)
+
+
+def _origin_name(fn) -> str:
+    """`fn`'s qualified name; for a decorator's wrapper, also which function it wraps: one
+    wrapper's code put around two functions (`@scaled @scaled def f`) is two functions."""
+    if decorated.is_decorated(fn):
+        return f"{fn.__qualname__} around {id(fn.__wrapped__):#x}"
+    return fn.__qualname__
 
 
 def _opaque_wrapper(obj) -> TransformError:

@@ -23,9 +23,10 @@ def refuse_recursion(fn: Function) -> None:
 
 
 def _visit(fn: Function, stack: list, done: set) -> None:
-    """`stack`: (code object, name) of the user functions being visited, `fn`'s last
-    (generated Functions share their user function's origin, so code objects tell
-    functions apart; the root, possibly generated, has None)."""
+    """`stack`: (function object, name) of the user functions being visited, `fn`'s last
+    (generated Functions share their user function's origin, so the objects tell functions
+    apart, and one decorator's wrapper code around two functions is two; the root,
+    possibly generated, has None)."""
     for call, code, callee in _user_calls(fn):
         keys = [k for k, _ in stack]
         if code in keys:
@@ -52,6 +53,6 @@ def _user_calls(fn: Function):
         if not is_user_function(target):
             continue
         try:
-            yield node, target.__code__, parse(target)
+            yield node, target, parse(target)
         except TransformError:
             continue                      # no source: compiled as it is, not by secant

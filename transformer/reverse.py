@@ -65,7 +65,7 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
                      has_aux: bool = False, label: str | None = None,
                      tuple_grads: bool = False) -> Function:
     """The generated gradient (`mode` GRAD / VALUE_AND_GRAD) or vjp Function of `fn`."""
-    key = (fn.origin.filename, fn.origin.lineno, fn.name)
+    key = (fn.origin.filename, fn.origin.lineno, fn.origin.name, fn.name)
     _in_progress = _guard.__dict__.setdefault("keys", [])
     if key in _in_progress:
         raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion): reverse mode "
