@@ -198,3 +198,19 @@ def test_tuple_argument_with_only_a_later_leaf_mapped():
 def test_empty_batch_under_the_loop_strategy_is_a_clear_error():
     with pytest.raises(ValueError, match="empty batch"):
         vmap(determinant)(np.zeros((0, 2, 2)))
+
+
+def _keyword_scaled(x, v, s=0.5, *, k=1.5):
+    return s * np.sum(np.sin(x) * v) + k * np.sum(x * x)
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_jit_of_vmap_maps_a_keyword_argument_over_axis_0_as_vmap_does(backend):
+    xs = np.array([[0.3, -1.2, 0.7], [0.6, -2.4, 1.4], [-0.3, 1.2, -0.7]])
+    v, ks = np.array([1.5, -0.5, 2.0]), np.array([0.5, -1.0, 2.0])
+    batched = jit(vmap(_keyword_scaled, (0, None, None)), backend=backend)
+    expected = [_keyword_scaled(x, v, 2.0, k=k) for x, k in zip(xs, ks)]
+    np.testing.assert_allclose(batched(xs, v, 2.0, k=ks), expected, rtol=1e-12)
+    # the usual call (k left at its default) is another compiled variant
+    np.testing.assert_allclose(batched(xs, v, 2.0),
+                               [_keyword_scaled(x, v, 2.0) for x in xs], rtol=1e-12)

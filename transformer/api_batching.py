@@ -175,11 +175,34 @@ class Batched(Transformed):
             return self._python(*args, **kwargs)
         return self._built(("variant", passed), lambda: self._variant(passed))(*args, **kwargs)
 
+    def __secant_call_variant__(self, checked: tuple):
+        """For `jit`: None when a call passes its arguments the usual way (`usual_call`),
+        else `(key, target)`: a transformable object whose function is the batched source
+        for how this call passes them (a keyword argument maps axis 0, as in JAX)."""
+        passed, _ = checked
+        if passed == self.usual_call:
+            return None
+        return passed, _BatchedCall(self, passed)
+
     def _variant(self, passed: tuple):
         from codegen import backends
 
         from .transformed import PYTHON
         return backends.compile_function(self.build(passed), PYTHON).function
+
+
+class _BatchedCall:
+    """`vmap(f)` as called with one pattern of positional, keyword and default arguments."""
+
+    def __init__(self, batched: Batched, passed: tuple):
+        self.batched, self.passed = batched, passed
+        self.__name__ = getattr(batched, "__name__", "vmap")
+        self.__qualname__ = getattr(batched, "__qualname__", self.__name__)
+        self.__module__ = getattr(batched, "__module__", __name__)
+
+    def __secant_function__(self) -> Function:
+        batched, passed = self.batched, self.passed
+        return batched._built(("function", passed), lambda: batched.build(passed))
 
 
 def _normalize(axes):

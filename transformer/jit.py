@@ -157,6 +157,7 @@ class Jitted(ShowsSource):
         self._lock = threading.Lock()          # guards _spec_locks
         self._parse_lock = threading.RLock()   # the base Function is built once
         self._spec_locks: dict = {}
+        self._variants: dict = {}              # how a call passes arguments -> Jitted
         self._warned_specializations = False
         self._static_argnums = _as_tuple(static_argnums)
         self._static_argnames = _as_tuple(static_argnames)
@@ -234,7 +235,11 @@ class Jitted(ShowsSource):
     def __call__(self, *args, **kwargs):
         checker = getattr(self.fun, "__secant_check_inputs__", None)
         if checker is not None:        # what the transformation refuses (dtypes, axes)
-            checker(args, kwargs, compiled=True)
+            checked = checker(args, kwargs, compiled=True)
+            variant = getattr(self.fun, "__secant_call_variant__", None)
+            found = variant(checked) if variant is not None else None
+            if found is not None:      # e.g. vmap maps keyword arguments: other source
+                return self._for_call_variant(*found)(*args, **kwargs)
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled = self._specs.get(spec_key)
         if compiled is None and self._reread_if_rebound():
@@ -246,6 +251,16 @@ class Jitted(ShowsSource):
             return self._first_call(spec_key, dynamic, layouts, static)
         self._hits += 1
         return self._run(compiled, dynamic)
+
+    def _for_call_variant(self, key, target) -> Jitted:
+        """The jitted function for `target`, the transformation as this call uses it."""
+        with self._lock:
+            jitted = self._variants.get(key)
+            if jitted is None:
+                jitted = self._variants[key] = Jitted(
+                    target, self._static_argnums, self._static_argnames, self.options)
+                jitted.max_specializations = self.max_specializations
+        return jitted
 
     def _first_call(self, spec_key, dynamic, layouts, static):
         """Compile a new specialization and run it: one timed compile, whose Numba part
