@@ -52,9 +52,6 @@ KNOWN_BUGS = {
                                   "module global changed after the first call is not seen"),
     "alias_short_vector": Bug("alias_augmented", COMPILED, max_size=4, description="z = w; "
                               "z += u under jit loses the alias when w has <= 4 elements"),
-    "grad_rebind_after_inplace_write": Bug("vector_rebind", ("grad", "jit_grad"),
-                                           description="w[0] = x; w = g(w) in a loop: "
-                                           "the adjoint of g sees w without the write"),
     "out_of_bounds_jit": Bug("out_of_range", COMPILED, description="an index past the "
                              "bounds under jit returns garbage or crashes, no IndexError"),
 }
