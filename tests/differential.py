@@ -40,12 +40,8 @@ class Bug:
     description: str = ""
 
 
-# One line per bug being fixed on other branches: the construct and what it breaks.
-KNOWN_BUGS = {
-    "grad_rebind_after_inplace_write": Bug("vector_rebind", ("grad", "jit_grad"),
-                                           description="w[0] = x; w = g(w) in a loop: "
-                                           "the adjoint of g sees w without the write"),
-}
+# One line per known, not yet fixed bug: the construct and what it breaks (none at present).
+KNOWN_BUGS: dict = {}
 
 
 # Constructs the README documents as refused by some transformations: there a located

@@ -195,8 +195,6 @@ def write_then_rebind(x, v):
     return w[0]
 
 
-@pytest.mark.xfail(strict=True, reason="KNOWN_BUGS['grad_rebind_after_inplace_write']: the "
-                   "adjoint of `w * w` is given w as recorded before `w[0] = x`")
 def test_grad_of_an_inplace_write_followed_by_a_rebinding_in_a_loop():
     from gradcheck import assert_gradient_close, central_differences
 

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from gradcheck import assert_gradient_close, central_differences
 from reverse_corpus import branch_defines_values
 from transformer import grad, jit
 from transformer.test_util import check_grads
@@ -141,3 +142,131 @@ def test_grad_of_value_read_in_the_next_trip_before_its_assignment():
     x = 0.7
     assert grad(reads_previous_trip)(x) == pytest.approx(2.0 * x)
     check_grads(reads_previous_trip, (x,))
+
+
+# ---------------------------------------------- in-place writes between a binding and a use
+# A name rebound in a loop is recorded at each assignment and restored, at the reverse of
+# the next one, to the latest record; an in-place write in between (`w[0] = x`) must be in
+# the restored value, or the adjoint of `w * w` sees `w` without it (a silent wrong value).
+def square(a):
+    return a * a
+
+
+def write_then_rebind(x, v):
+    w = v.copy()
+    for _ in range(2):
+        w[0] = x
+        w = w * w
+    return w[0]
+
+
+def write_then_sin(x, v):
+    w = v.copy()
+    for _ in range(2):
+        w[0] = x
+        w = np.sin(w)
+    return w[0] * w[1]
+
+
+def write_then_helper(x, v):
+    w = v.copy()
+    for _ in range(2):
+        w[0] = x
+        w = square(w)
+    return w[0] + w[2]
+
+
+def write_at_loop_index(x, v):
+    w = v.copy()
+    for i in range(2):
+        w[i] = x
+        w = w * w
+    return w[0] + w[1]
+
+
+def add_in_place_then_rebind(x, v):
+    w = v.copy()
+    for _ in range(2):
+        w[0] += x
+        w = w * w
+    return w[0]
+
+
+def rebind_then_write(x, v):
+    w = v * 1.0
+    for _ in range(3):
+        w = w * w
+        w[1] += x
+    return np.sum(w)
+
+
+def straight_line_write(x, v):
+    w = v.copy()
+    if x > 0:                       # w assigned in a branch: one name, recorded
+        w = w * 2.0
+    w[0] = x
+    w = w * w
+    return w[0] + w[2]
+
+
+def while_write(x, v):
+    w = v.copy()
+    n = 0
+    while n < 3:
+        w[n] += x
+        w = w * w
+        n += 1
+    return np.sum(w)
+
+
+def two_writes_per_trip(x, v):
+    w = v.copy()
+    for i in range(2):
+        w[i] = x
+        w[i + 1] = w[i] * x
+        w = w * w
+    return np.sum(w)
+
+
+def every_write(x, v):
+    """The variants above in one function: one compilation for jit(grad)."""
+    w = v.copy()
+    w[2] = x
+    w = w * w
+    for i in range(2):
+        w[i] += x * w[i + 1]
+        w = np.sin(w) + square(w)
+    n = 0
+    while n < 2:
+        w[n] = x
+        w = w * w
+        n += 1
+    return w[0] * w[1] + w[2]
+
+
+WRITES_BETWEEN = [write_then_rebind, write_then_sin, write_then_helper, write_at_loop_index,
+                  add_in_place_then_rebind, rebind_then_write, straight_line_write,
+                  while_write, two_writes_per_trip, every_write]
+WRITE_POINT = (0.63, np.array([-0.9, -0.6, 0.4]))
+
+
+@pytest.mark.parametrize("argnum", [0, 1])
+@pytest.mark.parametrize("f", WRITES_BETWEEN, ids=lambda f: f.__name__)
+def test_grad_sees_an_inplace_write_between_a_binding_and_its_use(f, argnum):
+    expected = central_differences(f, WRITE_POINT, argnum)
+    assert_gradient_close(grad(f, argnums=argnum)(*WRITE_POINT), expected, f.__name__)
+
+
+def test_grad_sees_an_inplace_write_at_a_negative_argument():
+    # the branch of straight_line_write not taken: w keeps its first value
+    point = (-0.63, WRITE_POINT[1])
+    expected = central_differences(straight_line_write, point, 0)
+    assert_gradient_close(grad(straight_line_write)(*point), expected)
+
+
+@pytest.mark.parametrize("f", [write_then_rebind, every_write], ids=lambda f: f.__name__)
+def test_jit_grad_sees_an_inplace_write_between_a_binding_and_its_use(f):
+    compiled = jit(grad(f))
+    for x in (0.63, -0.41):
+        point = (x, WRITE_POINT[1])
+        assert_gradient_close(compiled(*point), central_differences(f, point, 0), f.__name__)

@@ -179,6 +179,8 @@ class _Reverse:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)
         self.plan.after, self.plan.skipped, self.plan.anchors = tape.summarize_loops(
             self.body, self.plan.taped, self.reverse_reads)
+        self.plan.writes = tape.recorded_writes(self.facts, self.body, self.plan.taped,
+                                                self.plan.after, self.plan.skipped)
         self.refuse_accumulator_reads()
 
     def helper(self, key: str, obj) -> str:
@@ -1015,7 +1017,9 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 saves = self.save_items(stmt) if target.value.id in self.plan.saved_items \
                     else []
-                return guards + saves + [copy.deepcopy(stmt)]
+                records = self.record(target.value.id, stmt) if id(stmt) in self.plan.writes \
+                    else []
+                return guards + saves + [copy.deepcopy(stmt)] + records
             skipped = (target.id, id(stmt)) in self.plan.skipped
             records = self.record(target.id, stmt) if target.id in self.plan.taped and \
                 not skipped else []
@@ -1119,7 +1123,9 @@ class _Reverse:
         out = []
         for var in sorted(self.plan.taped):
             sites = [d for d in self.defs[var] if isinstance(d, gast.Assign) and
-                     (var, id(d)) not in self.plan.skipped]
+                     (var, id(d)) not in self.plan.skipped] + \
+                [s for s in self.simple if id(s) in self.plan.writes and
+                 s.targets[0].value.id == var]
             inside = [d for d in sites + [s for s in loop.body if isinstance(s, gast.For)
                                           and var in self.plan.after.get(id(s), ())]
                       if self.block_of[id(d)] == id(loop.body)]
@@ -1177,6 +1183,8 @@ class _Reverse:
             if isinstance(target, gast.Subscript):
                 if target.value.id in self.plan.saved_items:
                     out += self.restore_items(stmt)
+                if id(stmt) in self.plan.writes:
+                    out += self.restore(target.value.id)
             else:
                 out += self.reset(target.id, stmt)
                 if target.id in self.plan.taped and \

@@ -23,6 +23,10 @@ had right after `S` ran in the forward sweep. `plan_tape` decides, per variable,
   at the updates nor at its assignment just before the loop (`summarize_loops`).
 - arrays written in place (`y[i] = v`) whose contents the reverse reads: each write first
   records the overwritten elements in a flat buffer; the reverse writes them back.
+  A write to a taped name is also recorded on its tape, like an assignment
+  (`recorded_writes`): restoring the name at the reverse of its next assignment must give
+  the value *after* the write (`w[0] = x; w = w * w` in a loop: the adjoint of `w * w`
+  needs `w` with the write), not the entry of the assignment before the write.
 
 Only variables the reverse sweep reads are considered at all (the *needed* set), so a
 value that is overwritten but never needed costs nothing. A variable read only for its
@@ -64,6 +68,8 @@ class TapePlan:
                                                             # recorded (see summarize)
     anchors: set = dataclasses.field(default_factory=set)   # (name, id(Assign)) whose
                                                             # shape the skipped ones keep
+    writes: set = dataclasses.field(default_factory=set)    # id(`y[i] = v`) recorded
+                                                            # like an assignment
 
 
 @dataclasses.dataclass
@@ -208,6 +214,48 @@ def summarize_loops(body: list, taped: set, reads) -> tuple[dict, set, set]:
                 visit(inner)
     visit(body)
     return after, skipped, anchors
+
+
+def recorded_writes(facts: Facts, body: list, taped: set, after: dict,
+                    skipped: set) -> set:
+    """ids of the in-place writes `y[...] = v` recorded on `y`'s tape (`TapePlan.writes`).
+
+    A taped name is restored, at the reverse of an assignment, to the latest record before
+    it; a write between that record and the assignment would be missing from the restored
+    value. So a write to a taped name that a recorded assignment of the name (or a record
+    after a loop) can follow - later in the body, or anywhere in a loop around the write -
+    records the written array, and its reverse pops that record, restoring the value before
+    the write. Not recorded: a write no record follows (no restore loads an entry across
+    it), or one inside a `for` loop whose updates of the name `summarize_loops` leaves
+    unrecorded (no reverse read of the value happens there; the record after the loop
+    holds the writes)."""
+    found: set = set()
+
+    def visit(block, summarized):
+        for stmt in block:
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Subscript):
+                base = stmt.targets[0].value
+                if isinstance(base, gast.Name) and base.id in taped and \
+                        base.id not in summarized and \
+                        _record_follows(facts, stmt, base.id, after, skipped):
+                    found.add(id(stmt))
+            inner = summarized | after.get(id(stmt), set()) \
+                if isinstance(stmt, gast.For) else summarized
+            for nested in _blocks(stmt):
+                visit(nested, inner)
+    visit(body, frozenset())
+    return found
+
+
+def _record_follows(facts: Facts, write, var: str, after: dict, skipped: set) -> bool:
+    sites = [d for d in facts.defs.get(var, []) if isinstance(d, gast.Assign) and
+             (var, id(d)) not in skipped]
+    sites += [loop for loops in facts.loops_of.values() for loop in loops
+              if isinstance(loop, gast.For) and var in after.get(id(loop), ())]
+    at = facts.order[id(write)]
+    return any(facts.order[id(s)] > at or any(id(s) in facts.inside[id(loop.body)]
+                                              for loop in facts.loops_of[id(write)])
+               for s in sites)
 
 
 def _firsts(block, index, var, after):
