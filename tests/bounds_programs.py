@@ -78,6 +78,17 @@ def gather(x, idx):
     return out
 
 
+def twice_at(x, i):
+    return x[i] * 2.0
+
+
+def gather_helper(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        out[b] = twice_at(x, idx[b])
+    return out
+
+
 def scatter(x, idx):
     out = np.zeros(x.shape[0])
     for b in prange(idx.shape[0]):
@@ -156,6 +167,8 @@ CASES = [
     ("prange-read-past", "gather", "par", (X8, IDX_PAST), "out[b] = x[idx[b]] * 2.0"),
     ("prange-read-below", "gather", "par", (X8, IDX_BELOW), "out[b] = x[idx[b]] * 2.0"),
     ("prange-read-ok", "gather", "par", (X8, IDX - 8), None),
+    ("prange-helper-past", "gather_helper", "par", (X8, IDX_PAST), "return x[i] * 2.0"),
+    ("prange-helper-ok", "gather_helper", "par", (X8, IDX - 8), None),
     ("prange-write-past", "scatter", "par", (np.arange(48.0), PERM_PAST),
      "out[idx[b]] = x[b] + 1.0"),
     ("prange-write-ok", "scatter", "par", (np.arange(48.0), PERM), None),

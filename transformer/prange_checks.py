@@ -17,15 +17,17 @@ the serial check would have raised, which `with_source_line` locates. When sever
 threads fail at once, one failure is reported: any of them is a true one.
 
 A check inside a function that the loop body calls (the example function of vmap's loop
-strategy) cannot see `err`. For such a loop, when its body only binds names and writes
-into arrays that it does not read (so running an iteration twice does what running it
-once does), each trip marks itself done as its last statement, and after the loop the
-trips left undone (a thread whose share a dropped exception ended) run again serially:
-the failing one raises its located error there, and the others complete their work.
+strategy, a helper of the user's) cannot see `err`. For such a loop, when its body only
+binds names and writes into arrays that it does not read (so running an iteration twice
+does what running it once does), each trip marks itself done as its last statement, and
+after the loop the trips left undone (a thread whose share a dropped exception ended)
+run again serially: the failing one raises its located error there, and the others
+complete their work.
 """
 from __future__ import annotations
 
 import copy
+import inspect
 
 import gast
 import numba
@@ -101,7 +103,7 @@ def _rerun(checker, loop: gast.For) -> list:
             or not isinstance(start, gast.Constant) or not isinstance(start.value, int) \
             or start.value < 0 or not isinstance(loop.target, gast.Name):
         return []
-    calls_generated = any(isinstance(checker.facts.callee(n), Function)
+    calls_generated = any(_may_raise(checker.facts.callee(n))
                           for s in loop.body for n in gast.walk(s))
     if not calls_generated or not _idempotent(loop.body):
         return []
@@ -127,6 +129,12 @@ def _rerun(checker, loop: gast.For) -> list:
         for sub in gast.walk(stmt):
             gast.copy_location(sub, loop)
     return [before, loop, again]
+
+
+def _may_raise(callee) -> bool:
+    """`callee` is compiled from Python source (and so checks its indices, and raises)."""
+    return isinstance(callee, Function) or inspect.isfunction(callee) \
+        or hasattr(callee, "py_func")
 
 
 def _idempotent(body) -> bool:
