@@ -11,6 +11,7 @@ import json
 import sys
 
 import numpy as np
+from numba import prange
 
 
 def read_const(x):
@@ -70,6 +71,31 @@ def computed_write(x, i):
     return x
 
 
+def gather(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        out[b] = x[idx[b]] * 2.0
+    return out
+
+
+def twice_at(x, i):
+    return x[i] * 2.0
+
+
+def gather_helper(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        out[b] = twice_at(x, idx[b])
+    return out
+
+
+def scatter(x, idx):
+    out = np.zeros(x.shape[0])
+    for b in prange(idx.shape[0]):
+        out[idx[b]] = x[b] + 1.0
+    return out
+
+
 def energy(pos):
     """The Lennard-Jones shape of W1: every index comes from range(pos.shape[0])."""
     e = 0.0
@@ -88,11 +114,17 @@ A = np.arange(12.0).reshape(3, 4)
 B = np.arange(24.0).reshape(3, 8)
 MASK9 = np.arange(9) % 2 == 0
 MASK8 = np.arange(8) % 2 == 0
+IDX = np.arange(48) % 8
+IDX_PAST = np.where(np.arange(48) == 40, 8, IDX)
+IDX_BELOW = np.where(np.arange(48) == 3, -9, IDX)
+PERM = np.arange(48)[::-1].copy()           # each element written once: no race
+PERM_PAST = np.where(np.arange(48) == 40, 48, PERM)
 POS = np.array([[0.0, 0.0, 0.0], [1.1, 0.0, 0.0], [0.0, 1.2, 0.1], [1.0, 1.0, 1.3]])
 
 # (id, function, transformation, arguments, source text of the line that must raise or
 # None where the call is valid); transformations: jit, grad (jit of grad), vmap0 (jit of
-# vmap over x only), vmap00 (jit of vmap over both), nocheck (jit, boundscheck=False)
+# vmap over x only), vmap00 (jit of vmap over both), nocheck (jit, boundscheck=False),
+# par (jit, parallel=True), vmaploop (jit of vmap over the index, loop strategy, parallel)
 CASES = [
     ("const-short-jit", "read_const", "jit", (X3,), "return x[5] * 2.0"),
     ("const-short-grad", "read_const", "grad", (X3,), "return x[5] * 2.0"),
@@ -132,6 +164,17 @@ CASES = [
     ("vmap-batched-ok-jit", "read_var", "vmap00", (B, np.array([1, -8, 7])), None),
     ("lj-grad", "energy", "grad", (POS,), None),
     ("nocheck-ok", "read_var", "nocheck", (X8, -8), None),
+    ("prange-read-past", "gather", "par", (X8, IDX_PAST), "out[b] = x[idx[b]] * 2.0"),
+    ("prange-read-below", "gather", "par", (X8, IDX_BELOW), "out[b] = x[idx[b]] * 2.0"),
+    ("prange-read-ok", "gather", "par", (X8, IDX - 8), None),
+    ("prange-helper-past", "gather_helper", "par", (X8, IDX_PAST), "return x[i] * 2.0"),
+    ("prange-helper-ok", "gather_helper", "par", (X8, IDX - 8), None),
+    ("prange-write-past", "scatter", "par", (np.arange(48.0), PERM_PAST),
+     "out[idx[b]] = x[b] + 1.0"),
+    ("prange-write-ok", "scatter", "par", (np.arange(48.0), PERM), None),
+    ("vmap-loop-past", "read_var", "vmaploop", (X8, IDX_PAST), "return x[i] * x[i]"),
+    ("vmap-loop-below", "read_var", "vmaploop", (X8, IDX_BELOW), "return x[i] * x[i]"),
+    ("vmap-loop-ok", "read_var", "vmaploop", (X8, IDX - 8), None),
 ]
 
 
@@ -143,7 +186,9 @@ def transformed(name: str, how: str, backend: str = "cpu"):
         return jit(grad(fn), backend=backend)
     if how in ("vmap0", "vmap00"):
         return jit(vmap(fn, in_axes=(0, None) if how == "vmap0" else (0, 0)), backend=backend)
-    return jit(fn, backend=backend, boundscheck=how != "nocheck")
+    if how == "vmaploop":
+        return jit(vmap(fn, in_axes=(None, 0), method="loop"), backend=backend, parallel=True)
+    return jit(fn, backend=backend, boundscheck=how != "nocheck", parallel=how == "par")
 
 
 def run(case) -> dict:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests import bounds_programs as programs
-from transformer import grad, jit
+from transformer import grad, jit, vmap
 from transformer.errors import TransformError
 from transformer.index_checks import checked, checked_range
 
@@ -90,6 +90,21 @@ def test_an_index_under_a_condition_is_checked_where_it_runs():
     text = jit(programs.guarded).source().split("@numba.njit", 1)[1]
     before, loop = text.split("for k in range", 1)
     assert "checked" not in before and "checked(x, k, 0," in loop
+
+
+def test_checks_in_a_prange_loop_record_their_failure_and_raise_after_the_loop():
+    text = jit(programs.gather, parallel=True).source().split("@numba.njit", 1)[1]
+    before, loop = text.split("for b in prange", 1)
+    loop, after = loop.split("return out", 1)[0].rsplit("\n    raise_recorded(", 1)
+    assert "index_errors()" in before
+    assert "checked_rec(x, idx[b], 0," in loop and "checked(" not in loop
+
+
+def test_a_vmap_loop_in_parallel_reruns_its_unfinished_examples_serially():
+    fn = vmap(programs.read_var, in_axes=(None, 0), method="loop")
+    text = jit(fn, parallel=True).source().split("@numba.njit", 1)[1]
+    loop, after = text.split("for b in prange", 1)[1].split("for b in range", 1)
+    assert "] = True" in loop and "if not " in after and "_example(x, i[b])" in after
 
 
 def test_boundscheck_false_leaves_indices_unchecked_and_changes_the_cache_key():

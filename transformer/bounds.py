@@ -42,7 +42,7 @@ import numpy as np
 
 from codegen import emit
 
-from . import index_checks, runtime
+from . import index_checks, prange_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
 from .tape import range_last
@@ -88,7 +88,7 @@ def check_indices(fn: Function) -> Function:
     """`fn` with every index proved, checked before its loop, or checked in place."""
     node = copy.deepcopy(fn.node)
     checker = _Checker(fn, _Facts(fn, node))
-    node = checker.visit(node)
+    node = prange_checks.record_in_prange(checker, checker.visit(node))
     return fn.replace(node=node, env=checker.env) if checker.changed else fn
 
 

@@ -17,6 +17,12 @@ Anything that is not an array (a tuple, a list) is returned as it is: Numba chec
 
 `checked_range(x, axis, start, stop, step, offset, where)` checks once, before a loop,
 every index `k + offset` for `k` in `range(start, stop, step)` against axis `axis` of `x`.
+
+Inside a `prange` loop, where Numba drops exceptions, `transformer.prange_checks` calls
+the `*_rec` forms instead: they take two more arguments, an `index_errors()` array and the
+check's site number, and write `site, index, axis, size` (size -1 for a boolean mask)
+into it before raising; `raise_recorded(err, wheres)` after the loop raises the recorded
+failure as the serial check would (`wheres`: the sites' locations, one a line).
 """
 from __future__ import annotations
 
@@ -30,7 +36,8 @@ from numba.extending import overload
 
 from .runtime import getitem_mask
 
-__all__ = ["checked", "checked_item", "checked_range"]
+__all__ = ["checked", "checked_item", "checked_range", "checked_rec", "checked_item_rec",
+           "checked_range_rec", "index_errors", "raise_recorded", "trips_done"]
 
 
 _LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): ")
@@ -51,7 +58,9 @@ def with_source_line(exc: IndexError) -> IndexError:
     Compiled checks raise `IndexError(where, index, axis, size)` (formatting a message in
     compiled code would slow the loop that holds the check); the message is made here.
     """
-    if len(exc.args) == 4 and isinstance(exc.args[0], str):
+    if len(exc.args) == 4 and isinstance(exc.args[0], str) and exc.args[3] < 0:
+        text = _mask_message(exc.args[0], exc.args[2])
+    elif len(exc.args) == 4 and isinstance(exc.args[0], str):
         text = _message(*exc.args)
     else:
         text = str(exc.args[0]) if len(exc.args) == 1 else ""
@@ -124,6 +133,37 @@ def checked_range(x, axis, start, stop, step, offset, where):
                 raise IndexError(_message(where, value, axis, n))
 
 
+def checked_rec(x, index, axis, where, err, site):
+    """`checked`, recording a failure into `err` as site `site` (see the module doc)."""
+    return checked(x, index, axis, where)
+
+
+def checked_item_rec(x, index, where, err, site):
+    """`checked_item`, recording a failure into `err` as site `site`."""
+    return checked_item(x, index, where)
+
+
+def checked_range_rec(x, axis, start, stop, step, offset, where, err, site):
+    """`checked_range`, recording a failure into `err` as site `site`."""
+    return checked_range(x, axis, start, stop, step, offset, where)
+
+
+def index_errors():
+    """The record of a failed check in a `prange` loop: `site, index, axis, size`."""
+    return np.full(4, -1, np.int64)
+
+
+def trips_done(stop):
+    """One flag per trip of a `prange(start, stop)` loop (indexed by the loop variable)."""
+    return np.zeros(max(stop, 0), np.bool_)
+
+
+def raise_recorded(err, wheres):
+    """Raise the failure recorded in `err`, if any; `wheres` names the sites, one a line."""
+    if err[0] >= 0:
+        raise IndexError(wheres.split("\n")[err[0]], int(err[1]), int(err[2]), int(err[3]))
+
+
 # ---------------------------------------------------------------- Numba
 
 def _where(where_ty) -> str:
@@ -132,7 +172,8 @@ def _where(where_ty) -> str:
     return where_ty.literal_value
 
 
-def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict) -> list[str]:
+def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict,
+                record: bool = False) -> list[str]:
     """Source lines checking index part `ref` of type `part_ty` at `axis`.
 
     The comparisons are written out here, and a failure raises with constant or integer
@@ -140,6 +181,10 @@ def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict) -> list[str]:
     formatted in compiled code, costs several times the read it guards.
     """
     fail = f"raise IndexError(WHERE, i{k}, {axis}, n{k})"
+    mask_fail = f"raise IndexError(MASK{k})"
+    if record:      # the writes precede the raise that Numba drops in a prange loop
+        fail = f"err[1] = i{k}; err[2] = {axis}; err[3] = n{k}; err[0] = site; " + fail
+        mask_fail = f"err[1] = 0; err[2] = {axis}; err[3] = -1; err[0] = site; " + mask_fail
     if isinstance(part_ty, types.Integer):
         return [f"    n{k} = x.shape[{axis}]", f"    i{k} = {ref}",
                 f"    if i{k} < -n{k} or i{k} >= n{k}:", f"        {fail}"]
@@ -150,7 +195,7 @@ def _part_check(part_ty, ref: str, axis: int, k: int, scope: dict) -> list[str]:
         scope[f"MASK{k}"] = _mask_message(scope["WHERE"], axis)
         return [f"    for d{k} in range({part_ty.ndim}):",
                 f"        if {ref}.shape[d{k}] != x.shape[{axis} + d{k}]:",
-                f"            raise IndexError(MASK{k})"]
+                f"            {mask_fail}"]
     return []
 
 
@@ -164,8 +209,20 @@ def _advance(part_ty) -> int:
 
 @overload(checked, prefer_literal=True)
 def _checked_nb(x, index, axis, where):
+    return _checked_impl(x, index, axis, where, record=False)
+
+
+@overload(checked_rec, prefer_literal=True)
+def _checked_rec_nb(x, index, axis, where, err, site):
+    return _checked_impl(x, index, axis, where, record=True)
+
+
+def _checked_impl(x, index, axis, where, record: bool):
+    params = "x, index, axis, where, err, site" if record else "x, index, axis, where"
     if not isinstance(x, types.Array):
-        return lambda x, index, axis, where: index
+        scope = {}
+        exec(f"def impl({params}):\n    return index", scope)
+        return scope["impl"]
     if not isinstance(axis, types.IntegerLiteral):
         raise TypingError("checked: the axis must be an integer constant")
     location = _where(where)
@@ -179,9 +236,9 @@ def _checked_nb(x, index, axis, where):
             continue
         if at < x.ndim:
             ref = f"index[{k}]" if is_tuple else "index"
-            lines += _part_check(part_ty, ref, at, k, scope)
+            lines += _part_check(part_ty, ref, at, k, scope, record)
         at += _advance(part_ty)
-    source = "def impl(x, index, axis, where):\n" + "\n".join(lines + ["    return index"])
+    source = f"def impl({params}):\n" + "\n".join(lines + ["    return index"])
     exec(source, scope)
     return scope["impl"]
 
@@ -211,3 +268,54 @@ def _checked_range_nb(x, axis, start, stop, step, offset, where):
 def _checked_item_nb(x, index, where):
     _where(where)
     return lambda x, index, where: getitem_mask(x, checked(x, index, 0, where))
+
+
+@overload(checked_range_rec, inline="always", prefer_literal=True)
+def _checked_range_rec_nb(x, axis, start, stop, step, offset, where, err, site):
+    if not isinstance(x, types.Array) or not isinstance(axis, types.IntegerLiteral) \
+            or axis.literal_value >= x.ndim:
+        return lambda x, axis, start, stop, step, offset, where, err, site: None
+    location = _where(where)
+    at = axis.literal_value
+
+    def impl(x, axis, start, stop, step, offset, where, err, site):
+        n = x.shape[at]
+        trips = len(range(start, stop, step))
+        if trips > 0:
+            for value in (start + offset, start + (trips - 1) * step + offset):
+                if value < -n or value >= n:
+                    err[1] = value
+                    err[2] = at
+                    err[3] = n
+                    err[0] = site
+                    raise IndexError(location, value, at, n)
+    return impl
+
+
+@overload(checked_item_rec, inline="always", prefer_literal=True)
+def _checked_item_rec_nb(x, index, where, err, site):
+    _where(where)
+    return lambda x, index, where, err, site: getitem_mask(
+        x, checked_rec(x, index, 0, where, err, site))
+
+
+@overload(index_errors)
+def _index_errors_nb():
+    return lambda: np.full(4, -1, np.int64)
+
+
+@overload(trips_done)
+def _trips_done_nb(stop):
+    return lambda stop: np.zeros(max(stop, 0), np.bool_)
+
+
+@overload(raise_recorded, prefer_literal=True)
+def _raise_recorded_nb(err, wheres):
+    sites = _where(wheres).split("\n")
+    lines = ["def impl(err, wheres):", "    site = err[0]"]
+    for k in range(len(sites)):
+        lines += [f"    if site == {k}:",
+                  f"        raise IndexError(W{k}, err[1], err[2], err[3])"]
+    scope = {f"W{k}": where for k, where in enumerate(sites)}
+    exec("\n".join(lines), scope)
+    return scope["impl"]

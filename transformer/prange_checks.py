@@ -1,0 +1,166 @@
+"""Failed index checks inside a `prange` loop, carried out of it.
+
+Numba runs a `prange` body on worker threads and drops an exception raised there: the
+thread's share of the loop stops (so the out-of-bounds access never happens), but the
+caller sees a value computed from unwritten memory, or a `SystemError`. This pass, run
+after `transformer.bounds`, rewrites every `for v in prange(...)` loop that holds checks:
+
+    err = index_errors()                      # int64[4], err[0] = -1: nothing failed
+    for v in prange(...):
+        ... checked_rec(x, i, 0, "f.py:3:9", err, 0) ...
+    raise_recorded(err, "f.py:3:9\n...")     # the sites' locations, one a line
+
+A `*_rec` check records its failure (site, index, axis, size) into `err` before it raises
+(the raise still ends that thread's share, so nothing reads or writes out of bounds), and
+`raise_recorded` raises after the loop the `IndexError(where, index, axis, size)` that
+the serial check would have raised, which `with_source_line` locates. When several
+threads fail at once, one failure is reported: any of them is a true one.
+
+A check inside a function that the loop body calls (the example function of vmap's loop
+strategy, a helper of the user's) cannot see `err`. For such a loop, when its body only
+binds names and writes into arrays that it does not read (so running an iteration twice
+does what running it once does), each trip marks itself done as its last statement, and
+after the loop the trips left undone (a thread whose share a dropped exception ended)
+run again serially: the failing one raises its located error there, and the others
+complete their work.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+
+import gast
+import numba
+
+from . import index_checks
+from .function import Function
+
+_RECORDING = {
+    index_checks.checked: index_checks.checked_rec,
+    index_checks.checked_item: index_checks.checked_item_rec,
+    index_checks.checked_range: index_checks.checked_range_rec,
+}
+
+
+def record_in_prange(checker, node: gast.FunctionDef) -> gast.FunctionDef:
+    """`node` with the checks of its `prange` loops recorded and raised after each loop."""
+    plain = {checker.names[id(obj)]: rec for obj, rec in _RECORDING.items()
+             if id(obj) in checker.names}
+    if plain:
+        node.body = _statements(checker, node.body, plain)
+    return node
+
+
+def _statements(checker, body, plain) -> list:
+    out = []
+    for stmt in body:
+        if isinstance(stmt, gast.For) and checker.facts.callee(stmt.iter) is numba.prange:
+            out.extend(_loop(checker, stmt, plain))
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(stmt, (gast.For, gast.While, gast.If, gast.Try, gast.With)) \
+                    and isinstance(getattr(stmt, field, None), list):
+                setattr(stmt, field, _statements(checker, getattr(stmt, field), plain))
+        out.append(stmt)
+    return out
+
+
+def _loop(checker, loop: gast.For, plain) -> list:
+    calls = [n for s in loop.body + loop.orelse for n in gast.walk(s)
+             if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
+             and n.func.id in plain]
+    rerun = _rerun(checker, loop)
+    if not calls:
+        return rerun if rerun else [loop]
+    err = checker.namer.fresh("index_error")
+    wheres = []
+    for site, call in enumerate(calls):
+        wheres.append(call.args[-1].value)
+        recording = plain[call.func.id]
+        call.func = checker.bind(recording, recording.__name__)
+        call.args += [_load(err), gast.Constant(site, None)]
+    make = gast.Call(func=checker.bind(index_checks.index_errors, "index_errors"),
+                     args=[], keywords=[])
+    before = gast.Assign(targets=[gast.Name(id=err, ctx=gast.Store(), annotation=None,
+                                            type_comment=None)], value=make)
+    after = gast.Expr(value=gast.Call(
+        func=checker.bind(index_checks.raise_recorded, "raise_recorded"),
+        args=[_load(err), gast.Constant("\n".join(wheres), None)], keywords=[]))
+    for stmt in (before, after):
+        gast.copy_location(stmt, loop)
+        for sub in gast.walk(stmt):
+            gast.copy_location(sub, loop)
+    if rerun:
+        return [before, *rerun[:2], after, *rerun[2:]]
+    return [before, loop, after]
+
+
+def _rerun(checker, loop: gast.For) -> list:
+    """[done = ..., loop marking done, serial rerun of undone trips], or [] if unsafe."""
+    args = loop.iter.args
+    start = args[0] if len(args) == 2 else gast.Constant(0, None)
+    if not 1 <= len(args) <= 2 or loop.iter.keywords or loop.orelse \
+            or not isinstance(start, gast.Constant) or not isinstance(start.value, int) \
+            or start.value < 0 or not isinstance(loop.target, gast.Name):
+        return []
+    calls_generated = any(_may_raise(checker.facts.callee(n))
+                          for s in loop.body for n in gast.walk(s))
+    if not calls_generated or not _idempotent(loop.body):
+        return []
+    done = checker.namer.fresh("trip_done")
+    stop = args[-1]
+    make = gast.Call(func=checker.bind(index_checks.trips_done, "trips_done"),
+                     args=[_copy(stop)], keywords=[])
+    before = gast.Assign(targets=[_store(done)], value=make)
+    var = loop.target.id
+    mark = gast.Assign(targets=[gast.Subscript(value=_load(done), slice=_load(var),
+                                               ctx=gast.Store())],
+                       value=gast.Constant(True, None))
+    body = [_copy(s) for s in loop.body]
+    loop.body = loop.body + [mark]
+    again = gast.For(
+        target=_store(var),
+        iter=gast.Call(func=checker.bind(range, "range"), args=[_copy(start), _copy(stop)],
+                       keywords=[]),
+        body=[gast.If(test=gast.UnaryOp(op=gast.Not(), operand=gast.Subscript(
+            value=_load(done), slice=_load(var), ctx=gast.Load())), body=body, orelse=[])],
+        orelse=[], type_comment=None)
+    for stmt in (before, mark, again):
+        for sub in gast.walk(stmt):
+            gast.copy_location(sub, loop)
+    return [before, loop, again]
+
+
+def _may_raise(callee) -> bool:
+    """`callee` is compiled from Python source (and so checks its indices, and raises)."""
+    return isinstance(callee, Function) or inspect.isfunction(callee) \
+        or hasattr(callee, "py_func")
+
+
+def _idempotent(body) -> bool:
+    """Every statement binds a name or writes into an array that the body never reads."""
+    written = set()
+    for stmt in body:
+        if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+            return False
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            written.add(target.value.id)
+        elif not isinstance(target, gast.Name):
+            return False
+    parts = [s.value for s in body] + [s.targets[0].slice for s in body
+                                       if isinstance(s.targets[0], gast.Subscript)]
+    read = {n.id for p in parts for n in gast.walk(p) if isinstance(n, gast.Name)}
+    return not (written & read)
+
+
+def _copy(node):
+    return copy.deepcopy(node)
+
+
+def _store(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def _load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
