@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import gast
 
+from codegen import emit
+
 
 def view_copies(analysis, reverse_reads: set) -> set:
     """ids of the reads `v = y[i]` whose value the forward sweep must copy: the reverse
@@ -36,7 +38,7 @@ def view_copies(analysis, reverse_reads: set) -> set:
             raise analysis.fn.origin.error(
                 writes[0], f"{var!r} is a view of {base!r}, which this statement writes in "
                 f"place while {var!r} is still used; reverse mode needs the values read",
-                f"read a copy: write `{var} = {base}[...].copy()`")
+                f"read a copy: write `{var} = {emit.expression_source(value)}.copy()`")
     return found
 
 
@@ -77,6 +79,13 @@ def _copy_keeps_primal(analysis, read, writes) -> bool:
                 return False
             around_read = {id(lp) for lp in analysis.loops_of.get(id(read), ())}
             shared = _shared_loops(analysis, load, write)
-            if shared - around_read or (shared and order <= at):
+            # a write in an earlier trip reaches the load unless each trip binds the name
+            # again first: the binding is in a block around the load, and before it
+            if shared and (shared - around_read or order <= at or not _encloses(
+                    analysis.chain_of[id(read)], analysis.chain_of.get(id(load), ()))):
                 return False
     return True
+
+
+def _encloses(outer: tuple, inner: tuple) -> bool:
+    return inner[:len(outer)] == outer
