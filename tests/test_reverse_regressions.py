@@ -4,7 +4,9 @@ import pytest
 
 from gradcheck import assert_gradient_close, central_differences
 from reverse_corpus import branch_defines_values
+import transformer
 from transformer import grad, jit
+from transformer.errors import TransformError
 from transformer.test_util import check_grads
 
 
@@ -270,3 +272,108 @@ def test_jit_grad_sees_an_inplace_write_between_a_binding_and_its_use(f):
     for x in (0.63, -0.41):
         point = (x, WRITE_POINT[1])
         assert_gradient_close(compiled(*point), central_differences(f, point, 0), f.__name__)
+
+
+# `w[:-1]` is a view of `w` that the write `w[1:] = ...` changes; the adjoint of `w[:-1] * x`
+# with respect to `x` runs after it, so the forward sweep must keep the values read.
+def shifted_by_view(x, v):
+    w = v.copy()
+    w[1:] = w[:-1] * x
+    return np.sum(w)
+
+
+def shifted_through_alias(x, v):
+    w = v.copy()
+    u = w[:-1]
+    w[1:] = u * x
+    return np.sum(w * w)
+
+
+def shifted_in_loop(x, v):
+    w = v.copy()
+    for _ in range(3):
+        w[1:] = w[:-1] * x
+    return np.sum(w * w)
+
+
+def every_shift(x, v):
+    """The variants above in one function: one compilation for jit(grad)."""
+    w = v.copy()
+    w[1:] = w[:-1] * x
+    u = w[:-1]
+    w[1:] = u * x + w[1:]
+    for _ in range(3):
+        w[1:] = np.sin(w[:-1]) * x
+    return np.sum(w * w)
+
+
+VIEW_SHIFTS = [shifted_by_view, shifted_through_alias, shifted_in_loop, every_shift]
+SHIFT_POINT = (0.7, np.array([0.3, -1.2, 2.5, 0.8, 1.7]))
+
+
+@pytest.mark.parametrize("argnum", [0, 1])
+@pytest.mark.parametrize("f", VIEW_SHIFTS, ids=lambda f: f.__name__)
+def test_grad_reads_a_view_as_it_was_before_a_later_write_to_its_array(f, argnum):
+    expected = central_differences(f, SHIFT_POINT, argnum)
+    assert_gradient_close(grad(f, argnums=argnum)(*SHIFT_POINT), expected, f.__name__)
+
+
+def test_jit_grad_reads_a_view_as_it_was_before_a_later_write_to_its_array():
+    compiled = jit(grad(every_shift))
+    for x in (0.7, -1.3):
+        point = (x, SHIFT_POINT[1])
+        assert_gradient_close(compiled(*point), central_differences(every_shift, point, 0))
+
+
+def scaled_row(x, M):
+    W = M.copy()
+    row = W[0]          # an integer index of a 2-D array is a view too
+    W[0] = row * x
+    return np.sum(W * W)
+
+
+def test_grad_reads_a_row_view_as_it_was_before_a_write_to_the_row():
+    point = (0.7, np.arange(6.0).reshape(2, 3) - 2.0)
+    for argnum in (0, 1):
+        expected = central_differences(scaled_row, point, argnum)
+        assert_gradient_close(grad(scaled_row, argnums=argnum)(*point), expected)
+
+
+def view_read_after_the_last_write(x, v):
+    w = v.copy()
+    w[0] = x
+    u = w[1:]
+    return np.sum(u * x)
+
+
+def test_view_read_after_every_write_is_not_copied():
+    assert "own_value" not in transformer.source(grad(view_read_after_the_last_write))
+    expected = central_differences(view_read_after_the_last_write, SHIFT_POINT, 0)
+    assert_gradient_close(grad(view_read_after_the_last_write)(*SHIFT_POINT), expected)
+
+
+def view_bound_before_the_loop(x, v):
+    w = v.copy()
+    u = w[:-1]
+    for _ in range(3):
+        w[1:] = u * x
+    return np.sum(w)
+
+
+def view_bound_in_some_trips(x, v):
+    w = v.copy()
+    for k in range(3):
+        if k == 0:
+            u = w[:-1]
+        w[1:] = u * x
+    return np.sum(w)
+
+
+@pytest.mark.parametrize("f", [view_bound_before_the_loop, view_bound_in_some_trips],
+                         ids=lambda f: f.__name__)
+def test_view_the_primal_reads_after_a_write_in_a_loop_is_a_located_error(f):
+    with pytest.raises(TransformError) as info:
+        grad(f)(*SHIFT_POINT)
+    message = str(info.value)
+    assert "w[1:] = u * x" in message and "'u' is a view of 'w'" in message
+    assert "u = w[:-1].copy()" in message

@@ -50,6 +50,7 @@ from .names import Namer, free_names
 from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
 from .reverse_prepare import bind_helper, prepare
 from .reverse_tidy import tidy_reverse
+from .reverse_views import view_copies
 from .specialize import is_literal
 from .syntax import assign, call, const, located, name, store, subscript
 from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
@@ -182,6 +183,7 @@ class _Reverse:
         self.plan.writes = tape.recorded_writes(self.facts, self.body, self.plan.taped,
                                                 self.plan.after, self.plan.skipped)
         self.refuse_accumulator_reads()
+        self.view_copies = view_copies(self, self.value_reads | self.recomputed_reads())
 
     def helper(self, key: str, obj) -> str:
         return bind_helper(self.env, self.namer, key, obj)
@@ -264,10 +266,7 @@ class _Reverse:
     def refuse_accumulator_reads(self) -> None:
         """The reverse sweep may read an accumulated array only for its shape: its values
         change in place and are not recorded."""
-        recomputed_reads = {n for v in self.plan.recomputed
-                            for n in tape.operand_names(self.defs[v][0].value)}
-        read = (self.value_reads | self.plan.recomputed | recomputed_reads) & \
-            self.accumulators
+        read = (self.value_reads | self.recomputed_reads()) & self.accumulators
         if read:
             var = sorted(read)[0]
             raise self.fn.origin.error(
@@ -276,6 +275,11 @@ class _Reverse:
                 "place (np.add.at, or the gradient of an indexed read), which it does not "
                 "record", f"use forward mode over it (jacfwd), or build {var!r} without "
                 "in-place accumulation")
+
+    def recomputed_reads(self) -> set:
+        """Names recomputed in the reverse sweep and the names their recomputation reads."""
+        return self.plan.recomputed | {n for v in self.plan.recomputed
+                                       for n in tape.operand_names(self.defs[v][0].value)}
 
     def _close_written_over_aliases(self) -> None:
         """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
@@ -1023,7 +1027,11 @@ class _Reverse:
             skipped = (target.id, id(stmt)) in self.plan.skipped
             records = self.record(target.id, stmt) if target.id in self.plan.taped and \
                 not skipped else []
-            return guards + [copy.deepcopy(stmt)] + records + \
+            primal = copy.deepcopy(stmt)
+            if id(stmt) in self.view_copies:     # a view the reverse reads after a write
+                primal = located(assign(target.id, call(name(self.helper(
+                    "own_value", tape.own_value)), primal.value)), stmt)
+            return guards + [primal] + records + \
                 self.shape_guard(target.id, stmt) + \
                 self.summary_guard(target.id, stmt)
         if isinstance(stmt, gast.If):

@@ -468,6 +468,19 @@ def _check_shape_nb(value, shape):
     return lambda value, shape: None
 
 
+def own_value(value):
+    """`value` itself, or a copy of it when it is an array (it may be a view that a later
+    in-place write changes; see reverse_views)."""
+    return np.copy(value) if isinstance(value, np.ndarray) else value
+
+
+@overload(own_value)
+def _own_value_nb(value):
+    if isinstance(value, types.Array):
+        return lambda value: np.copy(value)
+    return lambda value: value
+
+
 def check_not_view(value, array, label, source):
     """Raise when `value` (named `label`), read from `array` (named `source`) before an
     in-place write to it and used after, is a view the write changes: its adjoint assumes
