@@ -55,7 +55,7 @@ class Refusal:
 
 DOCUMENTED_REFUSALS = (
     Refusal("alias_augmented", ("grad", "jit_grad"),
-            ("are the same array here", "shares its array with a name updated in place")),
+            ("are the same array here", "updated in place (+=, -=, ...); reverse mode needs a copy")),
 )
 
 
