@@ -55,7 +55,8 @@ class Refusal:
 
 DOCUMENTED_REFUSALS = (
     Refusal("alias_augmented", ("grad", "jit_grad"),
-            ("are the same array here", "updated in place (+=, -=, ...); reverse mode needs a copy")),
+            ("are the same array here",
+             "updated in place (+=, -=, ...); reverse mode needs a copy")),
 )
 
 

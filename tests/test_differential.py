@@ -184,21 +184,3 @@ def test_known_bugs_name_a_generated_feature_and_a_check():
     for name, bug in KNOWN_BUGS.items():
         assert bug.feature in FEATURES, name
         assert set(bug.checks) <= set(CHECKS) and bug.description, name
-
-
-# ------------------------------------------------------------------ bugs found by the search
-def write_then_rebind(x, v):
-    w = v.copy()
-    for _ in range(2):
-        w[0] = x
-        w = w * w
-    return w[0]
-
-
-def test_grad_of_an_inplace_write_followed_by_a_rebinding_in_a_loop():
-    from gradcheck import assert_gradient_close, central_differences
-
-    from transformer import grad
-    x, v = 0.63, np.array([-0.9, -0.6, 0.4])
-    expected = central_differences(write_then_rebind, (x, v), 0)   # 2 x: w[0] = x last
-    assert_gradient_close(grad(write_then_rebind)(x, v), expected)
