@@ -1244,7 +1244,7 @@ def einsum(subscripts, *operands):
 
 
 def _einsum_unsupported(what: str):
-    from .errors import TransformError
+    from ..errors import TransformError
     return TransformError(f"no derivative rule for np.einsum with {what}",
                           hint="write the contraction with explicit indices, np.trace or "
                                "np.diagonal, which have derivative rules")
