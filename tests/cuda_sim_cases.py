@@ -13,13 +13,10 @@ import pytest
 import cuda_kernels as K
 from codegen.cuda import cuda_jit
 from transformer import grad, jit, jvp, vmap
+from transformer.test_util import numerical_grad
 
 pytestmark = pytest.mark.skipif(not numba.config.ENABLE_CUDASIM,
                                 reason="needs NUMBA_ENABLE_CUDASIM=1 before numba is imported")
-
-
-def central_difference(f, x, h=1e-6):
-    return (f(x + h) - f(x - h)) / (2 * h)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +59,7 @@ def test_vmap_of_jvp_through_branches_matches_finite_differences():
     primal, tangent = jit(vmap(jvp(K.softplus_scaled)), backend="cuda")(
         x, y, np.ones(24), np.zeros(24))
     np.testing.assert_allclose(primal, [K.softplus_scaled(a, b) for a, b in zip(x, y)])
-    slope = [central_difference(lambda t, b=b: K.softplus_scaled(t, b), a)
+    slope = [numerical_grad(lambda t, b=b: K.softplus_scaled(t, b), (a,))
              for a, b in zip(x, y)]
     np.testing.assert_allclose(tangent, slope, rtol=1e-6)
 
@@ -91,7 +88,7 @@ def test_vmap_of_grad_records_tapes_for_loops_and_overwritten_elements():
     w = np.linspace(0.5, 2.0, 10)
     recur = jit(vmap(grad(K.recurrence), in_axes=(0, 0, None)), static_argnums=2,
                 backend="cuda")(x, w, 5)
-    fd = [central_difference(lambda t, b=b: K.recurrence(t, b, 5), a) for a, b in zip(x, w)]
+    fd = [numerical_grad(lambda t, b=b: K.recurrence(t, b, 5), (a,)) for a, b in zip(x, w)]
     np.testing.assert_allclose(recur, fd, rtol=1e-5, atol=1e-9)
     scratch = jit(vmap(grad(K.scratch_product)), backend="cuda")(x, w)
     np.testing.assert_allclose(scratch, 28.0 * x * w * w)   # d/dx of 14 x^2 w^2
@@ -178,7 +175,7 @@ def test_called_helpers_and_their_adjoints_run_as_device_functions():
     values = jit(vmap(K.clipped_energy), backend="cuda")(x, w)
     np.testing.assert_allclose(values, [K.clipped_energy(a, b) for a, b in zip(x, w)])
     slopes = jit(vmap(grad(K.clipped_energy)), backend="cuda")(x, w)
-    fd = [central_difference(lambda t, b=b: K.clipped_energy(t, b), a) for a, b in zip(x, w)]
+    fd = [numerical_grad(lambda t, b=b: K.clipped_energy(t, b), (a,)) for a, b in zip(x, w)]
     np.testing.assert_allclose(slopes, fd, rtol=1e-6, atol=1e-8)
 
 

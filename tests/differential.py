@@ -22,9 +22,10 @@ import numpy as np
 from gradcheck import central_differences
 from program_generator import FEATURES, Program, change_module_value, write_program
 
-from transformer import TransformError, grad, jit, vmap
+from transformer import TransformError, grad, jit, jvp, vmap
+from transformer.test_util import numerical_jvp
 
-CHECKS = ("jit_python", "grad", "vmap", "vmap_loop", "vmap_shared_x", "jit", "jit_grad",
+CHECKS = ("jit_python", "grad", "hvp", "vmap", "vmap_loop", "vmap_shared_x", "jit", "jit_grad",
           "jit_vmap")
 COMPILED = ("jit", "jit_grad", "jit_vmap")
 # Transformations that read module globals when called (JAX's grad and vmap do); jit may
@@ -54,7 +55,7 @@ class Refusal:
 
 
 DOCUMENTED_REFUSALS = (
-    Refusal("alias_augmented", ("grad", "jit_grad"),
+    Refusal("alias_augmented", ("grad", "hvp", "jit_grad"),
             ("are the same array here",
              "updated in place (+=, -=, ...); reverse mode needs a copy")),
 )
@@ -223,6 +224,31 @@ def gradient_oracle(fn, point: Point) -> Outcome | None:
     return Outcome(value=(fine[0], fine[1]))
 
 
+def hessian_vector_oracle(fn, point: Point) -> Outcome | None:
+    """The derivative of the (python-backend) gradient of `fn` along `direction(point)`, by
+    central differences; None where the gradient has a kink or branch near the point."""
+    gradient = grad(fn, argnums=(0, 1))
+    plain = run(gradient, point)
+    if plain.error is not None:
+        return plain
+
+    def bound(*args):
+        return gradient(*args, **point.kwargs)
+    args, directions = list(point.args), direction(point)
+    fine = numerical_jvp(bound, args, directions, eps=1e-6)
+    coarse = numerical_jvp(bound, args, directions, eps=1e-4)
+    if not all(np.allclose(f, c, rtol=1e-3, atol=1e-4) for f, c in zip(fine, coarse)):
+        return None
+    return Outcome(value=tuple(fine))
+
+
+def direction(point: Point) -> tuple:
+    """The tangent of a Hessian-vector product: along `x` and `v`, none along the rest."""
+    x, v = point.args[:2]
+    rest = tuple(0.0 * a for a in point.args[2:])
+    return (0.75, np.linspace(-1.0, 1.0, np.size(v)).reshape(np.shape(v))) + rest
+
+
 def _no_kink(fn, args, argnum, eps=1e-4) -> bool:
     """Forward and backward differences agree: no kink (max, abs, a branch) at the point.
 
@@ -264,6 +290,8 @@ def transformation(check: str, fn):
         return grad(fn, argnums=(0, 1))
     if check == "jit_grad":
         return jit(grad(fn, argnums=(0, 1)))
+    if check == "hvp":
+        return _HessianVector(fn)
     if check == "vmap":
         return vmap(fn)
     if check == "vmap_loop":
@@ -273,6 +301,17 @@ def transformation(check: str, fn):
     if check == "jit_vmap":
         return jit(vmap(fn))
     raise ValueError(f"unknown check {check!r}")
+
+
+class _HessianVector:
+    """jvp of grad (forward over reverse) along `direction(point)`: a Hessian-vector product.
+    jvp takes positional arguments only, so `_compare` leaves out calls with keywords."""
+
+    def __init__(self, fn):
+        self.gradient = grad(fn, argnums=(0, 1))
+
+    def __call__(self, *args):
+        return jvp(self.gradient, args, direction(Point(args, {})))[1]
 
 
 class _SharedX:
@@ -342,6 +381,10 @@ def _compare(check, program, fn, transformed, pts, when="") -> list[Mismatch]:
     elif check in ("vmap", "vmap_loop", "jit_vmap"):
         cases = [(batch_of(pts), batch_oracle(fn, pts))]
         rtol = 1e-9
+    elif check == "hvp":
+        pts = [Point((float(p.args[0]),) + p.args[1:], p.kwargs) for p in pts if not p.kwargs]
+        cases = [(p, hessian_vector_oracle(fn, p)) for p in pts]
+        rtol = 1e-4
     elif check in ("grad", "jit_grad"):
         # grad refuses an integer argument (a TypeError, as JAX): differentiate at its float
         pts = [Point((float(p.args[0]),) + p.args[1:], p.kwargs) for p in pts]

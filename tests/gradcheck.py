@@ -1,7 +1,7 @@
 """Helpers shared by the gradient tests: a finite-difference oracle and partial modules.
 
-`central_differences` is deliberately independent of secant (plain NumPy), so gradient
-tests compare against something secant did not compute. `partial_module` writes real
+`central_differences` is `transformer.test_util.numerical_grad`, the one finite-difference
+oracle (plain NumPy, independent of what secant computes). `partial_module` writes real
 source binding a corpus function's non-differentiable arguments, the way a user would
 write `lambda x: f(x, n)`, so functions taking integers can go through tools that
 differentiate every argument (check_grads).
@@ -14,27 +14,9 @@ import pathlib
 
 import numpy as np
 
+from transformer.test_util import numerical_grad as central_differences  # noqa: F401
+
 _counter = itertools.count()
-
-
-def central_differences(f, args, argnum, eps=1e-6):
-    """d f / d args[argnum] by central differences, shaped like that argument."""
-    args = list(args)
-    x = np.asarray(args[argnum], dtype=float)
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[index] = eps
-        args[argnum] = _like(args[argnum], x + step)
-        upper = f(*args)
-        args[argnum] = _like(args[argnum], x - step)
-        lower = f(*args)
-        grad[index] = (upper - lower) / (2 * eps)
-    return grad if x.ndim else float(grad)
-
-
-def _like(original, value):
-    return value if isinstance(original, np.ndarray) else float(value)
 
 
 def assert_gradient_close(got, expected, what=""):

@@ -166,7 +166,8 @@ def _extra_kinds(grammar):
 
 @st.composite
 def _extra_statement(draw, kind, expr, grammar):
-    """Early return, whole-vector math, `w` rebound to a new array, or an alias of `w`
+    """Early return, whole-vector math (a slice write reading a view of `w` among it),
+    `w` rebound to a new array, or an alias of `w`
     updated in place."""
     if kind == "return":
         return [f"if {expr} > {_constant(draw)}:", f"    return {_result(grammar)} - a"]
@@ -178,6 +179,7 @@ def _extra_statement(draw, kind, expr, grammar):
         return [form.format(expr)]
     if kind == "vector":
         form = draw(st.sampled_from(("w[:] = np.tanh(w - {} * v)",
+                                     "w[1:] = np.tanh(w[:-1] * {} + v[1:])",
                                      "for e in w:\n    b = np.tanh(b + e * {})")))
         return form.format(expr).split("\n")
     op = draw(st.sampled_from(("+=", "-=", "*=")))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import peers, timing, workloads
+from transformer.test_util import numerical_jvp
 
 
 @pytest.fixture
@@ -22,22 +23,22 @@ def needs_autograd():
                         reason="autograd peers need autograd (pip install secant[bench])")
 
 
+def unit(x, index):
+    """The basis direction of element `index` of `x`."""
+    e = np.zeros_like(x, dtype=float)
+    e[index] = 1.0
+    return e
+
+
 def central_difference(f, x, index, h=1e-6):
-    """d f / d x[index] by a central difference, x left unchanged."""
-    up, down = x.copy(), x.copy()
-    up[index] += h
-    down[index] -= h
-    return (f(up) - f(down)) / (2 * h)
+    """d f / d x[index] by a central difference."""
+    return numerical_jvp(f, (x,), (unit(x, index),), h)
 
 
 def second_difference(f, x, i, j, h=1e-4):
-    """d2 f / dx[i] dx[j] by central differences."""
-    def shifted(di, dj):
-        y = x.copy()
-        y[i] += di * h
-        y[j] += dj * h
-        return f(y)
-    return (shifted(1, 1) - shifted(1, -1) - shifted(-1, 1) + shifted(-1, -1)) / (4 * h * h)
+    """d2 f / dx[i] dx[j] by central differences of central differences."""
+    return numerical_jvp(lambda y: numerical_jvp(f, (y,), (unit(x, j),), h),
+                         (x,), (unit(x, i),), h)
 
 
 # ---------------------------------------------------------------------------------------

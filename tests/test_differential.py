@@ -74,6 +74,11 @@ def test_grad_agrees_with_finite_differences(directory):
     _hunt(directory, ("grad",), examples=10, leave_out=_NO_ALIAS)
 
 
+def test_hessian_vector_products_agree_with_finite_differences_of_the_gradient(directory):
+    _hunt(directory, ("hvp",), examples=6, leave_out=_NO_ALIAS + ("keyword_only",),
+          forced=("vector_math",), contains=("w[1:] =",))
+
+
 # Each compiled check compiles one rich program and calls it at several inputs.
 _RICH = dict(examples=1, points=6, min_lines=14)
 
@@ -106,6 +111,7 @@ def test_jit_grad_agrees_with_finite_differences(directory):
 @pytest.mark.slow
 @pytest.mark.parametrize("checks, examples", [
     (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad"), 200),
+    (("hvp",), 60),
     (("jit",), 25),
     (("jit_vmap",), 25),
     (("jit_grad",), 15),

@@ -14,14 +14,9 @@ import pytest
 os.environ.setdefault("NUMBA_OPT", "0")
 
 from transformer import TransformError, jit, jvp, show_jvp  # noqa: E402
+from transformer.test_util import numerical_jvp  # noqa: E402
 
 RNG = np.random.default_rng(0)
-
-
-def central_difference(f, primals, tangents, eps=1e-6):
-    plus = f(*[p + eps * t for p, t in zip(primals, tangents)])
-    minus = f(*[p - eps * t for p, t in zip(primals, tangents)])
-    return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
 
 
 def check(f, *primals, backend=None):
@@ -32,7 +27,7 @@ def check(f, *primals, backend=None):
     else:
         out, tangent = backend(*primals, *tangents)
     np.testing.assert_allclose(out, f(*primals), rtol=1e-12)
-    np.testing.assert_allclose(tangent, central_difference(f, primals, tangents),
+    np.testing.assert_allclose(tangent, numerical_jvp(f, primals, tangents),
                                rtol=1e-6, atol=1e-7)
 
 

@@ -325,6 +325,20 @@ def test_jit_grad_reads_a_view_as_it_was_before_a_later_write_to_its_array():
         assert_gradient_close(compiled(*point), central_differences(every_shift, point, 0))
 
 
+def test_derivatives_of_a_gradient_that_copies_a_view():
+    """The gradient's copy of a view (`own_value`) is itself differentiated and batched:
+    under jvp (a Hessian-vector product), grad of grad and vmap."""
+    dx = grad(shifted_through_alias)
+    x, v = SHIFT_POINT
+    assert "own_value" in transformer.source(grad(shifted_through_alias))
+    assert_gradient_close(grad(dx)(x, v), central_differences(dx, SHIFT_POINT, 0), "grad(grad)")
+    _, tangent = transformer.jvp(dx, (x, v), (1.0, np.zeros_like(v)))
+    assert_gradient_close(tangent, central_differences(dx, SHIFT_POINT, 0), "jvp(grad)")
+    xs = np.array([0.7, -1.3, 0.2])
+    batched = transformer.vmap(grad(shifted_through_alias), in_axes=(0, None))(xs, v)
+    assert_gradient_close(batched, [dx(t, v) for t in xs], "vmap(grad)")
+
+
 def scaled_row(x, M):
     W = M.copy()
     row = W[0]          # an integer index of a 2-D array is a view too

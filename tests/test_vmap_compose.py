@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from transformer import grad, jit, jvp, show_vmap, vmap
+from transformer.test_util import numerical_jacobian
 
 
 def mlp(W1, b1, W2, b2, x, y):
@@ -54,15 +55,6 @@ def hand_mlp_grads(W1, b1, W2, b2, X, Y):
     return [dpre[:, :, None] * X[:, None, :], dpre, p[:, :, None] * H[:, None, :], p]
 
 
-def finite_difference(f, x, eps=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        out[i] = (f(x + step) - f(x - step)) / (2 * eps)
-    return out
-
-
 @pytest.fixture(scope="module")
 def per_example():
     fn = vmap(grad(mlp, argnums=(0, 1, 2, 3)), in_axes=AXES)
@@ -110,10 +102,10 @@ def test_per_example_gradients_through_a_batched_branch():
 
 def test_grad_of_a_function_calling_vmap():
     x, w = rng.normal(size=(4, 3)), rng.normal(size=3)
-    want = finite_difference(lambda v: total(x, v), w)
+    want = numerical_jacobian(lambda v: total(x, v), w)
     np.testing.assert_allclose(grad(total, argnums=1)(x, w), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(jit(grad(total, argnums=1))(x, w), want, rtol=1e-6, atol=1e-8)
-    want_x = finite_difference(lambda v: total(v, w), x)
+    want_x = numerical_jacobian(lambda v: total(v, w), x)
     np.testing.assert_allclose(grad(total)(x, w), want_x, rtol=1e-6, atol=1e-8)
 
 

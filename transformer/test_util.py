@@ -1,5 +1,9 @@
 """`check_grads`: compare derivatives with central finite differences, as JAX's.
 
+The finite-difference oracles (`numerical_grad`, `numerical_jacobian`, `numerical_jvp`) use
+NumPy only, so a test that compares with them compares with something secant did not
+compute; secant's own tests use them and nothing else for finite differences.
+
 For `modes=("rev",)` the vjp of `f` along a random output cotangent is compared with
 the finite-difference directional derivative along a random input direction:
 `<ct, (f(x + eps*t) - f(x - eps*t)) / 2eps>` must equal `sum_i <vjp(ct)_i, t_i>`.
@@ -36,12 +40,50 @@ def _shift(args, directions, step):
                  float(a) + step * t for a, t in zip(args, directions))
 
 
-def _difference(f, args, directions, eps):
-    plus = f(*_shift(args, directions, eps))
-    minus = f(*_shift(args, directions, -eps))
+def numerical_jvp(f: Callable, primals: Sequence, tangents: Sequence, eps: float = 1e-6):
+    """The derivative of `f` at `primals` along `tangents`, by central differences.
+
+    Integer arguments are held fixed; a tuple result gives a tuple of derivatives.
+    """
+    plus = f(*_shift(primals, tangents, eps))
+    minus = f(*_shift(primals, tangents, -eps))
     if isinstance(plus, tuple):
         return tuple((np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(plus, minus))
     return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+
+
+def numerical_grad(f: Callable, args: Sequence, argnum: int = 0, eps: float = 1e-6):
+    """d f / d args[argnum] of a scalar `f` by central differences, shaped like the argument
+    (a float for a scalar argument)."""
+    args = list(args)
+    x = np.asarray(args[argnum], dtype=float)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        args[argnum] = _like(args[argnum], x + step)
+        upper = f(*args)
+        args[argnum] = _like(args[argnum], x - step)
+        lower = f(*args)
+        grad[index] = (upper - lower) / (2 * eps)
+    return grad if x.ndim else float(grad)
+
+
+def numerical_jacobian(f: Callable, x, eps: float = 1e-6) -> np.ndarray:
+    """The Jacobian of `f` at `x` by central differences: shape `f(x).shape + x.shape`."""
+    x = np.asarray(x, dtype=float)
+    columns = []
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = eps
+        columns.append((np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * eps))
+    out_shape = np.shape(f(x))
+    return np.moveaxis(np.array(columns).reshape((x.size,) + out_shape), 0, -1).reshape(
+        out_shape + x.shape)
+
+
+def _like(original, value):
+    return value if isinstance(original, np.ndarray) else float(value)
 
 
 def check_vjp(f: Callable, args: Sequence, atol=None, rtol=None, eps=None, seed=0) -> None:
@@ -59,7 +101,7 @@ def check_vjp(f: Callable, args: Sequence, atol=None, rtol=None, eps=None, seed=
                   for k, a in enumerate(args)]
     cotangents = vjp_fn(ct)
     reverse = sum(_inner(c, directions[k]) for c, k in zip(cotangents, wrt))
-    numeric = _inner(ct, _difference(f, args, directions, eps))
+    numeric = _inner(ct, numerical_jvp(f, args, directions, eps))
     if not np.isclose(reverse, numeric, atol=atol, rtol=rtol):
         raise AssertionError(f"vjp of {getattr(f, '__name__', f)} disagrees with finite "
                              f"differences: reverse {reverse!r}, numeric {numeric!r}")
@@ -74,7 +116,7 @@ def check_jvp(f: Callable, args: Sequence, atol=None, rtol=None, eps=None, seed=
     rtol = 1e-4 if rtol is None else rtol
     directions = tuple(_random_like(a, rng) for a in args)
     _, tangent = transformer.jvp(f, tuple(args), directions)
-    numeric = _difference(f, args, directions, eps)
+    numeric = numerical_jvp(f, args, directions, eps)
     ct = _random_like(tangent, rng) if not isinstance(tangent, tuple) else \
         tuple(_random_like(t, rng) for t in tangent)
     if not np.isclose(_inner(ct, tangent), _inner(ct, numeric), atol=atol, rtol=rtol):

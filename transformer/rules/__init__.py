@@ -18,10 +18,11 @@ import re
 import gast
 import numpy as np
 
-from transformer import runtime
+from transformer import runtime, tape
 from transformer.templates import ADJOINTS, TANGENTS, nondifferentiable, rule_from_source
 
-RULE_GLOBALS = {"np": np, "math": math, **{n: getattr(runtime, n) for n in runtime.__all__}}
+RULE_GLOBALS = {"np": np, "math": math, "own_value": tape.own_value,
+                **{n: getattr(runtime, n) for n in runtime.__all__}}
 
 
 def _with_g(expr: str, g: str) -> str:
@@ -118,6 +119,9 @@ broadcasting(np.logaddexp2, x="g * np.exp2(x - z)", y="g * np.exp2(y - z)")
 linear(gast.UAdd, np.positive, np.copy, np.ascontiguousarray, float,
        adjoint="g", tangent="g")
 linear(np.asarray, np.array, adjoint="g", tangent="g", params="x, dtype=None")
+# the reverse sweep's copy of a view (reverse_views): the tangent is copied too, since it is
+# a view of the base's tangent, which the same later write changes
+linear(tape.own_value, adjoint="g", tangent="own_value(g)")
 linear(gast.USub, np.negative, adjoint="-g", tangent="-g")
 linear(np.reshape, adjoint="reshape_like(g, x)", tangent="reshape(g, shape)",
        params="x, shape, order='C'")

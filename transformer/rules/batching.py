@@ -30,6 +30,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from transformer import tape
 from transformer.syntax import call, const, subscript
 
 # ====================================================================== runtime helpers
@@ -912,7 +913,7 @@ elementwise(max, target=np.maximum)
 elementwise(float, target=as_float)
 elementwise(int, target=as_int)
 
-preserving(np.copy, np.ascontiguousarray, np.asarray, np.array, np.zeros_like,
+preserving(tape.own_value, np.copy, np.ascontiguousarray, np.asarray, np.array, np.zeros_like,
            np.ones_like, np.empty_like, np.full_like, np.sort)
 
 for _key, _whole in [(np.sum, sum_examples), (np.mean, mean_examples),

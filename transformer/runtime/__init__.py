@@ -411,11 +411,16 @@ def _fold_same_rank_nb(g, shape):
 
 
 def broadcast_like(t, z):
-    """``t`` broadcast to the shape of ``z``, as an owned array (scalar for scalar ``z``)."""
+    """``t`` broadcast to the shape of ``z``, as an owned array (scalar for scalar ``z``).
+
+    Owned even when ``t`` already has that shape: ``t`` may be a view of an array that a
+    later in-place write changes (the tangent of ``a + g[1:]`` with ``a``'s tangent zero is
+    this of ``dg[1:]``), as the compiled form's result is a new array too.
+    """
     if _is_scalar(z):
         return t
     if np.shape(t) == np.shape(z):
-        return t
+        return t.copy() if isinstance(t, np.ndarray) else t
     return np.broadcast_to(t, np.shape(z)).copy()
 
 
