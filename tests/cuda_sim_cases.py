@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
-from codegen.cuda import cuda_jit
+from transformer.cuda.jitted import cuda_jit
 from transformer import grad, jit, jvp, vmap
 
 pytestmark = pytest.mark.skipif(not numba.config.ENABLE_CUDASIM,

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
-from codegen import cuda as secant_cuda
-from codegen.cuda import CudaUnavailableError, cuda_jit, show_cuda
+from transformer.cuda import jitted as secant_cuda
+from transformer.cuda.jitted import CudaUnavailableError, cuda_jit, show_cuda
 from transformer import TransformError, grad, jit, jvp, vmap
 
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None

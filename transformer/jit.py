@@ -62,7 +62,7 @@ class CacheInfo:
 
 
 if TYPE_CHECKING:
-    from codegen.cuda import CudaJitted
+    from .cuda.jitted import CudaJitted
 
 _Names = Union[str, Sequence[str]]
 
@@ -112,9 +112,9 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if backend == "cuda":
-        from codegen import cuda
-        return cuda.cuda_jit(fun, static_argnums=static_argnums,
-                             static_argnames=static_argnames, fastmath=fastmath)
+        from .cuda.jitted import cuda_jit
+        return cuda_jit(fun, static_argnums=static_argnums,
+                        static_argnames=static_argnames, fastmath=fastmath)
     jitted = Jitted(fun, static_argnums, static_argnames,
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck))

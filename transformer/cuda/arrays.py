@@ -20,8 +20,8 @@ import numpy as np
 from transformer.function import Function, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from . import emit
-from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
+from codegen import emit
+from .types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
                          Binder, Inference, Spec, allocation_dtype_node, indexed_shape,
                          StatementRewriter, local_array)
 

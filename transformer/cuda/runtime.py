@@ -27,7 +27,7 @@ from transformer import reverse, runtime, tape
 from transformer.function import Function, hashable, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from .cuda_types import Spec, StatementRewriter, infer, local_array
+from .types import Spec, StatementRewriter, infer, local_array
 
 
 def lower_runtime(fn: Function, specs: dict, float_dtype, binder) -> Function:

@@ -35,10 +35,10 @@ from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
 
-from . import compile_log
-from .cuda_kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
+from codegen import compile_log
+from .kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
                           thread_spec, working_precision)
-from .cuda_types import Spec, spec_of_value
+from .types import Spec, spec_of_value
 
 DEFAULT_THREADS = 128
 MAX_BLOCKS = 65535

@@ -24,9 +24,9 @@ from transformer.function import Function
 from transformer.names import Namer, free_names
 from transformer.specialize import specialize
 
-from . import backends, emit, modules
-from .cuda_emit import to_cuda_dialect
-from .cuda_types import Callee, Spec, callee_function, spec_of_value
+from codegen import backends, emit, modules
+from .emit import to_cuda_dialect
+from .types import Callee, Spec, callee_function, spec_of_value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,10 +32,10 @@ from transformer.names import loaded_names
 from transformer.specialize import fold_constants
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from . import emit
-from .cuda_arrays import LowerArrays, lower_arrays
-from .cuda_runtime import lower_runtime
-from .cuda_types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
+from codegen import emit
+from .arrays import LowerArrays, lower_arrays
+from .runtime import lower_runtime
+from .types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
                          StatementRewriter, infer, is_local_array)
 
 
