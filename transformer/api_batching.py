@@ -185,10 +185,10 @@ class Batched(Transformed):
         return passed, _BatchedCall(self, passed)
 
     def _variant(self, passed: tuple):
-        from codegen import backends
+        from .materialize import compile_function
 
         from .transformed import PYTHON
-        return backends.compile_function(self.build(passed), PYTHON).function
+        return compile_function(self.build(passed), PYTHON).function
 
 
 class _BatchedCall:

@@ -34,7 +34,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, freshness
+from . import bounds, freshness, materialize
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -390,7 +390,7 @@ class Jitted(ShowsSource):
             tuples = [name for name, layout in (layouts or {}).items() if layout is not LEAF]
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, tuples)
         before = backends.STATS.hits
-        compiled = backends.compile_function(fn, self.options)
+        compiled = materialize.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
         self._misses += 1
         self._last_reason = self._reason(static, layouts)
@@ -467,7 +467,7 @@ class Jitted(ShowsSource):
         if args and self.options.backend == "cpu":
             shapes = self._shapes((self._describe(args),))
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
-        text, _ = backends.module_text(fn, self.options)
+        text, _ = materialize.module_text(fn, self.options)
         return SourceCode(text)
 
     def compile_for(self, *args, **kwargs) -> list[str]:

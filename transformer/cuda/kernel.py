@@ -25,6 +25,7 @@ from transformer.names import Namer, free_names
 from transformer.specialize import specialize
 
 from codegen import backends, emit, modules
+from ..materialize import compile_function
 from .emit import to_cuda_dialect
 from .types import Callee, Spec, callee_function, spec_of_value
 
@@ -161,7 +162,7 @@ def _first_element(argument: Argument, elementwise: bool):
 
 def _probe(fn: Function, arguments, elementwise, float_dtype):
     """Run `fn` on the first element with the Python backend: Specs of its results."""
-    python = backends.compile_function(fn, backends.Options(backend="python")).function
+    python = compile_function(fn, backends.Options(backend="python")).function
     firsts = [_first_element(a, elementwise) for a in arguments]
     try:
         result = python(*firsts)
@@ -307,7 +308,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
     for name in sorted(free_names(fn.node)):
         value = fn.env[name]
         if isinstance(value, types.ModuleType):
-            imports.add(backends._import_line(name, value))
+            imports.add(backends.import_line(name, value))
             continue
         if getattr(builtins, name, None) is value:
             continue
