@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from benchmarks import peers, timing, workloads  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
-from transformer.cuda import jitted as secant_cuda  # noqa: E402
+from codegen import cuda as secant_cuda  # noqa: E402
 from transformer import TransformError, grad, jit, vmap  # noqa: E402
 
 CUDA = "secant cuda"

@@ -85,7 +85,7 @@ def cuda_unavailable_error():
     """codegen.cuda's CudaUnavailableError, or a stand-in when the cuda extra is missing
     (the cuda backend then says what to install when it is used)."""
     try:
-        from transformer.cuda.jitted import CudaUnavailableError
+        from codegen.cuda import CudaUnavailableError
     except ImportError:
         return ImportError
     return CudaUnavailableError

@@ -90,7 +90,7 @@ def main(n_books: int = N_BOOKS):
 
 def main_cuda(n_books: int = 1_000_000):
     """One message on each of `n_books` books, as a CUDA kernel (a thread per book)."""
-    from transformer.cuda.jitted import CudaUnavailableError
+    from codegen.cuda import CudaUnavailableError
 
     bid, ask, msg_type, side, level, qty = book_inputs(n_books, n_messages=1, seed=1)
     message = (msg_type[:, 0], side[:, 0], level[:, 0], qty[:, 0])

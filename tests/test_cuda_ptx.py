@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
-from transformer.cuda import jitted as secant_cuda
-from transformer.cuda.jitted import CudaUnavailableError, cuda_jit, show_cuda
+from codegen import cuda as secant_cuda
+from codegen.cuda import CudaUnavailableError
 from transformer import TransformError, grad, jit, jvp, vmap
+from transformer.cuda.jitted import cuda_jit, show_cuda
 
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA,

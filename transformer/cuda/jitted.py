@@ -8,12 +8,11 @@ Two kinds of kernel come out of a function:
   arguments are broadcast against each other, like a CUDA ufunc.
 
 A kernel is compiled per specialization: static argument values and the dtype and shape
-every thread sees are folded into its source (`codegen.cuda_emit` rewrites the function
-into the CUDA dialect: local arrays, loops, `math.*`, typed constants). The structure of
-the outputs is read from one run of the per-element function on the first element with
-the plain-Python backend. NumPy arguments are copied to the device and the results back;
-Numba device arrays and objects with `__cuda_array_interface__` are used in place, and
-then the results stay on the device.
+every thread sees are folded into its source (`transformer.cuda.emit` rewrites the
+function into the CUDA dialect: local arrays, loops, `math.*`, typed constants). The
+structure of the outputs is read from one run of the per-element function on the first
+element with the plain-Python backend. Loading and launching the kernel module, and the
+copies to and from the device, are `codegen.cuda`'s part.
 
 A batched object is anything with `__secant_vmap__()` returning `(per_element_fun,
 in_axes, out_axes)`, or with `fun`, `in_axes` and `out_axes` attributes and a `label`
@@ -21,48 +20,23 @@ starting with "vmap" (what `transformer.vmap` returns).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import importlib.util
 import inspect
-import types
 
 import numpy as np
 
+from codegen import compile_log
+from codegen import cuda as loader
+from codegen.cuda import (CudaUnavailableError, Kernel, Launch, is_device_array,
+                          unavailable_reason)
 from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
 
-from codegen import compile_log
-from .kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
-                          thread_spec, working_precision)
+from .kernel import Argument, build_kernel, thread_spec, working_precision
 from .types import Spec, spec_of_value
-
-DEFAULT_THREADS = 128
-MAX_BLOCKS = 65535
-
-
-class CudaUnavailableError(RuntimeError):
-    """`backend="cuda"` was asked for where kernels cannot run; the message says why."""
-
-
-def unavailable_reason() -> str | None:
-    """Why CUDA kernels cannot run here, or None when they can (a GPU or the simulator)."""
-    if importlib.util.find_spec("numba_cuda") is None:
-        return ("backend='cuda' needs the numba-cuda package, which is not installed: "
-                "pip install 'secant[cuda]'")
-    import numba
-    if numba.config.ENABLE_CUDASIM:
-        return None
-    from numba import cuda
-    if not cuda.is_available():
-        return ("backend='cuda' found numba-cuda but no usable CUDA GPU or driver on this "
-                "machine; run on a machine with an NVIDIA GPU, or set NUMBA_ENABLE_CUDASIM=1 "
-                "before Python starts to run kernels on the (slow) CPU simulator")
-    return None
-
 
 def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
              threads_per_block: int | None = None, blocks: int | None = None):
@@ -75,19 +49,6 @@ def show_cuda(fun, *args, **kwargs) -> str:
     """The kernel module text of `fun` (or of `jit(fun, backend="cuda")`) for `args`."""
     jitted = fun if isinstance(fun, CudaJitted) else cuda_jit(fun)
     return jitted.source(*args, **kwargs)
-
-
-@dataclasses.dataclass(frozen=True)
-class Launch:
-    """Threads per block and blocks; None picks them from the number of elements."""
-
-    threads_per_block: int | None = None
-    blocks: int | None = None
-
-    def config(self, elements: int) -> tuple[int, int]:
-        threads = self.threads_per_block or DEFAULT_THREADS
-        blocks = self.blocks or max(1, min(MAX_BLOCKS, -(-elements // threads)))
-        return blocks, threads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,28 +68,6 @@ def batch_of(fun) -> Batch | None:
     if str(getattr(fun, "label", "")).startswith("vmap") and hasattr(fun, "in_axes"):
         return Batch(fun.fun, fun.in_axes, getattr(fun, "out_axes", 0))
     return None
-
-
-# ---------------------------------------------------------------- arguments
-
-def _is_device_array(value) -> bool:
-    return hasattr(value, "copy_to_host") or hasattr(value, "__cuda_array_interface__")
-
-
-def _to_device(value, cuda):
-    if hasattr(value, "copy_to_host"):
-        return value
-    if hasattr(value, "__cuda_array_interface__"):
-        return cuda.as_cuda_array(value)
-    return cuda.to_device(np.ascontiguousarray(value))
-
-
-def _copy_back(device_array, host):
-    """Bring in-place writes to a NumPy argument back into that argument."""
-    if isinstance(host, np.ndarray) and host.flags.c_contiguous:
-        device_array.copy_to_host(host)
-    elif isinstance(host, np.ndarray):
-        host[...] = device_array.copy_to_host()
 
 
 # ---------------------------------------------------------------- the jitted object
@@ -184,46 +123,12 @@ class CudaJitted(ShowsSource):
             raise CudaUnavailableError(reason)
         static, arguments, size = self._bind(args, kwargs)
         if self._key(static, arguments) in self._kernels:
-            return self._launch(self._kernel(static, arguments), arguments, size)
+            return loader.launch(self._kernel(static, arguments), arguments, size,
+                                 self.launch)
         with compile_log.compiling(self.__name__, "cuda") as timing:
             with timing.transforming():
                 kernel = self._kernel(static, arguments)
-            return self._launch(kernel, arguments, size, timing)
-
-    def _launch(self, kernel, arguments, size, timing=None):
-        """Run `kernel`; a `timing` is given at its first launch, where numba-cuda compiles
-        it (the launch itself is asynchronous; the simulator compiles nothing)."""
-        from numba import cuda
-        first = timing is not None and not simulated()
-        if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
-            raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
-                                 "'cuda' returns device results batched along axis 0",
-                                 hint="use out_axes=0 and transpose the result")
-        outputs = [cuda.device_array((size,) + spec.shape, spec.dtype)
-                   for spec in kernel.outputs]
-        values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
-                  for a in arguments]
-        if size:
-            blocks, threads = self.launch.config(size)
-            with timing.compiling_in_numba() if first else contextlib.nullcontext():
-                kernel.function[blocks, threads](*values, *outputs)
-        for argument, value in zip(arguments, values):
-            if argument.name in kernel.written and not argument.on_device:
-                _copy_back(value, argument.value)
-        return self._results(kernel, outputs, arguments)
-
-    def _results(self, kernel, outputs, arguments):
-        on_device = any(a.on_device for a in arguments)
-        results = []
-        for out, spec in zip(outputs, kernel.outputs):
-            if kernel.shape is not None:        # elementwise: the broadcast shape
-                out = out.reshape(kernel.shape + spec.shape)
-            if not on_device:
-                out = out.copy_to_host()
-                if kernel.out_axis not in (0, None):
-                    out = np.moveaxis(out, 0, kernel.out_axis)
-            results.append(out)
-        return tuple(results) if kernel.is_tuple else results[0]
+            return loader.launch(kernel, arguments, size, self.launch, timing)
 
     def _bind(self, args, kwargs):
         bound = self.signature.bind(*args, **kwargs)
@@ -240,7 +145,7 @@ class CudaJitted(ShowsSource):
         return (static, *self._broadcast(dynamic, float_dtype))
 
     def _argument(self, param, value, float_dtype, axis) -> Argument:
-        on_device = _is_device_array(value)
+        on_device = is_device_array(value)
         if isinstance(value, float) or (isinstance(value, np.floating) and not on_device):
             value = float_dtype.type(value)
         elif not on_device and not isinstance(value, (bool, int, np.generic)):
@@ -305,7 +210,7 @@ class CudaJitted(ShowsSource):
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = build_kernel(self, static, arguments, probe=True)
-            kernel.function = load_kernel(kernel)
+            kernel.function = loader.load_kernel(kernel)
             self._kernels[key] = kernel
         self._last = kernel
         return kernel
@@ -317,16 +222,9 @@ class CudaJitted(ShowsSource):
         Needs numba-cuda with NVVM and NVRTC (the nvidia-nvvm and nvidia-cuda-nvrtc wheels)
         and a process without the simulator.
         """
-        from numba import cuda
         static, arguments, _ = self._bind(args, kwargs)
         kernel = build_kernel(self, static, arguments, probe=True)
-        function = load_kernel(kernel)
-        argtypes = [_numba_type(a.value) for a in arguments]
-        argtypes += [_output_type(spec, kernel) for spec in kernel.outputs]
-        with _compute_capability(cc):
-            text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
-                                       fastmath=self.fastmath)
-        return text
+        return loader.compile_ptx(kernel, [a.value for a in arguments], cc, self.fastmath)
 
     def source(self, *args, **kwargs) -> str:
         """The kernel module for a call with `args`.
@@ -349,41 +247,10 @@ class CudaJitted(ShowsSource):
         return f"<secant.jit {self.__name__} backend=cuda>"
 
 
-def _numba_type(value):
-    import numba
-    if hasattr(value, "copy_to_host"):
-        value = value.copy_to_host()
-    if isinstance(value, np.ndarray):
-        value = np.ascontiguousarray(value)
-    return numba.typeof(value)
-
-
-def _output_type(spec: Spec, kernel: "Kernel"):
-    import numba
-    return numba.types.Array(numba.from_dtype(spec.dtype), 1 + len(spec.shape), "C")
-
-
-@contextlib.contextmanager
-def _compute_capability(cc):
-    """Type device-function calls for `cc` without asking a driver for the device.
-
-    numba-cuda reads the current device's compute capability when a kernel calls a
-    `cuda.jit(device=True)` function; with no GPU there is none, so answer with `cc`.
-    """
-    from numba.cuda import dispatcher
-    original = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
-    try:
-        yield
-    finally:
-        dispatcher.get_current_device = original
-
-
 def _as_tuple(value) -> tuple:
     if value is None:
         return ()
     return (value,) if isinstance(value, (int, str)) else tuple(value)
 
 
-__all__ = ["CudaJitted", "CudaUnavailableError", "cuda_jit", "show_cuda", "simulated",
-           "unavailable_reason"]
+__all__ = ["CudaJitted", "CudaUnavailableError", "cuda_jit", "show_cuda"]
