@@ -1,7 +1,7 @@
 """Arrays to loops for the CUDA dialect: allocations, whole-array operations, products.
 
-Input: a Function in A-normal form whose shapes are folded (`cuda_emit.fold_shapes`) and
-whose runtime helpers are lowered (`cuda_runtime`). Output invariant: no statement
+Input: a Function in A-normal form whose shapes are folded (`.emit.fold_shapes`) and
+whose runtime helpers are lowered (`.runtime`). Output invariant: no statement
 allocates or works on a whole array - `np.zeros/ones/empty/full(_like)`, `np.copy` and
 `np.array` of scalars are `cuda.local.array(SHAPE, DTYPE)` with constant SHAPE and a fill,
 and elementwise arithmetic and functions, `np.sum/prod/max/min/dot`, `@` and `np.outer`

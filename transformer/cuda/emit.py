@@ -2,8 +2,8 @@
 
 Input: any Function (it is desugared and put in A-normal form first) and a `Spec` per
 parameter - the dtype and shape one thread sees, fixed by the call. The passes run in
-order: shape folding (here), runtime helpers (`cuda_runtime`), arrays to loops
-(`cuda_arrays`), scalar math, outputs as writes, typed constants (here). Output invariant:
+order: shape folding (here), runtime helpers (`.runtime`), arrays to loops
+(`.arrays`), scalar math, outputs as writes, typed constants (here). Output invariant:
 - every `x.shape`, `x.size`, `x.ndim`, `x.dtype`, `len(x)` of an array of known shape is a
   constant, and so is every name assigned once to a constant;
 - nothing allocates: `np.zeros/ones/empty/full(_like)` and `np.copy` are
