@@ -16,7 +16,6 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import gast
 
-
 from . import materialize, templates, tree_util
 from .errors import TransformError
 from .frontend import parse
