@@ -21,6 +21,7 @@ from .batching import Spec, batch
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
+from .materialize import compile_function
 from .rules import batching as rules
 from .transformed import Transformed
 
@@ -185,8 +186,6 @@ class Batched(Transformed):
         return passed, _BatchedCall(self, passed)
 
     def _variant(self, passed: tuple):
-        from .materialize import compile_function
-
         from .transformed import PYTHON
         return compile_function(self.build(passed), PYTHON).function
 

@@ -23,7 +23,7 @@ from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_fun
 from .frontend import parse
 from .function import Function, binder, call_arguments, same_parameters, signature
 from .input_dtypes import check_inputs
-from .materialize import module_text
+from .materialize import compile_function, module_text
 from .names import Namer
 from .transformed import Transformed
 from .typing import Argnums
@@ -213,7 +213,6 @@ class _FunctionRef:
 
 
 def backends_compile(fn: Function):
-    from .materialize import compile_function
     return compile_function(fn, PYTHON).function
 
 
