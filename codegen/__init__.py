@@ -1,5 +1,5 @@
-"""Source emission, modules on disk, compile backends and the secant CLI."""
+"""Source emission, modules on disk, compile backends and the secant CLI.
 
-# transformer imports codegen.backends while it initializes; importing it first here makes
-# `from codegen import backends` work as a program's first import too
-import transformer  # noqa: E402,F401
+This package sits below `transformer`: it takes module text and a namespace and gives back
+a callable, and imports nothing from `transformer` (the CLI and demo entry points aside).
+"""

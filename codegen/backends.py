@@ -1,23 +1,22 @@
-"""Compile backends: a `Function` in, a callable out.
+"""Compile backends: module text + namespace + options in, a callable out.
 
 `python` loads the generated module as plain Python; `cpu` decorates the generated
 function with `numba.njit(...)` and gives it secant's sealed disk cache in the cache
-directory (`cache_numba`), not Numba's own `cache=True`. Before a module is written,
-every value of its environment is *materialized* for the backend: a Function or
-secant-wrapped object is compiled first (recursively, with the same backend), a user's
-Python helper is parsed and compiled the same way, modules become `import` lines, and
-everything else is bound in the module's namespace. Each dependency leaves a fingerprint
-line in the header, so the module text - and with it the file name and Numba's on-disk
-cache - changes whenever anything the function reaches changes; a module that calls
-secant's runtime helpers also carries a hash of secant's own sources, since Numba's cache
-holds what those compiled to. Within a process, a module is reused for any function
-whose text differs only in the origin line (an identical function redefined).
-Compiles are serialized by one re-entrant lock, so threads making first calls at once
-compile each module once; the recursion guard is per thread.
+directory (`cache_numba`), not Numba's own `cache=True`. The text comes from above
+(`transformer.materialize` turns a Function and its environment into the function's
+source, import lines, fingerprint lines and a namespace); `module_source` puts it together
+with the header every module carries - origin, transforms, backend and versions - and
+`load` writes it to disk, imports it and attaches the cache. Each dependency leaves a
+fingerprint line in the header, so the module text - and with it the file name and
+Numba's on-disk cache - changes whenever anything the function reaches changes; a module
+that calls secant's runtime helpers also carries a hash of secant's own sources, since
+Numba's cache holds what those compiled to. Within a process, a module is reused for any
+text that differs only in the origin line (an identical function redefined). Compiles
+are serialized by one re-entrant lock (`COMPILE_LOCK`, held by the caller across text and
+load), so threads making first calls at once compile each module once.
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import functools
 import hashlib
@@ -25,19 +24,13 @@ import inspect
 import threading
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-import gast
 import numba
 import numpy as np
 
-from transformer import bounds, freshness, lowering
-from transformer.bound_calls import bind_calls
-from transformer.errors import TransformError
-from transformer.function import Function
-from transformer.names import free_names
-
-from . import cache_numba, compile_log, emit, modules
+from . import cache_numba, modules
+from .errors import TransformError
 
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
@@ -87,33 +80,27 @@ class CacheStats:
 
 STATS = CacheStats()
 _loaded: dict[str, Compiled] = {}
-_compile_lock = threading.RLock()
-_guard = threading.local()          # ids of the Functions this thread is compiling
+COMPILE_LOCK = threading.RLock()    # held across a module's text and its load
 
 
-@compile_log.timed
-def compile_function(fn: Function, options: Options) -> Compiled:
-    """Compile `fn` for `options.backend`; equal content is compiled once per process."""
+def check_backend(options: Options) -> None:
+    """Refuse a backend this module cannot compile for (cuda has its own path)."""
     if options.backend not in ("python", "cpu"):
         raise TransformError(f"unknown backend {options.backend!r}",
                              hint="use backend='cpu' or backend='python'")
-    with _compile_lock:
-        in_progress = _guard.__dict__.setdefault("ids", set())
-        if id(fn) in in_progress:
-            raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion) - not "
-                                  "supported", hint="rewrite the recursion as a loop")
-        in_progress.add(id(fn))
-        try:
-            text, namespace = module_text(fn, options)
-        finally:
-            in_progress.discard(id(fn))
+
+
+def load(text: str, namespace: dict, name: str, options: Options) -> Compiled:
+    """The function `name` of module `text` with `namespace` bound, compiled for
+    `options`; equal text (origin line aside) is loaded once per process."""
+    with COMPILE_LOCK:
         key = reuse_key(text)
         if key in _loaded:
             STATS.hits += 1
             return _loaded[key]
         STATS.misses += 1
         module = modules.load_module(text, namespace)
-        function = getattr(module, fn.name)
+        function = getattr(module, name)
         root = getattr(module, modules.CACHE_ROOT_ATTRIBUTE)
         if options.backend == "cpu" and root is not None:
             cache_numba.enable(function, root, stamp=module.__name__)
@@ -134,43 +121,25 @@ def reuse_key(text: str) -> str:
     return modules.content_hash(text)
 
 
-def module_text(fn: Function, options: Options) -> tuple[str, dict]:
-    """The full text of `fn`'s module for `options`, and the namespace to bind."""
-    if options.backend == "cpu":
-        fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
-        if options.boundscheck:
-            fn = bounds.check_indices(fn)
-    node = fn.node
-    imports, namespace, fingerprints = [], {}, []
-    # Only the top function is parallel: a parallel helper nested inside a parallel
-    # caller gains nothing and trips Numba's parfor passes.
-    dependency_options = dataclasses.replace(options, parallel=False)
-    for name in sorted(free_names(node)):
-        value = fn.env[name]
-        if isinstance(value, types.ModuleType):
-            imports.append(_import_line(name, value))
-            continue
-        if getattr(builtins, name, None) is value:   # available in every module
-            continue
-        materialized, fingerprint = _materialize(value, dependency_options)
-        namespace[name] = materialized
-        fingerprints.append(f"# uses {name}: {fingerprint}")
-    fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, fn.env)]
+def module_source(origin: str, chain, options: Options, fingerprints: list, imports: list,
+                  namespace: dict, body: str) -> str:
+    """The full text of a module: its header (origin, transforms, backend and versions,
+    the `fingerprints` lines, the runtime-sources line when `namespace` holds secant's
+    helpers), its sorted `imports`, the backend's decorator and `body`."""
+    imports = list(imports)
     decorator = options.decorator()
     if decorator:
         imports.append("import numba")
-    body = emit.to_source(node)
     header = [
-        f"{ORIGIN_PREFIX}{fn.origin.describe()}",
-        f"# transforms: {' | '.join(fn.chain) or '(none)'}",
+        f"{ORIGIN_PREFIX}{origin}",
+        f"# transforms: {' | '.join(chain) or '(none)'}",
         f"# backend: {options.backend}; secant {VERSION}, numba {numba.__version__}, "
         f"numpy {np.__version__}{_optimization_note(options)}{_bounds_note(options)}",
         *fingerprints,
         *_runtime_line(namespace.values()),
     ]
     text = "\n".join(header) + "\n" + "\n".join(sorted(set(imports))) + "\n\n\n"
-    text += (decorator + "\n" if decorator else "") + body
-    return text, namespace
+    return text + (decorator + "\n" if decorator else "") + body
 
 
 def _optimization_note(options: Options) -> str:
@@ -209,7 +178,8 @@ def secant_sources_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def _import_line(name: str, module: types.ModuleType) -> str:
+def import_line(name: str, module: types.ModuleType) -> str:
+    """The line that binds `module` to `name` in a generated module."""
     real = module.__name__
     if real == name:
         return f"import {real}"
@@ -220,70 +190,10 @@ def _import_line(name: str, module: types.ModuleType) -> str:
     return f"import {real} as {name}"
 
 
-def _module_reads(node, env) -> list[tuple[str, str]]:
-    """(`cfg.SCALE`, fingerprint) for each value read through a user's module.
-
-    The module is imported by the generated code, not bound, so without these lines an
-    edit to cfg.py or helpers.py would leave the module text - and Numba's cache, which
-    froze the value it read - unchanged.
-    """
-    reads = {}
-    for sub in gast.walk(node):
-        if not isinstance(sub, gast.Attribute):
-            continue
-        module, path = _module_path(sub.value, env)
-        if module is None or is_library_module(module) or not hasattr(module, sub.attr):
-            continue
-        value = getattr(module, sub.attr)
-        if not isinstance(value, types.ModuleType):
-            reads[f"{path}.{sub.attr}"] = _read_fingerprint(value)
-    return sorted(reads.items())
-
-
-def _module_path(expr, env) -> tuple[types.ModuleType | None, str]:
-    """The module a Name or dotted path of modules stands for, and its text."""
-    if isinstance(expr, gast.Name):
-        value, path = env.get(expr.id), expr.id
-    elif isinstance(expr, gast.Attribute):
-        base, path = _module_path(expr.value, env)
-        value = getattr(base, expr.attr, None) if base is not None else None
-        path = f"{path}.{expr.attr}"
-    else:
-        return None, ""
-    return (value, path) if isinstance(value, types.ModuleType) else (None, "")
-
-
-def _read_fingerprint(value) -> str:
-    if isinstance(value, numba.core.dispatcher.Dispatcher):
-        return "numba " + function_fingerprint(value.py_func)
-    if is_user_function(value):
-        return "python " + function_fingerprint(value)
-    return fingerprint(value)
-
-
 def is_library_module(module: types.ModuleType) -> bool:
     """A module of NumPy, Numba, secant itself, ...: its values change with its version
     (in every header), not with the user's edits."""
     return (module.__name__ or "").partition(".")[0] in _LIBRARY_ROOTS
-
-
-def _materialize(value, options: Options) -> tuple[Any, str]:
-    """The object to bind for `value` under `options`, and its fingerprint."""
-    if isinstance(value, Function):
-        compiled = compile_function(value, options)
-        return compiled.function, "generated " + compiled.key[:32]
-    if hasattr(value, "__secant_function__"):
-        compiled = compile_function(value.__secant_function__(), options)
-        return compiled.function, "generated " + compiled.key[:32]
-    if isinstance(value, numba.core.dispatcher.Dispatcher):
-        if options.backend == "cpu":
-            return value, "numba " + function_fingerprint(value.py_func)
-        return value.py_func, "python " + function_fingerprint(value.py_func)
-    if is_user_function(value):
-        from transformer.frontend import parse
-        compiled = compile_function(parse(value), options)
-        return compiled.function, "generated " + compiled.key[:32]
-    return value, fingerprint(value)
 
 
 def is_user_function(value) -> bool:
@@ -292,67 +202,6 @@ def is_user_function(value) -> bool:
         return False
     root = (value.__module__ or "").partition(".")[0]
     return root not in _LIBRARY_ROOTS
-
-
-def function_fingerprint(fn) -> str:
-    """A hash of a plain Python function (an njit kernel's `py_func`) and of everything it
-    reads: its source, defaults and closure, the globals its code names - the functions
-    among them followed the same way - and values read through the user's modules.
-
-    Numba's cache keeps what a kernel compiled to, callees inlined, under the generated
-    module's name; an edit anywhere below the kernel must change that name.
-    """
-    digest = hashlib.sha256()
-    _feed_function(fn, digest, set())
-    return digest.hexdigest()[:32]
-
-
-def _feed_function(fn, digest, seen: set) -> None:
-    if id(fn) in seen:
-        return
-    seen.add(id(fn))
-    try:
-        digest.update(inspect.getsource(fn.__code__).encode())
-    except (OSError, TypeError):
-        digest.update(fn.__code__.co_code)
-    for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
-        digest.update(_value_fingerprint(value, digest, seen).encode())
-    names = _code_names(fn.__code__)
-    cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
-    reads = [(n, freshness.cell_contents(c)) for n, c in cells
-             if freshness.cell_contents(c) is not freshness.missing()]
-    reads += [(n, fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__]
-    for name, value in reads:
-        digest.update(name.encode())
-        if isinstance(value, types.ModuleType):
-            if not is_library_module(value):
-                for attr in sorted(names & set(vars(value))):
-                    digest.update(f"{name}.{attr}".encode())
-                    digest.update(_value_fingerprint(getattr(value, attr), digest,
-                                                     seen).encode())
-            continue
-        digest.update(_value_fingerprint(value, digest, seen).encode())
-
-
-def _value_fingerprint(value, digest, seen: set) -> str:
-    """`fingerprint(value)`; a function (or kernel) is fed to `digest` instead."""
-    if isinstance(value, numba.core.dispatcher.Dispatcher):
-        value = value.py_func
-    if is_user_function(value):
-        _feed_function(value, digest, seen)
-        return "function"
-    if isinstance(value, types.ModuleType):
-        return f"module {value.__name__}"
-    return fingerprint(value)
-
-
-def _code_names(code) -> set:
-    """Global and attribute names used by `code` and the code nested in it."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
 
 
 def fingerprint(value) -> str:

@@ -23,9 +23,8 @@ def add_parser(commands) -> None:
 
 def run(args) -> int:
     """Run `secant cache ACTION`; a refused directory is one line on stderr, status 1."""
-    from transformer.errors import TransformError
-
     from . import cache_store, modules
+    from .errors import TransformError
     try:
         root = modules.cache_dir()
         limit = cache_store.max_bytes()

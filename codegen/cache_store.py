@@ -17,7 +17,7 @@ import stat
 import time
 from pathlib import Path
 
-from transformer.errors import TransformError
+from .errors import TransformError
 
 from .cache_files import KEY_NAME, TEMP_PREFIX, discard
 

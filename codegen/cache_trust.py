@@ -15,7 +15,7 @@ import os
 import stat
 from pathlib import Path
 
-from transformer.errors import TransformError
+from .errors import TransformError
 
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 

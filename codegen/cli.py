@@ -195,10 +195,10 @@ def _jitted(fun, static: dict, backend: str):
     import transformer
     if backend == "cuda":
         try:
-            importlib.import_module("codegen.cuda")
+            importlib.import_module("transformer.cuda.jitted")
         except ImportError:
             raise UsageError("the cuda backend is not available in this installation "
-                             "(codegen.cuda is missing)") from None
+                             "(transformer.cuda is missing)") from None
     return transformer.jit(fun, static_argnames=tuple(static), backend=backend)
 
 

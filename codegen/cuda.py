@@ -1,44 +1,26 @@
-"""`jit(..., backend="cuda")`: Numba CUDA kernels, one GPU thread per element.
+"""CUDA kernel modules: load their text, launch them, type-check them to PTX.
 
-Two kinds of kernel come out of a function:
-- a *batched* kernel for `jit(vmap(f, in_axes, out_axes), backend="cuda")`: each thread
-  runs the per-element function `f` (a `cuda.jit(device=True)` function) on one batch
-  element, in a grid-stride loop, so its branches and loops stay real per thread;
-- an *elementwise* kernel for `jit(f, backend="cuda")` of a scalar function: its array
-  arguments are broadcast against each other, like a CUDA ufunc.
-
-A kernel is compiled per specialization: static argument values and the dtype and shape
-every thread sees are folded into its source (`codegen.cuda_emit` rewrites the function
-into the CUDA dialect: local arrays, loops, `math.*`, typed constants). The structure of
-the outputs is read from one run of the per-element function on the first element with
-the plain-Python backend. NumPy arguments are copied to the device and the results back;
-Numba device arrays and objects with `__cuda_array_interface__` are used in place, and
-then the results stay on the device.
-
-A batched object is anything with `__secant_vmap__()` returning `(per_element_fun,
-in_axes, out_axes)`, or with `fun`, `in_axes` and `out_axes` attributes and a `label`
-starting with "vmap" (what `transformer.vmap` returns).
+`transformer.cuda` lowers a function to the text of a kernel module and describes it as
+a `Kernel` (its text and namespace, the name of the kernel, the Specs of one element's
+results, the broadcast shape or batch axis); this module takes it from there. Modules are
+content-addressed on disk like the CPU backend's, and equal text is loaded (and compiled
+by numba-cuda at its first launch) once per process. NumPy arguments are copied to the
+device and the results back; Numba device arrays and objects with
+`__cuda_array_interface__` are used in place, and then the results stay on the device.
+Nothing here imports `transformer`.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import importlib.util
-import inspect
 import types
 
 import numpy as np
 
-from transformer.display import ShowsSource
-from transformer.errors import TransformError
-from transformer.frontend import parse
-from transformer.function import Function, signature
-
-from . import compile_log
-from .cuda_kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
-                          thread_spec, working_precision)
-from .cuda_types import Spec, spec_of_value
+from . import modules
+from .backends import Compiled
+from .errors import TransformError
 
 DEFAULT_THREADS = 128
 MAX_BLOCKS = 65535
@@ -64,17 +46,9 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
-             threads_per_block: int | None = None, blocks: int | None = None):
-    """`fun` compiled to CUDA kernels on first call; see the module docstring."""
-    return CudaJitted(fun, static_argnums, static_argnames, fastmath,
-                      Launch(threads_per_block, blocks))
-
-
-def show_cuda(fun, *args, **kwargs) -> str:
-    """The kernel module text of `fun` (or of `jit(fun, backend="cuda")`) for `args`."""
-    jitted = fun if isinstance(fun, CudaJitted) else cuda_jit(fun)
-    return jitted.source(*args, **kwargs)
+def simulated() -> bool:
+    import numba
+    return bool(numba.config.ENABLE_CUDASIM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,29 +64,91 @@ class Launch:
         return blocks, threads
 
 
-@dataclasses.dataclass(frozen=True)
-class Batch:
-    """The per-element function of a vmap and its axes."""
+@dataclasses.dataclass
+class Kernel:
+    """A kernel module and what launching it needs to know."""
 
-    fun: object
-    in_axes: object
-    out_axes: object
-
-
-def batch_of(fun) -> Batch | None:
-    """The Batch behind a vmapped object, or None for a plain function."""
-    protocol = getattr(fun, "__secant_vmap__", None)
-    if protocol is not None:
-        return Batch(*protocol())
-    if str(getattr(fun, "label", "")).startswith("vmap") and hasattr(fun, "in_axes"):
-        return Batch(fun.fun, fun.in_axes, getattr(fun, "out_axes", 0))
-    return None
+    text: str
+    namespace: dict
+    name: str
+    outputs: list            # Spec (dtype, shape) of one element's results
+    is_tuple: bool
+    shape: tuple | None      # elementwise: the broadcast shape; batched: None
+    out_axis: int | None
+    written: frozenset = frozenset()   # parameters the kernel writes in place
+    function: object = None
 
 
-# ---------------------------------------------------------------- arguments
+# ---------------------------------------------------------------- loading
 
-def _is_device_array(value) -> bool:
+_kernels_loaded: dict = {}
+_devices: dict = {}
+
+
+def load_kernel(kernel: Kernel):
+    """The kernel dispatcher of `kernel`'s module; equal text is loaded (and compiled) once."""
+    key = modules.content_hash(kernel.text)
+    if key not in _kernels_loaded:
+        module = modules.load_module(kernel.text, kernel.namespace)
+        _kernels_loaded[key] = getattr(module, kernel.name)
+    return _kernels_loaded[key]
+
+
+def load_device_function(text: str, namespace: dict, name: str) -> Compiled:
+    """The `cuda.jit(device=True)` function `name` of module `text`; loaded once per text."""
+    key = modules.content_hash(text)
+    if key not in _devices:
+        module = modules.load_module(text, namespace)
+        _devices[key] = Compiled(getattr(module, name), text, module.__file__, key)
+    return _devices[key]
+
+
+# ---------------------------------------------------------------- launching
+
+def is_device_array(value) -> bool:
     return hasattr(value, "copy_to_host") or hasattr(value, "__cuda_array_interface__")
+
+
+def launch(kernel: Kernel, arguments, size: int, config: Launch, timing=None):
+    """Run `kernel` over `size` elements and return its results.
+
+    `arguments` are the call's dynamic arguments in kernel order, each with `name`,
+    `value`, `spec` (`is_array`) and `on_device`. A `timing` (`compile_log`) is given at
+    the kernel's first launch, where numba-cuda compiles it (the launch itself is
+    asynchronous; the simulator compiles nothing).
+    """
+    from numba import cuda
+    first = timing is not None and not simulated()
+    if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
+        raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
+                             "'cuda' returns device results batched along axis 0",
+                             hint="use out_axes=0 and transpose the result")
+    outputs = [cuda.device_array((size,) + spec.shape, spec.dtype)
+               for spec in kernel.outputs]
+    values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
+              for a in arguments]
+    if size:
+        blocks, threads = config.config(size)
+        with timing.compiling_in_numba() if first else contextlib.nullcontext():
+            kernel.function[blocks, threads](*values, *outputs)
+    for argument, value in zip(arguments, values):
+        if argument.name in kernel.written and not argument.on_device:
+            _copy_back(value, argument.value)
+    return _results(kernel, outputs, arguments)
+
+
+def _results(kernel: Kernel, outputs, arguments):
+    on_device = any(a.on_device for a in arguments)
+    results = []
+    for out, spec in zip(outputs, kernel.outputs):
+        if kernel.shape is not None:        # elementwise: the broadcast shape
+            out = out.reshape(kernel.shape + spec.shape)
+        if not on_device:
+            out = out.copy_to_host()
+            if kernel.out_axis not in (0, None):
+                out = np.moveaxis(out, 0, kernel.out_axis)
+        results.append(out)
+    return tuple(results) if kernel.is_tuple else results[0]
 
 
 def _to_device(value, cuda):
@@ -131,222 +167,19 @@ def _copy_back(device_array, host):
         host[...] = device_array.copy_to_host()
 
 
-# ---------------------------------------------------------------- the jitted object
+# ---------------------------------------------------------------- PTX
 
-class CudaJitted(ShowsSource):
-    """A function compiled to CUDA kernels per specialization; call it like the original."""
-
-    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):
-        self.fun = fun
-        self.batch = batch_of(fun)
-        self.fastmath = fastmath
-        self.launch = launch
-        self._static_argnums = _as_tuple(static_argnums)
-        self._static_argnames = _as_tuple(static_argnames)
-        self._kernels: dict = {}
-        self._last = None
-        functools.update_wrapper(self, fun, updated=())
-
-    def with_launch(self, threads_per_block: int | None = None, blocks: int | None = None):
-        """The same kernels launched with other threads per block / blocks."""
-        other = CudaJitted(self.fun, self._static_argnums, self._static_argnames,
-                           self.fastmath, Launch(threads_per_block, blocks))
-        other._kernels = self._kernels
-        return other
-
-    @functools.cached_property
-    def element_function(self) -> Function:
-        return parse(self.batch.fun if self.batch else self.fun)
-
-    @functools.cached_property
-    def signature(self) -> inspect.Signature:
-        return signature(self.element_function)
-
-    @functools.cached_property
-    def static_names(self) -> frozenset:
-        names = list(self.signature.parameters)
-        return frozenset([names[i] for i in self._static_argnums] + list(self._static_argnames))
-
-    def _in_axes(self) -> dict:
-        names = [n for n in self.signature.parameters]
-        axes = self.batch.in_axes
-        if not isinstance(axes, (tuple, list)):
-            axes = (axes,) * len(names)
-        if len(axes) != len(names):
-            raise TransformError(f"in_axes {self.batch.in_axes!r} has {len(axes)} entries "
-                                 f"but {self.__name__} takes {len(names)} arguments")
-        return dict(zip(names, axes))
-
-    # ------------------------------------------------------------ calling
-    def __call__(self, *args, **kwargs):
-        reason = unavailable_reason()
-        if reason:
-            raise CudaUnavailableError(reason)
-        static, arguments, size = self._bind(args, kwargs)
-        if self._key(static, arguments) in self._kernels:
-            return self._launch(self._kernel(static, arguments), arguments, size)
-        with compile_log.compiling(self.__name__, "cuda") as timing:
-            with timing.transforming():
-                kernel = self._kernel(static, arguments)
-            return self._launch(kernel, arguments, size, timing)
-
-    def _launch(self, kernel, arguments, size, timing=None):
-        """Run `kernel`; a `timing` is given at its first launch, where numba-cuda compiles
-        it (the launch itself is asynchronous; the simulator compiles nothing)."""
-        from numba import cuda
-        first = timing is not None and not simulated()
-        if kernel.out_axis not in (0, None) and any(a.on_device for a in arguments):
-            raise TransformError(f"out_axes={kernel.out_axis} with device arrays: backend="
-                                 "'cuda' returns device results batched along axis 0",
-                                 hint="use out_axes=0 and transpose the result")
-        outputs = [cuda.device_array((size,) + spec.shape, spec.dtype)
-                   for spec in kernel.outputs]
-        values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
-                  for a in arguments]
-        if size:
-            blocks, threads = self.launch.config(size)
-            with timing.compiling_in_numba() if first else contextlib.nullcontext():
-                kernel.function[blocks, threads](*values, *outputs)
-        for argument, value in zip(arguments, values):
-            if argument.name in kernel.written and not argument.on_device:
-                _copy_back(value, argument.value)
-        return self._results(kernel, outputs, arguments)
-
-    def _results(self, kernel, outputs, arguments):
-        on_device = any(a.on_device for a in arguments)
-        results = []
-        for out, spec in zip(outputs, kernel.outputs):
-            if kernel.shape is not None:        # elementwise: the broadcast shape
-                out = out.reshape(kernel.shape + spec.shape)
-            if not on_device:
-                out = out.copy_to_host()
-                if kernel.out_axis not in (0, None):
-                    out = np.moveaxis(out, 0, kernel.out_axis)
-            results.append(out)
-        return tuple(results) if kernel.is_tuple else results[0]
-
-    def _bind(self, args, kwargs):
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        static, dynamic = {}, []
-        for param, value in bound.arguments.items():
-            if param in self.static_names:
-                static[param] = value
-            else:
-                dynamic.append((param, value))
-        float_dtype = working_precision([v for _, v in dynamic])
-        if self.batch is not None:
-            return (static, *self._batched(dynamic, float_dtype))
-        return (static, *self._broadcast(dynamic, float_dtype))
-
-    def _argument(self, param, value, float_dtype, axis) -> Argument:
-        on_device = _is_device_array(value)
-        if isinstance(value, float) or (isinstance(value, np.floating) and not on_device):
-            value = float_dtype.type(value)
-        elif not on_device and not isinstance(value, (bool, int, np.generic)):
-            value = np.asarray(value)
-        spec = spec_of_value(value, float_dtype)
-        if spec is None:
-            raise TransformError(f"argument {param!r} of {self.__name__} is a "
-                                 f"{type(value).__name__}; CUDA kernels take arrays and "
-                                 "numbers", hint="pass NumPy or device arrays, or numbers")
-        return Argument(param, value, spec, axis, on_device)
-
-    def _batched(self, dynamic, float_dtype):
-        axes = self._in_axes()
-        arguments, sizes = [], set()
-        for param, value in dynamic:
-            axis = axes[param]
-            if axis is not None and (not isinstance(axis, (int, np.integer)) or
-                                     isinstance(axis, bool)):
-                raise TransformError(f"in_axes entry {axis!r} for {param!r}: backend='cuda' "
-                                     "maps arrays over one integer axis (or None)",
-                                     hint="pass the leaves of a container as separate "
-                                          "arguments")
-            argument = self._argument(param, value, float_dtype, axis)
-            if axis is not None:
-                if not argument.spec.is_array:
-                    raise TransformError(f"in_axes asks to batch argument {param!r} of "
-                                         f"{self.__name__} over axis {axis}, but it is a "
-                                         "scalar", hint="use None in in_axes for it")
-                axis = axis % len(argument.spec.shape)
-                argument = dataclasses.replace(argument, axis=axis)
-                sizes.add(argument.spec.shape[axis])
-            arguments.append(argument)
-        if len(sizes) != 1:
-            raise TransformError(f"vmap of {self.__name__}: batched arguments must share "
-                                 f"one batch size, got sizes {sorted(sizes) or 'none'}")
-        if 0 in sizes:      # the kernel is typed from a run on the first element
-            raise TransformError(f"vmap of {self.__name__} with backend='cuda' got an empty "
-                                 "batch", hint="call it with at least one element")
-        return arguments, sizes.pop()
-
-    def _broadcast(self, dynamic, float_dtype):
-        arguments = [self._argument(p, v, float_dtype, None) for p, v in dynamic]
-        try:
-            shape = np.broadcast_shapes(*[a.spec.shape for a in arguments])
-        except ValueError:
-            shapes = ", ".join(f"{a.name}: {a.spec.shape}" for a in arguments)
-            raise TransformError(f"the array arguments of {self.__name__} do not broadcast "
-                                 f"together ({shapes})") from None
-        return arguments, int(np.prod(shape))
-
-    # ------------------------------------------------------------ compiling
-    def _key(self, static, arguments):
-        """What the kernel text depends on: a batched kernel not on the batch size."""
-        shape = (lambda a: a.spec.shape) if self.batch is None else \
-            (lambda a: thread_spec(a).shape)
-        layout = tuple((a.name, a.spec.dtype.str, shape(a), a.axis, a.on_device)
-                       for a in arguments)
-        return tuple(sorted((k, repr(v)) for k, v in static.items())), layout
-
-    def _kernel(self, static, arguments) -> "Kernel":
-        key = self._key(static, arguments)
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            kernel = build_kernel(self, static, arguments, probe=True)
-            kernel.function = load_kernel(kernel)
-            self._kernels[key] = kernel
-        self._last = kernel
-        return kernel
-
-    # ------------------------------------------------------------ inspecting
-    def ptx(self, *args, cc: tuple = (7, 5), **kwargs) -> str:
-        """PTX of the kernel for a call with `args`: a full type check, no GPU needed.
-
-        Needs numba-cuda with NVVM and NVRTC (the nvidia-nvvm and nvidia-cuda-nvrtc wheels)
-        and a process without the simulator.
-        """
-        from numba import cuda
-        static, arguments, _ = self._bind(args, kwargs)
-        kernel = build_kernel(self, static, arguments, probe=True)
-        function = load_kernel(kernel)
-        argtypes = [_numba_type(a.value) for a in arguments]
-        argtypes += [_output_type(spec, kernel) for spec in kernel.outputs]
-        with _compute_capability(cc):
-            text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
-                                       fastmath=self.fastmath)
-        return text
-
-    def source(self, *args, **kwargs) -> str:
-        """The kernel module for a call with `args`.
-
-        Given only static values (`source(n=3)`, as `transformer.source` passes them), or
-        nothing, the kernel of the last call is shown, or else one where each thread
-        sees float64 scalars (a vmap over axis 0 of 1-D arrays).
-        """
-        if args or set(kwargs) - self.static_names:
-            static, arguments, _ = self._bind(args, kwargs)
-            return build_kernel(self, static, arguments, probe=True).text
-        if self._last is not None and not kwargs:
-            return self._last.text
-        arguments = [Argument(p, 0.0, Spec(np.dtype(np.float64), (1,)),
-                              0 if self.batch else None, False)
-                     for p in self.signature.parameters if p not in self.static_names]
-        return build_kernel(self, dict(kwargs), arguments, probe=False).text
-
-    def __repr__(self):
-        return f"<secant.jit {self.__name__} backend=cuda>"
+def compile_ptx(kernel: Kernel, values, cc: tuple, fastmath: bool) -> str:
+    """PTX of `kernel` for arguments `values` (arrays, device arrays or numbers): a full
+    type check, no GPU needed (numba-cuda with NVVM and NVRTC, no simulator)."""
+    from numba import cuda
+    function = load_kernel(kernel)
+    argtypes = [_numba_type(v) for v in values]
+    argtypes += [_output_type(spec) for spec in kernel.outputs]
+    with _compute_capability(cc):
+        text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
+                                   fastmath=fastmath)
+    return text
 
 
 def _numba_type(value):
@@ -358,7 +191,7 @@ def _numba_type(value):
     return numba.typeof(value)
 
 
-def _output_type(spec: Spec, kernel: "Kernel"):
+def _output_type(spec):
     import numba
     return numba.types.Array(numba.from_dtype(spec.dtype), 1 + len(spec.shape), "C")
 
@@ -377,13 +210,3 @@ def _compute_capability(cc):
         yield
     finally:
         dispatcher.get_current_device = original
-
-
-def _as_tuple(value) -> tuple:
-    if value is None:
-        return ()
-    return (value,) if isinstance(value, (int, str)) else tuple(value)
-
-
-__all__ = ["CudaJitted", "CudaUnavailableError", "cuda_jit", "show_cuda", "simulated",
-           "unavailable_reason"]

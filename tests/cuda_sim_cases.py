@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
-from codegen.cuda import cuda_jit
+from transformer.cuda.jitted import cuda_jit
 from transformer import grad, jit, jvp, vmap
 from transformer.test_util import numerical_grad
 

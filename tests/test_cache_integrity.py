@@ -12,6 +12,7 @@ import pytest
 
 import programs
 from codegen import backends, cache_files, cache_numba, modules
+from transformer import materialize
 from transformer.frontend import parse
 
 CPU = backends.Options(backend="cpu")
@@ -38,7 +39,7 @@ def cache(tmp_path, monkeypatch):
 def compile_fresh(fn, options=CPU):
     """Compile `fn` as a new process would: nothing loaded in memory yet."""
     backends._loaded.clear()
-    return backends.compile_function(parse(fn), options)
+    return materialize.compile_function(parse(fn), options)
 
 
 def make_fifo(path):
@@ -174,7 +175,7 @@ def call_with_timeout(function, *args, seconds=60):
 
 
 def module_file(text_of):
-    text, _ = backends.module_text(parse(text_of), PYTHON)
+    text, _ = materialize.module_text(parse(text_of), PYTHON)
     return modules.module_path(text), text
 
 
@@ -240,7 +241,7 @@ def test_read_only_cache_directory_still_runs_python_backend(cache):
 
 
 def test_unwritable_numba_files_warn_and_compile(cache, monkeypatch):
-    cpu_text, _ = backends.module_text(parse(programs.cubic), CPU)
+    cpu_text, _ = materialize.module_text(parse(programs.cubic), CPU)
     modules.write_module(cpu_text)          # the module is there; its Numba files are not
 
     def refuse(path, data):

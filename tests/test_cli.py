@@ -201,7 +201,7 @@ def test_demo_runs_and_checks_itself(capsys):
 
 def test_cuda_backend_shows_kernel_source_or_says_it_is_missing(capsys):
     try:
-        import codegen.cuda  # noqa: F401
+        import transformer.cuda.jitted  # noqa: F401
         available = True
     except ImportError:
         available = False

@@ -11,6 +11,7 @@ import pytest
 import programs
 from codegen import backends, emit, modules
 from transformer import TransformError
+from transformer import materialize
 from transformer.frontend import parse
 
 PYTHON = backends.Options(backend="python")
@@ -29,7 +30,7 @@ def test_header_names_origin_chain_backend_and_versions():
     import numba
     fn = parse(programs.pair_sum)
     fn = fn.replace(chain=("grad(argnums=0)", "jit(backend='cpu')"))
-    text, _ = backends.module_text(fn, backends.Options(backend="cpu"))
+    text, _ = materialize.module_text(fn, backends.Options(backend="cpu"))
     lines = text.splitlines()
     line = programs.pair_sum.__code__.co_firstlineno
     assert lines[0] == f"# secant: generated from {programs.__file__}:{line} (pair_sum)"
@@ -45,12 +46,12 @@ def test_modules_calling_the_runtime_are_renamed_when_secant_changes(monkeypatch
     from transformer import grad
     fn = grad(programs.pair_sum).__secant_function__()
     cpu = backends.Options(backend="cpu")
-    text, _ = backends.module_text(fn, cpu)
+    text, _ = materialize.module_text(fn, cpu)
     assert f"# secant runtime sources: {backends.secant_sources_hash()}" in text.splitlines()
     monkeypatch.setattr(backends, "secant_sources_hash", lambda: "0123456789abcdef")
-    edited, _ = backends.module_text(fn, cpu)
+    edited, _ = materialize.module_text(fn, cpu)
     assert modules.content_hash(edited) != modules.content_hash(text)
-    plain, _ = backends.module_text(parse(programs.pair_sum), cpu)
+    plain, _ = materialize.module_text(parse(programs.pair_sum), cpu)
     assert "secant runtime sources" not in plain    # user code alone keeps its name
 
 
@@ -59,9 +60,9 @@ def test_optimization_level_other_than_the_default_renames_the_module(monkeypatc
     fn = parse(programs.pair_sum)
     cpu = backends.Options(backend="cpu")
     monkeypatch.setattr(numba.config, "OPT", 3)
-    default, _ = backends.module_text(fn, cpu)
+    default, _ = materialize.module_text(fn, cpu)
     monkeypatch.setattr(numba.config, "OPT", 0)
-    unoptimized, _ = backends.module_text(fn, cpu)
+    unoptimized, _ = materialize.module_text(fn, cpu)
     assert "NUMBA_OPT" not in default and ", NUMBA_OPT=0" in unoptimized.splitlines()[2]
     assert modules.content_hash(default) != modules.content_hash(unoptimized)
 
@@ -111,12 +112,12 @@ def test_failed_write_leaves_no_file_behind(cache, monkeypatch):
 def test_tampered_module_is_rebuilt_not_executed(cache, monkeypatch):
     monkeypatch.delattr(builtins, "secant_tampered_ran", raising=False)
     fn = parse(programs.cubic)
-    first = backends.compile_function(fn, PYTHON)
+    first = materialize.compile_function(fn, PYTHON)
     with open(first.path, "w") as handle:
         handle.write("import builtins\nbuiltins.secant_tampered_ran = True\n"
                      "def cubic(x):\n    return -1.0\n")
     monkeypatch.setattr(backends, "_loaded", {})      # as a new process would start
-    second = backends.compile_function(fn, PYTHON)
+    second = materialize.compile_function(fn, PYTHON)
     assert not hasattr(builtins, "secant_tampered_ran")
     assert second.path == first.path
     with open(second.path) as handle:
@@ -125,7 +126,7 @@ def test_tampered_module_is_rebuilt_not_executed(cache, monkeypatch):
 
 
 def test_generated_lines_appear_in_tracebacks(cache):
-    compiled = backends.compile_function(parse(programs.sqdist), PYTHON)
+    compiled = materialize.compile_function(parse(programs.sqdist), PYTHON)
     with pytest.raises(IndexError) as info:
         compiled.function(np.ones(3), np.ones(2))
     frames = traceback.extract_tb(info.tb)
@@ -138,7 +139,7 @@ def test_generated_lines_appear_in_tracebacks(cache):
 def test_equal_text_is_loaded_once_per_process(cache):
     fn = parse(programs.cubic)
     before = (backends.STATS.hits, backends.STATS.misses)
-    a = backends.compile_function(fn, PYTHON)
-    b = backends.compile_function(parse(programs.cubic), PYTHON)
+    a = materialize.compile_function(fn, PYTHON)
+    b = materialize.compile_function(parse(programs.cubic), PYTHON)
     assert a is b
     assert (backends.STATS.hits, backends.STATS.misses) == (before[0] + 1, before[1] + 1)

@@ -13,8 +13,9 @@ import pytest
 
 import cuda_kernels as K
 from codegen import cuda as secant_cuda
-from codegen.cuda import CudaUnavailableError, cuda_jit, show_cuda
+from codegen.cuda import CudaUnavailableError
 from transformer import TransformError, grad, jit, jvp, vmap
+from transformer.cuda.jitted import cuda_jit, show_cuda
 
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA,

@@ -8,6 +8,7 @@ import pytest
 import programs
 from codegen import backends
 from transformer import TransformError, jit
+from transformer import materialize
 from transformer.frontend import parse
 
 PYTHON = backends.Options(backend="python")
@@ -18,7 +19,7 @@ first, second = (lambda x: x + 1.0), (lambda x: x * 2.0)
 
 def run(fun, *args):
     """Run the generated code of `fun` (python backend): what every transform builds on."""
-    return backends.compile_function(parse(fun), PYTHON).function(*args)
+    return materialize.compile_function(parse(fun), PYTHON).function(*args)
 
 
 def test_plain_function_resolves_globals_modules_and_helpers():

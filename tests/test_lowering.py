@@ -13,8 +13,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from gradcheck import assert_gradient_close, central_differences  # noqa: E402
 
-from codegen.backends import Options, compile_function  # noqa: E402
+from codegen.backends import Options  # noqa: E402
 from transformer import einsum, grad, jit, jvp, runtime  # noqa: E402
+from transformer.materialize import compile_function  # noqa: E402
 from transformer.errors import TransformError  # noqa: E402
 
 rng = np.random.default_rng(7)

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from corpus import CASES, by_name
 
-import transformer  # noqa: F401  (import before codegen: codegen.backends imports it)
-from codegen.backends import Options, compile_function
+from codegen.backends import Options
 from transformer.anf import anf, is_global_ref
 from transformer.desugar import desugar
 from transformer.frontend import parse
+from transformer.materialize import compile_function
 
 PYTHON = Options(backend="python")
 

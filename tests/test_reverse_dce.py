@@ -8,9 +8,10 @@ import pytest
 
 from benchmarks import workloads
 from gradcheck import assert_gradient_close, central_differences
-from codegen.backends import Options, module_text
+from codegen.backends import Options
 from transformer import grad, jit, source, value_and_grad, vjp
 from transformer.frontend import parse
+from transformer.materialize import module_text
 from transformer.reverse import VJP, reverse_function
 from transformer.reverse_dce import eliminate_dead_code, pure_calls, weak_reads_bound
 

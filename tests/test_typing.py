@@ -98,7 +98,7 @@ def test_mypy_reads_the_public_api_types(tmp_path):
     revealed = [line.split("Revealed type is ")[1].strip('"').removeprefix("builtins.")
                 for line in run.stdout.splitlines() if "Revealed type is" in line]
     assert revealed == [
-        "transformer.jit.Jitted", "codegen.cuda.CudaJitted",
+        "transformer.jit.Jitted", "transformer.cuda.jitted.CudaJitted",
         "def (def (*Any, **Any) -> Any) -> transformer.jit.Jitted",
         "transformer.api_batching.Batched", "transformer.transformed.Transformed",
         "transformer.api_forward.Jacobian", "transformer.transformed.Transformed",

@@ -21,6 +21,7 @@ from .batching import Spec, batch
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, signature
+from .materialize import compile_function
 from .rules import batching as rules
 from .transformed import Transformed
 
@@ -185,10 +186,8 @@ class Batched(Transformed):
         return passed, _BatchedCall(self, passed)
 
     def _variant(self, passed: tuple):
-        from codegen import backends
-
         from .transformed import PYTHON
-        return backends.compile_function(self.build(passed), PYTHON).function
+        return compile_function(self.build(passed), PYTHON).function
 
 
 class _BatchedCall:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence, overload
 
 import gast
 
-from codegen.backends import Options, module_text
+from codegen.backends import Options
 
 from . import basis, runtime
 from .errors import TransformError
@@ -23,6 +23,7 @@ from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_fun
 from .frontend import parse
 from .function import Function, binder, call_arguments, same_parameters, signature
 from .input_dtypes import check_inputs
+from .materialize import compile_function, module_text
 from .names import Namer
 from .transformed import Transformed
 from .typing import Argnums
@@ -212,8 +213,7 @@ class _FunctionRef:
 
 
 def backends_compile(fn: Function):
-    from codegen import backends
-    return backends.compile_function(fn, PYTHON).function
+    return compile_function(fn, PYTHON).function
 
 
 def _tree_product(per_leaf, in_structure):

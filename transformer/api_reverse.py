@@ -16,9 +16,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import gast
 
-from codegen import backends
-
-from . import templates, tree_util
+from . import materialize, templates, tree_util
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
@@ -138,7 +136,7 @@ class GradTransformed(Transformed):
             base, groups = flatten_parameters(_base_function(self.fun), layouts)
             wrt = tuple(i for a in self.argnums for i in groups[a])
             fn = reverse_function(base, wrt, self.mode, self.has_aux, self.label, True)
-            return backends.compile_function(fn, PYTHON).function, groups
+            return materialize.compile_function(fn, PYTHON).function, groups
         function, groups = self._built(("layouts", layouts), build)
         leaves = [leaf for a in args for leaf in tree_util.tree_leaves(a)]
         result = function(*leaves)
@@ -188,7 +186,7 @@ def show_grad(fun: Callable, argnums=0) -> str:
     transformed = grad(fun, argnums)
     texts = [transformed.source()]
     for helper in _generated_helpers(transformed.function):
-        texts.append(backends.module_text(helper, PYTHON)[0])
+        texts.append(materialize.module_text(helper, PYTHON)[0])
     return "\n\n".join(texts)
 
 
@@ -217,7 +215,7 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     base = _base_function(fun)
     check_inputs("vjp", base.params, primals, wrt, allow_int_hint=False)
     fn = reverse_function(base, wrt, VJP, has_aux, f"vjp(argnums={wrt})")
-    compiled = backends.compile_function(fn, PYTHON).function
+    compiled = materialize.compile_function(fn, PYTHON).function
     result = fun(*primals)
     values = binder(base)(*primals)     # the parameters left out take their defaults
     out, aux = result if has_aux else (result, None)

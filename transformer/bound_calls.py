@@ -16,8 +16,11 @@ import inspect
 
 import gast
 
+from codegen.backends import is_user_function
+
 from .defaults import default_node
 from .errors import TransformError
+from .frontend import parse
 from .function import Function, positional_parameters, resolve, signature
 from .names import Namer
 
@@ -39,9 +42,6 @@ def bind_calls(fn: Function) -> Function:
 
 def _compiled_callee(fn: Function, func) -> Function | None:
     """The Function secant compiles for the called object, if it compiles one."""
-    from codegen.backends import is_user_function
-
-    from .frontend import parse
     value = resolve(fn, func, None)
     if isinstance(value, Function):
         return value

@@ -22,6 +22,7 @@ import inspect
 import gast
 
 from .defaults import default_node, take_defaults
+from .function import signature as function_signature
 from .names import Namer
 from .syntax import name
 
@@ -41,10 +42,11 @@ def hint(fn) -> str:
     return _HINT.format(name=fn.__name__)
 
 
-def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
+def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer, parse):
     """Give wrapper `node` the parameters it forwards `*args` / `**kwargs` to: returns the
     env entries its non-literal defaults need and the functions whose defaults they are;
-    None for a wrapper that forwards neither."""
+    None for a wrapper that forwards neither. `parse` is the frontend's (which imports
+    this module), for a wrapper around a wrapper."""
     args = node.args
     if args.vararg is None and args.kwarg is None:
         return None
@@ -53,7 +55,7 @@ def forward_parameters(fn, node: gast.FunctionDef, origin, namer: Namer):
     varkw = args.kwarg.id if args.kwarg is not None else None
     _check_only_forwarded(node, varargs, varkw, origin, fn)
     offset, passed = _forwarding_call(node, varargs, varkw, origin, fn)
-    params, owners = _wrapped_parameters(fn, star, origin)
+    params, owners = _wrapped_parameters(fn, star, origin, parse)
     params = _remaining(params, offset, passed, star, origin, fn)
     own = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     clash = sorted({p.name for p in params} & ((namer.taken | own) - {varargs, varkw}))
@@ -152,7 +154,7 @@ def _merged(own: gast.arguments, forwarded: gast.arguments, star, origin, fn):
                           defaults=own.defaults + forwarded.defaults)
 
 
-def _wrapped_parameters(fn, star, origin) -> tuple[list, tuple]:
+def _wrapped_parameters(fn, star, origin, parse) -> tuple[list, tuple]:
     """The parameters the wrapped object binds, and the functions whose defaults they
     hold. A wrapped wrapper that forwards `*args` / `**kwargs` itself binds what secant
     makes of it (its named parameters and the ones it forwards)."""
@@ -164,9 +166,7 @@ def _wrapped_parameters(fn, star, origin) -> tuple[list, tuple]:
         link = getattr(link, "__wrapped__", None)
     if is_decorated(inner) and inner.__code__.co_flags & (inspect.CO_VARARGS |
                                                           inspect.CO_VARKEYWORDS):
-        from .frontend import parse         # the frontend imports this module
-        from .function import signature
-        return list(signature(parse(inner)).parameters.values()), tuple(owners)
+        return list(function_signature(parse(inner)).parameters.values()), tuple(owners)
     try:
         signature = inspect.signature(inner, follow_wrapped=not inspect.isfunction(inner))
     except (TypeError, ValueError) as exc:

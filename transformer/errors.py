@@ -1,39 +1,15 @@
 """The one error users see when secant cannot transform their code.
 
 A `TransformError` points at the user's own source: file, line and column, the line
-itself with a caret under the column, and a hint saying what to write instead.
+itself with a caret under the column, and a hint saying what to write instead. The class
+is defined in `codegen.errors` (the layer below) and is the same object here; this module
+adds the helpers that locate and word errors for the passes.
 """
 from __future__ import annotations
 
+from codegen.errors import TransformError
 
-class TransformError(Exception):
-    """An unsupported or invalid construct in code handed to a transformation."""
-
-    def __init__(self, message: str, *, filename: str | None = None, lineno: int | None = None,
-                 col: int | None = None, line: str | None = None, hint: str | None = None):
-        self.message = message
-        self.filename = filename
-        self.lineno = lineno
-        self.col = col
-        self.line = line
-        self.hint = hint
-        super().__init__(self._render())
-
-    @property
-    def location(self) -> str:
-        """`file:line:col`, or an empty string when the origin is unknown."""
-        if self.filename is None:
-            return ""
-        return f"{self.filename}:{self.lineno}:{(self.col or 0) + 1}"
-
-    def _render(self) -> str:
-        parts = [f"{self.location}: {self.message}" if self.location else self.message]
-        if self.line is not None:
-            parts.append("    " + self.line.rstrip())
-            parts.append("    " + " " * (self.col or 0) + "^")
-        if self.hint:
-            parts.append(f"hint: {self.hint}")
-        return "\n".join(parts)
+__all__ = ["TransformError", "copy_hint", "error_at"]
 
 
 def copy_hint(name: str, source: str, either: bool = False) -> str:

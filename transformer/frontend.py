@@ -22,6 +22,8 @@ import types
 
 import gast
 
+from codegen.backends import is_library_module
+
 from . import decorated, freshness
 from .defaults import take_defaults
 from .errors import TransformError
@@ -85,7 +87,7 @@ def parse(fn) -> Function:
     node.decorator_list = []
     namer = Namer(assigned_names(node) | loaded_names(node))
     bindings = freshness.Bindings()
-    forwarded = decorated.forward_parameters(fn, node, origin, namer) \
+    forwarded = decorated.forward_parameters(fn, node, origin, namer, parse) \
         if decorated.is_decorated(fn) else None
     if forwarded is None:
         extra, owners = take_defaults(fn, node, namer), (fn,)
@@ -284,7 +286,6 @@ def _resolve_env(fn, node, origin, extra: dict, bindings: freshness.Bindings) ->
 
 def _read_through_modules(node, env, bindings: freshness.Bindings) -> None:
     """Record `cfg.SCALE`, `pkg.cfg.SCALE`, ... read through a user's module."""
-    from codegen.backends import is_library_module
     for sub in gast.walk(node):
         if not isinstance(sub, gast.Attribute):
             continue

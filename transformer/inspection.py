@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from codegen import backends
 from codegen.backends import Options
 
+from . import materialize
 from .display import SourceCode
 from .frontend import parse
 
@@ -16,5 +16,5 @@ def source(fun: Callable, **static: Any) -> SourceCode:
     if hasattr(fun, "source") and callable(fun.source):
         return SourceCode(fun.source(**static))
     fn = parse(fun)
-    text, _ = backends.module_text(fn, Options(backend="python"))
+    text, _ = materialize.module_text(fn, Options(backend="python"))
     return SourceCode(text)

@@ -34,7 +34,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, freshness
+from . import bounds, freshness, materialize
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -62,7 +62,7 @@ class CacheInfo:
 
 
 if TYPE_CHECKING:
-    from codegen.cuda import CudaJitted
+    from .cuda.jitted import CudaJitted
 
 _Names = Union[str, Sequence[str]]
 
@@ -112,9 +112,9 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if backend == "cuda":
-        from codegen import cuda
-        return cuda.cuda_jit(fun, static_argnums=static_argnums,
-                             static_argnames=static_argnames, fastmath=fastmath)
+        from .cuda.jitted import cuda_jit
+        return cuda_jit(fun, static_argnums=static_argnums,
+                        static_argnames=static_argnames, fastmath=fastmath)
     jitted = Jitted(fun, static_argnums, static_argnames,
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck))
@@ -390,7 +390,7 @@ class Jitted(ShowsSource):
             tuples = [name for name, layout in (layouts or {}).items() if layout is not LEAF]
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, tuples)
         before = backends.STATS.hits
-        compiled = backends.compile_function(fn, self.options)
+        compiled = materialize.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
         self._misses += 1
         self._last_reason = self._reason(static, layouts)
@@ -467,7 +467,7 @@ class Jitted(ShowsSource):
         if args and self.options.backend == "cpu":
             shapes = self._shapes((self._describe(args),))
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
-        text, _ = backends.module_text(fn, self.options)
+        text, _ = materialize.module_text(fn, self.options)
         return SourceCode(text)
 
     def compile_for(self, *args, **kwargs) -> list[str]:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from codegen import backends, compile_log
+from codegen import compile_log
 from codegen.backends import Options
 
-from . import freshness
+from . import freshness, materialize
 from .display import ShowsSource, SourceCode
 from .function import Function
 
@@ -68,7 +68,7 @@ class Transformed(ShowsSource):
         def build():
             name = getattr(self.fun, "__name__", self.label)
             with compile_log.compiling(name, PYTHON.backend) as timing, timing.transforming():
-                return backends.compile_function(self.function, PYTHON).function
+                return materialize.compile_function(self.function, PYTHON).function
         return self._built("python", build)
 
     def __call__(self, *args, **kwargs):
@@ -80,7 +80,7 @@ class Transformed(ShowsSource):
         if static:
             from .specialize import specialize
             fn = specialize(fn, static)
-        return SourceCode(backends.module_text(fn, PYTHON)[0])
+        return SourceCode(materialize.module_text(fn, PYTHON)[0])
 
     def __repr__(self):
         return f"<secant.{self.label} of {getattr(self.fun, '__name__', self.fun)!r}>"

@@ -27,7 +27,7 @@ from transformer import reverse, runtime, tape
 from transformer.function import Function, hashable, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from .cuda_types import Spec, StatementRewriter, infer, local_array
+from .types import Spec, StatementRewriter, infer, local_array
 
 
 def lower_runtime(fn: Function, specs: dict, float_dtype, binder) -> Function:
@@ -60,7 +60,7 @@ class _Runtime(StatementRewriter):
         if isinstance(atom, gast.Name):
             return self.info.get(atom.id, self.tapes.get(atom.id))
         if isinstance(atom, gast.Constant):       # a float constant is read in the working
-            if isinstance(atom.value, float):       # precision, as cuda_types reads it
+            if isinstance(atom.value, float):       # precision, as .types reads it
                 return Spec(np.dtype(self.float_dtype), (), True)
             return Spec(np.dtype(type(atom.value)) if atom.value is not None
                         else np.dtype(np.float64), (), True)

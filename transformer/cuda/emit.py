@@ -2,8 +2,8 @@
 
 Input: any Function (it is desugared and put in A-normal form first) and a `Spec` per
 parameter - the dtype and shape one thread sees, fixed by the call. The passes run in
-order: shape folding (here), runtime helpers (`cuda_runtime`), arrays to loops
-(`cuda_arrays`), scalar math, outputs as writes, typed constants (here). Output invariant:
+order: shape folding (here), runtime helpers (`.runtime`), arrays to loops
+(`.arrays`), scalar math, outputs as writes, typed constants (here). Output invariant:
 - every `x.shape`, `x.size`, `x.ndim`, `x.dtype`, `len(x)` of an array of known shape is a
   constant, and so is every name assigned once to a constant;
 - nothing allocates: `np.zeros/ones/empty/full(_like)` and `np.copy` are
@@ -32,10 +32,10 @@ from transformer.names import loaded_names
 from transformer.specialize import fold_constants
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from . import emit
-from .cuda_arrays import LowerArrays, lower_arrays
-from .cuda_runtime import lower_runtime
-from .cuda_types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
+from codegen import emit
+from .arrays import LowerArrays, lower_arrays
+from .runtime import lower_runtime
+from .types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
                          StatementRewriter, infer, is_local_array)
 
 

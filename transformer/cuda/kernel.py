@@ -2,12 +2,12 @@
 
 `build_kernel` turns the per-element Function of a CudaJitted (after static folding) and
 the arguments of a call into one module: the CUDA-dialect device function
-(`cuda_emit.to_cuda_dialect`) and a kernel that runs it in a grid-stride loop, one thread
+(`emit.to_cuda_dialect`) and a kernel that runs it in a grid-stride loop, one thread
 per batch element (vmap) or per element of the broadcast shape (elementwise). What the
 outputs of one element are (dtype, shape, a tuple or not) is learned by running the
 per-element function once on the first element with the plain-Python backend. Callees
-become `cuda.jit(device=True)` functions in modules of their own; every module is
-content-addressed on disk like the CPU backend's, and equal kernel text is loaded once.
+become `cuda.jit(device=True)` functions in modules of their own. `codegen.cuda` loads
+the text (content-addressed on disk like the CPU backend's, equal text loaded once).
 """
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from transformer.function import Function
 from transformer.names import Namer, free_names
 from transformer.specialize import specialize
 
-from . import backends, emit, modules
-from .cuda_emit import to_cuda_dialect
-from .cuda_types import Callee, Spec, callee_function, spec_of_value
+from codegen import backends, emit
+from codegen.cuda import Kernel, load_device_function, simulated
+from ..materialize import compile_function
+from .emit import to_cuda_dialect
+from .types import Callee, Spec, callee_function, spec_of_value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,25 +53,7 @@ def working_precision(values) -> np.dtype:
     return np.dtype(np.float32) if floats == {np.dtype(np.float32)} else np.dtype(np.float64)
 
 
-def simulated() -> bool:
-    import numba
-    return bool(numba.config.ENABLE_CUDASIM)
-
-
 # ---------------------------------------------------------------- the kernel module
-
-@dataclasses.dataclass
-class Kernel:
-    text: str
-    namespace: dict
-    name: str
-    outputs: list            # Spec of one element's results
-    is_tuple: bool
-    shape: tuple | None      # elementwise: the broadcast shape; batched: None
-    out_axis: int | None
-    written: frozenset = frozenset()   # parameters the kernel writes in place
-    function: object = None
-
 
 def thread_spec(argument: Argument) -> Spec:
     """What one thread sees of an argument."""
@@ -161,7 +145,7 @@ def _first_element(argument: Argument, elementwise: bool):
 
 def _probe(fn: Function, arguments, elementwise, float_dtype):
     """Run `fn` on the first element with the Python backend: Specs of its results."""
-    python = backends.compile_function(fn, backends.Options(backend="python")).function
+    python = compile_function(fn, backends.Options(backend="python")).function
     firsts = [_first_element(a, elementwise) for a in arguments]
     try:
         result = python(*firsts)
@@ -307,7 +291,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
     for name in sorted(free_names(fn.node)):
         value = fn.env[name]
         if isinstance(value, types.ModuleType):
-            imports.add(backends._import_line(name, value))
+            imports.add(backends.import_line(name, value))
             continue
         if getattr(builtins, name, None) is value:
             continue
@@ -331,9 +315,6 @@ def _is_cuda_callable(value) -> bool:
     return module.startswith(("numba", "math"))
 
 
-_devices: dict = {}
-
-
 def device_helper(fn: Function, fastmath: bool, float_dtype, specs: dict) -> backends.Compiled:
     """A callee compiled as a `cuda.jit(device=True)` function for its arguments' Specs."""
     device = to_cuda_dialect(fn, specs, float_dtype)
@@ -347,21 +328,5 @@ def device_helper(fn: Function, fastmath: bool, float_dtype, specs: dict) -> bac
               f"# called with: {described or '(types decided by Numba)'}", *fingerprints]
     text = "\n".join(header) + "\n" + "\n".join(sorted(imports)) + "\n\n\n"
     text += f"@cuda.jit({flags})\n" + emit.to_source(device.node)
-    key = modules.content_hash(text)
-    if key not in _devices:
-        module = modules.load_module(text, namespace)
-        _devices[key] = backends.Compiled(getattr(module, device.name), text,
-                                          module.__file__, key)
-    return _devices[key]
+    return load_device_function(text, namespace, device.name)
 
-
-_kernels_loaded: dict = {}
-
-
-def load_kernel(kernel: Kernel):
-    """The kernel dispatcher of `kernel`'s module; equal text is loaded (and compiled) once."""
-    key = modules.content_hash(kernel.text)
-    if key not in _kernels_loaded:
-        module = modules.load_module(kernel.text, kernel.namespace)
-        _kernels_loaded[key] = getattr(module, kernel.name)
-    return _kernels_loaded[key]

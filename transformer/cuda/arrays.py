@@ -1,7 +1,7 @@
 """Arrays to loops for the CUDA dialect: allocations, whole-array operations, products.
 
-Input: a Function in A-normal form whose shapes are folded (`cuda_emit.fold_shapes`) and
-whose runtime helpers are lowered (`cuda_runtime`). Output invariant: no statement
+Input: a Function in A-normal form whose shapes are folded (`.emit.fold_shapes`) and
+whose runtime helpers are lowered (`.runtime`). Output invariant: no statement
 allocates or works on a whole array - `np.zeros/ones/empty/full(_like)`, `np.copy` and
 `np.array` of scalars are `cuda.local.array(SHAPE, DTYPE)` with constant SHAPE and a fill,
 and elementwise arithmetic and functions, `np.sum/prod/max/min/dot`, `@` and `np.outer`
@@ -20,8 +20,8 @@ import numpy as np
 from transformer.function import Function, resolve
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from . import emit
-from .cuda_types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
+from codegen import emit
+from .types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
                          Binder, Inference, Spec, allocation_dtype_node, indexed_shape,
                          StatementRewriter, local_array)
 

@@ -1,0 +1,200 @@
+"""A Function made into the text of its module: the compile path above the backends.
+
+Before a module is written, every value of the Function's environment is *materialized*
+for the backend: a Function or secant-wrapped object is compiled first (recursively, with
+the same backend), a user's Python helper is parsed and compiled the same way, a Numba
+kernel is bound as it is (its Python function on the python backend), modules become
+`import` lines, and everything else is bound in the module's namespace. Each dependency,
+and each value read through a user's module, leaves a fingerprint line in the header
+(`codegen.backends.module_source`), so the text changes whenever anything the function
+reaches changes. On the cpu backend the Function is lowered for Numba, its calls bound
+and its indices checked first. The recursion guard is per thread; `codegen.backends`
+serializes compiles and loads the text.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import hashlib
+import inspect
+import threading
+import types
+from typing import Any
+
+import gast
+import numba
+
+from codegen import backends, compile_log, emit
+from codegen.backends import Compiled, Options, fingerprint, is_library_module, is_user_function
+
+from . import bounds, freshness, lowering
+from .bound_calls import bind_calls
+from .frontend import parse
+from .function import Function
+from .names import free_names
+
+_guard = threading.local()          # ids of the Functions this thread is compiling
+
+
+@compile_log.timed
+def compile_function(fn: Function, options: Options) -> Compiled:
+    """Compile `fn` for `options.backend`; equal content is compiled once per process."""
+    backends.check_backend(options)
+    with backends.COMPILE_LOCK:
+        in_progress = _guard.__dict__.setdefault("ids", set())
+        if id(fn) in in_progress:
+            raise fn.origin.error(fn.node, f"{fn.name} calls itself (recursion) - not "
+                                  "supported", hint="rewrite the recursion as a loop")
+        in_progress.add(id(fn))
+        try:
+            text, namespace = module_text(fn, options)
+        finally:
+            in_progress.discard(id(fn))
+        return backends.load(text, namespace, fn.name, options)
+
+
+def module_text(fn: Function, options: Options) -> tuple[str, dict]:
+    """The full text of `fn`'s module for `options`, and the namespace to bind."""
+    if options.backend == "cpu":
+        fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
+        if options.boundscheck:
+            fn = bounds.check_indices(fn)
+    node = fn.node
+    imports, namespace, fingerprints = [], {}, []
+    # Only the top function is parallel: a parallel helper nested inside a parallel
+    # caller gains nothing and trips Numba's parfor passes.
+    dependency_options = dataclasses.replace(options, parallel=False)
+    for name in sorted(free_names(node)):
+        value = fn.env[name]
+        if isinstance(value, types.ModuleType):
+            imports.append(backends.import_line(name, value))
+            continue
+        if getattr(builtins, name, None) is value:   # available in every module
+            continue
+        materialized, fingerprint_ = _materialize(value, dependency_options)
+        namespace[name] = materialized
+        fingerprints.append(f"# uses {name}: {fingerprint_}")
+    fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, fn.env)]
+    text = backends.module_source(fn.origin.describe(), fn.chain, options, fingerprints,
+                                  imports, namespace, emit.to_source(node))
+    return text, namespace
+
+
+def _module_reads(node, env) -> list[tuple[str, str]]:
+    """(`cfg.SCALE`, fingerprint) for each value read through a user's module.
+
+    The module is imported by the generated code, not bound, so without these lines an
+    edit to cfg.py or helpers.py would leave the module text - and Numba's cache, which
+    froze the value it read - unchanged.
+    """
+    reads = {}
+    for sub in gast.walk(node):
+        if not isinstance(sub, gast.Attribute):
+            continue
+        module, path = _module_path(sub.value, env)
+        if module is None or is_library_module(module) or not hasattr(module, sub.attr):
+            continue
+        value = getattr(module, sub.attr)
+        if not isinstance(value, types.ModuleType):
+            reads[f"{path}.{sub.attr}"] = _read_fingerprint(value)
+    return sorted(reads.items())
+
+
+def _module_path(expr, env) -> tuple[types.ModuleType | None, str]:
+    """The module a Name or dotted path of modules stands for, and its text."""
+    if isinstance(expr, gast.Name):
+        value, path = env.get(expr.id), expr.id
+    elif isinstance(expr, gast.Attribute):
+        base, path = _module_path(expr.value, env)
+        value = getattr(base, expr.attr, None) if base is not None else None
+        path = f"{path}.{expr.attr}"
+    else:
+        return None, ""
+    return (value, path) if isinstance(value, types.ModuleType) else (None, "")
+
+
+def _read_fingerprint(value) -> str:
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        return "numba " + function_fingerprint(value.py_func)
+    if is_user_function(value):
+        return "python " + function_fingerprint(value)
+    return fingerprint(value)
+
+
+def _materialize(value, options: Options) -> tuple[Any, str]:
+    """The object to bind for `value` under `options`, and its fingerprint."""
+    if isinstance(value, Function):
+        compiled = compile_function(value, options)
+        return compiled.function, "generated " + compiled.key[:32]
+    if hasattr(value, "__secant_function__"):
+        compiled = compile_function(value.__secant_function__(), options)
+        return compiled.function, "generated " + compiled.key[:32]
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        if options.backend == "cpu":
+            return value, "numba " + function_fingerprint(value.py_func)
+        return value.py_func, "python " + function_fingerprint(value.py_func)
+    if is_user_function(value):
+        compiled = compile_function(parse(value), options)
+        return compiled.function, "generated " + compiled.key[:32]
+    return value, fingerprint(value)
+
+
+def function_fingerprint(fn) -> str:
+    """A hash of a plain Python function (an njit kernel's `py_func`) and of everything it
+    reads: its source, defaults and closure, the globals its code names - the functions
+    among them followed the same way - and values read through the user's modules.
+
+    Numba's cache keeps what a kernel compiled to, callees inlined, under the generated
+    module's name; an edit anywhere below the kernel must change that name.
+    """
+    digest = hashlib.sha256()
+    _feed_function(fn, digest, set())
+    return digest.hexdigest()[:32]
+
+
+def _feed_function(fn, digest, seen: set) -> None:
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    try:
+        digest.update(inspect.getsource(fn.__code__).encode())
+    except (OSError, TypeError):
+        digest.update(fn.__code__.co_code)
+    for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
+        digest.update(_value_fingerprint(value, digest, seen).encode())
+    names = _code_names(fn.__code__)
+    cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+    reads = [(n, freshness.cell_contents(c)) for n, c in cells
+             if freshness.cell_contents(c) is not freshness.missing()]
+    reads += [(n, fn.__globals__[n]) for n in sorted(names) if n in fn.__globals__]
+    for name, value in reads:
+        digest.update(name.encode())
+        if isinstance(value, types.ModuleType):
+            if not is_library_module(value):
+                for attr in sorted(names & set(vars(value))):
+                    digest.update(f"{name}.{attr}".encode())
+                    digest.update(_value_fingerprint(getattr(value, attr), digest,
+                                                     seen).encode())
+            continue
+        digest.update(_value_fingerprint(value, digest, seen).encode())
+
+
+def _value_fingerprint(value, digest, seen: set) -> str:
+    """`fingerprint(value)`; a function (or kernel) is fed to `digest` instead."""
+    if isinstance(value, numba.core.dispatcher.Dispatcher):
+        value = value.py_func
+    if is_user_function(value):
+        _feed_function(value, digest, seen)
+        return "function"
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    return fingerprint(value)
+
+
+def _code_names(code) -> set:
+    """Global and attribute names used by `code` and the code nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
