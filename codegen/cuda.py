@@ -30,6 +30,7 @@ import types
 
 import numpy as np
 
+from transformer import error_flags
 from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
@@ -65,10 +66,11 @@ def unavailable_reason() -> str | None:
 
 
 def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
-             threads_per_block: int | None = None, blocks: int | None = None):
+             threads_per_block: int | None = None, blocks: int | None = None,
+             boundscheck: bool = True):
     """`fun` compiled to CUDA kernels on first call; see the module docstring."""
     return CudaJitted(fun, static_argnums, static_argnames, fastmath,
-                      Launch(threads_per_block, blocks))
+                      Launch(threads_per_block, blocks), boundscheck)
 
 
 def show_cuda(fun, *args, **kwargs) -> str:
@@ -136,10 +138,12 @@ def _copy_back(device_array, host):
 class CudaJitted(ShowsSource):
     """A function compiled to CUDA kernels per specialization; call it like the original."""
 
-    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):
+    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch,
+                 boundscheck: bool = True):
         self.fun = fun
         self.batch = batch_of(fun)
         self.fastmath = fastmath
+        self.boundscheck = boundscheck      # index checks set an error flag (cuda_checks)
         self.launch = launch
         self._static_argnums = _as_tuple(static_argnums)
         self._static_argnames = _as_tuple(static_argnames)
@@ -150,7 +154,7 @@ class CudaJitted(ShowsSource):
     def with_launch(self, threads_per_block: int | None = None, blocks: int | None = None):
         """The same kernels launched with other threads per block / blocks."""
         other = CudaJitted(self.fun, self._static_argnums, self._static_argnames,
-                           self.fastmath, Launch(threads_per_block, blocks))
+                           self.fastmath, Launch(threads_per_block, blocks), self.boundscheck)
         other._kernels = self._kernels
         return other
 
@@ -203,10 +207,13 @@ class CudaJitted(ShowsSource):
                    for spec in kernel.outputs]
         values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
                   for a in arguments]
+        flag = [error_flags.new_device_flag()] if kernel.flagged else []
         if size:
             blocks, threads = self.launch.config(size)
             with timing.compiling_in_numba() if first else contextlib.nullcontext():
-                kernel.function[blocks, threads](*values, *outputs)
+                kernel.function[blocks, threads](*values, *outputs, *flag)
+        for recorded in flag:       # before copying back: a failed call leaves no writes
+            error_flags.raise_flagged(recorded)
         for argument, value in zip(arguments, values):
             if argument.name in kernel.written and not argument.on_device:
                 _copy_back(value, argument.value)
@@ -323,6 +330,7 @@ class CudaJitted(ShowsSource):
         function = load_kernel(kernel)
         argtypes = [_numba_type(a.value) for a in arguments]
         argtypes += [_output_type(spec, kernel) for spec in kernel.outputs]
+        argtypes += [_numba_type(error_flags.host_flag())] if kernel.flagged else []
         with _compute_capability(cc):
             text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
                                        fastmath=self.fastmath)

@@ -114,7 +114,8 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     if backend == "cuda":
         from codegen import cuda
         return cuda.cuda_jit(fun, static_argnums=static_argnums,
-                             static_argnames=static_argnames, fastmath=fastmath)
+                             static_argnames=static_argnames, fastmath=fastmath,
+                             boundscheck=boundscheck)
     jitted = Jitted(fun, static_argnums, static_argnames,
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck))
