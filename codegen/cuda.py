@@ -30,7 +30,8 @@ import types
 
 import numpy as np
 
-from transformer import error_flags
+from transformer.error_flags import host_flag, new_device_flag
+from transformer.index_checks import raise_flagged
 from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
@@ -207,13 +208,13 @@ class CudaJitted(ShowsSource):
                    for spec in kernel.outputs]
         values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
                   for a in arguments]
-        flag = [error_flags.new_device_flag()] if kernel.flagged else []
+        flag = [new_device_flag()] if kernel.flagged else []
         if size:
             blocks, threads = self.launch.config(size)
             with timing.compiling_in_numba() if first else contextlib.nullcontext():
                 kernel.function[blocks, threads](*values, *outputs, *flag)
         for recorded in flag:       # before copying back: a failed call leaves no writes
-            error_flags.raise_flagged(recorded)
+            raise_flagged(recorded)
         for argument, value in zip(arguments, values):
             if argument.name in kernel.written and not argument.on_device:
                 _copy_back(value, argument.value)
@@ -330,7 +331,7 @@ class CudaJitted(ShowsSource):
         function = load_kernel(kernel)
         argtypes = [_numba_type(a.value) for a in arguments]
         argtypes += [_output_type(spec, kernel) for spec in kernel.outputs]
-        argtypes += [_numba_type(error_flags.host_flag())] if kernel.flagged else []
+        argtypes += [_numba_type(host_flag())] if kernel.flagged else []
         with _compute_capability(cc):
             text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
                                        fastmath=self.fastmath)

@@ -9,15 +9,14 @@ record a failure into a flag instead: a small int64 device array, `[site, index,
 size]`, -1 everywhere while nothing failed. The first failing thread claims the flag with
 an atomic compare-and-swap on `flag[0]` and only then writes the other three entries, so
 the record is one failure, never a mix of two
-(`transformer.cuda_flag`: the device side). After the launch, `raise_flagged` reads
-the flag on the host and raises the `IndexError` the cpu backend raises for that check
-(`index_checks.with_source_line` adds the user's line and a caret).
+(`transformer.cuda_flag`: the device side). After the launch,
+`index_checks.raise_flagged` reads the flag on the host and raises the `IndexError` the
+cpu backend raises for that check, with the user's line and a caret.
 
 A site is the user's `file:line:col` of the index, as a number (`site_number`): a stable
 hash, so a kernel's text does not depend on the order in which sites were numbered in a
 process, and the same location in a kernel and in a device function it calls is one
-site. `site_number` remembers each location it numbered, for `raise_flagged` and
-`where_of`.
+site. `site_number` remembers each location it numbered, for `where_of`.
 
 On the cpu, a function that a `prange` body calls cannot see the loop's flag. The body
 calls `Flagged(f)` instead: `f` compiled with one more parameter, the flag, into which
@@ -34,8 +33,10 @@ import threading
 import gast
 import numpy as np
 
-__all__ = ["FLAG_PARAMETER", "Flagged", "host_flag", "new_device_flag", "raise_flagged",
-           "site_number", "where_of"]
+from .function import Function, positional_parameters
+
+__all__ = ["FLAG_PARAMETER", "Flagged", "host_flag", "new_device_flag", "site_number",
+           "where_of"]
 
 FLAG_PARAMETER = "secant_error_flag"    # FunctionDef attribute: the flag parameter's name
 
@@ -67,37 +68,17 @@ def new_device_flag():
     return cuda.to_device(host_flag())
 
 
-def raise_flagged(flag) -> None:
-    """Raise the located `IndexError` recorded in `flag` (a device or host array), if any."""
-    record = flag.copy_to_host() if hasattr(flag, "copy_to_host") else np.asarray(flag)
-    site, index, axis, size = (int(v) for v in record)
-    if site < 0:
-        return
-    from .index_checks import with_source_line
-    where = _sites.get(site, "<unknown location>")
-    raise with_source_line(IndexError(where, index, axis, size))
-
-
 class Flagged:
-    """`target` (a Function, secant-wrapped object or user function) compiled to take an
-    error flag as its last parameter and to record its failed checks in it."""
+    """The Function `fn` compiled to take an error flag as its last parameter and to
+    record its failed checks in it."""
 
-    def __init__(self, target):
-        self.target = target
-        self.__name__ = getattr(target, "__name__", None) or getattr(target, "name", "f")
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.__name__ = fn.name
 
-    def __secant_function__(self):
-        from .frontend import parse
-        from .function import Function, positional_parameters
-        target = self.target
-        if isinstance(target, Function):
-            fn = target
-        elif hasattr(target, "__secant_function__"):
-            fn = target.__secant_function__()
-        else:
-            fn = parse(target)
+    def __secant_function__(self) -> Function:
         # the caller binds every parameter positionally (bound_calls): the flag goes last
-        fn = positional_parameters(fn)
+        fn = positional_parameters(self.fn)
         node = copy.copy(fn.node)
         node.args = copy.copy(node.args)
         flag = "index_error"

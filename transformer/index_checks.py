@@ -38,7 +38,8 @@ from .error_flags import where_of
 from .runtime import getitem_mask
 
 __all__ = ["checked", "checked_item", "checked_range", "checked_rec", "checked_item_rec",
-           "checked_range_rec", "index_errors", "raise_recorded", "trips_done"]
+           "checked_range_rec", "index_errors", "raise_flagged", "raise_recorded",
+           "trips_done"]
 
 
 _LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): ")
@@ -169,6 +170,17 @@ def raise_recorded(err, wheres):
         raise IndexError(sites[err[0]], int(err[1]), int(err[2]), int(err[3]))
     if err[0] >= 0:
         raise IndexError(int(err[0]), int(err[1]), int(err[2]), int(err[3]))
+
+
+def raise_flagged(flag) -> None:
+    """Raise the located `IndexError` recorded in `flag`, an `error_flags` flag of a CUDA
+    launch (a device or host array), if any."""
+    record = flag.copy_to_host() if hasattr(flag, "copy_to_host") else np.asarray(flag)
+    site, index, axis, size = (int(v) for v in record)
+    if site < 0:
+        return
+    where = where_of(site) or "<unknown location>"
+    raise with_source_line(IndexError(where, index, axis, size))
 
 
 # ---------------------------------------------------------------- Numba

@@ -37,6 +37,7 @@ import gast
 import numba
 
 from . import error_flags, index_checks
+from .bound_calls import compiled_callee
 from .function import Function
 
 _RECORDING = {
@@ -66,23 +67,23 @@ def record_in_flag(checker, node: gast.FunctionDef, flag: str) -> gast.FunctionD
             recording = plain[call.func.id]
             call.func = checker.bind(recording, recording.__name__)
             call.args += [_load(flag), gast.Constant(error_flags.site_number(where), None)]
-        elif _compiled(checker.facts.callee(call)):
+        elif _compiled(checker, call) is not None:
             _flag_call(checker, call, flag)
     return node
 
 
-def _compiled(callee) -> bool:
-    """`callee` is a function secant compiles (and so can be compiled flagged)."""
-    from codegen.backends import is_user_function    # codegen.backends imports bounds
-    if callee is None or isinstance(callee, error_flags.Flagged):
-        return False
-    return isinstance(callee, Function) or hasattr(callee, "__secant_function__") \
-        or is_user_function(callee)
+def _compiled(checker, call) -> Function | None:
+    """The Function secant compiles for the function `call` calls (it can be flagged)."""
+    if isinstance(checker.facts.callee(call), error_flags.Flagged):
+        return None
+    return compiled_callee(checker.fn, call.func)
 
 
 def _flag_call(checker, call: gast.Call, flag: str) -> None:
     callee = checker.facts.callee(call)
-    flagged = checker.flagged.setdefault(id(callee), (callee, error_flags.Flagged(callee)))[1]
+    if id(callee) not in checker.flagged:
+        checker.flagged[id(callee)] = (callee, error_flags.Flagged(_compiled(checker, call)))
+    flagged = checker.flagged[id(callee)][1]
     call.func = checker.bind(flagged, f"{flagged.__name__}_flagged")
     call.args = call.args + [_load(flag)]
 
@@ -106,7 +107,7 @@ def _loop(checker, loop: gast.For, plain) -> list:
              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id in plain]
     helpers = [n for s in loop.body + loop.orelse for n in gast.walk(s)
-               if isinstance(n, gast.Call) and _compiled(checker.facts.callee(n))]
+               if isinstance(n, gast.Call) and _compiled(checker, n) is not None]
     rerun = _rerun(checker, loop)
     if not calls and not helpers:
         return rerun if rerun else [loop]
