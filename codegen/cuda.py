@@ -30,12 +30,12 @@ import types
 
 import numpy as np
 
-from transformer.error_flags import host_flag, new_device_flag
-from transformer.index_checks import raise_flagged
 from transformer.display import ShowsSource
+from transformer.error_flags import host_flag, new_device_flag
 from transformer.errors import TransformError
 from transformer.frontend import parse
 from transformer.function import Function, signature
+from transformer.index_checks import raise_flagged
 
 from . import compile_log
 from .cuda_kernel import (Argument, Kernel, build_kernel, load_kernel, simulated,
