@@ -16,17 +16,17 @@ A `*_rec` check records its failure (site, index, axis, size) into `err` before 
 the serial check would have raised, which `with_source_line` locates. When several
 threads fail at once, one failure is reported: any of them is a true one.
 
-A function that the loop body calls and secant compiles (the example function of vmap's
-loop strategy, a helper of the user's) is called as `error_flags.Flagged(f)`, with `err`
-as its last argument: its checks record into `err` (as site `error_flags.site_number`
-of their location) before they raise, and so do the functions it calls in turn
-(`record_in_flag`), so `raise_recorded` raises their failure after the loop too.
-Any other exception a called function raises is still dropped by Numba; for a loop
-whose body only binds names and writes into arrays that it does not read (so running an
-iteration twice does what running it once does), each trip marks itself done as its last
-statement, and after the loop the trips left undone (a thread whose share a dropped
-exception ended) run again serially, where the failing one raises, and the others
-complete their work.
+A check inside a function that the loop body calls (the example function of vmap's loop
+strategy, a helper of the user's) cannot see `err`. For a loop whose body only binds
+names and writes into arrays that it does not read (so running an iteration twice does
+what running it once does), each trip marks itself done as its last statement, and after
+the loop the trips left undone (a thread whose share a dropped exception ended) run again
+serially: the failing one raises its located error there, and the others complete their
+work. Any other body (`+=`, an `if`, an inner loop, a read of what it writes) calls each
+function secant compiles as `error_flags.Flagged(f)`, with `err` as its last argument:
+its checks record into `err` (as site `error_flags.site_number` of their location)
+before they raise, and so do the functions it calls in turn (`record_in_flag`), so
+`raise_recorded` raises their failure after the loop.
 """
 from __future__ import annotations
 
@@ -106,9 +106,11 @@ def _loop(checker, loop: gast.For, plain) -> list:
     calls = [n for s in loop.body + loop.orelse for n in gast.walk(s)
              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id in plain]
-    helpers = [n for s in loop.body + loop.orelse for n in gast.walk(s)
-               if isinstance(n, gast.Call) and _compiled(checker, n) is not None]
     rerun = _rerun(checker, loop)
+    # a body that can run twice reruns its unfinished trips serially instead: its calls
+    # stay as they are (a flag passed to a call in every trip costs W6 about 15%)
+    helpers = [] if rerun else [n for s in loop.body + loop.orelse for n in gast.walk(s)
+                                if isinstance(n, gast.Call) and _compiled(checker, n) is not None]
     if not calls and not helpers:
         return rerun if rerun else [loop]
     err = checker.namer.fresh("index_error")
