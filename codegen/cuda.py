@@ -77,6 +77,15 @@ class Kernel:
     out_axis: int | None
     written: frozenset = frozenset()   # parameters the kernel writes in place
     function: object = None
+    flagged: bool = False    # takes an error flag last (`transformer.error_flags`)
+
+
+FLAG_LENGTH = 4     # an error flag: int64 [site, index, axis, size], -1 while nothing failed
+
+
+def new_flag() -> np.ndarray:
+    """A host error flag recording no failure."""
+    return np.full(FLAG_LENGTH, -1, np.int64)
 
 
 # ---------------------------------------------------------------- loading
@@ -109,13 +118,16 @@ def is_device_array(value) -> bool:
     return hasattr(value, "copy_to_host") or hasattr(value, "__cuda_array_interface__")
 
 
-def launch(kernel: Kernel, arguments, size: int, config: Launch, timing=None):
+def launch(kernel: Kernel, arguments, size: int, config: Launch, timing=None,
+           check_flag=None):
     """Run `kernel` over `size` elements and return its results.
 
     `arguments` are the call's dynamic arguments in kernel order, each with `name`,
     `value`, `spec` (`is_array`) and `on_device`. A `timing` (`compile_log`) is given at
     the kernel's first launch, where numba-cuda compiles it (the launch itself is
-    asynchronous; the simulator compiles nothing).
+    asynchronous; the simulator compiles nothing). A `flagged` kernel gets a fresh error
+    flag, which `check_flag` reads (and raises from) before anything is copied back, so a
+    failed call leaves no writes in the caller's arrays.
     """
     from numba import cuda
     first = timing is not None and not simulated()
@@ -127,10 +139,14 @@ def launch(kernel: Kernel, arguments, size: int, config: Launch, timing=None):
                for spec in kernel.outputs]
     values = [_to_device(a.value, cuda) if a.spec.is_array else a.value
               for a in arguments]
+    flag = [cuda.to_device(new_flag())] if kernel.flagged else []
     if size:
         blocks, threads = config.config(size)
         with timing.compiling_in_numba() if first else contextlib.nullcontext():
-            kernel.function[blocks, threads](*values, *outputs)
+            kernel.function[blocks, threads](*values, *outputs, *flag)
+    for recorded in flag:
+        if check_flag is not None:
+            check_flag(recorded)
     for argument, value in zip(arguments, values):
         if argument.name in kernel.written and not argument.on_device:
             _copy_back(value, argument.value)
@@ -176,6 +192,7 @@ def compile_ptx(kernel: Kernel, values, cc: tuple, fastmath: bool) -> str:
     function = load_kernel(kernel)
     argtypes = [_numba_type(v) for v in values]
     argtypes += [_output_type(spec) for spec in kernel.outputs]
+    argtypes += [_numba_type(new_flag())] if kernel.flagged else []
     with _compute_capability(cc):
         text, _ = cuda.compile_ptx(function.py_func, tuple(argtypes), cc=cc,
                                    fastmath=fastmath)

@@ -89,6 +89,49 @@ def gather_helper(x, idx):
     return out
 
 
+def accumulate_helper(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        out[b] += twice_at(x, idx[b])
+    return out
+
+
+def branch_helper(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        if idx[b] % 2 == 0:
+            out[b] = twice_at(x, idx[b])
+        else:
+            out[b] = -twice_at(x, idx[b])
+    return out
+
+
+def inner_loop_helper(x, idx):
+    out = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        for r in range(2):
+            out[b] = out[b] + twice_at(x, idx[b] - r)
+    return out
+
+
+def rescale_helper(x, idx):
+    out = np.ones(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        out[b] = out[b] * twice_at(x, idx[b])
+    return out
+
+
+def shifted_twice(x, i):
+    return twice_at(x, i + 1) + 1.0
+
+
+def nested_helper(x, idx):
+    total = np.zeros(idx.shape[0])
+    for b in prange(idx.shape[0]):
+        total[b] += shifted_twice(x, idx[b])
+    return total
+
+
 def scatter(x, idx):
     out = np.zeros(x.shape[0])
     for b in prange(idx.shape[0]):
@@ -169,6 +212,23 @@ CASES = [
     ("prange-read-ok", "gather", "par", (X8, IDX - 8), None),
     ("prange-helper-past", "gather_helper", "par", (X8, IDX_PAST), "return x[i] * 2.0"),
     ("prange-helper-ok", "gather_helper", "par", (X8, IDX - 8), None),
+    # a helper called from a body that cannot run twice (+=, if, an inner loop, a read of
+    # what it writes), or through another helper: its failure is flagged, then raised
+    ("prange-accumulate-helper-past", "accumulate_helper", "par", (X8, IDX_PAST),
+     "return x[i] * 2.0"),
+    ("prange-accumulate-helper-ok", "accumulate_helper", "par", (X8, IDX - 8), None),
+    ("prange-branch-helper-below", "branch_helper", "par", (X8, IDX_BELOW),
+     "return x[i] * 2.0"),
+    ("prange-branch-helper-ok", "branch_helper", "par", (X8, IDX), None),
+    ("prange-inner-loop-helper-past", "inner_loop_helper", "par", (X8, IDX_PAST),
+     "return x[i] * 2.0"),
+    ("prange-inner-loop-helper-ok", "inner_loop_helper", "par", (X8, IDX), None),
+    ("prange-read-written-helper-below", "rescale_helper", "par", (X8, IDX_BELOW),
+     "return x[i] * 2.0"),
+    ("prange-read-written-helper-ok", "rescale_helper", "par", (X8, IDX - 8), None),
+    ("prange-nested-helper-past", "nested_helper", "par", (X8, IDX_PAST),
+     "return x[i] * 2.0"),
+    ("prange-nested-helper-ok", "nested_helper", "par", (X8, IDX - 8), None),
     ("prange-write-past", "scatter", "par", (np.arange(48.0), PERM_PAST),
      "out[idx[b]] = x[b] + 1.0"),
     ("prange-write-ok", "scatter", "par", (np.arange(48.0), PERM), None),

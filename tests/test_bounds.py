@@ -107,6 +107,30 @@ def test_a_vmap_loop_in_parallel_reruns_its_unfinished_examples_serially():
     assert "] = True" in loop and "if not " in after and "_example(x, i[b])" in after
 
 
+def test_a_helper_called_from_a_prange_body_records_into_the_loops_flag():
+    # `+=` makes the body unsafe to run twice: the helper's failure must reach the flag
+    text = jit(programs.accumulate_helper, parallel=True).source()
+    body = text.split("@numba.njit", 1)[1]
+    before, loop = body.split("for b in prange", 1)
+    loop, after = loop.split("\n    raise_recorded(", 1)
+    assert "index_errors()" in before
+    assert "twice_at_flagged(x, idx[b], index_error)" in loop
+    assert "for b in range" not in after               # no serial rerun: the flag raises
+
+
+def test_a_failure_recorded_by_a_called_function_is_located_by_its_site_number():
+    from transformer import error_flags
+    from transformer.index_checks import raise_recorded, with_source_line
+    where = f"{programs.__file__}:{_line_number('return x[i] * 2.0')}:12"
+    err = np.array([error_flags.site_number(where), 9, 0, 8])
+    with pytest.raises(IndexError) as info:
+        raise_recorded(err, "elsewhere.py:1:1")
+    located = with_source_line(info.value)
+    assert str(located).startswith(f"{where}: index 9 is out of bounds for axis 0 with size 8")
+    assert "return x[i] * 2.0" in str(located)
+    raise_recorded(np.full(4, -1), "elsewhere.py:1:1")     # nothing recorded: no error
+
+
 def test_boundscheck_false_leaves_indices_unchecked_and_changes_the_cache_key():
     checked_text = jit(programs.read_var).source()
     unchecked_text = jit(programs.read_var, boundscheck=False).source()

@@ -34,13 +34,13 @@ def bind_calls(fn: Function) -> Function:
     namer = Namer.for_function(fn)
     for call in gast.walk(node):
         if isinstance(call, gast.Call):
-            callee = _compiled_callee(fn, call.func)
+            callee = compiled_callee(fn, call.func)
             if callee is not None:
                 _bind(fn, call, callee, namer, env)
     return fn.replace(env=env)
 
 
-def _compiled_callee(fn: Function, func) -> Function | None:
+def compiled_callee(fn: Function, func) -> Function | None:
     """The Function secant compiles for the called object, if it compiles one."""
     value = resolve(fn, func, None)
     if isinstance(value, Function):

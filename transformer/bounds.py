@@ -42,7 +42,7 @@ import numpy as np
 
 from codegen import emit
 
-from . import index_checks, prange_checks, runtime
+from . import error_flags, index_checks, prange_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
 from .tape import range_last
@@ -88,7 +88,12 @@ def check_indices(fn: Function) -> Function:
     """`fn` with every index proved, checked before its loop, or checked in place."""
     node = copy.deepcopy(fn.node)
     checker = _Checker(fn, _Facts(fn, node))
-    node = prange_checks.record_in_prange(checker, checker.visit(node))
+    node = checker.visit(node)
+    flag = getattr(node, error_flags.FLAG_PARAMETER, None)
+    if flag:        # called from a prange loop: every check records into the flag
+        node = prange_checks.record_in_flag(checker, node, flag)
+    else:
+        node = prange_checks.record_in_prange(checker, node)
     return fn.replace(node=node, env=checker.env) if checker.changed else fn
 
 
@@ -292,6 +297,7 @@ class _Checker(gast.NodeTransformer):
         self.env = dict(fn.env)
         self.namer = Namer.for_function(fn)
         self.names: dict[int, str] = {}
+        self.flagged: dict[int, tuple] = {}    # id(callee) -> (callee, error_flags.Flagged)
         self.changed = False
         self.loop = None          # the For whose every trip evaluates the current node
         self.enclosing: list = []  # the For statements around the current node

@@ -34,10 +34,12 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
+from .error_flags import where_of
 from .runtime import getitem_mask
 
 __all__ = ["checked", "checked_item", "checked_range", "checked_rec", "checked_item_rec",
-           "checked_range_rec", "index_errors", "raise_recorded", "trips_done"]
+           "checked_range_rec", "index_errors", "raise_flagged", "raise_recorded",
+           "trips_done"]
 
 
 _LOCATION = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+): ")
@@ -58,6 +60,8 @@ def with_source_line(exc: IndexError) -> IndexError:
     Compiled checks raise `IndexError(where, index, axis, size)` (formatting a message in
     compiled code would slow the loop that holds the check); the message is made here.
     """
+    if len(exc.args) == 4 and isinstance(exc.args[0], int) and where_of(exc.args[0]):
+        exc = IndexError(where_of(exc.args[0]), *exc.args[1:])   # a site of error_flags
     if len(exc.args) == 4 and isinstance(exc.args[0], str) and exc.args[3] < 0:
         text = _mask_message(exc.args[0], exc.args[2])
     elif len(exc.args) == 4 and isinstance(exc.args[0], str):
@@ -159,9 +163,24 @@ def trips_done(stop):
 
 
 def raise_recorded(err, wheres):
-    """Raise the failure recorded in `err`, if any; `wheres` names the sites, one a line."""
+    """Raise the failure recorded in `err`, if any; `wheres` names the sites, one a line.
+    A site past them is an `error_flags.site_number`, recorded by a called function."""
+    sites = wheres.split("\n")
+    if 0 <= err[0] < len(sites):
+        raise IndexError(sites[err[0]], int(err[1]), int(err[2]), int(err[3]))
     if err[0] >= 0:
-        raise IndexError(wheres.split("\n")[err[0]], int(err[1]), int(err[2]), int(err[3]))
+        raise IndexError(int(err[0]), int(err[1]), int(err[2]), int(err[3]))
+
+
+def raise_flagged(flag) -> None:
+    """Raise the located `IndexError` recorded in `flag`, an `error_flags` flag of a CUDA
+    launch (a device or host array), if any."""
+    record = flag.copy_to_host() if hasattr(flag, "copy_to_host") else np.asarray(flag)
+    site, index, axis, size = (int(v) for v in record)
+    if site < 0:
+        return
+    where = where_of(site) or "<unknown location>"
+    raise with_source_line(IndexError(where, index, axis, size))
 
 
 # ---------------------------------------------------------------- Numba
@@ -316,6 +335,8 @@ def _raise_recorded_nb(err, wheres):
     for k in range(len(sites)):
         lines += [f"    if site == {k}:",
                   f"        raise IndexError(W{k}, err[1], err[2], err[3])"]
+    lines += [f"    if site >= {len(sites)}:",     # a called function's site_number
+              "        raise IndexError(site, err[1], err[2], err[3])"]
     scope = {f"W{k}": where for k, where in enumerate(sites)}
     exec("\n".join(lines), scope)
     return scope["impl"]

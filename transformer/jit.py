@@ -99,8 +99,10 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
 
     On the cpu backend every index is proved in bounds or checked, raising `IndexError`
-    at the user's line (`transformer.bounds`); `boundscheck=False` leaves indices
-    unchecked, as Numba does (an out-of-bounds index then reads or writes other memory).
+    at the user's line (`transformer.bounds`); on backend="cuda" a failed check sets an
+    error flag and the call raises the same error after the launch
+    (`transformer.cuda.checks`). `boundscheck=False` leaves indices unchecked, as Numba
+    does (an out-of-bounds index then reads or writes other memory).
     `max_specializations`: warn once when more are compiled (None: the environment
     variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
     if fun is None:
@@ -114,7 +116,8 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     if backend == "cuda":
         from .cuda.jitted import cuda_jit
         return cuda_jit(fun, static_argnums=static_argnums,
-                        static_argnames=static_argnames, fastmath=fastmath)
+                        static_argnames=static_argnames, fastmath=fastmath,
+                        boundscheck=boundscheck)
     jitted = Jitted(fun, static_argnums, static_argnames,
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck))

@@ -17,12 +17,16 @@ the serial check would have raised, which `with_source_line` locates. When sever
 threads fail at once, one failure is reported: any of them is a true one.
 
 A check inside a function that the loop body calls (the example function of vmap's loop
-strategy, a helper of the user's) cannot see `err`. For such a loop, when its body only
-binds names and writes into arrays that it does not read (so running an iteration twice
-does what running it once does), each trip marks itself done as its last statement, and
-after the loop the trips left undone (a thread whose share a dropped exception ended)
-run again serially: the failing one raises its located error there, and the others
-complete their work.
+strategy, a helper of the user's) cannot see `err`. For a loop whose body only binds
+names and writes into arrays that it does not read (so running an iteration twice does
+what running it once does), each trip marks itself done as its last statement, and after
+the loop the trips left undone (a thread whose share a dropped exception ended) run again
+serially: the failing one raises its located error there, and the others complete their
+work. Any other body (`+=`, an `if`, an inner loop, a read of what it writes) calls each
+function secant compiles as `error_flags.Flagged(f)`, with `err` as its last argument:
+its checks record into `err` (as site `error_flags.site_number` of their location)
+before they raise, and so do the functions it calls in turn (`record_in_flag`), so
+`raise_recorded` raises their failure after the loop.
 """
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ import inspect
 import gast
 import numba
 
-from . import index_checks
+from . import error_flags, index_checks
+from .bound_calls import compiled_callee
 from .function import Function
 
 _RECORDING = {
@@ -49,6 +54,38 @@ def record_in_prange(checker, node: gast.FunctionDef) -> gast.FunctionDef:
     if plain:
         node.body = _statements(checker, node.body, plain)
     return node
+
+
+def record_in_flag(checker, node: gast.FunctionDef, flag: str) -> gast.FunctionDef:
+    """`node`, a function called as `error_flags.Flagged`, with every check recording into
+    its parameter `flag` (site: `error_flags.site_number`) and passing it on."""
+    plain = {checker.names[id(obj)]: rec for obj, rec in _RECORDING.items()
+             if id(obj) in checker.names}
+    for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
+        if isinstance(call.func, gast.Name) and call.func.id in plain:
+            where = call.args[-1].value
+            recording = plain[call.func.id]
+            call.func = checker.bind(recording, recording.__name__)
+            call.args += [_load(flag), gast.Constant(error_flags.site_number(where), None)]
+        elif _compiled(checker, call) is not None:
+            _flag_call(checker, call, flag)
+    return node
+
+
+def _compiled(checker, call) -> Function | None:
+    """The Function secant compiles for the function `call` calls (it can be flagged)."""
+    if isinstance(checker.facts.callee(call), error_flags.Flagged):
+        return None
+    return compiled_callee(checker.fn, call.func)
+
+
+def _flag_call(checker, call: gast.Call, flag: str) -> None:
+    callee = checker.facts.callee(call)
+    if id(callee) not in checker.flagged:
+        checker.flagged[id(callee)] = (callee, error_flags.Flagged(_compiled(checker, call)))
+    flagged = checker.flagged[id(callee)][1]
+    call.func = checker.bind(flagged, f"{flagged.__name__}_flagged")
+    call.args = call.args + [_load(flag)]
 
 
 def _statements(checker, body, plain) -> list:
@@ -70,7 +107,11 @@ def _loop(checker, loop: gast.For, plain) -> list:
              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id in plain]
     rerun = _rerun(checker, loop)
-    if not calls:
+    # a body that can run twice reruns its unfinished trips serially instead: its calls
+    # stay as they are (a flag passed to a call in every trip costs W6 about 15%)
+    helpers = [] if rerun else [n for s in loop.body + loop.orelse for n in gast.walk(s)
+                                if isinstance(n, gast.Call) and _compiled(checker, n) is not None]
+    if not calls and not helpers:
         return rerun if rerun else [loop]
     err = checker.namer.fresh("index_error")
     wheres = []
@@ -79,6 +120,8 @@ def _loop(checker, loop: gast.For, plain) -> list:
         recording = plain[call.func.id]
         call.func = checker.bind(recording, recording.__name__)
         call.args += [_load(err), gast.Constant(site, None)]
+    for call in helpers:
+        _flag_call(checker, call, err)
     make = gast.Call(func=checker.bind(index_checks.index_errors, "index_errors"),
                      args=[], keywords=[])
     before = gast.Assign(targets=[gast.Name(id=err, ctx=gast.Store(), annotation=None,

@@ -26,6 +26,7 @@ import gast
 import numpy as np
 
 from transformer.anf import anf
+from .checks import flag_failed_indices
 from transformer.desugar import desugar
 from transformer.function import Function, resolve
 from transformer.names import loaded_names
@@ -39,8 +40,11 @@ from .types import (Binder, Callee, Inference, Spec, callee_function, constant_s
                          StatementRewriter, infer, is_local_array)
 
 
-def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Function:
-    """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes."""
+def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None,
+                    boundscheck: bool = False) -> Function:
+    """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes;
+    `boundscheck` adds an error flag parameter and index checks (`.checks`)."""
+    given = list(fn.params)
     fn = anf(desugar(fn))
     fn = fold_shapes(fn, specs, float_dtype)
     fn = specialize_callees(fn, specs, float_dtype)
@@ -50,7 +54,13 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None) -> Fun
     if outputs is not None:
         fn = destination_passing(fn, outputs, float_dtype)
     check_local_memory(fn)
-    return typed_constants(fn, specs, float_dtype)
+    fn = typed_constants(fn, specs, float_dtype)
+    if boundscheck:
+        callees = {n for n, v in fn.env.items() if isinstance(v, Callee)}
+        fn = flag_failed_indices(fn, infer(fn, specs, float_dtype), callees,
+                                 trusted=set(fn.params) - set(given),
+                                 optional=outputs is not None)
+    return fn
 
 
 def specialize_callees(fn: Function, specs: dict, float_dtype) -> Function:

@@ -33,16 +33,18 @@ from codegen.cuda import (CudaUnavailableError, Kernel, Launch, is_device_array,
 from transformer.display import ShowsSource
 from transformer.errors import TransformError
 from transformer.frontend import parse
+from transformer.index_checks import raise_flagged
 from transformer.function import Function, signature
 
 from .kernel import Argument, build_kernel, thread_spec, working_precision
 from .types import Spec, spec_of_value
 
 def cuda_jit(fun, *, static_argnums=(), static_argnames=(), fastmath: bool = False,
-             threads_per_block: int | None = None, blocks: int | None = None):
+             threads_per_block: int | None = None, blocks: int | None = None,
+             boundscheck: bool = True):
     """`fun` compiled to CUDA kernels on first call; see the module docstring."""
     return CudaJitted(fun, static_argnums, static_argnames, fastmath,
-                      Launch(threads_per_block, blocks))
+                      Launch(threads_per_block, blocks), boundscheck)
 
 
 def show_cuda(fun, *args, **kwargs) -> str:
@@ -75,10 +77,12 @@ def batch_of(fun) -> Batch | None:
 class CudaJitted(ShowsSource):
     """A function compiled to CUDA kernels per specialization; call it like the original."""
 
-    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch):
+    def __init__(self, fun, static_argnums, static_argnames, fastmath, launch: Launch,
+                 boundscheck: bool = True):
         self.fun = fun
         self.batch = batch_of(fun)
         self.fastmath = fastmath
+        self.boundscheck = boundscheck      # index checks set an error flag (.checks)
         self.launch = launch
         self._static_argnums = _as_tuple(static_argnums)
         self._static_argnames = _as_tuple(static_argnames)
@@ -89,7 +93,7 @@ class CudaJitted(ShowsSource):
     def with_launch(self, threads_per_block: int | None = None, blocks: int | None = None):
         """The same kernels launched with other threads per block / blocks."""
         other = CudaJitted(self.fun, self._static_argnums, self._static_argnames,
-                           self.fastmath, Launch(threads_per_block, blocks))
+                           self.fastmath, Launch(threads_per_block, blocks), self.boundscheck)
         other._kernels = self._kernels
         return other
 
@@ -124,11 +128,12 @@ class CudaJitted(ShowsSource):
         static, arguments, size = self._bind(args, kwargs)
         if self._key(static, arguments) in self._kernels:
             return loader.launch(self._kernel(static, arguments), arguments, size,
-                                 self.launch)
+                                 self.launch, check_flag=raise_flagged)
         with compile_log.compiling(self.__name__, "cuda") as timing:
             with timing.transforming():
                 kernel = self._kernel(static, arguments)
-            return loader.launch(kernel, arguments, size, self.launch, timing)
+            return loader.launch(kernel, arguments, size, self.launch, timing,
+                                 check_flag=raise_flagged)
 
     def _bind(self, args, kwargs):
         bound = self.signature.bind(*args, **kwargs)

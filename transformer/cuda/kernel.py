@@ -78,14 +78,16 @@ def build_kernel(jitted, static: dict, arguments: list, probe: bool) -> Kernel:
         outputs, is_tuple = _probe(fn, arguments, elementwise, float_dtype)
     else:
         outputs, is_tuple = [Spec(float_dtype)], False
-    device = to_cuda_dialect(fn, specs, float_dtype, outputs)
+    checks = getattr(jitted, "boundscheck", False)
+    device = to_cuda_dialect(fn, specs, float_dtype, outputs, boundscheck=checks)
     shape = tuple(np.broadcast_shapes(*[a.spec.shape for a in arguments])) \
         if elementwise else None
     out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
     text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
                                            float_dtype, static)
     return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis,
-                  written_parameters(device))
+                  written_parameters(device),
+                  flagged=len(device.params) > len(arguments) + len(outputs))
 
 
 def written_parameters(fn: Function) -> frozenset:
@@ -177,7 +179,8 @@ def _probe(fn: Function, arguments, elementwise, float_dtype):
 def _module(jitted, device: Function, arguments, outputs, shape, float_dtype, static):
     """The text of the kernel module, the namespace to bind, and the kernel's name."""
     imports, namespace, fingerprints = set(), {}, []
-    _materialize_env(device, jitted.fastmath, float_dtype, imports, namespace, fingerprints)
+    _materialize_env(device, jitted.fastmath, float_dtype, imports, namespace, fingerprints,
+                     boundscheck=getattr(jitted, "boundscheck", False))
     imports.add("from numba import cuda")
     flags = "(fastmath=True)" if jitted.fastmath else ""
     device_flags = "device=True, fastmath=True" if jitted.fastmath else "device=True"
@@ -205,6 +208,8 @@ def _label(jitted, shape, static) -> str:
     options = "".join(f", {k}={v!r}" for k, v in sorted(static.items()))
     if jitted.fastmath:
         options += ", fastmath=True"
+    if not getattr(jitted, "boundscheck", False):
+        options += ", boundscheck=False"
     if shape is not None:
         return f"jit(backend='cuda', elementwise{options})"
     return (f"vmap(in_axes={jitted.batch.in_axes!r}, out_axes={jitted.batch.out_axes!r}) "
@@ -243,7 +248,8 @@ def _kernel_text(device, kernel_name, arguments, outputs, shape, namer) -> str:
         reads = [_broadcast_read(a, shape, digits) for a in arguments]
     writes = [f"{p}[{index}:{index} + 1]" if not spec.is_array else f"{p}[{index}]"
               for p, spec in zip(params[len(arguments):], outputs)]
-    body.append(f"{device.name}({', '.join(reads + writes)})")
+    extra = params[len(arguments) + len(outputs):]     # the error flag, if any
+    body.append(f"{device.name}({', '.join(reads + writes + extra)})")
     lines.extend("        " + line for line in body)
     return "\n".join(lines) + "\n"
 
@@ -286,7 +292,8 @@ def _broadcast_read(argument: Argument, shape, digits) -> str:
 
 # ---------------------------------------------------------------- environment
 
-def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fingerprints):
+def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fingerprints,
+                     boundscheck: bool = False):
     """Import lines and namespace bindings for every free name of `fn`."""
     for name in sorted(free_names(fn.node)):
         value = fn.env[name]
@@ -298,7 +305,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
         helper = callee_function(value)
         if helper is not None:
             specs = value.param_specs() if isinstance(value, Callee) else {}
-            compiled = device_helper(helper, fastmath, float_dtype, specs)
+            compiled = device_helper(helper, fastmath, float_dtype, specs, boundscheck)
             namespace[name] = compiled.function
             fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
             continue
@@ -315,11 +322,14 @@ def _is_cuda_callable(value) -> bool:
     return module.startswith(("numba", "math"))
 
 
-def device_helper(fn: Function, fastmath: bool, float_dtype, specs: dict) -> backends.Compiled:
-    """A callee compiled as a `cuda.jit(device=True)` function for its arguments' Specs."""
-    device = to_cuda_dialect(fn, specs, float_dtype)
+def device_helper(fn: Function, fastmath: bool, float_dtype, specs: dict,
+                  boundscheck: bool = False) -> backends.Compiled:
+    """A callee compiled as a `cuda.jit(device=True)` function for its arguments' Specs
+    (with `boundscheck`, taking the caller's error flag last)."""
+    device = to_cuda_dialect(fn, specs, float_dtype, boundscheck=boundscheck)
     imports, namespace, fingerprints = {"from numba import cuda"}, {}, []
-    _materialize_env(device, fastmath, float_dtype, imports, namespace, fingerprints)
+    _materialize_env(device, fastmath, float_dtype, imports, namespace, fingerprints,
+                     boundscheck)
     flags = "device=True, fastmath=True" if fastmath else "device=True"
     described = ", ".join(f"{p}: {s.dtype.name}{list(s.shape) if s.shape else ''}"
                           for p, s in specs.items())
