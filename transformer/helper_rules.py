@@ -14,7 +14,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from . import basis, reverse, tape
-from .rules import RULE_GLOBALS
+from .primitives.families import RULE_GLOBALS
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import MutableMapping
 from typing import Any, Callable
 
 import gast
@@ -30,6 +31,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from transformer.primitives import registry
 from transformer.syntax import call, const, subscript
 
 # ====================================================================== runtime helpers
@@ -730,26 +732,26 @@ class Site:
 
 
 Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
-BATCHERS: dict[Any, Rule] = {}
+# Views of the primitive registry (`transformer.primitives.registry`): key -> batching rule
+BATCHERS: MutableMapping[Any, Rule] = registry.Field("batcher")
+# helpers that write into an argument: key -> position of the argument written
+MUTATES: MutableMapping[Any, int] = registry.Field("mutates")
 # keys whose result is not batched just because an argument is: flags of the positional
 # arguments -> whether the result is batched (`len(x)` is the same for every example)
-# helpers that write into an argument: key -> position of the argument written
-MUTATES: dict[Any, int] = {}
-RESULT_FLAGS: dict[Any, Callable[[list], bool]] = {
-    len: lambda flags: False,
-    np.shape: lambda flags: False,
-    np.ndim: lambda flags: False,
-}
+RESULT_FLAGS: MutableMapping[Any, Callable[[list], bool]] = registry.Field("result_flags")
+for _key in (len, np.shape, np.ndim):
+    RESULT_FLAGS[_key] = lambda flags: False
 # keys that keep identity-batched values identity-batched (see `identity_batch`), by how:
 # "product": one identity-batched argument, the others unbatched (e_k * d * u);
 # "first": the first argument identity-batched, the others unbatched (e_k * d / u);
 # "all": every argument identity-batched (e_k * d1 + e_k * d2 = e_k * (d1 + d2))
-LINEAR: dict[Any, str] = {
+LINEAR: MutableMapping[Any, str] = registry.Field("linear")
+LINEAR.update({
     gast.Mult: "product", np.multiply: "product",
     gast.Div: "first", np.divide: "first",
     gast.Add: "all", gast.Sub: "all", np.add: "all", np.subtract: "all",
     gast.USub: "all", gast.UAdd: "all", np.negative: "all", np.positive: "all",
-}
+})
 
 
 def batcher(*keys):
@@ -766,7 +768,13 @@ def has_batcher(key) -> bool:
 
 
 def describe(key) -> str:
-    """A readable name for a registry key: `np.linalg.qr`, `operator +`."""
+    """A readable name for a registry key (`np.linalg.qr`, `operator +`), with the
+    registry's reason when it states why vmap has no rule for it."""
+    why = registry.reason(key, "vmap")
+    return f"{_label(key)} ({why})" if why else _label(key)
+
+
+def _label(key) -> str:
     if isinstance(key, type) and issubclass(key, gast.AST):
         return f"the operator {key.__name__}"
     if isinstance(key, str):
@@ -807,12 +815,10 @@ def aligned(site: Site) -> list:
     return out
 
 
-def elementwise(*keys, target=None):
-    """Functions and operators applied elementwise with broadcasting (any arity).
-
-    `target` replaces the callee when the original does not take arrays (`math.exp` ->
-    `np.exp`, builtin `min` -> `np.minimum`).
-    """
+def elementwise_rule(target=None) -> Rule:
+    """The rule of functions and operators applied elementwise with broadcasting (any
+    arity). `target` replaces the callee when the original does not take arrays
+    (`math.exp` -> `np.exp`, builtin `min` -> `np.minimum`)."""
     def rule(site: Site):
         if any(site.kw_batched.values()) or (site.keywords and target is not None):
             return None
@@ -824,6 +830,12 @@ def elementwise(*keys, target=None):
         callee = site.ref(target if target is not None else site.key)
         keywords = [gast.keyword(arg=k, value=v) for k, v in site.keywords.items()]
         return gast.Call(func=callee, args=args, keywords=keywords), True
+    return rule
+
+
+def elementwise(*keys, target=None):
+    """Register `elementwise_rule(target)` for each key."""
+    rule = elementwise_rule(target)
     for key in keys:
         BATCHERS[key] = rule
 
@@ -881,32 +893,17 @@ _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod,
                gast.USub, gast.UAdd, gast.Invert, gast.Not,
                gast.Eq, gast.NotEq, gast.Lt, gast.LtE, gast.Gt, gast.GtE)
 elementwise(*_ARITHMETIC)
+# (the elementwise families of `transformer.primitives` register their own)
 elementwise(
-    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.floor_divide, np.power,
-    np.mod, np.fmod, np.maximum, np.minimum, np.fmax, np.fmin, np.arctan2, np.hypot,
-    np.logaddexp, np.logaddexp2, np.where, np.clip, np.heaviside, np.copysign,
+    np.true_divide, np.floor_divide, np.where, np.clip, np.heaviside, np.copysign,
     np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
-    np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
-    np.abs, np.absolute, np.fabs, np.sqrt, np.cbrt, np.exp, np.exp2, np.expm1, np.log,
-    np.log2, np.log10, np.log1p, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan,
-    np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.square,
-    np.reciprocal, np.negative, np.positive, np.sign, np.floor, np.ceil, np.trunc,
-    np.rint, np.round, np.isnan, np.isinf, np.isfinite, np.conj, np.real, np.imag,
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.negative, np.positive,
+    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.isnan, np.isinf, np.isfinite,
+    np.conj, np.real, np.imag,
 )
-elementwise(abs, target=np.abs)
-for _math, _np in [(math.sqrt, np.sqrt), (math.exp, np.exp), (math.log, np.log),
-                   (math.sin, np.sin), (math.cos, np.cos), (math.tan, np.tan),
-                   (math.tanh, np.tanh), (math.sinh, np.sinh), (math.cosh, np.cosh),
-                   (math.asin, np.arcsin), (math.acos, np.arccos), (math.atan, np.arctan),
-                   (math.log1p, np.log1p), (math.expm1, np.expm1), (math.log2, np.log2),
-                   (math.log10, np.log10), (math.fabs, np.fabs), (math.floor, np.floor),
-                   (math.ceil, np.ceil), (math.atan2, np.arctan2), (math.hypot, np.hypot),
-                   (math.pow, np.power), (math.isnan, np.isnan), (math.isinf, np.isinf),
-                   (math.isfinite, np.isfinite), (math.fmod, np.fmod)]:
+for _math, _np in [(math.floor, np.floor), (math.ceil, np.ceil), (math.isnan, np.isnan),
+                   (math.isinf, np.isinf), (math.isfinite, np.isfinite)]:
     elementwise(_math, target=_np)
-for _name in ("exp2", "cbrt"):  # math.exp2 and math.cbrt are Python 3.11+
-    if hasattr(math, _name):
-        elementwise(getattr(math, _name), target=getattr(np, _name))
 elementwise(min, target=np.minimum)
 elementwise(max, target=np.maximum)
 elementwise(float, target=as_float)
