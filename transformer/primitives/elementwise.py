@@ -56,7 +56,8 @@ for _keys, _scalar, _keeps_int in [
         ((np.round, np.around, np.rint), "rint(x)", True),
         ((np.floor, math.floor), "math.floor(x)", False),
         ((np.ceil, math.ceil), "math.ceil(x)", False),
-        ((np.trunc, math.trunc), None, False),
+        ((np.trunc,), None, False),
+        ((math.trunc,), "math.trunc(x)", False),
         ((np.sign,), None, True)]:
     nondifferentiable(*_keys, kind="elementwise")
     for _key in _keys:
@@ -66,9 +67,13 @@ for _keys, _scalar, _keeps_int in [
         _record.scalar = _scalar
         _record.cuda = "elementwise" if _scalar else None
 registry.record(np.round).unary_only = registry.record(np.around).unary_only = True
-for _key in (np.fix, math.trunc, np.trunc, np.sign):
-    registry.unsupported(_key, "cuda", "no scalar form in CUDA kernels yet; use math.floor "
-                         "and a comparison")
+for _key, _hint in [(np.fix, "math.trunc(x)"), (np.trunc, "math.trunc(x)"),
+                    (np.sign, "(x > 0) - (x < 0)")]:
+    registry.unsupported(_key, "cuda", f"no scalar form in CUDA kernels yet; write {_hint}")
+
+registry.unsupported(round, "vmap", "round() takes one number; write np.round for arrays")
+registry.unsupported(round, "cuda", "write np.rint (round half to even) in a CUDA kernel")
+registry.unsupported(bool, "vmap", "bool() of a batched value is ambiguous; compare (x != 0)")
 
 for _np_fn, _math_fn in [(np.isnan, math.isnan), (np.isinf, math.isinf),
                          (np.isfinite, math.isfinite)]:

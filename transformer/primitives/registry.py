@@ -82,11 +82,13 @@ class Primitive:
         """Why `transform` does not handle this primitive ('' when it does)."""
         if self.supports(transform):
             return ""
-        return self.reasons.get(transform) or f"no {_WHAT[transform]} registered"
+        return self.reasons.get(transform) or _DEFAULT_REASONS[transform]
 
 
-_WHAT = {"grad": "adjoint rule", "jvp": "tangent rule", "vmap": "batching rule",
-         "jit": "Numba lowering", "cuda": "CUDA scalar form"}
+_DEFAULT_REASONS = {
+    "grad": "no adjoint rule registered", "jvp": "no tangent rule registered",
+    "vmap": "no vectorized batching rule: vmap runs a loop over the examples",
+    "jit": "no Numba lowering registered", "cuda": "no CUDA form registered"}
 
 _RECORDS: dict = {}
 

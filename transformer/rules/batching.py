@@ -898,10 +898,11 @@ elementwise(
     np.true_divide, np.floor_divide, np.where, np.clip, np.heaviside, np.copysign,
     np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
     np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.negative, np.positive,
-    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.round, np.isnan, np.isinf, np.isfinite,
-    np.conj, np.real, np.imag,
+    np.sign, np.floor, np.ceil, np.trunc, np.fix, np.rint, np.round, np.around, np.isnan,
+    np.isinf, np.isfinite, np.conj, np.real, np.imag,
 )
-for _math, _np in [(math.floor, np.floor), (math.ceil, np.ceil), (math.isnan, np.isnan),
+for _math, _np in [(math.floor, np.floor), (math.ceil, np.ceil), (math.trunc, np.trunc),
+                   (math.isnan, np.isnan),
                    (math.isinf, np.isinf), (math.isfinite, np.isfinite)]:
     elementwise(_math, target=_np)
 elementwise(min, target=np.minimum)
