@@ -8,7 +8,7 @@ import gast
 import numpy as np
 
 from . import registry
-from .families import broadcasting
+from .families import broadcasting, lowered
 
 broadcasting(gast.Add, np.add, x="g", y="g", broadcast=True, keeps_int=True)
 broadcasting(gast.Sub, np.subtract, x="g", y="-g", broadcast=True, keeps_int=True)
@@ -43,3 +43,4 @@ for _key in (np.float_power, np.mod, np.logaddexp, np.logaddexp2,
 for _key in (np.add, np.subtract, np.multiply, np.divide):
     registry.unsupported(_key, "cuda", "write the operator (+ - * /) in a CUDA kernel")
 registry.record(math.pow).scalar = "math.pow(x, y)"     # always a float, unlike x ** y
+lowered(math.fmod, np.fmod)          # Numba has no math.fmod; its np.fmod takes numbers

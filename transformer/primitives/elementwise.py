@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from . import registry
-from .families import elementwise, nondifferentiable
+from .families import elementwise, lowered, nondifferentiable
 
 
 def _math(name: str) -> tuple:
@@ -47,6 +47,8 @@ elementwise(np.reciprocal, derivative="-(z * z)", float_result=False)
 elementwise(math.erf, derivative="1.1283791670955126 * np.exp(-x * x)")
 elementwise(np.deg2rad, math.radians, derivative="0.017453292519943295")
 
+if hasattr(math, "cbrt"):
+    lowered(math.cbrt, np.cbrt)      # Numba has no math.cbrt; its np.cbrt takes numbers
 registry.unsupported(np.reciprocal, "cuda", "NumPy's reciprocal of an integer is an integer "
                      "(0 for |x| > 1); write 1.0 / x in a CUDA kernel")
 

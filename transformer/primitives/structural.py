@@ -124,3 +124,9 @@ for _key, _role in [(np.sum, "sum"), (np.dot, "dot"), (np.vdot, "dot"), (np.inne
                     (np.ones_like, "allocation"), (np.empty_like, "allocation"),
                     (np.copy, "allocation")]:
     registry.record(_key).role = _role
+
+# ---------------------------------------------------------------- stated gaps
+
+for _transform in ("grad", "jvp"):
+    registry.unsupported(np.sort, _transform, "no derivative rule for np.sort yet; write "
+                         "x[np.argsort(x)], which is differentiated through the index")
