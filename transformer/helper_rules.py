@@ -321,7 +321,7 @@ def matmul_of_batch(m, x):
     """`matmul(m, x[k])` for every k, `m` a matrix and each `x[k]` a vector: one
     matrix-matrix product, or none when `x` is the identity basis (`m @ e_k` is a
     column of `m`)."""
-    from .rules.batching import dot_right
+    from .runtime.batching import dot_right
     if np.ndim(m) != 2 or np.ndim(x) != 2:
         return dot_right(m, x)
     if is_identity(x):
@@ -331,7 +331,7 @@ def matmul_of_batch(m, x):
 
 @overload(matmul_of_batch)
 def _matmul_of_batch_nb(m, x):
-    from .rules.batching import dot_right
+    from .runtime.batching import dot_right
     if not (isinstance(m, types.Array) and m.ndim == 2 and isinstance(x, types.Array)
             and x.ndim == 2):
         return lambda m, x: dot_right(m, x)
