@@ -413,14 +413,6 @@ def _register_reverse_rules():
         {(True, False, True): _grad_left, (True, False, False): _grad_left_fixed})
     BATCHERS[runtime.matmul_grad_right] = _matmul_grad_rule(
         {(True, False, True): _grad_right})
-    try:
-        from transformer import reverse
-    except ImportError:          # reverse mode not installed in a partial checkout
-        return
-    BATCHERS[reverse.unit_cotangent] = lambda site: (
-        site.helper(runtime.cast_like, const(1.0), site.args[0]), False)
-    RESULT_FLAGS[reverse.unit_cotangent] = lambda flags: False
-    preserving(reverse.float_zeros)
 
 
 _register_runtime_rules()
