@@ -201,9 +201,35 @@ def sorted_total(x):
     return np.sum(np.sort(x) * np.arange(3.0))
 
 
-def test_a_missing_rule_is_a_located_error_with_the_registry_reason():
+def permuted_total(x):
+    return np.sum(x[np.argsort(x)] * np.arange(3.0))
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_a_missing_rule_is_a_located_error_with_the_registry_reason(transform):
+    x = np.array([3.0, 1.0, 2.0])
     with pytest.raises(transformer.TransformError) as info:
-        grad(sorted_total)(np.array([3.0, 1.0, 2.0]))
+        if transform == "grad":
+            grad(sorted_total)(x)
+        else:
+            transformer.jvp(sorted_total, (x,), (np.ones(3),))
     message = str(info.value)
     assert "test_primitive_registry.py" in message and "np.sort(x)" in message
-    assert registry.reason(np.sort, "grad") in message
+    assert registry.reason(np.sort, transform) in message
+
+
+def test_the_hint_of_the_sort_refusal_works():
+    x = np.array([3.0, 1.0, 2.0])
+    np.testing.assert_allclose(grad(permuted_total)(x), [2.0, 0.0, 1.0])   # sorted weights
+    check_vjp(permuted_total, [x])
+
+
+def test_the_passes_tables_are_views_of_the_registry():
+    from transformer import templates
+    from transformer.rules import batching
+    sin = registry.lookup(np.sin)
+    assert templates.ADJOINTS[np.sin] is sin.adjoint
+    assert templates.TANGENTS[np.sin] is sin.tangent
+    assert batching.BATCHERS[np.sin] is sin.batcher
+    assert np.float_power in batching.BATCHERS
+    assert registry.lookup(math.erf).vector(np.array([0.0, 0.5]))[1] == math.erf(0.5)

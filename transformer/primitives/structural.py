@@ -71,6 +71,12 @@ nondifferentiable(np.equal, np.not_equal, np.less, np.less_equal, np.greater,
 
 # ---------------------------------------------------------------- scalar results, roles
 
+for _key in (np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
+             np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
+             np.equal, np.not_equal):
+    registry.record(_key).role = "mask"          # a boolean array from arrays
+registry.record(np.logical_xor).kind = "comparison"
+
 for _key, _class in [(int, "int"), (float, "f64"), (math.floor, "int"), (math.ceil, "int"),
                      (math.trunc, "int"), (math.isnan, "bool"), (math.isinf, "bool"),
                      (math.isfinite, "bool")]:
