@@ -233,3 +233,38 @@ def test_the_passes_tables_are_views_of_the_registry():
     assert batching.BATCHERS[np.sin] is sin.batcher
     assert np.float_power in batching.BATCHERS
     assert registry.lookup(math.erf).vector(np.array([0.0, 0.5]))[1] == math.erf(0.5)
+
+
+# ---------------------------------------------------------------- scalarization
+
+SCALARIZED = sorted((r for r in registry.records() if r.elementwise), key=lambda r: r.name)
+
+
+@pytest.mark.parametrize("r", SCALARIZED, ids=lambda r: r.name)
+def test_the_shape_analysis_splits_every_scalarized_primitive(tmp_path, r):
+    from transformer.frontend import parse
+    from transformer.vector_shapes import Array, Shapes
+    args = "d, d" if r.kind == "binary elementwise" else "d"
+    path = tmp_path / f"split_{_ident(r)}.py"
+    path.write_text(f"import numpy\n\ndef f(pos):\n    d = pos[0] - pos[1]\n"
+                    f"    e = {r.name}({args})\n    return e\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shape = Shapes(parse(module.f), {"pos": Array(2, 3, "f64")}).of["e"]
+    assert isinstance(shape, Array) and shape.last == 3, (r.name, shape)
+
+
+def drift(pos):
+    d = pos[0] - pos[1]
+    e = np.cbrt(d) + np.exp2(d) + np.arcsinh(d) + np.arccosh(d * d + 1.5) + \
+        np.arctanh(0.5 * d) + np.deg2rad(d)
+    return np.sum(e)
+
+
+def test_primitives_the_registry_added_are_scalarized_under_jit():
+    pos = np.random.default_rng(3).random((4, 3))
+    f = jit(drift)
+    text = f.source(pos)
+    assert "np.cbrt(d_0)" in text and "np.deg2rad(d_2)" in text, text
+    assert f(pos) == pytest.approx(drift(pos), rel=1e-13)

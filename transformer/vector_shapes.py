@@ -305,7 +305,7 @@ class Shapes:
                 return scalar
         if target in ALLOCATIONS and len(args) == 1 and not node.keywords:
             return args[0]
-        if target in (int, float) and all(isinstance(a, Scalar) for a in args):
+        if (target is int or target is float) and all(isinstance(a, Scalar) for a in args):
             return Scalar(_scalar_result(target))
         return self._helper(node, target, args)
 
