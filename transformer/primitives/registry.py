@@ -195,7 +195,7 @@ def user_name(key) -> str:
     if isinstance(key, type) and issubclass(key, gast.AST):
         return f"operator {key.__name__}"
     label = getattr(key, "__name__", None) or repr(key)
-    if key is getattr(np.add, "at", None):
+    if key == np.add.at:                 # a bound method: equal, not identical, per access
         return "numpy.add.at"
     module = getattr(key, "__module__", None) or ""
     if isinstance(key, np.ufunc) or module.startswith("numpy"):
@@ -215,8 +215,7 @@ def is_user_facing(key) -> bool:
             isinstance(key, type) and issubclass(key, gast.AST):
         return False
     if isinstance(key, type):
-        return key in (float, int, bool)
+        return key in (float, int, bool, range)
     module = getattr(key, "__module__", None) or ""
-    return isinstance(key, np.ufunc) or module.split(".")[0] in ("numpy", "math", "builtins",
-                                                                 "scipy") \
-        or key is getattr(np.add, "at", None)
+    return isinstance(key, np.ufunc) or key == np.add.at or \
+        module.split(".")[0] in ("numpy", "math", "builtins", "scipy")

@@ -137,3 +137,20 @@ for _transform in ("grad", "jvp"):
     registry.unsupported(np.sort, _transform, "no derivative rule for np.sort yet; write "
                          "x[np.argsort(x)], which is differentiated through the index")
 registry.unsupported(np.broadcast_to, "cuda", "a kernel allocates nothing; index instead")
+
+# ---------------------------------------------------------------- kinds of the hand-written rules
+
+for _kind, _keys in [
+        ("reduction", (np.max, np.amax, np.min, np.amin, np.prod, np.var, np.std, np.cumprod,
+                       np.linalg.norm)),
+        ("linear algebra", (np.dot, np.matmul, np.inner, np.outer, np.vdot, np.einsum,
+                            np.tensordot, np.linalg.det, np.linalg.inv, np.linalg.slogdet,
+                            np.linalg.solve)),
+        ("structural", (np.concatenate, np.stack, np.hstack, np.vstack, np.broadcast_to,
+                        np.sort, np.add.at)),
+        ("elementwise", (np.real, np.imag, np.conj))]:
+    for _key in _keys:
+        registry.record(_key).kind = _kind
+for _key, _form in [(max, "max(x, y)"), (min, "min(x, y)")]:
+    registry.record(_key).kind = "binary elementwise"
+    registry.record(_key).scalar = _form           # builtins CUDA kernels take as they are
