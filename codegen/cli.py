@@ -46,6 +46,7 @@ examples:
   secant compile md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
                                                  compile that into the cache ahead of time
   secant demo                                    jit a pair loop and SELU, print timings
+  secant primitives --format json                the supported functions, by transformation
 """
 
 
@@ -104,9 +105,25 @@ def _add_cache(commands) -> None:
     cache_cli.add_parser(commands)
 
 
+def _add_primitives(commands) -> None:
+    table = commands.add_parser(
+        "primitives", help="list the supported NumPy/math functions and their transformations",
+        description="Each NumPy/math function secant knows, and whether grad, jvp, vmap, "
+        "jit and CUDA support it (with the reason where one does not).")
+    table.add_argument("--format", choices=("text", "json"), default="text",
+                       help="an aligned table (default) or a JSON list of objects")
+    table.set_defaults(handler=primitives_command)
+
+
+def primitives_command(args) -> int:
+    from transformer.primitives.catalog import format_table, primitives
+    print(format_table(primitives(), args.format))
+    return 0
+
+
 # name -> function adding the subcommand's parser; its `handler` default runs it
 COMMANDS = {"show": _add_show, "compile": _add_compile, "demo": _add_demo,
-            "cache": _add_cache}
+            "cache": _add_cache, "primitives": _add_primitives}
 
 
 # ---------------------------------------------------------------- loading the target

@@ -135,3 +135,10 @@ def power_iteration(W, x0, steps):
         h = W @ h
         h = h / np.sqrt(np.sum(h * h))
     return h
+
+
+def registry_additions(x):
+    """The primitives the registry added or gave a CUDA form: erf, deg2rad, cbrt, exp2,
+    the inverse hyperbolic functions."""
+    return math.erf(np.deg2rad(x)) + np.cbrt(x) + np.exp2(x) + np.arcsinh(x) + \
+        np.arctanh(0.5 * np.tanh(x)) + np.arccosh(1.5 + x * x)

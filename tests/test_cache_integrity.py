@@ -257,7 +257,7 @@ def test_unwritable_numba_files_warn_and_compile(cache, monkeypatch):
 
 
 def test_runtime_helpers_cache_inside_the_cache_directory(cache):
-    from transformer.rules import batching
+    from transformer.runtime import batching
     helpers = [batching._empty3_float64, batching._empty3_float32,
                batching._product_float64, batching._product_float32]
     root = modules.cache_dir()

@@ -52,12 +52,12 @@ _INDEXING_HELPERS = {
     runtime.scatter_add: (0, 1, 0),
     runtime.getitem_mask: (0, 1, 0),
     runtime.setitem_mask: (0, 1, 0),
-    "transformer.rules.batching.take_batched": (0, 1, 1),
-    "transformer.rules.batching.index_examples": (0, 1, 1),
+    "transformer.runtime.batching.take_batched": (0, 1, 1),
+    "transformer.runtime.batching.index_examples": (0, 1, 1),
 }
 # helpers of passes that import this one's importers, known by name to keep layers one-way
-_CHECK_SIZE = "transformer.rules.batching.check_size"
-_BATCH_EMPTY = "transformer.rules.batching.batch_empty"
+_CHECK_SIZE = "transformer.runtime.batching.check_size"
+_BATCH_EMPTY = "transformer.runtime.batching.batch_empty"
 _FLOAT_ZEROS = "transformer.reverse.float_zeros"
 _CONSTANT_SHAPE_CALLS = {np.zeros, np.ones, np.empty, np.full}
 _KNOWN_LENGTHS = "secant_known_lengths"     # FunctionDef attribute: param -> (ndim, last)

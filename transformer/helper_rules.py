@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
+from numba.extending import overload
 
 from . import basis, reverse, tape
-from .rules import RULE_GLOBALS
+from .primitives.families import RULE_GLOBALS
+from .syntax import const
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
-                      reshape, reshape_like, scatter_add, squeeze, transpose, unbroadcast,
+                      reshape, reshape_like, squeeze, transpose, unbroadcast,
                       untranspose, update_in_place, zeros_like)
+from .tape_items import (accumulated, accumulated_of_batch, items_end, items_placed,
+                         items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
 nondifferentiable(zeros_like, axis_count, axis_mask, inside)
@@ -116,105 +119,9 @@ def reserve_adjoint(z, t, n):
 # (`SPLIT`), since a rule takes a single result
 
 
-def item_count(x):
-    """How many elements `x` holds (1 for a scalar)."""
-    return np.size(x)
-
-
-@overload(item_count)
-def _item_count_nb(x):
-    if isinstance(x, types.Array):
-        return lambda x: x.size
-    return lambda x: 1
-
-
-def items_pushed(buf, n, value):
-    """`push_items(buf, n, value)[0]`: the buffer holding `value`'s elements from `n`."""
-    return tape.push_items(buf, n, value)[0]
-
-
-@overload(items_pushed)
-def _items_pushed_nb(buf, n, value):
-    return lambda buf, n, value: tape.push_items(buf, n, value)[0]
-
-
-@register_jitable
-def items_end(n, value):
-    """`push_items(buf, n, value)[1]`: the length after the elements of `value`."""
-    return n + item_count(value)
-
-
-def items_popped(buf, n, like):
-    """`pop_items(buf, n, like)[0]`: the elements below `n`, shaped like `like`."""
-    return tape.pop_items(buf, n, like)[0]
-
-
-@overload(items_popped)
-def _items_popped_nb(buf, n, like):
-    return lambda buf, n, like: tape.pop_items(buf, n, like)[0]
-
-
-@register_jitable
-def items_start(n, like):
-    """`pop_items(buf, n, like)[1]`: the length before the elements popped."""
-    return n - item_count(like)
-
-
-def items_slice(g, n, value):
-    """The elements of flat `g` from `n` that `value` was pushed into, shaped like it."""
-    if np.ndim(value) == 0:
-        return g[n]
-    return np.array(g[n:n + np.size(value)], copy=True).reshape(np.shape(value))
-
-
-@overload(items_slice)
-def _items_slice_nb(g, n, value):
-    if not isinstance(value, types.Array):
-        return lambda g, n, value: g[n]
-    return lambda g, n, value: g[n:n + value.size].copy().reshape(value.shape)
-
-
-def items_rest(g, buf, n, value):
-    """`g` cut to `buf`'s length without the elements `value` was pushed into."""
-    rest = np.array(g[:np.shape(buf)[0]], copy=True)
-    rest[n:n + item_count(value)] = 0
-    return rest
-
-
-@overload(items_rest)
-def _items_rest_nb(g, buf, n, value):
-    def impl(g, buf, n, value):
-        rest = g[:buf.shape[0]].copy()
-        rest[n:n + item_count(value)] = 0
-        return rest
-    return impl
-
-
-def items_placed(g, buf, n, like):
-    """Zeros shaped like `buf`, with `g` (shaped like `like`) where it was popped from."""
-    out = np.zeros(np.shape(buf)[0], np.result_type(buf, g))
-    out[n - item_count(like):n] = np.ravel(g)
-    return out
-
-
-@overload(items_placed)
-def _items_placed_nb(g, buf, n, like):
-    def impl(g, buf, n, like):
-        out = np.zeros(buf.shape[0], buf.dtype)
-        flat = np.ravel(np.asarray(g))
-        start = n - item_count(like)
-        for k in range(flat.size):
-            out[start + k] = flat[k]
-        return out
-    return impl
-
-
 nondifferentiable(items_end, items_start)
-tape.INTEGER_RESULTS += [items_end, items_start]       # positions in an element buffer
 for _helper in (tape_rest, tape_head, items_rest, items_placed):
     reverse.shape_argument(_helper, 1)      # each reads the tape or buffer for its length
-SPLIT = {tape.push_items: (items_pushed, items_end),
-         tape.pop_items: (items_popped, items_start)}
 
 
 @adjoint(items_pushed)
@@ -321,7 +228,7 @@ def matmul_of_batch(m, x):
     """`matmul(m, x[k])` for every k, `m` a matrix and each `x[k]` a vector: one
     matrix-matrix product, or none when `x` is the identity basis (`m @ e_k` is a
     column of `m`)."""
-    from .rules.batching import dot_right
+    from .runtime.batching import dot_right
     if np.ndim(m) != 2 or np.ndim(x) != 2:
         return dot_right(m, x)
     if is_identity(x):
@@ -331,7 +238,7 @@ def matmul_of_batch(m, x):
 
 @overload(matmul_of_batch)
 def _matmul_of_batch_nb(m, x):
-    from .rules.batching import dot_right
+    from .runtime.batching import dot_right
     if not (isinstance(m, types.Array) and m.ndim == 2 and isinstance(x, types.Array)
             and x.ndim == 2):
         return lambda m, x: dot_right(m, x)
@@ -396,49 +303,19 @@ def _broadcast_like_of_batch_nb(t, z):
     return each
 
 
-def accumulated(target, index, values):
-    """`scatter_add(target, index, values)`, then `target`: the in-place accumulation as a
-    value, which tangent code assigns (`dbx = accumulated(dbx, i, dv)`) so that every
-    transformation sees the data flow into `dbx`."""
-    scatter_add(target, index, values)
-    return target
-
-
-@overload(accumulated)
-def _accumulated_nb(target, index, values):
-    def impl(target, index, values):
-        scatter_add(target, index, values)
-        return target
-    return impl
-
-
-tape.SHAPE_FROM[accumulated] = 0
-
-
 @adjoint(accumulated)
 def accumulated_adjoint(z, target, index, values):
     d[target] += d[z]
     d[values] += unbroadcast(d[z][index], values)
 
 
-def accumulated_of_batch(target, index, values):
-    """`accumulated(target[k], index, values[k])` for every k."""
-    for k in range(np.shape(target)[0]):
-        scatter_add(target[k], index, values[k])
-    return target
-
-
-@overload(accumulated_of_batch)
-def _accumulated_of_batch_nb(target, index, values):
-    def impl(target, index, values):
-        for k in range(target.shape[0]):
-            scatter_add(target[k], index, values[k])
-        return target
-    return impl
-
-
 def _register_batching() -> None:
-    from .rules.batching import BATCHERS, LINEAR
+    from .rules.batching import BATCHERS, LINEAR, RESULT_FLAGS, preserving
+
+    BATCHERS[reverse.unit_cotangent] = lambda site: (
+        site.helper(cast_like, const(1.0), site.args[0]), False)
+    RESULT_FLAGS[reverse.unit_cotangent] = lambda flags: False
+    preserving(reverse.float_zeros)
 
     def grad_right(site):
         if site.keywords or len(site.args) != 3 or list(site.batched) != [True, False, False]:

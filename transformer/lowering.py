@@ -31,12 +31,11 @@ from codegen import emit
 from . import einsum, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
+from .primitives import registry
 from .syntax import as_load
 
-# calls whose result is a boolean array when their arguments are
-_MASK_CALLS = {np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan,
-               np.isinf, np.isfinite, np.greater, np.greater_equal, np.less, np.less_equal,
-               np.equal, np.not_equal}
+# calls whose result is a boolean array when their arguments are (primitive registry)
+_MASK_CALLS = registry.Members(lambda r: r.role == "mask")
 _IN_PLACE_ADDERS = {runtime.matmul_grad_left: runtime.matmul_grad_left_add,
                     runtime.matmul_grad_right: runtime.matmul_grad_right_add}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",

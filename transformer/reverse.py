@@ -1407,13 +1407,13 @@ class _Reverse:
 def _accumulating() -> tuple:
     """The helpers that return their first argument after writing into it in place
     (or a larger copy of it, for a tape that grows)."""
-    from .helper_rules import accumulated, items_pushed   # helper_rules imports reverse
+    from .tape_items import accumulated, items_pushed
     return (accumulated, items_pushed, tape.push)
 
 
 def _tape_makers() -> tuple:
     """The helpers whose result is a tape or an element buffer."""
-    from .helper_rules import items_pushed
+    from .tape_items import items_pushed
     return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
             items_pushed)
 

@@ -66,7 +66,7 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
     """In every block: `scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, and a pair
     `t = push_items(...)` (or `pop_items`) -> `t_0 = items_pushed(...)`,
     `t_1 = items_end(...)`, its reads `t[0]`, `t[1]` then naming those."""
-    from .helper_rules import SPLIT, accumulated
+    from .tape_items import SPLIT, accumulated
     for k in reversed(range(len(stmts))):
         stmt = stmts[k]
         for field in ("body", "orelse"):

@@ -53,12 +53,13 @@ import builtins
 import copy
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 
 import gast
 
 from transformer import runtime
+from transformer.primitives import registry
 
 __all__ = [
     "MissingRule",
@@ -90,26 +91,29 @@ class Template:
     broadcast: bool = False
 
 
-ADJOINTS: dict[object, Template] = {}
-TANGENTS: dict[object, Template] = {}
-NONDIFFERENTIABLE: set = set()
+# Views of the primitive registry (`transformer.primitives.registry`): the rules live in
+# its records, one per primitive.
+ADJOINTS: MutableMapping[object, Template] = registry.Field("adjoint")
+TANGENTS: MutableMapping[object, Template] = registry.Field("tangent")
+NONDIFFERENTIABLE = registry.Members(lambda r: r.nondifferentiable)
 # key -> check(call_args, call_keywords) raising MissingRule for a call its rules cannot
 # take (e.g. einsum subscripts), so the error is raised while transforming, at the call
-CALL_CHECKS: dict[object, Callable] = {}
+CALL_CHECKS: MutableMapping[object, Callable] = registry.Field("call_check")
 
 
 # ---------------------------------------------------------------- registration
 
 
 def describe(key) -> str:
-    """A readable name for a primitive key: ``numpy.linalg.qr``, ``operator Mult``."""
+    """A readable name for a primitive key (``numpy.linalg.qr``, ``operator Mult``), with
+    the registry's reason when it states why a derivative is missing."""
     if isinstance(key, str):
         return key
     if isinstance(key, type) and issubclass(key, gast.AST):
         return f"operator {key.__name__}"
-    module = getattr(key, "__module__", None) or "numpy"
-    name = getattr(key, "__qualname__", None) or getattr(key, "__name__", repr(key))
-    return name if module == "builtins" else f"{module}.{name}"
+    why = registry.reason(key, "grad") or registry.reason(key, "jvp")
+    label = registry.user_name(key)
+    return f"{label} ({why})" if why else label
 
 
 def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
@@ -152,9 +156,9 @@ def _literal(node):
     return ast.literal_eval(gast.gast_to_ast(gast.Expression(body=node)))
 
 
-def _register(registry, keys, template):
+def _register(table, keys, template):
     for key in keys:
-        registry[key] = template
+        table[key] = template
 
 
 def adjoint(*keys, result: bool = True):
@@ -175,21 +179,13 @@ def tangent(*keys, result: bool = True, broadcast: bool = False):
 
 def nondifferentiable(*keys) -> None:
     """Mark primitives whose outputs carry no derivative (shapes, constructors, rounding)."""
-    NONDIFFERENTIABLE.update(keys)
+    for key in keys:
+        registry.record(key).nondifferentiable = True
 
 
-def _ensure_rules_loaded():
-    import transformer.rules  # noqa: F401  (registers the built-in rules)
-
-
-def _lookup(registry, key):
-    _ensure_rules_loaded()
-    if isinstance(key, gast.AST):
-        key = type(key)
-    try:
-        return registry.get(key)
-    except TypeError:  # unhashable key
-        return None
+def _lookup(table, key):
+    """``table[key]`` (a registry view), or None; an operator node reads as its class."""
+    return table.get(type(key) if isinstance(key, gast.AST) else key)
 
 
 def has_adjoint(key) -> bool:
@@ -201,11 +197,7 @@ def has_tangent(key) -> bool:
 
 
 def is_nondifferentiable(key) -> bool:
-    _ensure_rules_loaded()
-    try:
-        return key in NONDIFFERENTIABLE
-    except TypeError:
-        return False
+    return key in NONDIFFERENTIABLE
 
 
 # ---------------------------------------------------------------- expansion

@@ -23,7 +23,6 @@ helpers); every other form is UNKNOWN, which makes the analysis safe to act on.
 from __future__ import annotations
 
 import builtins
-import math
 from typing import NamedTuple
 
 import gast
@@ -32,6 +31,7 @@ import numpy as np
 
 from . import runtime
 from .function import Function, resolve
+from .primitives import registry
 
 MAX_LENGTH = 4   # longest trailing axis recorded in a specialization
 
@@ -143,21 +143,19 @@ def is_int(shape) -> bool:
 
 # ---------------------------------------------------------------------------- known calls
 
-_ELEMENTWISE = {np.round, np.around, np.rint, np.floor, np.ceil, np.trunc, np.abs,
-                np.absolute, np.fabs, np.sign, np.sqrt, np.square, np.exp, np.expm1, np.log,
-                np.log1p, np.log2, np.log10, np.sin, np.cos, np.tan, np.arcsin, np.arccos,
-                np.arctan, np.sinh, np.cosh, np.tanh, np.negative, np.reciprocal,
-                np.maximum, np.minimum, np.power, np.arctan2, np.hypot, np.copysign}
-_KEEPS_INT = {np.round, np.around, np.rint, np.abs, np.absolute, np.sign, np.square,
-              np.negative, np.maximum, np.minimum, np.power}
-_ONE_ARGUMENT = {np.round, np.around}    # with decimals, Numba's scalar round is float64
-SUMS = {np.sum}
-ALLOCATIONS = {np.zeros_like, np.ones_like, np.empty_like, np.copy}   # shaped like arg 0
-DOTS = {np.dot, np.vdot, np.inner}
-NORMS = {np.linalg.norm}
-_SCALAR_RESULTS = {int: Scalar("int"), float: Scalar("f64")}
-_MATH_INT = {math.floor, math.ceil, math.trunc}
-_MATH_BOOL = {math.isnan, math.isinf, math.isfinite}
+# Classes of known calls, read from the primitive registry (`transformer.primitives`)
+_ELEMENTWISE = registry.Members(lambda r: r.elementwise)
+_KEEPS_INT = registry.Members(lambda r: r.keeps_int)
+_ONE_ARGUMENT = registry.Members(lambda r: r.unary_only)  # Numba's round(x, n) is float64
+SUMS = registry.Members(lambda r: r.role == "sum")
+ALLOCATIONS = registry.Members(lambda r: r.role == "allocation")   # shaped like arg 0
+DOTS = registry.Members(lambda r: r.role == "dot")
+NORMS = registry.Members(lambda r: r.role == "norm")
+
+
+def _scalar_result(target):
+    found = registry.lookup(target)
+    return found.scalar_result if found is not None else None
 
 
 def helpers() -> dict:
@@ -176,10 +174,7 @@ def is_range(target) -> bool:
 
 
 def is_elementwise(target) -> bool:
-    try:
-        return target in _ELEMENTWISE
-    except TypeError:        # unhashable objects are never ufuncs
-        return False
+    return target in _ELEMENTWISE
 
 
 # ---------------------------------------------------------------------------- inference
@@ -310,8 +305,8 @@ class Shapes:
                 return scalar
         if target in ALLOCATIONS and len(args) == 1 and not node.keywords:
             return args[0]
-        if target in _SCALAR_RESULTS and all(isinstance(a, Scalar) for a in args):
-            return _SCALAR_RESULTS[target]
+        if (target is int or target is float) and all(isinstance(a, Scalar) for a in args):
+            return Scalar(_scalar_result(target))
         return self._helper(node, target, args)
 
     def _helper(self, node, target, args):
@@ -370,10 +365,8 @@ def _elementwise_dtype(shape, target):
 def _scalar_function(target, args):
     """The class of a math function or abs/min/max of scalars; None for other targets."""
     dtype = "other" if any(a.dtype == "other" for a in args) else "f64"
-    if target in _MATH_INT:
-        return Scalar("int")
-    if target in _MATH_BOOL:
-        return Scalar("bool")
+    if getattr(target, "__module__", None) == "math" and _scalar_result(target):
+        return Scalar(_scalar_result(target))
     if getattr(target, "__module__", None) == "math" and callable(target):
         return Scalar(dtype)
     if target in (abs, min, max):

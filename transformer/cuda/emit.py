@@ -30,6 +30,7 @@ from .checks import flag_failed_indices
 from transformer.desugar import desugar
 from transformer.function import Function, resolve
 from transformer.names import loaded_names
+from transformer.primitives import registry
 from transformer.specialize import fold_constants
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
@@ -215,15 +216,15 @@ class _FoldShapes(gast.NodeTransformer):
 
 # ---------------------------------------------------------------- scalar math
 
-_MATH = {np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos",
-         np.tan: "tan", np.tanh: "tanh", np.sinh: "sinh", np.cosh: "cosh",
-         np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan", np.arcsinh: "asinh",
-         np.arccosh: "acosh", np.arctanh: "atanh", np.log1p: "log1p", np.expm1: "expm1",
-         np.log2: "log2", np.log10: "log10", np.floor: "floor", np.ceil: "ceil",
-         np.arctan2: "atan2", np.hypot: "hypot", np.isnan: "isnan", np.isinf: "isinf",
-         np.isfinite: "isfinite"}
-_BUILTIN = {np.abs: abs, np.fabs: abs, np.maximum: max, np.minimum: min}
-
+def _scalar_form(func, nargs: int):
+    """The registry's scalar form of `func` (`math.sin(x)`), parsed, for `nargs` arguments;
+    None when it has none, or none CUDA may use."""
+    found = registry.lookup(func)
+    if found is None or found.scalar is None or registry.reason(func, "cuda"):
+        return None
+    expr = gast.parse(found.scalar, mode="eval").body
+    params = sorted({n.id for n in gast.walk(expr) if isinstance(n, gast.Name)} & {"x", "y"})
+    return expr if len(params) == nargs else None
 
 def scalar_math(fn: Function, float_dtype=np.float64) -> Function:
     """NumPy calls on scalars become `math.*`, builtins and operators."""
@@ -277,18 +278,9 @@ class _ScalarMath(StatementRewriter):
         func = resolve(self.fn, value.func, None)
         args = value.args
         target = stmt.targets[0]
-        if func in _MATH:
-            value.func = self.binder.ref(math, "math", _MATH[func])
-        elif func in _BUILTIN:
-            value.func = name(self.binder.bind(_BUILTIN[func], _BUILTIN[func].__name__))
-        elif func is np.power:
-            stmt.value = gast.BinOp(left=args[0], op=gast.Pow(), right=args[1])
-        elif func is np.square:
-            stmt.value = gast.BinOp(left=args[0], op=gast.Mult(), right=copy.deepcopy(args[0]))
-        elif func in (np.round, np.around, np.rint) and len(args) == 1:
-            value.func = name(self.binder.bind(_rint(self.float_dtype), "rint"))
-        elif func is np.negative:
-            stmt.value = gast.UnaryOp(op=gast.USub(), operand=args[0])
+        form = _scalar_form(func, len(args)) if not value.keywords else None
+        if form is not None:
+            stmt.value = self.instantiate(form, args)
         elif func is np.clip:
             low = call(name(self.binder.bind(max, "max")), args[0], args[1])
             return [assign(copy.deepcopy(target), low),
@@ -298,6 +290,21 @@ class _ScalarMath(StatementRewriter):
             return [gast.If(test=args[0], body=[assign(copy.deepcopy(target), args[1])],
                             orelse=[assign(target, args[2])])]
         return [stmt]
+
+
+    def instantiate(self, form, args):
+        """The scalar form with `x`/`y` replaced by `args` and its other names (`math`,
+        `abs`, `rint`) bound in the environment."""
+        scope = {"math": math, "abs": abs, "max": max, "min": min,
+                 "rint": _rint(self.float_dtype)}
+        params = {"x": args[0], "y": args[1] if len(args) > 1 else None}
+
+        class Bind(gast.NodeTransformer):
+            def visit_Name(inner, node):
+                if node.id in params:
+                    return copy.deepcopy(params[node.id])
+                return name(self.binder.bind(scope[node.id], node.id))
+        return Bind().visit(copy.deepcopy(form))
 
 
 def _word(atom) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import math
 
 import gast
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from transformer import reverse, runtime, tape
 from transformer.function import Function, resolve
 from transformer.names import Namer
+from transformer.primitives import registry
 from transformer.syntax import dotted
 
 
@@ -74,24 +74,16 @@ def result_dtype(*specs: Spec) -> np.dtype:
     return np.result_type(*strong, *weak)
 
 
-# NumPy and math functions that act element by element on their arguments
-ELEMENTWISE = {
-    np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.sinh, np.cosh,
-    np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh, np.arctanh, np.log1p,
-    np.expm1, np.log2, np.log10, np.floor, np.ceil, np.abs, np.fabs, np.power,
-    np.maximum, np.minimum, np.arctan2, np.hypot, np.square, np.where, np.clip,
-    np.isnan, np.isinf, np.isfinite, np.negative, np.round, np.around, np.rint,
-}
-_PREDICATES = {np.isnan, np.isinf, np.isfinite, math.isnan, math.isinf, math.isfinite}
-_FLOAT_RESULT = {np.exp, np.log, np.sqrt, np.sin, np.cos, np.tan, np.tanh, np.sinh,
-                 np.cosh, np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh,
-                 np.arctanh, np.log1p, np.expm1, np.log2, np.log10, np.arctan2, np.hypot}
+# NumPy and math functions that act element by element on their arguments (read from the
+# primitive registry, `transformer.primitives`)
+ELEMENTWISE = registry.Members(lambda r: r.cuda in ("elementwise", "predicate") and
+                               not registry.reason(r.key, "cuda"))
+_PREDICATES = registry.Members(lambda r: r.cuda == "predicate")
+_FLOAT_RESULT = registry.Members(lambda r: r.float_result)
 _TAPES = {tape.float_tape, tape.exact_tape, tape.items_buffer, tape.push, tape.reserve}
-REDUCTIONS = {np.sum, np.max, np.min, np.amax, np.amin, np.prod, np.dot}
-PRODUCTS = {np.outer, np.matmul}
-ALLOCATIONS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like, np.copy}
-
+REDUCTIONS = registry.Members(lambda r: r.cuda == "reduction")
+PRODUCTS = registry.Members(lambda r: r.cuda == "product")
+ALLOCATIONS = registry.Members(lambda r: r.cuda in ("allocation", "like_allocation"))
 
 def infer(fn: Function, specs: dict, float_dtype) -> dict:
     """Name -> Spec for the parameters and every local with one consistent Spec."""
@@ -347,7 +339,7 @@ class Inference:
         return Spec(np.dtype(dtype), shape)
 
 
-LIKE_ALLOCATIONS = {np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.copy}
+LIKE_ALLOCATIONS = registry.Members(lambda r: r.cuda == "like_allocation")
 # position of the dtype argument when passed positionally
 _DTYPE_POSITION = {np.zeros: 1, np.ones: 1, np.empty: 1, np.full: 2, np.zeros_like: 1,
                    np.ones_like: 1, np.empty_like: 1, np.full_like: 2}

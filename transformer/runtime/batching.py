@@ -1,0 +1,675 @@
+"""Runtime helpers of batched code: how a value with a leading batch axis is aligned,
+reduced, multiplied, indexed and reshaped example by example.
+
+Generated code never knows ranks (the source is written before any argument is seen), so
+rank-dependent steps go through these helpers. Each is a plain NumPy function with a
+`numba.extending.overload` that picks its implementation from the Numba types, so inside
+compiled code a helper whose ranks already agree costs nothing. The batching rules that
+emit them live in `transformer.rules.batching`. Imports only NumPy, Numba, `math` and the
+runtime package.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+# ====================================================================== runtime helpers
+
+
+def _ndim(ty) -> int:
+    return ty.ndim if isinstance(ty, types.Array) else 0
+
+
+def _pad(x, rank: int):
+    """Batched `x` with ones inserted after the batch axis so it has `rank` example axes."""
+    extra = rank - (np.ndim(x) - 1)
+    if extra <= 0:
+        return x
+    return np.reshape(x, np.shape(x)[:1] + (1,) * extra + np.shape(x)[1:])
+
+
+def _pad_nb(x, rank: int):
+    extra = rank - (_ndim(x) - 1)
+    if extra <= 0:
+        return lambda x, ref: x
+    # The new shape is written out with literal ones: inlined, Numba's parfor pass
+    # (`jit(parallel=True)`) then sees the padded axes have length 1 and accepts the
+    # broadcast; a shape built by tuple concatenation reads as unknown sizes, and the
+    # (B, 1) - (B, k) broadcast failed its size assertion.
+    dims = ["x.shape[0]"] + ["1"] * extra + [f"x.shape[{i}]" for i in range(1, _ndim(x))]
+    namespace = {"np": np}
+    exec(f"def impl(x, ref):\n"
+         f"    return np.ascontiguousarray(x).reshape(({', '.join(dims)},))\n", namespace)
+    return namespace["impl"]
+
+
+def align(x, ref):
+    """Batched `x` shaped to broadcast against the unbatched `ref` example by example."""
+    return _pad(x, np.ndim(ref))
+
+
+@overload(align, inline="always")
+def _align_nb(x, ref):
+    return _pad_nb(x, _ndim(ref))
+
+
+def align_batched(x, ref):
+    """Batched `x` shaped to broadcast against the batched `ref` example by example."""
+    return _pad(x, np.ndim(ref) - 1)
+
+
+@overload(align_batched, inline="always")
+def _align_batched_nb(x, ref):
+    return _pad_nb(x, _ndim(ref) - 1)
+
+
+def broadcast_batch(value, size):
+    """`size` copies of an unbatched value stacked on a new leading axis (writable)."""
+    value = np.asarray(value)
+    out = np.empty((size,) + value.shape, value.dtype)
+    out[...] = value
+    return out
+
+
+@overload(broadcast_batch)
+def _broadcast_batch_nb(value, size):
+    if isinstance(value, types.Array):
+        def impl(value, size):
+            out = np.empty((size,) + value.shape, value.dtype)
+            for b in range(size):
+                out[b] = value
+            return out
+        return impl
+    return lambda value, size: np.full(size, value)
+
+
+def batch_size_of(value):
+    """The length of the batch axis of a batched argument (its first leaf for containers)."""
+    while isinstance(value, (tuple, list, dict)):
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+    return np.shape(value)[0]
+
+
+@overload(batch_size_of)
+def _batch_size_of_nb(value):
+    if isinstance(value, types.BaseTuple):
+        return lambda value: batch_size_of(value[0])
+    return lambda value: value.shape[0]
+
+
+def check_size(size, other, first: str, second: str):
+    """Raise when two mapped arguments disagree on the batch size."""
+    if size != other:
+        raise ValueError(f"vmap got inconsistent sizes for the mapped axis: argument "
+                         f"{first!r} has size {size} but {second!r} has size {other}")
+
+
+@overload(check_size)
+def _check_size_nb(size, other, first, second):
+    def impl(size, other, first, second):
+        if size != other:
+            raise ValueError("vmap got inconsistent sizes for the mapped axis "
+                             "(first argument, its size, other argument, its size):",
+                             first, size, second, other)
+    return impl
+
+
+def check_examples(size):
+    """The loop strategy computes the first example to size its results: it needs one."""
+    if size == 0:
+        raise ValueError("vmap over an empty batch: this function is batched with the loop "
+                         "strategy, which needs at least one example")
+
+
+@overload(check_examples)
+def _check_examples_nb(size):
+    def impl(size):
+        if size == 0:
+            raise ValueError("vmap over an empty batch: this function is batched with the "
+                             "loop strategy, which needs at least one example")
+    return impl
+
+
+def to_front(x, axis):
+    """`x` with its mapped axis `axis` moved to the front (axis 0)."""
+    return np.moveaxis(x, axis, 0)
+
+
+def from_front(x, axis):
+    """The batch axis of `x` moved from the front to position `axis` (out_axes)."""
+    return np.moveaxis(x, 0, axis)
+
+
+def _moved_nb(x, axis, forward: bool):
+    if not isinstance(x, types.Array):
+        raise TypingError("vmap: the mapped axis of a scalar")
+    ndim = x.ndim
+    value = axis.literal_value if isinstance(axis, types.IntegerLiteral) else None
+    if value is None:
+        raise TypingError("vmap: in_axes/out_axes must be constants")
+    value %= ndim
+    order = list(range(ndim))
+    if forward:
+        order = [value] + [a for a in order if a != value]
+    else:
+        order = order[1:value + 1] + [0] + order[value + 1:]
+    perm = tuple(order)
+    return lambda x, axis: np.transpose(x, perm)
+
+
+@overload(to_front)
+def _to_front_nb(x, axis):
+    return _moved_nb(x, axis, True)
+
+
+@overload(from_front)
+def _from_front_nb(x, axis):
+    return _moved_nb(x, axis, False)
+
+
+def batch_axis(axis):
+    """An example axis number as an axis of the batched array."""
+    if isinstance(axis, tuple):
+        return tuple(batch_axis(a) for a in axis)
+    return axis + 1 if axis >= 0 else axis
+
+
+@overload(batch_axis)
+def _batch_axis_nb(axis):
+    if isinstance(axis, types.Integer):
+        return lambda axis: axis + 1 if axis >= 0 else axis
+    raise TypingError("vmap: a reduction axis must be an int here")
+
+
+def example_axes(x):
+    """Every axis of batched `x` but the batch axis (for whole-example reductions)."""
+    return tuple(range(1, np.ndim(x)))
+
+
+def _whole_example(np_fn, name_: str, doc: str):
+    """A reduction of each example over all its axes, e.g. `sum_examples(x)`."""
+    def python(x):
+        return np_fn(x, axis=tuple(range(1, np.ndim(x))))
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = doc
+
+    @overload(python)
+    def _nb(x):
+        if x.ndim == 1:                 # scalar examples: the reduction of one value
+            if name_ in ("any_examples", "all_examples"):
+                return lambda x: x != 0
+            return lambda x: x.copy()
+
+        def impl(x):
+            first = np_fn(x[0])
+            out = np.empty(x.shape[0], np.asarray(first).dtype)
+            out[0] = first
+            for b in range(1, x.shape[0]):
+                out[b] = np_fn(x[b])
+            return out
+        return impl
+    return python
+
+
+sum_examples = _whole_example(np.sum, "sum_examples", "np.sum of each example.")
+mean_examples = _whole_example(np.mean, "mean_examples", "np.mean of each example.")
+prod_examples = _whole_example(np.prod, "prod_examples", "np.prod of each example.")
+max_examples = _whole_example(np.max, "max_examples", "np.max of each example.")
+min_examples = _whole_example(np.min, "min_examples", "np.min of each example.")
+any_examples = _whole_example(np.any, "any_examples", "np.any of each example.")
+all_examples = _whole_example(np.all, "all_examples", "np.all of each example.")
+
+
+def _arg_nb(np_fn):
+    def impl(x):
+        out = np.empty(x.shape[0], np.int64)
+        for b in range(x.shape[0]):
+            out[b] = np_fn(x[b])
+        return out
+    return impl
+
+
+def _index_of_example(np_fn, name_: str):
+    """`np.argmax`-like of each flattened example."""
+    def python(x):
+        return np_fn(np.reshape(x, (np.shape(x)[0], -1)), axis=1)
+    python.__name__ = python.__qualname__ = name_
+    python.__doc__ = f"np.{np_fn.__name__} of each flattened example."
+
+    @overload(python)
+    def _nb(x):
+        return _arg_nb(np_fn)
+    return python
+
+
+argmax_examples = _index_of_example(np.argmax, "argmax_examples")
+argmin_examples = _index_of_example(np.argmin, "argmin_examples")
+
+
+# ---------------------------------------------------------------- products
+
+def _matmul_right(m, x):
+    """Per example `m @ x[b]`, `m` unbatched."""
+    if np.ndim(x) == 2:               # vectors: one matrix-matrix product
+        return x @ np.transpose(m) if np.ndim(m) == 2 else x @ m
+    return np.matmul(m, x)
+
+
+def _matmul_both(a, x):
+    """Per example `a[b] @ x[b]`."""
+    if np.ndim(a) == 2 and np.ndim(x) == 2:
+        return np.sum(a * x, axis=1)
+    if np.ndim(x) == 2:
+        return np.matmul(a, x[..., None])[..., 0]
+    if np.ndim(a) == 2:
+        return np.matmul(a[:, None, :], x)[:, 0]
+    return np.matmul(a, x)
+
+
+def dot_left(a, b):
+    """Per example `np.dot(a[k], b)`: only the left operand is batched."""
+    if np.ndim(b) == 0 or np.ndim(a) == 1:
+        return align(a, b) * b
+    return np.matmul(a, b)
+
+
+def dot_right(a, b):
+    """Per example `np.dot(a, b[k])`: only the right operand is batched."""
+    if np.ndim(a) == 0 or np.ndim(b) == 1:
+        return a * align(b, a)
+    return _matmul_right(a, b)
+
+
+def dot_both(a, b):
+    """Per example `np.dot(a[k], b[k])`: both operands are batched."""
+    if np.ndim(a) == 1 or np.ndim(b) == 1:
+        return align_batched(a, b) * align_batched(b, a)
+    return _matmul_both(a, b)
+
+
+@register_jitable
+def _contig(a):
+    return np.ascontiguousarray(a)
+
+
+@overload(dot_left)
+def _dot_left_nb(a, b):
+    if _ndim(b) == 0 or _ndim(a) == 1:
+        return lambda a, b: align(a, b) * b
+    if _ndim(a) == 2 and _ndim(b) == 2 and _numpy_product(a, b) is not None:
+        product = _numpy_product(a, b)                 # vectors times a matrix
+        return lambda a, b: product(a, b)
+    if _ndim(a) == 2:
+        return lambda a, b: np.dot(_contig(a), _contig(b))
+    if _ndim(a) == 3 and _ndim(b) in (1, 2):
+        def impl(a, b):
+            first = np.dot(_contig(a[0]), _contig(b))
+            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            for k in range(a.shape[0]):
+                out[k] = np.dot(_contig(a[k]), _contig(b))
+            return out
+        return impl
+    raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
+
+
+@overload(dot_right)
+def _dot_right_nb(a, b):
+    if _ndim(a) == 0 or _ndim(b) == 1:
+        return lambda a, b: a * align(b, a)
+    if _ndim(b) == 2 and _ndim(a) == 2 and _numpy_product(b, a) is not None:
+        product = _numpy_product(b, a)                 # matrix times vectors: one product
+        return lambda a, b: product(b, a.T)
+    if _ndim(b) == 2 and _ndim(a) == 2:
+        return lambda a, b: np.dot(_contig(b), a.T)
+    if _ndim(b) == 2 and _ndim(a) == 1:
+        return lambda a, b: np.dot(_contig(b), _contig(a))
+    if _ndim(b) == 3 and _ndim(a) in (1, 2):
+        def impl(a, b):
+            first = np.dot(_contig(a), _contig(b[0]))
+            out = np.empty((b.shape[0],) + np.shape(first), first.dtype)
+            for k in range(b.shape[0]):
+                out[k] = np.dot(_contig(a), _contig(b[k]))
+            return out
+        return impl
+    raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
+
+
+@overload(dot_both)
+def _dot_both_nb(a, b):
+    if _ndim(a) == 1 or _ndim(b) == 1:
+        return lambda a, b: align_batched(a, b) * align_batched(b, a)
+    if _ndim(a) == 2 and _ndim(b) == 2:
+        return lambda a, b: np.sum(a * b, axis=1)
+    if _ndim(a) in (2, 3) and _ndim(b) in (2, 3):
+        def impl(a, b):
+            first = np.dot(_contig(a[0]), _contig(b[0]))
+            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            for k in range(a.shape[0]):
+                out[k] = np.dot(_contig(a[k]), _contig(b[k]))
+            return out
+        return impl
+    raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
+
+
+def outer_left(a, b):
+    """Per example `np.outer(a[k], b)`."""
+    flat = np.reshape(a, (np.shape(a)[0], -1))
+    return flat[:, :, None] * np.ravel(b)[None, None, :]
+
+
+def outer_right(a, b):
+    """Per example `np.outer(a, b[k])`."""
+    flat = np.reshape(b, (np.shape(b)[0], -1))
+    return np.ravel(a)[None, :, None] * flat[:, None, :]
+
+
+def outer_both(a, b):
+    """Per example `np.outer(a[k], b[k])`."""
+    fa = np.reshape(a, (np.shape(a)[0], -1))
+    fb = np.reshape(b, (np.shape(b)[0], -1))
+    return fa[:, :, None] * fb[:, None, :]
+
+
+# For outputs of many megabytes NumPy's allocator (transparent huge pages) spares most of
+# the page faults Numba's own allocator takes, which makes writing a batch of outer
+# products several times faster; large products run NumPy's matmul, the BLAS a batched
+# NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
+# module-level functions so that code calling them stays cacheable. No `cache=True`:
+# secant's backend gives them a sealed disk cache inside its cache directory
+# (codegen/cache_numba.py), so nothing is written into the installed package.
+
+@numba.njit
+def _empty3_float64(shape):
+    with numba.objmode(out="float64[:, :, ::1]"):
+        out = np.empty(shape, np.float64)
+    return out
+
+
+@numba.njit
+def _empty3_float32(shape):
+    with numba.objmode(out="float32[:, :, ::1]"):
+        out = np.empty(shape, np.float32)
+    return out
+
+
+@numba.njit
+def _product_float64(a, b):
+    with numba.objmode(out="float64[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+@numba.njit
+def _product_float32(a, b):
+    with numba.objmode(out="float32[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
+
+
+def _numpy_empty(dtype):
+    """The 3-d allocator for `dtype`: through NumPy for float32/float64."""
+    return {np.dtype(np.float64): _empty3_float64,
+            np.dtype(np.float32): _empty3_float32}.get(np.dtype(dtype))
+
+
+def _numpy_product(a, b):
+    """`a @ b` of two matrices through NumPy when both have one float dtype, else None."""
+    if a.dtype != b.dtype:
+        return None
+    return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
+
+
+def _outer_nb(a, b, left_batched: bool, right_batched: bool):
+    dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
+                           numba.np.numpy_support.as_dtype(b.dtype))
+    allocate = _numpy_empty(dtype) or _generic_empty(dtype)
+
+    def impl(a, b):
+        size = a.shape[0] if left_batched else b.shape[0]
+        fa = np.ascontiguousarray(a).reshape((size, -1)) if left_batched else \
+            np.ascontiguousarray(a).reshape((1, -1))
+        fb = np.ascontiguousarray(b).reshape((size, -1)) if right_batched else \
+            np.ascontiguousarray(b).reshape((1, -1))
+        out = allocate((size, fa.shape[1], fb.shape[1]))
+        for k in range(size):
+            ka = k if left_batched else 0
+            row_b = fb[k if right_batched else 0]
+            for i in range(fa.shape[1]):
+                left = fa[ka, i]
+                row = out[k, i]
+                for j in range(row_b.shape[0]):
+                    row[j] = left * row_b[j]
+        return out
+    return impl
+
+
+def _generic_empty(dtype):
+    def allocate(shape):
+        return np.empty(shape, dtype)
+    return register_jitable(allocate)
+
+
+@overload(outer_left)
+def _outer_left_nb(a, b):
+    return _outer_nb(a, b, True, False)
+
+
+@overload(outer_right)
+def _outer_right_nb(a, b):
+    return _outer_nb(a, b, False, True)
+
+
+@overload(outer_both)
+def _outer_both_nb(a, b):
+    return _outer_nb(a, b, True, True)
+
+
+# ---------------------------------------------------------------- indexing and shapes
+
+def take_batched(x, index):
+    """Per example `x[k][index[k]]`: a gather with a batched index."""
+    rows = np.arange(np.shape(x)[0]).reshape((-1,) + (1,) * (np.ndim(index) - 1))
+    return x[rows, index]
+
+
+@overload(take_batched)
+def _take_batched_nb(x, index):
+    if not isinstance(index, types.Array) or index.ndim != 1:
+        raise TypingError("batched indexing: one scalar index per example under Numba")
+    if x.ndim == 1 + 1:
+        def impl(x, index):
+            out = np.empty(x.shape[0], x.dtype)
+            for k in range(x.shape[0]):
+                out[k] = x[k, index[k]]
+            return out
+        return impl
+
+    def impl_rows(x, index):
+        out = np.empty((x.shape[0],) + x.shape[2:], x.dtype)
+        for k in range(x.shape[0]):
+            out[k] = x[k, index[k]]
+        return out
+    return impl_rows
+
+
+def index_examples(x, index):
+    """Per example `x[k][index]` with an unbatched index (an int, slice, array or tuple)."""
+    if isinstance(index, tuple):
+        return x[(slice(None),) + index]
+    return x[:, index]
+
+
+@overload(index_examples)
+def _index_examples_nb(x, index):
+    if isinstance(index, types.BaseTuple):
+        return lambda x, index: x[(slice(None),) + index]
+    return lambda x, index: x[:, index]
+
+
+def transpose_examples(x):
+    """Per example `np.transpose(x[k])`: the example axes reversed."""
+    return np.transpose(x, (0,) + tuple(range(np.ndim(x) - 1, 0, -1)))
+
+
+@overload(transpose_examples)
+def _transpose_examples_nb(x):
+    perm = (0,) + tuple(range(x.ndim - 1, 0, -1))
+    return lambda x: np.transpose(x, perm)
+
+
+def reshape_examples(x, shape):
+    """Per example `np.reshape(x[k], shape)`."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return np.reshape(x, (np.shape(x)[0],) + shape)
+
+
+@overload(reshape_examples)
+def _reshape_examples_nb(x, shape):
+    if isinstance(shape, types.BaseTuple):
+        return lambda x, shape: np.ascontiguousarray(x).reshape((x.shape[0],) + shape)
+    return lambda x, shape: np.ascontiguousarray(x).reshape((x.shape[0], shape))
+
+
+def ravel_examples(x):
+    """Per example `np.ravel(x[k])`."""
+    return np.reshape(x, (np.shape(x)[0], -1))
+
+
+@overload(ravel_examples)
+def _ravel_examples_nb(x):
+    return lambda x: np.ascontiguousarray(x).reshape((x.shape[0], -1))
+
+
+def as_float(x):
+    """Per example `float(x[k])`."""
+    return np.asarray(x, dtype=np.float64)
+
+
+@overload(as_float)
+def _as_float_nb(x):
+    return lambda x: x.astype(np.float64)
+
+
+def as_int(x):
+    """Per example `int(x[k])` (truncation toward zero, as `int` does)."""
+    return np.trunc(x).astype(np.int64)
+
+
+@overload(as_int)
+def _as_int_nb(x):
+    return lambda x: np.trunc(x).astype(np.int64) if isinstance(x, types.Array) else x
+
+
+# ---------------------------------------------------------------- loop strategy
+
+def batch_empty(size, example):
+    """An uninitialized batch of `size` values shaped like `example`."""
+    example = np.asarray(example)
+    return np.empty((size,) + example.shape, example.dtype)
+
+
+@overload(batch_empty)
+def _batch_empty_nb(size, example):
+    if isinstance(example, types.Array):
+        return lambda size, example: np.empty((size,) + example.shape, example.dtype)
+    dtype = numba.np.numpy_support.as_dtype(example)
+    return lambda size, example: np.empty(size, dtype)
+
+
+def take_example(value, k):
+    """Example `k` of a batched argument (containers: example `k` of every leaf)."""
+    if isinstance(value, dict):
+        return {key: take_example(v, k) for key, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(take_example(v, k) for v in value)
+    return value[k]
+
+
+@overload(take_example)
+def _take_example_nb(value, k):
+    if isinstance(value, types.BaseTuple):
+        n = len(value)
+        parts = ", ".join(f"take_example(value[{i}], k)" for i in range(n))
+        scope = {"take_example": take_example}
+        exec(f"def impl(value, k):\n    return ({parts},)\n", scope)
+        return scope["impl"]
+    return lambda value, k: value[k]
+
+
+# ---------------------------------------------------------------- identity batches
+# jacfwd pushes the identity basis of an argument through vmap. An *identity-batched*
+# value is held as one unbatched array `d`: example k is the k-th unit vector shaped like
+# the basis times `d` (broadcasting), so a chain of linear elementwise steps costs one
+# example's work instead of a batch's. These helpers turn it into an ordinary batch.
+
+
+def identity_batch(d, basis):
+    """The batch `e_k * d` for every unit vector `e_k` shaped like `basis`, on axis 0."""
+    d = np.asarray(d)
+    n = int(np.size(basis))
+    pad = (1,) * (d.ndim - np.ndim(basis))
+    return np.eye(n, dtype=d.dtype).reshape((n,) + pad + np.shape(basis)) * d
+
+
+def identity_batch_last(d, basis):
+    """`identity_batch(d, basis)` with the batch axis last (jacfwd's column layout)."""
+    return np.ascontiguousarray(np.moveaxis(identity_batch(d, basis), 0, -1))
+
+
+@register_jitable
+def _fill_diagonal(out, d, n):
+    """`out` viewed `(n, n)` gets `d` on its diagonal (`d` has the basis's size)."""
+    flat = out.reshape((n, n))
+    values = np.ascontiguousarray(d).ravel()
+    for k in range(n):
+        flat[k, k] = values[k]
+
+
+def _identity_nb(d, basis, last: bool):
+    if not isinstance(basis, types.Array):          # one basis vector: the scalar 1
+        if isinstance(d, types.Array):
+            if last:
+                return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
+            return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
+        return lambda d, basis: np.full(1, d)
+    if not isinstance(d, types.Array):
+        dtype = d
+
+        def scalar(d, basis):
+            n = basis.size
+            out = np.zeros(basis.shape + (n,) if last else (n,) + basis.shape, dtype)
+            _fill_diagonal(out, np.full(n, d), n)
+            return out
+        return scalar
+
+    def impl(d, basis):
+        n = basis.size
+        out = np.zeros(d.shape + (n,) if last else (n,) + d.shape, d.dtype)
+        if d.size == n:                             # d is shaped like the basis: diagonal
+            _fill_diagonal(out, d, n)
+            return out
+        columns = out.reshape((d.size, n)) if last else out.reshape((n, d.size))
+        e = np.zeros(n, d.dtype)
+        for k in range(n):
+            e[k] = 1.0
+            column = (e.reshape(basis.shape) * d).ravel()
+            e[k] = 0.0
+            if last:
+                columns[:, k] = column
+            else:
+                columns[k] = column
+        return out
+    return impl
+
+
+@overload(identity_batch)
+def _identity_batch_nb(d, basis):
+    return _identity_nb(d, basis, False)
+
+
+@overload(identity_batch_last)
+def _identity_batch_last_nb(d, basis):
+    return _identity_nb(d, basis, True)
