@@ -87,11 +87,11 @@ def test_jit_takes_dict_tuple_list_and_returns_a_dict(affine):
     assert got["total"] == pytest.approx(want["total"], rel=1e-12)
 
 
-def test_constant_key_reads_become_tuple_indexing(affine):
+def test_constant_key_reads_become_leaf_parameters(affine):
     params, xs, weights = affine_inputs()
     affine(params, xs, weights)
     text = affine._last_compiled.text
-    assert "matmul(params[0], xs[0]) + params[1]" in text and '"W"' not in text
+    assert "matmul(params_W, xs_0) + params_b" in text and '"W"' not in text
 
 
 def test_dataclass_argument_fields_are_read_by_position():
