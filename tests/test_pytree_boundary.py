@@ -323,3 +323,96 @@ def test_variable_key_read_of_a_dict_is_a_located_error_under_grad():
     with pytest.raises(TransformError, match="constant key") as info:
         grad(reads_variable_key)({"W": W1}, X, "W")
     assert info.value.line.strip() == "return np.sum(x @ p[key])"
+
+
+def test_value_and_grad_with_aux_rebuilds_value_aux_and_gradient():
+    p = {"W": W1, "b": B1}
+    (value, aux), g = value_and_grad(loss_with_aux, has_aux=True)(p, X)
+    want_value, want_aux = loss_with_aux(p, X)
+    assert value == pytest.approx(want_value, rel=1e-12)
+    assert_tree_close(aux, want_aux, rtol=1e-12)
+    assert_tree_close(g, fd_grad(lambda q, x: loss_with_aux(q, x)[0], p, X))
+
+
+# ---------------------------------------------------------------- layers indexed at run time
+
+
+def loss_indexed_layers(layers, x):
+    h = x
+    for i in range(len(layers)):
+        h = np.tanh(h @ layers[i][0])
+    return np.sum(h * h)
+
+
+def test_layers_indexed_at_run_time_run_under_jit_and_are_refused_by_grad():
+    layers = [(W2,), (np.eye(2) * 0.7,)]
+    x = X[:2]
+    got = jit(loss_indexed_layers, backend="python")(layers, x)
+    assert got == pytest.approx(loss_indexed_layers(layers, x), rel=1e-12)
+    with pytest.raises(TransformError, match="constant index") as info:
+        grad(loss_indexed_layers)(layers, x)
+    assert info.value.line.strip() == "h = np.tanh(h @ layers[i][0])"
+    assert "for W, b in layers" in info.value.hint
+
+
+def test_jvp_tangent_must_have_the_primal_structure():
+    with pytest.raises(TypeError, match="structure of its primal"):
+        jvp(loss_dict, ({"W": W1, "b": B1}, X), ({"W": W1}, X))
+
+
+# ---------------------------------------------------------------- what stays refused
+
+
+def predict(p, x):
+    return x @ p["W"] + p["b"]
+
+
+def passes_params_on(p, x):
+    return np.sum(predict(p, x) ** 2)
+
+
+def unpacks_a_dict(p, x):
+    W, b = p
+    return np.sum(x @ W + b)
+
+
+def unpacks_too_few(params, x):
+    W, b, c = params
+    return np.sum(x @ W + b)
+
+
+def breaks_in_layer_loop(layers, x):
+    h = x
+    for W, b in layers:
+        h = np.tanh(h @ W + b)
+        if np.sum(h) > 100.0:
+            break
+    return np.sum(h)
+
+
+def writes_an_entry(p, x):
+    p["W"] = p["W"] * 2.0
+    return np.sum(x @ p["W"])
+
+
+REFUSED = [
+    (passes_params_on, {"W": W1, "b": B1}, "used whole", "return np.sum(predict(p, x) ** 2)"),
+    (unpacks_a_dict, {"W": W1, "b": B1}, "cannot unpack a dict", "W, b = p"),
+    (unpacks_too_few, (W1, B1), "cannot unpack 2 entries into 3", "W, b, c = params"),
+    (breaks_in_layer_loop, [(W1, B1)], "break and continue", "break"),
+    (writes_an_entry, {"W": W1}, "cannot be assigned", 'p["W"] = p["W"] * 2.0'),
+]
+
+
+@pytest.mark.parametrize("how", ["grad", "vmap", "jit"])
+@pytest.mark.parametrize("f, params, message, line", REFUSED,
+                         ids=[case[0].__name__ for case in REFUSED])
+def test_unsupported_container_use_is_a_located_error_under_every_transformation(
+        how, f, params, message, line):
+    transform = {"grad": grad, "vmap": lambda g: vmap(g, in_axes=(None, 0)),
+                 "jit": lambda g: jit(g, backend="python")}[how]
+    x = XS if how == "vmap" else X
+    with pytest.raises(TransformError, match=message) as info:
+        transform(f)(params, x)
+    assert info.value.line.strip() == line
+    assert info.value.hint

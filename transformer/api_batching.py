@@ -274,42 +274,23 @@ def _check_sizes(fn: Function, sig, spec: Spec, args, kwargs) -> None:
     for param, axes in zip(fn.params, spec.in_axes):
         if param not in bound.arguments or axes is None:
             continue
-        for path, leaf, axis in _mapped_leaves(bound.arguments[param], axes, (param,)):
-            ndim = np.ndim(leaf)
+        value = bound.arguments[param]
+        try:
+            per_leaf = leaf_axes(axes, layout_of(value))
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(f"vmap in_axes {axes!r} for argument {param!r} is not a prefix "
+                             "of its structure") from None
+        pairs, _ = tree_util.tree_flatten_with_path(value)
+        for (path, leaf), axis in zip(pairs, per_leaf):
+            if axis is None:
+                continue
+            where, ndim = repr(param) + tree_util.keystr(path), np.ndim(leaf)
             if not -ndim <= axis < ndim:
                 raise ValueError(f"vmap in_axes {axis} is out of range for argument "
-                                 f"{_path(path)} of rank {ndim}")
-            sizes.append((_path(path), np.shape(leaf)[axis]))
+                                 f"{where} of rank {ndim}")
+            sizes.append((where, np.shape(leaf)[axis]))
     if spec.axis_size is not None:
         sizes.insert(0, ("axis_size", spec.axis_size))
     if len({s for _, s in sizes}) > 1:
         listing = ", ".join(f"{n} has size {s}" for n, s in sizes)
         raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {listing}")
-
-
-def _mapped_leaves(value, axes, path):
-    if axes is None:
-        return
-    if isinstance(axes, int):
-        for leaf_path, leaf in _leaves_with_path(value, path):
-            yield leaf_path, leaf, axes
-        return
-    keys = range(len(axes)) if isinstance(axes, tuple) else axes.keys()
-    for k in keys:
-        yield from _mapped_leaves(value[k], axes[k], path + (k,))
-
-
-def _leaves_with_path(value, path):
-    if isinstance(value, dict):
-        for k in value:
-            yield from _leaves_with_path(value[k], path + (k,))
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            yield from _leaves_with_path(v, path + (i,))
-    else:
-        yield path, value
-
-
-def _path(path) -> str:
-    return repr(path[0]) if len(path) == 1 else \
-        repr(path[0]) + "".join(f"[{k!r}]" for k in path[1:])

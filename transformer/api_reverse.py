@@ -22,7 +22,7 @@ from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
-                      layout_of, leaves, unflatten)
+                      layout_of, leaves, returned_dict_keys, unflatten)
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
@@ -119,19 +119,26 @@ class GradTransformed(Transformed):
         groups = leaf_groups(layouts)
         argnums = tuple(a % len(layouts) for a in self.argnums)
         wrt = tuple(i for a in argnums for i in groups[a])
-        fn = reverse_function(inner.function, wrt, self.mode, self.has_aux, self.label, True)
-        return Flat(fn, functools.partial(self._rebuild, tuple(layouts[a] for a in argnums)))
+        primal, aux = inner.function, None
+        if self.has_aux:        # a returned aux dict literal travels as a tuple (Numba)
+            primal, aux = returned_dict_keys(primal)
+        fn = reverse_function(primal, wrt, self.mode, self.has_aux, self.label, True)
+        return Flat(fn, functools.partial(self._rebuild, tuple(layouts[a] for a in argnums),
+                                          aux))
 
-    def _rebuild(self, layouts, result):
+    def _rebuild(self, layouts, aux_keys, result):
         def trees(flat_grads):
             grads, k = [], 0
             for layout in layouts:
                 grads.append(unflatten(layout, flat_grads[k:k + layout.leaf_count]))
                 k += layout.leaf_count
             return tuple(grads) if self.tuple_grads else grads[0]
+        def aux(value):
+            return value if aux_keys is None else aux_keys((None, value))[1]
         if self.mode == GRAD:
-            return (trees(result[0]), result[1]) if self.has_aux else trees(result)
-        return result[0], trees(result[1])
+            return (trees(result[0]), aux(result[1])) if self.has_aux else trees(result)
+        value = (result[0][0], aux(result[0][1])) if self.has_aux else result[0]
+        return value, trees(result[1])
 
     def _call_with_integers(self, args, integers):
         """allow_int: the gradient in the other arguments, float0 zeros for the integers."""

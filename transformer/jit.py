@@ -411,7 +411,7 @@ class Jitted(ShowsSource):
         arguments (`pytrees.flat_function`), else the function itself."""
         if layouts is None:
             return self.base_function, None
-        flat = flat_function(self.fun, layouts, lambda _: self.base_function)
+        flat = flat_function(self.fun, layouts, lambda _: self.base_function, tuples=True)
         return flat.function, flat.rebuild
 
     def _label(self, static) -> str:

@@ -16,8 +16,9 @@ Invariant of `flatten_parameters`' output: no parameter is a container. Constant
 attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter; unpacking
 (`W, b = params`) binds each name to its child; a `for` over a tuple or list argument
 (`for W, b in layers:`) is unrolled, one copy of the body per element; `len(p)` is a
-constant. A tuple or list of leaves used whole (`xs[i]`, passed on) is rebuilt as a tuple
-literal. Any other use of a container is a located TransformError.
+constant. Under jit of a function itself, a tuple or list of leaves used whole (`xs[i]`,
+passed on) is rebuilt as a tuple literal. Any other use of a container is a located
+TransformError.
 """
 from __future__ import annotations
 
@@ -135,16 +136,17 @@ class Flat:
         return result if self.rebuild is None else self.rebuild(result)
 
 
-def flat_function(target, layouts, base: Callable | None = None) -> Flat:
+def flat_function(target, layouts, base: Callable | None = None,
+                  tuples: bool = False) -> Flat:
     """The Flat form of `target` for arguments laid out as `layouts`. A transformation
     answers `__secant_flat__`; a plain function is parsed (`base`, default `parse`) and
-    its body specialized to the layouts."""
+    its body specialized to the layouts (`tuples`: see `flatten_parameters`)."""
     hook = getattr(target, "__secant_flat__", None)
     if hook is not None:
         return hook(tuple(layouts))
     if base is None:
         from .frontend import parse as base
-    return Flat(flatten_parameters(base(target), layouts))
+    return Flat(flatten_parameters(base(target), layouts, tuples))
 
 
 def composed(inner: Callable | None, outer: Callable):
@@ -156,9 +158,12 @@ def composed(inner: Callable | None, outer: Callable):
 # ---------------------------------------------------------------- flattening a body
 
 
-def flatten_parameters(fn: Function, layouts) -> Function:
+def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
     """`fn` with each container parameter replaced by one parameter per leaf (see the
-    module docstring for what the body may do with a container)."""
+    module docstring for what the body may do with a container). `tuples`: a tuple or
+    list of leaves used whole is rebuilt as a tuple literal (for jit of the function
+    itself; the transformations have no rules through tuple literals, so it is refused
+    for them rather than risk a wrong derivative or batch)."""
     layouts = tuple(layouts)
     if all_leaves(layouts):
         return fn
@@ -173,7 +178,7 @@ def flatten_parameters(fn: Function, layouts) -> Function:
         env[p] = tree
         params.extend(_names_in(tree))
     node = copy.deepcopy(fn.node)
-    node.body = _Flattener(fn).statements(node.body, env, nested=False)
+    node.body = _Flattener(fn, tuples).statements(node.body, env, nested=False)
     node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                defaults=[])
@@ -224,8 +229,8 @@ _USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p,
 class _Flattener:
     """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
 
-    def __init__(self, fn: Function):
-        self.fn = fn
+    def __init__(self, fn: Function, tuples: bool):
+        self.fn, self.tuples = fn, tuples
 
     def error(self, node, message, hint=_USED_WHOLE_HINT):
         return self.fn.origin.error(node, message, hint)
@@ -366,7 +371,7 @@ class _Flattener:
                 raise self.error(expr, f"index {key} is out of range for a container of "
                                  f"{len(tree.children)} entries")
             return tree.children[key]
-        if key is _NOT_CONSTANT and _sequences_only(tree):
+        if key is _NOT_CONSTANT and self.tuples and _sequences_only(tree):
             return None                   # a tuple of leaves indexed at run time
         raise self.error(expr, f"a {self.describe(tree)} can only be read with a constant "
                          "index here", "index it with a literal (layers[0]) or iterate "
@@ -412,7 +417,8 @@ class _Flattener:
 
     def whole(self, expr, tree):
         """A container used as a value: a tuple of leaves if it holds only sequences."""
-        if isinstance(getattr(expr, "ctx", None), gast.Load) and _sequences_only(tree):
+        if self.tuples and isinstance(getattr(expr, "ctx", None), gast.Load) and \
+                _sequences_only(tree):
             return _as_tuple(tree, expr)
         what = expr.id if isinstance(expr, gast.Name) else "this container"
         raise self.error(expr, f"container argument {what!r} ({self.describe(tree)}) is "
