@@ -416,3 +416,40 @@ def test_unsupported_container_use_is_a_located_error_under_every_transformation
         transform(f)(params, x)
     assert info.value.line.strip() == line
     assert info.value.hint
+
+
+# ---------------------------------------------------------------- mapped containers
+
+
+@pytest.mark.parametrize("case, in_axes", [
+    ("namedtuple", (Params(0, None), None)),
+    ("dataclass", (0, None)),
+    ("dict", ({"W": 0, "b": None}, None)),
+    ("layers", ([(0, None), (None, None)], None)),
+])
+def test_vmap_over_a_batch_of_parameters_matches_a_loop(case, in_axes):
+    f, params = CASES[case]
+    axes = tree_util.tree_leaves(in_axes[0], is_leaf=lambda a: a is None) \
+        if not isinstance(in_axes[0], int) else [0] * len(tree_util.tree_leaves(params))
+    leaves, structure = tree_util.tree_flatten(params)
+    batched = [np.stack([leaf * (1.0 + 0.1 * k) for k in range(3)]) if axis == 0 else leaf
+               for leaf, axis in zip(leaves, axes)]
+    per_example = [tree_util.tree_unflatten(structure, [b[k] if axis == 0 else b
+                                                        for b, axis in zip(batched, axes)])
+                   for k in range(3)]
+    got = vmap(f, in_axes=in_axes)(tree_util.tree_unflatten(structure, batched), X)
+    np.testing.assert_allclose(got, [f(p, X) for p in per_example], rtol=1e-12)
+
+
+def aux_of_arrays(x):
+    h = np.tanh(x)
+    return np.sum(h * h), {"h": h, "mean": np.mean(h)}
+
+
+@pytest.mark.slow
+def test_jit_grad_with_dict_aux_of_array_arguments():
+    x = np.linspace(-1.0, 1.0, 3)
+    g, aux = jit(grad(aux_of_arrays, has_aux=True))(x)
+    np.testing.assert_allclose(g, central_differences(lambda v: aux_of_arrays(v)[0], [x], 0),
+                               rtol=1e-6, atol=1e-8)
+    assert_tree_close(aux, aux_of_arrays(x)[1], rtol=1e-12)

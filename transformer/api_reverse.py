@@ -81,6 +81,11 @@ class GradTransformed(Transformed):
     def __secant_signature_function__(self) -> Function:
         return _base_function(self.fun)
 
+    @property
+    def __secant_rebuilds_outputs__(self) -> bool:
+        """An aux dict is rebuilt from a tuple: jit runs the flat form even on leaves."""
+        return self.has_aux
+
     @functools.cached_property
     def _params(self) -> list[str]:
         return _base_function(self.fun).params

@@ -408,7 +408,10 @@ class Jitted(ShowsSource):
 
     def _function_for(self, layouts):
         """(Function, rebuild of its result or None): the flat form for container
-        arguments (`pytrees.flat_function`), else the function itself."""
+        arguments (`pytrees.flat_function`), or for a target whose outputs need it (an
+        aux dict), else the function itself."""
+        if layouts is None and getattr(self.fun, "__secant_rebuilds_outputs__", False):
+            layouts = (LEAF,) * len(self.signature.parameters)
         if layouts is None:
             return self.base_function, None
         flat = flat_function(self.fun, layouts, lambda _: self.base_function, tuples=True)
