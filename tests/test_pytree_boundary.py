@@ -453,3 +453,16 @@ def test_jit_grad_with_dict_aux_of_array_arguments():
     np.testing.assert_allclose(g, central_differences(lambda v: aux_of_arrays(v)[0], [x], 0),
                                rtol=1e-6, atol=1e-8)
     assert_tree_close(aux, aux_of_arrays(x)[1], rtol=1e-12)
+
+
+def shadows_with_a_loop_variable(p, x):
+    total = 0.0
+    for p in range(2):
+        total = total + p * np.sum(x)
+    return total
+
+
+def test_a_loop_variable_named_like_a_container_argument_is_refused():
+    with pytest.raises(TransformError, match="bound again here") as info:
+        grad(shadows_with_a_loop_variable, argnums=1)({"W": W1}, X)
+    assert info.value.line.strip() == "for p in range(2):"

@@ -254,6 +254,7 @@ class _Flattener:
         if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
             self.refuse_uses(stmt, env)
             return [stmt]
+        self.refuse_shadowing(stmt, env, nested)
         for field in ("body", "orelse", "finalbody"):
             if isinstance(getattr(stmt, field, None), list) and \
                     not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
@@ -267,6 +268,18 @@ class _Flattener:
             setattr(stmt, field, self.rewrite(value, env))
         self.forget_rebound(stmt, env, nested)
         return [stmt]
+
+    def refuse_shadowing(self, stmt, env, nested):
+        """A container's name may be rebound only by a plain assignment in straight-line
+        code (`forget_rebound`); a loop target, `+=` or a comprehension variable of that
+        name would make its uses mean two things."""
+        if isinstance(stmt, gast.Assign) and not nested:
+            return
+        for sub in gast.walk(stmt):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store) and \
+                    sub.id in env and not isinstance(stmt, gast.Assign):
+                raise self.error(sub, f"{sub.id!r} names a container argument and is bound "
+                                 "again here", "give the new value another name")
 
     def forget_rebound(self, stmt, env, nested):
         """A container name assigned another value is no longer that container; inside a
