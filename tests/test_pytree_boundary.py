@@ -466,3 +466,38 @@ def test_a_loop_variable_named_like_a_container_argument_is_refused():
     with pytest.raises(TransformError, match="bound again here") as info:
         grad(shadows_with_a_loop_variable, argnums=1)({"W": W1}, X)
     assert info.value.line.strip() == "for p in range(2):"
+
+
+# ---------------------------------------------------------------- loops over dicts, enumerate
+
+
+def loss_items(p, x):
+    total = 0.0
+    for key, W in p.items():
+        total = total + np.sum(np.tanh(x @ W)) * len(key)
+    return total
+
+
+def loss_enumerate(layers, x):
+    h = x
+    for i, (W, b) in enumerate(layers):
+        h = np.tanh(h @ W + b) * (i + 1.0)
+    return np.sum(h * h)
+
+
+def loss_values(p, x):
+    total = 0.0
+    for W in p.values():
+        total = total + np.sum(np.sin(x @ W))
+    return total
+
+
+LOOPS = [(loss_items, {"a": W1, "bb": W1 * 0.5}), (loss_enumerate, [(W1, B1), (W2, B2)]),
+         (loss_values, {"u": W1, "v": -W1})]
+
+
+@pytest.mark.parametrize("f, params", LOOPS, ids=[f.__name__ for f, _ in LOOPS])
+def test_loops_over_items_values_and_enumerate_unroll_under_grad_and_vmap(f, params):
+    assert_tree_close(grad(f)(params, X), fd_grad(f, params, X))
+    np.testing.assert_allclose(vmap(f, in_axes=(None, 0))(params, XS),
+                               [f(params, x) for x in XS], rtol=1e-12)

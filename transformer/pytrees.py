@@ -14,11 +14,11 @@ value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, vmap, jit, and their composit
 
 Invariant of `flatten_parameters`' output: no parameter is a container. Constant-key and
 attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter; unpacking
-(`W, b = params`) binds each name to its child; a `for` over a tuple or list argument
-(`for W, b in layers:`) is unrolled, one copy of the body per element; `len(p)` is a
-constant. Under jit of a function itself, a tuple or list of leaves used whole (`xs[i]`,
-passed on) is rebuilt as a tuple literal. Any other use of a container is a located
-TransformError.
+(`W, b = params`) binds each name to its child; a `for` over a container (`for W, b in
+layers:`, `enumerate(layers)`, a dict's `items()`, `values()`, `keys()`) is unrolled, one
+copy of the body per entry; `len(p)` is a constant. Under jit of a function itself, a
+tuple or list of leaves used whole (`xs[i]`, passed on) is rebuilt as a tuple literal.
+Any other use of a container is a located TransformError.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import gast
 import optree
 
 from . import tree_util
-from .function import Function
+from .function import Function, resolve
 from .names import Namer
 from .syntax import const, name
 
@@ -248,9 +248,9 @@ class _Flattener:
             if isinstance(tree, _Tree):
                 return self.bind(stmt.targets[0], tree, env, nested, stmt)
         if isinstance(stmt, gast.For):
-            tree = self.resolve(stmt.iter, env)
-            if isinstance(tree, _Tree):
-                return self.unroll(stmt, tree, env, nested)
+            entries = self.iteration(stmt.iter, env)
+            if entries is not None:
+                return self.unroll(stmt, entries, env, nested)
         if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
             self.refuse_uses(stmt, env)
             return [stmt]
@@ -293,6 +293,23 @@ class _Flattener:
                                  "give the new value another name")
             del env[target.id]
 
+    def bind_entry(self, target, entry, env, nested, where) -> list:
+        """`target = entry` for one entry of an unrolled loop: a container, a leaf's
+        parameter name, a `_Key`, or a tuple of those (from enumerate and items())."""
+        if isinstance(entry, _Tree):
+            return self.bind(target, entry, env, nested, where)
+        if isinstance(entry, tuple):
+            if not isinstance(target, (gast.Tuple, gast.List)) or \
+                    len(target.elts) != len(entry):
+                raise self.error(target, f"unpack the {len(entry)} items of each step "
+                                 "into as many names")
+            return [s for t, e in zip(target.elts, entry)
+                    for s in self.bind_entry(t, e, env, nested, where)]
+        value = const(entry.key) if isinstance(entry, _Key) else name(entry)
+        assign = gast.Assign(targets=[copy.deepcopy(target)],
+                             value=gast.copy_location(value, where), type_comment=None)
+        return self.statement(gast.copy_location(assign, where), env, nested)
+
     def bind(self, target, tree, env, nested, where) -> list:
         """`target = <container>`: a name aliases it; a tuple target unpacks it."""
         if isinstance(target, gast.Name):
@@ -320,12 +337,34 @@ class _Flattener:
             return out
         raise self.error(target, f"a {self.describe(tree)} cannot be assigned to this target")
 
-    def unroll(self, loop, tree, env, nested) -> list:
-        """`for W, b in layers:` over a tuple or list: one copy of the body per entry."""
-        if tree.layout.kind != "sequence":
-            raise self.error(loop.iter, f"cannot iterate over a {self.describe(tree)}",
-                             "iterate over a list or tuple argument, or read a dict by its "
-                             "keys")
+    def iteration(self, expr, env):
+        """The entries a `for` over a container visits, or None for any other loop:
+        a list or tuple, `enumerate` of one, a dict's `keys()`, `values()`, `items()`."""
+        tree = self.resolve(expr, env)
+        if isinstance(tree, _Tree):
+            if tree.layout.kind != "sequence":
+                raise self.error(expr, f"cannot iterate over a {self.describe(tree)}",
+                                 "iterate over a list or tuple argument, or over a dict's "
+                                 ".items()")
+            return list(tree.children)
+        if not isinstance(expr, gast.Call) or expr.keywords or len(expr.args) > 1:
+            return None
+        if len(expr.args) == 1 and resolve(self.fn, expr.func, None) is enumerate:
+            entries = self.iteration(expr.args[0], env)
+            return None if entries is None else \
+                [(_Key(i), entry) for i, entry in enumerate(entries)]
+        if expr.args or not isinstance(expr.func, gast.Attribute):
+            return None
+        tree = self.resolve(expr.func.value, env)
+        if not isinstance(tree, _Tree) or tree.layout.kind != "dict" or \
+                expr.func.attr not in ("keys", "values", "items"):
+            return None
+        keys = [_Key(k) for k in tree.layout.keys]
+        return {"keys": keys, "values": list(tree.children),
+                "items": list(zip(keys, tree.children))}[expr.func.attr]
+
+    def unroll(self, loop, entries, env, nested) -> list:
+        """`for W, b in layers:` over a container: one copy of the body per entry."""
         jumps = [n for stmt in loop.body for n in gast.walk(stmt)
                  if isinstance(n, (gast.Break, gast.Continue))]
         if jumps:
@@ -333,13 +372,8 @@ class _Flattener:
                              "a container argument (the loop is unrolled)",
                              "use an if around the rest of the body")
         out = []
-        for child in tree.children:
-            if isinstance(child, _Tree):
-                out.extend(self.bind(loop.target, child, env, nested, loop))
-            else:
-                assign = gast.Assign(targets=[copy.deepcopy(loop.target)], value=name(child),
-                                     type_comment=None)
-                out.extend(self.statement(gast.copy_location(assign, loop), env, nested))
+        for entry in entries:
+            out.extend(self.bind_entry(loop.target, entry, env, nested, loop))
             out.extend(self.statements(copy.deepcopy(loop.body), env, nested))
         return out + self.statements(loop.orelse, env, nested)
 
@@ -446,6 +480,13 @@ class _Flattener:
         if kind in ("attrs", "opaque"):
             return tree.layout.structure.type.__name__
         return {"dict": "dict", "empty": "None"}[kind]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    """A key or position a loop over a container binds (a constant in the body)."""
+
+    key: Any
 
 
 _NOT_CONSTANT = object()
