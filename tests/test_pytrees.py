@@ -151,3 +151,10 @@ def test_none_is_a_leaf_treedef_as_in_jax():
     assert tree_util.treedef_is_leaf(tree_util.tree_structure(None))
     assert tree_util.treedef_is_leaf(tree_util.tree_structure(1.0))
     assert not tree_util.treedef_is_leaf(tree_util.tree_structure((1.0,)))
+
+
+def test_jit_source_for_container_arguments_shows_the_flat_form():
+    f = jit(programs.doubled_a, backend="python")
+    text = f.source({"a": 1.5, "b": 2.0})
+    assert "def doubled_a(params_a, params_b):" in text
+    assert "return params_a * 2.0" in text

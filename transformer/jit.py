@@ -477,8 +477,15 @@ class Jitted(ShowsSource):
 
     def source(self, *args, **static) -> str:
         """The generated module text for the given static values; with example dynamic
-        arguments `args` (in order), the text compiled for arguments shaped like them."""
+        arguments `args` (in order), the text compiled for arguments shaped like them
+        (for containers, the flat form compiled for their layouts)."""
         fn = self.base_function
+        if args and not _all_leaves(args):
+            dynamic = iter(args)
+            layouts = tuple(LEAF if n in static else layout_of(next(dynamic, None))
+                            for n in self.signature.parameters)
+            fn, _ = self._function_for(layouts)
+            args = tuple(leaves(args))
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(fn)
