@@ -501,3 +501,32 @@ def test_loops_over_items_values_and_enumerate_unroll_under_grad_and_vmap(f, par
     assert_tree_close(grad(f)(params, X), fd_grad(f, params, X))
     np.testing.assert_allclose(vmap(f, in_axes=(None, 0))(params, XS),
                                [f(params, x) for x in XS], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- returning new containers
+
+
+@tree_util.register_dataclass
+@dataclasses.dataclass
+class State:
+    x: np.ndarray
+    v: np.ndarray
+
+
+def step(state, dt):
+    a = -np.sin(state.x)
+    return State(state.x + dt * state.v, state.v + dt * a)
+
+
+def step_pair(p, dt):
+    return np.sum(p.W), Params(p.W * dt, b=p.b + dt)
+
+
+def test_jit_of_a_step_returning_a_new_dataclass_and_a_namedtuple():
+    state = State(np.array([0.1, 0.2]), np.array([1.0, -1.0]))
+    got = jit(step)(state, 0.1)
+    assert isinstance(got, State)
+    assert_tree_close(got, step(state, 0.1), rtol=1e-12)
+    total, params = jit(step_pair, backend="python")(Params(W1, B1), 0.5)
+    assert total == pytest.approx(np.sum(W1))
+    assert_tree_close(params, Params(W1 * 0.5, B1 + 0.5), rtol=1e-12)

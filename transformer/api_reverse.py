@@ -22,7 +22,7 @@ from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
-                      layout_of, leaves, returned_dict_keys, unflatten)
+                      layout_of, leaves, returned_containers, unflatten)
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
@@ -126,7 +126,7 @@ class GradTransformed(Transformed):
         wrt = tuple(i for a in argnums for i in groups[a])
         primal, aux = inner.function, None
         if self.has_aux:        # a returned aux dict literal travels as a tuple (Numba)
-            primal, aux = returned_dict_keys(primal)
+            primal, aux = returned_containers(primal)
         fn = reverse_function(primal, wrt, self.mode, self.has_aux, self.label, True)
         return Flat(fn, functools.partial(self._rebuild, tuple(layouts[a] for a in argnums),
                                           aux))

@@ -42,7 +42,7 @@ from .frontend import parse
 from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
-from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves, returned_dict_keys
+from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves, returned_containers
 from .scalarize import scalarize
 from .recursion import refuse_recursion
 from .specialize import specialize
@@ -294,7 +294,7 @@ class Jitted(ShowsSource):
             if located is exc:
                 raise
             raise located from None
-        if keys is not None:                # rebuilds returned dicts (returned_dict_keys)
+        if keys is not None:                # rebuilds returned containers (returned_containers)
             return keys(result)
         return result
 
@@ -388,7 +388,7 @@ class Jitted(ShowsSource):
         fn = methods_to_functions(positional_parameters(fn))
         keys = None
         if self.options.backend == "cpu":
-            fn, keys = returned_dict_keys(fn)
+            fn, keys = returned_containers(fn)
             if rebuild is not None:
                 keys = _then(keys, rebuild)
         elif rebuild is not None:

@@ -501,71 +501,87 @@ def _constant(node):
     return _NOT_CONSTANT
 
 
-# ---------------------------------------------------------------- returned dicts under jit
+# ---------------------------------------------------------------- returned containers under jit
 
 
-def returned_dict_keys(fn: Function):
-    """(new Function, rebuild) when every return is a dict literal with the same constant
-    keys, or a tuple of one length whose items at some positions are such dict literals
-    (`return value, {"w": bw}` from value_and_grad): the new Function returns tuples in
-    their place, which Numba can box, and `rebuild(result)` makes the dicts again.
-    (fn, None) otherwise."""
+def returned_containers(fn: Function):
+    """(new Function, rebuild) when every return is a container literal of one shape - a
+    dict literal with constant keys, or a call of a namedtuple or dataclass class
+    (`State(x, v)`) - or a tuple of one length whose items at some positions are such
+    literals (`return value, {"w": bw}` from value_and_grad): the new Function returns
+    tuples in their place, which Numba can box, and `rebuild(result)` makes the
+    containers again. (fn, None) otherwise."""
     returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
     values = [r.value for r in returns]
-    if all(isinstance(v, gast.Dict) for v in values):
-        keys = _common_keys(values)
-        if keys is None:
-            return fn, None
-        return _dicts_as_tuples(fn, None), functools.partial(_rebuild_dict, keys)
+    whole = _common_shape(fn, values)
+    if whole is not None:
+        return _as_tuples(fn, None), functools.partial(_rebuild, whole)
     if not all(isinstance(v, gast.Tuple) for v in values) or \
             len({len(v.elts) for v in values}) != 1:
         return fn, None
     per_item = []
     for items in zip(*(v.elts for v in values)):
-        if any(isinstance(item, gast.Dict) for item in items):
-            keys = _common_keys(items)
-            if keys is None:
-                return fn, None
-            per_item.append(keys)
-        else:
-            per_item.append(None)
-    if all(keys is None for keys in per_item):
+        shape = _common_shape(fn, items)
+        if shape is None and any(_shape(fn, item) is not None for item in items):
+            return fn, None
+        per_item.append(shape)
+    if all(shape is None for shape in per_item):
         return fn, None
-    return _dicts_as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
+    return _as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
 
 
-def _common_keys(dicts) -> tuple | None:
-    """The constant keys all of `dicts` (dict literals) share, in order; else None."""
-    key_sets = set()
-    for d in dicts:
-        if not isinstance(d, gast.Dict) or \
-                not all(isinstance(k, gast.Constant) for k in d.keys):
-            return None
-        key_sets.add(tuple(k.value for k in d.keys))
-    return key_sets.pop() if len(key_sets) == 1 else None
+def _shape(fn: Function, node):
+    """("dict", keys) or ("call", class, positional count, keyword names) for a container
+    literal jit can return as a tuple; None for anything else."""
+    if isinstance(node, gast.Dict):
+        if all(isinstance(k, gast.Constant) for k in node.keys):
+            return "dict", tuple(k.value for k in node.keys)
+        return None
+    if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args) \
+            or any(k.arg is None for k in node.keywords):
+        return None
+    cls = resolve(fn, node.func, None)
+    if not isinstance(cls, type) or not (dataclasses.is_dataclass(cls) or
+                                         (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
+        return None
+    return "call", cls, len(node.args), tuple(k.arg for k in node.keywords)
 
 
-def _dicts_as_tuples(fn: Function, per_item: list | None) -> Function:
-    """`fn` with each returned dict literal (the whole value, or the items of the returned
-    tuple marked in `per_item`) replaced by the tuple of its values."""
-    def as_tuple(d):
-        return gast.Tuple(elts=d.values, ctx=gast.Load())
+def _common_shape(fn: Function, nodes):
+    shapes = {_shape(fn, node) for node in nodes}
+    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+
+
+def _entries(node) -> list:
+    if isinstance(node, gast.Dict):
+        return list(node.values)
+    return list(node.args) + [k.value for k in node.keywords]
+
+
+def _as_tuples(fn: Function, per_item: list | None) -> Function:
+    """`fn` with each returned container literal (the whole value, or the items of the
+    returned tuple marked in `per_item`) replaced by the tuple of its entries."""
+    def as_tuple(node):
+        return gast.copy_location(gast.Tuple(elts=_entries(node), ctx=gast.Load()), node)
     node = copy.deepcopy(fn.node)
     for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
         if per_item is None:
             r.value = as_tuple(r.value)
         else:
-            r.value.elts = [as_tuple(e) if keys is not None else e
-                            for e, keys in zip(r.value.elts, per_item)]
+            r.value.elts = [as_tuple(e) if shape is not None else e
+                            for e, shape in zip(r.value.elts, per_item)]
     return fn.replace(node=node)
 
 
-def _rebuild_dict(keys: tuple, result) -> dict:
-    return dict(zip(keys, result))
+def _rebuild(shape: tuple, result):
+    if shape[0] == "dict":
+        return dict(zip(shape[1], result))
+    _, cls, positional, keywords = shape
+    return cls(*result[:positional], **dict(zip(keywords, result[positional:])))
 
 
 def _rebuild_items(per_item: tuple, result) -> tuple:
-    return tuple(item if keys is None else dict(zip(keys, item))
-                 for item, keys in zip(result, per_item))
+    return tuple(item if shape is None else _rebuild(shape, item)
+                 for item, shape in zip(result, per_item))
