@@ -530,3 +530,23 @@ def test_jit_of_a_step_returning_a_new_dataclass_and_a_namedtuple():
     total, params = jit(step_pair, backend="python")(Params(W1, B1), 0.5)
     assert total == pytest.approx(np.sum(W1))
     assert_tree_close(params, Params(W1 * 0.5, B1 + 0.5), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- tree_map inside
+
+
+def halved(a):
+    return 0.5 * a
+
+
+def loss_tree_map(p, x):
+    q = tree_util.tree_map(halved, p)
+    h = np.tanh(x @ q["W"] + q["b"])
+    return np.sum(h * h)
+
+
+def test_tree_map_inside_a_loss_maps_each_leaf_under_grad_and_vmap():
+    p = {"W": W1, "b": B1}
+    assert_tree_close(grad(loss_tree_map)(p, X), fd_grad(loss_tree_map, p, X))
+    np.testing.assert_allclose(vmap(loss_tree_map, in_axes=(None, 0))(p, XS),
+                               [loss_tree_map(p, x) for x in XS], rtol=1e-12)

@@ -178,7 +178,7 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
         env[p] = tree
         params.extend(_names_in(tree))
     node = copy.deepcopy(fn.node)
-    node.body = _Flattener(fn, tuples).statements(node.body, env, nested=False)
+    node.body = _Flattener(fn, tuples, namer).statements(node.body, env, nested=False)
     node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                defaults=[])
@@ -202,6 +202,13 @@ def _leaf_names(prefix: str, layout: Layout, namer: Namer):
         return namer.fresh(prefix)
     return _Tree(layout, tuple(_leaf_names(f"{prefix}_{k}", c, namer)
                                for k, c in zip(layout.keys, layout.children)))
+
+
+def _with_names(tree, names):
+    """`tree`'s structure with the next of `names` at each leaf."""
+    if isinstance(tree, str):
+        return next(names)
+    return _Tree(tree.layout, tuple(_with_names(c, names) for c in tree.children))
 
 
 def _names_in(tree) -> list[str]:
@@ -229,8 +236,8 @@ _USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p,
 class _Flattener:
     """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
 
-    def __init__(self, fn: Function, tuples: bool):
-        self.fn, self.tuples = fn, tuples
+    def __init__(self, fn: Function, tuples: bool, namer: Namer):
+        self.fn, self.tuples, self.namer = fn, tuples, namer
 
     def error(self, node, message, hint=_USED_WHOLE_HINT):
         return self.fn.origin.error(node, message, hint)
@@ -244,6 +251,9 @@ class _Flattener:
 
     def statement(self, stmt, env, nested):
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+            mapped = self.tree_map(stmt, env, nested)
+            if mapped is not None:
+                return mapped
             tree = self.resolve(stmt.value, env)
             if isinstance(tree, _Tree):
                 return self.bind(stmt.targets[0], tree, env, nested, stmt)
@@ -292,6 +302,38 @@ class _Flattener:
                                  "assigned here inside a branch or loop",
                                  "give the new value another name")
             del env[target.id]
+
+    def tree_map(self, stmt, env, nested):
+        """`q = tree_map(f, p, ...)` over containers: one call of `f` per leaf, each bound
+        to a name of its own, and `q` the container of those names. None otherwise."""
+        call, target = stmt.value, stmt.targets[0]
+        if not isinstance(call, gast.Call) or len(call.args) < 2 or call.keywords or \
+                resolve(self.fn, call.func, None) is not tree_util.tree_map:
+            return None
+        trees = [self.resolve(a, env) for a in call.args[1:]]
+        if not all(isinstance(t, _Tree) for t in trees):
+            return None
+        if any(t.layout != trees[0].layout for t in trees) or \
+                not isinstance(target, gast.Name):
+            raise self.error(call, "tree_map over containers of different structures, or "
+                             "into a target other than one name",
+                             "map containers of one structure: q = tree_map(f, p, g)")
+        if nested:
+            raise self.error(target, f"a container is bound to {target.id!r} inside a "
+                             "branch or loop", "bind it before the branch")
+        columns = list(zip(*(_names_in(t) for t in trees)))
+        names = [self.namer.fresh(f"{target.id}_{column[0]}") for column in columns]
+        lines = [gast.copy_location(gast.Assign(
+            targets=[name(n, gast.Store())], type_comment=None,
+            value=gast.Call(func=self.rewrite(copy.deepcopy(call.args[0]), env),
+                            args=[name(leaf) for leaf in column], keywords=[])), stmt)
+            for n, column in zip(names, columns)]
+        for line in lines:
+            for sub in gast.walk(line):
+                if "lineno" in getattr(sub, "_attributes", ()):
+                    gast.copy_location(sub, stmt)
+        env[target.id] = _with_names(trees[0], iter(names))
+        return lines
 
     def bind_entry(self, target, entry, env, nested, where) -> list:
         """`target = entry` for one entry of an unrolled loop: a container, a leaf's
