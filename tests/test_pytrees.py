@@ -1,6 +1,7 @@
 """Pytrees: JAX's tree_util names on optree, and containers across the jit boundary."""
 import collections
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -87,11 +88,11 @@ def test_jit_takes_dict_tuple_list_and_returns_a_dict(affine):
     assert got["total"] == pytest.approx(want["total"], rel=1e-12)
 
 
-def test_constant_key_reads_become_tuple_indexing(affine):
+def test_constant_key_reads_become_leaf_parameters(affine):
     params, xs, weights = affine_inputs()
     affine(params, xs, weights)
     text = affine._last_compiled.text
-    assert "matmul(params[0], xs[0]) + params[1]" in text and '"W"' not in text
+    assert "matmul(params_W, xs_0) + params_b" in text and '"W"' not in text
 
 
 def test_dataclass_argument_fields_are_read_by_position():
@@ -118,3 +119,42 @@ def test_new_argument_structure_is_a_new_specialization_with_its_reason():
     info = f.cache_info()
     assert (info.hits, info.misses, info.specializations) == (1, 2, 2)
     assert info.last_reason == "new argument structure"
+
+
+@dataclasses.dataclass
+class Scaled:
+    value: np.ndarray
+    steps: int
+
+
+tree_util.register_dataclass(Scaled, data_fields=["value"], meta_fields=["steps"])
+
+
+def test_register_dataclass_takes_jax_data_and_meta_fields():
+    leaves, treedef = tree_util.tree_flatten(Scaled(np.ones(2), 3))
+    assert len(leaves) == 1 and np.array_equal(leaves[0], np.ones(2))
+    rebuilt = tree_util.tree_unflatten(treedef, [np.zeros(2)])
+    assert rebuilt.steps == 3 and np.array_equal(rebuilt.value, np.zeros(2))
+    assert treedef != tree_util.tree_structure(Scaled(np.ones(2), 4))   # meta is structure
+
+
+def test_register_dataclass_as_a_decorator_with_meta_fields():
+    @functools.partial(tree_util.register_dataclass, meta_fields=["name"])
+    @dataclasses.dataclass
+    class Named:
+        x: float
+        name: str
+    assert tree_util.tree_leaves(Named(1.5, "a")) == [1.5]
+
+
+def test_none_is_a_leaf_treedef_as_in_jax():
+    assert tree_util.treedef_is_leaf(tree_util.tree_structure(None))
+    assert tree_util.treedef_is_leaf(tree_util.tree_structure(1.0))
+    assert not tree_util.treedef_is_leaf(tree_util.tree_structure((1.0,)))
+
+
+def test_jit_source_for_container_arguments_shows_the_flat_form():
+    f = jit(programs.doubled_a, backend="python")
+    text = f.source({"a": 1.5, "b": 2.0})
+    assert "def doubled_a(params_a, params_b):" in text
+    assert "return params_a * 2.0" in text

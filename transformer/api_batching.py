@@ -12,16 +12,17 @@ with the strategy chosen and why.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
 
-from . import tree_util
+from . import materialize, tree_util
 from .batching import Spec, batch
 from .errors import TransformError
 from .frontend import parse
-from .function import Function, signature
-from .materialize import compile_function
+from .function import Function, binder, signature
+from .pytrees import LEAF, Flat, flat_function, layout_of, leaf_axes, leaves
 from .rules import batching as rules
 from .transformed import Transformed
 
@@ -113,7 +114,13 @@ class Batched(Transformed):
 
     @property
     def base(self) -> Function:
-        return self._built("base", lambda: parse(self.fun))
+        """The Function whose parameters `fun` takes (for a transformation of containers,
+        the function it transforms: its own Function may exist only for leaves)."""
+        hook = getattr(self.fun, "__secant_signature_function__", None)
+        return self._built("base", hook if hook is not None else self._fun_function)
+
+    def _fun_function(self) -> Function:
+        return self._built("function of fun", lambda: parse(self.fun))
 
     @property
     def signature(self):
@@ -156,7 +163,7 @@ class Batched(Transformed):
                     self.axis_name, self.method)
 
     def build(self, passed: tuple) -> Function:
-        return batch(self.base, self.spec(passed))
+        return batch(self._fun_function(), self.spec(passed))
 
     def __secant_check_inputs__(self, args, kwargs=None, compiled: bool = False) -> tuple:
         """(how each parameter is passed, the Spec): a ValueError for mapped axes out of
@@ -172,9 +179,52 @@ class Batched(Transformed):
     def __call__(self, *args, **kwargs):
         self._refresh()
         passed, _ = self.__secant_check_inputs__(args, kwargs)
+        if not all(layout_of(a) is LEAF for a in (*args, *kwargs.values())):
+            return self._call_containers(args, kwargs, passed)
         if passed == self.usual_call:
             return self._python(*args, **kwargs)
         return self._built(("variant", passed), lambda: self._variant(passed))(*args, **kwargs)
+
+    def __secant_signature_function__(self) -> Function:
+        return self.base
+
+    def __secant_flat__(self, layouts) -> Flat:
+        return self._flat(tuple(layouts), self.usual_call)
+
+    def _flat(self, layouts, passed) -> Flat:
+        """The batched flat form of `fun`: each leaf mapped as its argument's in_axes
+        (a prefix tree) says, the outputs rebuilt as `fun`'s flat form rebuilds them."""
+        spec = self.spec(passed)
+        inner = flat_function(self.fun, layouts)
+        if inner.rebuild is not None and not isinstance(spec.out_axes, (int, type(None))):
+            raise TransformError(f"vmap of {self.label_of_fun()} with container arguments "
+                                 "takes out_axes as one int or None",
+                                 hint="pass out_axes=0 and move axes of the results after")
+        axes = []
+        for param, per_param, layout in zip(self.base.params, spec.in_axes, layouts):
+            try:
+                axes.extend(leaf_axes(per_param, layout))
+            except (KeyError, IndexError, TypeError):
+                raise ValueError(f"vmap in_axes {per_param!r} for argument {param!r} is not "
+                                 "a prefix of its structure") from None
+        flat_spec = dataclasses.replace(spec, in_axes=tuple(axes))
+        return Flat(batch(inner.function, flat_spec), inner.rebuild)
+
+    def label_of_fun(self) -> str:
+        return getattr(self.fun, "__name__", repr(self.fun))
+
+    def _call_containers(self, args, kwargs, passed):
+        """A call with container arguments: the flat form for how it passes them."""
+        values = self._built("binder", lambda: binder(self.base))(*args, **kwargs)
+        layouts = tuple(layout_of(v) for v in values)
+
+        def build():
+
+            from .transformed import PYTHON
+            flat = self._flat(layouts, passed)
+            return flat, materialize.compile_function(flat.function, PYTHON).function
+        flat, function = self._built(("flat", layouts, passed), build)
+        return flat(function(*leaves(values)))
 
     def __secant_call_variant__(self, checked: tuple):
         """For `jit`: None when a call passes its arguments the usual way (`usual_call`),
@@ -186,8 +236,9 @@ class Batched(Transformed):
         return passed, _BatchedCall(self, passed)
 
     def _variant(self, passed: tuple):
+
         from .transformed import PYTHON
-        return compile_function(self.build(passed), PYTHON).function
+        return materialize.compile_function(self.build(passed), PYTHON).function
 
 
 class _BatchedCall:
@@ -221,42 +272,23 @@ def _check_sizes(fn: Function, sig, spec: Spec, args, kwargs) -> None:
     for param, axes in zip(fn.params, spec.in_axes):
         if param not in bound.arguments or axes is None:
             continue
-        for path, leaf, axis in _mapped_leaves(bound.arguments[param], axes, (param,)):
-            ndim = np.ndim(leaf)
+        value = bound.arguments[param]
+        try:
+            per_leaf = leaf_axes(axes, layout_of(value))
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(f"vmap in_axes {axes!r} for argument {param!r} is not a prefix "
+                             "of its structure") from None
+        pairs, _ = tree_util.tree_flatten_with_path(value)
+        for (path, leaf), axis in zip(pairs, per_leaf):
+            if axis is None:
+                continue
+            where, ndim = repr(param) + tree_util.keystr(path), np.ndim(leaf)
             if not -ndim <= axis < ndim:
                 raise ValueError(f"vmap in_axes {axis} is out of range for argument "
-                                 f"{_path(path)} of rank {ndim}")
-            sizes.append((_path(path), np.shape(leaf)[axis]))
+                                 f"{where} of rank {ndim}")
+            sizes.append((where, np.shape(leaf)[axis]))
     if spec.axis_size is not None:
         sizes.insert(0, ("axis_size", spec.axis_size))
     if len({s for _, s in sizes}) > 1:
         listing = ", ".join(f"{n} has size {s}" for n, s in sizes)
         raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {listing}")
-
-
-def _mapped_leaves(value, axes, path):
-    if axes is None:
-        return
-    if isinstance(axes, int):
-        for leaf_path, leaf in _leaves_with_path(value, path):
-            yield leaf_path, leaf, axes
-        return
-    keys = range(len(axes)) if isinstance(axes, tuple) else axes.keys()
-    for k in keys:
-        yield from _mapped_leaves(value[k], axes[k], path + (k,))
-
-
-def _leaves_with_path(value, path):
-    if isinstance(value, dict):
-        for k in value:
-            yield from _leaves_with_path(value[k], path + (k,))
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            yield from _leaves_with_path(v, path + (i,))
-    else:
-        yield path, value
-
-
-def _path(path) -> str:
-    return repr(path[0]) if len(path) == 1 else \
-        repr(path[0]) + "".join(f"[{k!r}]" for k in path[1:])

@@ -25,6 +25,8 @@ from .function import Function, binder, call_arguments, same_parameters, signatu
 from .input_dtypes import check_inputs
 from .materialize import compile_function, module_text
 from .names import Namer
+from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
+                      layout_of, leaves, unflatten)
 from .transformed import Transformed
 from .typing import Argnums
 
@@ -92,24 +94,39 @@ def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | Non
     # with a zero tangent
     values = _binder(transformed, fun)(*primals)
     zeros = tuple(_zeros_tree(v) for v in values[len(primals):])
-    return transformed(*values, *tangents, *zeros)
+    layouts = tuple(layout_of(v) for v in values)
+    if all_leaves(layouts):
+        return transformed(*values, *tangents, *zeros)
+    for k, tangent in enumerate(tangents):
+        if layout_of(tangent) != layouts[k]:
+            raise TypeError(f"jvp: the tangent of argument {k} must have the structure of "
+                            f"its primal, {layouts[k].structure or 'a leaf'}")
+
+    def build():
+        flat = _FunctionRef(fun, flatten_parameters(parse(fun), layouts))
+        return backends_compile(_jvp_function(flat, has_aux))
+    compiled = transformed._built(("flat", layouts), build)
+    return compiled(*leaves(values), *leaves(tangents + zeros))
 
 
 @functools.lru_cache(maxsize=256)
 def _jvp_transformed(fun, has_aux: bool) -> Transformed:
-    def build() -> Function:
-        inner = tangent_function(fun)
-        if not has_aux:
-            return inner
-        fn = parse(fun)
-        namer = Namer(set(inner.params) | {"jvp"})
-        args = ", ".join(inner.params)
-        pair = namer.fresh("pair")
-        text = (f"def {fn.name}_jvp_aux({args}):\n"
-                f"    {pair} = jvp({args})\n"
-                f"    return {pair}[0][0], {pair}[1][0], {pair}[0][1]\n")
-        return generated(fn, text, {"jvp": inner}, "jvp(has_aux=True)")
-    return Transformed(fun, build, "jvp")
+    return Transformed(fun, lambda: _jvp_function(fun, has_aux), "jvp")
+
+
+def _jvp_function(fun, has_aux: bool) -> Function:
+    """`(*primals, *tangents) -> (out, dout)` (and aux after them, with has_aux)."""
+    inner = tangent_function(fun)
+    if not has_aux:
+        return inner
+    fn = parse(fun)
+    namer = Namer(set(inner.params) | {"jvp"})
+    args = ", ".join(inner.params)
+    pair = namer.fresh("pair")
+    text = (f"def {fn.name}_jvp_aux({args}):\n"
+            f"    {pair} = jvp({args})\n"
+            f"    return {pair}[0][0], {pair}[1][0], {pair}[0][1]\n")
+    return generated(fn, text, {"jvp": inner}, "jvp(has_aux=True)")
 
 
 def _binder(transformed: Transformed, fun):
@@ -168,37 +185,41 @@ class Jacobian(Transformed):
         return check_inputs(f"jac{self.mode}", fn.params, args, _argnums(fn, self.argnums),
                             allow_int_hint=False)
 
+    def __secant_signature_function__(self) -> Function:
+        return parse(self.fun)
+
     def __call__(self, *args, **kwargs):
-        from .pytrees import LEAF, layout_of
         self._refresh()
         self.__secant_check_inputs__(args, kwargs)
         if all(layout_of(a) is LEAF for a in args) and \
                 all(layout_of(v) is LEAF for v in kwargs.values()):
             return self._python(*args, **kwargs)
         args = self._built("binder", lambda: binder(parse(self.fun)))(*args, **kwargs)
-        return self._call_tree(args, tuple(layout_of(a) for a in args))
+        return self._call_flat(args, tuple(layout_of(a) for a in args))
 
-    def _call_tree(self, args, layouts):
-        from . import tree_util
-        from .api_reverse import flatten_parameters
+    def __secant_flat__(self, layouts) -> Flat:
+        """The Jacobian of `fun`'s flat form in the leaves of the `argnums` arguments;
+        rebuilt, each output leaf holds the argument's tree (JAX's layout)."""
+        inner = flat_function(self.fun, layouts)
         nums = _argnums(parse(self.fun), self.argnums)
+        groups = leaf_groups(layouts)
+        wrt = tuple(i for a in nums for i in groups[a])
+        fn = _jacobian(_FunctionRef(self.fun, inner.function), wrt, self.has_aux, self.mode)
+        return Flat(fn, functools.partial(_rebuild_jacobian, tuple(layouts[a] for a in nums),
+                                          isinstance(self.argnums, int), self.has_aux,
+                                          inner.rebuild))
 
-        def build():
-            flat, groups = flatten_parameters(parse(self.fun), layouts)
-            leaves = tuple(i for a in nums for i in groups[a])
-            ref = _FunctionRef(self.fun, flat)
-            return backends_compile(_jacobian(ref, leaves, self.has_aux, self.mode)), groups
-        compiled, groups = self._built(("layouts", layouts), build)
-        result = compiled(*[leaf for a in args for leaf in tree_util.tree_leaves(a)])
-        jacs, aux = (result[0], result[1]) if self.has_aux else (result, None)
-        jacs = tuple(jacs)                 # `leaves` is a tuple argnums: one per leaf
-        trees, k = [], 0
-        for a in nums:
-            per_leaf = jacs[k:k + len(groups[a])]
-            k += len(groups[a])
-            trees.append(_tree_product(per_leaf, tree_util.tree_structure(args[a])))
-        value = trees[0] if isinstance(self.argnums, int) else tuple(trees)
-        return (value, aux) if self.has_aux else value
+
+def _rebuild_jacobian(layouts, single: bool, has_aux: bool, inner, result):
+    """Per-leaf Jacobians -> per argument, the output tree of argument trees."""
+    jacs, aux = (result[0], result[1]) if has_aux else (result, None)
+    jacs, trees, k = tuple(jacs), [], 0
+    for layout in layouts:
+        tree = _tree_product(jacs[k:k + layout.leaf_count], layout)
+        trees.append(tree if inner is None else inner(tree))
+        k += layout.leaf_count
+    value = trees[0] if single else tuple(trees)
+    return (value, aux) if has_aux else value
 
 
 class _FunctionRef:
@@ -216,14 +237,13 @@ def backends_compile(fn: Function):
     return compile_function(fn, PYTHON).function
 
 
-def _tree_product(per_leaf, in_structure):
+def _tree_product(per_leaf, layout):
     """Per argument leaf, a Jacobian shaped like the output tree -> the output tree whose
     leaves are argument trees (JAX's layout)."""
     from . import tree_util
     out_leaves, out_structure = tree_util.tree_flatten(per_leaf[0])
     columns = [tree_util.tree_leaves(j) for j in per_leaf]
-    rebuilt = [tree_util.tree_unflatten(in_structure, [c[i] for c in columns])
-               for i in range(len(out_leaves))]
+    rebuilt = [unflatten(layout, [c[i] for c in columns]) for i in range(len(out_leaves))]
     return tree_util.tree_unflatten(out_structure, rebuilt)
 
 
@@ -257,9 +277,44 @@ class Hessian(Transformed):
         return check_inputs("hessian", fn.params, args, _argnums(fn, self.argnums),
                             allow_int_hint=False)
 
+    def __secant_signature_function__(self) -> Function:
+        return parse(self.fun)
+
     def __call__(self, *args, **kwargs):
         self.__secant_check_inputs__(args, kwargs)
-        return super().__call__(*args, **kwargs)
+        if all(layout_of(a) is LEAF for a in args) and \
+                all(layout_of(v) is LEAF for v in kwargs.values()):
+            return super().__call__(*args, **kwargs)
+        self._refresh()
+        args = self._built("binder", lambda: binder(parse(self.fun)))(*args, **kwargs)
+        return self._call_flat(args, tuple(layout_of(a) for a in args))
+
+    def __secant_flat__(self, layouts) -> Flat:
+        """jacfwd of the flat gradient (one output per leaf), rebuilt into JAX's nesting:
+        per pair of arguments, the first's tree of the second's trees."""
+        from .api_reverse import grad
+        nums = _argnums(parse(self.fun), self.argnums)
+        inner = grad(self.fun, nums).__secant_flat__(layouts)
+        groups = leaf_groups(layouts)
+        wrt = tuple(i for a in nums for i in groups[a])
+        fn = _jacobian(_FunctionRef(self.fun, inner.function), wrt, False, "fwd", "hessian",
+                       len(wrt))
+        return Flat(fn, functools.partial(_rebuild_hessian, tuple(layouts[a] for a in nums),
+                                          isinstance(self.argnums, int)))
+
+
+def _rebuild_hessian(layouts, single: bool, blocks):
+    """`blocks[i][j]` per pair of leaves -> JAX's nested Hessian of the arguments."""
+    starts = [sum(lay.leaf_count for lay in layouts[:a]) for a in range(len(layouts))]
+
+    def block(a, b):
+        rows = range(starts[a], starts[a] + layouts[a].leaf_count)
+        cols = range(starts[b], starts[b] + layouts[b].leaf_count)
+        return unflatten(layouts[a], [unflatten(layouts[b], [blocks[i][j] for j in cols])
+                                      for i in rows])
+    if single:
+        return block(0, 0)
+    return tuple(tuple(block(a, b) for b in range(len(layouts))) for a in range(len(layouts)))
 
 
 _HELPERS = {name: getattr(basis, name) for name in basis.__all__}

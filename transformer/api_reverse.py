@@ -4,24 +4,23 @@ Each returns (or, for `vjp`, uses) a generated Function from `reverse.py`. `grad
 `Transformed`: calling it runs the generated code as plain Python, `jit(grad(f))`
 compiles the same code with Numba, and other transformations take it as input.
 
-Pytree arguments (dicts, tuples, lists of arrays) are flattened at the boundary: the
-gradient is computed for a version of `f` whose container parameters are replaced by
-their leaves, and the leaves' gradients are put back into the container's structure.
+Pytree arguments are flattened at the one boundary in `pytrees`: the gradient is taken of
+`f`'s flat form (`__secant_flat__`) in the leaves, and put back into the trees.
 """
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Any, Callable, Sequence, TypeVar
 
 import gast
 
-from . import materialize, templates, tree_util
+from . import materialize, templates
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
-from .pytrees import LEAF, layout_of
+from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
+                      layout_of, leaves, returned_containers, unflatten)
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
@@ -77,6 +76,14 @@ class GradTransformed(Transformed):
         return reverse_function(fn, self.argnums, self.mode, self.has_aux, self.label,
                                 self.tuple_grads)
 
+    def __secant_signature_function__(self) -> Function:
+        return _base_function(self.fun)
+
+    @property
+    def __secant_rebuilds_outputs__(self) -> bool:
+        """An aux dict is rebuilt from a tuple: jit runs the flat form even on leaves."""
+        return self.has_aux
+
     @functools.cached_property
     def _params(self) -> list[str]:
         return _base_function(self.fun).params
@@ -104,9 +111,37 @@ class GradTransformed(Transformed):
         if integers:
             return self._call_with_integers(bound, integers)
         layouts = tuple(layout_of(a) for a in bound)
-        if all(lay is LEAF for lay in layouts):
+        if all_leaves(layouts):
             return self._python(*args, **kwargs)      # the generated def binds as f does
-        return self._call_flattened(bound, layouts)
+        return self._call_flat(bound, layouts)
+
+    def __secant_flat__(self, layouts) -> Flat:
+        """The gradient of `fun`'s flat form in the leaves of the `argnums` arguments,
+        rebuilt into their trees."""
+        inner = flat_function(self.fun, layouts, _base_function)
+        groups = leaf_groups(layouts)
+        argnums = tuple(a % len(layouts) for a in self.argnums)
+        wrt = tuple(i for a in argnums for i in groups[a])
+        primal, aux = inner.function, None
+        if self.has_aux:        # a returned aux dict literal travels as a tuple (Numba)
+            primal, aux = returned_containers(primal)
+        fn = reverse_function(primal, wrt, self.mode, self.has_aux, self.label, True)
+        return Flat(fn, functools.partial(self._rebuild, tuple(layouts[a] for a in argnums),
+                                          aux))
+
+    def _rebuild(self, layouts, aux_keys, result):
+        def trees(flat_grads):
+            grads, k = [], 0
+            for layout in layouts:
+                grads.append(unflatten(layout, flat_grads[k:k + layout.leaf_count]))
+                k += layout.leaf_count
+            return tuple(grads) if self.tuple_grads else grads[0]
+        def aux(value):
+            return value if aux_keys is None else aux_keys((None, value))[1]
+        if self.mode == GRAD:
+            return (trees(result[0]), aux(result[1])) if self.has_aux else trees(result)
+        value = (result[0][0], aux(result[0][1])) if self.has_aux else result[0]
+        return value, trees(result[1])
 
     def _call_with_integers(self, args, integers):
         """allow_int: the gradient in the other arguments, float0 zeros for the integers."""
@@ -130,30 +165,6 @@ class GradTransformed(Transformed):
         if self.mode == GRAD:
             return (grads, aux) if self.has_aux else grads
         return value, grads
-
-    def _call_flattened(self, args, layouts):
-        def build():
-            base, groups = flatten_parameters(_base_function(self.fun), layouts)
-            wrt = tuple(i for a in self.argnums for i in groups[a])
-            fn = reverse_function(base, wrt, self.mode, self.has_aux, self.label, True)
-            return materialize.compile_function(fn, PYTHON).function, groups
-        function, groups = self._built(("layouts", layouts), build)
-        leaves = [leaf for a in args for leaf in tree_util.tree_leaves(a)]
-        result = function(*leaves)
-        return self._unflatten(result, args, groups)
-
-    def _unflatten(self, result, args, groups):
-        def rebuild(flat_grads):
-            grads, k = [], 0
-            for a in self.argnums:
-                count = len(groups[a])
-                structure = tree_util.tree_structure(args[a])
-                grads.append(tree_util.tree_unflatten(structure, flat_grads[k:k + count]))
-                k += count
-            return tuple(grads) if self.tuple_grads else grads[0]
-        if self.mode == GRAD:
-            return (rebuild(result[0]), result[1]) if self.has_aux else rebuild(result)
-        return result[0], rebuild(result[1])
 
 
 def _base_function(fun) -> Function:
@@ -214,10 +225,14 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
     base = _base_function(fun)
     check_inputs("vjp", base.params, primals, wrt, allow_int_hint=False)
-    fn = reverse_function(base, wrt, VJP, has_aux, f"vjp(argnums={wrt})")
+    values = binder(base)(*primals)     # the parameters left out take their defaults
+    layouts = tuple(layout_of(v) for v in values)
+    groups = leaf_groups(layouts)
+    leaf_wrt = tuple(i for a in wrt for i in groups[a])
+    fn = reverse_function(flatten_parameters(base, layouts), leaf_wrt, VJP, has_aux,
+                          f"vjp(argnums={wrt})")
     compiled = materialize.compile_function(fn, PYTHON).function
     result = fun(*primals)
-    values = binder(base)(*primals)     # the parameters left out take their defaults
     out, aux = result if has_aux else (result, None)
 
     def vjp_fn(cotangent):
@@ -225,7 +240,12 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
         if isinstance(out, tuple) and len(cts) != len(out):
             raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
                              f"{len(out)}")
-        return tuple(compiled(*values, *cts))
+        flat = tuple(compiled(*leaves(values), *cts))
+        found, k = [], 0
+        for a in wrt:
+            found.append(unflatten(layouts[a], flat[k:k + layouts[a].leaf_count]))
+            k += layouts[a].leaf_count
+        return tuple(found)
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
@@ -338,68 +358,3 @@ def defadjoint(primitive: Callable):
         templates.adjoint(primitive)(template)
         return template
     return decorate
-
-
-# ---------------------------------------------------------------- pytree parameters
-
-
-def flatten_parameters(fn: Function, layouts) -> tuple[Function, list[list[int]]]:
-    """`fn` with each container parameter replaced by one parameter per leaf.
-
-    Reads `p["W"]` / `p[0]` (constant keys, nested) become the leaf's parameter; any other
-    use of a container parameter is refused. Returns the Function and, per original
-    parameter, the positions of its leaves in the new parameter list.
-    """
-    node = copy.deepcopy(fn.node)
-    params = fn.params
-    new_params, groups, leaves_of = [], [], {}
-    for p, layout in zip(params, layouts):
-        if layout is LEAF:
-            groups.append([len(new_params)])
-            new_params.append(p)
-            continue
-        names = {}
-        start = len(new_params)
-        for path in _leaf_paths(layout):
-            leaf = _fresh(set(params) | set(new_params), p + "_" + "_".join(map(str, path)))
-            names[path] = leaf
-            new_params.append(leaf)
-        groups.append(list(range(start, len(new_params))))
-        leaves_of[p] = (layout, names)
-    _LeafAccess(fn, leaves_of).visit(node)
-    node.args = gast.arguments(args=[name(p, gast.Param()) for p in new_params],
-                               posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                               kwarg=None, defaults=[])
-    return fn.replace(node=node), groups
-
-
-def _leaf_paths(layout, prefix=()):
-    if layout is LEAF or layout.kind == "leaf":
-        yield prefix
-        return
-    for key, child in zip(layout.keys, layout.children):
-        yield from _leaf_paths(child, prefix + (key,))
-
-
-class _LeafAccess(gast.NodeTransformer):
-    def __init__(self, fn, leaves_of):
-        self.fn, self.leaves_of = fn, leaves_of
-
-    def visit_Subscript(self, node):
-        path, root = [], node
-        while isinstance(root, gast.Subscript) and isinstance(root.slice, gast.Constant):
-            path.insert(0, root.slice.value)
-            root = root.value
-        if isinstance(root, gast.Name) and root.id in self.leaves_of:
-            layout, names = self.leaves_of[root.id]
-            if tuple(path) in names:
-                return gast.copy_location(name(names[tuple(path)]), node)
-        return self.generic_visit(node)
-
-    def visit_Name(self, node):
-        if node.id in self.leaves_of and not isinstance(node.ctx, gast.Param):
-            raise self.fn.origin.error(node, f"container argument {node.id!r} is used "
-                                       "whole here; grad can only read its entries "
-                                       "with constant keys", f"read {node.id}[\"key\"] instead")
-        return node
-

@@ -42,7 +42,7 @@ from .frontend import parse
 from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
-from .pytrees import LEAF, layout_of, returned_dict_keys, rewrite_access, to_tuples
+from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves, returned_containers
 from .scalarize import scalarize
 from .recursion import refuse_recursion
 from .specialize import specialize
@@ -207,13 +207,20 @@ class Jitted(ShowsSource):
                 self.__dict__.pop(cached, None)
             return True
 
+    @property
+    def _binding_function(self) -> Function:
+        """The Function whose parameters calls bind to: a transformation that keeps its
+        input's parameters names it (its own Function may exist only for leaves)."""
+        hook = getattr(self.fun, "__secant_signature_function__", None)
+        return hook() if hook is not None else self.base_function
+
     @functools.cached_property
     def signature(self):
-        return signature(self.base_function)
+        return signature(self._binding_function)
 
     @functools.cached_property
     def _binder(self):
-        return binder(self.base_function)
+        return binder(self._binding_function)
 
     @functools.cached_property
     def _arity(self) -> int:
@@ -290,22 +297,24 @@ class Jitted(ShowsSource):
             if located is exc:
                 raise
             raise located from None
-        if keys is not None:                # rebuilds returned dicts (returned_dict_keys)
+        if keys is not None:                # rebuilds returned containers (returned_containers)
             return keys(result)
         return result
 
     def _bind(self, args, kwargs):
-        """(specialization key, dynamic arguments, container layouts, static values).
+        """(specialization key, dynamic leaves, layouts, static values).
 
-        The key's last item keeps, for the cpu backend, the dtype, ndim and short last
-        axis of each dynamic array (`vector_shapes.argument_key`): `scalarize` turns
+        `layouts` (one per parameter) is None when no argument is a container; otherwise
+        the dynamic arguments are their leaves (`pytrees`: the compiled code is the flat
+        form). The key's last item keeps, for the cpu backend, the dtype, ndim and short
+        last axis of each dynamic leaf (`vector_shapes.argument_key`): `scalarize` turns
         vectors of a length known this way into scalars.
         """
         if not kwargs and len(args) == self._arity and _all_leaves(args):
-            return (len(args), argument_key(args) if self._cpu else ()), args, None, {}
+            return (len(args), self._describe(args)), args, None, {}
         values = self._binder(*args, **kwargs)      # Python's binding, defaults filled in
-        static, dynamic, layouts = {}, [], {}
-        for name, value in zip(self.base_function.params, values):
+        static, dynamic, layouts = {}, [], []
+        for name, value in zip(self._binding_function.params, values):
             if name in self.static_names:
                 try:
                     hash(value)
@@ -313,26 +322,23 @@ class Jitted(ShowsSource):
                     raise TypeError(f"static argument {name!r} of {self.__name__} must be "
                                     f"hashable, got {type(value).__name__}") from None
                 static[name] = value
+                layouts.append(LEAF)
                 continue
-            layout = layout_of(value)
-            layouts[name] = layout
-            dynamic.append(value if layout is LEAF else to_tuples(value, layout))
+            layouts.append(layout_of(value))
+            dynamic.append(value)
+        layouts = None if all_leaves(layouts) else tuple(layouts)
+        if layouts is not None:
+            dynamic = leaves(dynamic)
         key = (tuple(sorted((k, type(v).__name__, v) for k, v in static.items())),
-               tuple(layouts.items()), self._describe(dynamic, layouts.values()))
+               layouts, self._describe(dynamic))
         return key, dynamic, layouts, static
 
-    def _describe(self, dynamic, layouts=()) -> tuple:
-        if not self._cpu:
-            return ()
-        leaves = [layout is LEAF for layout in layouts] or [True] * len(dynamic)
-        if all(leaves):
-            return argument_key(dynamic)
-        return tuple(argument_key([value])[0] if leaf else None
-                     for value, leaf in zip(dynamic, leaves))
+    def _describe(self, dynamic) -> tuple:
+        return argument_key(dynamic) if self._cpu else ()
 
-    def _shapes(self, spec_key) -> dict:
-        """Parameter name -> shape class, for the dynamic parameters of `spec_key`."""
-        names = [n for n in self.signature.parameters if n not in self.static_names]
+    def _shapes(self, fn: Function, static, spec_key) -> dict:
+        """Parameter name -> shape class, for the dynamic parameters of `fn`."""
+        names = [n for n in fn.params if n not in static]
         return {n: describe_key(item) for n, item in zip(names, spec_key[-1])}
 
     def _compile_once(self, spec_key, static, layouts):
@@ -344,7 +350,7 @@ class Jitted(ShowsSource):
             if compiled is not None:            # another thread compiled it meanwhile
                 self._hits += 1
                 return compiled
-            compiled = self._compile(spec_key, static, layouts, self._shapes(spec_key))
+            compiled = self._compile(spec_key, static, layouts)
         self._check_specialization_count()
         return compiled
 
@@ -365,33 +371,35 @@ class Jitted(ShowsSource):
         """A located error for array dtypes Numba has no machine type for (float16,
         long double), which it would report as an internal NotImplementedError."""
         names = [n for n in self.signature.parameters if n not in self.static_names]
+        fn = self._binding_function
         for i, value in enumerate(dynamic):
             for leaf in tree_util.tree_leaves(value):
                 dtype = getattr(leaf, "dtype", None)
                 if isinstance(leaf, (np.ndarray, np.generic)) and dtype in _NO_NUMBA_DTYPES:
                     name = names[i] if i < len(names) and len(names) == len(dynamic) \
                         else f"#{i}"
-                    fn = self.base_function
                     raise fn.origin.error(fn.node, f"argument {name!r} of {self.__name__} "
                                           f"holds {dtype}, which Numba cannot compile",
                                           "cast it (x.astype(np.float32)), or use "
                                           "jit(..., backend='python') to run it with NumPy")
 
-    def _compile(self, spec_key, static, layouts, shapes):
-        fn = self.base_function
+    def _compile(self, spec_key, static, layouts):
+        fn, rebuild = self._function_for(layouts)
         refuse_recursion(fn)
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(positional_parameters(fn))
-        if layouts:
-            fn = rewrite_access(fn, layouts)
         keys = None
         if self.options.backend == "cpu":
-            fn, keys = returned_dict_keys(fn)
+            fn, keys = returned_containers(fn)
+            if rebuild is not None:
+                keys = _then(keys, rebuild)
+        elif rebuild is not None:
+            keys = rebuild
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if self.options.backend == "cpu":
-            tuples = [name for name, layout in (layouts or {}).items() if layout is not LEAF]
-            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, tuples)
+            shapes = self._shapes(fn, static, spec_key)
+            fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, [])
         before = backends.STATS.hits
         compiled = materialize.compile_function(fn, self.options)
         self._reused += backends.STATS.hits - before
@@ -400,6 +408,17 @@ class Jitted(ShowsSource):
         self._specs[spec_key] = (compiled.function, keys)
         self._last_compiled = compiled
         return self._specs[spec_key]
+
+    def _function_for(self, layouts):
+        """(Function, rebuild of its result or None): the flat form for container
+        arguments (`pytrees.flat_function`), or for a target whose outputs need it (an
+        aux dict), else the function itself."""
+        if layouts is None and getattr(self.fun, "__secant_rebuilds_outputs__", False):
+            layouts = (LEAF,) * len(self.signature.parameters)
+        if layouts is None:
+            return self.base_function, None
+        flat = flat_function(self.fun, layouts, lambda _: self.base_function, tuples=True)
+        return flat.function, flat.rebuild
 
     def _label(self, static) -> str:
         parts = [f"backend={self.options.backend!r}"]
@@ -461,14 +480,21 @@ class Jitted(ShowsSource):
 
     def source(self, *args, **static) -> str:
         """The generated module text for the given static values; with example dynamic
-        arguments `args` (in order), the text compiled for arguments shaped like them."""
+        arguments `args` (in order), the text compiled for arguments shaped like them
+        (for containers, the flat form compiled for their layouts)."""
         fn = self.base_function
+        if args and not _all_leaves(args):
+            dynamic = iter(args)
+            layouts = tuple(LEAF if n in static else layout_of(next(dynamic, None))
+                            for n in self.signature.parameters)
+            fn, _ = self._function_for(layouts)
+            args = tuple(leaves(args))
         if static:
             fn = specialize(fn, static)
         fn = methods_to_functions(fn)
         fn = fn.replace(chain=fn.chain + (self._label(static),))
         if args and self.options.backend == "cpu":
-            shapes = self._shapes((self._describe(args),))
+            shapes = self._shapes(fn, static, (self._describe(args),))
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes)
         text, _ = materialize.module_text(fn, self.options)
         return SourceCode(text)
@@ -479,8 +505,7 @@ class Jitted(ShowsSource):
         disk cache, so a later process calling with such arguments loads it. Returns the
         Numba types compiled for."""
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
-        function, _ = self._specs.get(spec_key) or \
-            self._compile(spec_key, static, layouts, self._shapes(spec_key))
+        function, _ = self._specs.get(spec_key) or self._compile(spec_key, static, layouts)
         types = tuple(numba.typeof(value) for value in dynamic)
         if hasattr(function, "compile"):       # a Numba dispatcher (cpu backend)
             try:
@@ -510,6 +535,13 @@ def _numba_reason(text: str) -> str:
 # exact types that are never containers: checked first, as the per-call fast path
 _PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
                           np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
+def _then(first, second):
+    """`second` after `first` (either may be None)."""
+    if first is None:
+        return second
+    return lambda result: second(first(result))
 
 
 def _all_leaves(args) -> bool:

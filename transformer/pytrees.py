@@ -1,196 +1,629 @@
-"""Pytrees at the compiled boundary: containers in, nested tuples for Numba.
+"""The pytree boundary: every transformation sees leaves, never containers.
 
-Numba has no heterogeneous dicts, so a dict (or list, or registered dataclass) argument
-is passed to compiled code as a tuple of its children in pytree order, and the body's
-constant-key reads (`params["W"]`, `state.x`) are rewritten to tuple indexing
-(`params[2]`). A returned dict literal becomes a tuple, rebuilt into a dict on the way
-out. Leaves (arrays, scalars) and plain tuples of leaves pass through unchanged.
+A call with container arguments (tuples, lists, dicts, namedtuples, dataclasses and classes
+registered with `tree_util`, nested) is handled the same way by every API entry (grad,
+value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, vmap, jit, and their compositions):
+
+1. `layout_of(value)` describes each argument's structure, exactly as `tree_util` flattens
+   it (so the leaves passed and the parameters they bind to line up by construction).
+2. `flat_function(target, layouts)` is the target's Function over leaves: for a plain
+   function, `flatten_parameters` specializes its body to the layouts; a transformation
+   answers `__secant_flat__(layouts)` itself, transforming the flat Function of what it
+   wraps (so compositions flatten once, at the outermost call).
+3. The caller passes `leaves(args)` and rebuilds the result with `Flat.rebuild`.
+
+Invariant of `flatten_parameters`' output: no parameter is a container. Constant-key and
+attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter; unpacking
+(`W, b = params`) binds each name to its child; a `for` over a container (`for W, b in
+layers:`, `enumerate(layers)`, a dict's `items()`, `values()`, `keys()`) is unrolled, one
+copy of the body per entry; `len(p)` is a constant. Under jit of a function itself, a
+tuple or list of leaves used whole (`xs[i]`, passed on) is rebuilt as a tuple literal.
+Any other use of a container is a located TransformError.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
 import functools
+from typing import Any, Callable
 
 import gast
-import numpy as np
+import optree
 
+from . import tree_util
 from .function import Function, resolve
-from .syntax import const
+from .names import Namer
+from .syntax import const, name
+
+# ---------------------------------------------------------------- layouts
 
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """How one argument is laid out: `keys` maps a child's key to its tuple position."""
+    """The structure of one argument: `kind` is "leaf", "sequence" (tuple, list), "dict",
+    "attrs" (namedtuple, dataclass), "empty" (None) or "opaque" (a registered class whose
+    children have no names); `keys` are the children's keys in leaf order."""
 
-    kind: str                        # "leaf", "tuple", "dict", "attrs"
+    kind: str
     keys: tuple = ()
     children: tuple = ()
+    structure: Any = None           # the tree_util treedef, to rebuild values
 
-    def index_of(self, key):
-        return self.keys.index(key)
+    @property
+    def leaf_count(self) -> int:
+        return 1 if self.kind == "leaf" else sum(c.leaf_count for c in self.children)
 
 
 LEAF = Layout("leaf")
 
+_DICTS = (optree.PyTreeKind.DICT, optree.PyTreeKind.ORDEREDDICT, optree.PyTreeKind.DEFAULTDICT)
+
 
 def layout_of(value) -> Layout:
-    if isinstance(value, dict):
-        keys = tuple(sorted(value))
-        return Layout("dict", keys, tuple(layout_of(value[k]) for k in keys))
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return Layout("attrs", tuple(value._fields), tuple(layout_of(v) for v in value))
-    if isinstance(value, (tuple, list)):
-        return Layout("tuple", tuple(range(len(value))), tuple(layout_of(v) for v in value))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = tuple(f.name for f in dataclasses.fields(value))
-        return Layout("attrs", names, tuple(layout_of(getattr(value, n)) for n in names))
-    return LEAF
+    """The layout of `value` as `tree_util` flattens it (LEAF for arrays and numbers)."""
+    if isinstance(value, _PLAIN):
+        return LEAF
+    return _layout(tree_util.tree_structure(value))
 
 
-def to_tuples(value, layout: Layout):
-    """`value` as nested tuples following `layout` (what the compiled code receives)."""
-    if layout.kind == "leaf":
-        return value
-    if layout.kind == "dict":
-        return tuple(to_tuples(value[k], c) for k, c in zip(layout.keys, layout.children))
-    if layout.kind == "attrs":
-        return tuple(to_tuples(getattr(value, k), c)
-                     for k, c in zip(layout.keys, layout.children))
-    return tuple(to_tuples(v, c) for v, c in zip(value, layout.children))
+_PLAIN = (float, int, complex, bool)
 
 
-def rewrite_access(fn: Function, layouts: dict[str, Layout]) -> Function:
-    """Replace constant-key reads of container parameters by tuple indexing."""
-    containers = {k: v for k, v in layouts.items() if v.kind in ("dict", "attrs")}
-    if not containers and not _has_nested(layouts):
+def _layout(spec) -> Layout:
+    if spec.is_leaf():
+        return LEAF
+    kind, children = spec.kind, tuple(_layout(c) for c in spec.children())
+    if kind in _DICTS:
+        return Layout("dict", tuple(spec.entries()), children, spec)
+    if kind in (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST):
+        return Layout("sequence", tuple(range(len(children))), children, spec)
+    if kind == optree.PyTreeKind.NAMEDTUPLE:
+        return Layout("attrs", tuple(spec.type._fields), children, spec)
+    if kind == optree.PyTreeKind.NONE:
+        return Layout("empty", (), (), spec)
+    accessors = spec.accessors()
+    if accessors and all(isinstance(a[0], optree.GetAttrEntry) for a in accessors):
+        return Layout("attrs", tuple(spec.entries()), children, spec)
+    return Layout("opaque", tuple(range(len(children))), children, spec)
+
+
+def all_leaves(layouts) -> bool:
+    return all(lay is LEAF for lay in layouts)
+
+
+def leaves(args) -> list:
+    """The leaves of `args`, in the order of the flat Function's parameters."""
+    return [leaf for a in args for leaf in tree_util.tree_leaves(a)]
+
+
+def leaf_groups(layouts) -> list[list[int]]:
+    """Per argument, the positions of its leaves among all the leaves."""
+    groups, start = [], 0
+    for lay in layouts:
+        groups.append(list(range(start, start + lay.leaf_count)))
+        start += lay.leaf_count
+    return groups
+
+
+def unflatten(layout: Layout, items):
+    """The argument's tree with `items` (one per leaf, any values) in place of its leaves."""
+    items = list(items)
+    return items[0] if layout is LEAF else tree_util.tree_unflatten(layout.structure, items)
+
+
+def leaf_axes(axes, layout: Layout) -> list:
+    """vmap's per-argument axes (an int, None, or a prefix tree of them) per leaf."""
+    if axes is None or isinstance(axes, int) or layout is LEAF:
+        return [axes] * layout.leaf_count
+    found = []
+    for position, (key, child) in enumerate(zip(layout.keys, layout.children)):
+        sub = axes[key] if isinstance(axes, dict) else axes[position]
+        found.extend(leaf_axes(sub, child))
+    return found
+
+
+# ---------------------------------------------------------------- the flat protocol
+
+
+@dataclasses.dataclass(frozen=True)
+class Flat:
+    """A Function over leaves, and how to rebuild its result (None: as it is)."""
+
+    function: Function
+    rebuild: Callable | None = None
+
+    def __call__(self, result):
+        return result if self.rebuild is None else self.rebuild(result)
+
+
+def flat_function(target, layouts, base: Callable | None = None,
+                  tuples: bool = False) -> Flat:
+    """The Flat form of `target` for arguments laid out as `layouts`. A transformation
+    answers `__secant_flat__`; a plain function is parsed (`base`, default `parse`) and
+    its body specialized to the layouts (`tuples`: see `flatten_parameters`)."""
+    hook = getattr(target, "__secant_flat__", None)
+    if hook is not None:
+        return hook(tuple(layouts))
+    if base is None:
+        from .frontend import parse as base
+    return Flat(flatten_parameters(base(target), layouts, tuples))
+
+
+def composed(inner: Callable | None, outer: Callable):
+    """`outer` then `inner`'s rebuild, for a transformation that keeps its input's output
+    nesting one level down (a Jacobian whose rows are the inner output)."""
+    return outer if inner is None else (lambda result: inner(outer(result)))
+
+
+# ---------------------------------------------------------------- flattening a body
+
+
+def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
+    """`fn` with each container parameter replaced by one parameter per leaf (see the
+    module docstring for what the body may do with a container). `tuples`: a tuple or
+    list of leaves used whole is rebuilt as a tuple literal (for jit of the function
+    itself; the transformations have no rules through tuple literals, so it is refused
+    for them rather than risk a wrong derivative or batch)."""
+    layouts = tuple(layouts)
+    if all_leaves(layouts):
         return fn
+    namer = Namer.for_function(fn)
+    params, env = [], {}
+    for p, layout in zip(fn.params, layouts):
+        if layout is LEAF:
+            params.append(p)
+            continue
+        namer.reserve(p)
+        tree = _leaf_names(p, layout, namer)
+        env[p] = tree
+        params.extend(_names_in(tree))
     node = copy.deepcopy(fn.node)
-    _Access(fn, layouts).visit(node)
+    node.body = _Flattener(fn, tuples, namer).statements(node.body, env, nested=False)
+    node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
+                               vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                               defaults=[])
     return fn.replace(node=node)
 
 
-def _has_nested(layouts) -> bool:
-    return any(c.kind in ("dict", "attrs") for lay in layouts.values() for c in _walk(lay))
+@dataclasses.dataclass(frozen=True)
+class _Tree:
+    """A container known at transformation time: its layout and, per child, a leaf's
+    parameter name or a nested `_Tree`."""
+
+    layout: Layout
+    children: tuple
+
+    def child(self, key):
+        return self.children[self.layout.keys.index(key)]
 
 
-def _walk(layout):
-    yield layout
-    for child in layout.children:
-        yield from _walk(child)
+def _leaf_names(prefix: str, layout: Layout, namer: Namer):
+    if layout is LEAF:
+        return namer.fresh(prefix)
+    return _Tree(layout, tuple(_leaf_names(f"{prefix}_{k}", c, namer)
+                               for k, c in zip(layout.keys, layout.children)))
 
 
-class _Access(gast.NodeTransformer):
-    def __init__(self, fn, layouts):
-        self.fn, self.layouts = fn, layouts
+def _with_names(tree, names):
+    """`tree`'s structure with the next of `names` at each leaf."""
+    if isinstance(tree, str):
+        return next(names)
+    return _Tree(tree.layout, tuple(_with_names(c, names) for c in tree.children))
 
-    def layout(self, expr):
+
+def _names_in(tree) -> list[str]:
+    if isinstance(tree, str):
+        return [tree]
+    return [n for child in tree.children for n in _names_in(child)]
+
+
+def _sequences_only(tree) -> bool:
+    return isinstance(tree, str) or (tree.layout.kind == "sequence" and
+                                     all(_sequences_only(c) for c in tree.children))
+
+
+def _as_tuple(tree, where):
+    if isinstance(tree, str):
+        return gast.copy_location(name(tree), where)
+    return gast.copy_location(gast.Tuple(elts=[_as_tuple(c, where) for c in tree.children],
+                                         ctx=gast.Load()), where)
+
+
+_USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p, "
+                    "for W, b in layers:) and pass those values on")
+
+
+class _Flattener:
+    """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
+
+    def __init__(self, fn: Function, tuples: bool, namer: Namer):
+        self.fn, self.tuples, self.namer = fn, tuples, namer
+
+    def error(self, node, message, hint=_USED_WHOLE_HINT):
+        return self.fn.origin.error(node, message, hint)
+
+    # ------------------------------------------------------------ statements
+    def statements(self, body, env, nested: bool) -> list:
+        out = []
+        for stmt in body:
+            out.extend(self.statement(stmt, env, nested))
+        return out
+
+    def statement(self, stmt, env, nested):
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+            mapped = self.tree_map(stmt, env, nested)
+            if mapped is not None:
+                return mapped
+            tree = self.resolve(stmt.value, env)
+            if isinstance(tree, _Tree):
+                return self.bind(stmt.targets[0], tree, env, nested, stmt)
+        if isinstance(stmt, gast.For):
+            entries = self.iteration(stmt.iter, env)
+            if entries is not None:
+                return self.unroll(stmt, entries, env, nested)
+        if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+            self.refuse_uses(stmt, env)
+            return [stmt]
+        self.refuse_shadowing(stmt, env, nested)
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(stmt, field, None), list) and \
+                    not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                setattr(stmt, field, self.statements(getattr(stmt, field), env, True))
+        if isinstance(stmt, gast.Try):
+            for handler in stmt.handlers:
+                handler.body = self.statements(handler.body, env, True)
+        for field, value in gast.iter_fields(stmt):
+            if field in ("body", "orelse", "finalbody", "handlers"):
+                continue
+            setattr(stmt, field, self.rewrite(value, env))
+        self.forget_rebound(stmt, env, nested)
+        return [stmt]
+
+    def refuse_shadowing(self, stmt, env, nested):
+        """A container's name may be rebound only by a plain assignment in straight-line
+        code (`forget_rebound`); a loop target, `+=` or a comprehension variable of that
+        name would make its uses mean two things."""
+        if isinstance(stmt, gast.Assign) and not nested:
+            return
+        for sub in gast.walk(stmt):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store) and \
+                    sub.id in env and not isinstance(stmt, gast.Assign):
+                raise self.error(sub, f"{sub.id!r} names a container argument and is bound "
+                                 "again here", "give the new value another name")
+
+    def forget_rebound(self, stmt, env, nested):
+        """A container name assigned another value is no longer that container; inside a
+        branch or a loop its meaning would depend on the path taken: refused."""
+        targets = [t for t in gast.walk(stmt) if isinstance(t, gast.Name) and
+                   isinstance(t.ctx, gast.Store) and t.id in env]
+        for target in targets:
+            if nested:
+                raise self.error(target, f"{target.id!r} holds a container argument and is "
+                                 "assigned here inside a branch or loop",
+                                 "give the new value another name")
+            del env[target.id]
+
+    def tree_map(self, stmt, env, nested):
+        """`q = tree_map(f, p, ...)` over containers: one call of `f` per leaf, each bound
+        to a name of its own, and `q` the container of those names. None otherwise."""
+        call, target = stmt.value, stmt.targets[0]
+        if not isinstance(call, gast.Call) or len(call.args) < 2 or call.keywords or \
+                resolve(self.fn, call.func, None) is not tree_util.tree_map:
+            return None
+        trees = [self.resolve(a, env) for a in call.args[1:]]
+        if not all(isinstance(t, _Tree) for t in trees):
+            return None
+        if any(t.layout != trees[0].layout for t in trees) or \
+                not isinstance(target, gast.Name):
+            raise self.error(call, "tree_map over containers of different structures, or "
+                             "into a target other than one name",
+                             "map containers of one structure: q = tree_map(f, p, g)")
+        if nested:
+            raise self.error(target, f"a container is bound to {target.id!r} inside a "
+                             "branch or loop", "bind it before the branch")
+        columns = list(zip(*(_names_in(t) for t in trees)))
+        names = [self.namer.fresh(f"{target.id}_{column[0]}") for column in columns]
+        lines = [gast.copy_location(gast.Assign(
+            targets=[name(n, gast.Store())], type_comment=None,
+            value=gast.Call(func=self.rewrite(copy.deepcopy(call.args[0]), env),
+                            args=[name(leaf) for leaf in column], keywords=[])), stmt)
+            for n, column in zip(names, columns)]
+        for line in lines:
+            for sub in gast.walk(line):
+                if "lineno" in getattr(sub, "_attributes", ()):
+                    gast.copy_location(sub, stmt)
+        env[target.id] = _with_names(trees[0], iter(names))
+        return lines
+
+    def bind_entry(self, target, entry, env, nested, where) -> list:
+        """`target = entry` for one entry of an unrolled loop: a container, a leaf's
+        parameter name, a `_Key`, or a tuple of those (from enumerate and items())."""
+        if isinstance(entry, _Tree):
+            return self.bind(target, entry, env, nested, where)
+        if isinstance(entry, tuple):
+            if not isinstance(target, (gast.Tuple, gast.List)) or \
+                    len(target.elts) != len(entry):
+                raise self.error(target, f"unpack the {len(entry)} items of each step "
+                                 "into as many names")
+            return [s for t, e in zip(target.elts, entry)
+                    for s in self.bind_entry(t, e, env, nested, where)]
+        value = const(entry.key) if isinstance(entry, _Key) else name(entry)
+        assign = gast.Assign(targets=[copy.deepcopy(target)],
+                             value=gast.copy_location(value, where), type_comment=None)
+        return self.statement(gast.copy_location(assign, where), env, nested)
+
+    def bind(self, target, tree, env, nested, where) -> list:
+        """`target = <container>`: a name aliases it; a tuple target unpacks it."""
+        if isinstance(target, gast.Name):
+            if nested:
+                raise self.error(target, f"a container is bound to {target.id!r} inside a "
+                                 "branch or loop", "bind it before the branch")
+            env[target.id] = tree
+            return []
+        if isinstance(target, (gast.Tuple, gast.List)):
+            if tree.layout.kind not in ("sequence", "attrs") or \
+                    any(isinstance(t, gast.Starred) for t in target.elts):
+                raise self.error(target, f"cannot unpack a {self.describe(tree)} here",
+                                 "unpack a tuple, list or namedtuple into as many names "
+                                 "as it has entries, or read a dict by its keys")
+            if len(target.elts) != len(tree.children):
+                raise self.error(target, f"cannot unpack {len(tree.children)} entries into "
+                                 f"{len(target.elts)} names")
+            out = []
+            for elt, child in zip(target.elts, tree.children):
+                if isinstance(child, _Tree):
+                    out.extend(self.bind(elt, child, env, nested, where))
+                else:
+                    assign = gast.Assign(targets=[elt], value=name(child), type_comment=None)
+                    out.extend(self.statement(gast.copy_location(assign, where), env, nested))
+            return out
+        raise self.error(target, f"a {self.describe(tree)} cannot be assigned to this target")
+
+    def iteration(self, expr, env):
+        """The entries a `for` over a container visits, or None for any other loop:
+        a list or tuple, `enumerate` of one, a dict's `keys()`, `values()`, `items()`."""
+        tree = self.resolve(expr, env)
+        if isinstance(tree, _Tree):
+            if tree.layout.kind != "sequence":
+                raise self.error(expr, f"cannot iterate over a {self.describe(tree)}",
+                                 "iterate over a list or tuple argument, or over a dict's "
+                                 ".items()")
+            return list(tree.children)
+        if not isinstance(expr, gast.Call) or expr.keywords or len(expr.args) > 1:
+            return None
+        if len(expr.args) == 1 and resolve(self.fn, expr.func, None) is enumerate:
+            entries = self.iteration(expr.args[0], env)
+            return None if entries is None else \
+                [(_Key(i), entry) for i, entry in enumerate(entries)]
+        if expr.args or not isinstance(expr.func, gast.Attribute):
+            return None
+        tree = self.resolve(expr.func.value, env)
+        if not isinstance(tree, _Tree) or tree.layout.kind != "dict" or \
+                expr.func.attr not in ("keys", "values", "items"):
+            return None
+        keys = [_Key(k) for k in tree.layout.keys]
+        return {"keys": keys, "values": list(tree.children),
+                "items": list(zip(keys, tree.children))}[expr.func.attr]
+
+    def unroll(self, loop, entries, env, nested) -> list:
+        """`for W, b in layers:` over a container: one copy of the body per entry."""
+        jumps = [n for stmt in loop.body for n in gast.walk(stmt)
+                 if isinstance(n, (gast.Break, gast.Continue))]
+        if jumps:
+            raise self.error(jumps[0], "break and continue are not supported in a loop over "
+                             "a container argument (the loop is unrolled)",
+                             "use an if around the rest of the body")
+        out = []
+        for entry in entries:
+            out.extend(self.bind_entry(loop.target, entry, env, nested, loop))
+            out.extend(self.statements(copy.deepcopy(loop.body), env, nested))
+        return out + self.statements(loop.orelse, env, nested)
+
+    def refuse_uses(self, node, env):
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Name) and sub.id in env:
+                raise self.error(sub, f"container argument {sub.id!r} is used inside a "
+                                 "nested function")
+
+    # ------------------------------------------------------------ expressions
+    def resolve(self, expr, env):
+        """The `_Tree` or leaf name `expr` denotes, or None when it is not a container read."""
         if isinstance(expr, gast.Name):
-            return self.layouts.get(expr.id)
-        if isinstance(expr, gast.Subscript) and isinstance(expr.slice, gast.Constant):
-            parent = self.layout(expr.value)
-            if parent is not None and parent.kind != "leaf" and expr.slice.value in parent.keys:
-                return parent.children[parent.index_of(expr.slice.value)]
+            return env.get(expr.id)
         if isinstance(expr, gast.Attribute):
-            parent = self.layout(expr.value)
-            if parent is not None and parent.kind == "attrs" and expr.attr in parent.keys:
-                return parent.children[parent.index_of(expr.attr)]
+            parent = self.resolve(expr.value, env)
+            if isinstance(parent, _Tree):
+                if parent.layout.kind != "attrs" or expr.attr not in parent.layout.keys:
+                    raise self.error(expr, f"a {self.describe(parent)} has no field "
+                                     f"{expr.attr!r} here", "read one of its fields "
+                                     f"{list(parent.layout.keys)}")
+                return parent.child(expr.attr)
+            return None
+        if isinstance(expr, gast.Subscript):
+            parent = self.resolve(expr.value, env)
+            if isinstance(parent, _Tree):
+                return self.entry(parent, expr)
         return None
 
-    def visit_Subscript(self, node):
-        parent = self.layout(node.value)
-        self.generic_visit(node)
-        if parent is not None and parent.kind == "dict":
-            if not isinstance(node.slice, gast.Constant) or node.slice.value not in parent.keys:
-                raise self.fn.origin.error(node, "a dict argument can only be read with a "
-                                           f"constant key (one of {list(parent.keys)})",
-                                           "write params['W'] with a literal key")
-            node.slice = gast.copy_location(const(parent.index_of(node.slice.value)), node)
+    def entry(self, tree, expr):
+        key = _constant(expr.slice)
+        layout = tree.layout
+        if layout.kind == "dict":
+            if key is _NOT_CONSTANT or key not in layout.keys:
+                raise self.error(expr, "a dict argument can only be read with a constant key "
+                                 f"(one of {list(layout.keys)})",
+                                 "write params['W'] with a literal key")
+            return tree.child(key)
+        if layout.kind in ("sequence", "attrs") and isinstance(key, int) and \
+                not isinstance(key, bool):
+            if not -len(tree.children) <= key < len(tree.children):
+                raise self.error(expr, f"index {key} is out of range for a container of "
+                                 f"{len(tree.children)} entries")
+            return tree.children[key]
+        if key is _NOT_CONSTANT and self.tuples and _sequences_only(tree):
+            return None                   # a tuple of leaves indexed at run time
+        raise self.error(expr, f"a {self.describe(tree)} can only be read with a constant "
+                         "index here", "index it with a literal (layers[0]) or iterate "
+                         "over it (for W, b in layers:)")
+
+    def rewrite(self, value, env):
+        if isinstance(value, list):
+            return [self.rewrite(v, env) for v in value]
+        if not isinstance(value, gast.AST):
+            return value
+        if isinstance(value, (gast.Name, gast.Attribute, gast.Subscript)):
+            if not isinstance(value.ctx, gast.Load):
+                return self.target(value, env)
+            found = self.resolve(value, env)
+            if isinstance(found, str):
+                return gast.copy_location(name(found), value)
+            if isinstance(found, _Tree):
+                return self.whole(value, found)
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+                value.func.id == "len" and len(value.args) == 1 and not value.keywords:
+            found = self.resolve(value.args[0], env)
+            if isinstance(found, _Tree):
+                return gast.copy_location(const(len(found.children)), value)
+        if isinstance(value, gast.Lambda):
+            self.refuse_uses(value, env)
+            return value
+        for field, child in gast.iter_fields(value):
+            setattr(value, field, self.rewrite(child, env))
+        return value
+
+    def target(self, node, env):
+        """An assignment target: a container's entry cannot be replaced (the caller's
+        container would change); an array entry can be written into (`p["W"][0] = v`)."""
+        if isinstance(node, gast.Name):
+            return node
+        if self.resolve(node, env) is not None:
+            raise self.error(node, "an entry of a container argument cannot be assigned",
+                             "build a new value under another name (W2 = p['W'] * 2)")
+        node.value = self.rewrite(node.value, env)
+        if isinstance(node, gast.Subscript):
+            node.slice = self.rewrite(node.slice, env)
         return node
 
-    def visit_Call(self, node):
-        container = self.layout(node.args[0]) if node.args else None
-        if container is not None and container.kind in ("dict", "attrs") \
-                and resolve(self.fn, node.func, None) is np.copy:     # `d.copy()`, desugared
-            raise self.fn.origin.error(node, "a dict argument cannot be copied in compiled "
-                                       "code: it is passed as a read-only tuple of its entries",
-                                       "read the entries you need (d['a']) into variables")
-        self.generic_visit(node)
-        return node
+    def whole(self, expr, tree):
+        """A container used as a value: a tuple of leaves if it holds only sequences."""
+        if self.tuples and isinstance(getattr(expr, "ctx", None), gast.Load) and \
+                _sequences_only(tree):
+            return _as_tuple(tree, expr)
+        what = expr.id if isinstance(expr, gast.Name) else "this container"
+        raise self.error(expr, f"container argument {what!r} ({self.describe(tree)}) is "
+                         "used whole here; transformations read its entries, they cannot "
+                         "pass it on or change it")
 
-    def visit_Attribute(self, node):
-        parent = self.layout(node.value)
-        self.generic_visit(node)
-        if parent is not None and parent.kind == "attrs" and node.attr in parent.keys:
-            return gast.copy_location(
-                gast.Subscript(value=node.value, slice=const(parent.index_of(node.attr)),
-                               ctx=node.ctx), node)
-        return node
+    @staticmethod
+    def describe(tree) -> str:
+        kind = tree.layout.kind
+        if kind == "sequence":
+            return f"{tree.layout.structure.type.__name__} of {len(tree.children)}"
+        if kind in ("attrs", "opaque"):
+            return tree.layout.structure.type.__name__
+        return {"dict": "dict", "empty": "None"}[kind]
 
 
-def returned_dict_keys(fn: Function):
-    """(new Function, rebuild) when every return is a dict literal with the same constant
-    keys, or a tuple of one length whose items at some positions are such dict literals
-    (`return value, {"w": bw}` from value_and_grad): the new Function returns tuples in
-    their place, which Numba can box, and `rebuild(result)` makes the dicts again.
-    (fn, None) otherwise."""
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    """A key or position a loop over a container binds (a constant in the body)."""
+
+    key: Any
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant(node):
+    if isinstance(node, gast.Constant):
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
+            isinstance(node.operand, gast.Constant) and isinstance(node.operand.value, int):
+        return -node.operand.value
+    return _NOT_CONSTANT
+
+
+# ---------------------------------------------------------------- returned containers under jit
+
+
+def returned_containers(fn: Function):
+    """(new Function, rebuild) when every return is a container literal of one shape - a
+    dict literal with constant keys, or a call of a namedtuple or dataclass class
+    (`State(x, v)`) - or a tuple of one length whose items at some positions are such
+    literals (`return value, {"w": bw}` from value_and_grad): the new Function returns
+    tuples in their place, which Numba can box, and `rebuild(result)` makes the
+    containers again. (fn, None) otherwise."""
     returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
     values = [r.value for r in returns]
-    if all(isinstance(v, gast.Dict) for v in values):
-        keys = _common_keys(values)
-        if keys is None:
-            return fn, None
-        return _dicts_as_tuples(fn, None), functools.partial(_rebuild_dict, keys)
+    whole = _common_shape(fn, values)
+    if whole is not None:
+        return _as_tuples(fn, None), functools.partial(_rebuild, whole)
     if not all(isinstance(v, gast.Tuple) for v in values) or \
             len({len(v.elts) for v in values}) != 1:
         return fn, None
     per_item = []
     for items in zip(*(v.elts for v in values)):
-        if any(isinstance(item, gast.Dict) for item in items):
-            keys = _common_keys(items)
-            if keys is None:
-                return fn, None
-            per_item.append(keys)
-        else:
-            per_item.append(None)
-    if all(keys is None for keys in per_item):
+        shape = _common_shape(fn, items)
+        if shape is None and any(_shape(fn, item) is not None for item in items):
+            return fn, None
+        per_item.append(shape)
+    if all(shape is None for shape in per_item):
         return fn, None
-    return _dicts_as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
+    return _as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
 
 
-def _common_keys(dicts) -> tuple | None:
-    """The constant keys all of `dicts` (dict literals) share, in order; else None."""
-    key_sets = set()
-    for d in dicts:
-        if not isinstance(d, gast.Dict) or \
-                not all(isinstance(k, gast.Constant) for k in d.keys):
-            return None
-        key_sets.add(tuple(k.value for k in d.keys))
-    return key_sets.pop() if len(key_sets) == 1 else None
+def _shape(fn: Function, node):
+    """("dict", keys) or ("call", class, positional count, keyword names) for a container
+    literal jit can return as a tuple; None for anything else."""
+    if isinstance(node, gast.Dict):
+        if all(isinstance(k, gast.Constant) for k in node.keys):
+            return "dict", tuple(k.value for k in node.keys)
+        return None
+    if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args) \
+            or any(k.arg is None for k in node.keywords):
+        return None
+    cls = resolve(fn, node.func, None)
+    if not isinstance(cls, type) or not (dataclasses.is_dataclass(cls) or
+                                         (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
+        return None
+    return "call", cls, len(node.args), tuple(k.arg for k in node.keywords)
 
 
-def _dicts_as_tuples(fn: Function, per_item: list | None) -> Function:
-    """`fn` with each returned dict literal (the whole value, or the items of the returned
-    tuple marked in `per_item`) replaced by the tuple of its values."""
-    def as_tuple(d):
-        return gast.Tuple(elts=d.values, ctx=gast.Load())
+def _common_shape(fn: Function, nodes):
+    shapes = {_shape(fn, node) for node in nodes}
+    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+
+
+def _entries(node) -> list:
+    if isinstance(node, gast.Dict):
+        return list(node.values)
+    return list(node.args) + [k.value for k in node.keywords]
+
+
+def _as_tuples(fn: Function, per_item: list | None) -> Function:
+    """`fn` with each returned container literal (the whole value, or the items of the
+    returned tuple marked in `per_item`) replaced by the tuple of its entries."""
+    def as_tuple(node):
+        return gast.copy_location(gast.Tuple(elts=_entries(node), ctx=gast.Load()), node)
     node = copy.deepcopy(fn.node)
     for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
         if per_item is None:
             r.value = as_tuple(r.value)
         else:
-            r.value.elts = [as_tuple(e) if keys is not None else e
-                            for e, keys in zip(r.value.elts, per_item)]
+            r.value.elts = [as_tuple(e) if shape is not None else e
+                            for e, shape in zip(r.value.elts, per_item)]
     return fn.replace(node=node)
 
 
-def _rebuild_dict(keys: tuple, result) -> dict:
-    return dict(zip(keys, result))
+def _rebuild(shape: tuple, result):
+    if shape[0] == "dict":
+        return dict(zip(shape[1], result))
+    _, cls, positional, keywords = shape
+    return cls(*result[:positional], **dict(zip(keywords, result[positional:])))
 
 
 def _rebuild_items(per_item: tuple, result) -> tuple:
-    return tuple(item if keys is None else dict(zip(keys, item))
-                 for item, keys in zip(result, per_item))
-
+    return tuple(item if shape is None else _rebuild(shape, item)
+                 for item, shape in zip(result, per_item))

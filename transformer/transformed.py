@@ -19,7 +19,7 @@ from typing import Callable
 from codegen import compile_log
 from codegen.backends import Options
 
-from . import freshness, materialize
+from . import freshness, materialize, pytrees
 from .display import ShowsSource, SourceCode
 from .function import Function
 
@@ -74,6 +74,15 @@ class Transformed(ShowsSource):
     def __call__(self, *args, **kwargs):
         self._refresh()
         return self._python(*args, **kwargs)
+
+    def _call_flat(self, args, layouts):
+        """Run with container arguments (bound positionally): the Flat form for these
+        layouts (`pytrees.flat_function`, built once) on their leaves, result rebuilt."""
+        def build():
+            flat = pytrees.flat_function(self, layouts)
+            return flat, materialize.compile_function(flat.function, PYTHON).function
+        flat, function = self._built(("flat", layouts), build)
+        return flat(function(*pytrees.leaves(args)))
 
     def source(self, **static) -> str:
         fn = self.function

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import optree
@@ -109,18 +109,33 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
         namespace=NAMESPACE)
 
 
-def register_dataclass(cls: type) -> type:
-    """Make a dataclass a pytree node whose fields are its children; returns the class."""
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    optree.register_pytree_node(
-        cls, lambda obj: ([getattr(obj, n) for n in names], None, names),
-        lambda _aux, children: cls(*children), path_entry_type=optree.GetAttrEntry,
-        namespace=NAMESPACE)
+def register_dataclass(cls: type | None = None, data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] = ()):
+    """Make a dataclass a pytree node; returns the class (a decorator without `cls`).
+
+    As JAX: `data_fields` are its children (default: every field not in `meta_fields`),
+    `meta_fields` are static, kept in the tree structure (two values with different meta
+    fields have different structures)."""
+    if cls is None:
+        return functools.partial(register_dataclass, data_fields=data_fields,
+                                 meta_fields=meta_fields)
+    meta = tuple(meta_fields)
+    data = tuple(data_fields) if data_fields is not None else \
+        tuple(f.name for f in dataclasses.fields(cls) if f.name not in meta)
+
+    def flatten(obj):
+        return [getattr(obj, n) for n in data], tuple(getattr(obj, n) for n in meta), data
+
+    def unflatten(aux, children):
+        return cls(**dict(zip(data, children)), **dict(zip(meta, aux)))
+    optree.register_pytree_node(cls, flatten, unflatten, path_entry_type=optree.GetAttrEntry,
+                                namespace=NAMESPACE)
     return cls
 
 
 def treedef_is_leaf(treedef) -> bool:
-    return treedef.num_nodes == 1 and treedef.num_leaves == 1
+    """True for a leaf and for None (an empty node), as in JAX."""
+    return treedef.num_nodes == 1
 
 
 def all_leaves(trees: Any) -> bool:
