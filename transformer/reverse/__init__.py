@@ -42,18 +42,18 @@ import numpy as np
 from codegen import emit
 from codegen.backends import is_user_function
 
-from . import activity, runtime, tape
-from .errors import TransformError, copy_hint
-from .function import Function, resolve
-from .input_dtypes import input_kind, refusal
-from .names import Namer, free_names
-from .reverse_dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
-from .reverse_prepare import bind_helper, prepare
-from .reverse_tidy import tidy_reverse
-from .reverse_views import view_copies
-from .specialize import is_literal
-from .syntax import assign, call, const, located, name, store, subscript
-from .templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
+from .. import activity, runtime, tape
+from ..errors import TransformError, copy_hint
+from ..function import Function, resolve
+from ..input_dtypes import input_kind, refusal
+from ..names import Namer, free_names
+from .dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
+from .prepare import bind_helper, prepare
+from .tidy import tidy_reverse
+from .views import view_copies
+from ..specialize import is_literal
+from ..syntax import assign, call, const, located, name, store, subscript
+from ..templates import (ADJOINTS, MissingRule, _lookup, describe, expand_adjoint, has_adjoint,
                         is_nondifferentiable, nondifferentiable)
 
 GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
@@ -556,8 +556,8 @@ class _Reverse:
     def bind_call(self, obj, value) -> list:
         """The call's arguments, one per parameter of the callee, defaults filled in: the
         callee's vjp takes every primal parameter before the cotangents."""
-        from .frontend import parse
-        from .function import signature
+        from ..frontend import parse
+        from ..function import signature
         parameters = signature(parse(obj)).parameters
         if not value.keywords and len(value.args) == len(parameters):
             return list(value.args)
@@ -755,7 +755,7 @@ class _Reverse:
         return out
 
     def callee_vjp(self, obj, positions, stmt) -> str:
-        from .frontend import parse
+        from ..frontend import parse
         cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
@@ -1407,13 +1407,13 @@ class _Reverse:
 def _accumulating() -> tuple:
     """The helpers that return their first argument after writing into it in place
     (or a larger copy of it, for a tape that grows)."""
-    from .helper_rules import accumulated, items_pushed   # helper_rules imports reverse
+    from ..helper_rules import accumulated, items_pushed   # helper_rules imports reverse
     return (accumulated, items_pushed, tape.push)
 
 
 def _tape_makers() -> tuple:
     """The helpers whose result is a tape or an element buffer."""
-    from .helper_rules import items_pushed
+    from ..helper_rules import items_pushed
     return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
             items_pushed)
 
@@ -1469,8 +1469,8 @@ def _cheap_pure_function(obj, depth: int = 0) -> bool:
     """Whether a user function computes its result from its arguments alone and without
     loops: running it again in the reverse sweep costs about what recording it would
     (`minimum_image(d, box)` in a pair loop)."""
-    from .api_reverse import CustomVJP
-    from .frontend import parse
+    from ..api_reverse import CustomVJP
+    from ..frontend import parse
     if isinstance(obj, CustomVJP) or depth > 3:
         return False
     try:
@@ -1504,8 +1504,8 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
 
 
 def _primal_params(obj) -> list:
-    from .api_reverse import CustomVJP
-    from .frontend import parse
+    from ..api_reverse import CustomVJP
+    from ..frontend import parse
     return parse(obj.fun if isinstance(obj, CustomVJP) else obj).params
 
 

@@ -38,15 +38,15 @@ import copy
 import gast
 import numpy as np
 
-from . import runtime, tape
-from .anf import anf
-from .controlflow import lower_exits
-from .desugar import desugar, view_sources
-from .errors import copy_hint
-from .function import Function, resolve
-from .runtime import update_in_place
-from .names import Namer, assigned_names
-from .syntax import assign, call, const, located, name
+from .. import runtime, tape
+from ..anf import anf
+from ..controlflow import lower_exits
+from ..desugar import desugar, view_sources
+from ..errors import copy_hint
+from ..function import Function, resolve
+from ..runtime import update_in_place
+from ..names import Namer, assigned_names
+from ..syntax import assign, call, const, located, name
 
 
 def prepare(fn: Function) -> Function:
@@ -66,7 +66,7 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
     """In every block: `scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, and a pair
     `t = push_items(...)` (or `pop_items`) -> `t_0 = items_pushed(...)`,
     `t_1 = items_end(...)`, its reads `t[0]`, `t[1]` then naming those."""
-    from .helper_rules import SPLIT, accumulated
+    from ..helper_rules import SPLIT, accumulated
     for k in reversed(range(len(stmts))):
         stmt = stmts[k]
         for field in ("body", "orelse"):

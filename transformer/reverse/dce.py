@@ -31,7 +31,7 @@ import numpy as np
 
 from codegen.backends import is_user_function
 
-from . import runtime, tape
+from .. import runtime, tape
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
 _COMPOUND = (gast.If, gast.For, gast.While)

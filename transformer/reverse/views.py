@@ -50,7 +50,7 @@ def _later_overlapping_write(analysis, read, write) -> bool:
     site = analysis._write_site(write)
     if site is None or site[0] != read.value.value.id:
         return False
-    from .reverse import _may_overlap
+    from . import _may_overlap
     if not _may_overlap(read.value.slice, site[1]):
         return False
     return analysis.order[id(write)] > analysis.order[id(read)] or \
