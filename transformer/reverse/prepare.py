@@ -44,8 +44,8 @@ from ..controlflow import lower_exits
 from ..desugar import desugar, view_sources
 from ..errors import copy_hint
 from ..function import Function, resolve
-from ..runtime import update_in_place
 from ..names import Namer, assigned_names
+from ..runtime import update_in_place
 from ..syntax import assign, call, const, located, name
 
 
