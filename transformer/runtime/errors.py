@@ -1,0 +1,35 @@
+"""The error type of every secant refusal, defined in the runtime package so that runtime
+helpers, which import nothing from `transformer`, refuse with the same type users catch
+(`transformer.errors.TransformError` is this class).
+"""
+from __future__ import annotations
+
+
+class TransformError(Exception):
+    """An unsupported or invalid construct in code handed to a transformation."""
+
+    def __init__(self, message: str, *, filename: str | None = None, lineno: int | None = None,
+                 col: int | None = None, line: str | None = None, hint: str | None = None):
+        self.message = message
+        self.filename = filename
+        self.lineno = lineno
+        self.col = col
+        self.line = line
+        self.hint = hint
+        super().__init__(self._render())
+
+    @property
+    def location(self) -> str:
+        """`file:line:col`, or an empty string when the origin is unknown."""
+        if self.filename is None:
+            return ""
+        return f"{self.filename}:{self.lineno}:{(self.col or 0) + 1}"
+
+    def _render(self) -> str:
+        parts = [f"{self.location}: {self.message}" if self.location else self.message]
+        if self.line is not None:
+            parts.append("    " + self.line.rstrip())
+            parts.append("    " + " " * (self.col or 0) + "^")
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
