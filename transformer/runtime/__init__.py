@@ -17,7 +17,8 @@ Modules by concern (each imports only NumPy, Numba, `math` and its siblings; thi
 re-exports every public helper, so generated code and rules name them `runtime.<name>`):
 `casts` (scalars, zeros, casts), `kernels` (index-mapping kernels, axes), `broadcasting`,
 `reductions` (with an axis, and scans), `shapes`, `linalg`, `contractions` (einsum), `lowered`
-(call forms Numba lacks), `errors` (the refusal type, `TransformError`).
+(call forms Numba lacks), `tapes` (the reverse sweep's tapes and shape guards, named
+`tape.<name>` by the passes, not re-exported here), `errors` (`TransformError`, `copy_hint`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The error type of every secant refusal, defined in the runtime package so that runtime
 helpers, which import nothing from `transformer`, refuse with the same type users catch
-(`transformer.errors.TransformError` is this class).
+(`transformer.errors.TransformError` is this class), and the hint they share with the passes.
 """
 from __future__ import annotations
 
@@ -33,3 +33,14 @@ class TransformError(Exception):
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
+
+
+def copy_hint(name: str, source: str, either: bool = False) -> str:
+    """The hint for `name`, assigned from `source` and sharing its array where secant needs
+    it not to: make `name` its own array. `either`: which of the two was assigned from the
+    other is not known, so both directions are named."""
+    text = (f"make {name!r} its own array where it is assigned from {source!r}: "
+            f"`{name} = {source}.copy()` (`{name} = {source}[...].copy()` for a slice)")
+    if either:
+        text += f", or `{source} = {name}.copy()` if {source!r} is assigned from {name!r}"
+    return text
