@@ -47,7 +47,7 @@ from .. import runtime
 from ..function import Function
 from ..names import free_names
 from ..syntax import located
-from .classify import GRAD, VALUE_AND_GRAD, VJP, Prim
+from .classify import GRAD, VALUE_AND_GRAD, VJP
 from .dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
 from .facts import _cheap_pure_function
 from .prepare import prepare
@@ -130,5 +130,7 @@ class _Reverse(ReverseSweep):
         return self.fn.with_transform(node, label, self.env)
 
 
+# shape_argument, float_zeros and unit_cotangent are named `reverse.<name>` by the rules of
+# helper_rules, rules.batching, vector_shapes and the CUDA lowering
 __all__ = ["reverse_function", "prepare", "shape_argument", "float_zeros", "unit_cotangent",
-           "Prim", "GRAD", "VALUE_AND_GRAD", "VJP"]
+           "GRAD", "VALUE_AND_GRAD", "VJP"]
