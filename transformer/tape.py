@@ -32,7 +32,7 @@ Only variables the reverse sweep reads are considered at all (the *needed* set),
 value that is overwritten but never needed costs nothing. A variable read only for its
 shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
 (`shape_stable`); an accumulator read that way keeps its first shape, checked by
-`check_shape` at each later assignment (or, where reverse.py moves the check, at that
+`check_shape` at each later assignment (or, where reverse/reads.py moves the check, at that
 assignment's adjoint), instead of being recorded.
 
 The runtime helpers the generated code calls (shape guards, typed tapes, element buffers,
@@ -76,7 +76,7 @@ class TapePlan:
 
 @dataclasses.dataclass
 class Facts:
-    """What the analysis needs to know about the function (collected by reverse.py)."""
+    """What the analysis needs to know about the function (collected by reverse/facts.py)."""
 
     defs: dict               # name -> list of defining statements (Assign or For)
     loads: dict              # name -> list of statements reading it
@@ -199,7 +199,7 @@ def summarize_loops(body: list, taped: set, reads) -> tuple[dict, set, set]:
     reverse of `stmt` itself reads, recomputations included) anywhere in `L`, the
     updates in `L` are never read: `v` is recorded once after `L` and restored after
     `L`'s reverse. `d0` is not recorded either when neither its adjoint nor the reverse
-    of the statements between it and `L` reads `v`. Shapes are still read, so reverse.py
+    of the statements between it and `L` reads `v`. Shapes are still read, so the reverse pass
     checks each skipped value keeps `d0`'s shape.
     """
     after, skipped, anchors, covered = {}, set(), set(), set()

@@ -77,7 +77,7 @@ class Classify(BodyFacts):
 
     def refuse_effects(self, varied: set) -> None:
         """A call made for its effect passes no derivative through the analysis: refuse
-        it rather than return zeros (`reverse_prepare` turns in-place accumulations,
+        it rather than return zeros (`prepare.py` turns in-place accumulations,
         `scatter_add(bx, i, v)` and `np.add.at`, into assignments first)."""
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):

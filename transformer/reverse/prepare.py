@@ -14,7 +14,7 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
 - an in-place accumulation, `scatter_add(b, i, v)` (the adjoint of an indexed read in a
   generated gradient) or `np.add.at(b, i, v)`, becomes the assignment
   `b = accumulated(b, i, v)`, so the flow into `b` is an ordinary value flow;
-  `accumulated` still writes `b` in place, which reverse.py accounts for (never
+  `accumulated` still writes `b` in place, which the reverse pass accounts for (never
   recomputed; the reverse sweep may read such arrays only for their shape);
 - a tuple-valued element-buffer call of a generated gradient (`t = push_items(b, n, v)`,
   `pop_items`) is split into one call per item (`helper_rules.SPLIT`);

@@ -134,7 +134,7 @@ class Reads(Adjoints):
 
     # ------------------------------------------------------------ a gradient without its
     # forward loops: when nothing the reverse sweep reads needs the forward loop's results,
-    # the loop is dead (reverse_dce drops it). The lean variant makes that so where it can:
+    # the loop is dead (dce.py drops it). The lean variant makes that so where it can:
     # values read only for their shape are recomputed in the reverse sweep where they are
     # cheap to, and an accumulator's shape check moves next to its assignment's adjoint,
     # where the operands are at hand again, so the accumulator itself is read only for

@@ -53,7 +53,7 @@ def _check_shape_nb(value, shape):
 
 def own_value(value):
     """`value` itself, or a copy of it when it is an array (it may be a view that a later
-    in-place write changes; see reverse_views)."""
+    in-place write changes; see reverse/views.py)."""
     return np.copy(value) if isinstance(value, np.ndarray) else value
 
 
