@@ -8,6 +8,9 @@ from __future__ import annotations
 from .runtime.errors import TransformError, copy_hint
 
 __all__ = ["TransformError", "copy_hint", "error_at"]
+# its public home, which tracebacks and pickles name (the class lives in the runtime package
+# so that runtime helpers can raise it without importing transformer)
+TransformError.__module__ = __name__
 
 
 def error_at(fn, node, message: str, hint: str | None = None) -> TransformError:
