@@ -13,7 +13,7 @@ from transformer import grad, jit, source, value_and_grad, vjp
 from transformer.frontend import parse
 from transformer.materialize import module_text
 from transformer.reverse import VJP, reverse_function
-from transformer.reverse_dce import eliminate_dead_code, pure_calls, weak_reads_bound
+from transformer.reverse.dce import eliminate_dead_code, pure_calls, weak_reads_bound
 
 
 def loops_over(text: str, index: str) -> int:

@@ -2,7 +2,7 @@
 
 A generated gradient accumulates into array adjoints in place (`scatter_add(bpos, i, v)`),
 records values on tapes and element buffers and reads them back; reverse mode over it
-turns those into assignments with adjoint rules (reverse_prepare, helper_rules). Each
+turns those into assignments with adjoint rules (reverse.prepare, helper_rules). Each
 second derivative is checked against central differences of the first-order gradient,
 with the python backend; one compiled loss (`combined_loss`) covers them all under jit,
 so Numba compiles once.

@@ -173,7 +173,7 @@ def test_adjoint_of_far_pairs_is_skipped_by_the_cutoff_branch():
 
 
 def test_tidy_keeps_statements_that_read_dense_adjoints_outside_the_branch():
-    from transformer.reverse_tidy import tidy_reverse
+    from transformer.reverse.tidy import tidy_reverse
     code = gast.parse(
         "bz = zeros_like(z)\n"
         "by = zeros_like(y)\n"

@@ -19,7 +19,7 @@ environment. The output uses only constructs every transformation accepts as inp
 Activity is flow-insensitive: a variable that is active anywhere carries a tangent
 everywhere; where it receives an inactive value its tangent is set to zeros. Within a
 straight run of statements, tangents known to be zero are tracked so that rules drop
-their contributions, and tangents nothing reads are removed at the end.
+their contributions, and tangents nothing reads are removed at the end (`forward_tidy.py`).
 
 Names that may share an array written in place (`z = y; z[0] = v`, `z = y[1:]`, `z += v`
 on a shared array; see `aliases.py`) are active together, never known zero, and their
@@ -47,11 +47,12 @@ from .anf import anf
 from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
+from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
 from .syntax import assign, call, const, located, name, store, subscript
 
-from codegen.emit import annotate, comment_of
+from codegen.emit import annotate
 
 # attributes of an array that carry no derivative
 _SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes"}
@@ -269,7 +270,7 @@ class _Forward:
         prologue = [located(self.zeros(p), self.fn.node) for p in params
                     if p in self.active and p not in self.seeds]
         node.body = prologue + self.block(self.fn.node.body)
-        _drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
+        drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
         node.name = self.namer.fresh(self.fn.name + "_jvp")
         label = f"jvp(active={', '.join(self.seeds)})"
         return self.fn.with_transform(node, label, self.env)
@@ -588,69 +589,6 @@ def _callee_jvp(callee, function: Function, active: tuple[str, ...]):
     return vmap(inner, in_axes=tuple(per_param + tangent_axes),
                 out_axes=(callee.out_axes, callee.out_axes), axis_size=callee.axis_size,
                 axis_name=callee.axis_name, method=callee.method)
-
-
-def _drop_unread(node: gast.FunctionDef, tangents: set[str]) -> None:
-    """Remove assignments to tangents nothing reads (the tangent of a loop counter, of a
-    value only compared): they cost work, and in a batched Jacobian a whole array each."""
-    while True:
-        read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-                and isinstance(n.ctx, gast.Load)}
-        dead = tangents - read
-        removed = _remove_assignments(node, dead, tangents)
-        if not removed:
-            return
-
-
-def _remove_assignments(node, dead: set[str], tangents: set[str]) -> bool:
-    removed = False
-    for parent in gast.walk(node):
-        for field in ("body", "orelse"):
-            stmts = getattr(parent, field, None)
-            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], gast.stmt):
-                continue
-            kept = [s for i, s in enumerate(stmts) if not (
-                isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
-                and (s.targets[0].id in dead or (s.targets[0].id in tangents and
-                                                 _overwritten(s.targets[0].id, stmts[i + 1:]))))]
-            if len(kept) != len(stmts):
-                removed = True
-                _keep_comment(stmts, kept, tangents)
-                setattr(parent, field, kept or [gast.Pass()])
-    return removed
-
-
-def _overwritten(target: str, following) -> bool:
-    """Whether the next statement of the block touching `target` assigns it afresh (the
-    zeros given to a tangent before a straight-line update replaces them)."""
-    for stmt in following:
-        names = [n for n in gast.walk(stmt) if isinstance(n, gast.Name) and n.id == target]
-        if not names and not isinstance(stmt, (gast.Break, gast.Continue, gast.Return)):
-            continue
-        return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
-            stmt.targets[0].id == target and \
-            all(isinstance(n.ctx, gast.Store) for n in names)
-    return False
-
-
-def _keep_comment(before, after, tangents: set[str]) -> None:
-    """A removed statement's `jvp of:` comment moves to the next kept tangent statement
-    that came from the same source line."""
-    kept_ids = {id(s) for s in after}
-    pending = None                                   # (comment, source line)
-    for stmt in before:
-        line = getattr(stmt, "lineno", None)
-        if id(stmt) not in kept_ids:
-            if comment_of(stmt):
-                pending = (comment_of(stmt), line)
-            continue
-        if pending is None or line != pending[1]:
-            continue
-        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
-                stmt.targets[0].id in tangents:
-            if comment_of(stmt) is None:
-                annotate(stmt, pending[0])
-            pending = None
 
 
 def _is_zeros(stmt, env) -> bool:

@@ -63,7 +63,7 @@ linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(
 
 
 # `z += v` on a name that may share its array: forward mode carries the tangent of the
-# new value (reverse mode rewrites the update itself, see reverse_prepare.py)
+# new value (reverse mode rewrites the update itself, see reverse/prepare.py)
 TANGENTS[update_in_place] = rule_from_source(
     "def rule(z, target, value):\n    d[z] = d[value]\n", RULE_GLOBALS)
 
@@ -115,7 +115,7 @@ def reserve_adjoint(z, t, n):
 
 
 # the element buffers of arrays written in place: `push_items` and `pop_items` return
-# (buffer or elements, new length); reverse_prepare splits each call into its two parts
+# (buffer or elements, new length); reverse.prepare splits each call into its two parts
 # (`SPLIT`), since a rule takes a single result
 
 

@@ -32,11 +32,12 @@ Only variables the reverse sweep reads are considered at all (the *needed* set),
 value that is overwritten but never needed costs nothing. A variable read only for its
 shape (`unbroadcast(g, x)`, `zeros_like(x)`) is needed only when its shape may change
 (`shape_stable`); an accumulator read that way keeps its first shape, checked by
-`check_shape` at each later assignment (or, where reverse.py moves the check, at that
+`check_shape` at each later assignment (or, where reverse/reads.py moves the check, at that
 assignment's adjoint), instead of being recorded.
 
-The runtime helpers below run as plain Python and, through `numba.extending.overload`,
-inside compiled code.
+The runtime helpers the generated code calls (shape guards, typed tapes, element buffers,
+loop bounds) live in `runtime/tapes.py`; this module re-exports them, so passes and rules
+name them `tape.<name>`.
 """
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ import dataclasses
 
 import gast
 import numpy as np
-from numba import types
-from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
 
 from . import runtime
-from .errors import copy_hint
+from .runtime.tapes import (  # noqa: F401  (re-exported: passes name them tape.<name>)
+    MIN_CAPACITY, check_not_shared, check_not_view, check_shape, exact_tape, float_tape,
+    items_buffer, own_value, pop_items, push, push_items, range_last, reserve, shape_of,
+    trip_count,
+)
 
 # ---------------------------------------------------------------- analysis
 
@@ -74,7 +76,7 @@ class TapePlan:
 
 @dataclasses.dataclass
 class Facts:
-    """What the analysis needs to know about the function (collected by reverse.py)."""
+    """What the analysis needs to know about the function (collected by reverse/facts.py)."""
 
     defs: dict               # name -> list of defining statements (Assign or For)
     loads: dict              # name -> list of statements reading it
@@ -197,7 +199,7 @@ def summarize_loops(body: list, taped: set, reads) -> tuple[dict, set, set]:
     reverse of `stmt` itself reads, recomputations included) anywhere in `L`, the
     updates in `L` are never read: `v` is recorded once after `L` and restored after
     `L`'s reverse. `d0` is not recorded either when neither its adjoint nor the reverse
-    of the statements between it and `L` reads `v`. Shapes are still read, so reverse.py
+    of the statements between it and `L` reads `v`. Shapes are still read, so the reverse pass
     checks each skipped value keeps `d0`'s shape.
     """
     after, skipped, anchors, covered = {}, set(), set(), set()
@@ -433,296 +435,6 @@ def resolve_in(env, func):
         base = resolve_in(env, func.value)
         return getattr(base, func.attr, None) if base is not None else None
     return None
-
-
-# ---------------------------------------------------------------- runtime: shape guards
-
-
-def shape_of(value):
-    """The shape of an array, `()` for a scalar."""
-    return np.shape(value)
-
-
-def check_shape(value, shape):
-    """Raise when an accumulator's shape drifts from its first assignment's."""
-    if np.shape(value) != shape:
-        raise ValueError(f"a variable changed shape from {shape} to {np.shape(value)} between "
-                         "assignments; reverse mode needs one shape per variable (start an "
-                         "array accumulator with np.zeros of its final shape)")
-
-
-@overload(shape_of)
-def _shape_of_nb(value):
-    if isinstance(value, types.Array):
-        return lambda value: value.shape
-    return lambda value: ()
-
-
-@overload(check_shape)
-def _check_shape_nb(value, shape):
-    if isinstance(value, types.Array):
-        def impl(value, shape):
-            if value.shape != shape:
-                raise ValueError("a variable changed shape between assignments")
-        return impl
-    return lambda value, shape: None
-
-
-def own_value(value):
-    """`value` itself, or a copy of it when it is an array (it may be a view that a later
-    in-place write changes; see reverse_views)."""
-    return np.copy(value) if isinstance(value, np.ndarray) else value
-
-
-@overload(own_value)
-def _own_value_nb(value):
-    if isinstance(value, types.Array):
-        return lambda value: np.copy(value)
-    return lambda value: value
-
-
-def check_not_view(value, array, label, source):
-    """Raise when `value` (named `label`), read from `array` (named `source`) before an
-    in-place write to it and used after, is a view the write changes: its adjoint assumes
-    the value read."""
-    if isinstance(value, np.ndarray) and np.shares_memory(value, array):
-        raise ValueError(f"{label!r} is a view into {source!r}, written in place while "
-                         f"{label!r} is still used; reverse mode needs a copy: "
-                         f"{copy_hint(label, source)}")
-
-
-@overload(check_not_view)
-def _check_not_view_nb(value, array, label, source):
-    if not isinstance(value, types.Array):
-        return lambda value, array, label, source: None
-
-    def impl(value, array, label, source):
-        start = array.ctypes.data
-        if start <= value.ctypes.data < start + array.size * array.itemsize:
-            raise ValueError("a view into an array written in place is still used; "
-                             "reverse mode needs a copy (.copy())")
-    return impl
-
-
-def check_not_shared(other, array, label, source):
-    """Raise when `other` (named `label`) holds memory of `array` (named `source`), which
-    an augmented assignment updates in place: reverse mode rebinds `source` instead, so
-    `other` would not change."""
-    if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
-            np.shares_memory(other, array):
-        raise ValueError(f"{label!r} shares its array with {source!r}, updated in place "
-                         f"(+=, -=, ...); reverse mode needs a copy: "
-                         f"{copy_hint(source, label, either=True)}")
-
-
-@overload(check_not_shared)
-def _check_not_shared_nb(other, array, label, source):
-    if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
-        return lambda other, array, label, source: None
-
-    def impl(other, array, label, source):
-        a, b = other.ctypes.data, array.ctypes.data
-        if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
-            raise ValueError("an array updated in place (+=, -=, ...) is shared with "
-                             "another name; reverse mode needs a copy (.copy())")
-    return impl
-
-
-# ---------------------------------------------------------------- runtime: value tapes
-
-MIN_CAPACITY = 16
-
-
-def float_tape(value, capacity):
-    """An empty tape for values like `value`; integers are promoted to float64."""
-    arr = np.asarray(value)
-    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float64)
-    return np.empty((max(capacity, 1),) + arr.shape, dtype)
-
-
-def exact_tape(value, capacity):
-    """An empty tape for values like `value`, keeping their exact type (indices, flags)."""
-    arr = np.asarray(value)
-    return np.empty((max(capacity, 1),) + arr.shape, arr.dtype)
-
-
-def push(tape, n, value):
-    """`tape` with `value` stored at position `n` (a larger copy when it is full)."""
-    if np.shape(value) != tape.shape[1:]:
-        raise ValueError(f"a recorded variable changed shape from {tape.shape[1:]} to "
-                         f"{np.shape(value)} between assignments; reverse mode records it on "
-                         "a typed tape, so give it one shape from its first assignment "
-                         "(e.g. start an array accumulator with np.zeros)")
-    if n == tape.shape[0]:
-        tape = _grown(tape)
-    tape[n] = value
-    return tape
-
-
-@register_jitable
-def _grown(tape):
-    return _with_rows(tape, 2 * tape.shape[0])
-
-
-@register_jitable
-def _with_rows(tape, rows):
-    """A tape of `rows` rows whose first rows are `tape`'s."""
-    bigger = np.empty((rows,) + tape.shape[1:], tape.dtype)
-    _copy_flat(bigger, tape)
-    return bigger
-
-
-@register_jitable
-def _copy_flat(dst, src):
-    """The first `src.size` elements of `dst` (C order) set to those of `src`.
-
-    Flat iterators, not a reshape or a slice assignment: under Numba those pull in the
-    formatting of their shape-mismatch errors, a second or more of compile time each.
-    """
-    out = dst.flat
-    k = 0
-    for v in src.flat:
-        out[k] = v
-        k += 1
-
-
-def _tape_dtype(ty, promote):
-    dtype = ty.dtype if isinstance(ty, types.Array) else ty
-    if isinstance(dtype, types.Boolean):
-        return types.float64 if promote else types.bool_
-    if isinstance(dtype, types.Integer):
-        return types.float64 if promote else types.int64
-    if isinstance(dtype, types.Float):
-        return dtype
-    raise TypingError(f"secant cannot record values of type {ty} on a tape")
-
-
-def _tape_overload(promote):
-    def typer(value, capacity):
-        dtype = _tape_dtype(value, promote)
-        if isinstance(value, types.Array):
-            return lambda value, capacity: np.empty((max(capacity, 1),) + value.shape, dtype)
-        return lambda value, capacity: np.empty(max(capacity, 1), dtype)
-    return typer
-
-
-overload(float_tape)(_tape_overload(True))
-overload(exact_tape)(_tape_overload(False))
-
-
-@overload(push)
-def _push_nb(tape, n, value):
-    if isinstance(value, types.Array):
-        def rows(tape, n, value):
-            if value.shape != tape.shape[1:]:
-                raise ValueError("a recorded variable changed shape between assignments; "
-                                 "reverse mode records it on a typed tape, so give it one "
-                                 "shape from its first assignment")
-            if n == tape.shape[0]:
-                tape = _grown(tape)
-            _copy_flat(tape[n], value)
-            return tape
-        return rows
-
-    def scalars(tape, n, value):
-        if n == tape.shape[0]:
-            tape = _grown(tape)
-        tape[n] = value
-        return tape
-    return scalars
-
-
-# ---------------------------------------------------------------- runtime: element buffers
-
-
-def items_buffer(array, capacity):
-    """An empty flat buffer for elements of `array` overwritten by in-place writes."""
-    return np.empty(max(capacity, MIN_CAPACITY), np.asarray(array).dtype)
-
-
-def push_items(buf, n, value):
-    """(`buf` with the elements of `value` appended at `n`, the new length)."""
-    flat = np.ravel(np.asarray(value))
-    while n + flat.size > buf.shape[0]:
-        buf = _grown(buf)
-    buf[n:n + flat.size] = flat
-    return buf, n + flat.size
-
-
-def pop_items(buf, n, like):
-    """(the last elements below `n` shaped like `like`, the new length)."""
-    if np.ndim(like) == 0:
-        return buf[n - 1], n - 1
-    size = np.size(like)
-    return buf[n - size:n].reshape(np.shape(like)).copy(), n - size
-
-
-@overload(items_buffer)
-def _items_buffer_nb(array, capacity):
-    dtype = array.dtype
-    return lambda array, capacity: np.empty(max(capacity, MIN_CAPACITY), dtype)
-
-
-@overload(push_items)
-def _push_items_nb(buf, n, value):
-    if isinstance(value, types.Array):
-        def impl(buf, n, value):
-            flat = np.ravel(value)
-            while n + flat.size > buf.shape[0]:
-                buf = _grown(buf)
-            for k in range(flat.size):
-                buf[n + k] = flat[k]
-            return buf, n + flat.size
-        return impl
-
-    def scalar(buf, n, value):
-        if n + 1 > buf.shape[0]:
-            buf = _grown(buf)
-        buf[n] = value
-        return buf, n + 1
-    return scalar
-
-
-@overload(pop_items)
-def _pop_items_nb(buf, n, like):
-    if isinstance(like, types.Array):
-        def impl(buf, n, like):
-            return buf[n - like.size:n].copy().reshape(like.shape), n - like.size
-        return impl
-    return lambda buf, n, like: (buf[n - 1], n - 1)
-
-
-def reserve(tape, n):
-    """`tape` with room for at least `n` entries (its first rows kept)."""
-    if tape.shape[0] >= n:
-        return tape
-    return _with_rows(tape, n)
-
-
-@overload(reserve)
-def _reserve_nb(tape, n):
-    def impl(tape, n):
-        if tape.shape[0] >= n:
-            return tape
-        return _with_rows(tape, n)
-    return impl
-
-
-# ---------------------------------------------------------------- runtime: loop bounds
-
-
-@register_jitable
-def trip_count(start, stop, step):
-    """How many times `for i in range(start, stop, step)` runs."""
-    if step > 0:
-        return max(0, (stop - start + step - 1) // step)
-    return max(0, (start - stop - step - 1) // (-step))
-
-
-@register_jitable
-def range_last(start, stop, step):
-    """The last value `range(start, stop, step)` takes (start - step when it is empty)."""
-    return start + (trip_count(start, stop, step) - 1) * step
 
 
 INTEGER_RESULTS += [trip_count, range_last]

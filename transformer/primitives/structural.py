@@ -18,8 +18,8 @@ from .families import linear, lowered, nondifferentiable
 linear(gast.UAdd, np.positive, np.copy, np.ascontiguousarray, float,
        adjoint="g", tangent="g")
 linear(np.asarray, np.array, adjoint="g", tangent="g", params="x, dtype=None")
-# the reverse sweep's copy of a view (reverse_views): the tangent is copied too, since it is
-# a view of the base's tangent, which the same later write changes
+# the reverse sweep's copy of a view (transformer.reverse.views): the tangent is copied too,
+# since it is a view of the base's tangent, which the same later write changes
 linear(tape.own_value, adjoint="g", tangent="own_value(g)")
 linear(gast.USub, np.negative, adjoint="-g", tangent="-g")
 linear(np.reshape, adjoint="reshape_like(g, x)", tangent="reshape(g, shape)",

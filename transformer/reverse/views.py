@@ -14,6 +14,8 @@ import gast
 
 from codegen import emit
 
+from .facts import _may_overlap
+
 
 def view_copies(analysis, reverse_reads: set) -> set:
     """ids of the reads `v = y[i]` whose value the forward sweep must copy: the reverse
@@ -50,7 +52,6 @@ def _later_overlapping_write(analysis, read, write) -> bool:
     site = analysis._write_site(write)
     if site is None or site[0] != read.value.value.id:
         return False
-    from .reverse import _may_overlap
     if not _may_overlap(read.value.slice, site[1]):
         return False
     return analysis.order[id(write)] > analysis.order[id(read)] or \

@@ -1,6 +1,6 @@
 """Tidy the reverse sweep: fewer allocations and no work on adjoints known to be zero.
 
-Input: a generated gradient body (reverse.py), where every adjoint update has the form
+Input: a generated gradient body (the reverse package), where every adjoint update has the form
 `bv = bv + e`, `bv[k] = bv[k] + e` or an in-place rule call such as `scatter_add(bx, i, e)`,
 and each block's
 adjoints start as `bv = zeros_like(v)`. Two rewrites, both exact:

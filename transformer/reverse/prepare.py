@@ -14,10 +14,10 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
 - an in-place accumulation, `scatter_add(b, i, v)` (the adjoint of an indexed read in a
   generated gradient) or `np.add.at(b, i, v)`, becomes the assignment
   `b = accumulated(b, i, v)`, so the flow into `b` is an ordinary value flow;
-  `accumulated` still writes `b` in place, which reverse.py accounts for (never
+  `accumulated` still writes `b` in place, which the reverse pass accounts for (never
   recomputed; the reverse sweep may read such arrays only for their shape);
 - a tuple-valued element-buffer call of a generated gradient (`t = push_items(b, n, v)`,
-  `pop_items`) is split into one call per item (`helper_rules.SPLIT`);
+  `pop_items`) is split into one call per item (`tape_items.SPLIT`);
 - an assignment reading its own target is split: `x = x * y` becomes
   `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
 - an `if` test or a `range` start/step that the body reassigns is copied first
@@ -38,15 +38,15 @@ import copy
 import gast
 import numpy as np
 
-from . import runtime, tape
-from .anf import anf
-from .controlflow import lower_exits
-from .desugar import desugar, view_sources
-from .errors import copy_hint
-from .function import Function, resolve
-from .runtime import update_in_place
-from .names import Namer, assigned_names
-from .syntax import assign, call, const, located, name
+from .. import runtime, tape
+from ..anf import anf
+from ..controlflow import lower_exits
+from ..desugar import desugar, view_sources
+from ..errors import copy_hint
+from ..function import Function, resolve
+from ..names import Namer, assigned_names
+from ..runtime import update_in_place
+from ..syntax import assign, call, const, located, name
 
 
 def prepare(fn: Function) -> Function:
@@ -66,7 +66,7 @@ def _effects_as_assignments(fn: Function, namer: Namer, stmts: list) -> None:
     """In every block: `scatter_add(b, i, v)` -> `b = accumulated(b, i, v)`, and a pair
     `t = push_items(...)` (or `pop_items`) -> `t_0 = items_pushed(...)`,
     `t_1 = items_end(...)`, its reads `t[0]`, `t[1]` then naming those."""
-    from .tape_items import SPLIT, accumulated
+    from ..tape_items import SPLIT, accumulated
     for k in reversed(range(len(stmts))):
         stmt = stmts[k]
         for field in ("body", "orelse"):

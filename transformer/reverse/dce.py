@@ -1,6 +1,6 @@
 """Dead-code elimination on a generated gradient: drop work whose results nobody reads.
 
-Input: the body of a function built by reverse.py (forward sweep, reverse sweep, return)
+Input: the body of a function built by the reverse package (forward sweep, reverse sweep, return)
 in the statement shapes anf.py allows plus `for ... in range(...)`. A statement is
 *effectful* when it may change more than the names it assigns: an in-place write
 (`x[i] = v`, `bx[i] += v`), a call the `pure` predicate does not vouch for (`push`,
@@ -11,7 +11,7 @@ itself (`e = e + t` in a loop whose `e` nobody reads afterwards) is dead togethe
 everything computing `t`; an `if` or `for` left without a body goes.
 
 A Name node marked `secant_weak` reads only the shape and float type of a variable, where
-any value the variable ever holds will do (reverse.py marks them where a shape check
+any value the variable ever holds will do (reads.py marks them where a shape check
 guarantees it): it keeps alive only an assignment marked `secant_weak_definition` (one
 computing a value from weakly read operands, `out = 0.5 * e` for the seed's sake), no
 other. `weak_reads_bound` checks afterwards that each such read still finds its
@@ -31,7 +31,7 @@ import numpy as np
 
 from codegen.backends import is_user_function
 
-from . import runtime, tape
+from .. import runtime, tape
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
 _COMPOUND = (gast.If, gast.For, gast.While)

@@ -1,0 +1,259 @@
+"""The loop strategy: a `prange` over the examples calling the per-example function.
+
+Input: a prepared Function and the reason the batch needs a loop. Output: a function that
+takes each example's slice of the mapped arguments (container parameters flattened to their
+leaves first), calls the per-example function, and stores its results into outputs
+allocated from the first example's, stacked along `out_axes`. A batched `if` therefore never
+runs both branches for one example.
+"""
+from __future__ import annotations
+
+import copy
+
+import gast
+import numba
+
+from ..function import Function, resolve
+from ..names import Namer
+from ..rules import batching as rules
+from ..syntax import assign, call, const, name, store, subscript
+from .analysis import _axis_name_of, _collective_kind
+from .emitter import _Emitter
+from .flags import any_batched
+
+# ====================================================================== loop
+
+
+class _Looper(_Emitter):
+    strategy = "loop"
+
+    def __init__(self, fn, spec, analysis, reason):
+        super().__init__(fn, spec, analysis)
+        self.reason = reason
+
+    def build(self) -> Function:
+        if _uses_collectives(self.fn, self.spec.axis_name):
+            node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
+                        _collective_kind(resolve(self.fn, n.func, None)) is not None)
+            raise self.fn.origin.error(
+                node, f"vmap of {self.fn.name} needs the loop strategy ({self.reason}), "
+                "which cannot run collectives over the mapped axis",
+                "compute the collective outside the branch or loop that depends on the batch")
+        example = self.namer.fresh(f"{self.fn.name}_example")
+        self.env[example], self.leaves, self.result_index = _flatten_example(self.fn)
+        b = self.namer.fresh("b")
+        body = self.prologue()
+        body.append(gast.Expr(value=self.helper(rules.check_examples, self.size)))
+        first = self.namer.fresh("first")
+        body.append(assign(store(first), self.example_call(example, const(0))))
+        structure = self.structure()
+        results = self.allocate(first, structure, body)
+        step: list = []
+        out = self.namer.fresh("out")
+        step.append(assign(store(out), self.example_call(example, name(b))))
+        self.store(results, structure, out, name(b), step)
+        prange = self.ref(numba.prange)
+        body.append(gast.For(target=store(b), iter=call(prange, const(1), self.size),
+                             body=step, orelse=[], type_comment=None))
+        value = self.collect(results, structure, first, self.spec.out_axes)
+        body.append(gast.Return(value=value))
+        return self.function(self.header(body, self.reason))
+
+    def example_call(self, example: str, b) -> gast.Call:
+        args, keywords = [], []
+        kwonly = {a.id for a in self.fn.node.args.kwonlyargs}
+        for param, axes in zip(self.fn.params, self.spec.in_axes):
+            for label, value in self.example_arguments(param, axes, b):
+                if param in kwonly:
+                    keywords.append(gast.keyword(arg=label, value=value))
+                else:
+                    args.append(value)
+        return gast.Call(func=name(example), args=args, keywords=keywords)
+
+    def example_arguments(self, param: str, axes, b) -> list:
+        """(parameter name, value) pairs passing `param` of example `b` to the example
+        function: a container read only with constant keys goes leaf by leaf."""
+        if param in self.leaves:
+            out = []
+            for key, leaf in self.leaves[param]:
+                value = subscript(name(param), const(key))
+                leaf_axes = axes.get(key) if isinstance(axes, dict) else axes
+                out.append((leaf, subscript(value, copy.deepcopy(b))
+                            if leaf_axes is not None else value))
+            return out
+        value = name(param)
+        if axes is not None:
+            value = subscript(name(param), b) if self.analysis.flags.get(param) is True \
+                else self.helper(rules.take_example, name(param), b)
+        return [(param, value)]
+
+    def part(self, value: str, key):
+        """`value[key]` of an example function's result (dicts come back as tuples)."""
+        return subscript(name(value), const(self.result_index.get(key, key)))
+
+    def structure(self):
+        """The keys of the returned tuple or dict literal (ints or strings), else None."""
+        output = self.analysis.output
+        if isinstance(output, tuple):
+            return list(range(len(output)))
+        if isinstance(output, dict):
+            return list(output)
+        return None
+
+    def allocate(self, first: str, structure, body: list) -> list:
+        parts = [self.part(first, k) for k in structure] \
+            if structure is not None else [name(first)]
+        results = []
+        for part in parts:
+            result = self.namer.fresh("result")
+            body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part)))
+            body.append(assign(gast.Subscript(value=name(result), slice=const(0),
+                                              ctx=gast.Store()), copy.deepcopy(part)))
+            results.append(result)
+        return results
+
+    def store(self, results, structure, out: str, b, step: list) -> None:
+        keys = structure if structure is not None else [None]
+        for key, result in zip(keys, results):
+            part = self.part(out, key) if structure is not None else name(out)
+            step.append(assign(gast.Subscript(value=name(result), slice=copy.deepcopy(b),
+                                              ctx=gast.Store()), part))
+
+    def collect(self, results, structure, first: str, out_axes):
+        flags = self.analysis.output
+        if structure is None:
+            return self.leaf(name(results[0]), name(first), any_batched(flags), out_axes)
+        parts = []
+        for key, result in zip(structure, results):
+            axes = out_axes[key] if isinstance(out_axes, (tuple, list, dict)) else out_axes
+            parts.append(self.leaf(name(result), self.part(first, key),
+                                   any_batched(flags[key]), axes))
+        if isinstance(flags, dict):
+            return gast.Dict(keys=[const(k) for k in structure], values=parts)
+        return gast.Tuple(elts=parts, ctx=gast.Load())
+
+    def leaf(self, stacked, first, batched: bool, out_axes):
+        if isinstance(out_axes, (tuple, list, dict)):
+            raise self.fn.origin.error(None, f"out_axes {out_axes!r} does not match what "
+                                       f"{self.fn.name} returns")
+        if out_axes is None:
+            if batched:
+                raise self.fn.origin.error(None, f"vmap of {self.fn.name}: out_axes is None "
+                                           "but the output varies over the mapped axis",
+                                           "give an int out_axes for it")
+            return first
+        if out_axes != 0:
+            return self.helper(rules.from_front, stacked, const(out_axes))
+        return stacked
+
+
+# ---------------------------------------------------------------- the example function
+# Under jit a dict argument reaches compiled code as a tuple and only the top function's
+# constant-key reads are rewritten for it, and Numba cannot return a dict from a called
+# function. So the example function takes such a container leaf by leaf (`params_W`
+# for `params["W"]`) and returns a dict result as a tuple.
+
+def _flatten_example(fn: Function):
+    """(example Function, {param: [(key, leaf parameter)]}, {result key: position})."""
+    node = copy.deepcopy(fn.node)
+    namer = Namer.for_function(fn)
+    leaves = {}
+    for param in _container_params(node):
+        keys = sorted({sub.slice.value for sub in gast.walk(node)
+                       if _is_constant_read(sub, param)}, key=repr)
+        leaves[param] = [(key, namer.fresh(f"{param}_{key}")) for key in keys]
+    _read_leaves(node, {p: dict(pairs) for p, pairs in leaves.items()})
+    _expand_params(node.args, leaves)
+    result_index = _dict_results_as_tuples(node)
+    return fn.replace(node=node), leaves, result_index
+
+
+def _is_constant_read(node, param: str) -> bool:
+    return isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+        node.value.id == param and isinstance(node.slice, gast.Constant) and \
+        isinstance(node.ctx, gast.Load)
+
+
+def _container_params(node) -> list:
+    """Parameters without a default whose every use is a read with a constant string key
+    (dicts; an array indexed by constant ints keeps its batch axis first)."""
+    args = node.args
+    positional = args.posonlyargs + args.args
+    with_default = {a.id for a in positional[len(positional) - len(args.defaults):]} | \
+        {a.id for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+    out = []
+    for param in [a.id for a in positional + args.kwonlyargs]:
+        reads = [sub.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
+        uses = [n for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
+                if isinstance(n, gast.Name) and n.id == param]
+        keys = [sub.slice.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
+        if reads and len(reads) == len(uses) and param not in with_default and \
+                all(isinstance(k, str) for k in keys):
+            out.append(param)
+    return out
+
+
+def _read_leaves(node, leaves: dict) -> None:
+    for sub in gast.walk(node):
+        for field, value in gast.iter_fields(sub):
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if _is_leaf_read(item, leaves):
+                        value[i] = name(leaves[item.value.id][item.slice.value])
+            elif _is_leaf_read(value, leaves):
+                setattr(sub, field, name(leaves[value.value.id][value.slice.value]))
+
+
+def _is_leaf_read(node, leaves: dict) -> bool:
+    return isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+        node.value.id in leaves and isinstance(node.slice, gast.Constant) and \
+        isinstance(node.ctx, gast.Load)
+
+
+def _expand_params(args, leaves: dict) -> None:
+    def expand(params):
+        out = []
+        for a in params:
+            pairs = leaves.get(a.id)
+            out.extend([gast.Name(id=leaf, ctx=gast.Param(), annotation=None,
+                                  type_comment=None) for _, leaf in pairs] if pairs else [a])
+        return out
+    args.posonlyargs, args.args = expand(args.posonlyargs), expand(args.args)
+    kw = [(leaf, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+          for leaf in (expand([a]))]
+    args.kwonlyargs, args.kw_defaults = [a for a, _ in kw], [d for _, d in kw]
+
+
+def _dict_results_as_tuples(node) -> dict:
+    """Rewrite `r = {k: v, ...}; return r` into a tuple when every return is such a dict
+    with the same keys; the keys' positions, or {} when nothing was rewritten."""
+    bound = {}
+    for stmt in gast.walk(node):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+            bound.setdefault(stmt.targets[0].id, []).append(stmt)
+    returns = [n for n in gast.walk(node) if isinstance(n, gast.Return)]
+    literals = []
+    for r in returns:
+        stmts = bound.get(r.value.id, []) if isinstance(r.value, gast.Name) else []
+        if len(stmts) != 1 or not isinstance(stmts[0].value, gast.Dict) or \
+                not all(isinstance(k, gast.Constant) for k in stmts[0].value.keys):
+            return {}
+        literals.append(stmts[0])
+    key_sets = {tuple(k.value for k in s.value.keys) for s in literals}
+    if len(key_sets) != 1:
+        return {}
+    keys = key_sets.pop()
+    for stmt in literals:
+        stmt.value = gast.Tuple(elts=stmt.value.values, ctx=gast.Load())
+    return {key: i for i, key in enumerate(keys)}
+
+
+def _uses_collectives(fn: Function, axis_name) -> bool:
+    if axis_name is None:
+        return False
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Call) and \
+                _collective_kind(resolve(fn, node.func, None)) is not None and \
+                _axis_name_of(node) == axis_name:
+            return True
+    return False

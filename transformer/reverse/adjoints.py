@@ -1,0 +1,304 @@
+"""Adjoint statements: what each simple statement adds to the adjoints of its operands.
+
+Input: a `Classify` stage (prims, active names, adjoint variables). Output (on the stage
+object): `adjoints`, id(statement) -> the statements of its adjoint, expanded from the
+rules of `transformer.templates` (`d[x]` becomes `bx`), accumulating into the operands'
+adjoints (`bx = bx + ...`); a call to a user function becomes a call to the callee's own vjp
+Function, bound in the environment (`callees`); the adjoints of a tuple a call returns are
+kept item by item (`elements`). Also where each adjoint lives (`home_blocks`) and when it is
+zeroed again (`reset`). A statement without a rule raises a located error naming it.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+import gast
+import numpy as np
+
+from codegen import emit
+
+from .. import runtime
+from ..errors import TransformError
+from ..function import Function
+from ..syntax import assign, call, const, name, subscript
+from ..templates import MissingRule, describe, expand_adjoint
+from .classify import Classify
+
+
+class Adjoints(Classify):
+    """Builds the adjoint of every simple statement, last statement first."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
+        self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
+        self._homes: dict | None = None
+        self._branch_defined: set | None = None
+        # last statement first, as in the reverse sweep: element uses name the adjoints
+        # of a call's tuple result before the call's own adjoint passes them on
+        self.adjoints = {}
+        errors = []
+        for stmt in reversed(self.simple):
+            try:
+                self.adjoints[id(stmt)] = self.adjoint_stmts(stmt)
+            except TransformError as exc:       # report the first one in source order
+                errors.append(exc)
+        if errors:
+            raise errors[-1]
+
+    def differentiate_callee(self, callee: Function, positions: tuple) -> Function:
+        """The vjp Function of a user function this one calls (the whole pass again)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ adjoint statements
+    def adjoint_stmts(self, stmt) -> list:
+        prim = self.prims[id(stmt)]
+        if prim.target not in self.active:
+            return []
+        if prim.kind == "copy":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            return [self.accumulate(source, name(self.adjoint[prim.target]))]
+        if prim.kind == "template" and self.sequence_array(prim):
+            return self.sequence_array_adjoint(prim)
+        if prim.kind in ("template", "setitem"):
+            return self.expand(stmt, prim)
+        if prim.kind == "element":
+            source = prim.sources[0]
+            if source not in self.active:
+                return []
+            adj = self.element_adjoint(source, prim.key)
+            return [assign(adj, gast.BinOp(left=name(adj), op=gast.Add(),
+                                           right=name(self.adjoint[prim.target])))]
+        if prim.kind == "call":
+            return self.call_adjoint(stmt, prim)
+        if prim.kind in ("tuple", "none", "item"):
+            return []
+        what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
+            emit.expression_source(prim.key)
+        raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
+                                   "register one with @transformer.defadjoint, wrap it with "
+                                   "custom_vjp, or apply stop_gradient")
+
+    @staticmethod
+    def sequence_array(prim) -> bool:
+        """Whether `prim` is `np.array([a, b, ...])` of a literal sequence."""
+        return any(prim.key is f for f in (np.array, np.asarray)) and bool(prim.args) and \
+            isinstance(prim.args[0], gast.Tuple)
+
+    def sequence_array_adjoint(self, prim) -> list:
+        """Each active item of the literal gets its slice of the array's adjoint: the
+        generic rule would assign to the whole literal, constants included."""
+        out = []
+
+        def visit(node, index):
+            if isinstance(node, gast.Tuple):
+                for k, elt in enumerate(node.elts):
+                    visit(elt, index + (k,))
+            elif isinstance(node, gast.Name) and node.id in self.active:
+                key = const(index[0]) if len(index) == 1 else \
+                    gast.Tuple(elts=[const(k) for k in index], ctx=gast.Load())
+                out.append(self.accumulate(node.id, subscript(
+                    name(self.adjoint[prim.target]), key)))
+        visit(prim.args[0], ())
+        return out
+
+    def element_adjoint(self, var: str, k: int) -> str:
+        """The adjoint of element `k` of the tuple a user function returned into `var`."""
+        elements = self.elements.setdefault(var, {})
+        if k not in elements:
+            elements[k] = self.namer.fresh(f"{self.adjoint[var]}_{k}")
+        return elements[k]
+
+    def zero_adjoints(self, var: str, by_items: bool = False) -> list:
+        """`bv = zeros_like(v)`, one per element for a tuple-valued call result (shaped
+        like the names its items are read into, with `by_items`)."""
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        elements = self.elements.get(var)
+        if elements is None:
+            return [assign(self.adjoint[var], call(name(zeros), name(var)))]
+        items = self.element_items(var) if by_items and self.shaped_by_items(var) else {}
+        return [assign(adj, call(name(zeros), name(items[k]) if k in items else
+                                 subscript(name(var), const(k))))
+                for k, adj in sorted(elements.items())]
+
+    def element_items(self, var: str) -> dict:
+        """k -> the name `t = var[k]` binds, each once and beside the call, for a
+        tuple-valued call result `var` assigned once."""
+        found = {}
+        defs = self.defs.get(var, [])
+        if len(defs) != 1 or var in self.fn.params:
+            return found
+        for stmt in self.simple:
+            prim = self.prims[id(stmt)]
+            if prim.kind == "element" and prim.sources == (var,) and \
+                    len(self.defs.get(prim.target, [])) == 1 and \
+                    self.block_of[id(stmt)] == self.block_of[id(defs[0])]:
+                found.setdefault(prim.key, prim.target)
+        return found
+
+    def shaped_by_items(self, var: str) -> bool:
+        """Whether only the names its items are read into give `var`'s adjoints their
+        shapes (a tuple of gradients from a callee's vjp need not be recorded)."""
+        elements = self.elements.get(var)
+        if elements is None or var in self.fn.params or len(self.defs.get(var, [])) != 1:
+            return False                # a container parameter: its gradient is returned
+        return set(elements) <= set(self.element_items(var)) and \
+            var not in self.branch_defined() and not self.reset(var, self.defs[var][0])
+
+    def accumulate(self, source: str, value) -> gast.Assign:
+        adj = self.adjoint[source]
+        return assign(adj, gast.BinOp(left=name(adj), op=gast.Add(), right=value))
+
+    def expand(self, stmt, prim) -> list:
+        target = prim.target
+        items = self.rule_result(name(target)) if prim.kind == "template" else None
+        try:
+            stmts, env = expand_adjoint(
+                prim.key, copy.deepcopy(prim.args), copy.deepcopy(prim.keywords),
+                items if items is not None else name(target), self.adjoint.get,
+                fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
+        except MissingRule as exc:
+            raise self.fn.origin.error(stmt, str(exc), "register a rule with "
+                                       "@transformer.defadjoint") from None
+        return self.bind_env(stmts, env)
+
+    def bind_env(self, stmts, env) -> list:
+        renames = {}
+        for key, obj in env.items():
+            bound = self.helper(key, obj)
+            if bound != key:
+                renames[key] = bound
+        if renames:
+            for stmt in stmts:
+                for sub in gast.walk(stmt):
+                    if isinstance(sub, gast.Name) and sub.id in renames:
+                        sub.id = renames[sub.id]
+        return stmts
+
+    def call_adjoint(self, stmt, prim) -> list:
+        positions = tuple(i for i, a in enumerate(prim.args)
+                          if isinstance(a, gast.Name) and a.id in self.active)
+        if not positions:
+            return []
+        vjp_name, outputs = self.callee_vjp(prim.key, positions, stmt)
+        grads = self.namer.fresh(prim.target + "_grads")
+        elements = self.elements.get(prim.target)
+        if outputs == 1 and elements is None:
+            cotangents = [name(self.adjoint[prim.target])]
+        elif elements is None:
+            raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
+                                       "to be differentiated", "write `a, b = f(x)`")
+        else:
+            zeros = self.helper("zeros_like", runtime.zeros_like)
+            cotangents = [name(elements[k]) if k in elements else
+                          call(name(zeros), subscript(name(prim.target), const(k)))
+                          for k in range(outputs)]
+        args = [copy.deepcopy(a) for a in prim.args] + cotangents
+        out = [assign(grads, call(name(vjp_name), *args))]
+        for k, position in enumerate(positions):
+            out.append(self.accumulate(prim.args[position].id,
+                                       subscript(name(grads), const(k))))
+        return out
+
+    def callee_vjp(self, obj, positions, stmt) -> str:
+        from ..frontend import parse
+        cache = self.callees
+        key = (id(obj), positions)
+        if key not in cache:
+            custom = getattr(obj, "__secant_vjp__", None)      # custom_vjp, custom_jvp
+            if custom is not None:
+                generated = custom(positions)
+            else:
+                callee = parse(obj)
+                _refuse_argument_writes(callee, stmt, self.fn)
+                generated = self.differentiate_callee(callee, positions)
+            base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
+            outputs = len(generated.params) - len(_primal_params(obj))
+            cache[key] = (self.helper(base + "_vjp", generated), outputs)
+        return cache[key]
+
+    # ------------------------------------------------------------ adjoint initialisation
+    def home_blocks(self) -> dict:
+        """Active name -> the innermost block holding all its assignments and reads, and
+        the loops whose trips pass its value on to the next (`_carried`)."""
+        if self._homes is not None:
+            return self._homes
+        homes = {}
+        for var in self.active:
+            stmts = [s for s in self.defs.get(var, []) + self.loads.get(var, [])
+                     if id(s) in self.chain_of]
+            chains = [self.chain_of[id(s)] for s in stmts]
+            if var in self.carried:
+                chains.append(self.chain_of[id(self.carried[var])])
+            if var in self.fn.params or not chains or var in self.diff_outputs:
+                homes[var] = id(self.body)
+                continue
+            common = chains[0]
+            for chain in chains[1:]:
+                n = 0
+                while n < min(len(common), len(chain)) and common[n] == chain[n]:
+                    n += 1
+                common = common[:n]
+            homes[var] = common[-1] if common else id(self.body)
+        self._homes = homes
+        return homes
+
+    def branch_defined(self) -> set:
+        """Active names whose adjoint lives in the whole function but which are assigned
+        only inside compound statements: their value may be unbound in the branch not
+        taken, so the adjoint is zeroed where the value is assigned, not at the top."""
+        if self._branch_defined is None:
+            top = id(self.body)
+            self._branch_defined = {
+                var for var, home in self.home_blocks().items()
+                if home == top and var not in self.fn.params and
+                var not in self.diff_outputs and self.rule_result(name(var)) is None and
+                self.defs.get(var) and all(
+                    isinstance(d, gast.Assign) and isinstance(d.targets[0], gast.Name) and
+                    id(d) in self.block_of and self.block_of[id(d)] != top
+                    for d in self.defs[var])}
+        return self._branch_defined
+
+    def reset(self, var: str, stmt) -> list:
+        """Zero the adjoint after its value's assignment consumed it, if anything may add
+        to it afterwards: another assignment (a parameter's entry value counts as one) or
+        this one again in a loop outside the adjoint's home block."""
+        if var not in self.active or self.rule_result(name(var)) is not None:
+            return []
+        defs = self.defs[var]
+        home = self.home_blocks()[var]
+        home_loops = self._loops_of_block(home)
+        if len(defs) > 1 or var in self.fn.params or \
+                len(self.loops_of[id(stmt)]) > len(home_loops):
+            return self.zero_adjoints(var)
+        return []
+
+    def _loops_of_block(self, block_id):
+        if block_id == id(self.body):
+            return ()
+        for stmt_id, bid in self.block_of.items():
+            if bid == block_id:
+                return self.loops_of[stmt_id]
+        return ()
+
+
+def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
+    """A callee's vjp runs its forward code again: writing into an argument would then
+    write twice, so it is refused."""
+    params = set(callee.params)
+    for sub in gast.walk(callee.node):
+        if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
+                isinstance(sub.value, gast.Name) and sub.value.id in params:
+            raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
+                                      f"{sub.value.id!r}; reverse mode cannot differentiate "
+                                      "a call that changes its arguments",
+                                      f"copy inside {callee.name} ({sub.value.id} = "
+                                      f"{sub.value.id}.copy()) and return the result")
+
+
+def _primal_params(obj) -> list:
+    from ..frontend import parse
+    return parse(obj).params          # a custom rule's object parses to its primal

@@ -1,0 +1,276 @@
+"""Classification: how each simple statement passes derivatives, and which names are active.
+
+Input: the `BodyFacts` of a prepared function. Output (on the stage object): `prims`, one
+`Prim` per simple statement (template rule, copy, user call, tuple, element of a call's
+tuple result, setitem, opaque, none); the differentiated outputs (`out_atom`,
+`out_elements`, `aux`, `diff_outputs`); `active`, the names on a path from a
+differentiated parameter to an output (`activity.py`); and `adjoint`, each active name's
+adjoint variable (`bx` for `x`). A call made for its effect on a varied value, a returned
+value that is not a name or constant, or a mode/output mismatch raise a located error.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+import numba
+
+from codegen.backends import is_user_function
+
+from .. import activity, tape
+from ..function import resolve
+from ..specialize import is_literal
+from ..syntax import const, name, subscript
+from ..templates import ADJOINTS, _lookup, has_adjoint, is_nondifferentiable
+from .facts import BodyFacts, _names
+from .prepare import bind_helper
+
+GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
+# attributes that describe an array's structure, not its values: never differentiable
+_STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
+
+
+@dataclasses.dataclass
+class Prim:
+    """How one simple statement passes derivatives."""
+
+    kind: str                 # template, copy, call, tuple, none, opaque, setitem
+    target: str
+    sources: tuple = ()
+    key: object = None
+    args: list = dataclasses.field(default_factory=list)
+    keywords: dict = dataclasses.field(default_factory=dict)
+
+
+def _rule_reads_result_items(obj) -> bool:
+    """Whether the adjoint rule of `obj` takes its result as a tuple (`d[z][1]`, `z[0]`):
+    an array result read with constant indices (`a = np.array(...); a[0]`) is not one."""
+    template = _lookup(ADJOINTS, obj)
+    if template is None or not template.has_result:
+        return False
+    result = template.params[0]
+
+    def is_result(node):
+        return isinstance(node, gast.Name) and node.id == result or \
+            isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+            node.value.id == "d" and is_result(node.slice)
+    return any(isinstance(node, gast.Subscript) and is_result(node.value) and
+               isinstance(node.slice, gast.Constant)
+               for stmt in template.body for node in gast.walk(stmt))
+
+
+class Classify(BodyFacts):
+    """Gives every simple statement its `Prim` and finds the active names."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.prims = {id(s): self.classify(s) for s in self.simple}
+        self.outputs()
+        flows = [(p.target, p.sources) for p in self.prims.values() if p.sources]
+        self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
+                                                        if isinstance(o, str)])
+        self.refuse_effects(activity.varied(flows, self.wrt))
+        self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
+
+    def helper(self, key: str, obj) -> str:
+        return bind_helper(self.env, self.namer, key, obj)
+
+    def refuse_effects(self, varied: set) -> None:
+        """A call made for its effect passes no derivative through the analysis: refuse
+        it rather than return zeros (`prepare.py` turns in-place accumulations,
+        `scatter_add(bx, i, v)` and `np.add.at`, into assignments first)."""
+        for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
+            if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+                continue
+            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
+                                                          tape.check_not_view,
+                                                          tape.check_not_shared):
+                continue
+            if set(_names(stmt.value.args)) & varied:
+                raise self.fn.origin.error(
+                    stmt, "reverse mode cannot differentiate a call made for its effect on "
+                    "a differentiated value", "assign its result, or use forward mode over "
+                    "it (jacfwd)")
+
+    # ------------------------------------------------------------ classification
+    def classify(self, stmt) -> Prim:
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Subscript):
+            return Prim("setitem", target.value.id, _names([value]), "setitem",
+                        [target.value, target.slice, value])
+        t = target.id
+        if isinstance(value, gast.Constant) or not _names([value]):
+            return Prim("none", t)
+        if isinstance(value, gast.Name):
+            return Prim("copy", t, (value.id,))
+        if isinstance(value, (gast.BinOp, gast.UnaryOp)):
+            key = type(value.op)
+            if isinstance(value.op, gast.UAdd):
+                return Prim("copy", t, _names([value.operand]))
+            operands = [value.left, value.right] if isinstance(value, gast.BinOp) \
+                else [value.operand]
+            return self.rule(t, key, operands, {})
+        if isinstance(value, (gast.Tuple, gast.List)):
+            return Prim("tuple", t, (), args=value.elts)
+        if isinstance(value, gast.Subscript):
+            if self.call_result(value.value) and isinstance(value.slice, gast.Constant):
+                return Prim("element", t, (value.value.id,), value.slice.value)
+            if self.rule_result(value.value) is not None:
+                # the rule of the call reads this item's adjoint itself (see `expand`)
+                return Prim("item", t, (value.value.id,), value.slice.value)
+            element = self.tuple_element(value)
+            if element is not None:
+                return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
+                    else Prim("none", t)
+            return Prim("template", t, _names([value.value]), "getitem",
+                        [value.value, value.slice])
+        if isinstance(value, gast.Call):
+            return self.classify_call(t, value)
+        if isinstance(value, gast.Compare) or (isinstance(value, gast.Attribute) and
+                                               value.attr in _STRUCTURE_ATTRIBUTES):
+            return Prim("none", t)
+        return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def call_result(self, atom) -> bool:
+        """Whether `atom` holds a tuple returned by a differentiated user function, or is a
+        container parameter (`params["W"]`): only read item by item, with constant keys,
+        so each item gets its own adjoint."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
+            return False
+        if atom.id in self.fn.params:
+            # integer keys may index an array parameter, whose gradient is an array: only
+            # string keys (a dict of parameters) are taken item by item
+            return not self.defs.get(atom.id) and \
+                all(isinstance(k, str) for k in self.container_keys(atom.id))
+        defs = self.defs.get(atom.id, [])
+        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+            isinstance(defs[0].value, gast.Call) and \
+            self.classify_call(atom.id, defs[0].value).kind == "call"
+
+    def rule_result(self, atom):
+        """For `a, b = np.linalg.slogdet(x)` (a rule's tuple result read item by item):
+        the result as the tuple the rule's template expects, `(a, b)`; else None."""
+        if not isinstance(atom, gast.Name) or not self.itemwise(atom.id):
+            return None
+        defs = self.defs.get(atom.id, [])
+        if len(defs) != 1 or not isinstance(defs[0], gast.Assign) or \
+                not isinstance(defs[0].value, gast.Call):
+            return None
+        obj = resolve(self.fn, defs[0].value.func, None)
+        if obj is None or not has_adjoint(obj) or not _rule_reads_result_items(obj):
+            return None
+        items: dict = {}
+        for use in self.loads[atom.id]:
+            k, target = use.value.slice.value, use.targets[0].id
+            if not isinstance(k, int) or len(self.defs.get(target, [])) != 1:
+                return None
+            items.setdefault(k, target)
+        return gast.Tuple(elts=[name(items[k]) if k in items else
+                                subscript(name(atom.id), const(k))
+                                for k in range(max(items) + 1)], ctx=gast.Load())
+
+    def itemwise(self, var: str) -> bool:
+        uses = self.loads.get(var, [])
+        return bool(uses) and all(
+            isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript) and
+            isinstance(use.value.value, gast.Name) and use.value.value.id == var and
+            isinstance(use.value.slice, gast.Constant) for use in uses)
+
+    def container_keys(self, var: str) -> list:
+        return list(dict.fromkeys(use.value.slice.value for use in self.loads[var]))
+
+    def rule(self, t, key, args, keywords) -> Prim:
+        if is_nondifferentiable(key):
+            return Prim("none", t)
+        args = [self.literal_tuple(a) for a in args]
+        keywords = {k: self.literal_tuple(v) for k, v in keywords.items()}
+        sources = _names(args + list(keywords.values()))
+        kind = "template" if has_adjoint(key) else "opaque"
+        return Prim(kind, t, sources, key, args, keywords)
+
+    def literal_tuple(self, atom):
+        """A name bound once to a tuple literal, as that literal (templates want it so)."""
+        if isinstance(atom, gast.Name):
+            defs = self.defs.get(atom.id, [])
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, (gast.Tuple, gast.List)):
+                return gast.Tuple(elts=[self.literal_tuple(e) for e in defs[0].value.elts],
+                                  ctx=gast.Load())
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, gast.Name) and defs[0].value.id != atom.id:
+                # `retval = pair` (an early-return lowering) aliases the tuple literal
+                literal = self.literal_tuple(defs[0].value)
+                if isinstance(literal, gast.Tuple):
+                    return literal
+        return atom
+
+    def tuple_element(self, value):
+        literal = self.literal_tuple(value.value)
+        index = value.slice
+        if isinstance(literal, gast.Tuple) and isinstance(index, gast.Constant) and \
+                isinstance(index.value, int) and -len(literal.elts) <= index.value < \
+                len(literal.elts):
+            return literal.elts[index.value]
+        return None
+
+    def classify_call(self, t, value) -> Prim:
+        obj = resolve(self.fn, value.func, None)
+        keywords = {k.arg: k.value for k in value.keywords}
+        if obj is None:
+            return Prim("opaque", t, _names(value.args + list(keywords.values())), value.func)
+        if has_adjoint(obj) or is_nondifferentiable(obj):
+            return self.rule(t, obj, list(value.args), keywords)
+        if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__") or \
+                isinstance(obj, numba.core.dispatcher.Dispatcher) or is_user_function(obj):
+            args = self.bind_call(obj, value)
+            return Prim("call", t, _names(args), obj, args)
+        return Prim("opaque", t, _names(value.args + list(keywords.values())), obj)
+
+    def bind_call(self, obj, value) -> list:
+        """The call's arguments, one per parameter of the callee, defaults filled in: the
+        callee's vjp takes every primal parameter before the cotangents."""
+        from ..frontend import parse
+        from ..function import signature
+        parameters = signature(parse(obj)).parameters
+        if not value.keywords and len(value.args) == len(parameters):
+            return list(value.args)
+        bound = signature(parse(obj)).bind(*value.args,
+                                          **{k.arg: k.value for k in value.keywords})
+        bound.apply_defaults()
+        return [v if isinstance(v, gast.AST) else self.default_atom(name_, v)
+                for name_, v in bound.arguments.items()]
+
+    def default_atom(self, parameter: str, value):
+        """A default value as an atom: a literal, or a name bound to it in the env."""
+        if is_literal(value):
+            return const(value)
+        return name(self.helper(f"default_{parameter}", value))
+
+    # ------------------------------------------------------------ outputs
+    def outputs(self) -> None:
+        ret = self.ret.value
+        literal = self.literal_tuple(ret)
+        elements = literal.elts if isinstance(literal, gast.Tuple) else None
+        self.aux = None
+        if self.has_aux:
+            if elements is None or len(elements) != 2:
+                raise self.fn.origin.error(self.ret, "with has_aux=True the function must "
+                                           "return a pair (output, aux)",
+                                           "return out, aux")
+            self.out_atom, self.aux = elements
+            elements = None
+        else:
+            self.out_atom = ret
+        if elements is not None and self.mode != VJP:
+            raise self.fn.origin.error(self.ret, f"{self.mode} needs a scalar output, but "
+                                       f"{self.fn.name} returns a tuple",
+                                       "use vjp for several outputs, or has_aux=True")
+        self.out_elements = elements
+        atoms = elements if elements is not None else [self.out_atom]
+        self.diff_outputs = [a.id if isinstance(a, gast.Name) else None for a in atoms]
+        for atom in atoms:
+            if isinstance(atom, gast.Name) and atom.id in self.defs:
+                continue
+            if not isinstance(atom, gast.Constant):
+                raise self.fn.origin.error(self.ret, "this returned value cannot be "
+                                           "differentiated", "return a variable")

@@ -1,0 +1,301 @@
+"""Facts about the body of a prepared function, the first stage of the reverse pass.
+
+Input: a Function normalized by `prepare.prepare` (ANF, exits lowered to flags, loops
+instrumented with `secant_reverse` / `secant_trips`), ending with a `return`.
+Output (on the stage object): for every statement its order, block, enclosing loops and
+block chain; for every name its definitions and the statements that load it; the arrays
+written in place (`written`, aliases closed over), the in-place accumulators, the views read
+across a write (`view_checks`), and the `tape.Facts` the tape planner reads. It refuses
+aliasing it cannot give one adjoint per name, with a located error.
+"""
+from __future__ import annotations
+
+import gast
+
+from .. import tape
+from ..errors import TransformError, copy_hint
+from ..function import Function, resolve
+from ..names import Namer
+from .dce import pure_calls
+
+
+def _names(nodes) -> tuple:
+    found = []
+    for node in nodes:
+        for sub in gast.walk(node):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+                found.append(sub.id)
+    return tuple(found)
+
+
+class BodyFacts:
+    """Walks the body once and records where every statement and name sits."""
+
+    def __init__(self, fn: Function, wrt: tuple, mode: str, has_aux: bool,
+                 tuple_grads: bool = False, lean: bool = False):
+        self.fn, self.mode, self.has_aux = fn, mode, has_aux
+        self.lean = lean
+        self.tuple_grads = tuple_grads
+        self.namer = Namer.for_function(fn)
+        self.env: dict = dict(fn.env)
+        params = fn.params
+        for i in wrt:
+            if not -len(params) <= i < len(params):
+                raise TransformError(f"argnums {i} is out of range for {fn.name} with "
+                                     f"parameters {params}")
+        self.wrt = [params[i] for i in wrt]
+        body = fn.node.body
+        if not body or not isinstance(body[-1], gast.Return):
+            raise fn.origin.error(fn.node, f"{fn.name} must end with a return statement to "
+                                  "be differentiated", "return the value to differentiate")
+        self.body, self.ret = body[:-1], body[-1]
+        self.collect()
+
+    # ------------------------------------------------------------ facts about the body
+    def collect(self) -> None:
+        self.defs: dict = {p: [] for p in self.fn.params}
+        self.loads: dict = {}
+        self.loops_of: dict = {}
+        self.block_of: dict = {}
+        self.chain_of: dict = {}
+        self.inside: dict = {}
+        self.written: set = set()
+        self.simple: list = []
+        self.order: dict = {}
+        self.loops: list = []
+        self._walk(self.body, (), (id(self.body),))
+        self.accumulating = _accumulating()
+        self.accumulators = self._accumulators()
+        self.written |= self.accumulators
+        self._close_written_over_aliases()
+        self.view_checks = self._views_read_across_writes()
+        self.loads_add(self.ret, _names([self.ret.value]))
+        self.carried = {var: loop for loop in reversed(self.loops)
+                        for var in _carried(loop)}        # the outermost loop wins
+        self.facts = tape.Facts(
+            {k: v for k, v in self.defs.items() if v or k in self.fn.params}, self.loads,
+            self.loops_of, self.block_of, self.inside, set(self.fn.params), self.written,
+            self.pure, self.order, set(self.carried))
+        self.loops_of[id(self.ret)] = ()
+
+    def _accumulators(self) -> set:
+        """Names of arrays that `b = accumulated(b, i, v)` (a rewritten `scatter_add`)
+        changes in place: the target and the result are one array."""
+        found = set()
+        for stmt in self.simple:
+            value = stmt.value
+            if isinstance(stmt.targets[0], gast.Name) and isinstance(value, gast.Call) and \
+                    resolve(self.fn, value.func, None) in self.accumulating:
+                found |= {stmt.targets[0].id} | set(_names(value.args[:1]))
+        return found
+
+    def _close_written_over_aliases(self) -> None:
+        """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written
+        through one name and read through another afterwards is refused; a copy whose
+        source is not read again (a renamed value, a swap's temporary) just shares the
+        record of writes."""
+        copies = [s for s in self.simple
+                  if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
+        changed = True
+        while changed:
+            changed = False
+            for stmt in copies:
+                pair = {stmt.targets[0].id, stmt.value.id}
+                if pair & self.written and not pair <= self.written:
+                    self._refuse_observed_alias(stmt)
+                    self.written |= pair
+                    changed = True
+
+    def _views_read_across_writes(self) -> dict:
+        """id(write) -> names read from the written array before it and used after it:
+        each may be a view the write changes, which the forward sweep checks."""
+        checks: dict = {}
+        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
+                 isinstance(s.value, gast.Subscript) and
+                 isinstance(s.value.value, gast.Name)]
+        for write in self.simple:
+            site = self._write_site(write)
+            if site is None:
+                continue
+            (base, index), at = site, self.order[id(write)]
+            for read in reads:
+                var = read.targets[0].id
+                if read.value.value.id == base and self.order[id(read)] < at and \
+                        _may_overlap(read.value.slice, index) and \
+                        len(self.defs.get(var, [])) == 1 and \
+                        self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
+                        self.chain_of[id(read)] and \
+                        any(self.order[id(u)] > at for u in self.loads.get(var, [])):
+                    checks.setdefault(id(write), []).append(var)
+        return checks
+
+    def _write_site(self, stmt):
+        """(array, index) an in-place write `y[i] = v` or `y = accumulated(y, i, v)`
+        changes; None for other statements."""
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Subscript):
+            return target.value.id, target.slice
+        if isinstance(value, gast.Call) and len(value.args) > 1 and \
+                isinstance(value.args[0], gast.Name) and \
+                resolve(self.fn, value.func, None) in self.accumulating:
+            return value.args[0].id, value.args[1]
+        return None
+
+    def _refuse_observed_alias(self, stmt) -> None:
+        target, source = stmt.targets[0].id, stmt.value.id
+        for name_ in (target, source):
+            other = source if name_ == target else target
+            later = [u for u in self.loads.get(other, [])
+                     if self.order[id(u)] > self.order[id(stmt)]]
+            writes = [u for u in self.simple if isinstance(u.targets[0], gast.Subscript)
+                      and u.targets[0].value.id == name_ and
+                      self.order[id(u)] > self.order[id(stmt)]]
+            if writes and later:
+                raise self.fn.origin.error(
+                    writes[0], f"{name_!r} and {other!r} are the same array here, written "
+                    f"through {name_!r} and read through {other!r}: reverse mode keeps one "
+                    "adjoint per name", copy_hint(target, source))
+
+    def loads_add(self, stmt, names) -> None:
+        for n in names:
+            self.loads.setdefault(n, []).append(stmt)
+
+    def _walk(self, stmts, loops, chain) -> None:
+        self.inside[id(stmts)] = set()
+        for stmt in stmts:
+            self.order[id(stmt)] = len(self.order)
+            self.block_of[id(stmt)] = id(stmts)
+            self.loops_of[id(stmt)] = loops
+            self.chain_of[id(stmt)] = chain
+            for block in chain:
+                self.inside[block].add(id(stmt))
+            self._walk_statement(stmt, loops, chain)
+
+    def _walk_statement(self, stmt, loops, chain) -> None:
+        if isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            self.simple.append(stmt)
+            if isinstance(target, gast.Name):
+                self.defs.setdefault(target.id, []).append(stmt)
+                self.loads_add(stmt, _names([stmt.value]))
+            else:
+                self.written.add(target.value.id)
+                self.loads_add(stmt, _names([target, stmt.value]))
+        elif isinstance(stmt, gast.If):
+            self.loads_add(stmt, _names([stmt.test]))
+            for block in (stmt.body, stmt.orelse):
+                self._walk(block, loops, chain + (id(block),))
+        elif isinstance(stmt, gast.For):
+            self.loops.append(stmt)
+            self.defs.setdefault(stmt.target.id, []).append(stmt)
+            last, start, step = stmt.secant_reverse
+            self.loads_add(stmt, _names([stmt.iter, start, step]) + (last,))
+            self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
+        elif isinstance(stmt, gast.While):
+            self.loops.append(stmt)
+            self.loads_add(stmt, _names([stmt.test]) + (stmt.secant_trips,))
+            self._walk(stmt.body, loops + (stmt,), chain + (id(stmt.body),))
+        elif isinstance(stmt, (gast.Expr, gast.Assert, gast.Return)):
+            self.loads_add(stmt, _names([stmt]))
+
+    def pure(self, stmt) -> bool:
+        """Whether re-running `stmt` in the reverse sweep has no effect but its value."""
+        value = stmt.value
+        if isinstance(value, gast.Call):
+            obj = resolve(self.fn, value.func, None)
+            module = getattr(obj, "__module__", "") or ""
+            if self.prims[id(stmt)].kind == "call":
+                return _cheap_pure_function(obj)
+            return obj is not None and "random" not in module and \
+                obj not in self.accumulating
+        return not isinstance(value, (gast.Dict, gast.List))
+
+
+def _accumulating() -> tuple:
+    """The helpers that return their first argument after writing into it in place
+    (or a larger copy of it, for a tape that grows)."""
+    from ..tape_items import accumulated, items_pushed
+    return (accumulated, items_pushed, tape.push)
+
+
+def _tape_makers() -> tuple:
+    """The helpers whose result is a tape or an element buffer."""
+    from ..tape_items import items_pushed
+    return (tape.push, tape.reserve, tape.exact_tape, tape.float_tape, tape.items_buffer,
+            items_pushed)
+
+
+def _carried(loop) -> set:
+    """Names the body of `loop` may read before assigning them, and assigns: a read sees
+    the value of the previous trip (`if i > 0: s = s + t` then `t = x * i`)."""
+    entry = {loop.target.id} if isinstance(loop, gast.For) else set()
+    exposed, _ = _exposed(loop.body, entry)
+    return exposed & {n.id for s in loop.body for n in gast.walk(s)
+                      if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _exposed(stmts, defined: set) -> tuple[set, set]:
+    """(names `stmts` may read before assigning them when `defined` are assigned on
+    entry, the names surely assigned at their end)."""
+    exposed, defined = set(), set(defined)
+    for stmt in stmts:
+        if isinstance(stmt, gast.If):
+            exposed |= set(_names([stmt.test])) - defined
+            body, after_body = _exposed(stmt.body, defined)
+            orelse, after_orelse = _exposed(stmt.orelse, defined)
+            exposed |= body | orelse
+            defined = after_body & after_orelse
+        elif isinstance(stmt, (gast.For, gast.While)):    # the body may not run
+            head = stmt.iter if isinstance(stmt, gast.For) else stmt.test
+            exposed |= set(_names([head])) - defined
+            inner = {stmt.target.id} if isinstance(stmt, gast.For) else set()
+            exposed |= _exposed(stmt.body, defined | inner)[0]
+        else:
+            exposed |= set(_names([stmt])) - defined
+            if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
+                defined.add(stmt.targets[0].id)
+    return exposed, defined
+
+
+def _may_overlap(read_index, write_index) -> bool:
+    """Whether a read and a write of one array may touch the same elements: they do unless
+    their first indices are different names or constants (`X[i]` and `X[i_plus_1]`)."""
+    def first(index):
+        return index.elts[0] if isinstance(index, gast.Tuple) and index.elts else index
+    a, b = first(read_index), first(write_index)
+    if isinstance(a, gast.Slice) or isinstance(b, gast.Slice):
+        return True
+    if isinstance(a, gast.Name) and isinstance(b, gast.Name):
+        return a.id == b.id
+    if isinstance(a, gast.Constant) and isinstance(b, gast.Constant):
+        return a.value == b.value
+    return False
+
+
+def _custom_vjp_only(obj) -> bool:
+    """A custom_vjp object (a vjp rule, no jvp rule): its forward code is the user's fwd,
+    not its body, so it is never re-run in the reverse sweep."""
+    return hasattr(obj, "__secant_vjp__") and not hasattr(obj, "__secant_jvp__")
+
+
+def _cheap_pure_function(obj, depth: int = 0) -> bool:
+    """Whether a user function computes its result from its arguments alone and without
+    loops: running it again in the reverse sweep costs about what recording it would
+    (`minimum_image(d, box)` in a pair loop)."""
+    from ..frontend import parse
+    if _custom_vjp_only(obj) or depth > 3:
+        return False
+    try:
+        fn = parse(obj)
+    except TransformError:
+        return False
+    pure = pure_calls(fn.env, lambda callee: _cheap_pure_function(callee, depth + 1))
+    for node in gast.walk(gast.Module(body=fn.node.body, type_ignores=[])):
+        if isinstance(node, (gast.For, gast.While, gast.Global, gast.Nonlocal, gast.Raise,
+                             gast.Assert, gast.FunctionDef, gast.Lambda, gast.Try,
+                             gast.With)) or \
+                isinstance(node, (gast.Subscript, gast.Attribute)) and \
+                isinstance(node.ctx, gast.Store) or \
+                isinstance(node, gast.Call) and not pure(node):
+            return False
+    return True

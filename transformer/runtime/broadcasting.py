@@ -1,0 +1,226 @@
+"""Broadcasting and its adjoints: `unbroadcast` sums a gradient back to an operand's
+shape, `broadcast_like` / `broadcast_reduced` spread one out again; `scatter_add` and
+`inside` serve indexed reads and clips.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+
+from .casts import _is_none, _is_scalar, _nb_float, cast_like
+from .kernels import _axes, _gather, _reduce_into, axis_mask
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` down to the shape of ``x`` (the adjoint of broadcasting ``x``)."""
+    if _is_scalar(x):
+        return cast_like(np.sum(g), x)
+    g = np.asarray(g)
+    shape = np.shape(x)
+    if g.shape == shape:
+        return g
+    if g.ndim < len(shape):
+        return np.broadcast_to(g, shape).copy()
+    g = np.sum(g, axis=tuple(range(g.ndim - len(shape))))
+    return _fold_same_rank(g, shape)
+
+
+@overload(unbroadcast)
+def _unbroadcast_nb(g, x):
+    # the implementation is chosen by rank at typing time: most adjoints have the shape of
+    # their primal, and the generic fold costs seconds of compile and allocations per call
+    if not isinstance(x, types.Array):
+        target = as_dtype(_nb_float(x)).type
+        if isinstance(g, types.Array):
+            return lambda g, x: target(np.sum(g))
+        return lambda g, x: target(g)
+    if not isinstance(g, types.Array) or g.ndim < x.ndim:
+        return lambda g, x: broadcast_like(g, x)
+    if g.ndim == x.ndim and g.layout == "C":
+        def same_rank(g, x):
+            if g.shape == x.shape:
+                return g
+            return _fold_same_rank(g, x.shape)
+        return same_rank
+    if g.ndim == x.ndim:
+        def same_rank_strided(g, x):      # one C-contiguous result type for both branches
+            if g.shape == x.shape:
+                return np.ascontiguousarray(g)
+            return _fold_same_rank(g, x.shape)
+        return same_rank_strided
+
+    def impl(g, x):
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape), out,
+                     _padded_shape(x.shape, g.ndim), 0)
+        return out.reshape(x.shape)
+    return impl
+
+
+@register_jitable
+def _padded_shape(shape, ndim):
+    """``shape`` with leading ones up to ``ndim`` axes, as an int array (a loop: a slice
+    assignment pulls in Numba's shape-mismatch error formatting, seconds of compile)."""
+    out = np.ones(ndim, np.int64)
+    for k in range(len(shape)):
+        out[ndim - len(shape) + k] = shape[k]
+    return out
+
+
+def _fold_same_rank(g, shape):
+    """``g`` summed over the axes where ``shape`` has length 1, keeping them."""
+    axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 1)
+    return np.sum(g, axis=axes, keepdims=True) if axes else g
+
+
+@overload(_fold_same_rank)
+def _fold_same_rank_nb(g, shape):
+    dtype = as_dtype(g.dtype).type   # a class, as zeros_like passes: one np.zeros compile
+    if g.ndim == 1:
+        def vector(g, shape):
+            out = np.zeros(shape, dtype)
+            n = shape[0]
+            for i in range(g.shape[0]):
+                out[i % n] += g[i]
+            return out
+        return vector
+    if g.ndim == 2:
+        def matrix(g, shape):
+            out = np.zeros(shape, dtype)
+            n0, n1 = shape
+            for i in range(g.shape[0]):
+                for j in range(g.shape[1]):
+                    out[i % n0, j % n1] += g[i, j]
+            return out
+        return matrix
+
+    def any_rank(g, shape):
+        out = np.zeros(shape, dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape),
+                     out.reshape(out.size), np.asarray(shape), 0)
+        return out
+    return any_rank
+
+
+def broadcast_like(t, z):
+    """``t`` broadcast to the shape of ``z``, as an owned array (scalar for scalar ``z``).
+
+    Owned even when ``t`` already has that shape: ``t`` may be a view of an array that a
+    later in-place write changes (the tangent of ``a + g[1:]`` with ``a``'s tangent zero is
+    this of ``dg[1:]``), as the compiled form's result is a new array too.
+    """
+    if _is_scalar(z):
+        return t
+    if np.shape(t) == np.shape(z):
+        return t.copy() if isinstance(t, np.ndarray) else t
+    return np.broadcast_to(t, np.shape(z)).copy()
+
+
+@overload(broadcast_like)
+def _broadcast_like_nb(t, z):
+    if not isinstance(z, types.Array):
+        return lambda t, z: t
+    if not isinstance(t, types.Array):
+        return lambda t, z: np.full(z.shape, t)
+
+    def impl(t, z):
+        out = np.empty(z.size, t.dtype)
+        _gather(np.ascontiguousarray(t).ravel(), _padded_shape(t.shape, z.ndim), out,
+                np.asarray(z.shape))
+        return out.reshape(z.shape)
+    return impl
+
+
+def broadcast_reduced(g, x, axis=None, keepdims=False):
+    """Spread ``g``, the result of reducing ``x`` over ``axis``, back to the shape of ``x``."""
+    if _is_scalar(x):
+        return g
+    g = np.asarray(g)
+    if not keepdims:
+        g = np.expand_dims(g, _axes(np.ndim(x), axis)) if g.ndim else g
+    return np.broadcast_to(g, np.shape(x)).copy()
+
+
+@overload(broadcast_reduced)
+def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
+    if not isinstance(x, types.Array):
+        return lambda g, x, axis=None, keepdims=False: g
+    if not isinstance(g, types.Array):
+        return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+
+    def impl(g, x, axis=None, keepdims=False):
+        shape = np.asarray(x.shape)
+        gshape = shape.copy()
+        gshape[axis_mask(x.ndim, axis)] = 1
+        out = np.empty(x.size, g.dtype)
+        _gather(np.ascontiguousarray(g).ravel(), gshape, out, shape)
+        return out.reshape(x.shape)
+    return impl
+
+
+def scatter_add(target, index, values) -> None:
+    """``target[index] += values`` accumulating repeated indices (``np.add.at``)."""
+    np.add.at(target, index, values)
+
+
+@overload(scatter_add)
+def _scatter_add_nb(target, index, values):
+    vector = isinstance(values, types.Array)
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
+        if index.ndim != 1 and index.ndim != target.ndim:
+            raise TypingError("scatter_add: a boolean mask must be 1-D or cover every axis")
+        whole = index.ndim == target.ndim
+
+        def masked(target, index, values):
+            flat = target.reshape(-1) if whole else target
+            mask = index.reshape(-1)
+            vals = values.reshape(-1) if whole and vector else values
+            n = 0
+            for i in range(mask.shape[0]):
+                if mask[i]:
+                    flat[i] += vals[n] if vector else vals
+                    n += 1
+        return masked
+    if isinstance(index, types.Array):
+        def gathered(target, index, values):
+            flat = index.ravel()
+            if vector:
+                vals = np.ascontiguousarray(values).reshape((flat.shape[0],) + target.shape[1:])
+                for i in range(flat.shape[0]):
+                    target[flat[i]] += vals[i]
+            else:
+                for i in range(flat.shape[0]):
+                    target[flat[i]] += values
+        return gathered
+
+    def basic(target, index, values):
+        target[index] += values
+    return basic
+
+
+def inside(x, lo, hi):
+    """Mask of ``lo <= x <= hi``; a bound of None is no bound (the adjoint of np.clip)."""
+    mask = np.ones(np.shape(x), np.bool_) if not _is_scalar(x) else True
+    if lo is not None:
+        mask = mask & (x >= lo)
+    if hi is not None:
+        mask = mask & (x <= hi)
+    return mask
+
+
+@overload(inside)
+def _inside_nb(x, lo, hi):
+    lo_none, hi_none = _is_none(lo), _is_none(hi)
+
+    def impl(x, lo, hi):
+        if lo_none and hi_none:
+            return np.isnan(x) | (x <= np.inf)
+        if lo_none:
+            return x <= hi
+        if hi_none:
+            return x >= lo
+        return (x >= lo) & (x <= hi)
+    return impl

@@ -1,0 +1,104 @@
+"""Lowered NumPy forms: call forms Numba's nopython mode lacks (2-D boolean masks,
+np.stack of a list, np.squeeze without an axis), redirected here by `transformer.lowering`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from .kernels import axis_mask
+from .shapes import moveaxis, squeeze
+
+# ---------------------------------------------------------------- lowered NumPy forms
+# Call forms Numba's nopython mode lacks, redirected here by `transformer.lowering`
+# (einsum itself becomes loops generated from its subscripts, see `transformer.einsum`).
+
+
+def getitem_mask(x, index):
+    """``x[index]``; under Numba also for a boolean mask of rank above 1."""
+    return x[index]
+
+
+@overload(getitem_mask, inline="always")
+def _getitem_mask_nb(x, index):
+    if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
+            and index.ndim > 1):
+        return lambda x, index: x[index]
+    if index.ndim != x.ndim:
+        raise TypingError("a boolean mask of rank above 1 must cover every axis of the array")
+
+    def masked(x, index):
+        if x.shape != index.shape:
+            raise IndexError("boolean mask shape does not match the indexed array")
+        return x.ravel()[index.ravel()]     # row-major order, as NumPy selects
+    return masked
+
+
+def setitem_mask(x, index, values) -> None:
+    """``x[index] = values``; under Numba also for a boolean mask of rank above 1."""
+    x[index] = values
+
+
+@overload(setitem_mask, inline="always")
+def _setitem_mask_nb(x, index, values):
+    if not (isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean)
+            and index.ndim > 1):
+        def plain(x, index, values):
+            x[index] = values
+        return plain
+    if index.ndim != x.ndim:
+        raise TypingError("a boolean mask of rank above 1 must cover every axis of the array")
+    vector = isinstance(values, types.Array)
+
+    def masked(x, index, values):
+        if x.shape != index.shape:
+            raise IndexError("boolean mask shape does not match the indexed array")
+        flat = values.ravel() if vector else values
+        # The count lives in an array: a local assigned twice (`n = 0`, `n += 1`) makes
+        # Numba's SSA repair warn (NumbaIRAssumptionWarning) when this body is inlined twice.
+        n = np.zeros(1, np.intp)
+        for at in np.ndindex(x.shape):      # row-major, as NumPy assigns
+            if index[at]:
+                x[at] = flat[n[0]] if vector else flat
+                n[0] += 1
+    return masked
+
+def stack(arrays, axis=0):
+    """np.stack of a tuple or a list of equally shaped arrays."""
+    return np.stack(arrays, axis)
+
+
+@overload(stack)
+def _stack_nb(arrays, axis=0):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays, axis=0: np.stack(arrays, axis)
+
+    def from_list(arrays, axis=0):
+        first = arrays[0]
+        out = np.empty((len(arrays),) + first.shape, first.dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape != first.shape:
+                raise ValueError("all input arrays must have the same shape")
+            out[k] = arrays[k]
+        return np.ascontiguousarray(moveaxis(out, 0, axis))
+    return from_list
+
+
+def squeeze_known(a, axis):
+    """``np.squeeze(a)`` where the caller knows ``axis`` holds the only length-1 axes."""
+    return np.squeeze(a)
+
+
+@overload(squeeze_known)
+def _squeeze_known_nb(a, axis):
+    def impl(a, axis):
+        removed = axis_mask(a.ndim, axis)
+        for k in range(a.ndim):
+            if a.shape[k] == 1 and not removed[k]:
+                raise ValueError("np.squeeze without an axis under jit: the array has a "
+                                 "length-1 axis whose removal the compiled code cannot know; "
+                                 "pass axis=")
+        return squeeze(a, axis)
+    return impl

@@ -1,0 +1,172 @@
+"""Reductions with an axis (sum, prod, max, min, mean, var, std) and scans (cumsum,
+cumprod and the cumsum adjoint), which Numba's own versions lack.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from .broadcasting import broadcast_reduced
+from .casts import _is_none, _nb_float, _static
+from .kernels import _reduce_into, _removed, axis_count, axis_mask
+
+_FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
+
+
+_FOLDS = {0: np.sum, 1: np.prod, 2: np.max, 3: np.min}
+
+
+def _fold_nb(a, axis, keepdims, op):
+    """A Numba implementation of one fold; the output rank is fixed at typing time."""
+    keep = bool(_static(keepdims, "keepdims"))
+    rank = a.ndim if keep else a.ndim - _removed(a.ndim, axis)
+    dtype = as_dtype(a.dtype).type
+    start = _FOLD_START[op]
+
+    @register_jitable
+    def folded(a, axis):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        oshape = shape.copy()
+        oshape[mask] = 1
+        res = np.full(np.prod(oshape), start, dtype)
+        _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
+        return res, (oshape if keep else shape[~mask])
+
+    if rank == 0:
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: folded(a, axis)[0][0]
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        res, kept = folded(a, axis)
+        return res.reshape(to_fixed_tuple(kept, rank))
+    return impl
+
+
+def _make_fold(op, name):
+    def fold(a, axis=None, dtype=None, out=None, keepdims=False):
+        extra = {k: v for k, v in (("dtype", dtype), ("out", out)) if v is not None}
+        return _FOLDS[op](a, axis=axis, keepdims=keepdims, **extra)
+    fold.__name__ = fold.__qualname__ = name
+    fold.__doc__ = f"np.{name[7:]} with axis and keepdims, also under Numba."
+
+    @overload(fold)
+    def _nb(a, axis=None, dtype=None, out=None, keepdims=False):
+        return _fold_nb(a, axis, keepdims, op)
+    return fold
+
+
+reduce_sum = _make_fold(0, "reduce_sum")
+reduce_prod = _make_fold(1, "reduce_prod")
+reduce_max = _make_fold(2, "reduce_max")
+reduce_min = _make_fold(3, "reduce_min")
+
+
+def reduce_mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """np.mean with axis and keepdims, also under Numba."""
+    return np.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+
+@overload(reduce_mean)
+def _reduce_mean_nb(a, axis=None, dtype=None, out=None, keepdims=False):
+    target = as_dtype(_nb_float(a)).type
+
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False):
+        return reduce_sum(a, axis, None, None, keepdims) / target(axis_count(a, axis))
+    return impl
+
+
+def reduce_var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """np.var with axis, ddof and keepdims, also under Numba."""
+    return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(reduce_var)
+def _reduce_var_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    target = as_dtype(_nb_float(a)).type
+
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        n = axis_count(a, axis)
+        mean = reduce_sum(a, axis, None, None, True) / target(n)
+        centered = a - broadcast_reduced(mean, a, axis, True)
+        return reduce_sum(centered * centered, axis, None, None, keepdims) / target(n - ddof)
+    return impl
+
+
+def reduce_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """np.std with axis, ddof and keepdims, also under Numba."""
+    return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+@overload(reduce_std)
+def _reduce_std_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return np.sqrt(reduce_var(a, axis, None, None, ddof, keepdims))
+    return impl
+
+
+# ---------------------------------------------------------------- scans
+
+
+def cumsum(a, axis=None):
+    """np.cumsum, also under Numba with an axis."""
+    return np.cumsum(a, axis=axis)
+
+
+def cumprod(a, axis=None):
+    """np.cumprod, also under Numba with an axis."""
+    return np.cumprod(a, axis=axis)
+
+
+def cumsum_adjoint(g, x, axis=None):
+    """The adjoint of ``np.cumsum(x, axis)``: reversed cumulative sums, shaped like ``x``."""
+    if axis is None:
+        return np.flip(np.cumsum(np.flip(np.ravel(g)))).reshape(np.shape(x))
+    return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+
+
+def _scan_nb(a, axis, product, reverse):
+    """Numba: cumulative sum or product along an axis (flattened for None)."""
+    dtype = as_dtype(a.dtype).type
+
+    @register_jitable
+    def scan(src, ax):
+        out = src.copy()
+        shape = np.asarray(out.shape)
+        stride = 1
+        for k in range(ax + 1, out.ndim):
+            stride *= shape[k]
+        n = shape[ax]
+        flat = out.reshape(-1)
+        for start in range(flat.shape[0]):
+            if (start // stride) % n != 0:
+                continue
+            acc = dtype(1) if product else dtype(0)
+            for m in range(n):
+                i = start + (n - 1 - m if reverse else m) * stride
+                acc = acc * flat[i] if product else acc + flat[i]
+                flat[i] = acc
+        return out
+
+    if _is_none(axis):
+        return lambda a, axis: scan(np.ascontiguousarray(a).reshape(-1), 0)
+    return lambda a, axis: scan(np.ascontiguousarray(a), axis % a.ndim)
+
+
+@overload(cumsum)
+def _cumsum_nb(a, axis=None):
+    impl = register_jitable(_scan_nb(a, axis, False, False))
+    return lambda a, axis=None: impl(a, axis)
+
+
+@overload(cumprod)
+def _cumprod_nb(a, axis=None):
+    impl = register_jitable(_scan_nb(a, axis, True, False))
+    return lambda a, axis=None: impl(a, axis)
+
+
+@overload(cumsum_adjoint)
+def _cumsum_adjoint_nb(g, x, axis=None):
+    impl = register_jitable(_scan_nb(g, axis, False, True))
+    return lambda g, x, axis=None: impl(g, axis).reshape(x.shape)

@@ -1,0 +1,326 @@
+"""Shape operations and their adjoints: reshape, transpose, moveaxis, squeeze, flip, tile,
+repeat, and the parts of concatenate / stack / hstack / vstack a gradient is split into.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import literal_unroll, literally, types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from .broadcasting import unbroadcast
+from .casts import _is_none, _is_scalar, cast_like
+from .kernels import _c_strides, _gather, _reduce_into, _removed, axis_mask
+
+
+def reshape(a, shape):
+    """np.reshape that also accepts non-contiguous arrays under Numba."""
+    return np.reshape(a, shape)
+
+
+@overload(reshape)
+def _reshape_nb(a, shape):
+    return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
+
+
+def reshape_like(g, x):
+    """``g`` reshaped to the shape of ``x`` (a scalar for a scalar ``x``)."""
+    if _is_scalar(x):
+        return cast_like(np.sum(g), x)
+    return np.reshape(g, np.shape(x))
+
+
+@overload(reshape_like)
+def _reshape_like_nb(g, x):
+    if not isinstance(x, types.Array):
+        return lambda g, x: unbroadcast(g, x)
+    return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
+
+
+def transpose(a, axes=None):
+    """np.transpose, also under Numba with axes=None."""
+    return np.transpose(a, axes)
+
+
+@overload(transpose)
+def _transpose_nb(a, axes=None):
+    if _is_none(axes):
+        return lambda a, axes=None: np.transpose(a)
+    return lambda a, axes=None: np.transpose(a, axes)
+
+
+def untranspose(g, axes=None):
+    """The adjoint of ``np.transpose(x, axes)``: the inverse permutation applied to ``g``."""
+    return np.transpose(g, None if axes is None else np.argsort(axes))
+
+
+@overload(untranspose)
+def _untranspose_nb(g, axes=None):
+    if _is_none(axes):
+        return lambda g, axes=None: np.transpose(g)
+    n = len(axes)
+
+    def impl(g, axes=None):
+        inverse = np.argsort(np.asarray(axes) % n)
+        return np.transpose(g, to_fixed_tuple(inverse, n))
+    return impl
+
+
+def moveaxis(a, source, destination):
+    """np.moveaxis for int axes."""
+    return np.moveaxis(a, source, destination)
+
+
+@overload(moveaxis)
+def _moveaxis_nb(a, source, destination):
+    n = a.ndim
+
+    def impl(a, source, destination):
+        order = np.empty(n, np.int64)
+        src, dst = source % n, destination % n
+        k = 0
+        for axis in range(n):
+            if axis != src:
+                if k == dst:
+                    k += 1
+                order[k] = axis
+                k += 1
+        order[dst] = src
+        return np.transpose(a, to_fixed_tuple(order, n))
+    return impl
+
+
+def squeeze(a, axis=None):
+    """np.squeeze (under Numba the axis must be given)."""
+    return np.squeeze(a, axis)
+
+
+@overload(squeeze)
+def _squeeze_nb(a, axis=None):
+    if _is_none(axis):
+        raise TypingError("squeeze under Numba: give the axis (the result rank must be known)")
+    rank = a.ndim - _removed(a.ndim, axis)
+
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        kept = shape[~axis_mask(a.ndim, axis)]
+        return np.ascontiguousarray(a).reshape(to_fixed_tuple(kept, rank))
+    return impl
+
+
+def flip(a, axis=None):
+    """np.flip."""
+    return np.flip(a, axis)
+
+
+@overload(flip)
+def _flip_nb(a, axis=None):
+    def impl(a, axis=None):
+        shape = np.asarray(a.shape)
+        mask = axis_mask(a.ndim, axis)
+        strides = _c_strides(shape)
+        src = np.ascontiguousarray(a).ravel()
+        out = np.empty_like(src)
+        for i in range(src.shape[0]):
+            j = 0
+            for k in range(a.ndim):
+                index = (i // strides[k]) % shape[k]
+                j += (shape[k] - 1 - index if mask[k] else index) * strides[k]
+            out[i] = src[j]
+        return out.reshape(a.shape)
+    return impl
+
+
+def tile(a, reps):
+    """np.tile."""
+    return np.tile(a, reps)
+
+
+@register_jitable
+def _tile_shapes(shape, reps):
+    """(padded shape of x, shape of the tiled result) as int arrays."""
+    ndim = max(shape.shape[0], reps.shape[0])
+    padded = np.ones(ndim, np.int64)
+    padded[ndim - shape.shape[0]:] = shape
+    full = np.ones(ndim, np.int64)
+    full[ndim - reps.shape[0]:] = reps
+    return padded, padded * full
+
+
+def _reps_rank(a, reps):
+    return max(a.ndim, 1 if isinstance(reps, types.Integer) else len(reps))
+
+
+@overload(tile)
+def _tile_nb(a, reps):
+    rank = _reps_rank(a, reps)
+
+    def impl(a, reps):
+        padded, full = _tile_shapes(np.asarray(a.shape), np.asarray(reps).reshape(-1))
+        out = np.empty(np.prod(full), a.dtype)
+        _gather(np.ascontiguousarray(a).ravel(), padded, out, full)
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+def untile(g, x, reps):
+    """The adjoint of ``np.tile(x, reps)``: the tiles of ``g`` summed, shaped like ``x``."""
+    shape = np.shape(x)
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    ndim = max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    split = [n for pair in zip(reps, shape) for n in pair]
+    total = np.reshape(g, split).sum(axis=tuple(range(0, 2 * ndim, 2)))
+    return reshape_like(total, x)
+
+
+@overload(untile)
+def _untile_nb(g, x, reps):
+    def impl(g, x, reps):
+        padded, full = _tile_shapes(np.asarray(x.shape), np.asarray(reps).reshape(-1))
+        out = np.zeros(x.size, g.dtype)
+        _reduce_into(np.ascontiguousarray(g).ravel(), full, out, padded, 0)
+        return out.reshape(x.shape)
+    return impl
+
+
+def repeat(a, repeats, axis=None):
+    """np.repeat."""
+    return np.repeat(a, repeats, axis)
+
+
+def unrepeat(g, x, repeats, axis=None):
+    """The adjoint of ``np.repeat(x, repeats, axis)`` for an int ``repeats``."""
+    if axis is None:
+        return reshape_like(np.reshape(g, (-1, repeats)).sum(axis=1), x)
+    shape = np.shape(x)
+    axis %= len(shape)
+    split = shape[:axis + 1] + (repeats,) + shape[axis + 1:]
+    return np.reshape(g, split).sum(axis=axis + 1)
+
+
+@register_jitable
+def _repeat_source(i, full, fstrides, sstrides, axis, repeats):
+    """The flat source index of element ``i`` of ``np.repeat(a, repeats, axis)``."""
+    j = 0
+    for k in range(full.shape[0]):
+        index = (i // fstrides[k]) % full[k]
+        j += (index // repeats if k == axis else index) * sstrides[k]
+    return j
+
+
+@register_jitable
+def _repeat_shapes(shape, repeats, axis):
+    full = shape.copy()
+    full[axis] *= repeats
+    return full, _c_strides(full), _c_strides(shape)
+
+
+@overload(repeat)
+def _repeat_nb(a, repeats, axis=None):
+    if not isinstance(repeats, types.Integer):
+        raise TypingError("repeat under Numba: the count must be an int")
+    flat = _is_none(axis)
+    rank = 1 if flat else a.ndim
+
+    def impl(a, repeats, axis=None):
+        src = np.ascontiguousarray(a).ravel()
+        shape = np.asarray(src.shape) if flat else np.asarray(a.shape)
+        ax = 0 if flat else axis % a.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.empty(np.prod(full), a.dtype)
+        for i in range(out.shape[0]):
+            out[i] = src[_repeat_source(i, full, fstrides, sstrides, ax, repeats)]
+        return out.reshape(to_fixed_tuple(full, rank))
+    return impl
+
+
+@overload(unrepeat)
+def _unrepeat_nb(g, x, repeats, axis=None):
+    flat = _is_none(axis)
+
+    def impl(g, x, repeats, axis=None):
+        src = np.ascontiguousarray(g).ravel()
+        shape = np.asarray((x.size,)) if flat else np.asarray(x.shape)
+        ax = 0 if flat else axis % x.ndim
+        full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
+        out = np.zeros(x.size, g.dtype)
+        for i in range(src.shape[0]):
+            out[_repeat_source(i, full, fstrides, sstrides, ax, repeats)] += src[i]
+        return out.reshape(x.shape)
+    return impl
+
+
+def concatenate_part(g, xs, k, axis=0):
+    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+    start = sum(np.shape(xs[j])[axis] for j in range(k))
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = slice(start, start + np.shape(xs[k])[axis])
+    return g[tuple(index)]
+
+
+@overload(concatenate_part)
+def _concatenate_part_nb(g, xs, k, axis=0):
+    def impl(g, xs, k, axis=0):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            if j < k:
+                start += x.shape[axis]
+            elif j == k:
+                n = x.shape[axis]
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        front = moveaxis(g, axis, 0)[start:start + n]
+        return np.ascontiguousarray(moveaxis(front, 0, axis))
+    return impl
+
+
+def stack_part(g, k, axis=0):
+    """The part of ``g = np.stack(xs, axis)`` that came from ``xs[k]``."""
+    return np.take(g, k, axis)
+
+
+@overload(stack_part)
+def _stack_part_nb(g, k, axis=0):
+    return lambda g, k, axis=0: np.ascontiguousarray(moveaxis(g, axis, 0)[k])
+
+
+def hstack_part(g, xs, k):
+    """The part of ``g = np.hstack(xs)`` that came from ``xs[k]``."""
+    return concatenate_part(g, [np.atleast_1d(x) for x in xs], k, 0 if np.ndim(g) == 1 else 1)
+
+
+def vstack_part(g, xs, k):
+    """The part of ``g = np.vstack(xs)`` that came from ``xs[k]``."""
+    part = concatenate_part(g, [np.atleast_2d(x) for x in xs], k, 0)
+    return reshape_like(part, xs[k])
+
+
+@overload(hstack_part)
+def _hstack_part_nb(g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda g, xs, k: concatenate_part(g, xs, k, axis)
+
+
+@overload(vstack_part)
+def _vstack_part_nb(g, xs, k):
+    if not isinstance(k, types.IntegerLiteral):
+        return lambda g, xs, k: literally(k)
+    item = xs.types[k.literal_value] if isinstance(xs, types.Tuple) else xs.dtype
+
+    def rows(g, xs, k):
+        start, n, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                n = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        return np.ascontiguousarray(g[start:start + n])
+
+    rows = register_jitable(rows)
+    if item.ndim == 1:
+        return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
+    return rows
