@@ -55,3 +55,97 @@ def test_a_cache_setting_refused_by_codegen_is_caught_as_transformers_error(monk
     monkeypatch.setenv("SECANT_CACHE_MAX_BYTES", "lots")
     with pytest.raises(transformer.TransformError, match="SECANT_CACHE_MAX_BYTES='lots'"):
         cache_store.max_bytes()
+
+
+# ---------------------------------------------------------------- modules a person can hold
+
+MAX_MODULE_LINES = 700
+MAX_CLASS_LINES = 400
+
+
+def package_modules() -> dict[str, Path]:
+    """Dotted name -> path of every module of both packages."""
+    found = {}
+    for root in ("transformer", "codegen"):
+        for path in (ROOT / root).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def imports_of(name: str, path: Path, known: dict) -> set[str]:
+    """The package modules `name` imports, at module level or inside a function (a deferred
+    import that breaks an initialization cycle is a cycle all the same), but a package's
+    imports of its own submodules."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets.add(base)
+            targets |= {f"{base}.{alias.name}" for alias in node.names}
+    own = name + "." if path.name == "__init__.py" else None
+    return {t for t in targets if t in known and t != name and not (own and t.startswith(own))}
+
+
+def import_cycles(graph: dict) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    known = package_modules()
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    assert len(graph) > 50 and import_cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_or_class_too_large_to_hold():
+    too_long = []
+    for name, path in package_modules().items():
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                size = node.end_lineno - node.lineno + 1
+                if size > MAX_CLASS_LINES:
+                    too_long.append(f"{name}.{node.name}: {size} lines")
+    assert too_long == []
