@@ -64,8 +64,26 @@ def select_elementwise(x):
     return np.sum(lax.select(x > 0.4, x * x, np.sin(x)))
 
 
+def scan_pytree(x):
+    (a, b), (ys, zs) = lax.scan(lambda c, xi: ((c[0] + xi[0], c[1] * xi[1]),
+                                               (c[0] * xi[1], np.sin(c[1]))),
+                                (0.1, 1.0), (x, x * x))
+    return a + b + np.sum(ys * zs)
+
+
+def scan_length_without_xs(x):
+    c, ys = lax.scan(lambda c, _: (c * x[0] + x[1], c), 0.3, None, length=4)
+    return c + np.sum(ys)
+
+
+def cond_tuple_outputs(x):
+    a, b = lax.cond(x[0] > 0.4, lambda v: (v[0] * 2.0, v[1]), lambda v: (v[1], v[0] * v[0]), x)
+    return a * b
+
+
 PROGRAMS = [fori_function, fori_tuple_carry, cond_lambdas, cond_two_operands,
-            while_tuple_carry, scan_forward, scan_reverse, select_elementwise]
+            while_tuple_carry, scan_forward, scan_reverse, select_elementwise, scan_pytree,
+            scan_length_without_xs, cond_tuple_outputs]
 # points on both sides of the branches' predicates
 POINTS = [np.array([0.3, 0.5, 0.7]), np.array([0.6, 0.1, 0.2])]
 ids = [f.__name__ for f in PROGRAMS]
@@ -139,9 +157,11 @@ def test_switch_clamps_the_index_under_grad(k):
 # ------------------------------------------------------------------ compiled (Numba)
 JIT_GRAD = {f.__name__: jit(grad(f)) for f in PROGRAMS}
 JIT = {f.__name__: jit(f) for f in (fori_tuple_carry, scan_reverse, while_tuple_carry)}
+QUICK_JIT = (fori_tuple_carry, cond_two_operands, scan_pytree)   # the rest: --runslow
 
 
-@pytest.mark.parametrize("f", PROGRAMS, ids=ids)
+@pytest.mark.parametrize("f", [f if f in QUICK_JIT else pytest.param(f, marks=pytest.mark.slow)
+                               for f in PROGRAMS], ids=ids)
 def test_jit_of_grad_matches_finite_differences(f):
     for x in POINTS:
         assert_gradient_close(JIT_GRAD[f.__name__](x), numerical_grad(_reference(f), (x,)),

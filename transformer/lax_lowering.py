@@ -283,21 +283,13 @@ class _Lowering(gast.NodeTransformer):
         return self.value(result)
 
     def _select(self, node, b):
-        np_name = next((k for k, v in self.fn.__globals__.items() if v is np), None)
-        if np_name is None:
-            raise self.origin.error(node, "lax.select lowers to numpy.where, but this "
-                                    "module does not import numpy",
-                                    "add `import numpy as np` at the top of the module")
+        np_name = self._numpy_name(node, "lax.select lowers to numpy.where")
         return self._at(call(gast.Attribute(value=name(np_name), attr="where",
                                             ctx=gast.Load()),
                              b["pred"], b["on_true"], b["on_false"]), node)
 
     def _scan(self, node, b):
-        np_name = next((k for k, v in self.fn.__globals__.items() if v is np), None)
-        if np_name is None:
-            raise self.origin.error(node, "lax.scan stacks its outputs with numpy, but this "
-                                    "module does not import numpy",
-                                    "add `import numpy as np` at the top of the module")
+        np_name = self._numpy_name(node, "lax.scan stacks its outputs with numpy")
         reverse = b.get("reverse", const(False))
         if not isinstance(reverse, gast.Constant):
             raise self.origin.error(reverse, "lax.scan with a `reverse` that is not a "
@@ -307,26 +299,16 @@ class _Lowering(gast.NodeTransformer):
         xs_expr = b.get("xs", const(None))
         xs = None if isinstance(xs_expr, gast.Constant) and xs_expr.value is None else \
             self.hold(xs_expr, "xs", out)
-        if "length" in b:
-            n = self.hold(b["length"], "length", out)
-        elif xs is None:
-            raise self.origin.error(node, "lax.scan without xs needs length=",
-                                    "pass length=n")
-        else:
-            first = xs
-            while isinstance(first, tuple):
-                first = first[0]
-            n = self.fresh("length")
-            out.append(self._at(assign(n, subscript(gast.Attribute(
-                value=name(first), attr="shape", ctx=gast.Load()), const(0))), node))
-        ys = self.fresh("ys")
+        n = self._scan_length(node, b, xs, out)
+        y_body = b["f"].body.elts[1] if isinstance(b["f"], gast.Lambda) and \
+            isinstance(b["f"].body, gast.Tuple) and len(b["f"].body.elts) == 2 else None
 
         def step(index, block):
             x = None if xs is None else self._slice(xs, index, block, node)
             value = self.apply(b["f"], [carry, x if x is not None else "None"], block, node)
-            y = self.fresh("y")
+            y = self._names_like(y_body, "y")
             self.rebind((carry, y), value, block, node)
-            return y
+            return _leaves(y)
 
         def at(k):           # the index visited k-th
             if not reverse.value:
@@ -336,24 +318,53 @@ class _Lowering(gast.NodeTransformer):
 
         first_index = self.fresh("index")
         out.append(self._at(assign(first_index, at(const(0))), node))
-        y0 = step(first_index, out)
-        shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
-                           right=call(gast.Attribute(value=name(np_name), attr="shape",
-                                                     ctx=gast.Load()), name(y0)))
-        out.append(self._at(assign(ys, call(gast.Attribute(
-            value=name(np_name), attr="zeros", ctx=gast.Load()), shape)), node))
-        out.append(self._at(assign(subscript(name(ys), name(first_index), gast.Store()),
-                                   name(y0)), node))
+        ys = self._names_like(y_body, "ys")
+        for stacked, y0 in zip(_leaves(ys), step(first_index, out)):
+            shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
+                               right=call(gast.Attribute(value=name(np_name), attr="shape",
+                                                         ctx=gast.Load()), name(y0)))
+            out.append(self._at(assign(stacked, call(gast.Attribute(
+                value=name(np_name), attr="zeros", ctx=gast.Load()), shape)), node))
+            out.append(self._at(assign(subscript(name(stacked), name(first_index),
+                                                 gast.Store()), name(y0)), node))
         k, index, body = self.fresh("k"), self.fresh("index"), []
         body.append(self._at(assign(index, at(name(k))), node))
-        y = step(index, body)
-        body.append(self._at(assign(subscript(name(ys), name(index), gast.Store()), name(y)),
-                             node))
+        for stacked, y in zip(_leaves(ys), step(index, body)):
+            body.append(self._at(assign(subscript(name(stacked), name(index), gast.Store()),
+                                        name(y)), node))
         loop = gast.For(target=store(k), iter=call(name("range"), const(1), name(n)),
                         body=body, orelse=[], type_comment=None)
         out.append(self._at(loop, node))
         self._emit(out)
-        return gast.Tuple(elts=[self.value(carry), name(ys)], ctx=gast.Load())
+        return gast.Tuple(elts=[self.value(carry), self.value(ys)], ctx=gast.Load())
+
+    def _names_like(self, expr, base):
+        """Fresh names in the structure of tuple literal `expr` (one name if not a tuple)."""
+        if isinstance(expr, gast.Tuple):
+            return tuple(self._names_like(e, base) for e in expr.elts)
+        return self.fresh(base)
+
+    def _numpy_name(self, node, what):
+        """The name the user's module binds numpy to (lowered code calls numpy through it)."""
+        found = next((k for k, v in self.fn.__globals__.items() if v is np), None)
+        if found is None:
+            raise self.origin.error(node, f"{what}, but this module does not import numpy",
+                                    "add `import numpy as np` at the top of the module")
+        return found
+
+    def _scan_length(self, node, b, xs, out):
+        """A name holding the number of scan steps: `length`, else the leading size of xs."""
+        if "length" in b:
+            return self.hold(b["length"], "length", out)
+        if xs is None:
+            raise self.origin.error(node, "lax.scan without xs needs length=", "pass length=n")
+        first = xs
+        while isinstance(first, tuple):
+            first = first[0]
+        n = self.fresh("length")
+        out.append(self._at(assign(n, subscript(gast.Attribute(
+            value=name(first), attr="shape", ctx=gast.Load()), const(0))), node))
+        return n
 
     def _slice(self, xs, index, block, where):
         if isinstance(xs, tuple):
@@ -361,6 +372,12 @@ class _Lowering(gast.NodeTransformer):
         leaf = self.fresh("x")
         block.append(self._at(assign(leaf, subscript(name(xs), name(index))), where))
         return leaf
+
+
+def _leaves(structure) -> list:
+    if isinstance(structure, tuple):
+        return [leaf for s in structure for leaf in _leaves(s)]
+    return [structure]
 
 
 class _Substitute(gast.NodeTransformer):
