@@ -298,3 +298,23 @@ def test_scan_outputs_match_jax(jax_modules):
                                 jax.numpy.asarray(x), reverse=reverse)
         for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
             np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ the README's example
+def test_readme_lax_example_runs_and_matches_finite_differences(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Porting from JAX: lax", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    path = tmp_path / "readme_lax.py"         # secant reads source: run it from a file
+    path.write_text(code)
+    namespace = {"__name__": "readme_lax", "__file__": str(path)}
+    exec(compile(code, str(path), "exec"), namespace)
+    xs = np.array([[0.3, -0.2], [0.5, 0.1], [-0.4, -0.9]])
+    expected = [numerical_grad(lambda w, x=x: namespace["loss"](w, x), (0.7,)) for x in xs]
+    np.testing.assert_allclose(namespace["per_example"](0.7, xs), expected, rtol=1e-6)
+    np.testing.assert_allclose(
+        namespace["d_rewards"],
+        numerical_grad(lambda r: namespace["discounted"](r, 0.9), (np.ones(5),)), rtol=1e-6)
