@@ -81,9 +81,36 @@ def cond_tuple_outputs(x):
     return a * b
 
 
+def positive_branch(v):
+    return v * v
+
+
+def negative_branch(v):
+    return np.sin(v) * 2.0
+
+
+def decay(c, xi):
+    return c * 0.8 + xi * xi, c * xi
+
+
+def module_level_callees(x):
+    v = lax.cond(x[1] > 0.3, positive_branch, negative_branch, x)
+    c, ys = lax.scan(decay, x[0], v)
+    w = lax.while_loop(less_than_two, double, x[2] + 0.1)
+    return c + np.sum(ys) + w
+
+
+def less_than_two(v):
+    return v < 2.0
+
+
+def double(v):
+    return v * 2.0
+
+
 PROGRAMS = [fori_function, fori_tuple_carry, cond_lambdas, cond_two_operands,
             while_tuple_carry, scan_forward, scan_reverse, select_elementwise, scan_pytree,
-            scan_length_without_xs, cond_tuple_outputs]
+            scan_length_without_xs, cond_tuple_outputs, module_level_callees]
 # points on both sides of the branches' predicates
 POINTS = [np.array([0.3, 0.5, 0.7]), np.array([0.6, 0.1, 0.2])]
 ids = [f.__name__ for f in PROGRAMS]
@@ -160,8 +187,20 @@ JIT = {f.__name__: jit(f) for f in (fori_tuple_carry, scan_reverse, while_tuple_
 QUICK_JIT = (fori_tuple_carry, cond_two_operands, scan_pytree)   # the rest: --runslow
 
 
-@pytest.mark.parametrize("f", [f if f in QUICK_JIT else pytest.param(f, marks=pytest.mark.slow)
-                               for f in PROGRAMS], ids=ids)
+# jit(grad) of a loop unpacking a tuple-returning helper (`c, y = decay(c, x)`, what scan
+# with a module-level `f` becomes) is refused by Numba today, written by hand or through
+# lax: the reverse pass tapes the tuple. A located TransformError, not a wrong number.
+TAPED_TUPLE = pytest.mark.xfail(raises=TransformError, strict=True,
+                                reason="reverse mode tapes a helper's returned tuple")
+
+
+def _jit_mark(f):
+    if f is module_level_callees:
+        return pytest.param(f, marks=[pytest.mark.slow, TAPED_TUPLE])
+    return f if f in QUICK_JIT else pytest.param(f, marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("f", [_jit_mark(f) for f in PROGRAMS], ids=ids)
 def test_jit_of_grad_matches_finite_differences(f):
     for x in POINTS:
         assert_gradient_close(JIT_GRAD[f.__name__](x), numerical_grad(_reference(f), (x,)),
