@@ -181,6 +181,20 @@ def test_switch_clamps_the_index_under_grad(k):
                           numerical_grad(lambda v: reference(v, k), (x,)), f"k={k}")
 
 
+def nested_capture(x):
+    h = x * 0.0 + 5.0        # a local named like the lambda's parameter: must not be read
+    g = lax.fori_loop(0, 3, lambda i, h: lax.cond(i > 0, lambda v: v * h, lambda v: v + h, x),
+                      x)
+    return np.sum(g) + np.sum(h)
+
+
+def test_inner_lambda_reads_the_outer_lambdas_parameter_not_a_local_of_that_name():
+    x = POINTS[0]
+    reference = _reference(nested_capture)
+    assert nested_capture(x) == pytest.approx(reference(x))
+    assert_gradient_close(grad(nested_capture)(x), numerical_grad(reference, (x,)))
+
+
 # ------------------------------------------------------------------ compiled (Numba)
 JIT_GRAD = {f.__name__: jit(grad(f)) for f in PROGRAMS}
 JIT = {f.__name__: jit(f) for f in (fori_tuple_carry, scan_reverse, while_tuple_carry)}

@@ -388,6 +388,11 @@ class _Substitute(gast.NodeTransformer):
         self.bindings, self.lowering = bindings, lowering
 
     def visit_Lambda(self, node):
+        """An inner lambda sees the outer parameters it does not shadow."""
+        inner = {a.id for a in node.args.args + node.args.kwonlyargs} | \
+            {a.id for a in (node.args.vararg, node.args.kwarg) if a is not None}
+        kept = {k: v for k, v in self.bindings.items() if k not in inner}
+        node.body = _Substitute(kept, self.lowering).visit(node.body)
         return node
 
     def visit_Subscript(self, node):
