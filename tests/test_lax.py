@@ -295,6 +295,26 @@ def local_callee(x):
     return np.sum(lax.fori_loop(0, 2, body, x))
 
 
+def pair_step(i, a, b):
+    return a * b, b + a
+
+
+def tuple_to_helper_in_lambda(x):
+    a, b = lax.fori_loop(0, 2, lambda i, c: pair_step(i, c), (x, x))
+    return np.sum(a + b)
+
+
+def tuple_items_to_helper(x):
+    a, b = lax.fori_loop(0, 2, lambda i, c: pair_step(i, c[0], c[1]), (x, x * 0.5))
+    return np.sum(a + b)
+
+
+def test_tuple_carry_items_passed_to_a_helper_differentiate():
+    x = POINTS[0]
+    assert_gradient_close(grad(tuple_items_to_helper)(x),
+                          numerical_grad(_reference(tuple_items_to_helper), (x,)))
+
+
 def wrong_arity(x):
     return np.sum(lax.fori_loop(0, 2, lambda c: c * 2.0, x))
 
@@ -304,6 +324,7 @@ def wrong_arity(x):
     (switch_branches_from_a_variable, "list or tuple written in the call", "lax.switch(i, ["),
     (while_condition_calls_lax, "`while` condition", "assign its result"),
     (local_callee, "cannot be resolved", "module level"),
+    (tuple_to_helper_in_lambda, "passed whole to a function", "c[0], c[1]"),
     (wrong_arity, "takes 1 arguments but the lax call passes 2", "calling convention"),
 ])
 def test_unlowerable_calls_are_refused_at_their_line(f, message, hint):

@@ -374,6 +374,10 @@ class _Lowering(gast.NodeTransformer):
         return leaf
 
 
+def _is_library(function) -> bool:
+    return (getattr(function, "__module__", None) or "").split(".")[0] in ("numpy", "math")
+
+
 def _leaves(structure) -> list:
     if isinstance(structure, tuple):
         return [leaf for s in structure for leaf in _leaves(s)]
@@ -394,6 +398,20 @@ class _Substitute(gast.NodeTransformer):
         kept = {k: v for k, v in self.bindings.items() if k not in inner}
         node.body = _Substitute(kept, self.lowering).visit(node.body)
         return node
+
+    def visit_Call(self, node):
+        """A tuple-structured parameter handed whole to a Python function is refused: such
+        a helper call does not differentiate through the tuple today."""
+        target = self.lowering.resolve(node.func)
+        if inspect.isfunction(target) and not _is_library(target):
+            for arg in node.args:
+                if isinstance(arg, gast.Name) and isinstance(self.bindings.get(arg.id), tuple):
+                    raise self.lowering.origin.error(
+                        arg, "a tuple carry or operand passed whole to a function called "
+                        "from a transformer.lax call",
+                        "pass its items (`step(i, c[0], c[1])`) and return a tuple literal, "
+                        "or carry a single array")
+        return self.generic_visit(node)
 
     def visit_Subscript(self, node):
         if isinstance(node.value, gast.Name) and \
