@@ -6,6 +6,7 @@
 """
 from .primitives.catalog import primitives  # first: fills the primitive registry
 from . import random, test_util, tree_util
+from . import lax
 from .api_batching import all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap, vmap
 from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize, show_hessian,
                           show_jvp)
@@ -19,5 +20,5 @@ __all__ = [
     "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize", "pmax", "pmean", "pmin",
     "psum", "random", "show_hessian", "show_jvp", "show_vmap", "source", "stop_gradient",
     "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
-    "primitives",
+    "primitives", "lax",
 ]

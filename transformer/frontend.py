@@ -29,6 +29,7 @@ from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin
+from .lax_lowering import lower_lax_calls
 from .names import Namer, assigned_names, free_names, loaded_names
 
 # wrappers that return exactly what the function under them returns
@@ -99,6 +100,7 @@ def parse(fn) -> Function:
     if decorated.is_decorated(fn) and fn.__name__.isidentifier() and \
             fn.__name__ not in namer.taken:
         node.name = fn.__name__             # generated code is named after what users call
+    node = lower_lax_calls(node, fn, origin, namer)  # before the fence: it refuses lambdas
     # the fence runs before names resolve: a refused construct (an import, a nested def)
     # must be reported as such, not as the undefined name it leaves behind
     try:
