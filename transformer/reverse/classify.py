@@ -70,6 +70,7 @@ class Classify(BodyFacts):
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
                                                         if isinstance(o, str)])
         self.refuse_effects(activity.varied(flows, self.wrt))
+        self.refuse_tuples_passed_on(flows)
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
 
     def helper(self, key: str, obj) -> str:
@@ -91,6 +92,37 @@ class Classify(BodyFacts):
                     stmt, "reverse mode cannot differentiate a call made for its effect on "
                     "a differentiated value", "assign its result, or use forward mode over "
                     "it (jacfwd)")
+
+    def refuse_tuples_passed_on(self, flows) -> None:
+        """A tuple built here (`t = (a, b)`) carries no derivative through the analysis: its
+        items' adjoints are found where a rule reads it item by item, or where it is
+        returned. Handed whole to a user function (`helper(t)`, `body(i, (a, b))`) or to
+        anything else that is not a rule, its varied items would get a zero gradient:
+        refuse it, located."""
+        tuples = {p.target: p for p in self.prims.values() if p.kind == "tuple"}
+        if not tuples:
+            return
+        carried = flows + [(t, _names(p.args)) for t, p in tuples.items()]
+        varied = activity.varied(carried, self.wrt)
+        tuplish = {t for t in tuples if t in varied}
+        changed = True
+        while changed:          # copies of such a tuple are such tuples too
+            changed = False
+            for p in self.prims.values():
+                if p.kind == "copy" and p.target not in tuplish and \
+                        set(p.sources) & tuplish:
+                    tuplish.add(p.target)
+                    changed = True
+        for stmt in self.simple:
+            prim = self.prims[id(stmt)]
+            passed = set(prim.sources) & tuplish
+            if passed and prim.kind not in ("copy", "tuple"):
+                raise self.fn.origin.error(
+                    stmt, "a tuple of differentiated values is passed on whole "
+                    "here; reverse mode follows a tuple's items only where they are read "
+                    "with constant indices or returned",
+                    "pass the items as separate arguments (`helper(a, b)` for "
+                    "`helper((a, b))`) and return them as a tuple")
 
     # ------------------------------------------------------------ classification
     def classify(self, stmt) -> Prim:
