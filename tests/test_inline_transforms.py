@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from transformer import (TransformError, grad, hessian, jacfwd, jit, jvp, value_and_grad,
-                         vmap)
+                         vjp, vmap)
 from transformer.test_util import numerical_grad, numerical_jacobian
 
 
@@ -45,6 +45,20 @@ def analytic_curvature(x, p):
 def directional(x, p):
     out, dout = jvp(energy)(x, p, p, np.zeros(3))
     return out * dout
+
+
+def directional_jax_style(x, p):
+    out, dout = jvp(energy, (x, p), (p, np.zeros(3)))
+    return out * dout
+
+
+def inline_vjp(x, p):
+    out, pullback = vjp(energy, x, p)
+    return pullback(1.0)[0]
+
+
+def jvp_missing_primal(x, p):
+    return jvp(energy, (x,), (p,))[1]
 
 
 def nested(p, xs):
@@ -107,6 +121,25 @@ def test_inline_value_and_grad_jvp_and_nested_vmap_of_grad():
                                    rtol=1e-5, atol=1e-6, err_msg=fun.__name__)
     expected = np.sum(np.square([analytic_force(xs, P) for xs in XS]))
     assert np.isclose(jit(nested)(P, XS), expected)
+
+
+def test_inline_jvp_with_primals_and_tangents_matches_the_analytic_derivative():
+    expected = energy(X, P) * np.sum(-analytic_force(X, P) * P)
+    assert np.isclose(jit(directional_jax_style)(X, P), expected)
+    np.testing.assert_allclose(grad(directional_jax_style)(X, P),
+                               numerical_grad(directional_jax_style, (X, P)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("fun, message, hint", [
+    (inline_vjp, "vjp inside a transformed function is not supported", "use grad(f)"),
+    (jvp_missing_primal, "jvp: 1 primals for a function of 2 parameters",
+     "one primal and one tangent for every parameter")])
+def test_inline_vjp_and_a_short_jvp_are_located_errors(fun, message, hint):
+    with pytest.raises(TransformError) as info:
+        jit(fun)(X, P)
+    text = str(info.value)
+    assert message in text and hint in text
+    assert f"test_inline_transforms.py:{fun.__code__.co_firstlineno + 1}:" in text
 
 
 def test_hessian_of_force_loss_matches_finite_differences_of_its_gradient():

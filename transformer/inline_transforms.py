@@ -22,6 +22,7 @@ values read stay recorded by the frontend (freshness) before the rewrite.
 from __future__ import annotations
 
 import ast
+import inspect
 import types
 
 import gast
@@ -40,6 +41,8 @@ _TRANSFORMS = {
     f"{_PACKAGE}.jit": {"jit"},
 }
 _HINT = "bind it at module level: g = {call}, and call g(...) here"
+# these return a closure over primal values computed at run time: no transform-time value
+_PULLBACKS = {"vjp": "grad(f) or value_and_grad(f)", "linearize": "jvp(f)(*primals, *tangents)"}
 
 
 def bind_callees(node: gast.FunctionDef, env: dict, origin, namer: Namer) -> dict:
@@ -47,7 +50,14 @@ def bind_callees(node: gast.FunctionDef, env: dict, origin, namer: Namer) -> dic
     through a user's module in `node` to call a fresh name; the env with those names."""
     env = dict(env)
     for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
-        if isinstance(call.func, gast.Call) and _transform_of(call.func.func, env):
+        transform = _transform_of(call.func, env)
+        if transform is not None and transform.__name__ in _PULLBACKS:
+            raise origin.error(call, f"{transform.__name__} inside a transformed function is "
+                               "not supported: its result closes over run-time values",
+                               hint=f"use {_PULLBACKS[transform.__name__]} inside it")
+        if transform is not None and transform.__name__ == "jvp" and len(call.args) == 3:
+            _curry_jvp(call, env, origin, namer)
+        elif isinstance(call.func, gast.Call) and _transform_of(call.func.func, env):
             value = _evaluate(call.func, env, origin)
             call.func = _bound_name(call.func, value, _label(call.func), namer, env)
         elif isinstance(call.func, gast.Attribute):
@@ -55,6 +65,44 @@ def bind_callees(node: gast.FunctionDef, env: dict, origin, namer: Namer) -> dic
             if value is not None:
                 call.func = _bound_name(call.func, value, call.func.attr, namer, env)
     return env
+
+
+def _curry_jvp(call: gast.Call, env: dict, origin, namer: Namer) -> None:
+    """`jvp(f, (x, p), (dx, dp))` -> `jvp_f(x, p, dx, dp)`, `jvp_f = jvp(f)` (the same
+    `(out, dout)` and aux after them); every parameter of `f` takes a primal."""
+    fun, primals, tangents = call.args
+    sequences = (gast.Tuple, gast.List)
+    if not (isinstance(primals, sequences) and isinstance(tangents, sequences)) or \
+            len(primals.elts) != len(tangents.elts) or \
+            any(isinstance(e, gast.Starred) for e in primals.elts + tangents.elts):
+        raise origin.error(call, "jvp inside a transformed function needs its primals and "
+                           "tangents written as tuples of equal length",
+                           hint="write jvp(f, (x, y), (dx, dy)), one primal and one tangent "
+                                "per parameter of f")
+    curried = gast.Call(func=call.func, args=[fun], keywords=call.keywords)
+    gast.copy_location(curried, call)
+    value = _evaluate(curried, env, origin)
+    arity = _arity(value)
+    if arity is None or arity != len(primals.elts):
+        count = arity if arity is not None else "variable"
+        raise origin.error(call, f"jvp: {len(primals.elts)} primals for a function of "
+                           f"{count} parameters", hint="pass one primal and one tangent "
+                           "for every parameter of the function")
+    call.func = _bound_name(call, value, _label(curried), namer, env)
+    call.args = list(primals.elts) + list(tangents.elts)
+    call.keywords = []
+
+
+def _arity(value):
+    """The number of parameters of the function a transformation was applied to (its
+    signature), or None if unknown."""
+    try:
+        params = inspect.signature(value).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return None
+    return len(params)
 
 
 def _bound_name(expr, value, base: str, namer: Namer, env: dict) -> gast.Name:
