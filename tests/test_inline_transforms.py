@@ -24,8 +24,11 @@ def force_loss(p, x, F):
     return np.sum((-grad(energy)(x, p) - F) ** 2)
 
 
+BATCH_AXIS = 0      # a module constant inside in_axes is read when transforming
+
+
 def energy_of_batch(p, xs):
-    return np.sum(vmap(energy, in_axes=(0, None))(xs, p))
+    return np.sum(vmap(energy, in_axes=(BATCH_AXIS, None))(xs, p))
 
 
 def with_value(x, p):

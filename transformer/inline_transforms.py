@@ -190,6 +190,9 @@ def _constant(expr, env, origin, call):
                            "supported", hint=_HINT.format(call=_text(call)))
     if isinstance(expr, gast.Call) and _transform_of(expr.func, env):
         return _evaluate(expr, env, origin)
+    if isinstance(expr, (gast.Tuple, gast.List)):     # in_axes=(0, AXIS): each element
+        values = [_constant(e, env, origin, call) for e in expr.elts]
+        return tuple(values) if isinstance(expr, gast.Tuple) else values
     if isinstance(expr, (gast.Name, gast.Attribute)):
         try:
             return _resolve(expr, env)
