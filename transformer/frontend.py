@@ -29,6 +29,7 @@ from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin
+from .inline_transforms import bind_callees
 from .lax_lowering import lower_lax_calls
 from .names import Namer, assigned_names, free_names, loaded_names
 
@@ -110,6 +111,8 @@ def parse(fn) -> Function:
             raise
         raise _in_wrapper(exc, fn) from None
     env = _resolve_env(fn, node, origin, extra, bindings)
+    # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
+    env = bind_callees(node, env, origin, namer)
     freshness.note(bindings)
     return Function(node, env, origin)
 
