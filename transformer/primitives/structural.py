@@ -29,6 +29,10 @@ linear(np.expand_dims, adjoint="reshape_like(g, x)", tangent="np.expand_dims(g, 
        params="x, axis", kind="shape")
 linear(np.squeeze, adjoint="reshape_like(g, x)", tangent="squeeze(g, axis)",
        params="x, axis=None", kind="shape")
+# the adjoint drops the axes they add; a 0-d input's adjoint is read back as a scalar
+for _key in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    linear(_key, adjoint="reshape_like(g, x)", tangent=f"np.{_key.__name__}(g)",
+           kind="shape")
 linear(np.transpose, adjoint="untranspose(g, axes)", tangent="transpose(g, axes)",
        params="x, axes=None", kind="shape")
 linear(np.swapaxes, adjoint="np.swapaxes(g, axis1, axis2)",
