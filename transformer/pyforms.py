@@ -10,6 +10,8 @@ TransformError:
   each call: its parameters are replaced by the call's arguments, and its free names are
   the enclosing function's, read when it is called, as Python's closures read them;
 - `f(*t)` with `t` of a length the source states is `f(t[0], ..., t[n-1])`;
+- a dict bound once to a literal with constant keys and read only by constant keys
+  (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
 - a list literal passed to a NumPy reduction or ufunc (`np.sum([1, a * a, 2])`) is
   `np.array([...])`, whose adjoint splits per item (a sequence argument has none).
 """
@@ -22,6 +24,7 @@ import gast
 import numpy as np
 
 from .function import Function, resolve
+from .names import Namer
 from .syntax import const, located, name, subscript
 
 # NumPy functions that read their first argument as one array (a list literal there is
@@ -38,6 +41,7 @@ def normalize(fn: Function, numpy: Callable[[], str]) -> Function:
     literals = _literal_bindings(node)
     node = _Comprehensions(fn, literals, numpy).visit(node)
     node = _inline_local_functions(fn, node)
+    _split_local_dicts(node, Namer.for_function(fn))
     return fn.replace(node=node)
 
 
@@ -366,3 +370,49 @@ class _Inliner(gast.NodeTransformer):
                                        "they are called", "call it directly, or define it at "
                                        "module level to pass it on")
         return node
+
+
+# ---------------------------------------------------------------- local dicts
+
+def _split_local_dicts(node, namer: Namer) -> None:
+    """`d = {"a": e1, "b": e2}` -> `d_a = e1; d_b = e2`, and `d["a"]` -> `d_a`, for a dict
+    bound once at the top of the body, every use of which is a constant-key subscript
+    (read or written) of one of its keys: the passes need no dict for it."""
+    literals = {k: v for k, v in _literal_bindings(node).items()
+                if isinstance(v, gast.Dict) and v.keys and
+                all(isinstance(key, gast.Constant) and isinstance(key.value, (str, int))
+                    for key in v.keys)}
+    uses: dict = {}
+    parents = {id(child): parent for parent in gast.walk(node)
+               for child in gast.iter_child_nodes(parent)}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id in literals and \
+                isinstance(sub.ctx, gast.Load):
+            parent = parents.get(id(sub))
+            keys = {key.value for key in literals[sub.id].keys}
+            ok = isinstance(parent, gast.Subscript) and parent.value is sub and \
+                isinstance(parent.slice, gast.Constant) and parent.slice.value in keys
+            uses.setdefault(sub.id, []).append(parent if ok else None)
+    for var, literal in literals.items():
+        if None in uses.get(var, [None]):
+            continue
+        names = {key.value: namer.fresh(f"{var}_{key.value}") for key in literal.keys}
+        for use in uses[var]:
+            replacement = name(names[use.slice.value], use.ctx)
+            _replace_child(parents[id(use)], use, gast.copy_location(replacement, use))
+        k = next(i for i, stmt in enumerate(node.body) if isinstance(stmt, gast.Assign) and
+                 stmt.value is literal)
+        node.body[k:k + 1] = [gast.copy_location(
+            gast.Assign(targets=[name(names[key.value], gast.Store())], value=value,
+                        type_comment=None), node.body[k])
+            for key, value in zip(literal.keys, literal.values)]
+
+
+def _replace_child(parent, old, new) -> None:
+    for field, value in gast.iter_fields(parent):
+        if value is old:
+            setattr(parent, field, new)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if item is old:
+                    value[i] = new
