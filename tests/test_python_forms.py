@@ -47,6 +47,18 @@ def star_forwarding(x):
     return np.sum(helper(*pair))
 
 
+def forward_all(*args):
+    return helper(*args)
+
+
+def scaled_first(scale, *xs):
+    return scale * xs[0] + len(xs)
+
+
+def forwarding_helpers(x):
+    return np.sum(forward_all(x, x * x)) + np.sum(scaled_first(2.0, x, x))
+
+
 def mixed_list(x):
     return np.sum([1, x[0] * x[1], 2.0, np.exp(x[2])])
 
@@ -63,7 +75,7 @@ def atleast(x):
 
 
 CASES = [comprehension_sum, comprehension_array, dict_comprehension, closure_lambda, closure_def,
-         star_forwarding, mixed_list, rebound_shape, atleast]
+         star_forwarding, forwarding_helpers, mixed_list, rebound_shape, atleast]
 X = np.array([0.3, -1.2, 0.7])
 XS = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.5]])
 
@@ -87,7 +99,8 @@ def test_jacfwd_and_hessian_match_finite_differences(f):
                                rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("f", [comprehension_array, closure_def, mixed_list, rebound_shape],
+@pytest.mark.parametrize("f", [comprehension_array, closure_def, forwarding_helpers, mixed_list,
+                               rebound_shape],
                          ids=lambda f: f.__name__)
 def test_jit_and_jit_grad_compile_and_match(f):
     np.testing.assert_allclose(jit(f)(X), f(X), rtol=1e-12)
@@ -124,6 +137,15 @@ def local_passed_on(x):
     return np.sum(np.vectorize(g)(x))
 
 
+def forward_with_statements(*args):
+    total = helper(*args)
+    return total
+
+
+def calls_forwarder_with_statements(x):
+    return np.sum(forward_with_statements(x, x))
+
+
 def local_with_statements(x):
     def h(v):
         w = v * 2.0
@@ -137,6 +159,7 @@ def local_with_statements(x):
     (star_of_parameter, "star-arguments", "*x"),
     (local_passed_on, "used as a value", "g)"),
     (local_with_statements, "one `return <expression>`", "def h"),
+    (calls_forwarder_with_statements, "*args / **kwargs parameters", "args"),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_unsupported_forms_are_located_errors_with_hints(f, words, caret):
     with pytest.raises(TransformError) as info:

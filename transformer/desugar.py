@@ -63,8 +63,7 @@ def python_forms(fn: Function) -> Function:
     """`fn` with comprehensions, local functions and star-arguments rewritten
     (`transformer.pyforms`); numpy is added to the env when a rewrite needs it."""
     env, namer = dict(fn.env), Namer.for_function(fn)
-    fn = pyforms.normalize(fn, lambda: numpy_name(fn, env, namer))
-    return fn.replace(env=env)
+    return pyforms.normalize(fn, lambda: numpy_name(fn, env, namer), env)
 
 
 def desugar(fn: Function) -> Function:

@@ -9,7 +9,8 @@ TransformError:
 - a local function (`g = lambda v: ...`, a nested `def h(v): return ...`) is inlined at
   each call: its parameters are replaced by the call's arguments, and its free names are
   the enclosing function's, read when it is called, as Python's closures read them;
-- `f(*t)` with `t` of a length the source states is `f(t[0], ..., t[n-1])`;
+- `f(*t)` with `t` of a length the source states is `f(t[0], ..., t[n-1])`, and a call of
+  a module-level helper that forwards `*args` is its returned expression;
 - a dict bound once to a literal with constant keys and read only by constant keys
   (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
 - a list literal passed to a NumPy reduction or ufunc (`np.sum([1, a * a, 2])`) is
@@ -25,6 +26,7 @@ import numpy as np
 
 from .function import Function, resolve
 from .names import Namer
+from .star_helpers import inline_star_helpers
 from .syntax import const, located, name, subscript
 
 # NumPy functions that read their first argument as one array (a list literal there is
@@ -35,11 +37,16 @@ _SEQUENCE_HINT = ("iterate over range(n) with n an int literal, over a tuple/lis
                   "or over a name bound once to one; or write a `for` loop")
 
 
-def normalize(fn: Function, numpy: Callable[[], str]) -> Function:
-    """`fn` in the output form above; `numpy()` names the numpy module in the env."""
+def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
+    """`fn` in the output form above; `numpy()` names the numpy module in `env`, which
+    also receives the names an inlined forwarding helper (`transformer.star_helpers`)
+    reads."""
+    fn = fn.replace(env=env)
     node = copy.deepcopy(fn.node)
     literals = _literal_bindings(node)
-    node = _Comprehensions(fn, literals, numpy).visit(node)
+    expand = _Comprehensions(fn, literals, numpy)
+    node = expand.visit(node)
+    node = inline_star_helpers(fn, node, env, expand.visit)
     node = _inline_local_functions(fn, node)
     _split_local_dicts(node, Namer.for_function(fn))
     return fn.replace(node=node)
@@ -220,6 +227,14 @@ class _Comprehensions(gast.NodeTransformer):
                         values=[located(substitute(node.value, m), node) for m in mappings])
         return self.visit(gast.copy_location(out, node))
 
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, gast.Tuple) and isinstance(node.ctx, gast.Load) and \
+                isinstance(node.slice, gast.Constant) and type(node.slice.value) is int and \
+                -len(node.value.elts) <= node.slice.value < len(node.value.elts):
+            return node.value.elts[node.slice.value]          # (a, b)[0], from `args[0]`
+        return node
+
     # ------------------------------------------------------------ calls
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -238,6 +253,9 @@ class _Comprehensions(gast.NodeTransformer):
                 args.extend(located(item, arg) for item in items)
             node.args = args
         func = resolve(self.fn, node.func, None)
+        if func is len and len(node.args) == 1 and not node.keywords and \
+                isinstance(node.args[0], (gast.Tuple, gast.List)):
+            return gast.copy_location(const(len(node.args[0].elts)), node)   # len(args)
         if node.args and isinstance(node.args[0], gast.List) and \
                 (isinstance(func, np.ufunc) or any(func is f for f in _ARRAY_FIRST)):
             array = gast.Attribute(value=name(self.numpy()), attr="array", ctx=gast.Load())
