@@ -16,7 +16,16 @@ def helper(a, b):
 
 
 def comprehension_sum(x):
-    return np.sum([x[i] * x[i] * i for i in range(3)])
+    pairs = [x[i] * x[j] for i in range(3) for j in range(i) if (i + j) % 2 == 1]
+    return np.sum([x[i] * x[i] * i for i in range(3)]) + np.sum(pairs)
+
+
+def test_comprehension_keeps_python_order_and_conditions():
+    x = np.array([2.0, 3.0, 5.0])
+    # pairs (1, 0) and (2, 1) pass the condition; (2, 0) does not
+    assert comprehension_sum(x) == 3.0 ** 2 + 2 * 5.0 ** 2 + 3.0 * 2.0 + 5.0 * 3.0
+    np.testing.assert_allclose(grad(comprehension_sum)(x),
+                               [3.0, 2 * 3.0 + 2.0 + 5.0, 4 * 5.0 + 3.0])
 
 
 def comprehension_array(x):

@@ -214,7 +214,12 @@ class _Comprehensions(gast.NodeTransformer):
                         "not supported by secant", "test only the loop index (`if i % 2`), "
                         "or write a `for` loop with an `if`")
         tree = gast.gast_to_ast(gast.Expression(body=expr))
-        return bool(eval(compile(tree, "<condition>", "eval"), {"__builtins__": {}}))
+        try:
+            return bool(eval(compile(tree, "<condition>", "eval"), {"__builtins__": {}}))
+        except Exception as exc:        # 1 // 0 for one item: Python would raise it too
+            raise self.fn.origin.error(origin, f"this comprehension condition fails for an "
+                                       f"item ({type(exc).__name__}: {exc})",
+                                       "make the condition valid for every item") from None
 
     def visit_ListComp(self, node):
         elts = [located(substitute(node.elt, m), node) for m in

@@ -21,13 +21,14 @@ from .function import Function, resolve
 from .names import assigned_names, loaded_names
 
 _MISSING = object()
+_LIBRARIES = {"numpy", "scipy", "math", "numba", "transformer", "codegen", "jax"}
 
 
 def inline_star_helpers(fn: Function, node, env: dict, expand) -> object:
     """`node` (fn's def) with calls of forwarding helpers inlined; names the inlined
     expressions read are added to `env`. `expand(expr)` expands star-arguments over
     tuple literals (and comprehensions) in an inlined expression."""
-    taken = assigned_names(node) | loaded_names(node)
+    taken = assigned_names(node) | loaded_names(node) | set(env)
 
     class _Inline(gast.NodeTransformer):
         depth = 0
@@ -73,8 +74,9 @@ def inline_star_helpers(fn: Function, node, env: dict, expand) -> object:
 def _forwarding_helper(obj):
     """(named params, the *args name, the returned expression) of a plain Python function
     with a `*args` parameter and a one-`return` body; None for anything else."""
-    if not inspect.isfunction(obj):
-        return None
+    if not inspect.isfunction(obj) or \
+            (getattr(obj, "__module__", None) or "").split(".")[0] in _LIBRARIES:
+        return None                     # a library's function is a primitive or a callee
     code = obj.__code__
     if not code.co_flags & inspect.CO_VARARGS or code.co_flags & inspect.CO_VARKEYWORDS or \
             code.co_kwonlyargcount or obj.__defaults__ or hasattr(obj, "__wrapped__"):
