@@ -13,11 +13,13 @@ TransformError:
   a module-level helper that forwards `*args` is its returned expression;
 - a dict bound once to a literal with constant keys and read only by constant keys
   (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
-- a list literal passed to a NumPy reduction or ufunc (`np.sum([1, a * a, 2])`) is
-  `np.array([...])`, whose adjoint splits per item (a sequence argument has none).
+- a list literal (or a name bound once to one) passed to a NumPy reduction or ufunc
+  (`np.sum([1, a * a, 2])`) is `np.array([...])`, whose adjoint splits per item (a
+  sequence argument has none).
 """
 from __future__ import annotations
 
+import ast
 import copy
 from typing import Callable
 
@@ -47,6 +49,8 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
     expand = _Comprehensions(fn, literals, numpy)
     node = expand.visit(node)
     node = inline_star_helpers(fn, node, env, expand.visit)
+    # names the first pass bound to the lists it unrolled: `np.sum(pairs)` sees them now
+    node = _Comprehensions(fn, _literal_bindings(node), numpy).visit(node)
     node = _inline_local_functions(fn, node)
     _split_local_dicts(node, Namer.for_function(fn))
     return fn.replace(node=node)
@@ -213,9 +217,10 @@ class _Comprehensions(gast.NodeTransformer):
             self.refuse(origin, "a comprehension condition that depends on array values is "
                         "not supported by secant", "test only the loop index (`if i % 2`), "
                         "or write a `for` loop with an `if`")
-        tree = gast.gast_to_ast(gast.Expression(body=expr))
+        tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Expression(body=expr)))
+        code = compile(tree, "<condition>", "eval")
         try:
-            return bool(eval(compile(tree, "<condition>", "eval"), {"__builtins__": {}}))
+            return bool(eval(code, {"__builtins__": {}}))
         except Exception as exc:        # 1 // 0 for one item: Python would raise it too
             raise self.fn.origin.error(origin, f"this comprehension condition fails for an "
                                        f"item ({type(exc).__name__}: {exc})",
@@ -261,7 +266,9 @@ class _Comprehensions(gast.NodeTransformer):
         if func is len and len(node.args) == 1 and not node.keywords and \
                 isinstance(node.args[0], (gast.Tuple, gast.List)):
             return gast.copy_location(const(len(node.args[0].elts)), node)   # len(args)
-        if node.args and isinstance(node.args[0], gast.List) and \
+        if node.args and (isinstance(node.args[0], gast.List) or
+                          isinstance(self.literals.get(getattr(node.args[0], "id", None)),
+                                     gast.List)) and \
                 (isinstance(func, np.ufunc) or any(func is f for f in _ARRAY_FIRST)):
             array = gast.Attribute(value=name(self.numpy()), attr="array", ctx=gast.Load())
             node.args[0] = located(gast.Call(func=array, args=[node.args[0]], keywords=[]),
