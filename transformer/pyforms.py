@@ -48,7 +48,8 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
     literals = _literal_bindings(node)
     expand = _Comprehensions(fn, literals, numpy)
     node = expand.visit(node)
-    node = inline_star_helpers(fn, node, env, expand.visit)
+    node = inline_star_helpers(fn, node, env,
+                               lambda expr, mapping: expand.visit(substitute(expr, mapping)))
     # names the first pass bound to the lists it unrolled: `np.sum(pairs)` sees them now
     node = _Comprehensions(fn, _literal_bindings(node), numpy).visit(node)
     node = _inline_local_functions(fn, node)

@@ -24,10 +24,11 @@ _MISSING = object()
 _LIBRARIES = {"numpy", "scipy", "math", "numba", "transformer", "codegen", "jax"}
 
 
-def inline_star_helpers(fn: Function, node, env: dict, expand) -> object:
+def inline_star_helpers(fn: Function, node, env: dict, instantiate) -> object:
     """`node` (fn's def) with calls of forwarding helpers inlined; names the inlined
-    expressions read are added to `env`. `expand(expr)` expands star-arguments over
-    tuple literals (and comprehensions) in an inlined expression."""
+    expressions read are added to `env`. `instantiate(expr, mapping)` is `expr` with its
+    parameters replaced by the mapped expressions and star-arguments over tuple literals
+    expanded."""
     taken = assigned_names(node) | loaded_names(node) | set(env)
 
     class _Inline(gast.NodeTransformer):
@@ -57,8 +58,7 @@ def inline_star_helpers(fn: Function, node, env: dict, expand) -> object:
             env.update(bindings)
             mapping = dict(zip(params, call.args))
             mapping[rest] = gast.Tuple(elts=list(call.args[len(params):]), ctx=gast.Load())
-            from .pyforms import substitute
-            inlined = expand(substitute(body, mapping))
+            inlined = instantiate(body, mapping)
             for sub in gast.walk(inlined):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, call)       # errors point at the call
