@@ -43,8 +43,8 @@ def uses_global(x):
 
 
 def uses_nonlocal(x):
-    def inner():  # refused
-        nonlocal x
+    def inner():
+        nonlocal x  # refused
     return x
 
 
@@ -52,17 +52,6 @@ def uses_class(x):
     class Box:  # refused
         pass
     return x
-
-
-def uses_lambda(x):
-    f = lambda y: y + 1  # refused
-    return f(x)
-
-
-def uses_nested_def(x):
-    def inner(y):  # refused
-        return y
-    return inner(x)
 
 
 def uses_del(x):
@@ -81,16 +70,8 @@ def uses_import_from(x):
     return sin(x)
 
 
-def uses_list_comp(x):
-    return [v for v in x]  # refused
-
-
 def uses_set_comp(x):
     return {v for v in x}  # refused
-
-
-def uses_dict_comp(x):
-    return {v: v for v in x}  # refused
 
 
 def uses_generator(x):
@@ -125,10 +106,6 @@ def uses_varargs(*xs):  # refused
 
 def uses_kwargs(x, **options):  # refused
     return x
-
-
-def uses_star_call(x):
-    return np.add(*x)  # refused
 
 
 def uses_double_star_call(x, options):

@@ -21,6 +21,7 @@ import types
 import gast
 import numpy as np
 
+from . import pyforms
 from .function import Function, resolve
 from .names import Namer, assigned_names
 from .runtime import update_in_place
@@ -52,12 +53,21 @@ def numpy_name(fn: Function, env: dict, namer: Namer) -> str:
 
 def methods_to_functions(fn: Function) -> Function:
     """Only the method/property rewrite (what `jit` needs for Numba's missing forms)."""
+    fn = python_forms(fn)
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = _Methods(fn, env, namer).visit(copy.deepcopy(fn.node))
     return fn.replace(node=node, env=env)
 
 
+def python_forms(fn: Function) -> Function:
+    """`fn` with comprehensions, local functions and star-arguments rewritten
+    (`transformer.pyforms`); numpy is added to the env when a rewrite needs it."""
+    env, namer = dict(fn.env), Namer.for_function(fn)
+    return pyforms.normalize(fn, lambda: numpy_name(fn, env, namer), env)
+
+
 def desugar(fn: Function) -> Function:
+    fn = python_forms(fn)
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     node = _Methods(fn, env, namer).visit(node)

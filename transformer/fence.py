@@ -1,6 +1,8 @@
 """Fence: refuse, with a located TransformError, every construct secant does not handle.
 
-Runs right after parsing, before any pass, so no pass ever sees these nodes.
+Runs right after parsing, before any pass, so no pass ever sees these nodes. Comprehensions,
+local functions (lambda, nested def) and call star-arguments pass: `transformer.pyforms`
+rewrites them first in `desugar`, or refuses the forms it cannot rewrite.
 """
 from __future__ import annotations
 
@@ -41,17 +43,10 @@ REFUSED = {
     gast.Global: one("`global`", "pass the value as an argument and return the new value"),
     gast.Nonlocal: one("`nonlocal`", "pass the value as an argument and return the new value"),
     gast.ClassDef: many("class definitions", "define the class at module level"),
-    gast.Lambda: one("a lambda inside the transformed function",
-                     "define a module-level function with `def` and call it"),
-    gast.FunctionDef: one("a function defined inside the transformed function",
-                          "define it at module level and call it"),
     gast.Delete: one("`del`", "let the variable go out of scope or rebind it"),
     gast.Import: one("`import` inside the function", "import at module level"),
     gast.ImportFrom: one("`import` inside the function", "import at module level"),
-    gast.ListComp: many("list comprehensions",
-                        "write a `for` loop that fills a preallocated array"),
     gast.SetComp: many("set comprehensions", "write a `for` loop"),
-    gast.DictComp: many("dict comprehensions", "write a `for` loop"),
     gast.GeneratorExp: many("generator expressions",
                             "write a `for` loop or use np.sum on an array"),
     gast.NamedExpr: one("the walrus operator `:=`", "assign in a separate statement"),
@@ -75,8 +70,13 @@ def check_supported(fn) -> None:
     args = fn.node.args
     if args.vararg is not None or args.kwarg is not None:
         refuse(fn, args.vararg or args.kwarg, STAR_PARAMETERS)
+    # `f(*t)` is expanded by transformer.pyforms when t's length is known before the run
+    call_stars = {id(a) for node in gast.walk(fn.node) if isinstance(node, gast.Call)
+                  for a in node.args if isinstance(a, gast.Starred)}
     for stmt in fn.node.body:
         for node in gast.walk(stmt):
+            if id(node) in call_stars:
+                continue
             construct = refused_construct(node)
             if construct is not None:
                 refuse(fn, node, construct)

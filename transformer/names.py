@@ -8,9 +8,12 @@ import gast
 
 
 def assigned_names(node) -> set[str]:
-    """Every name stored anywhere under `node` (targets, loop variables, parameters)."""
+    """Every name stored anywhere under `node` (targets, loop variables, parameters,
+    local functions `def h` inside it - not `node`'s own name)."""
     found = set()
     for sub in gast.walk(node):
+        if isinstance(sub, gast.FunctionDef) and sub is not node:
+            found.add(sub.name)
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param, gast.Del)):
             found.add(sub.id)
     return found

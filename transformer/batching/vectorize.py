@@ -283,6 +283,10 @@ class _Vectorizer(_Emitter):
         if target is None:
             raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
                             "its function is not known before run time", stmt)
+        if any(target is f for f in (np.array, np.asarray)) and node.args and \
+                isinstance(self.flag(node.args[0]), tuple):
+            # the items of a sequence carry their batch axis first: the array's is second
+            raise NeedsLoop("no batching rule for np.array of a sequence", stmt)
         keywords = {k.arg: k.value for k in node.keywords}
         return self.rule(target, node.args, keywords, stmt, node, statement)
 

@@ -17,7 +17,9 @@ from .families import linear, lowered, nondifferentiable
 
 linear(gast.UAdd, np.positive, np.copy, np.ascontiguousarray, float,
        adjoint="g", tangent="g")
-linear(np.asarray, np.array, adjoint="g", tangent="g", params="x, dtype=None")
+# the tangent of an array built from a sequence is an array too (not the list of tangents)
+linear(np.asarray, adjoint="g", tangent="np.asarray(g)", params="x, dtype=None")
+linear(np.array, adjoint="g", tangent="np.asarray(g)", params="x, dtype=None")
 # the reverse sweep's copy of a view (transformer.reverse.views): the tangent is copied too,
 # since it is a view of the base's tangent, which the same later write changes
 linear(tape.own_value, adjoint="g", tangent="own_value(g)")
@@ -29,6 +31,10 @@ linear(np.expand_dims, adjoint="reshape_like(g, x)", tangent="np.expand_dims(g, 
        params="x, axis", kind="shape")
 linear(np.squeeze, adjoint="reshape_like(g, x)", tangent="squeeze(g, axis)",
        params="x, axis=None", kind="shape")
+# the adjoint drops the axes they add; a 0-d input's adjoint is read back as a scalar
+for _key in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    linear(_key, adjoint="reshape_like(g, x)", tangent=f"np.{_key.__name__}(g)",
+           kind="shape")
 linear(np.transpose, adjoint="untranspose(g, axes)", tangent="transpose(g, axes)",
        params="x, axes=None", kind="shape")
 linear(np.swapaxes, adjoint="np.swapaxes(g, axis1, axis2)",

@@ -45,12 +45,14 @@ from ..desugar import desugar, view_sources
 from ..errors import copy_hint
 from ..function import Function, resolve
 from ..names import Namer, assigned_names
+from ..rebind import split_rebound_names
 from ..runtime import update_in_place
 from ..syntax import assign, call, const, located, name
 
 
 def prepare(fn: Function) -> Function:
-    fn = lower_exits(anf(desugar(fn)))
+    # a name rebound to another shape (`x = np.sum(x)`) is one variable per binding
+    fn = lower_exits(anf(split_rebound_names(desugar(fn))))
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)

@@ -1,0 +1,449 @@
+"""Python forms: rewrite the Python people write inside a transformed function into the
+core the other passes handle. Runs first in `desugar` (and in `methods_to_functions`).
+
+Output invariant - none of these remain; each is rewritten or refused with a located
+TransformError:
+- a list or dict comprehension over a sequence whose length the source states (`range`
+  of literal ints, a tuple/list/dict literal, a name bound once to one, `enumerate`/`zip`
+  of those, `d.items()/keys()/values()`) becomes the list/dict literal of its items;
+- a local function (`g = lambda v: ...`, a nested `def h(v): return ...`) is inlined at
+  each call: its parameters are replaced by the call's arguments, and its free names are
+  the enclosing function's, read when it is called, as Python's closures read them;
+- `f(*t)` with `t` of a length the source states is `f(t[0], ..., t[n-1])`, and a call of
+  a module-level helper that forwards `*args` is its returned expression;
+- a dict bound once to a literal with constant keys and read only by constant keys
+  (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
+- a list literal (or a name bound once to one) passed to a NumPy reduction or ufunc
+  (`np.sum([1, a * a, 2])`) is `np.array([...])`, whose adjoint splits per item (a
+  sequence argument has none).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Callable
+
+import gast
+import numpy as np
+
+from .function import Function, resolve
+from .names import Namer
+from .star_helpers import inline_star_helpers
+from .syntax import const, located, name, subscript
+
+# NumPy functions that read their first argument as one array (a list literal there is
+# `np.array(list)`); functions taking a sequence of arrays (np.stack) are not among them
+_ARRAY_FIRST = (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var,
+                np.cumsum, np.cumprod, np.linalg.norm, np.average, np.median)
+_SEQUENCE_HINT = ("iterate over range(n) with n an int literal, over a tuple/list literal, "
+                  "or over a name bound once to one; or write a `for` loop")
+
+
+def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
+    """`fn` in the output form above; `numpy()` names the numpy module in `env`, which
+    also receives the names an inlined forwarding helper (`transformer.star_helpers`)
+    reads."""
+    fn = fn.replace(env=env)
+    node = copy.deepcopy(fn.node)
+    literals = _literal_bindings(node)
+    expand = _Comprehensions(fn, literals, numpy)
+    node = expand.visit(node)
+    node = inline_star_helpers(fn, node, env,
+                               lambda expr, mapping: expand.visit(substitute(expr, mapping)))
+    # names the first pass bound to the lists it unrolled: `np.sum(pairs)` sees them now
+    node = _Comprehensions(fn, _literal_bindings(node), numpy).visit(node)
+    node = _inline_local_functions(fn, node)
+    _split_local_dicts(node, Namer.for_function(fn))
+    return fn.replace(node=node)
+
+
+def _literal_bindings(fn_node) -> dict:
+    """Name -> the Tuple/List/Dict literal it is bound to, for names bound exactly once (a
+    top-level `t = (a, b)`), never a parameter and never reached through an attribute
+    (`t.append(v)` would change its length)."""
+    stores: dict = {}
+    for sub in gast.walk(fn_node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
+            stores[sub.id] = stores.get(sub.id, 0) + 1
+    attributes = {sub.value.id for sub in gast.walk(fn_node)
+                  if isinstance(sub, gast.Attribute) and isinstance(sub.value, gast.Name)}
+    found = {}
+    for stmt in fn_node.body:
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], gast.Name) and \
+                isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)):
+            target = stmt.targets[0].id
+            if stores.get(target) == 1 and (target not in attributes or
+                                            isinstance(stmt.value, gast.Dict)):
+                found[target] = stmt.value
+    return found
+
+
+def substitute(expr, mapping: dict):
+    """A copy of `expr` with each load of a name in `mapping` replaced by its expression."""
+    class _Sub(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, gast.Load) and node.id in mapping:
+                return copy.deepcopy(mapping[node.id])
+            return node
+    return _Sub().visit(copy.deepcopy(expr))
+
+
+def _static_int(fn, node):
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _static_int(fn, node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, gast.Name):
+        value = resolve(fn, node, None)
+        return value if type(value) is int else None
+    return None
+
+
+class _Comprehensions(gast.NodeTransformer):
+    def __init__(self, fn, literals, numpy):
+        self.fn, self.literals, self.numpy = fn, literals, numpy
+
+    def refuse(self, node, message, hint=_SEQUENCE_HINT):
+        raise self.fn.origin.error(node, message, hint)
+
+    # ------------------------------------------------------------ sequences
+    def items(self, expr):
+        """The item expressions of `expr`, a sequence whose length the source states;
+        None if it does not."""
+        if isinstance(expr, (gast.Tuple, gast.List)):
+            if any(isinstance(e, gast.Starred) for e in expr.elts):
+                return None
+            return list(expr.elts)
+        if isinstance(expr, gast.Name) and expr.id in self.literals:
+            literal = self.literals[expr.id]
+            if isinstance(literal, gast.Dict):
+                return [copy.deepcopy(k) for k in literal.keys] \
+                    if all(isinstance(k, gast.Constant) for k in literal.keys) else None
+            return [subscript(name(expr.id), const(k)) for k in range(len(literal.elts))]
+        if isinstance(expr, gast.Name):
+            value = resolve(self.fn, expr, None)
+            if isinstance(value, (tuple, list)):
+                return [subscript(name(expr.id), const(k)) for k in range(len(value))]
+            return None
+        if isinstance(expr, gast.Call) and not expr.keywords:
+            return self.call_items(expr)
+        return None
+
+    def call_items(self, expr):
+        func = resolve(self.fn, expr.func, None)
+        if func is range:
+            bounds = [_static_int(self.fn, a) for a in expr.args]
+            if not bounds or None in bounds or len(bounds) > 3 or bounds[-1:] == [0] and \
+                    len(bounds) == 3:
+                return None
+            return [const(i) for i in range(*bounds)]
+        if func is enumerate and len(expr.args) in (1, 2):
+            start = _static_int(self.fn, expr.args[1]) if len(expr.args) == 2 else 0
+            inner = self.items(expr.args[0])
+            if inner is None or start is None:
+                return None
+            return [gast.Tuple(elts=[const(start + k), item], ctx=gast.Load())
+                    for k, item in enumerate(inner)]
+        if func is zip and expr.args:
+            columns = [self.items(a) for a in expr.args]
+            if any(c is None for c in columns):
+                return None
+            return [gast.Tuple(elts=list(row), ctx=gast.Load()) for row in zip(*columns)]
+        if isinstance(expr.func, gast.Attribute) and not expr.args and \
+                expr.func.attr in ("items", "keys", "values"):
+            return self.dict_items(expr.func.value, expr.func.attr)
+        return None
+
+    def dict_items(self, base, method):
+        if isinstance(base, gast.Dict):
+            keys, values = list(base.keys), list(base.values)
+        else:
+            keys = self.items(base) if isinstance(base, gast.Name) and \
+                isinstance(self.literals.get(base.id), gast.Dict) else None
+            if keys is None:
+                mapping = resolve(self.fn, base, None)
+                if not isinstance(mapping, dict):
+                    return None
+                keys = [const(k) for k in mapping]
+            values = [subscript(copy.deepcopy(base), copy.deepcopy(k)) for k in keys]
+        if any(k is None for k in keys):
+            return None                              # `**other` inside the literal
+        if method == "keys":
+            return keys
+        if method == "values":
+            return values
+        return [gast.Tuple(elts=[k, v], ctx=gast.Load()) for k, v in zip(keys, values)]
+
+    # ------------------------------------------------------------ comprehensions
+    def bindings(self, node, generators):
+        """One mapping (loop variable -> item expression) per iteration, in order."""
+        mappings = [{}]
+        for gen in generators:
+            if getattr(gen, "is_async", 0):
+                self.refuse(gen, "async comprehensions are not supported by secant",
+                            "write a `for` loop")
+            following = []
+            for mapping in mappings:
+                items = self.items(substitute(gen.iter, mapping))
+                if items is None:
+                    self.refuse(gen.iter, "a comprehension over a sequence whose length is "
+                                "not known before the run is not supported by secant")
+                for item in items:
+                    inner = dict(mapping)
+                    self.bind(gen.target, item, inner)
+                    if all(self.condition(substitute(c, inner), c) for c in gen.ifs):
+                        following.append(inner)
+            mappings = following
+        return mappings
+
+    def bind(self, target, item, mapping):
+        if isinstance(target, gast.Name):
+            mapping[target.id] = item
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            parts = item.elts if isinstance(item, gast.Tuple) and \
+                len(item.elts) == len(target.elts) else \
+                [subscript(copy.deepcopy(item), const(k)) for k in range(len(target.elts))]
+            for sub, part in zip(target.elts, parts):
+                self.bind(sub, part, mapping)
+        else:
+            self.refuse(target, "this comprehension target is not supported by secant",
+                        "bind plain names: `for k, v in ...`")
+
+    def condition(self, expr, origin) -> bool:
+        """The value of a comprehension's `if`, which must follow from the items alone."""
+        if any(isinstance(sub, (gast.Name, gast.Call, gast.Attribute, gast.Subscript))
+               for sub in gast.walk(expr)):
+            self.refuse(origin, "a comprehension condition that depends on array values is "
+                        "not supported by secant", "test only the loop index (`if i % 2`), "
+                        "or write a `for` loop with an `if`")
+        tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Expression(body=expr)))
+        code = compile(tree, "<condition>", "eval")
+        try:
+            return bool(eval(code, {"__builtins__": {}}))
+        except Exception as exc:        # 1 // 0 for one item: Python would raise it too
+            raise self.fn.origin.error(origin, f"this comprehension condition fails for an "
+                                       f"item ({type(exc).__name__}: {exc})",
+                                       "make the condition valid for every item") from None
+
+    def visit_ListComp(self, node):
+        elts = [located(substitute(node.elt, m), node) for m in
+                self.bindings(node, node.generators)]
+        return self.visit(gast.copy_location(gast.List(elts=elts, ctx=gast.Load()), node))
+
+    def visit_DictComp(self, node):
+        mappings = self.bindings(node, node.generators)
+        out = gast.Dict(keys=[located(substitute(node.key, m), node) for m in mappings],
+                        values=[located(substitute(node.value, m), node) for m in mappings])
+        return self.visit(gast.copy_location(out, node))
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, gast.Tuple) and isinstance(node.ctx, gast.Load) and \
+                isinstance(node.slice, gast.Constant) and type(node.slice.value) is int and \
+                -len(node.value.elts) <= node.slice.value < len(node.value.elts):
+            return node.value.elts[node.slice.value]          # (a, b)[0], from `args[0]`
+        return node
+
+    # ------------------------------------------------------------ calls
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            args = []
+            for arg in node.args:
+                if not isinstance(arg, gast.Starred):
+                    args.append(arg)
+                    continue
+                items = self.items(arg.value)
+                if items is None:
+                    self.refuse(arg, "star-arguments (`*x`) over a sequence whose length is "
+                                "not known before the run are not supported by secant",
+                                "pass a tuple literal (`f(*(a, b))`), a name bound once to "
+                                "one, or the elements explicitly")
+                args.extend(located(item, arg) for item in items)
+            node.args = args
+        func = resolve(self.fn, node.func, None)
+        if func is len and len(node.args) == 1 and not node.keywords and \
+                isinstance(node.args[0], (gast.Tuple, gast.List)):
+            return gast.copy_location(const(len(node.args[0].elts)), node)   # len(args)
+        if node.args and (isinstance(node.args[0], gast.List) or
+                          isinstance(self.literals.get(getattr(node.args[0], "id", None)),
+                                     gast.List)) and \
+                (isinstance(func, np.ufunc) or any(func is f for f in _ARRAY_FIRST)):
+            array = gast.Attribute(value=name(self.numpy()), attr="array", ctx=gast.Load())
+            node.args[0] = located(gast.Call(func=array, args=[node.args[0]], keywords=[]),
+                                   node.args[0])
+        return node
+
+
+# ---------------------------------------------------------------- local functions
+
+class _Local:
+    """A local function: parameter names, constant defaults, and its returned expression."""
+
+    def __init__(self, name_, params, defaults, body):
+        self.name, self.params, self.defaults, self.body = name_, params, defaults, body
+
+
+def _inline_local_functions(fn, node):
+    locals_ = {}
+    body = []
+    for stmt in node.body:
+        local = _local_definition(fn, stmt)
+        if local is None:
+            body.append(stmt)
+        else:
+            if local.name in locals_:
+                raise fn.origin.error(stmt, f"local function {local.name!r} is defined twice",
+                                      "give each local function its own name")
+            locals_[local.name] = local
+    node.body = body
+    inliner = _Inliner(fn, locals_)
+    node.body = [inliner.visit(stmt) for stmt in node.body]
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Lambda):
+            raise fn.origin.error(sub, "a lambda that is not called where it is defined, nor "
+                                  "bound to a name, is not supported by secant",
+                                  "bind it (`g = lambda v: ...`) and call it, or define a "
+                                  "module-level function")
+        if isinstance(sub, gast.FunctionDef) and sub is not node:
+            raise fn.origin.error(sub, "a function defined inside a block (an `if`, a loop) "
+                                  "or inside another local function is not supported by "
+                                  "secant", "define it at the top of the transformed function")
+    return node
+
+
+def _local_definition(fn, stmt):
+    """The _Local that a top-level `def h(...)` or `g = lambda ...` defines, or None."""
+    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Lambda):
+        args, body, where = stmt.value.args, stmt.value.body, stmt.value
+        local_name = stmt.targets[0].id
+    elif isinstance(stmt, gast.FunctionDef):
+        args, where, local_name = stmt.args, stmt, stmt.name
+        statements = [s for s in stmt.body if not (
+            isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]   # docstring
+        if stmt.decorator_list:
+            raise fn.origin.error(stmt, "a decorated local function is not supported by "
+                                  "secant", "define it at module level")
+        if len(statements) != 1 or not isinstance(statements[0], gast.Return) or \
+                statements[0].value is None:
+            raise fn.origin.error(stmt, "a local function is supported when its body is one "
+                                  "`return <expression>`", "compute inside it with one "
+                                  "expression, or define it at module level (secant "
+                                  "transforms module-level helpers it calls)")
+        body = statements[0].value
+    else:
+        return None
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise fn.origin.error(where, "a local function with *args, **kwargs or keyword-only "
+                              "parameters is not supported by secant",
+                              "name each parameter, or define it at module level")
+    if not all(isinstance(d, gast.Constant) for d in args.defaults):
+        raise fn.origin.error(where, "a local function's default values must be literals",
+                              "pass the value at each call")
+    params = [a.id for a in args.args]
+    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
+    return _Local(local_name, params, defaults, body)
+
+
+class _Inliner(gast.NodeTransformer):
+    """Replaces each call of a local function by its body, parameters bound to arguments."""
+
+    def __init__(self, fn, locals_, depth: int = 0):
+        self.fn, self.locals, self.depth = fn, locals_, depth
+
+    def visit_Call(self, node):
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        if not (isinstance(node.func, gast.Name) and node.func.id in self.locals):
+            node.func = self.visit(node.func)
+        if isinstance(node.func, gast.Lambda):
+            args = node.func.args
+            local = _Local("<lambda>", [a.id for a in args.args],
+                           dict(zip([a.id for a in args.args][len(args.args) -
+                                                              len(args.defaults):],
+                                    args.defaults)), node.func.body)
+        elif isinstance(node.func, gast.Name) and node.func.id in self.locals:
+            local = self.locals[node.func.id]
+        else:
+            return node
+        if self.depth > 20:
+            raise self.fn.origin.error(node, "a recursive local function is not supported by "
+                                       "secant", "define it at module level")
+        mapping = self.arguments(node, local)
+        body = located(substitute(local.body, mapping), node)
+        return _Inliner(self.fn, self.locals, self.depth + 1).visit(body)
+
+    def arguments(self, node, local) -> dict:
+        if len(node.args) > len(local.params) or \
+                any(k.arg not in local.params for k in node.keywords):
+            raise self.fn.origin.error(node, f"this call does not match the parameters of "
+                                       f"{local.name}({', '.join(local.params)})",
+                                       "pass one argument per parameter")
+        mapping = dict(zip(local.params, node.args))
+        for keyword in node.keywords:
+            mapping[keyword.arg] = keyword.value
+        for param in local.params:
+            if param not in mapping:
+                if param not in local.defaults:
+                    raise self.fn.origin.error(node, f"missing argument {param!r} of "
+                                               f"{local.name}", "pass one argument per "
+                                               "parameter")
+                mapping[param] = local.defaults[param]
+        return mapping
+
+    def visit_Name(self, node):
+        if node.id in self.locals and isinstance(node.ctx, gast.Load):
+            raise self.fn.origin.error(node, f"the local function {node.id!r} is used as a "
+                                       "value here; secant inlines local functions only where "
+                                       "they are called", "call it directly, or define it at "
+                                       "module level to pass it on")
+        return node
+
+
+# ---------------------------------------------------------------- local dicts
+
+def _split_local_dicts(node, namer: Namer) -> None:
+    """`d = {"a": e1, "b": e2}` -> `d_a = e1; d_b = e2`, and `d["a"]` -> `d_a`, for a dict
+    bound once at the top of the body, every use of which is a constant-key subscript
+    (read or written) of one of its keys: the passes need no dict for it."""
+    literals = {k: v for k, v in _literal_bindings(node).items()
+                if isinstance(v, gast.Dict) and v.keys and
+                all(isinstance(key, gast.Constant) and isinstance(key.value, (str, int))
+                    for key in v.keys)}
+    uses: dict = {}
+    parents = {id(child): parent for parent in gast.walk(node)
+               for child in gast.iter_child_nodes(parent)}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and sub.id in literals and \
+                isinstance(sub.ctx, gast.Load):
+            parent = parents.get(id(sub))
+            keys = {key.value for key in literals[sub.id].keys}
+            ok = isinstance(parent, gast.Subscript) and parent.value is sub and \
+                isinstance(parent.slice, gast.Constant) and parent.slice.value in keys
+            uses.setdefault(sub.id, []).append(parent if ok else None)
+    for var, literal in literals.items():
+        if None in uses.get(var, [None]):
+            continue
+        names = {key.value: namer.fresh(f"{var}_{key.value}") for key in literal.keys}
+        for use in uses[var]:
+            replacement = name(names[use.slice.value], use.ctx)
+            _replace_child(parents[id(use)], use, gast.copy_location(replacement, use))
+        k = next(i for i, stmt in enumerate(node.body) if isinstance(stmt, gast.Assign) and
+                 stmt.value is literal)
+        node.body[k:k + 1] = [gast.copy_location(
+            gast.Assign(targets=[name(names[key.value], gast.Store())], value=value,
+                        type_comment=None), node.body[k])
+            for key, value in zip(literal.keys, literal.values)]
+
+
+def _replace_child(parent, old, new) -> None:
+    for field, value in gast.iter_fields(parent):
+        if value is old:
+            setattr(parent, field, new)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if item is old:
+                    value[i] = new
