@@ -7,7 +7,7 @@ from reverse_corpus import branch_defines_values
 import transformer
 from transformer import grad, jit
 from transformer.errors import TransformError
-from transformer.test_util import check_grads
+from transformer.test_util import check_grads, numerical_jvp
 
 
 def reads_array_items(xi):
@@ -447,3 +447,21 @@ def test_a_tuple_of_differentiated_values_passed_to_a_helper_is_refused(f, line,
 @pytest.mark.parametrize("f", [items_carried_through_helper, tuple_read_by_a_rule])
 def test_tuple_items_passed_one_by_one_or_read_by_a_rule_are_differentiated(f):
     assert_gradient_close(grad(f)(0.7), central_differences(f, (0.7,), 0), f.__name__)
+
+
+def scaled_in_place_after_a_copy(x, v):
+    a = x               # the gradient guards `a *= ...` against sharing x (check_not_shared)
+    a *= 0.5 + 0.25 * np.tanh(np.dot(v, v) * np.cos(a))
+    return a * a + x * np.sum(v)
+
+
+def test_a_hessian_vector_product_runs_through_the_gradients_guards():
+    """jvp(grad(f)) copies the reverse sweep's guard calls (they change no value); it refused
+    them as 'a call whose result is unused'."""
+    gradient = grad(scaled_in_place_after_a_copy, argnums=(0, 1))
+    point = (0.4, np.array([0.3, -0.8, 0.5]))
+    direction = (0.75, np.array([1.0, -0.5, 0.25]))
+    _, got = transformer.jvp(gradient, point, direction)
+    expected = numerical_jvp(gradient, point, direction)
+    for g, e in zip(got, expected):
+        assert_gradient_close(g, e)

@@ -50,6 +50,7 @@ from .errors import copy_hint
 from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
+from .runtime import tapes
 from .syntax import assign, call, const, located, name, store, subscript
 
 from codegen.emit import annotate
@@ -72,7 +73,9 @@ EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_c
 
 
 # calls made for a check or for output only: they change no value, carry no derivative
-CHECKS: set = {print}
+# calls made for an effect that leaves every value alone (printing; the reverse sweep's
+# guards, which raise where a recorded value would be wrong): copied, no tangent
+CHECKS: set = {print, tapes.check_shape, tapes.check_not_view, tapes.check_not_shared}
 
 
 def structural(function, *slots: int) -> None:
@@ -511,11 +514,15 @@ class _Forward:
         function = callee_function(callee)
         written = written_params(function)
         if written and not hasattr(callee, "__secant_jvp__"):
+            hint = f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and " \
+                "return the result"
+            if function.name.startswith("vjp_"):
+                # reverse mode's vjp of a helper that fills an array (forward over reverse)
+                hint = "take this second derivative forward over forward, jacfwd(jacfwd(f)), " \
+                    f"or write {function.name[4:]} without element-by-element writes"
             raise self.fn.origin.error(
                 stmt, f"{function.name} writes into its argument {written[0]!r}; forward "
-                "mode cannot differentiate a call that changes its arguments",
-                f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and "
-                "return the result")
+                "mode cannot differentiate a call that changes its arguments", hint)
         bound = _bind(self.fn, stmt, function, value)
         active = tuple(p for p, arg in bound.items()
                        if isinstance(arg, gast.Name) and arg.id in self.active)
