@@ -168,3 +168,24 @@ def test_hessian_agrees_with_jax(name, jax_module):
     theirs = hessian_matrix(to_numpy(jax_module.hessian(case.jax)(*args), jax_module), args[0])
     ours = hessian_matrix(hessian(case.numpy)(*args), args[0])
     np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- the README's pytree block
+
+@pytest.mark.slow
+def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences(tmp_path):
+    import importlib.util
+    import pathlib
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
+    block = section.split("```python\n")[-1].split("```")[0]
+    (tmp_path / "readme_pytrees.py").write_text(block)
+    spec = importlib.util.spec_from_file_location("readme_pytrees", tmp_path / "readme_pytrees.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    assert_tree_close(m.g_tuple, fd_grad(m.unpacked, ((m.W, m.b), m.x)))
+    assert_tree_close(m.g_layers, fd_grad(m.mlp, (m.layers, m.x)))
+    assert_tree_close(m.g_shrunk, fd_grad(m.shrunk, ({"W": m.W, "b": m.b}, m.x)))
+    assert_tree_close(m.per_example, stacked([fd_grad(m.attrs, (m.Params(m.W, m.b), x))
+                                              for x in m.xs]))
+    assert_tree_close(m.state, m.step(m.State(m.x, np.zeros(3)), 0.1), rtol=1e-12)
