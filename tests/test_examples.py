@@ -32,9 +32,10 @@ RUNS = {
                    "per-atom vmap(grad) forces vs -jit(grad(energy))"),
     "molecular_dynamics.py": (["--steps", "10", "--atoms-per-side", "2"],
                               "SLSQP sigma vs the value the data was made with"),
+    "rl_policy_gradient.py": (["--iterations", "30", "--batch", "16"], "mean return improved"),
 }
 SLOW_RUNS = {"order_book.py", "per_example_grads.py", "lj_cuda.py", "molecular_dynamics.py",
-             "newton.py"}
+             "newton.py", "rl_policy_gradient.py"}
 
 
 def run_example(script, *argv):

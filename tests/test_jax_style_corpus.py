@@ -1,0 +1,191 @@
+"""The JAX-style corpus (tests/jax_style_corpus.py): each NumPy program through grad,
+vmap(grad), jacfwd, hessian and jit, against central differences always and against the
+same program in `jax.numpy` when JAX is installed.
+
+Quick run: every Python-backend transformation on every program, `jit(grad)` on a
+representative subset; the whole jit sweep is `slow`."""
+import numpy as np
+import pytest
+
+import jax_style_corpus as corpus
+from transformer import grad, hessian, jacfwd, jit, tree_util, vmap
+from transformer.test_util import numerical_grad
+
+CASES = {case.name: case for case in corpus.CASES}
+BATCHED = [name for name, case in CASES.items() if case.batched]
+HESSIAN = [name for name, case in CASES.items() if case.hessian]
+QUICK_JIT = ("linear_mse", "mlp_layers", "namedtuple_mse", "softmax_xent", "lj_cutoff",
+             "reinforce_baseline", "inplace_cumsum", "while_sum_squares")
+FULL_JIT = [pytest.param(name, marks=[] if name in QUICK_JIT else pytest.mark.slow)
+            for name, case in CASES.items() if case.jit]
+
+
+def args_of(case, seed=0):
+    return case.make(np.random.default_rng(seed))
+
+
+def fd_grad(f, args):
+    """d f / d args[0] by central differences over the raveled tree (NumPy only)."""
+    flat, unravel = tree_util.ravel_pytree(args[0])
+    rest = tuple(args[1:])
+    return unravel(numerical_grad(lambda v: f(unravel(v), *rest), [flat], 0))
+
+
+def fd_grad_of(case, args):
+    """The finite-difference gradient of `case` at `args`; a program with stop_gradient is
+    differentiated through its `frozen` form, the stopped terms held at args[0]."""
+    if case.frozen is None:
+        return fd_grad(case.numpy, args)
+    rest = tuple(args[1:])
+    return fd_grad(lambda p, *more: case.frozen(p, args[0], *more), (args[0],) + rest)
+
+
+def fd_hessian(f, args, eps=1e-4):
+    """The Hessian in the raveled first argument: differences of the difference gradient."""
+    flat, unravel = tree_util.ravel_pytree(args[0])
+    rest = tuple(args[1:])
+
+    def gradient(v):
+        return tree_util.ravel_pytree(fd_grad(f, (unravel(v),) + rest))[0]
+    return np.stack([(gradient(flat + eps * e) - gradient(flat - eps * e)) / (2 * eps)
+                     for e in np.eye(flat.size)], axis=1)
+
+
+def assert_tree_close(got, want, rtol=1e-5, atol=1e-6):
+    """Same structure (container types included) and leaves within tolerance."""
+    assert tree_util.tree_structure(got) == tree_util.tree_structure(want), \
+        f"structure {tree_util.tree_structure(got)} != {tree_util.tree_structure(want)}"
+    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g, float), np.asarray(w, float), rtol=rtol,
+                                   atol=atol)
+
+
+def stacked(trees):
+    return tree_util.tree_map(lambda *leaves: np.stack(leaves), *trees)
+
+
+def batch_of(case, size=3):
+    """`size` examples sharing argument 0 (and every unbatched argument), and the stacked
+    arguments a vmap maps over."""
+    examples = [args_of(case, seed) for seed in range(size)]
+    shared = examples[0]
+    per_example = [tuple(ex[k] if k in case.batched else shared[k] for k in range(len(shared)))
+                   for ex in examples]
+    batched = tuple(stacked([ex[k] for ex in examples]) if k in case.batched else shared[k]
+                    for k in range(len(shared)))
+    return per_example, batched
+
+
+def hessian_matrix(tree, params) -> np.ndarray:
+    """JAX's nested Hessian as one matrix in the raveled parameters."""
+    if isinstance(params, (np.ndarray, float)):
+        n = np.size(params)
+        return np.reshape(tree, (n, n))
+    sizes = [np.size(leaf) for leaf in tree_util.tree_leaves(params)]
+    blocks = tree_util.tree_leaves(tree)
+    n = len(sizes)
+    assert len(blocks) == n * n
+    return np.block([[np.reshape(blocks[i * n + j], (sizes[i], sizes[j])) for j in range(n)]
+                     for i in range(n)])
+
+
+def test_corpus_is_large_and_every_program_has_its_jax_twin():
+    assert len(CASES) >= 60
+    for case in CASES.values():
+        assert case.jax.__name__ == case.name + "_jax"
+
+
+# ---------------------------------------------------------------- against finite differences
+
+@pytest.mark.parametrize("name", CASES)
+def test_grad_matches_finite_differences(name):
+    case = CASES[name]
+    args = args_of(case)
+    assert_tree_close(grad(case.numpy)(*args), fd_grad_of(case, args))
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_vmap_grad_matches_per_example_finite_differences(name):
+    case = CASES[name]
+    per_example, batched = batch_of(case)
+    in_axes = tuple(0 if k in case.batched else None for k in range(len(batched)))
+    got = vmap(grad(case.numpy), in_axes=in_axes)(*batched)
+    assert_tree_close(got, stacked([fd_grad_of(case, ex) for ex in per_example]))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_jacfwd_matches_finite_differences(name):
+    case = CASES[name]
+    args = args_of(case)
+    assert_tree_close(jacfwd(case.numpy)(*args), fd_grad_of(case, args))
+
+
+@pytest.mark.parametrize("name", HESSIAN)
+def test_hessian_matches_finite_differences(name):
+    case = CASES[name]
+    args = args_of(case)
+    got = hessian_matrix(hessian(case.numpy)(*args), args[0])
+    want = fd_hessian(case.numpy, args)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * max(10.0, np.max(np.abs(want))))
+
+
+@pytest.mark.parametrize("name", FULL_JIT)
+def test_jit_grad_matches_finite_differences(name):
+    case = CASES[name]
+    args = args_of(case)
+    assert_tree_close(jit(grad(case.numpy))(*args), fd_grad_of(case, args))
+    assert jit(case.numpy)(*args) == pytest.approx(case.numpy(*args), rel=1e-10, abs=1e-12)
+
+
+# ---------------------------------------------------------------- against JAX
+
+
+@pytest.fixture(scope="module")
+def jax_module():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    corpus.register_with_jax()
+    return jax
+
+
+def to_numpy(tree, jax):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_value_and_grad_agree_with_jax(name, jax_module):
+    case = CASES[name]
+    args = args_of(case)
+    assert case.numpy(*args) == pytest.approx(float(case.jax(*args)), rel=1e-10, abs=1e-12)
+    theirs = to_numpy(jax_module.grad(case.jax)(*args), jax_module)
+    assert_tree_close(grad(case.numpy)(*args), theirs, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", HESSIAN)
+def test_hessian_agrees_with_jax(name, jax_module):
+    case = CASES[name]
+    args = args_of(case)
+    theirs = hessian_matrix(to_numpy(jax_module.hessian(case.jax)(*args), jax_module), args[0])
+    ours = hessian_matrix(hessian(case.numpy)(*args), args[0])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- the README's pytree block
+
+@pytest.mark.slow
+def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences(tmp_path):
+    import importlib.util
+    import pathlib
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
+    block = section.split("```python\n")[-1].split("```")[0]
+    (tmp_path / "readme_pytrees.py").write_text(block)
+    spec = importlib.util.spec_from_file_location("readme_pytrees", tmp_path / "readme_pytrees.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    assert_tree_close(m.g_tuple, fd_grad(m.unpacked, ((m.W, m.b), m.x)))
+    assert_tree_close(m.g_layers, fd_grad(m.mlp, (m.layers, m.x)))
+    assert_tree_close(m.g_shrunk, fd_grad(m.shrunk, ({"W": m.W, "b": m.b}, m.x)))
+    assert_tree_close(m.per_example, stacked([fd_grad(m.attrs, (m.Params(m.W, m.b), x))
+                                              for x in m.xs]))
+    assert_tree_close(m.state, m.step(m.State(m.x, np.zeros(3)), 0.1), rtol=1e-12)
