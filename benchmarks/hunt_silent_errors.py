@@ -4,7 +4,7 @@
     python benchmarks/hunt_silent_errors.py --checks grad,vmap,jit_python --examples 2000
     python benchmarks/hunt_silent_errors.py --known-bugs --isolate --examples 50
 
-The larger run of tests/test_differential.py. Each example is a program drawn by
+The larger run of tests/corpus/test_differential.py. Each example is a program drawn by
 tests/program_generator.py (loops, branches on values, early return, in-place writes,
 aliases updated in place, indices at and past the bounds, decorators, keyword-only
 arguments and defaults, module attributes) and checked by tests/differential.py against

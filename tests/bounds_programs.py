@@ -2,7 +2,7 @@
 
 `python tests/bounds_programs.py` runs every case of `CASES` under its transformation and
 prints one JSON line per case as it finishes: the value, or the exception type and
-message. tests/test_bounds.py runs it in a subprocess, so a case that kills the process
+message. tests/compiled/test_bounds.py runs it in a subprocess, so a case that kills the process
 (an out-of-bounds write corrupting memory) shows as a failure rather than a dead pytest.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 from transformer import jacfwd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))       # the examples import their `checks` helper
 

@@ -19,7 +19,7 @@ import pytest
 from tests.gradcheck import assert_gradient_close, central_differences
 from transformer import grad, hessian, jit, jvp, vmap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # ---------------------------------------------------------------- across processes
 

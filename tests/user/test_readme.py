@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENGLISH = ROOT / "README.md"
 CHINESE = ROOT / "README.zh-CN.md"
 

@@ -20,7 +20,7 @@ from transformer import grad, jit, vmap
 from transformer.errors import TransformError
 from transformer.index_checks import checked, checked_range
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

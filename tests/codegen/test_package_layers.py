@@ -12,7 +12,7 @@ import pytest
 import transformer
 from codegen import cache_store, errors
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = {"cli.py", "demo.py", "__main__.py"}
 
 

@@ -17,7 +17,7 @@ import transformer
 from transformer import grad, hessian, jacfwd, jit, value_and_grad, vmap
 from transformer.display import SourceCode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def vector_poly(x):

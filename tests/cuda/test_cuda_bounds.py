@@ -17,7 +17,7 @@ import pytest
 
 from transformer import grad, jit, vmap
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 on_simulator = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator process")
 

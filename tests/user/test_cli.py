@@ -10,7 +10,7 @@ import transformer
 from codegen import cli
 
 PROGRAMS = programs.__file__
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def show(capsys, *argv):

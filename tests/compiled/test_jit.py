@@ -173,7 +173,7 @@ def test_a_new_process_loads_from_numbas_disk_cache(tmp_path):
     (tmp_path / "cached_program.py").write_text(SAME_FUNCTION)
     script = tmp_path / "program.py"
     script.write_text(NEW_PROCESS.format(folder=str(tmp_path)))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                SECANT_CACHE_DIR=str(tmp_path / "cache"))
     runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,

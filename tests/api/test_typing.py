@@ -18,7 +18,7 @@ import pytest
 from transformer import grad, jit, vmap
 from transformer.typing import Array, ArrayLike
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
                                 reason="mypy is not installed (pip install 'secant[test]')")
 
