@@ -379,7 +379,7 @@ def test_readme_lax_example_runs_and_matches_finite_differences(tmp_path):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Porting from JAX: lax", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     path = tmp_path / "readme_lax.py"         # secant reads source: run it from a file

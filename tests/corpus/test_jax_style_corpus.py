@@ -176,7 +176,7 @@ def test_hessian_agrees_with_jax(name, jax_module):
 def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences(tmp_path):
     import importlib.util
     import pathlib
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
     block = section.split("```python\n")[-1].split("```")[0]
     (tmp_path / "readme_pytrees.py").write_text(block)
