@@ -25,6 +25,9 @@ def split_rebound_names(fn: Function) -> Function:
         return fn
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
+    # each statement its own nodes: earlier passes may share one Name node between
+    # statements (an unrolled loop's copies), and the renames below are in place
+    node.body = [copy.deepcopy(stmt) for stmt in node.body]
     params = {a.id for a in fn.node.args.args + fn.node.args.kwonlyargs}
     current = {n: n for n in candidates}
     bound = {n for n in candidates if n in params}

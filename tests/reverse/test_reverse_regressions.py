@@ -465,3 +465,31 @@ def test_a_hessian_vector_product_runs_through_the_gradients_guards():
     expected = numerical_jvp(gradient, point, direction)
     for g, e in zip(got, expected):
         assert_gradient_close(g, e)
+
+
+# A loop over a list of layers, unrolled, binds W twice; the per-binding renaming mutated a
+# node the two copies shared, so the first layer read a global W and got a zero gradient
+W = np.full((3, 4), 0.5)        # a module global of the same name, as notebooks have
+
+
+def loss_over_layers(layers, x):
+    h = x
+    for W, b in layers:     # noqa: F402 - the loop variable shadows the global on purpose
+        h = np.tanh(h @ W + b)
+    return np.sum(h * h)
+
+
+def test_each_unrolled_layer_reads_its_own_weights():
+    rng = np.random.default_rng(3)
+    layers = [(rng.normal(size=(3, 4)), rng.normal(size=4)),
+              (rng.normal(size=(4, 2)), rng.normal(size=2))]
+    x = rng.normal(size=(5, 3))
+    got = grad(loss_over_layers)(layers, x)
+    for k, (Wk, bk) in enumerate(layers):
+        for j, leaf in enumerate((Wk, bk)):
+            def partial(v, k=k, j=j):
+                changed = [list(layer) for layer in layers]
+                changed[k][j] = v
+                return loss_over_layers([tuple(layer) for layer in changed], x)
+            assert_gradient_close(got[k][j], central_differences(partial, (leaf,), 0),
+                                  f"layer {k} leaf {j}")
