@@ -18,6 +18,14 @@ QUICK_JIT = ("linear_mse", "mlp_layers", "namedtuple_mse", "softmax_xent", "lj_c
              "reinforce_baseline", "inplace_cumsum", "while_sum_squares")
 FULL_JIT = [pytest.param(name, marks=[] if name in QUICK_JIT else pytest.mark.slow)
             for name, case in CASES.items() if case.jit]
+# the second-order and JAX-comparison sweeps run whole with --runslow; the quick set keeps
+# one program of each kind
+QUICK = QUICK_JIT + ("lj_params", "td_lambda", "nested_autoencoder", "dataclass_mse")
+
+
+def sweep(names):
+    return [pytest.param(name, marks=[] if name in QUICK else pytest.mark.slow)
+            for name in names]
 
 
 def args_of(case, seed=0):
@@ -104,7 +112,7 @@ def test_grad_matches_finite_differences(name):
     assert_tree_close(grad(case.numpy)(*args), fd_grad_of(case, args))
 
 
-@pytest.mark.parametrize("name", BATCHED)
+@pytest.mark.parametrize("name", sweep(BATCHED))
 def test_vmap_grad_matches_per_example_finite_differences(name):
     case = CASES[name]
     per_example, batched = batch_of(case)
@@ -113,14 +121,14 @@ def test_vmap_grad_matches_per_example_finite_differences(name):
     assert_tree_close(got, stacked([fd_grad_of(case, ex) for ex in per_example]))
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", sweep(CASES))
 def test_jacfwd_matches_finite_differences(name):
     case = CASES[name]
     args = args_of(case)
     assert_tree_close(jacfwd(case.numpy)(*args), fd_grad_of(case, args))
 
 
-@pytest.mark.parametrize("name", HESSIAN)
+@pytest.mark.parametrize("name", sweep(HESSIAN))
 def test_hessian_matches_finite_differences(name):
     case = CASES[name]
     args = args_of(case)
@@ -152,7 +160,7 @@ def to_numpy(tree, jax):
     return jax.tree_util.tree_map(np.asarray, tree)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", sweep(CASES))
 def test_value_and_grad_agree_with_jax(name, jax_module):
     case = CASES[name]
     args = args_of(case)
@@ -161,7 +169,7 @@ def test_value_and_grad_agree_with_jax(name, jax_module):
     assert_tree_close(grad(case.numpy)(*args), theirs, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("name", HESSIAN)
+@pytest.mark.parametrize("name", sweep(HESSIAN))
 def test_hessian_agrees_with_jax(name, jax_module):
     case = CASES[name]
     args = args_of(case)
