@@ -97,6 +97,7 @@ def test_grad_of_force_matching_loss_matches_finite_differences(wrap):
                                atol=1e-7)
 
 
+@pytest.mark.slow
 def test_vmap_over_a_loss_with_inline_grad_matches_a_loop():
     got = vmap(force_loss, in_axes=(None, 0, None))(P, XS, F)
     np.testing.assert_allclose(got, [force_loss(P, xs, F) for xs in XS], rtol=1e-12)
@@ -112,6 +113,7 @@ def test_inline_vmap_with_in_axes_under_jacfwd_and_jit_grad():
     np.testing.assert_allclose(jit(grad(energy_of_batch))(P, XS), expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_inline_hessian_and_jacfwd_match_the_analytic_derivatives():
     assert np.isclose(curvature(X, P), analytic_curvature(X, P))
     assert np.isclose(jit(curvature)(X, P), analytic_curvature(X, P))

@@ -110,11 +110,12 @@ def test_jit_grad_agrees_with_finite_differences(directory):
 # ------------------------------------------------------------------ larger searches
 @pytest.mark.slow
 @pytest.mark.parametrize("checks, examples", [
-    (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad"), 200),
-    (("hvp",), 25),
-    (("jit",), 25),
-    (("jit_vmap",), 25),
-    (("jit_grad",), 15),
+    # sized for CI's hour on 2 cores; benchmarks/hunt_silent_errors.py runs searches of any size
+    (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad"), 80),
+    (("hvp",), 10),
+    (("jit",), 10),
+    (("jit_vmap",), 10),
+    (("jit_grad",), 6),
 ])
 def test_larger_search_finds_no_mismatch(request, directory, checks, examples):
     if not request.config.getoption("--runslow", default=False):
