@@ -8,6 +8,7 @@ that transformations and `jit` return a `_repr_html_`: their repr over their sou
 """
 from __future__ import annotations
 
+import abc
 import html
 import re
 
@@ -46,15 +47,16 @@ def _longest_backtick_run(text: str) -> int:
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
-class ShowsSource:
-    """Mixin for objects with a `source()` method: in Jupyter they show their code.
+class ShowsSource(abc.ABC):
+    """Base for objects with a `source()` method: in Jupyter they show their code.
 
     A function secant cannot transform shows its located error instead of code, so that
     displaying an object never raises the error its first call would.
     """
 
+    @abc.abstractmethod
     def source(self) -> str:
-        raise NotImplementedError
+        """The generated source text (raises the function's TransformError if it has one)."""
 
     def _repr_html_(self) -> str:
         title = f"<p><code>{html.escape(repr(self))}</code></p>\n"
