@@ -5,9 +5,15 @@
 which is why they are set at import time of this file rather than in a fixture.
 
 The default run (``pytest``) is the quick set a newcomer runs, a few minutes on two cores;
-it still holds at least one test of every feature area. Tests marked ``slow`` (whole
-corpora, the CUDA simulator, program generators, subprocesses that compile from cold) run
-with ``pytest --runslow``, which is what ``.ci/run`` does.
+it still holds at least one test of every feature area, and of a parametrized test it runs
+three cases (``QUICK_CASES``; mark a test ``every_case`` to run all of its cases always).
+Tests marked ``slow`` (whole corpora, the CUDA simulator, program generators, subprocesses
+that compile from cold) run with ``pytest --runslow``, which is what ``.ci/run`` does.
+
+The test configuration runs on every core through pytest-xdist (``-n auto --dist loadfile`` in
+setup.cfg: a file's tests stay in one worker, so they share its compiled functions). Each
+worker gets a cache directory of its own, so a test that expects a cold compile never finds a
+function another worker compiled.
 """
 import os
 import tempfile
@@ -17,6 +23,9 @@ import pytest
 os.environ.setdefault("NUMBA_OPT", "0")
 if not os.environ.get("SECANT_CACHE_DIR"):
     os.environ["SECANT_CACHE_DIR"] = tempfile.mkdtemp(prefix="secant-test-cache-")
+if os.environ.get("PYTEST_XDIST_WORKER"):     # inherited from the controller: one per worker
+    os.environ["SECANT_CACHE_DIR"] = os.path.join(os.environ["SECANT_CACHE_DIR"],
+                                                  os.environ["PYTEST_XDIST_WORKER"])
 
 
 def pytest_addoption(parser):
@@ -24,10 +33,35 @@ def pytest_addoption(parser):
                      help="also run the tests marked slow (what .ci/run does)")
 
 
+# A parametrized test keeps this many of its cases in the quick set: the first, the last and
+# ones evenly between. Each case is a separate program or input, and most compile, so a
+# corpus of 150 cases would otherwise take the quick set's whole budget; --runslow runs all.
+QUICK_CASES = 3
+
+
+@pytest.hookimpl(trylast=True)    # after -k/-m deselection: sample what was selected
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--runslow"):
         return
-    skip = pytest.mark.skip(reason="slow: run with pytest --runslow")
+    slow = pytest.mark.skip(reason="slow: run with pytest --runslow")
     for item in items:
         if "slow" in item.keywords:
-            item.add_marker(skip)
+            item.add_marker(slow)
+    _sample_parametrized_cases([item for item in items if "slow" not in item.keywords])
+
+
+def _sample_parametrized_cases(items):
+    """Skip all but QUICK_CASES evenly spread cases of each parametrized test function."""
+    groups: dict = {}
+    for item in items:
+        if getattr(item, "callspec", None) is not None and "every_case" not in item.keywords:
+            groups.setdefault((item.path, item.originalname), []).append(item)
+    for cases in groups.values():
+        n = len(cases)
+        if n <= QUICK_CASES:
+            continue
+        kept = {round(k * (n - 1) / (QUICK_CASES - 1)) for k in range(QUICK_CASES)}
+        reason = f"one of {n} cases of this test; pytest --runslow runs every case"
+        for k, item in enumerate(cases):
+            if k not in kept:
+                item.add_marker(pytest.mark.skip(reason=reason))

@@ -76,6 +76,7 @@ def test_hessian_of_custom_jvp_differentiates_the_rule():
     np.testing.assert_allclose(hessian(jvp_loss)(X), np.diag(4.0 * X), rtol=1e-13)
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_of_grad_of_custom_jvp_use_the_rule():
     expected = 2.0 * (BATCH * BATCH + 1.0)
     np.testing.assert_allclose(jit(grad(jvp_loss))(X), 2.0 * (X * X + 1.0), rtol=1e-14)

@@ -66,6 +66,7 @@ def directory(tmp_path):
 
 
 # ------------------------------------------------------------------ the default run
+@pytest.mark.slow
 def test_python_backend_jit_and_vmap_agree_with_numpy(directory):
     _hunt(directory, ("jit_python", "vmap", "vmap_loop", "vmap_shared_x"), examples=12)
 
@@ -74,6 +75,7 @@ def test_grad_agrees_with_finite_differences(directory):
     _hunt(directory, ("grad",), examples=10, leave_out=_NO_ALIAS)
 
 
+@pytest.mark.slow
 def test_hessian_vector_products_agree_with_finite_differences_of_the_gradient(directory):
     _hunt(directory, ("hvp",), examples=3, leave_out=_NO_ALIAS + ("keyword_only",),
           forced=("vector_math",))
@@ -93,6 +95,7 @@ def test_jit_agrees_with_python_on_aliases_updated_in_place(directory):
           sizes=(5, 6), contains=("z = w",), **_RICH)
 
 
+@pytest.mark.slow
 def test_jit_vmap_agrees_with_python(directory):
     _hunt(directory, ("jit_vmap",), forced=("early_return", "vector_rebind", "min_max"),
           **_RICH)

@@ -24,6 +24,7 @@ on_simulator = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator p
 
 @pytest.mark.skipif(SIMULATED or importlib.util.find_spec("numba_cuda") is None,
                     reason="numba-cuda is not installed, or this is the simulator process")
+@pytest.mark.slow
 def test_cuda_index_checks_on_the_simulator(tmp_path):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))

@@ -219,6 +219,7 @@ def compiled_jacobians():
 @pytest.mark.parametrize("fn", [
     pytest.param(fn, marks=() if fn is number_through_alias else pytest.mark.slow)
     for fn in COMPILED])
+@pytest.mark.slow
 def test_jit_jacfwd_through_aliases(compiled_jacobians, fn):
     expected = central_differences(fresh(fn), (X,), 0)
     assert_gradient_close(compiled_jacobians[fn.__name__](X.copy()), expected, fn.__name__)

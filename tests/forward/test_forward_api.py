@@ -132,6 +132,7 @@ def test_jit_jacfwd_matches_python(compiled_jacobian):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_jit_jvp_function_and_custom_rule():
     out, tangent = jit(jvp(uses_custom))(X + 1.0, np.ones(3))
     np.testing.assert_allclose(tangent, np.sum(2.0 / (X + 2.0)))

@@ -20,6 +20,7 @@ def rosenbrock_jax(x):
     return jax.numpy.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
 
+@pytest.mark.slow
 def test_hessian_of_the_chain_matches_jax():
     from transformer import hessian
     x = 1.0 + 0.3 * np.cos(np.arange(6))

@@ -157,6 +157,7 @@ def calls_helper(x):
     return np.sum(helper(x, 1.5, k=4.0)) + np.sum(helper(y=2.0, x=x)) + np.sum(helper(x))
 
 
+@pytest.mark.slow
 def test_compiled_calls_bind_keyword_only_and_keyword_arguments_of_helpers():
     xs = np.array([0.5, -1.0])
     assert jit(calls_helper)(xs) == pytest.approx(calls_helper(xs))

@@ -191,6 +191,7 @@ CALL_IDS = ["nudged", "nudged-s-k", "nudged-keywords", "gained", "gained-keyword
 
 
 @pytest.mark.parametrize("fn, args, kwargs", CALLS, ids=CALL_IDS)
+@pytest.mark.slow
 def test_wrapper_with_named_parameters_and_forwarded_rest_binds_like_python(fn, args, kwargs):
     expected = fn(*args, **kwargs)
     assert jit(fn, backend="python")(*args, **kwargs) == pytest.approx(expected, rel=1e-12)
@@ -202,6 +203,7 @@ def test_wrapper_with_named_parameters_and_forwarded_rest_binds_like_python(fn, 
 
 @pytest.mark.parametrize("fn, args", [(nudged_energy, (X, V, 2.0)), (gained_energy, (X, 3.0, V))],
                          ids=["nudged", "gained"])
+@pytest.mark.slow
 def test_vmap_of_wrapper_with_named_parameters_maps_like_python(fn, args):
     batch, ks = np.stack([X, 2.0 * X, -X]), np.array([0.5, -1.0, 2.0])
     expected = [fn(row, *args[1:], k=k) for row, k in zip(batch, ks)]
@@ -219,6 +221,7 @@ def nudged_twice(x, v, *, k=1.5):
     return np.sum(np.sin(x) * v) + k * np.sum(x * x)
 
 
+@pytest.mark.slow
 def test_one_decorator_stacked_twice_is_two_functions_not_a_recursion():
     assert jit(nudged_twice)(X, V, k=0.5) == pytest.approx(nudged_twice(X, V, k=0.5))
     oracle = central_differences(lambda x: nudged_twice(x, V, k=0.5), (X,), 0)

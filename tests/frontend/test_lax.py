@@ -155,6 +155,7 @@ def test_vmap_matches_each_row(f):
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=ids)
+@pytest.mark.slow
 def test_hessian_matches_finite_differences_of_the_gradient(f):
     x = POINTS[0]
     expected = numerical_jacobian(lambda v: numerical_grad(_reference(f), (v,), eps=1e-4), x,
@@ -215,6 +216,7 @@ def _jit_mark(f):
 
 
 @pytest.mark.parametrize("f", [_jit_mark(f) for f in PROGRAMS], ids=ids)
+@pytest.mark.slow
 def test_jit_of_grad_matches_finite_differences(f):
     for x in POINTS:
         assert_gradient_close(JIT_GRAD[f.__name__](x), numerical_grad(_reference(f), (x,)),

@@ -111,11 +111,13 @@ def test_jacfwd_and_hessian_match_finite_differences(f):
 @pytest.mark.parametrize("f", [comprehension_array, closure_def, forwarding_helpers, mixed_list,
                                rebound_shape],
                          ids=lambda f: f.__name__)
+@pytest.mark.slow
 def test_jit_and_jit_grad_compile_and_match(f):
     np.testing.assert_allclose(jit(f)(X), f(X), rtol=1e-12)
     np.testing.assert_allclose(jit(grad(f))(X), numerical_grad(f, [X]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dict_read_whole_stays_a_dict():
     def keys_total(x):
         d = {k: x[i] * x[i] for i, k in enumerate(("a", "b"))}

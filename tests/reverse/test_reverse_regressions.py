@@ -267,6 +267,7 @@ def test_grad_sees_an_inplace_write_at_a_negative_argument():
 
 
 @pytest.mark.parametrize("f", [write_then_rebind, every_write], ids=lambda f: f.__name__)
+@pytest.mark.slow
 def test_jit_grad_sees_an_inplace_write_between_a_binding_and_its_use(f):
     compiled = jit(grad(f))
     for x in (0.63, -0.41):
@@ -318,6 +319,7 @@ def test_grad_reads_a_view_as_it_was_before_a_later_write_to_its_array(f, argnum
     assert_gradient_close(grad(f, argnums=argnum)(*SHIFT_POINT), expected, f.__name__)
 
 
+@pytest.mark.slow
 def test_jit_grad_reads_a_view_as_it_was_before_a_later_write_to_its_array():
     compiled = jit(grad(every_shift))
     for x in (0.7, -1.3):

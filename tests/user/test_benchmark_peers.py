@@ -286,6 +286,7 @@ def test_book_numba_prange_matches_loop(request, case, numba_peer):
     ("book_step_case", peers.book_step_batch_jax),
     ("book_replay_case", peers.book_replay_batch_jax),
 ])
+@pytest.mark.slow
 def test_book_jax_vmap_matches_loop(needs_jax, request, case, jax_factory):
     inputs, expected = request.getfixturevalue(case)
     for result, want in zip(jax_factory()(*inputs), expected):

@@ -151,6 +151,7 @@ def test_diff_shows_the_normalized_source_against_the_transformed_one(capsys):
     assert all(any(line == t for t in it) for line in kept_or_added)
 
 
+@pytest.mark.slow
 def test_compile_fills_the_cache_so_a_new_process_loads_from_disk(tmp_path):
     (tmp_path / "tiny.py").write_text("def scaled_sum(x, a):\n    return a * x.sum()\n")
     env = dict(os.environ, NUMBA_OPT="0", SECANT_CACHE_DIR=str(tmp_path / "cache"),

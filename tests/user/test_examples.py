@@ -95,6 +95,7 @@ def load_example():
     return module
 
 
+@pytest.mark.slow
 def test_force_matching_gradient_matches_finite_differences():
     md = load_example()
     rng = np.random.default_rng(0)
