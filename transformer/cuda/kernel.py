@@ -28,6 +28,7 @@ from codegen import backends, emit
 from codegen.cuda import Kernel, load_device_function, simulated
 from ..materialize import compile_function
 from .emit import to_cuda_dialect
+from .refusals import missing_form_error
 from .types import Callee, Spec, callee_function, spec_of_value
 
 
@@ -310,9 +311,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
             fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
             continue
         if inspect.isfunction(value) and not _is_cuda_callable(value):
-            raise fn.origin.error(fn.node, f"{fn.name} calls {value.__module__}."
-                                  f"{value.__qualname__}, which has no CUDA form",
-                                  hint="use backend='cpu' for this function")
+            raise missing_form_error(fn, name, value)
         namespace[name] = value
         fingerprints.append(f"# uses {name}: {backends.fingerprint(value)}")
 
