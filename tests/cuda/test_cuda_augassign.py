@@ -178,6 +178,13 @@ def copied_helper(x, take):
     return z
 
 
+def histogram_step(x, hist):
+    """Writes an array argument: shared by every thread under in_axes None."""
+    bin_ = int(x * 2.0)
+    hist[bin_] += x
+    return hist[bin_] * 2.0
+
+
 def _inputs(n=8, dtype=np.float64):
     rng = np.random.default_rng(3)
     return (rng.uniform(0.2, 1.5, n).astype(dtype), rng.uniform(0.5, 2.0, n).astype(dtype))
@@ -281,6 +288,18 @@ def test_kernel_sign_written_as_the_refusal_hint_says_matches_numpy():
     np.testing.assert_allclose(got, _per_element(signed_steps, x, take), rtol=1e-12)
 
 
+@on_simulator
+@pytest.mark.slow
+def test_kernel_shared_array_given_one_copy_per_element_as_the_hint_says_matches_python():
+    x = np.linspace(0.0, 1.4, 10)
+    hist = np.arange(3.0)
+    copies = np.repeat(hist[None], x.size, axis=0)
+    python_copies = copies.copy()
+    got = jit(vmap(histogram_step), backend="cuda")(x, copies)
+    np.testing.assert_allclose(got, _per_element(histogram_step, x, python_copies), rtol=1e-12)
+    np.testing.assert_allclose(copies, python_copies, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- source and PTX
 
 @needs_numba_cuda
@@ -360,3 +379,12 @@ def test_helper_without_cuda_form_is_refused_at_its_first_use_not_the_def():
     assert caught.value.lineno == _statement_line(copied_helper, "own_copy(y)")
     assert caught.value.col == 4
     assert "backend='cpu'" in caught.value.hint
+
+
+@needs_numba_cuda
+def test_update_of_an_array_every_thread_shares_is_refused_at_its_line():
+    x = np.linspace(0.0, 1.4, 10)
+    with pytest.raises(TransformError, match="every CUDA thread writes 'hist'") as caught:
+        jit(vmap(histogram_step, in_axes=(0, None)), backend="cuda").source(x, np.zeros(3))
+    assert caught.value.lineno == _statement_line(histogram_step, "hist[bin_] += x")
+    assert "np.repeat(hist[None], n, axis=0)" in caught.value.hint

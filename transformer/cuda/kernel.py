@@ -81,20 +81,24 @@ def build_kernel(jitted, static: dict, arguments: list, probe: bool) -> Kernel:
         outputs, is_tuple = [Spec(float_dtype)], False
     checks = getattr(jitted, "boundscheck", False)
     device = to_cuda_dialect(fn, specs, float_dtype, outputs, boundscheck=checks)
+    writes = parameter_writes(device)
+    if not elementwise:
+        _refuse_shared_writes(device, arguments, writes)
     shape = tuple(np.broadcast_shapes(*[a.spec.shape for a in arguments])) \
         if elementwise else None
     out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
     text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
                                            float_dtype, static)
     return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis,
-                  written_parameters(device),
+                  frozenset(writes),
                   flagged=len(device.params) > len(arguments) + len(outputs))
 
 
-def written_parameters(fn: Function) -> frozenset:
-    """Parameters whose elements `fn` writes, directly or through a view or an alias."""
+def parameter_writes(fn: Function) -> dict:
+    """Each parameter whose elements `fn` writes, directly or through a view or an alias,
+    mapped to the first statement writing it."""
     aliases = {p: p for p in fn.params}
-    written = set()
+    written: dict = {}
     for stmt in _statements(fn.node.body):
         if not isinstance(stmt, gast.Assign):
             continue
@@ -106,8 +110,20 @@ def written_parameters(fn: Function) -> frozenset:
             aliases[target.id] = aliases[value.id]
         elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
                 and target.value.id in aliases:
-            written.add(aliases[target.value.id])
-    return frozenset(written)
+            written.setdefault(aliases[target.value.id], stmt)
+    return written
+
+
+def _refuse_shared_writes(fn: Function, arguments, writes: dict) -> None:
+    """Every thread of a batched kernel sees the same array of an argument not batched
+    (in_axes None): its writes would race, where the cpu backend gives each element a copy."""
+    for argument in arguments:
+        if argument.axis is None and argument.spec.is_array and argument.name in writes:
+            raise fn.origin.error(
+                writes[argument.name], f"every CUDA thread writes {argument.name!r}, which "
+                "all threads share (its in_axes entry is None): the writes would race",
+                f"give each element its own copy (in_axes 0 over np.repeat({argument.name}"
+                "[None], n, axis=0)), or return the values and combine them after the call")
 
 
 def _statements(stmts):
