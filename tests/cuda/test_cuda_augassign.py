@@ -185,6 +185,19 @@ def histogram_step(x, hist):
     return hist[bin_] * 2.0
 
 
+def fill_first(levels, qty):
+    take = min(qty, levels[0])
+    levels[0] -= take
+    return take
+
+
+def fill_through_a_helper(book, qty):
+    """The book is written by the helper it is passed to."""
+    filled = fill_first(book, qty)
+    filled += book[1]
+    return filled
+
+
 def _inputs(n=8, dtype=np.float64):
     rng = np.random.default_rng(3)
     return (rng.uniform(0.2, 1.5, n).astype(dtype), rng.uniform(0.5, 2.0, n).astype(dtype))
@@ -300,6 +313,21 @@ def test_kernel_shared_array_given_one_copy_per_element_as_the_hint_says_matches
     np.testing.assert_allclose(copies, python_copies, rtol=1e-12)
 
 
+@on_simulator
+@pytest.mark.slow
+def test_kernel_array_argument_written_by_a_called_helper_reaches_the_caller():
+    book, _, qty, _ = _books()
+    cuda_book, cpu_book, python_book = book.copy(), book.copy(), book.copy()
+    got = jit(vmap(fill_through_a_helper), backend="cuda")(cuda_book, qty)
+    np.testing.assert_allclose(got, jit(vmap(fill_through_a_helper))(cpu_book, qty),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got, _per_element(fill_through_a_helper, python_book, qty),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(cuda_book, python_book)
+    np.testing.assert_array_equal(cuda_book, cpu_book)
+    assert (cuda_book != book).any()
+
+
 # ---------------------------------------------------------------- source and PTX
 
 @needs_numba_cuda
@@ -388,3 +416,12 @@ def test_update_of_an_array_every_thread_shares_is_refused_at_its_line():
         jit(vmap(histogram_step, in_axes=(0, None)), backend="cuda").source(x, np.zeros(3))
     assert caught.value.lineno == _statement_line(histogram_step, "hist[bin_] += x")
     assert "np.repeat(hist[None], n, axis=0)" in caught.value.hint
+
+
+@needs_numba_cuda
+def test_array_every_thread_shares_written_by_a_called_helper_is_refused_at_the_call():
+    book, _, qty, _ = _books(4)
+    with pytest.raises(TransformError, match="every CUDA thread writes 'book'") as caught:
+        jit(vmap(fill_through_a_helper, in_axes=(None, 0)), backend="cuda").source(book[0],
+                                                                                    qty)
+    assert caught.value.lineno == _statement_line(fill_through_a_helper, "fill_first(")

@@ -100,6 +100,11 @@ def parameter_writes(fn: Function) -> dict:
     aliases = {p: p for p in fn.params}
     written: dict = {}
     for stmt in _statements(fn.node.body):
+        call = getattr(stmt, "value", None)
+        if isinstance(stmt, (gast.Assign, gast.Expr)) and isinstance(call, gast.Call):
+            for arg in _arguments_written_by(fn, call):
+                if arg in aliases:
+                    written.setdefault(aliases[arg], stmt)
         if not isinstance(stmt, gast.Assign):
             continue
         target, value = stmt.targets[0], stmt.value
@@ -112,6 +117,38 @@ def parameter_writes(fn: Function) -> dict:
                 and target.value.id in aliases:
             written.setdefault(aliases[target.value.id], stmt)
     return written
+
+
+def _arguments_written_by(fn: Function, call: gast.Call) -> list:
+    """The names passed to a device function (a `Callee`) that writes into them."""
+    callee = fn.env.get(call.func.id) if isinstance(call.func, gast.Name) else None
+    if not isinstance(callee, Callee):
+        return []
+    positions = _written_positions(callee.function, frozenset())
+    return [a.id for k, a in enumerate(call.args) if k in positions and isinstance(a, gast.Name)]
+
+
+def _written_positions(function: Function, seen: frozenset) -> set:
+    """Positions of the parameters `function` writes in place, itself or through the
+    functions it calls (their parameters, passed on by name)."""
+    from transformer.aliases import written_params
+    from transformer.anf import anf
+    from transformer.desugar import desugar
+    from transformer.function import resolve
+    key = function.origin.describe()         # each call site parses its own Function
+    if key in seen:                          # recursion: its writes are found at the top
+        return set()
+    fn = anf(desugar(function))
+    written = set(written_params(fn))
+    for node in gast.walk(fn.node):
+        target = resolve(fn, node.func, None) if isinstance(node, gast.Call) else None
+        callee = callee_function(target) if target is not None else None
+        if callee is None:
+            continue
+        inner = _written_positions(callee, seen | {key})
+        written |= {a.id for k, a in enumerate(node.args)
+                    if k in inner and isinstance(a, gast.Name) and a.id in fn.params}
+    return {k for k, p in enumerate(fn.params) if p in written}
 
 
 def _refuse_shared_writes(fn: Function, arguments, writes: dict) -> None:
