@@ -18,6 +18,7 @@ import gast
 import numpy as np
 
 from transformer.function import Function, resolve
+from transformer.primitives import registry
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
 from codegen import emit
@@ -105,8 +106,10 @@ class LowerArrays(StatementRewriter):
         module = getattr(func, "__module__", None) or ""
         if module.split(".")[0] == "numpy" or isinstance(func, np.ufunc):
             what = getattr(func, "__name__", repr(func))
+            why = registry.reason(func, "cuda")
             raise self.fn.origin.error(
                 stmt, f"np.{what} of arrays has no CUDA form here (assigning {target!r})",
+                (f"{why}; or " if why else "") +
                 "write the loop over the elements, or use elementwise functions, "
                 "np.sum/np.dot/np.max/np.min and allocations of a fixed size")
 

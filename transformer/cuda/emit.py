@@ -3,7 +3,8 @@
 Input: any Function (it is desugared and put in A-normal form first) and a `Spec` per
 parameter - the dtype and shape one thread sees, fixed by the call. The passes run in
 order: shape folding (here), runtime helpers (`.runtime`), arrays to loops
-(`.arrays`), scalar math, outputs as writes, typed constants (here). Output invariant:
+(`.arrays`), scalar math, refusals of calls without a CUDA form (`.refusals`), outputs
+as writes, typed constants (here). Output invariant:
 - every `x.shape`, `x.size`, `x.ndim`, `x.dtype`, `len(x)` of an array of known shape is a
   constant, and so is every name assigned once to a constant;
 - nothing allocates: `np.zeros/ones/empty/full(_like)` and `np.copy` are
@@ -36,6 +37,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 
 from codegen import emit
 from .arrays import LowerArrays, lower_arrays
+from .refusals import refuse_calls_without_cuda_form
 from .runtime import lower_runtime
 from .types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
                          StatementRewriter, infer, is_local_array)
@@ -52,6 +54,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None,
     fn = lower_runtime(fn, specs, float_dtype, Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)
     fn = scalar_math(fn, float_dtype)
+    refuse_calls_without_cuda_form(fn)
     if outputs is not None:
         fn = destination_passing(fn, outputs, float_dtype)
     check_local_memory(fn)

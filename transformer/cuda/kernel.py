@@ -28,6 +28,7 @@ from codegen import backends, emit
 from codegen.cuda import Kernel, load_device_function, simulated
 from ..materialize import compile_function
 from .emit import to_cuda_dialect
+from .refusals import missing_form_error
 from .types import Callee, Spec, callee_function, spec_of_value
 
 
@@ -80,21 +81,30 @@ def build_kernel(jitted, static: dict, arguments: list, probe: bool) -> Kernel:
         outputs, is_tuple = [Spec(float_dtype)], False
     checks = getattr(jitted, "boundscheck", False)
     device = to_cuda_dialect(fn, specs, float_dtype, outputs, boundscheck=checks)
+    writes = parameter_writes(device)
+    if not elementwise:
+        _refuse_shared_writes(device, arguments, writes)
     shape = tuple(np.broadcast_shapes(*[a.spec.shape for a in arguments])) \
         if elementwise else None
     out_axis = None if elementwise else _out_axis(jitted.batch.out_axes)
     text, namespace, kernel_name = _module(jitted, device, arguments, outputs, shape,
                                            float_dtype, static)
     return Kernel(text, namespace, kernel_name, outputs, is_tuple, shape, out_axis,
-                  written_parameters(device),
+                  frozenset(writes),
                   flagged=len(device.params) > len(arguments) + len(outputs))
 
 
-def written_parameters(fn: Function) -> frozenset:
-    """Parameters whose elements `fn` writes, directly or through a view or an alias."""
+def parameter_writes(fn: Function) -> dict:
+    """Each parameter whose elements `fn` writes, directly or through a view or an alias,
+    mapped to the first statement writing it."""
     aliases = {p: p for p in fn.params}
-    written = set()
+    written: dict = {}
     for stmt in _statements(fn.node.body):
+        call = getattr(stmt, "value", None)
+        if isinstance(stmt, (gast.Assign, gast.Expr)) and isinstance(call, gast.Call):
+            for arg in _arguments_written_by(fn, call):
+                if arg in aliases:
+                    written.setdefault(aliases[arg], stmt)
         if not isinstance(stmt, gast.Assign):
             continue
         target, value = stmt.targets[0], stmt.value
@@ -105,8 +115,52 @@ def written_parameters(fn: Function) -> frozenset:
             aliases[target.id] = aliases[value.id]
         elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
                 and target.value.id in aliases:
-            written.add(aliases[target.value.id])
-    return frozenset(written)
+            written.setdefault(aliases[target.value.id], stmt)
+    return written
+
+
+def _arguments_written_by(fn: Function, call: gast.Call) -> list:
+    """The names passed to a device function (a `Callee`) that writes into them."""
+    callee = fn.env.get(call.func.id) if isinstance(call.func, gast.Name) else None
+    if not isinstance(callee, Callee):
+        return []
+    positions = _written_positions(callee.function, frozenset())
+    return [a.id for k, a in enumerate(call.args) if k in positions and isinstance(a, gast.Name)]
+
+
+def _written_positions(function: Function, seen: frozenset) -> set:
+    """Positions of the parameters `function` writes in place, itself or through the
+    functions it calls (their parameters, passed on by name)."""
+    from transformer.aliases import written_params
+    from transformer.anf import anf
+    from transformer.desugar import desugar
+    from transformer.function import resolve
+    key = function.origin.describe()         # each call site parses its own Function
+    if key in seen:                          # recursion: its writes are found at the top
+        return set()
+    fn = anf(desugar(function))
+    written = set(written_params(fn))
+    for node in gast.walk(fn.node):
+        target = resolve(fn, node.func, None) if isinstance(node, gast.Call) else None
+        callee = callee_function(target) if target is not None else None
+        if callee is None:
+            continue
+        inner = _written_positions(callee, seen | {key})
+        written |= {a.id for k, a in enumerate(node.args)
+                    if k in inner and isinstance(a, gast.Name) and a.id in fn.params}
+    return {k for k, p in enumerate(fn.params) if p in written}
+
+
+def _refuse_shared_writes(fn: Function, arguments, writes: dict) -> None:
+    """Every thread of a batched kernel sees the same array of an argument not batched
+    (in_axes None): its writes would race, where the cpu backend gives each element a copy."""
+    for argument in arguments:
+        if argument.axis is None and argument.spec.is_array and argument.name in writes:
+            raise fn.origin.error(
+                writes[argument.name], f"every CUDA thread writes {argument.name!r}, which "
+                "all threads share (its in_axes entry is None): the writes would race",
+                f"give each element its own copy (in_axes 0 over np.repeat({argument.name}"
+                "[None], n, axis=0)), or return the values and combine them after the call")
 
 
 def _statements(stmts):
@@ -310,9 +364,7 @@ def _materialize_env(fn: Function, fastmath, float_dtype, imports, namespace, fi
             fingerprints.append(f"# uses {name}: device function {compiled.key[:32]}")
             continue
         if inspect.isfunction(value) and not _is_cuda_callable(value):
-            raise fn.origin.error(fn.node, f"{fn.name} calls {value.__module__}."
-                                  f"{value.__qualname__}, which has no CUDA form",
-                                  hint="use backend='cpu' for this function")
+            raise missing_form_error(fn, name, value)
         namespace[name] = value
         fingerprints.append(f"# uses {name}: {backends.fingerprint(value)}")
 

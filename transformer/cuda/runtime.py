@@ -4,8 +4,9 @@ Derivative code calls helpers such as `cast_like(1.0, x)`, `broadcast_like(t, z)
 `unbroadcast(g, x)`, which Numba's CPU target compiles through `overload`. A GPU thread
 cannot call those, but once shapes are known each call is a plain NumPy statement:
 `cast_like(1.0, x32)` is `np.float32(1.0)`, `unbroadcast(g, x)` of a scalar `x` is
-`np.float64(np.sum(g))`. This pass rewrites them so; the array lowering then turns those
-statements into loops.
+`np.float64(np.sum(g))`, and `z = update_in_place(a, v)` (`a += v` where another name
+may hold `a`) is `z = v` for a number, `a[:] = v` for an array. This pass rewrites them
+so; the array lowering then turns those statements into loops.
 
 Tapes of reverse mode become `cuda.local.array`s declared at the top of the function,
 sized by counting, for each tape, its pushes times the trip counts of the loops around
@@ -24,7 +25,9 @@ import gast
 import numpy as np
 
 from transformer import reverse, runtime, tape
+from transformer.api_reverse import stop_gradient
 from transformer.function import Function, hashable, resolve
+from transformer.runtime.errors import copy_hint
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
 from .types import Spec, StatementRewriter, infer, local_array
@@ -146,6 +149,62 @@ def _scatter_add(rt: _Runtime, stmt, target, args):
             assign(store(new), gast.BinOp(left=name(old), op=gast.Add(), right=values)),
             assign(subscript(copy.deepcopy(array), copy.deepcopy(index), gast.Store()),
                    name(new))]
+
+
+def _update_in_place(rt: _Runtime, stmt, target, args):
+    """`z = update_in_place(a, v)`, desugared from `a += v` where another name may hold
+    `a`: per thread, a number is rebound to `v` and an array is overwritten with `v`."""
+    held, value = args
+    return _overwrite(rt, stmt, target, held, held, value)
+
+
+def _update_tangent(rt: _Runtime, stmt, target, args):
+    """The tangent of `update_in_place(a, v)`: `a`'s tangent array overwritten with `v`'s
+    tangent where `a` is an array, else the tangent of `v`."""
+    held, tangent, value = args
+    return _overwrite(rt, stmt, target, held, tangent, value)
+
+
+def _overwrite(rt: _Runtime, stmt, target, held, into, value) -> list:
+    """`target = value` when `held` is a number; when it is an array, `into[:] = value`
+    (lowered to a loop by `.arrays`) and `target` bound to `into`, as NumPy's `+=` keeps
+    the array every name holding it sees."""
+    spec = rt.spec(held)
+    if spec is None:
+        raise rt.fn.origin.error(
+            stmt, f"{held.id!r} holds values of different shapes or types, so this "
+            "augmented assignment has no per-thread form in a CUDA kernel",
+            f"give {held.id!r} one shape and dtype (start it with np.zeros of its final "
+            "shape), or use backend='cpu'")
+    if not spec.is_array:
+        return [assign(store(target), value)]
+    given = rt.spec(value)
+    if given is not None and not np.can_cast(given.dtype, spec.dtype, casting="same_kind"):
+        raise rt.fn.origin.error(
+            stmt, f"cannot update the {spec.dtype} array {held.id!r} in place with values of "
+            f"{given.dtype} (NumPy refuses this too)",
+            f"write {held.id} = {held.id} + ... for a new array, or give {held.id!r} a "
+            f"{given.dtype} dtype")
+    whole = [gast.Slice(lower=None, upper=None, step=None) for _ in spec.shape]
+    index = whole[0] if len(whole) == 1 else gast.Tuple(elts=whole, ctx=gast.Load())
+    stmts = [assign(subscript(copy.deepcopy(into), index, gast.Store()), value)]
+    if target != into.id:
+        stmts.append(assign(store(target), copy.deepcopy(into)))
+    return stmts
+
+
+def _check_not_shared(rt: _Runtime, stmt, target, args):
+    """Reverse mode's check that `other` does not hold the array an augmented assignment
+    updates: two numbers never share, so it goes; a thread cannot raise when two arrays
+    do, so that is refused when the kernel is compiled."""
+    other, array, label, source = args
+    specs = [rt.spec(other), rt.spec(array)]
+    if any(s is not None and not s.is_array for s in specs):
+        return []
+    raise rt.fn.origin.error(
+        stmt, f"{label.value!r} may hold the array {source.value!r} names, which this "
+        "augmented assignment updates in place; a gradient in a CUDA kernel cannot check "
+        "that per thread", copy_hint(source.value, label.value, either=True))
 
 
 def _inside(rt: _Runtime, stmt, target, args):
@@ -386,4 +445,8 @@ LOWERINGS = {
     runtime.broadcast_reduced: _broadcast_reduced,
     runtime.scatter_add: _scatter_add,
     runtime.inside: _inside,
+    runtime.update_in_place: _update_in_place,
+    runtime.update_tangent: _update_tangent,
+    tape.check_not_shared: _check_not_shared,
+    stop_gradient: lambda rt, stmt, target, args: [assign(store(target), args[0])],
 }

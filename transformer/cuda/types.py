@@ -261,6 +261,8 @@ class Inference:
             return Spec(np.dtype(dtype), (len(args[0]),))
         if target in _TAPES and args and args[0] is not None:
             return self._tape(target, args[0])
+        if target is runtime.update_tangent and len(args) == 3 and args[0] is not None:
+            return args[1] if args[0].is_array else args[2]      # like update_in_place
         if target is runtime.matmul_grad_right and len(args) == 3 and None not in args:
             return Spec(result_dtype(*args), args[2].shape)
         if target in _HELPERS and args and args[0] is not None:
@@ -368,6 +370,8 @@ _HELPERS = {
     runtime.inside: lambda inf, x, _=None: Spec(BOOL.dtype, x.shape),
     runtime.reduce_sum: lambda inf, a, _=None: Spec(a.dtype),
     runtime.matmul_grad_left: lambda inf, g, a: Spec(result_dtype(g, a), a.shape),
+    # `z += v` where another name may hold `z`: an array keeps its Spec, a number is `v`
+    runtime.update_in_place: lambda inf, target, value: target if target.is_array else value,
 }
 
 

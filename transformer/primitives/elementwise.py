@@ -70,7 +70,7 @@ for _keys, _scalar, _keeps_int in [
         _record.cuda = "elementwise" if _scalar else None
 registry.record(np.round).unary_only = registry.record(np.around).unary_only = True
 for _key, _hint in [(np.fix, "math.trunc(x)"), (np.trunc, "math.trunc(x)"),
-                    (np.sign, "(x > 0) - (x < 0)")]:
+                    (np.sign, "1.0 if x > 0 else -1.0 if x < 0 else 0.0")]:
     registry.unsupported(_key, "cuda", f"no scalar form in CUDA kernels yet; write {_hint}")
 
 registry.unsupported(round, "vmap", "round() takes one number; write np.round for arrays")
