@@ -197,9 +197,12 @@ def _random_bits(k, bit_width: int, shape: tuple[int, ...]) -> np.ndarray:
     return out.astype(_UINT_DTYPES[bit_width])
 
 
-def bits(k, shape=(), dtype=np.uint32) -> np.ndarray:
-    """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64)."""
-    dt = np.dtype(dtype)
+def bits(k, shape=(), dtype=None) -> np.ndarray:
+    """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64).
+
+    The default dtype is uint64, JAX's default unsigned type with x64 enabled.
+    """
+    dt = np.dtype(np.uint64 if dtype is None else dtype)
     if dt.kind != "u" or dt.itemsize * 8 not in _UINT_DTYPES:
         raise TypeError(f"bits requires an unsigned integer dtype, got {dt}")
     return _random_bits(k, dt.itemsize * 8, _canonical_shape(shape))
@@ -454,3 +457,11 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0) -> np.ndarray:
         result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
     out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
     return result.reshape(out_shape)
+
+
+# The further samplers (gamma, poisson, categorical, ...) live in their own module and
+# are part of this namespace; imported last because they build on the functions above.
+from .random_samplers import *  # noqa: E402, F401, F403
+from .random_samplers import __all__ as _sampler_names  # noqa: E402
+
+__all__ += _sampler_names
