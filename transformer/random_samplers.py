@@ -148,8 +148,10 @@ def _real_param(name: str, what: str, value, dt: np.dtype, lowest: float) -> np.
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name}: {what} must be real numbers, got dtype {arr.dtype}")
     arr = arr.astype(dt)
-    if np.isnan(arr).any() or (arr < lowest).any():
-        raise ValueError(f"{name}: {what} must be >= {lowest:g} (and not NaN), got {value!r}")
+    bad = np.isnan(arr) | (arr < lowest)
+    if bad.any():
+        first = arr[bad].flat[0]
+        raise ValueError(f"{name}: {what} must be >= {lowest:g} (and not NaN), got {first}")
     return arr
 
 
@@ -500,21 +502,34 @@ def _lgamma32(x: np.ndarray) -> np.ndarray:
 
 
 def poisson(key, lam, shape=None, dtype=None) -> np.ndarray:
-    """Poisson(lam) counts (int64 by default); ``lam`` is read as float32, as in JAX."""
+    """Poisson(lam) counts (int64 by default); ``lam`` is read as float32, as in JAX.
+
+    Counts beyond the range of ``dtype`` clamp to its maximum, as XLA's conversion does.
+    """
     dt = np.dtype(np.int64 if dtype is None else dtype)
     if dt.kind not in "iu":
         raise TypeError(f"poisson requires an integer dtype, got {dt}")
     lam = _real_param("poisson", "lam", lam, _F32, 0.0)
     if np.isinf(lam).any():
-        raise ValueError(f"poisson: lam must be finite, got {lam!r}")
+        raise ValueError("poisson: lam must be finite (as a float32), got inf")
     shape = _shape_or_broadcast("poisson", shape, lam)
     lam = np.broadcast_to(lam, shape)
     use_knuth = lam < 10
     with np.errstate(all="ignore"):
         knuth = _poisson_knuth(key, np.where(use_knuth, lam, np.float32(0.0)), shape)
         rejection = _poisson_rejection(key, np.where(use_knuth, np.float32(1e5), lam), shape)
-    result = np.where(use_knuth, knuth, rejection.astype(np.int64))
-    return np.where(lam == 0, 0, result).astype(dt)
+    result = np.where(use_knuth, knuth.astype(dt), _to_int_saturating(rejection, dt))
+    return np.where(lam == 0, dt.type(0), result).astype(dt)
+
+
+def _to_int_saturating(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Whole floats to ``dt`` as XLA converts them: out-of-range values clamp to its bounds."""
+    info = np.iinfo(dt)
+    x64 = x.astype(np.float64)
+    top = x64 >= 2.0 ** (info.bits - (1 if info.min < 0 else 0))
+    low = x64 < float(info.min)
+    inner = np.where(top | low, 0.0, x64).astype(dt)
+    return np.where(top, dt.type(info.max), np.where(low, dt.type(info.min), inner))
 
 
 # ---------------------------------------------------------------------------

@@ -54,6 +54,8 @@ CASES = [
     ("gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)", False),
     (f"poisson(PRNGKey(7), {LAMS})", True),
     ("poisson(PRNGKey(3), 4.0, (6,), np.int32)", True),
+    ("poisson(PRNGKey(3), np.array([5.0, 300.0, 1e6]), dtype=np.uint8)", True),
+    ("poisson(PRNGKey(0), 3e38, (2,))", True),
     (f"beta(PRNGKey(7), {ALPHAS}, 2.0)", False),
     ("beta(PRNGKey(3), np.float32(0.3), np.float32(0.7), (5,), np.float32)", False),
     ("dirichlet(PRNGKey(7), np.array([0.5, 1.0, 2.0, 4.0]))", False),
