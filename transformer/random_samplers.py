@@ -3,19 +3,20 @@
 Every sampler keeps JAX's signature and defaults (x64 on: float64 / int64 results) and
 follows the algorithm of ``jax/_src/random/core.py`` (JAX 0.10.2) step for step: the same
 key splits, the same draws from the same counters, the same order of floating-point
-operations, with XLA's CPU arithmetic from `random_xla` (fused multiply-adds, ``log``,
-``log1p``, ``erf_inv``, and XLA's rewrites: ``x / c`` becomes ``x * (1 / c)``, ``a / sqrt(b)``
-becomes ``a * rsqrt(b)``, float32 ``erf`` is a rational polynomial).  Measured against
-JAX 0.10.2 on tens of thousands of draws:
+operations, with XLA's CPU arithmetic from `random_xla` and `random_xla_special` (fused
+multiply-adds, ``log``, ``log1p``, ``erf_inv``, ``erf``, ``exp``, flush-to-zero) and its
+rewrites (``x / c`` becomes ``x * (1 / c)``, ``a / sqrt(b)`` becomes ``a * rsqrt(b)``).
+Measured against JAX 0.10.2 on tens of thousands of draws:
 
 * bit for bit: ``gumbel``, ``categorical``, ``exponential``, ``laplace``, ``logistic``,
-  ``truncated_normal`` (float32 and float64), ``poisson``, and float64 ``gamma``;
-* about 1e-15 relative (float64) or 1e-6 (float32): ``beta`` and ``dirichlet`` (XLA's
-  ``exp`` is its own polynomial), ``multivariate_normal`` and ``orthogonal`` (LAPACK
-  factorizations summed in another order), float32 ``gamma``.  float32 ``gamma`` uses
-  ``1 / sqrt``, where XLA refines the CPU's approximate ``rsqrt`` instruction (so JAX
-  itself differs between processors); where ``1 + c * x`` nearly cancels, a draw can
-  differ by a few 1e-6 relative.
+  ``truncated_normal`` (float32 and float64), ``poisson``, and in float64 ``gamma``,
+  ``beta`` and ``dirichlet`` (``dirichlet`` over more than about a dozen categories sums
+  in another order than XLA: 1e-15 relative);
+* about 1e-15 relative (float64) or 1e-6 (float32): ``multivariate_normal`` and
+  ``orthogonal`` (LAPACK factorizations, summed in another order), and float32 ``gamma``,
+  ``beta`` and ``dirichlet``: they use ``1 / sqrt`` where XLA refines the CPU's
+  approximate ``rsqrt`` instruction (so JAX itself differs between processors); where
+  ``1 + c * x`` nearly cancels, a draw can differ by a few 1e-6 relative.
 * float16 ``logistic`` and ``gumbel(mode="low")`` can differ from XLA by one float16 rounding
   of an intermediate (its float16 ``log`` is not reproduced); ``mode="high"`` is bit for bit.
 
@@ -35,6 +36,7 @@ import math
 import numpy as np
 
 from . import random_xla as xla
+from . import random_xla_special as xla_special
 from .random_bits import (
     _as_key,
     _canonical_shape,
@@ -84,42 +86,6 @@ def _log1p(x, dt: np.dtype) -> np.ndarray:
     wide = _F64 if dt == _F64 else _F32
     with np.errstate(all="ignore"):
         return xla.log1p(np.asarray(x, dt).astype(wide), wide).astype(dt)
-
-
-_math_erf = np.frompyfunc(math.erf, 1, 1)
-
-# XLA's float32 erf (read from its CPU kernel): x * P(x^2) / Q(x^2) in Horner form with
-# fused multiply-adds, and +-1 from |x| >= 3.8325069.  Coefficients as float32 bit patterns.
-_ERF32_CUTOFF = 0x407547CB
-_ERF32_P = (0x39702D51, 0x3B5F5DA2, 0x3D50B6EB, 0x3E3DA740, 0x3F906EBA)
-_ERF32_Q = (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE34C21, 0x3EFEB44A, 0x3F800000)
-
-
-def _f32_bits(pattern: int) -> np.float32:
-    return np.array(pattern, np.uint32).view(np.float32)[()]
-
-
-def _erf32(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, _F32)
-    x2 = x * x
-    p = np.full(x.shape, _f32_bits(_ERF32_P[0]))
-    for c in _ERF32_P[1:]:
-        p = xla.fma(x2, p, _f32_bits(c), _F32)
-    q = np.full(x.shape, _f32_bits(_ERF32_Q[0]))
-    for c in _ERF32_Q[1:]:
-        q = xla.fma(x2, q, _f32_bits(c), _F32)
-    with np.errstate(invalid="ignore"):
-        ratio = (x * p) / q
-    saturated = np.abs(x) >= _f32_bits(_ERF32_CUTOFF)
-    return np.where(saturated, np.copysign(np.float32(1.0), x), ratio).astype(_F32)
-
-
-def _erf(x: np.ndarray, dt: np.dtype) -> np.ndarray:
-    """erf as XLA computes it: the C library's in float64, a rational form otherwise."""
-    if dt != _F64:
-        return _erf32(np.asarray(x, dt).astype(_F32)).astype(dt)
-    x64 = np.asarray(x, _F64)
-    return np.asarray(_math_erf(x64), dtype=_F64).reshape(x64.shape)
 
 
 # ---------------------------------------------------------------------------
@@ -326,8 +292,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> np.ndarray:
     lower, upper = lower.astype(dt), upper.astype(dt)
     # XLA turns the division by the constant sqrt(2) into a product with its reciprocal.
     inv_sqrt2 = np.array(1.0, dt) / np.array(np.sqrt(2.0), dt)
-    a = _erf((lower * inv_sqrt2).astype(dt), dt)
-    b = _erf((upper * inv_sqrt2).astype(dt), dt)
+    a = xla_special.erf((lower * inv_sqrt2).astype(dt), dt)
+    b = xla_special.erf((upper * inv_sqrt2).astype(dt), dt)
     u = _uniform(key, shape, dt, a, b)
     out = normal_from_uniform(u, dt)
     lo = np.nextafter(lower, np.array(np.inf, dt))
@@ -397,8 +363,9 @@ def _gamma(key, a: np.ndarray, shape: tuple[int, ...], dt: np.dtype, log_space: 
             log_boost = np.where(boost | (log_u == 0), t(0.0), log_u * (one / alpha))
             out = _log(d, dt) + _log(v, dt) + log_boost
         else:
-            scale = np.where(boost, one, np.power(one - u_final, one / alpha))
-            out = d * v * scale
+            boosted = xla_special.flush_subnormal(np.power(one - u_final, one / alpha))
+            scale = np.where(boost, one, boosted)
+            out = xla_special.flush_subnormal(d * v * scale)
     return out.astype(dt, copy=False).reshape(shape)
 
 
@@ -421,8 +388,9 @@ def beta(key, a, b, shape=None, dtype=None) -> np.ndarray:
     log_gb = _gamma(key_b, b, shape, dt, log_space=True)
     log_max = np.maximum(log_ga, log_gb)
     with np.errstate(invalid="ignore"):
-        ga, gb = np.exp(log_ga - log_max), np.exp(log_gb - log_max)
-        return (ga / (ga + gb)).astype(dt, copy=False)
+        ga = xla_special.exp(log_ga - log_max, dt)
+        gb = xla_special.exp(log_gb - log_max, dt)
+        return xla_special.flush_subnormal(ga / (ga + gb)).astype(dt, copy=False)
 
 
 def dirichlet(key, alpha, shape=None, dtype=None) -> np.ndarray:
@@ -438,8 +406,13 @@ def dirichlet(key, alpha, shape=None, dtype=None) -> np.ndarray:
     batch = _shape_or_broadcast("dirichlet", shape, np.empty(alpha.shape[:-1]))
     log_g = _gamma(key, alpha, batch + alpha.shape[-1:], dt, log_space=True)
     with np.errstate(invalid="ignore"):
-        e = np.exp(log_g - np.max(log_g, axis=-1, keepdims=True))
-        return (e / np.sum(e, axis=-1, keepdims=True)).astype(dt, copy=False)
+        e = xla_special.exp(log_g - np.max(log_g, axis=-1, keepdims=True), dt)
+        # XLA sums left to right and divides by the sum through its reciprocal.
+        total = e[..., 0].copy()
+        for j in range(1, e.shape[-1]):
+            total = total + e[..., j]
+        out = xla_special.flush_subnormal(e * (dt.type(1.0) / total)[..., None])
+        return out.astype(dt, copy=False)
 
 
 # ---------------------------------------------------------------------------
@@ -480,25 +453,13 @@ def _poisson_rejection(key, lam: np.ndarray, shape) -> np.ndarray:
         us = f(0.5) - np.abs(u)
         k = np.floor(xla.fma(f(2.0) * a / us + b, u, lam, f32) + f(0.43))
         s = _log(v * inv_alpha / (a / (us * us) + b), f32)
-        t = xla.fma(k, log_lam, -lam, f32) - _lgamma32(k + f(1.0))
+        t = xla.fma(k, log_lam, -lam, f32) - xla_special.lgamma32(k + f(1.0))
         accept1 = (us >= f(0.07)) & (v <= v_r)
         reject = (k < 0) | ((us < f(0.013)) & (v > us))
         accept = accept1 | (~reject & (s <= t))
         k_out = np.where(accept, k, k_out)
         accepted |= accept
     return k_out
-
-
-_math_lgamma = np.frompyfunc(math.lgamma, 1, 1)
-
-
-def _lgamma32(x: np.ndarray) -> np.ndarray:
-    # XLA's float32 lgamma is a Lanczos sum; the correctly rounded value stands in.
-    # Its poles (k + 1 <= 0, only reached by rejected proposals) give +inf.
-    x64 = x.astype(np.float64)
-    pole = x64 <= 0
-    vals = np.asarray(_math_lgamma(np.where(pole, 1.0, x64)), np.float64).reshape(x.shape)
-    return np.where(pole, np.inf, vals).astype(np.float32)
 
 
 def poisson(key, lam, shape=None, dtype=None) -> np.ndarray:

@@ -6,8 +6,8 @@ Run from the repository root with JAX installed (the tests read the file and nee
 
 Each case is a call written once, as text, and evaluated against ``jax.random`` here and
 against ``transformer.random`` in tests/api/test_random_samplers.py (the two share names
-and signatures).  ``exact`` cases must agree bit for bit; the others (rejection samplers
-whose acceptance tests use XLA's own exp/lgamma/rsqrt, LAPACK factorizations) to
+and signatures).  ``exact`` cases must agree bit for bit; the others (float32 rejection
+samplers, where XLA refines the CPU's approximate rsqrt; LAPACK factorizations) to
 ``rtol`` relative to the largest magnitude in the answer.
 """
 
@@ -56,10 +56,10 @@ CASES = [
     ("poisson(PRNGKey(3), 4.0, (6,), np.int32)", True),
     ("poisson(PRNGKey(3), np.array([5.0, 300.0, 1e6]), dtype=np.uint8)", True),
     ("poisson(PRNGKey(0), 3e38, (2,))", True),
-    (f"beta(PRNGKey(7), {ALPHAS}, 2.0)", False),
+    (f"beta(PRNGKey(7), {ALPHAS}, 2.0)", True),
     ("beta(PRNGKey(3), np.float32(0.3), np.float32(0.7), (5,), np.float32)", False),
-    ("dirichlet(PRNGKey(7), np.array([0.5, 1.0, 2.0, 4.0]))", False),
-    ("dirichlet(PRNGKey(3), np.ones((2, 3)), (4, 2))", False),
+    ("dirichlet(PRNGKey(7), np.array([0.5, 1.0, 2.0, 4.0]))", True),
+    ("dirichlet(PRNGKey(3), np.ones((2, 3)), (4, 2))", True),
     (f"multivariate_normal(PRNGKey(7), np.arange(3.0), {COV}, (4,))", False),
     (f"multivariate_normal(PRNGKey(7), np.arange(3.0), {COV}, (4,), method='eigh')", False),
     (f"multivariate_normal(PRNGKey(7), np.arange(3.0), {COV}, (4,), method='svd')", False),
