@@ -32,6 +32,7 @@ CASES = [
     ("bits(PRNGKey(7), (3,))", True),
     ("exponential(PRNGKey(7), (6,))", True),
     ("exponential(PRNGKey(3), (2, 3), np.float32)", True),
+    ("exponential(PRNGKey(3), (5,), np.float16)", True),
     ("laplace(PRNGKey(7), (6,))", True),
     ("laplace(PRNGKey(3), (5,), np.float32)", True),
     ("logistic(PRNGKey(7), (6,))", True),
@@ -52,6 +53,7 @@ CASES = [
     ("truncated_normal(PRNGKey(7), np.array([-1.0, 0.0]), np.array([[1.0], [2.0], [3.0]]))", True),
     (f"gamma(PRNGKey(7), {ALPHAS})", True),
     ("gamma(PRNGKey(3), 2.5, (2, 2))", True),
+    ("gamma(PRNGKey(3), np.float16(2.0), (4,), np.float16)", True),
     ("gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)", False),
     # Tiny shapes: results below the smallest normal float are flushed to zero, as in XLA.
     (f"gamma(PRNGKey(2), {TINY})", True),
