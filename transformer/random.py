@@ -22,6 +22,9 @@ Design
   can differ from XLA's in the last bit, so rare near-ties may rank
   differently.  The XLA arithmetic itself (fma, log, log1p, erf_inv) lives in
   ``random_xla``.
+* The cipher, raw bits, uniform floats and normals live in ``random_bits``; the
+  samplers beyond this module's (gamma, poisson, categorical, ...) in
+  ``random_samplers``, re-exported here.
 """
 
 from __future__ import annotations
@@ -32,76 +35,66 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import random_xla as xla
+from .random_bits import (
+    _MASK32,
+    _U32,
+    _UINT_DTYPES,
+    _as_key,
+    _canonical_shape,
+    _check_broadcast,
+    _float_dtype,
+    _random_bits,
+    _uniform,
+    split_keys,
+    standard_normal,
+    threefry2x32,
+)
+from .random_samplers import (
+    beta,
+    categorical,
+    dirichlet,
+    exponential,
+    gamma,
+    gumbel,
+    laplace,
+    logistic,
+    multivariate_normal,
+    orthogonal,
+    poisson,
+    truncated_normal,
+)
 
 __all__ = [
     "PRNGKey",
     "bernoulli",
+    "beta",
     "bits",
+    "categorical",
     "choice",
+    "dirichlet",
+    "exponential",
     "fold_in",
+    "gamma",
+    "gumbel",
     "key",
     "key_data",
+    "laplace",
+    "logistic",
+    "multivariate_normal",
     "normal",
+    "orthogonal",
     "permutation",
+    "poisson",
     "randint",
     "split",
     "threefry2x32",
+    "truncated_normal",
     "uniform",
 ]
-
-_U32 = np.uint32
-_MASK32 = 0xFFFFFFFF
-
-_UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-
-
-# ---------------------------------------------------------------------------
-# Threefry-2x32
-# ---------------------------------------------------------------------------
-
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << _U32(r)) | (x >> _U32(32 - r))
-
-
-def threefry2x32(key_pair, x0, x1) -> tuple[np.ndarray, np.ndarray]:
-    """Apply the Threefry-2x32 block cipher (20 rounds) to counter words.
-
-    ``key_pair`` is a uint32 array of shape ``(2,)``; ``x0`` and ``x1`` are
-    broadcast-compatible uint32 arrays holding the two words of each block.
-    Returns the two enciphered words.
-    """
-    k = _as_key(key_pair)
-    ks = (k[0], k[1], k[0] ^ k[1] ^ _U32(0x1BD11BDA))
-    x0, x1 = np.broadcast_arrays(np.asarray(x0, dtype=_U32), np.asarray(x1, dtype=_U32))
-    with np.errstate(over="ignore"):
-        x0 = x0 + ks[0]
-        x1 = x1 + ks[1]
-        for i in range(5):
-            for r in _ROTATIONS[i % 2]:
-                x0 = x0 + x1
-                x1 = _rotl(x1, r) ^ x0
-            x0 = x0 + ks[(i + 1) % 3]
-            x1 = x1 + ks[(i + 2) % 3] + _U32(i + 1)
-    return x0, x1
-
 
 # ---------------------------------------------------------------------------
 # Keys
 # ---------------------------------------------------------------------------
-
-
-def _as_key(k) -> np.ndarray:
-    arr = np.asarray(k)
-    if arr.shape != (2,):
-        raise TypeError(f"expected a raw PRNG key of shape (2,), got shape {arr.shape}")
-    if arr.dtype != _U32:
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"expected a uint32 PRNG key, got dtype {arr.dtype}")
-        arr = arr.astype(_U32)
-    return arr
 
 
 def PRNGKey(seed) -> np.ndarray:
@@ -133,41 +126,12 @@ def key_data(k) -> np.ndarray:
     return _as_key(k).copy()
 
 
-def _canonical_shape(shape) -> tuple[int, ...]:
-    if shape is None:
-        return ()
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    if not isinstance(shape, (Sequence, np.ndarray)):
-        raise TypeError(f"shape must be a sequence of integers, got {shape!r}")
-    out = tuple(int(d) for d in shape)
-    if any(d < 0 for d in out):
-        raise ValueError(f"negative dimension in shape {out}")
-    return out
-
-
-def _iota_2x32(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Row-major flat index of every element of ``shape`` as (hi, lo) uint32 words."""
-    n = math.prod(shape)
-    if n > 2**64:
-        raise ValueError("random arrays are limited to 2**64 elements (the counter is 64-bit)")
-    idx = np.arange(n, dtype=np.uint64).reshape(shape)
-    return (idx >> np.uint64(32)).astype(_U32), (idx & np.uint64(_MASK32)).astype(_U32)
-
-
-def _blocks(k, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    hi, lo = _iota_2x32(shape)
-    return threefry2x32(k, hi, lo)
-
-
 def split(k, num=2) -> np.ndarray:
     """Split a key into ``num`` new keys, returned as uint32[num, 2].
 
     ``num`` may also be a shape tuple, giving uint32[*num, 2].
     """
-    shape = _canonical_shape(num)
-    b1, b2 = _blocks(_as_key(k), shape)
-    return np.stack([b1, b2], axis=-1)
+    return split_keys(k, num)
 
 
 def fold_in(k, data) -> np.ndarray:
@@ -187,54 +151,15 @@ def fold_in(k, data) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def _random_bits(k, bit_width: int, shape: tuple[int, ...]) -> np.ndarray:
-    b1, b2 = _blocks(_as_key(k), shape)
-    if bit_width == 64:
-        return (b1.astype(np.uint64) << np.uint64(32)) | b2.astype(np.uint64)
-    out = b1 ^ b2
-    if bit_width == 32:
-        return out
-    return out.astype(_UINT_DTYPES[bit_width])
+def bits(k, shape=(), dtype=None) -> np.ndarray:
+    """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64).
 
-
-def bits(k, shape=(), dtype=np.uint32) -> np.ndarray:
-    """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64)."""
-    dt = np.dtype(dtype)
+    The default dtype is uint64, JAX's default unsigned type with x64 enabled.
+    """
+    dt = np.dtype(np.uint64 if dtype is None else dtype)
     if dt.kind != "u" or dt.itemsize * 8 not in _UINT_DTYPES:
         raise TypeError(f"bits requires an unsigned integer dtype, got {dt}")
     return _random_bits(k, dt.itemsize * 8, _canonical_shape(shape))
-
-
-def _float_dtype(dtype, name: str) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{name} requires a float16/32/64 dtype, got {dt}")
-    return dt
-
-
-def _check_broadcast(name: str, shape, *param_shapes) -> None:
-    try:
-        out = np.broadcast_shapes(shape, *param_shapes)
-    except ValueError:
-        out = None
-    if out != tuple(shape):
-        raise ValueError(
-            f"{name}: arrays of shapes {param_shapes} are not broadcast-compatible "
-            f"with the requested shape {tuple(shape)}"
-        )
-
-
-def _uniform(k, shape, dt: np.dtype, minval, maxval) -> np.ndarray:
-    finfo = np.finfo(dt)
-    nbits, nmant = finfo.bits, finfo.nmant
-    uint = _UINT_DTYPES[nbits]
-    raw = _random_bits(k, nbits, shape).astype(uint, copy=False)
-    one_bits = np.array(1.0, dtype=dt).view(uint)
-    mant = (raw >> uint(nbits - nmant)) | one_bits
-    floats = mant.view(dt) - dt.type(1.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = xla.fma(floats, maxval - minval, minval, dt)
-    return np.maximum(minval, out).astype(dt, copy=False)
 
 
 def uniform(k, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray:
@@ -249,14 +174,7 @@ def uniform(k, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray
 
 def normal(k, shape=(), dtype=np.float64) -> np.ndarray:
     """Standard normal samples (inverse-CDF transform of ``uniform``)."""
-    dt = _float_dtype(dtype, "normal")
-    shape = _canonical_shape(shape)
-    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
-    u = _uniform(k, shape, dt, lo, np.array(1.0, dt))
-    if dt == np.float64:
-        return np.sqrt(2.0) * xla.erf_inv64(u)
-    z = xla.erf_inv32(u).astype(dt)
-    return (np.array(np.sqrt(2.0), dt) * z).astype(dt, copy=False)
+    return standard_normal(k, shape, dtype)
 
 
 def _clip_to(val: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -454,3 +372,4 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0) -> np.ndarray:
         result = ind if arr.ndim == 0 else np.take(arr, ind, axis=axis)
     out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
     return result.reshape(out_shape)
+
