@@ -1,0 +1,34 @@
+"""`transformer.random`: keys and samplers as primitives.
+
+Under jit a call runs the runtime form of the same name (`transformer.runtime.random`, same
+signature, same bits). Keys are integers, so grad and jvp give them nothing; the samplers'
+outputs depend on nothing differentiable (a key, a shape, a dtype; `bernoulli`'s booleans
+have derivative zero in `p`), so they are constants of the differentiated function and
+`mu + sigma * random.normal(k, shape)` differentiates in `mu` and `sigma`. `uniform` is the
+exception: its result moves with `minval` and `maxval`, and no rule says how, so grad
+refuses a differentiated bound instead of dropping its derivative. vmap over keys runs
+the loop strategy: one example per key, which is what a loop over the keys computes.
+"""
+from __future__ import annotations
+
+from transformer import random
+from transformer.runtime import random as compiled
+
+from . import registry
+from .families import lowered, nondifferentiable
+
+KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
+SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
+
+for _key in KEY_OPERATIONS + SAMPLERS:
+    lowered(_key, getattr(compiled, _key.__name__))
+    registry.record(_key).kind = "random"
+    registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
+for _transform in ("grad", "jvp"):
+    registry.unsupported(random.uniform, _transform,
+                         "random.uniform has no derivative rule in minval/maxval; write "
+                         "minval + (maxval - minval) * random.uniform(key, shape)")
+for _key in (random.permutation, random.choice):
+    registry.unsupported(_key, "jit", "not compiled yet: call it outside jit and pass "
+                                      "the result in")
