@@ -198,3 +198,12 @@ def test_an_unsupported_call_form_under_jit_is_a_located_error():
         jit(uniform_of_array_bounds)(K, np.zeros(3))
     assert "scalar minval" in str(info.value)
     assert "uniform(k, lo.shape, minval=lo)" in str(info.value)
+
+
+def test_the_table_of_primitives_lists_the_random_functions_and_their_gaps():
+    rows = {row["name"]: row for row in transformer.primitives()}
+    normal = rows["transformer.random.normal"]
+    assert normal["kind"] == "random" and normal["grad"] and normal["jit"]
+    assert "draw on the CPU" in normal["reason"]
+    assert not rows["transformer.random.uniform"]["grad"]
+    assert not rows["transformer.random.choice"]["jit"]

@@ -8,6 +8,7 @@ have derivative zero in `p`), so they are constants of the differentiated functi
 exception: its result moves with `minval` and `maxval`, and no rule says how, so grad
 refuses a differentiated bound instead of dropping its derivative. vmap over keys runs
 the loop strategy: one example per key, which is what a loop over the keys computes.
+CUDA kernels do not take them yet; the stated reason says what to write instead.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ for _key in KEY_OPERATIONS + SAMPLERS:
     lowered(_key, getattr(compiled, _key.__name__))
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+    registry.unsupported(_key, "cuda", "no CUDA form yet: draw on the CPU (jit(vmap(...)) "
+                                       "over split keys) and pass the numbers in")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,
