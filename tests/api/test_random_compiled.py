@@ -12,6 +12,7 @@ import transformer
 import transformer.random as jr
 from transformer import grad, jit, random, vmap
 from transformer.runtime import random as compiled
+from transformer.runtime import random_choice
 from transformer.test_util import numerical_grad
 
 K = random.PRNGKey(42)
@@ -44,11 +45,24 @@ PLAIN_CASES = {
     "randint int8 clipped": lambda m: m.randint(K, (40,), -500, 500, np.int8),
     "bernoulli float32": lambda m: m.bernoulli(K, np.float32(0.3), (40,)),
 }
+P = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
+SHUFFLE_CASES = {
+    "permutation(k, 3000): two sorting rounds": lambda m: m.permutation(K, 3000),
+    "permutation of rows": lambda m: m.permutation(K, np.arange(12.0).reshape(4, 3)),
+    "choice with replacement": lambda m: m.choice(K, np.linspace(0, 1, 7), (2, 3)),
+    "choice without replacement": lambda m: m.choice(K, 10, (4,), replace=False),
+    "choice with p": lambda m: m.choice(K, 5, (6,), p=P),
+    "choice without replacement, float32 p": lambda m: m.choice(
+        K, 5, (3,), replace=False, p=P.astype(np.float32)),
+}
 
 
-@pytest.mark.parametrize("case", sorted(PLAIN_CASES))
+@pytest.mark.parametrize("case", sorted(PLAIN_CASES) + sorted(SHUFFLE_CASES))
 def test_element_wise_forms_give_the_numpy_bits(case):
-    got, want = PLAIN_CASES[case](compiled), PLAIN_CASES[case](random)
+    if case in SHUFFLE_CASES:
+        got, want = SHUFFLE_CASES[case](random_choice), SHUFFLE_CASES[case](random)
+    else:
+        got, want = PLAIN_CASES[case](compiled), PLAIN_CASES[case](random)
     for g, w in zip(got if isinstance(got, list) else [got],
                     want if isinstance(want, list) else [want]):
         same_bits(g, w)
@@ -206,4 +220,38 @@ def test_the_table_of_primitives_lists_the_random_functions_and_their_gaps():
     assert normal["kind"] == "random" and normal["grad"] and normal["jit"]
     assert "draw on the CPU" in normal["reason"]
     assert not rows["transformer.random.uniform"]["grad"]
-    assert not rows["transformer.random.choice"]["jit"]
+    assert rows["transformer.random.choice"]["jit"]
+    assert not rows["transformer.random.choice"]["grad"]
+
+
+def shuffles(k, x, p):
+    return (random.permutation(k, 3000), random.permutation(k, x), random.permutation(k, x[0]),
+            random.choice(k, 10, (5,)), random.choice(k, x[:, 1], (2, 3)),
+            random.choice(k, 10, (4,), replace=False), random.choice(k, 5, (6,), p=p),
+            random.choice(k, 5, (3,), False, p), random.choice(k, 10))
+
+
+@pytest.mark.slow
+def test_permutation_and_choice_under_jit_give_the_numpy_bits():
+    x = np.arange(12.0).reshape(4, 3)
+    for got, want in zip(jit(shuffles)(K, x, P), shuffles(K, x, P)):
+        same_bits(np.asarray(got), want)
+
+
+def shuffled_loss(x, k):
+    return np.sum(np.arange(4.0) * random.permutation(k, x))
+
+
+def indexed_loss(x, k):
+    return np.sum(np.arange(4.0) * x[random.permutation(k, x.shape[0])])
+
+
+def test_grad_through_a_permuted_array_is_refused_with_a_hint_that_works():
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    with pytest.raises(transformer.TransformError) as info:
+        grad(shuffled_loss)(x, K)
+    assert "random.permutation(k, x)" in str(info.value)
+    assert "x[random.permutation(key, x.shape[0])]" in str(info.value)
+    got = grad(indexed_loss)(x, K)
+    np.testing.assert_allclose(got, numerical_grad(indexed_loss, (x, K)), rtol=1e-7)
+    assert sorted(got) == [0.0, 1.0, 2.0, 3.0]

@@ -6,23 +6,27 @@ outputs depend on nothing differentiable (a key, a shape, a dtype; `bernoulli`'s
 have derivative zero in `p`), so they are constants of the differentiated function and
 `mu + sigma * random.normal(k, shape)` differentiates in `mu` and `sigma`. `uniform` is the
 exception: its result moves with `minval` and `maxval`, and no rule says how, so grad
-refuses a differentiated bound instead of dropping its derivative. vmap over keys runs
-the loop strategy: one example per key, which is what a loop over the keys computes.
+refuses a differentiated bound instead of dropping its derivative; `permutation` and
+`choice` of a differentiated array are refused the same way (their indices are constants).
+vmap over keys runs the loop strategy: one example per key, which is what a loop over the
+keys computes.
 CUDA kernels do not take them yet; the stated reason says what to write instead.
 """
 from __future__ import annotations
 
 from transformer import random
 from transformer.runtime import random as compiled
+from transformer.runtime import random_choice
 
 from . import registry
 from .families import lowered, nondifferentiable
 
 KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
+SHUFFLES = (random.permutation, random.choice)
 
-for _key in KEY_OPERATIONS + SAMPLERS:
-    lowered(_key, getattr(compiled, _key.__name__))
+for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
+    lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
     registry.unsupported(_key, "cuda", "no CUDA form yet: draw on the CPU (jit(vmap(...)) "
@@ -32,6 +36,8 @@ for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,
                          "random.uniform has no derivative rule in minval/maxval; write "
                          "minval + (maxval - minval) * random.uniform(key, shape)")
-for _key in (random.permutation, random.choice):
-    registry.unsupported(_key, "jit", "not compiled yet: call it outside jit and pass "
-                                      "the result in")
+for _key in SHUFFLES:
+    for _transform in ("grad", "jvp"):
+        registry.unsupported(_key, _transform, "no derivative rule through a shuffled or drawn "
+                             "array; draw indices and index instead: x[random.permutation(key, "
+                             "x.shape[0])]")
