@@ -36,6 +36,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 
 from codegen import emit
 from .arrays import LowerArrays, lower_arrays
+from .random_forms import lower_random
 from .runtime import lower_runtime
 from .types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
                          StatementRewriter, infer, is_local_array)
@@ -48,6 +49,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None,
     given = list(fn.params)
     fn = anf(desugar(fn))
     fn = fold_shapes(fn, specs, float_dtype)
+    fn = lower_random(fn)
     fn = specialize_callees(fn, specs, float_dtype)
     fn = lower_runtime(fn, specs, float_dtype, Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)
