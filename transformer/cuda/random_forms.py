@@ -43,8 +43,10 @@ ELEMENTS = {
     (random.bits, np.dtype(np.uint64)): scalar._bits64,
 }
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
+_SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, bool: bool}
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.bits: np.dtype(np.uint32)}
-_HINT = "draw on the CPU with jit(vmap(...)) over split keys and pass the numbers in"
+_HINT = ("pass one key per thread (random.split on the host) and draw with random.normal, "
+         "uniform, bernoulli or bits; or draw on the CPU and pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
 
@@ -128,7 +130,11 @@ class _Draws(StatementRewriter):
         self.changed = True
         out = stmt.targets[0].id
         if shape == ():
-            return [located(assign(store(out), call(element, *words, const(0), a, b)), stmt)]
+            value = call(element, *words, const(0), a, b)
+            typed = _SCALAR_CASTS.get(dtype if target is not random.bernoulli else bool)
+            if typed is not None:      # a cast the kernel's type inference knows
+                value = call(name(self.binder.bind(typed, typed.__name__)), value)
+            return [located(assign(store(out), value), stmt)]
         kind = "bool_" if target is random.bernoulli else dtype.name
         np_name = self.binder.bind(np, "np")
         dims = gast.Tuple(elts=[const(d) for d in shape], ctx=gast.Load())

@@ -10,7 +10,9 @@ refuses a differentiated bound instead of dropping its derivative; `permutation`
 `choice` of a differentiated array are refused the same way (their indices are constants).
 vmap over keys runs the loop strategy: one example per key, which is what a loop over the
 keys computes.
-CUDA kernels do not take them yet; the stated reason says what to write instead.
+In CUDA kernels `normal`, `uniform`, `bernoulli` and `bits` with constant shapes run as
+loops of per-element device functions (`transformer.cuda.random_forms`); the other
+functions state why they do not.
 """
 from __future__ import annotations
 
@@ -24,13 +26,17 @@ from .families import lowered, nondifferentiable
 KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
 SHUFFLES = (random.permutation, random.choice)
+CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits)
 
 for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
-    registry.unsupported(_key, "cuda", "no CUDA form yet: draw on the CPU (jit(vmap(...)) "
-                                       "over split keys) and pass the numbers in")
+    if _key in CUDA_SAMPLERS:
+        registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
+    else:
+        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in and draw with "
+                             "normal/uniform/bernoulli/bits, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,
