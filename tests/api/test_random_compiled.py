@@ -256,3 +256,11 @@ def test_grad_through_a_permuted_array_is_refused_with_a_hint_that_works():
     got = grad(indexed_loss)(x, K)
     np.testing.assert_allclose(got, numerical_grad(indexed_loss, (x, K)), rtol=1e-7)
     assert sorted(got) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_jvp_carries_no_tangent_through_a_draw():
+    mu = np.array([0.5, -1.0, 2.0])
+    draw = random.normal(K, (3,))
+    _, tangent = transformer.jvp(lambda m, s: m + s * random.normal(K, m.shape),
+                                 (mu, 2.0), (np.ones(3), 0.5))
+    np.testing.assert_array_equal(tangent, 1.0 + 0.5 * draw)
