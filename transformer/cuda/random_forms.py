@@ -44,7 +44,7 @@ ELEMENTS = {
 }
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, bool: bool}
-_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.bits: np.dtype(np.uint32)}
+_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64}
 _HINT = ("pass one key per thread (random.split on the host) and draw with random.normal, "
          "uniform, bernoulli or bits; or draw on the CPU and pass the numbers in")
 
@@ -99,7 +99,8 @@ class _Draws(StatementRewriter):
         for site in gast.walk(stmt):
             if isinstance(site, gast.Call):
                 target = resolve(self.fn, site.func, None)
-                if hashable(target) and getattr(target, "__module__", "") == random.__name__:
+                if hashable(target) and \
+                        getattr(target, "__module__", "").startswith(random.__name__):
                     return self.draw(stmt, site, target)
         return [stmt]
 
@@ -170,7 +171,8 @@ class _Draws(StatementRewriter):
                 raise self.refuse(site, "random.bernoulli takes p as a float literal")
             return _F64
         if given is None:
-            return _DEFAULT_DTYPE[target]
+            return scalar.DEFAULT_BITS_DTYPE if target is random.bits else \
+                _DEFAULT_DTYPE[target]
         try:
             dtype = np.dtype(resolve(self.fn, given, None))
         except TypeError:

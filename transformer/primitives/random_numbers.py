@@ -28,6 +28,9 @@ SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.b
 SHUFFLES = (random.permutation, random.choice)
 CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits)
 
+# the default dtype of bits, as transformer.random draws it (it follows JAX's x64 setting)
+compiled.DEFAULT_BITS_DTYPE = random.bits(random.PRNGKey(0)).dtype
+
 for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
     registry.record(_key).kind = "random"

@@ -273,9 +273,15 @@ _FLOATS = {np.dtype(np.float32): (_uniform32, _normal32, _bernoulli32),
            np.dtype(np.float64): (_uniform64, _normal64, _bernoulli64)}
 
 
-def bits(key, shape=(), dtype=np.uint32) -> np.ndarray:
-    """Uniform unsigned integers of `dtype`."""
-    return _plain_fill(_BITS[np.dtype(dtype).itemsize * 8], key, shape, dtype)
+# the dtype `bits` draws when none is given: `transformer.primitives.random_numbers` sets
+# it to the one `transformer.random.bits` uses, so the two cannot drift apart
+DEFAULT_BITS_DTYPE = np.dtype(np.uint32)
+
+
+def bits(key, shape=(), dtype=None) -> np.ndarray:
+    """Uniform unsigned integers of `dtype` (None: `DEFAULT_BITS_DTYPE`)."""
+    dtype = DEFAULT_BITS_DTYPE if dtype is None else np.dtype(dtype)
+    return _plain_fill(_BITS[dtype.itemsize * 8], key, shape, dtype)
 
 
 def uniform(key, shape=(), dtype=np.float64, minval=0.0, maxval=1.0) -> np.ndarray:
@@ -467,11 +473,12 @@ _FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @overload(bits)
-def _bits_nb(key, shape=(), dtype=np.uint32):
+def _bits_nb(key, shape=(), dtype=None):
     _check_key(key, "bits")
-    dt = _dtype_of(dtype, "bits", _UINTS)
+    given = _given(dtype, default=dtype)
+    dt = DEFAULT_BITS_DTYPE if given is None else _dtype_of(dtype, "bits", _UINTS)
     run = _pick(_BITS[dt.itemsize * 8], dt, shape, "bits")
-    return lambda key, shape=(), dtype=np.uint32: run(key, shape, 0, 0)
+    return lambda key, shape=(), dtype=None: run(key, shape, 0, 0)
 
 
 @overload(uniform)
