@@ -71,3 +71,11 @@ def test_random_kernels_on_the_simulator(tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+
+
+@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed")
+def test_a_key_of_the_wrong_shape_in_a_kernel_is_refused():
+    with pytest.raises(TransformError) as info:
+        jit(vmap(noisy), backend="cuda").source(np.ones((4, 3), np.float32),
+                                                np.zeros((4, 3), np.uint32))
+    assert "PRNG key of shape (2,), got shape (3,)" in str(info.value)

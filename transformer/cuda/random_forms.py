@@ -30,7 +30,7 @@ from transformer.runtime import random as scalar
 from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from .types import Binder, StatementRewriter
+from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 # (sampler, dtype) -> the element function of transformer.runtime.random
@@ -81,19 +81,26 @@ def _cuda_fma():
 # ---------------------------------------------------------------- the rewrite
 
 
-def lower_random(fn: Function) -> Function:
-    """Samplers with constant shapes become element loops (see the module docstring)."""
+def lower_random(fn: Function, specs: dict, float_dtype) -> Function:
+    """Samplers with constant shapes become element loops (see the module docstring);
+    `specs` are the thread's view of the parameters (a key must be an array of shape (2,))."""
     binder = Binder(fn)
-    rewriter = _Draws(fn, binder)
+    rewriter = _Draws(fn, binder, lambda: infer(fn, specs, float_dtype))
     node = copy.deepcopy(fn.node)
     node.body = rewriter.block(node.body)
     return fn.replace(node=node, env=binder.env) if rewriter.changed else fn
 
 
 class _Draws(StatementRewriter):
-    def __init__(self, fn: Function, binder: Binder):
+    def __init__(self, fn: Function, binder: Binder, infer_specs):
         self.fn, self.binder, self.changed = fn, binder, False
         self.counter = itertools.count()
+        self.infer_specs, self.specs = infer_specs, None
+
+    def key_spec(self, key):
+        if self.specs is None:
+            self.specs = self.infer_specs()
+        return self.specs.get(key.id) if isinstance(key, gast.Name) else None
 
     def statement(self, stmt) -> list:
         for site in gast.walk(stmt):
@@ -126,6 +133,14 @@ class _Draws(StatementRewriter):
         element = name(self.binder.bind(device_function(ELEMENTS[target, dtype]),
                                         ELEMENTS[target, dtype].__name__.lstrip("_")))
         key = args.get("key", args.get("k"))
+        spec = self.key_spec(key)
+        if spec is None or tuple(spec.shape) != (2,) or spec.dtype.kind not in "iu":
+            raise self.fn.origin.error(site, f"{label} in a CUDA kernel needs a key: an "
+                                       f"integer array of shape (2,) per thread, got "
+                                       f"{spec.dtype}{list(spec.shape)}" if spec else
+                                       f"{label} in a CUDA kernel needs a key it can follow",
+                                       hint="pass keys from random.split(key, n) with vmap "
+                                            "over their first axis")
         words = [subscript(copy.deepcopy(key), const(0)), subscript(copy.deepcopy(key),
                                                                     const(1))]
         self.changed = True
