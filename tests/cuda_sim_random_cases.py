@@ -3,6 +3,9 @@ tests/cuda/test_cuda_random.py in a process of its own (the simulator must be on
 numba is imported). The oracle is a loop over the keys in plain Python, whose draws
 tests/api/test_random*.py check against JAX's vectors and the CPU backend; a few blocks
 of threads only (the simulator runs every thread as a Python thread)."""
+import json
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from transformer.test_util import numerical_grad
 pytestmark = pytest.mark.skipif(not numba.config.ENABLE_CUDASIM,
                                 reason="needs NUMBA_ENABLE_CUDASIM=1 before numba is imported")
 
+VECTORS = Path(__file__).resolve().parent / "data" / "jax_random.json"
 KEYS = random.split(random.PRNGKey(7), 6)
 
 
@@ -48,3 +52,23 @@ def test_langevin_gradient_in_threads_matches_finite_differences():
     got = jit(vmap(grad(langevin_loss), in_axes=(0, 0, None)), backend="cuda")(xs, KEYS, 0.1)
     for x, k, g in zip(xs, KEYS, got):
         np.testing.assert_allclose(g, numerical_grad(langevin_loss, (x, k, 0.1)), rtol=1e-6)
+
+
+def vector_draws(k):
+    return (random.uniform(k, (5,), np.float32), random.normal(k, (6,)),
+            random.uniform(k, (2, 3), minval=-1.0, maxval=2.0),
+            random.bernoulli(k, 0.3, (8,)), random.bits(k, (8,), np.uint32))
+
+
+def test_jax_known_answers_in_threads():
+    recorded = {case["name"]: case for case in json.loads(VECTORS.read_text())["cases"]}
+    names = ("uniform(PRNGKey(42), (5,), float32)", "normal(PRNGKey(42), (6,), float64)",
+             "uniform(PRNGKey(42), (2,3), float64, -1, 2)",
+             "bernoulli(PRNGKey(42), 0.3, (8,))", "bits(PRNGKey(42), (8,), uint32)")
+    keys = np.stack([random.PRNGKey(42)] * 3)
+    got = jit(vmap(vector_draws), backend="cuda")(keys)
+    for label, rows in zip(names, got):
+        case = recorded[label]
+        want = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
+        for row in rows:
+            assert row.dtype == want.dtype and np.array_equal(row, want), label

@@ -5,6 +5,9 @@ the keys. Quick set: two compiled functions; the float32, scalar-shape and Lange
 are slow."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -264,3 +267,35 @@ def test_jvp_carries_no_tangent_through_a_draw():
     _, tangent = transformer.jvp(lambda m, s: m + s * random.normal(K, m.shape),
                                  (mu, 2.0), (np.ones(3), 0.5))
     np.testing.assert_array_equal(tangent, 1.0 + 0.5 * draw)
+
+# ---------------------------------------------------------------- JAX's vectors under jit
+
+VECTORS = Path(__file__).resolve().parents[1] / "data" / "jax_random.json"
+VECTOR_NAMES = (
+    "PRNGKey(2147483647)", "split(PRNGKey(42))", "split(PRNGKey(42), 3)",
+    "fold_in(PRNGKey(42), 7)", "bits(PRNGKey(42), (8,), uint32)",
+    "uniform(PRNGKey(42), (5,), float32)", "uniform(PRNGKey(42), (2,3), float32, -1, 2)",
+    "normal(PRNGKey(42), (6,), float32)", "uniform(PRNGKey(42), (5,), float64)",
+    "uniform(PRNGKey(42), (2,3), float64, -1, 2)", "normal(PRNGKey(42), (6,), float64)",
+    "normal(PRNGKey(0), (3,3), float32)", "randint(PRNGKey(42), (6,), 0, 10)",
+    "bernoulli(PRNGKey(42), 0.3, (8,))", "uniform(split(PRNGKey(42))[1], (4,), float32)")
+
+
+def jax_vector_cases(seed):
+    k = random.PRNGKey(seed)
+    return (random.PRNGKey(2147483647), random.split(k), random.split(k, 3),
+            random.fold_in(k, 7), random.bits(k, (8,), np.uint32),
+            random.uniform(k, (5,), np.float32), random.uniform(k, (2, 3), np.float32, -1, 2),
+            random.normal(k, (6,), np.float32), random.uniform(k, (5,), np.float64),
+            random.uniform(k, (2, 3), np.float64, -1, 2), random.normal(k, (6,), np.float64),
+            random.normal(random.PRNGKey(0), (3, 3), np.float32), random.randint(k, (6,), 0, 10),
+            random.bernoulli(k, 0.3, (8,)), random.uniform(random.split(k)[1], (4,), np.float32))
+
+
+@pytest.mark.slow
+def test_jax_known_answers_under_jit():
+    recorded = {case["name"]: case for case in json.loads(VECTORS.read_text())["cases"]}
+    for label, got in zip(VECTOR_NAMES, jit(jax_vector_cases)(42)):
+        case = recorded[label]
+        want = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
+        same_bits(got, want)
