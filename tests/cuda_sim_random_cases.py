@@ -24,7 +24,9 @@ def draws(x, k):
     u = random.uniform(k, (2, 3), minval=-1.0, maxval=2.0)
     keep = random.bernoulli(k, 0.3, (4,))
     z = random.normal(k, x.shape)
-    return np.sum(u) + np.sum(keep * x[0]) + np.sum(z * x) + random.normal(k)
+    n = random.randint(k, (3,), -2 ** 40, 2 ** 40)
+    return np.sum(u) + np.sum(keep * x[0]) + np.sum(z * x) + random.normal(k) + \
+        np.sum(n * x) + random.randint(k, (), -5, 5, np.int32)
 
 
 def narrow(x, k):
@@ -57,14 +59,16 @@ def test_langevin_gradient_in_threads_matches_finite_differences():
 def vector_draws(k):
     return (random.uniform(k, (5,), np.float32), random.normal(k, (6,)),
             random.uniform(k, (2, 3), minval=-1.0, maxval=2.0),
-            random.bernoulli(k, 0.3, (8,)), random.bits(k, (8,), np.uint32))
+            random.bernoulli(k, 0.3, (8,)), random.bits(k, (8,), np.uint32),
+            random.randint(k, (6,), 0, 10))
 
 
 def test_jax_known_answers_in_threads():
     recorded = {case["name"]: case for case in json.loads(VECTORS.read_text())["cases"]}
     names = ("uniform(PRNGKey(42), (5,), float32)", "normal(PRNGKey(42), (6,), float64)",
              "uniform(PRNGKey(42), (2,3), float64, -1, 2)",
-             "bernoulli(PRNGKey(42), 0.3, (8,))", "bits(PRNGKey(42), (8,), uint32)")
+             "bernoulli(PRNGKey(42), 0.3, (8,))", "bits(PRNGKey(42), (8,), uint32)",
+             "randint(PRNGKey(42), (6,), 0, 10)")
     keys = np.stack([random.PRNGKey(42)] * 3)
     got = jit(vmap(vector_draws), backend="cuda")(keys)
     for label, rows in zip(names, got):

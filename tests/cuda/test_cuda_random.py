@@ -35,7 +35,7 @@ PTX_MISSING = _ptx_missing()
 
 def noisy(x, k):
     return x * random.normal(k, x.shape, dtype=np.float32) + random.uniform(
-        k, (), np.float32)
+        k, (), np.float32) + np.float32(random.randint(k, (), 0, 9))
 
 
 def split_in_thread(x, k):

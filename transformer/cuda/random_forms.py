@@ -1,5 +1,5 @@
-"""Random draws in CUDA threads: `random.normal/uniform/bernoulli/bits` become loops of
-per-element device functions, the same scalar code the CPU backend compiles.
+"""Random draws in CUDA threads: `random.normal/uniform/bernoulli/bits/randint` become
+loops of per-element device functions, the same scalar code the CPU backend compiles.
 
 Input: a Function in A-normal form whose shapes are folded (`.emit.fold_shapes`). Output
 invariant: a statement `z = random.<sampler>(key, shape, ...)` with a constant shape is
@@ -7,7 +7,7 @@ invariant: a statement `z = random.<sampler>(key, shape, ...)` with a constant s
 b)` (for shape () the element call itself), where `element` is the sampler's element of
 `transformer.runtime.random` compiled as a `cuda.jit(device=True)` function: element `flat`
 of a draw is made from its Threefry block alone, so a thread gives the bits the CPU gives.
-Every other `transformer.random` call (key operations, `randint`, shuffles), and a shape,
+Every other `transformer.random` call (key operations, shuffles), and a shape,
 dtype or parameter this pass cannot read, is a TransformError at the user's line saying
 what to write instead. Device functions are built once per element: each global the
 element's code calls from the runtime is swapped for its own device build; `fma` is CUDA's
@@ -41,12 +41,16 @@ ELEMENTS = {
     (random.bernoulli, _F32): scalar._bernoulli32,
     (random.bits, np.dtype(np.uint32)): scalar._bits32,
     (random.bits, np.dtype(np.uint64)): scalar._bits64,
+    (random.randint, np.dtype(np.int64)): scalar._randint64,
+    (random.randint, np.dtype(np.int32)): scalar._randint32,
 }
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
-_SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, bool: bool}
-_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64}
+_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
+_SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
+                 bool: bool}
+_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64}
 _HINT = ("pass one key per thread (random.split on the host) and draw with random.normal, "
-         "uniform, bernoulli or bits; or draw on the CPU and pass the numbers in")
+         "uniform, bernoulli, bits or randint; or draw on the CPU and pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
 
@@ -214,6 +218,10 @@ class _Draws(StatementRewriter):
         return value
 
     def parameters(self, site, target, args, dtype):
+        if target is random.randint:        # bounds beyond int64 need the plain form
+            int64 = name(self.binder.bind(np.int64, "int64"))
+            return (call(int64, copy.deepcopy(args["minval"])),
+                    call(int64, copy.deepcopy(args["maxval"])))
         cast = self.binder.bind(np.float32 if dtype == _F32 else np.float64, f"{dtype.name}")
         if target is random.uniform:
             lo, hi = args.get("minval", const(0.0)), args.get("maxval", const(1.0))

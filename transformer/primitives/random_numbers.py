@@ -10,7 +10,7 @@ refuses a differentiated bound instead of dropping its derivative; `permutation`
 `choice` of a differentiated array are refused the same way (their indices are constants).
 vmap over keys runs the loop strategy: one example per key, which is what a loop over the
 keys computes.
-In CUDA kernels `normal`, `uniform`, `bernoulli` and `bits` with constant shapes run as
+In CUDA kernels `normal`, `uniform`, `bernoulli`, `bits` and `randint` with constant shapes run as
 loops of per-element device functions (`transformer.cuda.random_forms`); the other
 functions state why they do not.
 """
@@ -26,7 +26,7 @@ from .families import lowered, nondifferentiable
 KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
 SHUFFLES = (random.permutation, random.choice)
-CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits)
+CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint)
 
 # the default dtype of bits, as transformer.random draws it (it follows JAX's x64 setting)
 compiled.DEFAULT_BITS_DTYPE = random.bits(random.PRNGKey(0)).dtype
@@ -39,7 +39,7 @@ for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
         registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
     else:
         registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in and draw with "
-                             "normal/uniform/bernoulli/bits, or draw on the CPU")
+                             "normal/uniform/bernoulli/bits/randint, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,

@@ -210,6 +210,23 @@ def _randint_element(words, i, lo, span, mult, mask, nbits):
 
 
 @register_jitable
+def _randint64(k0, k1, i, lo, hi):
+    """Element `i` of an int64 randint on its own (setup and split redone per element:
+    the form of a CUDA thread, which keeps no tuple between statements)."""
+    words = block(k0, k1, 0) + block(k0, k1, 1)
+    lo, span, mult, mask = _randint_setup(lo, hi, 64, -9223372036854775808,
+                                          9223372036854775807)
+    return _randint_element(words, i, lo, span, mult, mask, 64)
+
+
+@register_jitable
+def _randint32(k0, k1, i, lo, hi):
+    words = block(k0, k1, 0) + block(k0, k1, 1)
+    lo, span, mult, mask = _randint_setup(lo, hi, 32, -2147483648, 2147483647)
+    return np.int32(_randint_element(words, i, lo, span, mult, mask, 32))
+
+
+@register_jitable
 def _split_words(key):
     k0, k1 = key_words(key)
     a0, a1 = block(k0, k1, 0)
