@@ -29,6 +29,12 @@ def draws(x, k):
         np.sum(n * x) + random.randint(k, (), -5, 5, np.int32)
 
 
+def split_keys(x, k):
+    k1, k2 = random.split(k)
+    ks = random.split(k2, 3)
+    return x * random.normal(k1, x.shape) + random.uniform(ks[2], x.shape)
+
+
 def narrow(x, k):
     return x * random.normal(k, x.shape, dtype=np.float32) + random.uniform(k, (), np.float32)
 
@@ -43,6 +49,8 @@ def test_draws_in_threads_equal_a_loop_over_the_keys():
     xs = np.linspace(-1.0, 1.0, 18).reshape(6, 3)
     got = jit(vmap(draws), backend="cuda")(xs, KEYS)
     assert np.array_equal(got, [draws(x, k) for x, k in zip(xs, KEYS)])
+    got = jit(vmap(split_keys), backend="cuda")(xs, KEYS)
+    assert np.array_equal(got, np.stack([split_keys(x, k) for x, k in zip(xs, KEYS)]))
     xs32 = xs.astype(np.float32)
     got32 = jit(vmap(narrow), backend="cuda")(xs32, KEYS)
     assert got32.dtype == np.float32

@@ -221,8 +221,9 @@ def test_the_table_of_primitives_lists_the_random_functions_and_their_gaps():
     rows = {row["name"]: row for row in transformer.primitives()}
     normal = rows["transformer.random.normal"]
     assert normal["kind"] == "random" and normal["grad"] and normal["jit"]
-    assert normal["cuda"] and not rows["transformer.random.split"]["cuda"]
-    assert "draw on the CPU" in rows["transformer.random.split"]["reason"]
+    assert normal["cuda"] and rows["transformer.random.split"]["cuda"]
+    assert not rows["transformer.random.fold_in"]["cuda"]
+    assert "draw on the CPU" in rows["transformer.random.fold_in"]["reason"]
     assert not rows["transformer.random.uniform"]["grad"]
     assert rows["transformer.random.choice"]["jit"]
     assert not rows["transformer.random.choice"]["grad"]

@@ -39,23 +39,30 @@ def noisy(x, k):
 
 
 def split_in_thread(x, k):
-    ks = random.split(k)
-    return x + random.normal(ks[0])
+    k1, k2 = random.split(k)
+    ks = random.split(k2, 3)
+    return x * random.normal(k1, x.shape) + random.uniform(ks[2], x.shape)
+
+
+def fold_in_thread(x, k):
+    return x + random.normal(random.fold_in(k, 3))
 
 
 @pytest.mark.skipif(PTX_MISSING is not None, reason=str(PTX_MISSING))
-def test_float32_draws_compile_to_ptx_without_float64():
+def test_float32_draws_and_split_keys_compile_to_ptx():
     ptx = jit(vmap(noisy), backend="cuda").ptx(np.ones((4, 3), np.float32), KEYS)
     assert ".entry" in ptx and ".f64" not in ptx
+    ptx = jit(vmap(split_in_thread), backend="cuda").ptx(np.ones((4, 3)), KEYS)
+    assert ".entry" in ptx and "fma.rn.f64" in ptx
 
 
 @pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed")
 def test_a_key_operation_in_a_kernel_is_refused_at_its_line():
     with pytest.raises(TransformError) as info:
-        jit(vmap(split_in_thread), backend="cuda").source(np.ones(4), KEYS)
+        jit(vmap(fold_in_thread), backend="cuda").source(np.ones(4), KEYS)
     message = str(info.value)
-    assert "test_cuda_random.py" in message and "random.split(k)" in message
-    assert "random.split has no CUDA form yet" in message and "one key per thread" in message
+    assert "test_cuda_random.py" in message and "random.fold_in(k, 3)" in message
+    assert "random.fold_in has no CUDA form yet" in message and "one key per thread" in message
 
 
 @pytest.mark.slow

@@ -7,7 +7,9 @@ invariant: a statement `z = random.<sampler>(key, shape, ...)` with a constant s
 b)` (for shape () the element call itself), where `element` is the sampler's element of
 `transformer.runtime.random` compiled as a `cuda.jit(device=True)` function: element `flat`
 of a draw is made from its Threefry block alone, so a thread gives the bits the CPU gives.
-Every other `transformer.random` call (key operations, shuffles), and a shape,
+`ks = random.split(k, n)` (a literal `n`) is a local uint32[n, 2] filled word by word; its
+rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread. Every other
+`transformer.random` call (`PRNGKey`, `fold_in`, shuffles), and a shape,
 dtype or parameter this pass cannot read, is a TransformError at the user's line saying
 what to write instead. Device functions are built once per element: each global the
 element's code calls from the runtime is swapped for its own device build; `fma` is CUDA's
@@ -49,8 +51,9 @@ _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
                  bool: bool}
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64}
-_HINT = ("pass one key per thread (random.split on the host) and draw with random.normal, "
-         "uniform, bernoulli, bits or randint; or draw on the CPU and pass the numbers in")
+_HINT = ("pass one key per thread (random.split on the host), split it with random.split "
+         "and draw with random.normal, uniform, bernoulli, bits or randint; or draw on the "
+         "CPU and pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
 
@@ -100,6 +103,8 @@ class _Draws(StatementRewriter):
         self.fn, self.binder, self.changed = fn, binder, False
         self.counter = itertools.count()
         self.infer_specs, self.specs = infer_specs, None
+        self.split_keys: set = set()      # names of split keys this pass allocated
+        self.derived_keys: set = set()    # names bound to one of their rows
 
     def key_spec(self, key):
         if self.specs is None:
@@ -107,6 +112,9 @@ class _Draws(StatementRewriter):
         return self.specs.get(key.id) if isinstance(key, gast.Name) else None
 
     def statement(self, stmt) -> list:
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
+                self.is_split_key(stmt.value):
+            self.derived_keys.add(stmt.targets[0].id)       # k1 = ks[0]: a key
         for site in gast.walk(stmt):
             if isinstance(site, gast.Call):
                 target = resolve(self.fn, site.func, None)
@@ -120,6 +128,8 @@ class _Draws(StatementRewriter):
 
     def draw(self, stmt, site, target) -> list:
         label = f"random.{target.__name__}"
+        if target is random.split:
+            return self.split(stmt, site)
         if target not in SAMPLERS:
             raise self.refuse(site, f"{label} has no CUDA form yet")
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and
@@ -136,17 +146,7 @@ class _Draws(StatementRewriter):
         a, b = self.parameters(site, target, args, dtype)
         element = name(self.binder.bind(device_function(ELEMENTS[target, dtype]),
                                         ELEMENTS[target, dtype].__name__.lstrip("_")))
-        key = args.get("key", args.get("k"))
-        spec = self.key_spec(key)
-        if spec is None or tuple(spec.shape) != (2,) or spec.dtype.kind not in "iu":
-            raise self.fn.origin.error(site, f"{label} in a CUDA kernel needs a key: an "
-                                       f"integer array of shape (2,) per thread, got "
-                                       f"{spec.dtype}{list(spec.shape)}" if spec else
-                                       f"{label} in a CUDA kernel needs a key it can follow",
-                                       hint="pass keys from random.split(key, n) with vmap "
-                                            "over their first axis")
-        words = [subscript(copy.deepcopy(key), const(0)), subscript(copy.deepcopy(key),
-                                                                    const(1))]
+        words = self.key_words(site, label, args.get("key", args.get("k")))
         self.changed = True
         out = stmt.targets[0].id
         if shape == ():
@@ -163,6 +163,59 @@ class _Draws(StatementRewriter):
                                                   ctx=gast.Load()))
         return [located(assign(store(out), alloc), stmt),
                 located(self.loops(out, shape, element, words, a, b), stmt)]
+
+    def key_words(self, site, label, key) -> list:
+        """`key[0]`, `key[1]` once `key` is known to be a key of this thread."""
+        spec = self.key_spec(key)
+        split_key = self.is_split_key(key) or \
+            isinstance(key, gast.Name) and key.id in self.derived_keys
+        if not split_key and (spec is None or tuple(spec.shape) != (2,) or
+                              spec.dtype.kind not in "iu"):
+            raise self.fn.origin.error(site, f"{label} in a CUDA kernel needs a key: an "
+                                       f"integer array of shape (2,) per thread, got "
+                                       f"{spec.dtype}{list(spec.shape)}" if spec else
+                                       f"{label} in a CUDA kernel needs a key it can follow",
+                                       hint="pass keys from random.split(key, n) with vmap "
+                                            "over their first axis")
+        return [subscript(copy.deepcopy(key), const(i)) for i in (0, 1)]
+
+    def is_split_key(self, node) -> bool:
+        """`ks[i]` with a constant `i` of an array of keys this pass allocated."""
+        return isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
+            node.value.id in self.split_keys and isinstance(node.slice, gast.Constant)
+
+    def split(self, stmt, site) -> list:
+        """`ks = random.split(k, n)`: a local uint32 array of n keys, word by word."""
+        if not (isinstance(stmt, gast.Assign) and stmt.value is site and
+                isinstance(stmt.targets[0], gast.Name)):
+            raise self.refuse(site, "random.split must be assigned to a name")
+        args = inspect.signature(random.split).bind(*site.args, **{
+            k.arg: k.value for k in site.keywords}).arguments
+        num = args.get("num", const(2))
+        if not (isinstance(num, gast.Constant) and isinstance(num.value, int)):
+            raise self.refuse(site, "random.split needs its count as an int literal")
+        words = self.key_words(site, "random.split", args.get("k"))
+        element = name(self.binder.bind(device_function(scalar._split_word), "split_word"))
+        out = stmt.targets[0].id
+        self.split_keys.add(out)
+        self.changed = True
+        np_name = self.binder.bind(np, "np")
+        dims = gast.Tuple(elts=[const(num.value), const(2)], ctx=gast.Load())
+        alloc = call(gast.Attribute(value=name(np_name), attr="empty", ctx=gast.Load()),
+                     dims, gast.Attribute(value=name(np_name), attr="uint32", ctx=gast.Load()))
+        loops = []
+        for word in (0, 1):
+            n = next(self.counter)
+            index = f"draw_{n}_0"
+            target = subscript(name(out), gast.Tuple(elts=[name(index), const(word)],
+                                                     ctx=gast.Load()), gast.Store())
+            loops.append(gast.For(
+                target=store(index), iter=call(name(self.binder.bind(range, "range")),
+                                               const(num.value)),
+                body=[assign(target, call(element, *copy.deepcopy(words), name(index),
+                                          const(word), const(0)))],
+                orelse=[], type_comment=None))
+        return [located(s, stmt) for s in [assign(store(out), alloc), *loops]]
 
     def loops(self, out, shape, element, words, a, b):
         """Nested `for` loops over `shape` writing each element at its flat index."""

@@ -10,7 +10,8 @@ refuses a differentiated bound instead of dropping its derivative; `permutation`
 `choice` of a differentiated array are refused the same way (their indices are constants).
 vmap over keys runs the loop strategy: one example per key, which is what a loop over the
 keys computes.
-In CUDA kernels `normal`, `uniform`, `bernoulli`, `bits` and `randint` with constant shapes run as
+In CUDA kernels `split` and `normal`, `uniform`, `bernoulli`, `bits`, `randint` with
+constant shapes run as
 loops of per-element device functions (`transformer.cuda.random_forms`); the other
 functions state why they do not.
 """
@@ -26,7 +27,8 @@ from .families import lowered, nondifferentiable
 KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
 SHUFFLES = (random.permutation, random.choice)
-CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint)
+CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint,
+                 random.split)
 
 # the default dtype of bits, as transformer.random draws it (it follows JAX's x64 setting)
 compiled.DEFAULT_BITS_DTYPE = random.bits(random.PRNGKey(0)).dtype
@@ -38,8 +40,8 @@ for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     if _key in CUDA_SAMPLERS:
         registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
     else:
-        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in and draw with "
-                             "normal/uniform/bernoulli/bits/randint, or draw on the CPU")
+        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in, split them and draw "
+                             "with normal/uniform/bernoulli/bits/randint, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,

@@ -227,6 +227,13 @@ def _randint32(k0, k1, i, lo, hi):
 
 
 @register_jitable
+def _split_word(k0, k1, i, word, b):
+    """Word `word` (0 or 1) of key `i` of a split: an element of `split`, for CUDA threads."""
+    y0, y1 = block(k0, k1, i)
+    return np.uint32(y0 if word == 0 else y1)
+
+
+@register_jitable
 def _split_words(key):
     k0, k1 = key_words(key)
     a0, a1 = block(k0, k1, 0)
