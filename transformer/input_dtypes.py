@@ -46,6 +46,10 @@ def refusal(transform: str, name: str, value, allow_int_hint: bool) -> TypeError
         return TypeError(message + " For holomorphic differentiation JAX takes "
                          "holomorphic=True; secant does not differentiate complex inputs: "
                          "pass the real and imaginary parts as two float arguments.")
+    if dtype == np.uint32 and np.shape(value)[-1:] == (2,):
+        message += (f" It looks like a PRNG key (uint32, last axis 2): keys carry no "
+                    f"derivative, so leave {name!r} out of argnums; samples drawn with it are "
+                    f"constants of the differentiated function.")
     if allow_int_hint:
         return TypeError(message + " If you want to use Boolean- or integer-valued inputs, "
                          f"set allow_int=True (their gradient is then float0 zeros, as in "

@@ -528,6 +528,11 @@ _NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble), np.dtype(np.c
 def _numba_reason(text: str) -> str:
     """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # an overload that refused its arguments says why (e.g. the runtime random samplers)
+    refused = [line.split("TypingError: ", 1)[1] for line in lines
+               if line.startswith("TypingError: ")]
+    if refused:
+        return refused[-1]
     reasons = [line for line in lines if not line.startswith("Failed in ")]
     return reasons[0] if reasons else (lines[0] if lines else "typing failed")
 

@@ -37,6 +37,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 
 from codegen import emit
 from .arrays import LowerArrays, lower_arrays
+from .random_forms import lower_random
 from .refusals import refuse_calls_without_cuda_form
 from .runtime import lower_runtime
 from .types import (Binder, Callee, Inference, Spec, callee_function, constant_shape,
@@ -50,6 +51,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None,
     given = list(fn.params)
     fn = anf(desugar(fn))
     fn = fold_shapes(fn, specs, float_dtype)
+    fn = lower_random(fn, specs, float_dtype)
     fn = specialize_callees(fn, specs, float_dtype)
     fn = lower_runtime(fn, specs, float_dtype, Binder(fn))
     fn = lower_arrays(fn, specs, float_dtype)

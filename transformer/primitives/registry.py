@@ -218,4 +218,5 @@ def is_user_facing(key) -> bool:
         return key in (float, int, bool, range)
     module = getattr(key, "__module__", None) or ""
     return isinstance(key, np.ufunc) or key == np.add.at or \
-        module.split(".")[0] in ("numpy", "math", "builtins", "scipy")
+        module.split(".")[0] in ("numpy", "math", "builtins", "scipy") or \
+        module.startswith("transformer.random")

@@ -18,7 +18,9 @@ re-exports every public helper, so generated code and rules name them `runtime.<
 `casts` (scalars, zeros, casts), `kernels` (index-mapping kernels, axes), `broadcasting`,
 `reductions` (with an axis, and scans), `shapes`, `linalg`, `contractions` (einsum), `lowered`
 (call forms Numba lacks), `tapes` (the reverse sweep's tapes and shape guards, named
-`tape.<name>` by the passes, not re-exported here), `errors` (`TransformError`, `copy_hint`).
+`tape.<name>` by the passes, not re-exported here), `errors` (`TransformError`, `copy_hint`),
+`random`, `random_choice` and `xla_math` (`transformer.random` element by element, with
+XLA's rounding; reached through the primitive registry, not re-exported here).
 """
 
 from __future__ import annotations

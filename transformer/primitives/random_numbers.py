@@ -1,0 +1,54 @@
+"""`transformer.random`: keys and samplers as primitives.
+
+Under jit a call runs the runtime form of the same name (`transformer.runtime.random`, same
+signature, same bits). Keys are integers, so grad and jvp give them nothing; the samplers'
+outputs depend on nothing differentiable (a key, a shape, a dtype; `bernoulli`'s booleans
+have derivative zero in `p`), so they are constants of the differentiated function and
+`mu + sigma * random.normal(k, shape)` differentiates in `mu` and `sigma`. `uniform` is the
+exception: its result moves with `minval` and `maxval`, and no rule says how, so grad
+refuses a differentiated bound instead of dropping its derivative; `permutation` and
+`choice` of a differentiated array are refused the same way (their indices are constants).
+vmap over keys runs the loop strategy: one example per key, which is what a loop over the
+keys computes.
+In CUDA kernels `split` and `normal`, `uniform`, `bernoulli`, `bits`, `randint` with
+constant shapes run as
+loops of per-element device functions (`transformer.cuda.random_forms`); the other
+functions state why they do not.
+"""
+from __future__ import annotations
+
+from transformer import random
+from transformer.runtime import random as compiled
+from transformer.runtime import random_choice
+
+from . import registry
+from .families import lowered, nondifferentiable
+
+KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
+SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
+SHUFFLES = (random.permutation, random.choice)
+CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint,
+                 random.split)
+
+# the default dtype of bits, as transformer.random draws it (it follows JAX's x64 setting)
+compiled.DEFAULT_BITS_DTYPE = random.bits(random.PRNGKey(0)).dtype
+
+for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
+    lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
+    registry.record(_key).kind = "random"
+    registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+    if _key in CUDA_SAMPLERS:
+        registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
+    else:
+        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in, split them and draw "
+                             "with normal/uniform/bernoulli/bits/randint, or draw on the CPU")
+nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
+for _transform in ("grad", "jvp"):
+    registry.unsupported(random.uniform, _transform,
+                         "random.uniform has no derivative rule in minval/maxval; write "
+                         "minval + (maxval - minval) * random.uniform(key, shape)")
+for _key in SHUFFLES:
+    for _transform in ("grad", "jvp"):
+        registry.unsupported(_key, _transform, "no derivative rule through a shuffled or drawn "
+                             "array; draw indices and index instead: x[random.permutation(key, "
+                             "x.shape[0])]")
