@@ -10,7 +10,7 @@ import json
 
 from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F401
 
-from . import binary, elementwise, registry, structural  # noqa: F401
+from . import binary, elementwise, per_example, registry, structural  # noqa: F401
 from .registry import TRANSFORMS
 
 

@@ -311,6 +311,33 @@ def _spread_batch_mean_nb(g, x):
     return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
 
 
+def identity_batch_grad(g, d, basis):
+    """The adjoint of `identity_batch(d, basis)` (the batch `e_k * d`): the sum over `k` of
+    `e_k * g[k]`, summed down to the shape of `d`."""
+    g = np.asarray(g)
+    n = int(np.size(basis))
+    pad = (1,) * (g.ndim - 1 - np.ndim(basis))
+    units = np.eye(n, dtype=g.dtype).reshape((n,) + pad + np.shape(basis))
+    return _runtime().unbroadcast(np.sum(units * g, axis=0), d)
+
+
+@overload(identity_batch_grad)
+def _identity_batch_grad_nb(g, d, basis):
+    unbroadcast = _runtime().unbroadcast
+    if not isinstance(basis, types.Array):           # one basis vector: g[0] is all of it
+        return lambda g, d, basis: unbroadcast(g[0], d)
+
+    def impl(g, d, basis):
+        total = np.zeros(g.shape[1:], g.dtype)
+        unit = np.zeros(basis.size, g.dtype)
+        for k in range(basis.size):
+            unit[k] = 1.0
+            total += unit.reshape(basis.shape) * g[k]
+            unit[k] = 0.0
+        return unbroadcast(total, d)
+    return impl
+
+
 @register_jitable
 def _shared_index(index, k):
     return index
