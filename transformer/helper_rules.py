@@ -15,7 +15,7 @@ from numba.extending import overload
 
 from . import basis, reverse, tape
 from .primitives.families import RULE_GLOBALS
-from .primitives.per_example import linear_form
+from .primitives.per_example import linear_form, register_grad_right
 from .syntax import const
 from .runtime.examples import unbroadcast_examples
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
@@ -147,7 +147,7 @@ nondifferentiable(basis.basis_matrix, basis.basis_vector, basis.basis_size,
 linear(basis.jacobian_from_rows, "rows, out, x", "jacobian_from_rows(G, out, x)",
        "reshape_like(G, rows)", _BASIS)
 linear(basis.jacobian_from_columns, "columns, out, x", "jacobian_from_columns(G, out, x)",
-       None, _BASIS)
+       "columns_of_jacobian(G, columns, out, x)", _BASIS)
 linear(basis.jacobian_result, "jac, out, x", "jacobian_result(G, out, x)",
        "reshape_like(G, jac)", _BASIS)
 # grad of a function calling jacfwd inline differentiates its assembly from the pushed batch
@@ -261,6 +261,9 @@ def grad_right_of_batch(g, a, b):
     if np.ndim(a) == 2 and np.ndim(g) == 2 and np.ndim(b) == 1:
         return g @ a
     return np.stack([matmul_grad_right(g[k], a, b) for k in range(np.shape(g)[0])])
+
+
+register_grad_right(grad_right_of_batch)
 
 
 @overload(grad_right_of_batch)

@@ -30,7 +30,8 @@ from transformer.rules import batching as batching_rules
 from transformer.runtime import examples
 from transformer.runtime.batching import (identity_batch, identity_batch_last, index_examples,
                                           mean_examples, sum_examples, take_batched)
-from transformer.templates import ADJOINTS, TANGENTS, nondifferentiable, rule_from_source
+from transformer.templates import (ADJOINTS, TANGENTS, is_nondifferentiable, nondifferentiable,
+                                  rule_from_source)
 
 from .families import RULE_GLOBALS
 
@@ -87,6 +88,50 @@ _BATCHED = [
 ]
 
 
+# np.max/np.min/np.prod of each example: the rules of np.max/np.prod with the whole example
+# as the axis (ties share the derivative, as for np.max)
+_EXTREMA_ADJOINT = """def rule(z, x):
+    hit = cast_like(x == spread_examples(z, x), x)
+    share = d[z] / sum_examples(hit)
+    d[x] += hit * spread_examples(share, x)
+"""
+_EXTREMA_TANGENT = """def rule(z, x):
+    hit = cast_like(x == spread_examples(z, x), x)
+    d[z] = sum_examples(d[x] * hit) / sum_examples(hit)
+"""
+# matmul_grad_right(g[k], a, b[k]) = a.T @ g[k] for every k (`a` shared): bilinear in (g, a)
+_GRAD_RIGHT_ADJOINT = """def rule(z, g, a, b):
+    d[g] += matmul_each(a, d[z])
+    d[a] += sum_batch(grad_left_each(g, a, d[z]))
+"""
+_GRAD_RIGHT_TANGENT = """def rule(z, g, a, b):
+    d[z] = GRAD_RIGHT(d[g], a, b)
+    d[z] = GRAD_RIGHT(g, d[a], b)
+"""
+
+
+def _register_reductions() -> None:
+    from transformer.runtime.batching import max_examples, min_examples, prod_examples
+    for key in (max_examples, min_examples):
+        ADJOINTS[key] = rule_from_source(_EXTREMA_ADJOINT, _SCOPE)
+        TANGENTS[key] = rule_from_source(_EXTREMA_TANGENT, _SCOPE)
+    ADJOINTS[prod_examples] = rule_from_source(
+        "def rule(z, x):\n    d[x] += spread_examples(d[z] * z, x) / x\n", _SCOPE)
+    TANGENTS[prod_examples] = rule_from_source(
+        "def rule(z, x):\n    d[z] = sum_examples(d[x] * spread_examples(z, x) / x)\n",
+        _SCOPE)
+    register_grad_right(examples._grad_right)
+
+
+def register_grad_right(key) -> None:
+    """Rules of `key(g, a, b)`: `matmul_grad_right(g[k], a, b[k] or b)` for every k, `b`
+    read for its shape only (vmap's `_grad_right`, jacfwd's `grad_right_of_batch`)."""
+    scope = dict(_SCOPE, GRAD_RIGHT=key, matmul_each=each_helper(runtime.matmul, (False, True)),
+                 grad_left_each=each_helper(runtime.matmul_grad_left, (True, False, True)))
+    ADJOINTS[key] = rule_from_source(_GRAD_RIGHT_ADJOINT, scope)
+    TANGENTS[key] = rule_from_source(_GRAD_RIGHT_TANGENT, scope)
+
+
 def _register_batched() -> None:
     _SCOPE.update(identity_batch=identity_batch, identity_batch_last=identity_batch_last,
                   identity_batch_grad=examples.identity_batch_grad,
@@ -139,7 +184,9 @@ def each_helper(key, flags: tuple, in_place: bool = False):
     helper = examples.over_examples(key, flags, in_place)
     if not in_place and (key, flags) not in _MADE:
         _MADE[(key, flags)] = helper
-        if key in _LINEAR:
+        if is_nondifferentiable(key):          # shapes and counts: per example too
+            nondifferentiable(helper)
+        elif key in _LINEAR:
             _derive(key, flags, helper)
     return helper
 
@@ -194,3 +241,4 @@ def _transpose_call(form: LinearForm, flags: tuple):
 
 
 _register_batched()
+_register_reductions()
