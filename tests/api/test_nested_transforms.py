@@ -7,6 +7,8 @@ then runs eagerly), a loop over the examples for vmap, and JAX on the same progr
 it is installed. The grid runs under the Python backend; under jit one cell runs in the
 quick set and the rest with --runslow.
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,14 @@ def with_vmap_grad(x):
 INNER = [with_grad, with_vmap, with_jacfwd, with_hessian, with_value_and_grad, with_jvp,
          with_vmap_grad]
 OUTER = ["grad", "jacfwd", "jacrev", "hessian", "vmap", "jvp"]
+# derivative order of each: cells of order 3 and more transform slowly (the generated
+# derivative code grows with the order), so they run with --runslow
+ORDER = {"grad": 1, "jacfwd": 1, "jacrev": 1, "hessian": 2, "vmap": 0, "jvp": 1,
+         "with_grad": 1, "with_vmap": 0, "with_jacfwd": 1, "with_hessian": 2,
+         "with_value_and_grad": 1, "with_jvp": 1, "with_vmap_grad": 1}
+GRID = [pytest.param(outer, f, id=f"{outer}-{f.__name__}",
+                     marks=[pytest.mark.slow] if ORDER[outer] + ORDER[f.__name__] > 2 else [])
+        for outer in OUTER for f in INNER]
 X = np.array([0.3, -1.1, 0.8])
 V = np.array([0.5, 0.2, -0.4])
 XS = np.array([[0.3, -1.1, 0.8], [0.6, 0.2, -0.7]])
@@ -69,6 +79,12 @@ XS = np.array([[0.3, -1.1, 0.8], [0.6, 0.2, -0.7]])
 def _transformed(outer: str, f):
     return {"grad": grad, "jacfwd": jacfwd, "jacrev": jacrev, "hessian": hessian,
             "vmap": vmap, "jvp": jvp}[outer](f)
+
+
+@functools.lru_cache(maxsize=None)
+def _secant(outer: str, f):
+    """The grid cell's value under the Python backend (shared by the oracle tests)."""
+    return _call(outer, _transformed(outer, f))
 
 
 def _call(outer: str, fn):
@@ -101,10 +117,9 @@ def _assert_close(got, expected, outer):
         np.testing.assert_allclose(got, expected, **tolerance)
 
 
-@pytest.mark.parametrize("f", INNER, ids=[f.__name__ for f in INNER])
-@pytest.mark.parametrize("outer", OUTER)
+@pytest.mark.parametrize("outer, f", GRID)
 def test_transformation_of_inline_transformation_matches_finite_differences(outer, f):
-    _assert_close(_call(outer, _transformed(outer, f)), _expected(outer, f), outer)
+    _assert_close(_secant(outer, f), _expected(outer, f), outer)
 
 
 def test_jit_hessian_of_inline_vmap_matches_finite_differences():
@@ -118,3 +133,52 @@ def test_jit_hessian_of_inline_vmap_matches_finite_differences():
 def test_jit_of_transformation_of_inline_transformation_matches_python(outer, f):
     fn = _transformed(outer, f)
     _assert_close(_call(outer, jit(fn)), _call(outer, fn), "jit")
+
+
+def _jax_programs(jax):
+    """The grid's programs written with jax.numpy, by name."""
+    jnp = jax.numpy
+
+    def jg(x):
+        return jnp.sum(jnp.sin(x) * x) * jnp.sum(x * x)
+
+    def jgv(x):
+        return jnp.sin(x) * jnp.sum(x * x)
+
+    def outer_scaled(x):
+        return jnp.outer(SCALES, x)
+
+    def j_value_and_grad(x):
+        v, gr = jax.value_and_grad(jg)(x)
+        return v * jnp.sum(gr * x)
+
+    def j_jvp(x):
+        out, dout = jax.jvp(jg, (x,), (jnp.cos(x),))
+        return out * dout
+
+    return {
+        "with_grad": lambda x: jnp.sum(jax.grad(jg)(x) * jnp.cos(x)),
+        "with_vmap": lambda x: jnp.sum(jax.vmap(jg)(outer_scaled(x)) * SCALES),
+        "with_jacfwd": lambda x: jnp.sum(jax.jacfwd(jgv)(x) * W),
+        "with_hessian": lambda x: jnp.sum(jax.hessian(jg)(x) * W),
+        "with_value_and_grad": j_value_and_grad,
+        "with_jvp": j_jvp,
+        "with_vmap_grad": lambda x: jnp.sum(jax.vmap(jax.grad(jg))(outer_scaled(x)) ** 2),
+    }
+
+
+@pytest.mark.parametrize("outer, f", GRID)
+def test_transformation_of_inline_transformation_matches_jax(outer, f):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    program = _jax_programs(jax)[f.__name__]
+    if outer == "jvp":
+        expected = jax.jvp(program, (X,), (V,))
+    else:
+        transform = {"grad": jax.grad, "jacfwd": jax.jacfwd, "jacrev": jax.jacrev,
+                     "hessian": jax.hessian, "vmap": jax.vmap}[outer]
+        expected = transform(program)(XS if outer == "vmap" else X)
+    got = _secant(outer, f)
+    pairs = zip(got, expected) if outer == "jvp" else [(got, expected)]
+    for a, b in pairs:
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
