@@ -12,8 +12,8 @@ import functools
 import numpy as np
 import pytest
 
-from transformer import (grad, hessian, jacfwd, jacrev, jit, jvp,
-                         value_and_grad, vmap)
+from transformer import (TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, linearize,
+                         value_and_grad, vjp, vmap)
 from transformer.test_util import numerical_grad, numerical_jacobian, numerical_jvp
 
 SCALES = np.array([1.0, -0.5])
@@ -62,10 +62,10 @@ def with_vmap_grad(x):
 
 INNER = [with_grad, with_vmap, with_jacfwd, with_hessian, with_value_and_grad, with_jvp,
          with_vmap_grad]
-OUTER = ["grad", "jacfwd", "jacrev", "hessian", "vmap", "jvp"]
+OUTER = ["grad", "jacfwd", "jacrev", "hessian", "vmap", "jvp", "vmap_grad"]
 # derivative order of each: cells of order 3 and more transform slowly (the generated
 # derivative code grows with the order), so they run with --runslow
-ORDER = {"grad": 1, "jacfwd": 1, "jacrev": 1, "hessian": 2, "vmap": 0, "jvp": 1,
+ORDER = {"grad": 1, "jacfwd": 1, "jacrev": 1, "hessian": 2, "vmap": 0, "jvp": 1, "vmap_grad": 1,
          "with_grad": 1, "with_vmap": 0, "with_jacfwd": 1, "with_hessian": 2,
          "with_value_and_grad": 1, "with_jvp": 1, "with_vmap_grad": 1}
 GRID = [pytest.param(outer, f, id=f"{outer}-{f.__name__}",
@@ -77,6 +77,8 @@ XS = np.array([[0.3, -1.1, 0.8], [0.6, 0.2, -0.7]])
 
 
 def _transformed(outer: str, f):
+    if outer == "vmap_grad":                    # per-example gradients
+        return vmap(grad(f))
     return {"grad": grad, "jacfwd": jacfwd, "jacrev": jacrev, "hessian": hessian,
             "vmap": vmap, "jvp": jvp}[outer](f)
 
@@ -89,7 +91,7 @@ def _secant(outer: str, f):
 
 def _call(outer: str, fn):
     """The outer transformation's result at the grid's point."""
-    if outer == "vmap":
+    if outer in ("vmap", "vmap_grad"):
         return fn(XS)
     if outer == "jvp":
         return fn(X, V)
@@ -100,6 +102,8 @@ def _expected(outer: str, f):
     """Finite differences (a loop over the examples for vmap) of `f` run as Python."""
     if outer == "vmap":
         return np.array([f(x) for x in XS])
+    if outer == "vmap_grad":
+        return np.array([numerical_grad(f, (x,)) for x in XS])
     if outer == "jvp":
         return f(X), numerical_jvp(f, (X,), (V,))
     if outer == "hessian":
@@ -120,6 +124,45 @@ def _assert_close(got, expected, outer):
 @pytest.mark.parametrize("outer, f", GRID)
 def test_transformation_of_inline_transformation_matches_finite_differences(outer, f):
     _assert_close(_secant(outer, f), _expected(outer, f), outer)
+
+
+def with_vjp(x):
+    out, pullback = vjp(g, x)
+    return out * np.sum(pullback(1.0)[0] * x)
+
+
+def with_vjp_as_hinted(x):               # the hint's rewrite of with_vjp
+    out, gr = value_and_grad(g)(x)
+    return out * np.sum(gr * x)
+
+
+def with_linearize(x):
+    out, pushforward = linearize(g, x)
+    return out * pushforward(np.cos(x))
+
+
+def with_linearize_as_hinted(x):         # the hint's rewrite of with_linearize
+    out, dout = jvp(g)(x, np.cos(x))
+    return out * dout
+
+
+@pytest.mark.parametrize("outer", OUTER)
+@pytest.mark.parametrize("f, hinted, message, hint", [
+    (with_vjp, with_vjp_as_hinted, "vjp inside a transformed function is not supported",
+     "use grad(f) or value_and_grad(f) inside it"),
+    (with_linearize, with_linearize_as_hinted,
+     "linearize inside a transformed function is not supported",
+     "use jvp(f)(*primals, *tangents) inside it")], ids=["vjp", "linearize"])
+def test_inline_pullback_under_a_transformation_is_a_located_error_whose_hint_works(
+        outer, f, hinted, message, hint):
+    with pytest.raises(TransformError) as info:
+        _call(outer, _transformed(outer, f))
+    text = str(info.value)
+    assert message in text and hint in text
+    assert f"test_nested_transforms.py:{f.__code__.co_firstlineno + 1}:" in text
+    if outer == "grad":                  # the rewrite the hint asks for differentiates
+        _assert_close(_call(outer, _transformed(outer, hinted)),
+                      _expected(outer, hinted), outer)
 
 
 def test_jit_hessian_of_inline_vmap_matches_finite_differences():
@@ -174,6 +217,8 @@ def test_transformation_of_inline_transformation_matches_jax(outer, f):
     program = _jax_programs(jax)[f.__name__]
     if outer == "jvp":
         expected = jax.jvp(program, (X,), (V,))
+    elif outer == "vmap_grad":
+        expected = jax.vmap(jax.grad(program))(XS)
     else:
         transform = {"grad": jax.grad, "jacfwd": jax.jacfwd, "jacrev": jax.jacrev,
                      "hessian": jax.hessian, "vmap": jax.vmap}[outer]
