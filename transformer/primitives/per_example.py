@@ -10,7 +10,7 @@ Two kinds of helper:
   linear in its first argument, so its tangent is itself applied to the tangent and its
   adjoint is the reduction or gather it transposes;
 - `over_examples(h, flags)` (named `h_each`), vmap's rule of last resort for a runtime
-  helper `h`: made on demand, so its rules are made then too (`each_helper`), from the
+  helper `h`: made on demand, so its rules are made then too (`examples.ON_MADE`), from the
   linear form of `h` (`linear_form`, recorded by `transformer.helper_rules.linear`):
   the tangent of `h_each(g, ...)` is `h_each(d[g], ...)` (the other arguments give shapes
   only), its adjoint the transpose of `h` applied example by example (summed over the
@@ -178,17 +178,18 @@ def linear_form(key, params: str, transpose: str | None) -> None:
             _derive(key, flags, helper)
 
 
-def each_helper(key, flags: tuple, in_place: bool = False):
-    """`over_examples(key, flags)`, with tangent and adjoint rules where `key` is linear
-    (now, or once its linear form is recorded)."""
-    helper = examples.over_examples(key, flags, in_place)
-    if not in_place and (key, flags) not in _MADE:
-        _MADE[(key, flags)] = helper
-        if is_nondifferentiable(key):          # shapes and counts: per example too
-            nondifferentiable(helper)
-        elif key in _LINEAR:
-            _derive(key, flags, helper)
-    return helper
+def each_helper(key, flags: tuple):
+    """`over_examples(key, flags)` (its rules are registered as it is made)."""
+    return examples.over_examples(key, flags)
+
+
+def _on_made(key, flags: tuple, helper) -> None:
+    """Register the rules of `helper`, `key` of each example (`flags`: batched arguments)."""
+    _MADE[(key, flags)] = helper
+    if is_nondifferentiable(key):              # shapes and counts: per example too
+        nondifferentiable(helper)
+    elif key in _LINEAR:
+        _derive(key, flags, helper)
 
 
 def _derive(key, flags: tuple, helper) -> None:
@@ -240,5 +241,9 @@ def _transpose_call(form: LinearForm, flags: tuple):
     return RULE_GLOBALS[tree.func.id], args, tuple(arg_flags)
 
 
+for (_key, _flags, _in_place), _helper in list(examples._OVER_EXAMPLES.items()):
+    if not _in_place:
+        _on_made(_key, _flags, _helper)
+examples.ON_MADE.append(_on_made)
 _register_batched()
 _register_reductions()

@@ -356,8 +356,7 @@ for _helper in (sum_batch, mean_batch, max_batch, min_batch, gather_batch, times
 def _each_rule(site: Site):
     if site.keywords:
         return None
-    from transformer.primitives.per_example import each_helper   # (it imports this module)
-    helper = each_helper(site.key, tuple(site.batched), in_place=site.statement)
+    helper = over_examples(site.key, tuple(site.batched), in_place=site.statement)
     return site.helper(helper, *site.args), not site.statement
 
 

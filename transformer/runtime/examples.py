@@ -126,10 +126,15 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     python.__module__ = __name__
     overload(python)(scope["typer"])
     _OVER_EXAMPLES[key] = python
+    for hook in ON_MADE if not in_place else ():
+        hook(helper, flags, python)
     return python
 
 
 _OVER_EXAMPLES: dict = {}
+# called as hook(helper, flags, made) for each value-returning helper over_examples makes:
+# transformer.primitives registers the derivative rules of `made` there
+ON_MADE: list = []
 
 
 def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
