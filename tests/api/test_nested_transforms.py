@@ -227,3 +227,56 @@ def test_transformation_of_inline_transformation_matches_jax(outer, f):
     pairs = zip(got, expected) if outer == "jvp" else [(got, expected)]
     for a, b in pairs:
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- the identity-basis helpers
+# identity_batch (jacfwd's basis pushed through vmap), identity_batch_grad (its adjoint) and
+# identity_batch_spread (the adjoint of that): each pair satisfies <A v, w> = <v, A^T w>
+
+IDENTITY_CASES = [((3,), (3,)), ((2, 2), (2, 2)), ((3,), (4, 3)), ((3,), ())]
+
+
+def _identity_pairs(batch, grad_of, spread):
+    rng = np.random.default_rng(7)
+    pairs = []
+    for basis_shape, v_shape in IDENTITY_CASES:
+        basis, v = rng.standard_normal(basis_shape), rng.standard_normal(v_shape)
+        v = v if v_shape else float(v)           # a scalar tangent is a float in Numba
+        forward = batch(v, basis)
+        w = rng.standard_normal(np.shape(forward))
+        back = grad_of(w, v, basis)
+        pairs.append((np.sum(forward * w), np.sum(v * back), np.shape(back), np.shape(v)))
+        u = rng.standard_normal(np.shape(back))
+        pairs.append((np.sum(back * u), np.sum(w * spread(u, w, basis)), (), ()))
+    return pairs
+
+
+def test_identity_basis_helpers_are_adjoint_pairs():
+    from transformer.runtime.batching import identity_batch
+    from transformer.runtime.examples import identity_batch_grad, identity_batch_spread
+    for left, right, shape, expected_shape in _identity_pairs(
+            identity_batch, identity_batch_grad, identity_batch_spread):
+        assert np.isclose(left, right) and shape == expected_shape
+
+
+@pytest.mark.slow
+def test_identity_basis_helpers_compiled_match_python():
+    from numba import njit
+
+    from transformer.runtime.batching import identity_batch
+    from transformer.runtime.examples import identity_batch_grad, identity_batch_spread
+    for left, right, shape, expected_shape in _identity_pairs(
+            njit(lambda v, b: identity_batch(v, b)),
+            njit(lambda w, v, b: identity_batch_grad(w, v, b)),
+            njit(lambda u, w, b: identity_batch_spread(u, w, b))):
+        assert np.isclose(left, right) and shape == expected_shape
+
+
+def with_inline_grad_of_jacfwd(x):      # three levels: grad ∘ inline grad ∘ inline jacfwd
+    return np.sum(grad(with_jacfwd)(x) * x)
+
+
+@pytest.mark.slow
+def test_grad_through_two_levels_of_inline_transformations_matches_finite_differences():
+    f = with_inline_grad_of_jacfwd
+    _assert_close(grad(f)(X), numerical_grad(f, (X,)), "grad")

@@ -84,7 +84,8 @@ _BATCHED = [
     (identity_batch_last, "v, basis", "identity_batch_grad(moveaxis(G, -1, 0), v, basis)"),
     (examples.unbroadcast_examples, "g, x", "broadcast_like_each(G, g)"),
     (examples.unbroadcast_to_shared, "g, x", "broadcast_like_each(G, g)"),
-    (examples.identity_batch_grad, "g, v, basis", None),     # (hessian of an inline jacfwd)
+    (examples.identity_batch_grad, "g, v, basis", "identity_batch_spread(G, g, basis)"),
+    (examples.identity_batch_spread, "t, g, basis", "identity_batch_grad(G, t, basis)"),
 ]
 
 
@@ -135,6 +136,7 @@ def register_grad_right(key) -> None:
 def _register_batched() -> None:
     _SCOPE.update(identity_batch=identity_batch, identity_batch_last=identity_batch_last,
                   identity_batch_grad=examples.identity_batch_grad,
+                  identity_batch_spread=examples.identity_batch_spread,
                   broadcast_like_each=each_helper(runtime.broadcast_like, (True, True)))
     for key, params, transpose in _SPREADS + _BATCHED:
         _register_linear(key, params, transpose, _SCOPE)

@@ -11,7 +11,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
-                       broadcast_batch, outer_both, outer_left)
+                       broadcast_batch, identity_batch, outer_both, outer_left)
 
 # ---------------------------------------------------------------- collectives over the batch
 
@@ -341,6 +341,19 @@ def _identity_batch_grad_nb(g, d, basis):
             unit[k] = 0.0
         return unbroadcast(total, d)
     return impl
+
+
+def identity_batch_spread(t, g, basis):
+    """The adjoint of `identity_batch_grad(g, v, basis)`: the batch `e_k * t` for every
+    unit vector `e_k`, with `t` broadcast to each example of `g` (shaped like `g`)."""
+    example = np.broadcast_to(np.asarray(t), np.shape(g)[1:])
+    return np.broadcast_to(identity_batch(example, basis), np.shape(g)).copy()
+
+
+@overload(identity_batch_spread)
+def _identity_batch_spread_nb(t, g, basis):
+    broadcast_like = _runtime().broadcast_like
+    return lambda t, g, basis: identity_batch(broadcast_like(t, g[0]), basis)
 
 
 @register_jitable
