@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
 from transformer import basis, runtime
 from transformer.rules import batching as batching_rules
 from transformer.runtime import examples
 from transformer.runtime.batching import (identity_batch, identity_batch_last, index_examples,
-                                          mean_examples, sum_examples, take_batched)
+                                          max_examples, mean_examples, min_examples,
+                                          prod_examples, sum_examples, take_batched)
 from transformer.templates import (ADJOINTS, TANGENTS, is_nondifferentiable, nondifferentiable,
                                   rule_from_source)
 
@@ -43,7 +45,7 @@ _SCOPE = dict(RULE_GLOBALS, sum_examples=sum_examples, mean_examples=mean_exampl
                   "index_examples_grad", "take_batched_grad", "unbroadcast_examples",
                   "unbroadcast_to_shared")})
 
-# helper (params, tangent expression, adjoint expression); `G` is the derivative
+# (helper, its parameters, its adjoint): linear in the first parameter; `G` is `d[z]`
 _SPREADS = [
     (examples.spread_examples, "g, x", "sum_examples(G)"),
     (examples.spread_mean, "g, x", "mean_examples(G)"),
@@ -62,9 +64,9 @@ def _register_linear(key, params: str, transpose: str | None, scope: dict) -> No
         f"def rule(z, {params}):\n    d[z] = {scope_name(key, scope)}(d[{first}], {rest})\n",
         scope)
     if transpose is not None:
-        ADJOINTS[key] = rule_from_source(
-            f"def rule(z, {params}):\n    d[{first}] += {transpose.replace('G', 'd[z]')}\n",
-            scope)
+        back = re.sub(r"\bG\b", "d[z]", transpose)
+        ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
+                                         scope)
 
 
 def scope_name(key, scope: dict) -> str:
@@ -112,7 +114,6 @@ _GRAD_RIGHT_TANGENT = """def rule(z, g, a, b):
 
 
 def _register_reductions() -> None:
-    from transformer.runtime.batching import max_examples, min_examples, prod_examples
     for key in (max_examples, min_examples):
         ADJOINTS[key] = rule_from_source(_EXTREMA_ADJOINT, _SCOPE)
         TANGENTS[key] = rule_from_source(_EXTREMA_TANGENT, _SCOPE)
