@@ -164,6 +164,21 @@ def _jacobian_from_columns_nb(columns, out, x):
     return impl
 
 
+def columns_of_jacobian(g, columns, out, x):
+    """The adjoint of `jacobian_from_columns(columns, out, x)`: the Jacobian-shaped `g`
+    laid out as `columns` (one basis vector's tangent per row)."""
+    flat = np.reshape(g, (np.size(out), np.size(x)))
+    return np.reshape(np.ascontiguousarray(flat.T), np.shape(columns))
+
+
+@overload(columns_of_jacobian)
+def _columns_of_jacobian_nb(g, columns, out, x):
+    def impl(g, columns, out, x):
+        flat = np.ascontiguousarray(g).reshape((basis_size(out), basis_size(x)))
+        return np.ascontiguousarray(flat.T).reshape(columns.shape)
+    return impl
+
+
 def basis_ones(x):
     """Ones shaped like `x` in its float type: the identity basis of `x` pushed as an
     identity batch (vmap's `Spec.identity`), example k being the k-th unit vector."""
@@ -213,6 +228,6 @@ def _jacobian_from_rows_nb(rows, out, x):
     return impl
 
 
-__all__ = ["basis_matrix", "basis_ones", "basis_size", "basis_vector", "jacobian_alloc",
-           "jacobian_from_columns", "jacobian_from_last", "jacobian_from_rows",
+__all__ = ["basis_matrix", "basis_ones", "basis_size", "basis_vector", "columns_of_jacobian",
+           "jacobian_alloc", "jacobian_from_columns", "jacobian_from_last", "jacobian_from_rows",
            "jacobian_result", "set_column", "set_row"]

@@ -15,7 +15,9 @@ from numba.extending import overload
 
 from . import basis, reverse, tape
 from .primitives.families import RULE_GLOBALS
+from .primitives.per_example import linear_form, register_grad_right
 from .syntax import const
+from .runtime.examples import unbroadcast_examples
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
@@ -31,6 +33,7 @@ nondifferentiable(zeros_like, axis_count, axis_mask, inside)
 def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:
     """A helper linear in its first parameter `g`: tangent `forward` (with `g` the
     tangent), adjoint `transpose` (with `g` the adjoint of the result)."""
+    linear_form(key, params, transpose)        # the rules of its per-example form, later
     first = params.split(",")[0].strip()
     fwd = forward.replace("G", f"d[{first}]")
     TANGENTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[z] = {fwd}\n", glb)
@@ -144,9 +147,12 @@ nondifferentiable(basis.basis_matrix, basis.basis_vector, basis.basis_size,
 linear(basis.jacobian_from_rows, "rows, out, x", "jacobian_from_rows(G, out, x)",
        "reshape_like(G, rows)", _BASIS)
 linear(basis.jacobian_from_columns, "columns, out, x", "jacobian_from_columns(G, out, x)",
-       None, _BASIS)
+       "columns_of_jacobian(G, columns, out, x)", _BASIS)
 linear(basis.jacobian_result, "jac, out, x", "jacobian_result(G, out, x)",
        "reshape_like(G, jac)", _BASIS)
+# grad of a function calling jacfwd inline differentiates its assembly from the pushed batch
+linear(basis.jacobian_from_last, "columns, out, x", "jacobian_from_last(G, out, x)",
+       "reshape_like(G, columns)", _BASIS)
 
 
 # ---------------------------------------------------------------- bilinear products
@@ -257,6 +263,9 @@ def grad_right_of_batch(g, a, b):
     return np.stack([matmul_grad_right(g[k], a, b) for k in range(np.shape(g)[0])])
 
 
+register_grad_right(grad_right_of_batch)
+
+
 @overload(grad_right_of_batch)
 def _grad_right_of_batch_nb(g, a, b):
     if isinstance(a, types.Array) and a.ndim == 2 and isinstance(g, types.Array) and \
@@ -301,6 +310,11 @@ def _broadcast_like_of_batch_nb(t, z):
             out[k] = broadcast_like(t[k], z)
         return out
     return each
+
+
+linear(broadcast_like_of_batch, "t, like", "broadcast_like_of_batch(G, like)",
+       "unbroadcast_examples(G, t)", dict(RULE_GLOBALS, unbroadcast_examples=unbroadcast_examples,
+                                          broadcast_like_of_batch=broadcast_like_of_batch))
 
 
 @adjoint(accumulated)

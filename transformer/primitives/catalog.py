@@ -10,7 +10,8 @@ import json
 
 from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F401
 
-from . import binary, elementwise, random_numbers, registry, structural  # noqa: F401
+from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
+               structural)
 from .registry import TRANSFORMS
 
 

@@ -11,7 +11,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
-                       broadcast_batch, outer_both, outer_left)
+                       broadcast_batch, identity_batch, outer_both, outer_left)
 
 # ---------------------------------------------------------------- collectives over the batch
 
@@ -126,10 +126,15 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     python.__module__ = __name__
     overload(python)(scope["typer"])
     _OVER_EXAMPLES[key] = python
+    for hook in ON_MADE if not in_place else ():
+        hook(helper, flags, python)
     return python
 
 
 _OVER_EXAMPLES: dict = {}
+# called as hook(helper, flags, made) for each value-returning helper over_examples makes:
+# transformer.primitives registers the derivative rules of `made` there
+ON_MADE: list = []
 
 
 def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
@@ -309,6 +314,46 @@ def spread_batch_mean(g, x):
 @overload(spread_batch_mean)
 def _spread_batch_mean_nb(g, x):
     return lambda g, x: broadcast_batch(g, x.shape[0]) / x.shape[0]
+
+
+def identity_batch_grad(g, d, basis):
+    """The adjoint of `identity_batch(d, basis)` (the batch `e_k * d`): the sum over `k` of
+    `e_k * g[k]`, summed down to the shape of `d`."""
+    g = np.asarray(g)
+    n = int(np.size(basis))
+    pad = (1,) * (g.ndim - 1 - np.ndim(basis))
+    units = np.eye(n, dtype=g.dtype).reshape((n,) + pad + np.shape(basis))
+    return _runtime().unbroadcast(np.sum(units * g, axis=0), d)
+
+
+@overload(identity_batch_grad)
+def _identity_batch_grad_nb(g, d, basis):
+    unbroadcast = _runtime().unbroadcast
+    if not isinstance(basis, types.Array):           # one basis vector: g[0] is all of it
+        return lambda g, d, basis: unbroadcast(g[0], d)
+
+    def impl(g, d, basis):
+        total = np.zeros(g.shape[1:], g.dtype)
+        unit = np.zeros(basis.size, g.dtype)
+        for k in range(basis.size):
+            unit[k] = 1.0
+            total += unit.reshape(basis.shape) * g[k]
+            unit[k] = 0.0
+        return unbroadcast(total, d)
+    return impl
+
+
+def identity_batch_spread(t, g, basis):
+    """The adjoint of `identity_batch_grad(g, v, basis)`: the batch `e_k * t` for every
+    unit vector `e_k`, with `t` broadcast to each example of `g` (shaped like `g`)."""
+    example = np.broadcast_to(np.asarray(t), np.shape(g)[1:])
+    return np.broadcast_to(identity_batch(example, basis), np.shape(g)).copy()
+
+
+@overload(identity_batch_spread)
+def _identity_batch_spread_nb(t, g, basis):
+    broadcast_like = _runtime().broadcast_like
+    return lambda t, g, basis: identity_batch(broadcast_like(t, g[0]), basis)
 
 
 @register_jitable
