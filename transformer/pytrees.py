@@ -30,7 +30,10 @@ from typing import Any, Callable
 import gast
 import optree
 
+from codegen.backends import is_user_function
+
 from . import tree_util
+from .bound_calls import bind_arguments
 from .function import Function, resolve
 from .names import Namer
 from .syntax import const, name
@@ -158,12 +161,14 @@ def composed(inner: Callable | None, outer: Callable):
 # ---------------------------------------------------------------- flattening a body
 
 
-def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
+def flatten_parameters(fn: Function, layouts, tuples: bool = False,
+                       active: frozenset = frozenset()) -> Function:
     """`fn` with each container parameter replaced by one parameter per leaf (see the
     module docstring for what the body may do with a container). `tuples`: a tuple or
     list of leaves used whole is rebuilt as a tuple literal (for jit of the function
     itself; the transformations have no rules through tuple literals, so it is refused
-    for them rather than risk a wrong derivative or batch)."""
+    for them rather than risk a wrong derivative or batch). `active`: the helpers being
+    flattened around this one (`_Flattener.variant`), to refuse recursion."""
     layouts = tuple(layouts)
     if all_leaves(layouts):
         return fn
@@ -178,11 +183,22 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
         env[p] = tree
         params.extend(_names_in(tree))
     node = copy.deepcopy(fn.node)
-    node.body = _Flattener(fn, tuples, namer).statements(node.body, env, nested=False)
+    flattener = _Flattener(fn, tuples, namer, active)
+    node.body = flattener.statements(node.body, env, nested=False)
     node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                defaults=[])
-    return fn.replace(node=node)
+    return fn.replace(node=node, env={**fn.env, **flattener.env})
+
+
+def _user_helper(obj) -> Function | None:
+    """The Function of a function of the user's (or a generated one), else None."""
+    if isinstance(obj, Function):
+        return obj
+    if not is_user_function(obj):
+        return None
+    from .frontend import parse
+    return parse(obj)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,8 +252,10 @@ _USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p,
 class _Flattener:
     """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
 
-    def __init__(self, fn: Function, tuples: bool, namer: Namer):
-        self.fn, self.tuples, self.namer = fn, tuples, namer
+    def __init__(self, fn: Function, tuples: bool, namer: Namer, active: frozenset):
+        self.fn, self.tuples, self.namer, self.active = fn, tuples, namer, active
+        self.env: dict = {}             # the variants of helpers given containers
+        self.variants: dict = {}        # (helper, layouts) -> its variant's name here
 
     def error(self, node, message, hint=_USED_WHOLE_HINT):
         return self.fn.origin.error(node, message, hint)
@@ -487,9 +505,58 @@ class _Flattener:
         if isinstance(value, gast.Lambda):
             self.refuse_uses(value, env)
             return value
+        if isinstance(value, gast.Call):
+            passed = self.passed_on(value, env)
+            if passed is not None:
+                return passed
         for field, child in gast.iter_fields(value):
             setattr(value, field, self.rewrite(child, env))
         return value
+
+    def passed_on(self, call, env):
+        """`predict(params, x)`: a container handed to a function of the user's becomes its
+        leaves, passed to a variant of the helper whose own container parameters are
+        flattened the same way (so the passes only ever see arrays). None for any other
+        call."""
+        given = call.args + [k.value for k in call.keywords]
+        if not any(isinstance(self.resolve(a, env), _Tree) for a in given):
+            return None
+        obj = resolve(self.fn, call.func, None)
+        helper = _user_helper(obj)
+        if helper is None:
+            return None                   # refused where the container is used whole
+        if helper.node.args.vararg or helper.node.args.kwarg or \
+                any(isinstance(a, gast.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords):
+            raise self.error(call, f"a container is passed to {helper.name}, which takes or "
+                             "is given *args or **kwargs", "name each parameter in its def")
+        call = copy.copy(call)
+        bind_arguments(self.fn, call, helper, self.namer, self.env)
+        found = [self.resolve(a, env) for a in call.args]
+        layouts = tuple(t.layout if isinstance(t, _Tree) else LEAF for t in found)
+        args = []
+        for a, t in zip(call.args, found):
+            args.extend([name(n) for n in _names_in(t)] if isinstance(t, _Tree)
+                        else [self.rewrite(a, env)])
+        variant = self.variant(obj, helper, layouts, call)
+        return gast.copy_location(gast.Call(func=name(variant), args=args, keywords=[]), call)
+
+    def variant(self, obj, helper: Function, layouts, call) -> str:
+        """The name, bound in this function's env, of `helper` (the Function of `obj`)
+        over leaves for `layouts`."""
+        key = (id(obj), layouts)
+        if key not in self.variants:
+            if key in self.active:
+                raise self.error(call, f"{helper.name} passes a container argument on to "
+                                 "itself (recursion over a container is not unrolled)",
+                                 "pass the arrays the recursion needs as separate arguments")
+            fresh = self.namer.fresh(f"{helper.name}_leaves")
+            flat = flatten_parameters(helper, layouts, self.tuples, self.active | {key})
+            node = copy.copy(flat.node)
+            node.name = fresh
+            self.env[fresh] = flat.replace(node=node)
+            self.variants[key] = fresh
+        return self.variants[key]
 
     def target(self, node, env):
         """An assignment target: a container's entry cannot be replaced (the caller's
