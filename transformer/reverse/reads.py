@@ -33,7 +33,7 @@ class Reads(Adjoints):
         super().__init__(*args, **kwargs)
         self.counters: dict = {}
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
-                                   self.promoted_names())
+                                   self.promoted_names(), self.tuple_results())
         for var, sites in sorted(self.moved_guards.items()):
             for site, expr in sites:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)
