@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import runtime, tape
 from ..function import resolve
-from ..syntax import assign, call, name
+from ..syntax import assign, call, const, name
 from .adjoints import Adjoints
 from .dce import pure_calls
 from .facts import _names, _tape_makers
@@ -178,7 +178,7 @@ class Reads(Adjoints):
                 node.secant_weak = True
         checked = self.namer.fresh(var + "_checked")
         check = call(name(self.helper("check_shape", tape.check_shape)), name(checked),
-                     name(self.shape_name(var)))
+                     name(self.shape_name(var)), const(self.fn.origin.where(expr)))
         return [assign(checked, expr), gast.Expr(value=check)]
 
     def mark_weak_reads(self, node) -> None:
