@@ -277,3 +277,67 @@ def test_unsupported_use_inside_a_helper_is_located_in_the_helper(how, f, messag
         transform(f)({"W": W1}, x, y)
     assert info.value.line.strip() == line
     assert info.value.hint
+
+
+# ---------------------------------------------------------------- shapes that change in a loop
+
+
+def accumulates_from_a_number(p, x, y):
+    e = 0.0
+    for t in range(x.shape[0]):
+        d = p["W"] @ x[:2] * x[t] - y
+        e = e + d * d
+    return np.sum(e)
+
+
+def accumulates_from_zeros(p, x, y):
+    e = np.zeros(2)
+    for t in range(x.shape[0]):
+        d = p["W"] @ x[:2] * x[t] - y
+        e = e + d * d
+    return np.sum(e)
+
+
+@pytest.mark.parametrize("how", ["grad", "vmap_grad"])
+def test_accumulator_changing_shape_in_a_loop_is_located_and_its_hint_works(how):
+    p = {"W": W1[:2]}
+    transform = grad if how == "grad" else (lambda g: vmap(grad(g), in_axes=(None, 0, 0)))
+    x, y = (XS, YS) if how == "vmap_grad" else (X, Y)
+    with pytest.raises(ValueError, match="changed shape") as info:
+        transform(accumulates_from_a_number)(p, x, y)
+    text = str(info.value)
+    assert f"{__file__}:" in text and "e = e + d * d" in text and "np.zeros" in text
+    got = transform(accumulates_from_zeros)(p, x, y)
+    want = fd_grad(accumulates_from_zeros, p, X, Y) if how == "grad" else \
+        stacked([fd_grad(accumulates_from_zeros, p, a, b) for a, b in zip(XS, YS)])
+    assert_tree_close(got, want)
+
+
+# ---------------------------------------------------------------- a helper's returned tuple
+
+
+def decay(c, u):
+    return c * 0.8 + u * u, c * u
+
+
+def unpacks_helper_tuples(p, x, y):
+    c = p["c0"]
+    s = 0.0
+    for t in range(x.shape[0]):
+        c, z = decay(c, x[t] * p["a"])
+        s = s + z
+    return s + c * np.sum(y)
+
+
+def test_grad_through_a_loop_unpacking_a_helper_tuple_matches_finite_differences():
+    p = {"c0": 0.4, "a": 1.3}
+    assert_tree_close(grad(unpacks_helper_tuples)(p, X, Y),
+                      fd_grad(unpacks_helper_tuples, p, X, Y))
+
+
+@pytest.mark.slow
+def test_jit_grad_through_a_loop_unpacking_a_helper_tuple_matches_finite_differences():
+    # the item read from the tuple is recorded, not the tuple (Numba tapes no tuples)
+    p = {"c0": 0.4, "a": 1.3}
+    assert_tree_close(jit(grad(unpacks_helper_tuples))(p, X, Y),
+                      fd_grad(unpacks_helper_tuples, p, X, Y))
