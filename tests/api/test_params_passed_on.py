@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from gradcheck import central_differences
-from transformer import (TransformError, grad, hessian, jacfwd, jit, tree_util,
+from transformer import (TransformError, grad, hessian, jacfwd, jit, lax, tree_util,
                          value_and_grad, vmap)
 
 # ---------------------------------------------------------------- programs
@@ -341,3 +341,30 @@ def test_jit_grad_through_a_loop_unpacking_a_helper_tuple_matches_finite_differe
     p = {"c0": 0.4, "a": 1.3}
     assert_tree_close(jit(grad(unpacks_helper_tuples))(p, X, Y),
                       fd_grad(unpacks_helper_tuples, p, X, Y))
+
+
+# ---------------------------------------------------------------- lax.scan outputs
+
+
+def doubled_carry(c, u):
+    return c + u, 2 * c
+
+
+def scan_ys(x):
+    _, ys = lax.scan(doubled_carry, 0, x)      # the first y is the integer 0
+    return ys
+
+
+def scan_loss(x):
+    return np.sum(scan_ys(x) * x)
+
+
+@pytest.mark.parametrize("how", ["python", pytest.param("jit", marks=pytest.mark.slow)])
+def test_scan_ys_keep_float64_when_the_first_y_is_an_integer(how):
+    run = jit(scan_ys) if how == "jit" else jit(scan_ys, backend="python")
+    got = run(X)
+    want = 2 * np.concatenate([[0.0], np.cumsum(X)[:-1]])
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(grad(scan_loss)(X), central_differences(scan_loss, [X], 0),
+                               rtol=1e-6, atol=1e-8)
