@@ -36,7 +36,7 @@ def bind_calls(fn: Function) -> Function:
         if isinstance(call, gast.Call):
             callee = compiled_callee(fn, call.func)
             if callee is not None:
-                _bind(fn, call, callee, namer, env)
+                bind_arguments(fn, call, callee, namer, env)
     return fn.replace(env=env)
 
 
@@ -53,7 +53,11 @@ def compiled_callee(fn: Function, func) -> Function | None:
     return None
 
 
-def _bind(fn: Function, call: gast.Call, callee: Function, namer, env) -> None:
+def bind_arguments(fn: Function, call: gast.Call, callee: Function, namer, env) -> None:
+    """Make `call` of `callee` pass every parameter positionally, in `callee.params`
+    order, as Python binds it: keywords placed, defaults filled in (a default that is not
+    a literal is bound to a fresh name in `env`). A call Python refuses is a located
+    TransformError."""
     sig = signature(callee)
     plain = all(p.kind in _POSITIONAL for p in sig.parameters.values())
     if plain and not call.keywords and len(call.args) == len(sig.parameters):

@@ -45,6 +45,11 @@ class Origin:
     def describe(self) -> str:
         return f"{self.filename}:{self.lineno} ({self.name})"
 
+    def where(self, node) -> str:
+        """`file:line:col` (col from 1) of `node`, for a check that reports it at run time."""
+        lineno = getattr(node, "lineno", None) or self.lineno
+        return f"{self.filename}:{lineno}:{(getattr(node, 'col_offset', None) or 0) + 1}"
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Function:

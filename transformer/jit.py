@@ -42,7 +42,8 @@ from .frontend import parse
 from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
-from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves, returned_containers
+from .pytree_returns import returned_containers
+from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves
 from .scalarize import scalarize
 from .recursion import refuse_recursion
 from .specialize import specialize

@@ -16,21 +16,25 @@ Invariant of `flatten_parameters`' output: no parameter is a container. Constant
 attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter; unpacking
 (`W, b = params`) binds each name to its child; a `for` over a container (`for W, b in
 layers:`, `enumerate(layers)`, a dict's `items()`, `values()`, `keys()`) is unrolled, one
-copy of the body per entry; `len(p)` is a constant. Under jit of a function itself, a
-tuple or list of leaves used whole (`xs[i]`, passed on) is rebuilt as a tuple literal.
-Any other use of a container is a located TransformError.
+copy of the body per entry; `len(p)` is a constant; a container handed to a function of
+the user's (`predict(params, x)`) becomes its leaves, passed to a variant of that function
+flattened the same way. Under jit of a function itself, a tuple or list of leaves used
+whole otherwise (`xs[i]`) is rebuilt as a tuple literal. Any other use of a container is
+a located TransformError. (Containers returned under jit: `pytree_returns.py`.)
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 from typing import Any, Callable
 
 import gast
 import optree
 
+from codegen.backends import is_user_function
+
 from . import tree_util
+from .bound_calls import bind_arguments
 from .function import Function, resolve
 from .names import Namer
 from .syntax import const, name
@@ -158,12 +162,14 @@ def composed(inner: Callable | None, outer: Callable):
 # ---------------------------------------------------------------- flattening a body
 
 
-def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
+def flatten_parameters(fn: Function, layouts, tuples: bool = False,
+                       active: frozenset = frozenset()) -> Function:
     """`fn` with each container parameter replaced by one parameter per leaf (see the
     module docstring for what the body may do with a container). `tuples`: a tuple or
     list of leaves used whole is rebuilt as a tuple literal (for jit of the function
     itself; the transformations have no rules through tuple literals, so it is refused
-    for them rather than risk a wrong derivative or batch)."""
+    for them rather than risk a wrong derivative or batch). `active`: the helpers being
+    flattened around this one (`_Flattener.variant`), to refuse recursion."""
     layouts = tuple(layouts)
     if all_leaves(layouts):
         return fn
@@ -178,11 +184,22 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False) -> Function:
         env[p] = tree
         params.extend(_names_in(tree))
     node = copy.deepcopy(fn.node)
-    node.body = _Flattener(fn, tuples, namer).statements(node.body, env, nested=False)
+    flattener = _Flattener(fn, tuples, namer, active)
+    node.body = flattener.statements(node.body, env, nested=False)
     node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
                                vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                                defaults=[])
-    return fn.replace(node=node)
+    return fn.replace(node=node, env={**fn.env, **flattener.env})
+
+
+def _user_helper(obj) -> Function | None:
+    """The Function of a function of the user's (or a generated one), else None."""
+    if isinstance(obj, Function):
+        return obj
+    if not is_user_function(obj):
+        return None
+    from .frontend import parse
+    return parse(obj)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,8 +253,10 @@ _USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p,
 class _Flattener:
     """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
 
-    def __init__(self, fn: Function, tuples: bool, namer: Namer):
-        self.fn, self.tuples, self.namer = fn, tuples, namer
+    def __init__(self, fn: Function, tuples: bool, namer: Namer, active: frozenset):
+        self.fn, self.tuples, self.namer, self.active = fn, tuples, namer, active
+        self.env: dict = {}             # the variants of helpers given containers
+        self.variants: dict = {}        # (helper, layouts) -> its variant's name here
 
     def error(self, node, message, hint=_USED_WHOLE_HINT):
         return self.fn.origin.error(node, message, hint)
@@ -487,9 +506,58 @@ class _Flattener:
         if isinstance(value, gast.Lambda):
             self.refuse_uses(value, env)
             return value
+        if isinstance(value, gast.Call):
+            passed = self.passed_on(value, env)
+            if passed is not None:
+                return passed
         for field, child in gast.iter_fields(value):
             setattr(value, field, self.rewrite(child, env))
         return value
+
+    def passed_on(self, call, env):
+        """`predict(params, x)`: a container handed to a function of the user's becomes its
+        leaves, passed to a variant of the helper whose own container parameters are
+        flattened the same way (so the passes only ever see arrays). None for any other
+        call."""
+        given = call.args + [k.value for k in call.keywords]
+        if not any(isinstance(self.resolve(a, env), _Tree) for a in given):
+            return None
+        obj = resolve(self.fn, call.func, None)
+        helper = _user_helper(obj)
+        if helper is None:
+            return None                   # refused where the container is used whole
+        if helper.node.args.vararg or helper.node.args.kwarg or \
+                any(isinstance(a, gast.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords):
+            raise self.error(call, f"a container is passed to {helper.name}, which takes or "
+                             "is given *args or **kwargs", "name each parameter in its def")
+        call = copy.copy(call)
+        bind_arguments(self.fn, call, helper, self.namer, self.env)
+        found = [self.resolve(a, env) for a in call.args]
+        layouts = tuple(t.layout if isinstance(t, _Tree) else LEAF for t in found)
+        args = []
+        for a, t in zip(call.args, found):
+            args.extend([name(n) for n in _names_in(t)] if isinstance(t, _Tree)
+                        else [self.rewrite(a, env)])
+        variant = self.variant(obj, helper, layouts, call)
+        return gast.copy_location(gast.Call(func=name(variant), args=args, keywords=[]), call)
+
+    def variant(self, obj, helper: Function, layouts, call) -> str:
+        """The name, bound in this function's env, of `helper` (the Function of `obj`)
+        over leaves for `layouts`."""
+        key = (id(obj), layouts)
+        if key not in self.variants:
+            if key in self.active:
+                raise self.error(call, f"{helper.name} passes a container argument on to "
+                                 "itself (recursion over a container is not unrolled)",
+                                 "pass the arrays the recursion needs as separate arguments")
+            fresh = self.namer.fresh(f"{helper.name}_leaves")
+            flat = flatten_parameters(helper, layouts, self.tuples, self.active | {key})
+            node = copy.copy(flat.node)
+            node.name = fresh
+            self.env[fresh] = flat.replace(node=node)
+            self.variants[key] = fresh
+        return self.variants[key]
 
     def target(self, node, env):
         """An assignment target: a container's entry cannot be replaced (the caller's
@@ -541,89 +609,3 @@ def _constant(node):
             isinstance(node.operand, gast.Constant) and isinstance(node.operand.value, int):
         return -node.operand.value
     return _NOT_CONSTANT
-
-
-# ---------------------------------------------------------------- returned containers under jit
-
-
-def returned_containers(fn: Function):
-    """(new Function, rebuild) when every return is a container literal of one shape - a
-    dict literal with constant keys, or a call of a namedtuple or dataclass class
-    (`State(x, v)`) - or a tuple of one length whose items at some positions are such
-    literals (`return value, {"w": bw}` from value_and_grad): the new Function returns
-    tuples in their place, which Numba can box, and `rebuild(result)` makes the
-    containers again. (fn, None) otherwise."""
-    returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
-    if not returns:
-        return fn, None
-    values = [r.value for r in returns]
-    whole = _common_shape(fn, values)
-    if whole is not None:
-        return _as_tuples(fn, None), functools.partial(_rebuild, whole)
-    if not all(isinstance(v, gast.Tuple) for v in values) or \
-            len({len(v.elts) for v in values}) != 1:
-        return fn, None
-    per_item = []
-    for items in zip(*(v.elts for v in values)):
-        shape = _common_shape(fn, items)
-        if shape is None and any(_shape(fn, item) is not None for item in items):
-            return fn, None
-        per_item.append(shape)
-    if all(shape is None for shape in per_item):
-        return fn, None
-    return _as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
-
-
-def _shape(fn: Function, node):
-    """("dict", keys) or ("call", class, positional count, keyword names) for a container
-    literal jit can return as a tuple; None for anything else."""
-    if isinstance(node, gast.Dict):
-        if all(isinstance(k, gast.Constant) for k in node.keys):
-            return "dict", tuple(k.value for k in node.keys)
-        return None
-    if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args) \
-            or any(k.arg is None for k in node.keywords):
-        return None
-    cls = resolve(fn, node.func, None)
-    if not isinstance(cls, type) or not (dataclasses.is_dataclass(cls) or
-                                         (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
-        return None
-    return "call", cls, len(node.args), tuple(k.arg for k in node.keywords)
-
-
-def _common_shape(fn: Function, nodes):
-    shapes = {_shape(fn, node) for node in nodes}
-    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
-
-
-def _entries(node) -> list:
-    if isinstance(node, gast.Dict):
-        return list(node.values)
-    return list(node.args) + [k.value for k in node.keywords]
-
-
-def _as_tuples(fn: Function, per_item: list | None) -> Function:
-    """`fn` with each returned container literal (the whole value, or the items of the
-    returned tuple marked in `per_item`) replaced by the tuple of its entries."""
-    def as_tuple(node):
-        return gast.copy_location(gast.Tuple(elts=_entries(node), ctx=gast.Load()), node)
-    node = copy.deepcopy(fn.node)
-    for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
-        if per_item is None:
-            r.value = as_tuple(r.value)
-        else:
-            r.value.elts = [as_tuple(e) if shape is not None else e
-                            for e, shape in zip(r.value.elts, per_item)]
-    return fn.replace(node=node)
-
-
-def _rebuild(shape: tuple, result):
-    if shape[0] == "dict":
-        return dict(zip(shape[1], result))
-    _, cls, positional, keywords = shape
-    return cls(*result[:positional], **dict(zip(keywords, result[positional:])))
-
-
-def _rebuild_items(per_item: tuple, result) -> tuple:
-    return tuple(item if shape is None else _rebuild(shape, item)
-                 for item, shape in zip(result, per_item))

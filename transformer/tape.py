@@ -165,11 +165,14 @@ def _reads_written_array(facts: Facts, stmt) -> bool:
     return any(n in facts.written for n in operand_names(value))
 
 
-def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set) -> TapePlan:
-    """Decide recompute / tape / save-items for every name in `needed` (closed here)."""
+def plan_tape(facts: Facts, needed: set, globals_: set, float_names: set,
+              tuples: set = frozenset()) -> TapePlan:
+    """Decide recompute / tape / save-items for every name in `needed` (closed here).
+    `tuples`: names holding a tuple (a user function's result read item by item), which
+    a typed tape cannot hold: an item read from one is recorded, not recomputed."""
     # names the reverse reads anyway are recorded unless recomputed: reading them costs
     # nothing more; those recorded as floats (promoted ints) cannot stand for their ints
-    candidates = recomputable(facts, globals_, needed - float_names)
+    candidates = recomputable(facts, globals_, needed - float_names - set(tuples))
     needed = set(needed)
     work = list(needed)
     while work:

@@ -202,16 +202,7 @@ JIT = {f.__name__: jit(f) for f in (fori_tuple_carry, scan_reverse, while_tuple_
 QUICK_JIT = (fori_tuple_carry, cond_two_operands, scan_pytree)   # the rest: --runslow
 
 
-# jit(grad) of a loop unpacking a tuple-returning helper (`c, y = decay(c, x)`, what scan
-# with a module-level `f` becomes) is refused by Numba today, written by hand or through
-# lax: the reverse pass tapes the tuple. A located TransformError, not a wrong number.
-TAPED_TUPLE = pytest.mark.xfail(raises=TransformError, strict=True,
-                                reason="reverse mode tapes a helper's returned tuple")
-
-
 def _jit_mark(f):
-    if f is module_level_callees:
-        return pytest.param(f, marks=[pytest.mark.slow, TAPED_TUPLE])
     return f if f in QUICK_JIT else pytest.param(f, marks=pytest.mark.slow)
 
 

@@ -119,7 +119,7 @@ def grows_in_loop(x, v):
 
 def test_an_unrecorded_update_that_changes_shape_is_an_error():
     text = show_grad(grows_in_loop)
-    assert text.count("s_tape = push(") == 1 and "check_shape(s, s_shape)" in text
+    assert text.count("s_tape = push(") == 1 and "check_shape(s, s_shape," in text
     with pytest.raises(ValueError, match="changed shape"):
         grad(grows_in_loop)(2.0, np.ones(3))
 

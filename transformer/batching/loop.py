@@ -51,7 +51,7 @@ class _Looper(_Emitter):
         step: list = []
         out = self.namer.fresh("out")
         step.append(assign(store(out), self.example_call(example, name(b))))
-        self.store(results, structure, out, name(b), step)
+        self.store(results, out, name(b), step)
         prange = self.ref(numba.prange)
         body.append(gast.For(target=store(b), iter=call(prange, const(1), self.size),
                              body=step, orelse=[], type_comment=None))
@@ -87,49 +87,51 @@ class _Looper(_Emitter):
                 else self.helper(rules.take_example, name(param), b)
         return [(param, value)]
 
-    def part(self, value: str, key):
-        """`value[key]` of an example function's result (dicts come back as tuples)."""
-        return subscript(name(value), const(self.result_index.get(key, key)))
+    def part(self, value: str, path: tuple):
+        """The part of an example function's result at `path` (dicts come back as tuples)."""
+        node = name(value)
+        for depth, key in enumerate(path):
+            node = subscript(node, const(self.result_index.get(key, key) if depth == 0
+                                         else key))
+        return node
 
-    def structure(self):
-        """The keys of the returned tuple or dict literal (ints or strings), else None."""
-        output = self.analysis.output
-        if isinstance(output, tuple):
-            return list(range(len(output)))
-        if isinstance(output, dict):
-            return list(output)
-        return None
+    def structure(self) -> dict:
+        """{path: out_axes} for the parts of the result stacked one by one: the items of a
+        returned tuple or dict literal, and of the tuples nested in those that out_axes
+        stacks (jvp's `(primal, tangent)` pair of tuples); {(): out_axes} for one value."""
+        return dict(_paths(self.analysis.output, self.spec.out_axes, top=True))
 
-    def allocate(self, first: str, structure, body: list) -> list:
-        parts = [self.part(first, k) for k in structure] \
-            if structure is not None else [name(first)]
-        results = []
-        for part in parts:
+    def allocate(self, first: str, structure: dict, body: list) -> dict:
+        """A batch per stacked part, its example 0 stored (parts not stacked: none)."""
+        results = {}
+        for path, axes in structure.items():
+            if axes is None:
+                continue
+            part = self.part(first, path)
             result = self.namer.fresh("result")
             body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part)))
             body.append(assign(gast.Subscript(value=name(result), slice=const(0),
                                               ctx=gast.Store()), copy.deepcopy(part)))
-            results.append(result)
+            results[path] = result
         return results
 
-    def store(self, results, structure, out: str, b, step: list) -> None:
-        keys = structure if structure is not None else [None]
-        for key, result in zip(keys, results):
-            part = self.part(out, key) if structure is not None else name(out)
+    def store(self, results: dict, out: str, b, step: list) -> None:
+        for path, result in results.items():
             step.append(assign(gast.Subscript(value=name(result), slice=copy.deepcopy(b),
-                                              ctx=gast.Store()), part))
+                                              ctx=gast.Store()), self.part(out, path)))
 
-    def collect(self, results, structure, first: str, out_axes):
-        flags = self.analysis.output
-        if structure is None:
-            return self.leaf(name(results[0]), name(first), any_batched(flags), out_axes)
-        parts = []
-        for key, result in zip(structure, results):
-            axes = out_axes[key] if isinstance(out_axes, (tuple, list, dict)) else out_axes
-            parts.append(self.leaf(name(result), self.part(first, key),
-                                   any_batched(flags[key]), axes))
+    def collect(self, results: dict, structure: dict, first: str, out_axes, path=(),
+                flags=None):
+        """The returned value: each stacked part, each unstacked one from example 0."""
+        flags = self.analysis.output if path == () else flags
+        if path in structure:
+            stacked = name(results[path]) if path in results else None
+            return self.leaf(stacked, self.part(first, path), any_batched(flags), out_axes)
+        keys = list(range(len(flags))) if isinstance(flags, tuple) else list(flags)
+        parts = [self.collect(results, structure, first, _axes_at(out_axes, k), path + (k,),
+                              flags[k]) for k in keys]
         if isinstance(flags, dict):
-            return gast.Dict(keys=[const(k) for k in structure], values=parts)
+            return gast.Dict(keys=[const(k) for k in keys], values=parts)
         return gast.Tuple(elts=parts, ctx=gast.Load())
 
     def leaf(self, stacked, first, batched: bool, out_axes):
@@ -145,6 +147,23 @@ class _Looper(_Emitter):
         if out_axes != 0:
             return self.helper(rules.from_front, stacked, const(out_axes))
         return stacked
+
+
+def _axes_at(out_axes, key):
+    return out_axes[key] if isinstance(out_axes, (tuple, list, dict)) else out_axes
+
+
+def _paths(flags, out_axes, top=False) -> list:
+    """(path, out_axes) for each part the loop stacks (see `_Looper.structure`): tuples are
+    followed where stacked, a top-level dict too (returned as a tuple)."""
+    if isinstance(flags, tuple) and (top or out_axes is not None):
+        keys = range(len(flags))
+    elif isinstance(flags, dict) and top:
+        keys = list(flags)
+    else:
+        return [((), out_axes)]
+    return [((k,) + path, axes) for k in keys
+            for path, axes in _paths(flags[k], _axes_at(out_axes, k))]
 
 
 # ---------------------------------------------------------------- the example function

@@ -179,6 +179,11 @@ class Classify(BodyFacts):
             isinstance(defs[0].value, gast.Call) and \
             self.classify_call(atom.id, defs[0].value).kind == "call"
 
+    def tuple_results(self) -> set:
+        """Names holding a tuple a user function returned, read item by item here."""
+        return {p.sources[0] for p in self.prims.values() if p.kind == "element"} - \
+            set(self.fn.params)
+
     def rule_result(self, atom):
         """For `a, b = np.linalg.slogdet(x)` (a rule's tuple result read item by item):
         the result as the tuple the rule's template expects, `(a, b)`; else None."""

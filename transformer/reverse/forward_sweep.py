@@ -103,7 +103,8 @@ class ForwardSweep(Reads):
             return [located(assign(reference, call(name(self.helper(
                 "shape_of", tape.shape_of)), name(var))), stmt)]
         return [located(gast.Expr(value=call(name(self.helper("check_shape", tape.check_shape)),
-                                             name(var), name(reference))), stmt)]
+                                             name(var), name(reference),
+                                             const(self.fn.origin.where(stmt)))), stmt)]
 
     def summary_guard(self, var: str, stmt) -> list:
         """Values of `var` not recorded (tape.summarize_loops) keep the shape of the one
@@ -114,8 +115,8 @@ class ForwardSweep(Reads):
                 "shape_of", tape.shape_of)), name(var))), stmt)]
         if (var, id(stmt)) in self.plan.skipped:             # an update in the loop
             return [located(gast.Expr(value=call(name(self.helper(
-                "check_shape", tape.check_shape)), name(var), name(self.shape_name(var)))),
-                stmt)]
+                "check_shape", tape.check_shape)), name(var), name(self.shape_name(var)),
+                const(self.fn.origin.where(stmt)))), stmt)]
         return []
 
     def capacity(self, stmt):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import runtime, tape
 from ..function import resolve
-from ..syntax import assign, call, name
+from ..syntax import assign, call, const, name
 from .adjoints import Adjoints
 from .dce import pure_calls
 from .facts import _names, _tape_makers
@@ -33,7 +33,7 @@ class Reads(Adjoints):
         super().__init__(*args, **kwargs)
         self.counters: dict = {}
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
-                                   self.promoted_names())
+                                   self.promoted_names(), self.tuple_results())
         for var, sites in sorted(self.moved_guards.items()):
             for site, expr in sites:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)
@@ -178,7 +178,7 @@ class Reads(Adjoints):
                 node.secant_weak = True
         checked = self.namer.fresh(var + "_checked")
         check = call(name(self.helper("check_shape", tape.check_shape)), name(checked),
-                     name(self.shape_name(var)))
+                     name(self.shape_name(var)), const(self.fn.origin.where(expr)))
         return [assign(checked, expr), gast.Expr(value=check)]
 
     def mark_weak_reads(self, node) -> None:

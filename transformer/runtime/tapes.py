@@ -10,12 +10,14 @@ doubled when outgrown); flat buffers of overwritten elements (`items_buffer`,
 """
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
-from .errors import copy_hint
+from .errors import TransformError, copy_hint
 
 
 # ---------------------------------------------------------------- runtime: shape guards
@@ -26,12 +28,27 @@ def shape_of(value):
     return np.shape(value)
 
 
-def check_shape(value, shape):
-    """Raise when an accumulator's shape drifts from its first assignment's."""
+_SHAPE_HINT = ("start an array accumulator with np.zeros of its final shape (e = np.zeros(n), "
+               "not e = 0.0), or give a value of another shape a name of its own")
+
+
+def check_shape(value, shape, where=""):
+    """Raise when an accumulator's shape drifts from its first assignment's; `where` is the
+    user's `file:line:col` of the assignment (the message shows that line)."""
     if np.shape(value) != shape:
-        raise ValueError(f"a variable changed shape from {shape} to {np.shape(value)} between "
-                         "assignments; reverse mode needs one shape per variable (start an "
-                         "array accumulator with np.zeros of its final shape)")
+        raise ValueError(_located(where, f"a variable changed shape from {shape} to "
+                                  f"{np.shape(value)} between assignments; reverse mode "
+                                  "needs one shape per variable", _SHAPE_HINT))
+
+
+def _located(where: str, message: str, hint: str) -> str:
+    """`message` rendered as a TransformError at `where`: location, line, caret, hint."""
+    if not where:
+        return f"{message} ({hint})"
+    filename, lineno, col = where.rsplit(":", 2)
+    line = linecache.getline(filename, int(lineno)).rstrip("\n") or None
+    return str(TransformError(message, filename=filename, lineno=int(lineno),
+                              col=int(col) - 1, line=line, hint=hint))
 
 
 @overload(shape_of)
@@ -42,13 +59,15 @@ def _shape_of_nb(value):
 
 
 @overload(check_shape)
-def _check_shape_nb(value, shape):
+def _check_shape_nb(value, shape, where=""):
     if isinstance(value, types.Array):
-        def impl(value, shape):
+        def impl(value, shape, where=""):
             if value.shape != shape:
-                raise ValueError("a variable changed shape between assignments")
+                raise ValueError(where + ": a variable changed shape between assignments; "
+                                 "reverse mode needs one shape per variable (hint: " +
+                                 _SHAPE_HINT + ")")
         return impl
-    return lambda value, shape: None
+    return lambda value, shape, where="": None
 
 
 def own_value(value):
