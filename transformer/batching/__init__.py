@@ -58,6 +58,8 @@ def batch(fn: Function, spec: Spec) -> Function:
     params = param_flags(prepared, spec)
     analysis = Analysis(prepared, params, spec.axis_name)
     reason = analysis.reason
+    if analysis.shared_write is not None and spec.identity is None:
+        return _in_order(prepared, spec, analysis, fn.name)
     if spec.method == "vectorize" and reason:
         raise prepared.origin.error(reason[1], f"vmap(method='vectorize') cannot batch "
                                     f"{fn.name}: {reason[0]}",
@@ -77,3 +79,18 @@ def batch(fn: Function, spec: Spec) -> Function:
     if reason is None:
         reason = ("method='loop' was requested", None)
     return _Looper(prepared, spec, analysis, reason[0]).build()
+
+
+def _in_order(prepared: Function, spec: Spec, analysis: Analysis, name: str) -> Function:
+    """The batched Function of a function writing into an array every example shares:
+    the examples run in order, each seeing the writes of those before it, and the caller
+    sees them all, as in a Python loop over the examples; method='vectorize' refuses."""
+    why, node = analysis.shared_write
+    if spec.method == "vectorize":
+        raise prepared.origin.error(
+            node, f"vmap(method='vectorize') cannot batch {name}: {why}; each example "
+            "must see the writes of the examples before it",
+            "use method='loop' (the examples run in order), or return each example's "
+            "update and combine them after the call: vmap(...)(...).sum(0)")
+    return _Looper(prepared, spec, analysis, f"{why}: the examples run in order",
+                   ordered=True).build()

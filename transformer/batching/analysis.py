@@ -13,11 +13,13 @@ from typing import Any
 
 import gast
 import numba
+import numpy as np
 
 from codegen.backends import is_user_function
 from codegen.emit import expression_source
 
-from ..aliases import write_through, written_alias_groups, written_params
+from ..aliases import (first_write, write_through, written_alias_groups, written_names,
+                       written_params)
 from ..anf import anf
 from ..desugar import desugar, view_sources
 from ..errors import TransformError
@@ -59,6 +61,7 @@ class Analysis:
             if (self.flags, self.output) == before:
                 break
         self.check_shared_views()
+        self.shared_write = _shared_write(fn, params)
 
     def batch_shared(self, params: dict) -> None:
         """Names that may share an array written in place are batched alike: a write of
@@ -225,6 +228,57 @@ class Analysis:
         if result_flag is not None:
             return result_flag([any_batched(f) for f in flags])
         return True if node.keywords else _linear_flag(target, flags)
+
+
+def _shared_write(fn: Function, params: dict):
+    """(why, statement) when `fn` may write in place into an array every example shares
+    (an unbatched argument, a global or closure array), else None. Example by example,
+    each write reaches the caller and the later examples; only the examples run in order
+    give those numbers."""
+    effects, writes = tuple(rules.MUTATES), _call_writes(fn, frozenset())
+    written = written_names(fn, effects, writes)
+    unbatched = {p for p in written_params(fn, effects, writes)
+                 if not any_batched(params.get(p, False))}
+    assigned = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and
+                isinstance(n.ctx, gast.Store)} | set(fn.params)
+    free = {n for n in written - assigned
+            if isinstance(resolve(fn, gast.Name(id=n, ctx=gast.Load(), annotation=None,
+                                                 type_comment=None), None), np.ndarray)}
+    for shared, kind in ((sorted(unbatched), "an argument not mapped (in_axes None)"),
+                         (sorted(free), "an array the function reads from outside")):
+        if shared:
+            group = set().union({shared[0]}, *(g for g in written_alias_groups(
+                fn, effects, writes) if shared[0] in g))
+            where = first_write(fn, group, effects, writes) or fn.node
+            return f"`{shared[0]}` is {kind}, written in place at {_line(fn, where)}", where
+    return None
+
+
+def _call_writes(fn: Function, seen: frozenset):
+    """`call_writes` for `aliases`: the names a call of a user function passes to
+    parameters it writes in place (itself or through the functions it calls)."""
+    def writes(node: gast.Call) -> set:
+        positions = _written_positions(resolve(fn, node.func, None), seen)
+        return set().union(*(view_sources(fn, a) for k, a in enumerate(node.args)
+                             if k in positions))
+    return writes
+
+
+def _written_positions(target, seen: frozenset) -> set:
+    """Positions of the parameters the user function `target` writes in place."""
+    try:
+        callee = _callee_function(target)
+    except TransformError:          # no source to read: the call is batched as written
+        return set()
+    if callee is None:
+        return set()
+    key = callee.origin.describe()
+    if key in seen:                 # recursion: its writes are found at the outer call
+        return set()
+    prepared = prepare(callee)
+    written = written_params(prepared, tuple(rules.MUTATES),
+                             _call_writes(prepared, seen | {key}))
+    return {k for k, p in enumerate(prepared.params) if p in written}
 
 
 def _linear_flag(key, flags: list):
