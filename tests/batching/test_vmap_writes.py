@@ -249,8 +249,13 @@ _SHARED = ("h[{i3}] += {v}", "h *= {c}", "alias", "{th} += {v}", "read h[{i3}]",
 
 
 def random_program(seed: int, shared: bool) -> str:
+    """The source of `program(a, m[, h])`; some seeds put a run of its statements in a
+    `for i in range(3)` loop, indexing with `i`."""
     r = np.random.default_rng(seed)
-    temps, lines, shared_temps = [], [], []
+    temps: list = []
+    shared_temps: list = []
+    count = int(r.integers(4, 9))
+    loop = range(*sorted(r.integers(0, count + 1, 2))) if r.random() < 0.4 else range(0)
 
     def pick(options):
         return options[r.integers(len(options))]
@@ -260,14 +265,17 @@ def random_program(seed: int, shared: bool) -> str:
             return f"{r.uniform(0.25, 0.75):.2f} * np.sum({pick(temps)})"
         return f"{r.uniform(-1.0, 1.0):.2f}"
 
-    def fill(template: str) -> str:
+    def fill(template: str, looped: bool) -> str:
         i = int(r.integers(4))
-        return template.format(i=i, k=int(r.integers(i + 1, 5)), r=int(r.integers(2)),
-                               j=int(r.integers(3)), i3=int(r.integers(3)), v=value(),
+        at = {"i": "i", "k": "i + 1", "j": "i", "i3": "i"} if looped else \
+            {"i": i, "k": int(r.integers(i + 1, 5)), "j": int(r.integers(3)),
+             "i3": int(r.integers(3))}
+        return template.format(**at, r=int(r.integers(2)), v=value(),
                                c=f"{r.uniform(0.5, 1.5):.2f}",
                                t=pick(temps) if temps else "a",
                                th=pick(shared_temps) if shared_temps else "h")
-    for _ in range(int(r.integers(4, 9))):
+
+    def statement(looped: bool) -> str:
         roll = r.random()
         if shared and roll < 0.25:
             line = pick(_SHARED)
@@ -277,19 +285,23 @@ def random_program(seed: int, shared: bool) -> str:
             elif line.startswith("read "):
                 temps.append(f"t{len(temps)}")
                 line = f"{temps[-1]} = {line[5:]}"
-            line = fill(line)
-        elif roll < 0.6 or not temps:
+            return fill(line, looped)
+        if roll < 0.6 or not temps:
             name = f"t{len(temps)}"
-            line = f"{name} = {fill(pick(_READS))}"
+            line = f"{name} = {fill(pick(_READS), looped)}"
             temps.append(name)
-        else:
-            line = fill(pick(_WRITES))
-        lines.append(line)
+            return line
+        return fill(pick(_WRITES), looped)
+    lines = []
+    for n in range(count):
+        if loop and n == loop.start:
+            lines.append("    for i in range(3):")
+        lines.append(("        " if n in loop else "    ") + statement(n in loop))
     parts = [f"np.sum({t})" for t in temps] + ["np.sum(a)", "np.sum(m)"]
     if shared:
         parts.append("np.sum(h)")
     params = "a, m, h" if shared else "a, m"
-    body = "\n".join("    " + line for line in lines)
+    body = "\n".join(lines)
     return f"import numpy as np\n\n\ndef program({params}):\n{body}\n" \
            f"    return {' + '.join(parts)}\n"
 
