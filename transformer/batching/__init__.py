@@ -15,7 +15,15 @@ used and why, and it takes one of two shapes:
   (`prange`, so `jit(..., parallel=True)` runs the examples in parallel). Used when the
   batch changes control flow (a batched `if`/`while` condition or loop bound), when a
   batched index is used in a write, or when a primitive has no batching rule. A batched
-  `if` therefore never runs both branches for an example.
+  `if` therefore never runs both branches for an example. A function that may write into
+  an array every example shares (an argument with in_axes None, a global array) loops
+  over the examples in order (`range`, never `prange`), so each example sees the writes
+  of those before it, as in a Python loop; `method='vectorize'` refuses it.
+
+Per example, `a[i]` of a vector is a number, and a later write into `a` leaves it as it
+was; the batched `a[:, i]` is a view, so where such a write may follow (`aliases.py`) the
+read is copied (`example_values`). An augmented assignment to a parameter writes the
+caller's array in place (`analysis.prepare`).
 
 Which values are batched is decided by a flow-insensitive analysis: a variable is
 batched if any assignment to it is; assignments of unbatched values to such a variable

@@ -5,6 +5,8 @@ Output: `Analysis.flags`, name -> flag (a variable is batched if any assignment 
 names that may share an array written in place are batched alike), and `reason`, set when
 the batch changes control flow or writes (a batched `if`/`while` test or loop bound, a write
 at a batched index, a call writing into its argument): the pass then loops over examples.
+`shared_write` is set when the function may write into an array every example shares: the
+examples then run in order.
 Also the flags of the parameters, from `in_axes`.
 """
 from __future__ import annotations
