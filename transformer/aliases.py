@@ -18,9 +18,10 @@ from .function import Function, resolve
 from .runtime import update_in_place
 
 
-def written_alias_groups(fn: Function, effects=()) -> list[set[str]]:
+def written_alias_groups(fn: Function, effects=(), call_writes=None) -> list[set[str]]:
     """The groups (of two names or more) that may share an array written in place;
-    `effects` are functions writing into their first argument."""
+    `effects` are functions writing into their first argument, `call_writes(call)` the
+    names any other call writes into (the arguments a user function writes)."""
     parent: dict[str, str] = {}
 
     def find(n: str) -> str:
@@ -31,7 +32,7 @@ def written_alias_groups(fn: Function, effects=()) -> list[set[str]]:
     for target, sources in _links(fn):
         for source in sources:
             parent[find(source)] = find(target)
-    written = _written(fn, effects)
+    written = _written(fn, effects, call_writes)
     groups: dict[str, set[str]] = {}
     for n in list(parent):
         groups.setdefault(find(n), set()).add(n)
@@ -67,18 +68,25 @@ def _returned_only(fn: Function) -> set[str]:
     return returned - read_elsewhere
 
 
-def _written(fn: Function, effects) -> set[str]:
-
+def _written(fn: Function, effects, call_writes=None) -> set[str]:
     """Names an array is written in place through."""
-    written = set()
+    written: set[str] = set()
     for node in gast.walk(fn.node):
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript):
-            written |= view_sources(fn, node.targets[0].value)
-        elif isinstance(node, gast.Call) and node.args:
-            func = resolve(fn, node.func, None)
-            if func is update_in_place or any(func is e for e in effects):
-                written |= view_sources(fn, node.args[0])
+        written |= _writes_of(fn, node, effects, call_writes)
     return written
+
+
+def _writes_of(fn: Function, node, effects, call_writes) -> set[str]:
+    """The names one node (a subscript assignment, a call) writes in place through."""
+    if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript):
+        return view_sources(fn, node.targets[0].value)
+    if isinstance(node, gast.Call) and node.args:
+        func = resolve(fn, node.func, None)
+        if func is update_in_place or any(func is e for e in effects):
+            return view_sources(fn, node.args[0])
+        if call_writes is not None:
+            return call_writes(node)
+    return set()
 
 
 def write_through(fn: Function, names: set[str]):
@@ -100,13 +108,29 @@ def _written_expr(fn: Function, stmt: gast.Assign):
     return None
 
 
-def written_params(fn: Function) -> list[str]:
+def written_params(fn: Function, effects=(), call_writes=None) -> list[str]:
     """The parameters of `fn` whose arrays it writes in place, directly or through a name
     sharing their array (the caller's argument changes)."""
-    written = _written(fn, ())
-    for group in written_alias_groups(fn):
-        written |= group
+    written = written_names(fn, effects, call_writes)
     return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
+
+
+def written_names(fn: Function, effects=(), call_writes=None) -> set[str]:
+    """The names whose arrays `fn` may write in place, directly or through a name that
+    may share their array (parameters, locals and free names alike)."""
+    written = _written(fn, effects, call_writes)
+    for group in written_alias_groups(fn, effects, call_writes):
+        written |= group
+    return written
+
+
+def first_write(fn: Function, names: set[str], effects=(), call_writes=None):
+    """The earliest statement that may write in place into an array of `names` (given
+    with every name that may share their arrays), or None."""
+    found = [stmt for stmt in gast.walk(fn.node) if isinstance(stmt, (gast.Assign, gast.Expr))
+             and any(_writes_of(fn, node, effects, call_writes) & names
+                     for node in gast.walk(stmt))]
+    return min(found, key=lambda n: getattr(n, "lineno", 0) or 0, default=None)
 
 
 def _rebound_first(fn: Function, param: str) -> bool:

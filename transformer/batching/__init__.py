@@ -15,7 +15,15 @@ used and why, and it takes one of two shapes:
   (`prange`, so `jit(..., parallel=True)` runs the examples in parallel). Used when the
   batch changes control flow (a batched `if`/`while` condition or loop bound), when a
   batched index is used in a write, or when a primitive has no batching rule. A batched
-  `if` therefore never runs both branches for an example.
+  `if` therefore never runs both branches for an example. A function that may write into
+  an array every example shares (an argument with in_axes None, a global array) loops
+  over the examples in order (`range`, never `prange`), so each example sees the writes
+  of those before it, as in a Python loop; `method='vectorize'` refuses it.
+
+Per example, `a[i]` of a vector is a number, and a later write into `a` leaves it as it
+was; the batched `a[:, i]` is a view, so where such a write may follow (`aliases.py`) the
+read is copied (`example_values`). An augmented assignment to a parameter writes the
+caller's array in place (`analysis.prepare`).
 
 Which values are batched is decided by a flow-insensitive analysis: a variable is
 batched if any assignment to it is; assignments of unbatched values to such a variable
@@ -58,6 +66,8 @@ def batch(fn: Function, spec: Spec) -> Function:
     params = param_flags(prepared, spec)
     analysis = Analysis(prepared, params, spec.axis_name)
     reason = analysis.reason
+    if analysis.shared_write is not None and spec.identity is None:
+        return _in_order(prepared, spec, analysis, fn.name)
     if spec.method == "vectorize" and reason:
         raise prepared.origin.error(reason[1], f"vmap(method='vectorize') cannot batch "
                                     f"{fn.name}: {reason[0]}",
@@ -77,3 +87,18 @@ def batch(fn: Function, spec: Spec) -> Function:
     if reason is None:
         reason = ("method='loop' was requested", None)
     return _Looper(prepared, spec, analysis, reason[0]).build()
+
+
+def _in_order(prepared: Function, spec: Spec, analysis: Analysis, name: str) -> Function:
+    """The batched Function of a function writing into an array every example shares:
+    the examples run in order, each seeing the writes of those before it, and the caller
+    sees them all, as in a Python loop over the examples; method='vectorize' refuses."""
+    why, node = analysis.shared_write
+    if spec.method == "vectorize":
+        raise prepared.origin.error(
+            node, f"vmap(method='vectorize') cannot batch {name}: {why}; each example "
+            "must see the writes of the examples before it",
+            "use method='loop' (the examples run in order), or return each example's "
+            "update and combine them after the call: vmap(...)(...).sum(0)")
+    return _Looper(prepared, spec, analysis, f"{why}: the examples run in order",
+                   ordered=True).build()

@@ -5,24 +5,30 @@ Output: `Analysis.flags`, name -> flag (a variable is batched if any assignment 
 names that may share an array written in place are batched alike), and `reason`, set when
 the batch changes control flow or writes (a batched `if`/`while` test or loop bound, a write
 at a batched index, a call writing into its argument): the pass then loops over examples.
+`shared_write` is set when the function may write into an array every example shares: the
+examples then run in order.
 Also the flags of the parameters, from `in_axes`.
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gast
 import numba
+import numpy as np
 
 from codegen.backends import is_user_function
 from codegen.emit import expression_source
 
-from ..aliases import write_through, written_alias_groups, written_params
+from ..aliases import (first_write, write_through, written_alias_groups, written_names,
+                       written_params)
 from ..anf import anf
 from ..desugar import desugar, view_sources
 from ..errors import TransformError
 from ..frontend import parse
 from ..function import Function, resolve
+from ..names import Namer
 from ..rules import batching as rules
 from ..runtime import update_in_place
 from .flags import IDENTITY, Each, Spec, _line, any_batched, batched_leaves, child, join
@@ -59,6 +65,7 @@ class Analysis:
             if (self.flags, self.output) == before:
                 break
         self.check_shared_views()
+        self.shared_write = _shared_write(fn, params)
 
     def batch_shared(self, params: dict) -> None:
         """Names that may share an array written in place are batched alike: a write of
@@ -227,6 +234,57 @@ class Analysis:
         return True if node.keywords else _linear_flag(target, flags)
 
 
+def _shared_write(fn: Function, params: dict):
+    """(why, statement) when `fn` may write in place into an array every example shares
+    (an unbatched argument, a global or closure array), else None. Example by example,
+    each write reaches the caller and the later examples; only the examples run in order
+    give those numbers."""
+    effects, writes = tuple(rules.MUTATES), _call_writes(fn, frozenset())
+    written = written_names(fn, effects, writes)
+    unbatched = {p for p in written_params(fn, effects, writes)
+                 if not any_batched(params.get(p, False))}
+    assigned = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and
+                isinstance(n.ctx, gast.Store)} | set(fn.params)
+    free = {n for n in written - assigned
+            if isinstance(resolve(fn, gast.Name(id=n, ctx=gast.Load(), annotation=None,
+                                                 type_comment=None), None), np.ndarray)}
+    for shared, kind in ((sorted(unbatched), "an argument not mapped (in_axes None)"),
+                         (sorted(free), "an array the function reads from outside")):
+        if shared:
+            group = set().union({shared[0]}, *(g for g in written_alias_groups(
+                fn, effects, writes) if shared[0] in g))
+            where = first_write(fn, group, effects, writes) or fn.node
+            return f"`{shared[0]}` is {kind}, written in place at {_line(fn, where)}", where
+    return None
+
+
+def _call_writes(fn: Function, seen: frozenset):
+    """`call_writes` for `aliases`: the names a call of a user function passes to
+    parameters it writes in place (itself or through the functions it calls)."""
+    def writes(node: gast.Call) -> set:
+        positions = _written_positions(resolve(fn, node.func, None), seen)
+        return set().union(*(view_sources(fn, a) for k, a in enumerate(node.args)
+                             if k in positions))
+    return writes
+
+
+def _written_positions(target, seen: frozenset) -> set:
+    """Positions of the parameters the user function `target` writes in place."""
+    try:
+        callee = _callee_function(target)
+    except TransformError:          # no source to read: the call is batched as written
+        return set()
+    if callee is None:
+        return set()
+    key = callee.origin.describe()
+    if key in seen:                 # recursion: its writes are found at the outer call
+        return set()
+    prepared = prepare(callee)
+    written = written_params(prepared, tuple(rules.MUTATES),
+                             _call_writes(prepared, seen | {key}))
+    return {k for k, p in enumerate(prepared.params) if p in written}
+
+
 def _linear_flag(key, flags: list):
     """The flag of `key` applied to arguments flagged `flags`: IDENTITY when `key` keeps
     identity batches identity-batched (`rules.LINEAR`), else whether any is batched."""
@@ -290,7 +348,64 @@ def _output_structure(fn: Function):
 
 
 def prepare(fn: Function) -> Function:
-    return anf(desugar(fn))
+    """`fn` normalized for batching: `anf(desugar(...))`, with `p += v` on a parameter
+    `p` an `update_in_place` (see `_updates_in_place`)."""
+    return anf(desugar(_updates_in_place(fn)))
+
+
+def _updates_in_place(fn: Function) -> Function:
+    """`p += v` on a parameter as `p = update_in_place(p, p + v)`: the caller's array
+    holds it too, so an array argument is written in place (a number is rebound), as a
+    Python loop over the examples writes each example's array. Desugar writes in place
+    only where another name of the function may hold the array."""
+    params = set(fn.params)
+    updates = [n for n in _own_statements(fn.node.body) if isinstance(n, gast.AugAssign)
+               and isinstance(n.target, gast.Name) and n.target.id in params]
+    if not updates:
+        return fn
+    node, env = copy.deepcopy(fn.node), dict(fn.env)
+    key = next((k for k, v in env.items() if v is update_in_place), None)
+    if key is None:
+        key = Namer.for_function(fn).fresh("update_in_place")
+        env[key] = update_in_place
+    _InPlace(params, key).visit(node)
+    return fn.replace(node=node, env=env)
+
+
+def _own_statements(stmts):
+    """The statements of a body, nested blocks included, not those of inner functions."""
+    for stmt in stmts:
+        yield stmt
+        if not isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _own_statements(getattr(stmt, field, None) or [])
+
+
+class _InPlace(gast.NodeTransformer):
+    def __init__(self, params: set, key: str):
+        self.params, self.key = params, key
+
+    def visit_FunctionDef(self, node):
+        if getattr(self, "_inside", False):
+            return node                 # an inner function's names are its own
+        self._inside = True
+        self.generic_visit(node)
+        return node
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_AugAssign(self, node):
+        target = node.target
+        if not (isinstance(target, gast.Name) and target.id in self.params):
+            return node
+        load = gast.Name(id=target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+        value = gast.BinOp(left=load, op=node.op, right=node.value)
+        update = gast.Call(func=gast.Name(id=self.key, ctx=gast.Load(), annotation=None,
+                                          type_comment=None),
+                           args=[copy.deepcopy(load), value], keywords=[])
+        return gast.copy_location(gast.Assign(targets=[target], value=update,
+                                              type_comment=None), node)
 
 
 # ====================================================================== parameters

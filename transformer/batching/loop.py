@@ -27,9 +27,10 @@ from .flags import any_batched
 class _Looper(_Emitter):
     strategy = "loop"
 
-    def __init__(self, fn, spec, analysis, reason):
+    def __init__(self, fn, spec, analysis, reason, ordered: bool = False):
         super().__init__(fn, spec, analysis)
         self.reason = reason
+        self.ordered = ordered      # examples share a written array: one after another
 
     def build(self) -> Function:
         if _uses_collectives(self.fn, self.spec.axis_name):
@@ -52,8 +53,8 @@ class _Looper(_Emitter):
         out = self.namer.fresh("out")
         step.append(assign(store(out), self.example_call(example, name(b))))
         self.store(results, out, name(b), step)
-        prange = self.ref(numba.prange)
-        body.append(gast.For(target=store(b), iter=call(prange, const(1), self.size),
+        loop = self.ref(range if self.ordered else numba.prange)
+        body.append(gast.For(target=store(b), iter=call(loop, const(1), self.size),
                              body=step, orelse=[], type_comment=None))
         value = self.collect(results, structure, first, self.spec.out_axes)
         body.append(gast.Return(value=value))

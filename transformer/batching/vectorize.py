@@ -17,6 +17,7 @@ from codegen.emit import annotate, expression_source
 
 from ..function import Function, resolve
 from ..rules import batching as rules
+from ..runtime.examples import example_values
 from ..syntax import assign, name, store
 from .analysis import (
     Analysis,
@@ -45,6 +46,7 @@ class _Vectorizer(_Emitter):
 
     def build(self) -> Function:
         self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
+        self.written_shared = set().union(*self.analysis.groups)
         body = self.prologue()
         if self.spec.identity is not None:
             param = self.fn.params[self.spec.identity]
@@ -211,6 +213,8 @@ class _Vectorizer(_Emitter):
             wanted = self.analysis.flags.get(target.id, False)
             if any_batched(wanted) and not any_batched(flag):
                 value = self.helper(rules.broadcast_batch, value, self.size)
+            elif self.item_read_of_written(target.id, stmt.value):
+                value = self.helper(example_values, value)
             elif wanted != flag and not isinstance(wanted, bool) and \
                     not (isinstance(flag, bool) and not flag):
                 raise NeedsLoop(f"`{target.id}` holds containers batched in different ways",
@@ -226,6 +230,13 @@ class _Vectorizer(_Emitter):
                                   ctx=gast.Load())
             value = self.helper(rules.align_batched, value, view)
         return [assign(place, value)]
+
+    def item_read_of_written(self, target: str, value) -> bool:
+        """Whether `target = a[i]` reads a batched array that may be written in place
+        while `target` holds the read: each example's `a[i]` may be a number, which the
+        write must not change, where the batched read `a[:, i]` is a view."""
+        return target in self.written_shared and isinstance(value, gast.Subscript) and \
+            self.flag(value.value) is True and not self.analysis.index_flag(value.slice)
 
     # ---------------------------------------------------------------- expressions
     def expr(self, node, stmt, statement: bool = False):
@@ -466,3 +477,17 @@ def _written_in_place(fn: Function) -> set:
                     isinstance(node.args[position], gast.Name):
                 out.add(node.args[position].id)
     return out
+
+
+def _register_derivatives() -> None:
+    """`example_values` is a copy or the value itself: its adjoint passes the cotangent
+    on, its tangent is the tangent read alike (grad and jvp of a vmapped function)."""
+    from .. import templates
+    scope = {"example_values": example_values}
+    templates.ADJOINTS[example_values] = templates.rule_from_source(
+        "def rule(z, x):\n    d[x] += d[z]", scope)
+    templates.TANGENTS[example_values] = templates.rule_from_source(
+        "def rule(z, x):\n    d[z] = example_values(d[x])", scope)
+
+
+_register_derivatives()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from numba.np.numpy_support import as_dtype
 from numba.extending import overload, register_jitable
 
 from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
@@ -255,7 +256,11 @@ def _unbroadcast_to_shared_nb(g, x):
 
 def update_examples_in_place(target, value):
     """`update_in_place` of every example: an example that is an array (the batched
-    `target` has more than the batch axis) is written in place, a number is rebound."""
+    `target` has more than the batch axis) is written in place, a number is rebound.
+
+    Compiled, rebound numbers keep `target`'s dtype when `value`'s is of the same kind
+    (float32 `s *= 1.5` stays float32, as NumPy keeps it for a Python number; Numba would
+    make it float64, and a loop rebinding `s` could then not be typed)."""
     if np.ndim(target) <= 1:
         return value
     target[...] = value
@@ -265,12 +270,31 @@ def update_examples_in_place(target, value):
 @overload(update_examples_in_place)
 def _update_examples_in_place_nb(target, value):
     if target.ndim <= 1:
+        if isinstance(value, types.Array) and value.dtype != target.dtype and \
+                np.can_cast(as_dtype(value.dtype), as_dtype(target.dtype), "same_kind"):
+            return lambda target, value: value.astype(target.dtype)
         return lambda target, value: value
 
     def impl(target, value):
         target[...] = value
         return target
     return impl
+
+
+def example_values(x):
+    """A batched read `a[:, i]` as each example's `a[i]` is: a number when the examples'
+    values are numbers (`x` has only the batch axis), so a copy that a later write into
+    `a` does not change; a view when they are arrays, as NumPy's `a[i]` is a view."""
+    if isinstance(x, np.ndarray) and x.ndim <= 1:
+        return x.copy()
+    return x
+
+
+@overload(example_values)
+def _example_values_nb(x):
+    if isinstance(x, types.Array) and x.ndim <= 1:
+        return lambda x: x.copy()
+    return lambda x: x
 
 
 # ====================================================================== derivatives
