@@ -16,7 +16,7 @@ import gast
 
 from codegen.backends import Options
 
-from . import basis, runtime
+from . import basis, runtime, tape
 from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
@@ -327,11 +327,12 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     fn = parse(fun)
     nums = _argnums(fn, argnums)
     active = tuple(fn.params[i] for i in nums)
-    namer = Namer(set(fn.params) | set(_HELPERS) | {"zeros_like", "derivative", "range"})
+    namer = Namer(set(fn.params) | set(_HELPERS) |
+                  {"zeros_like", "derivative", "range", "own_value"})
     inner = tangent_function(fun, active) if mode == "fwd" else \
         cotangent_function(fun, nums, has_aux)
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
-               primal=fun)
+               primal=fun, own_value=tape.own_value)
     try:
         body = _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs)
     except TransformError:
@@ -422,10 +423,10 @@ def _block_names(blocks, outputs):
 def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
     """Lines of a jacrev body pulling all output basis vectors at once through vmap."""
     batched.__secant_function__()                      # fails here if vmap cannot batch
-    params = ", ".join(fn.params)
     out, aux, rows, mapped = (namer.fresh(n) for n in ("out", "aux", "rows", "mapped"))
     env[mapped] = batched
-    lines = _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
+    lines, params = _arguments_at_call(fn, namer)
+    lines += _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
     lines.append(f"{rows} = {mapped}({params}, basis_matrix({out}))")
     jacs = []
     for i, p in enumerate(active):
@@ -434,6 +435,17 @@ def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
         lines.append(f"{jac} = jacobian_from_rows({rows}[{i}], {out}, {p})")
     lines.append((jacs, aux))
     return lines
+
+
+def _arguments_at_call(fn, namer) -> tuple[list[str], str]:
+    """(lines copying each array argument before the function runs, the copies' names
+    joined for a call). jacrev's rows are pulled through the vjp, which re-runs the
+    function: on the copies, each row differentiates at the arguments as they were at the
+    call, and the caller's arrays change once, by the one call of the function itself.
+    The vjp leaves the arrays it is given as it found them, so the rows share the copies."""
+    copies = [namer.fresh(p + "_at_call") for p in fn.params]
+    lines = [f"{c} = own_value({p})" for c, p in zip(copies, fn.params)]
+    return lines, ", ".join(copies)
 
 
 def _primal_lines(arguments, out, aux, has_aux, namer) -> list[str]:
@@ -492,9 +504,9 @@ def _forward_loops(fn, active, namer, has_aux, outputs) -> list[str]:
 def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
     """Lines of a jacrev body: pull each output basis vector through `derivative`, the
     vjp Function `(*params, cotangent) -> (bar_p, ...)` of the active parameters."""
-    params = ", ".join(fn.params)
     out, aux, k, grads = (namer.fresh(n) for n in ("out", "aux", "k", "grads"))
-    lines = _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
+    lines, params = _arguments_at_call(fn, namer)
+    lines += _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
     jacs = [namer.fresh("jac_" + p) for p in active]
     lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
     lines.append(f"for {k} in range(basis_size({out})):")
