@@ -185,6 +185,12 @@ def histogram_step(x, hist):
     return hist[bin_] * 2.0
 
 
+def spread_step(x, hist):
+    """An augmented assignment to an array argument writes the caller's array in place."""
+    hist += x
+    return np.sum(hist)
+
+
 def fill_first(levels, qty):
     take = min(qty, levels[0])
     levels[0] -= take
@@ -328,6 +334,19 @@ def test_kernel_array_argument_written_by_a_called_helper_reaches_the_caller():
     assert (cuda_book != book).any()
 
 
+@on_simulator
+@pytest.mark.slow
+def test_kernel_update_of_a_batched_array_argument_reaches_the_caller():
+    rows = np.arange(12.0).reshape(4, 3)
+    x = np.linspace(0.5, 2.0, 4)
+    cuda_rows, cpu_rows, python_rows = rows.copy(), rows.copy(), rows.copy()
+    got = jit(vmap(spread_step), backend="cuda")(x, cuda_rows)
+    np.testing.assert_allclose(got, _per_element(spread_step, x, python_rows), rtol=1e-12)
+    np.testing.assert_allclose(got, jit(vmap(spread_step))(x, cpu_rows), rtol=1e-12)
+    np.testing.assert_array_equal(cuda_rows, python_rows)
+    np.testing.assert_array_equal(cuda_rows, cpu_rows)
+
+
 # ---------------------------------------------------------------- source and PTX
 
 @needs_numba_cuda
@@ -416,6 +435,15 @@ def test_update_of_an_array_every_thread_shares_is_refused_at_its_line():
         jit(vmap(histogram_step, in_axes=(0, None)), backend="cuda").source(x, np.zeros(3))
     assert caught.value.lineno == _statement_line(histogram_step, "hist[bin_] += x")
     assert "np.repeat(hist[None], n, axis=0)" in caught.value.hint
+
+
+@needs_numba_cuda
+def test_whole_array_update_of_an_array_every_thread_shares_is_refused_at_its_line():
+    # `hist += x` on an argument writes the caller's array (it is not a rebinding)
+    x = np.linspace(0.0, 1.4, 10)
+    with pytest.raises(TransformError, match="every CUDA thread writes 'hist'") as caught:
+        jit(vmap(spread_step, in_axes=(0, None)), backend="cuda").source(x, np.zeros(3))
+    assert caught.value.lineno == _statement_line(spread_step, "hist += x")
 
 
 @needs_numba_cuda

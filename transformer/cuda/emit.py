@@ -31,6 +31,7 @@ from .checks import flag_failed_indices
 from transformer.desugar import desugar
 from transformer.function import Function, resolve
 from transformer.names import loaded_names
+from transformer.param_updates import updates_in_place
 from transformer.primitives import registry
 from transformer.specialize import fold_constants
 from transformer.syntax import assign, call, const, located, name, store, subscript
@@ -49,7 +50,7 @@ def to_cuda_dialect(fn: Function, specs: dict, float_dtype, outputs=None,
     """`fn` rewritten for one CUDA thread; `outputs` (Specs) turns returns into writes;
     `boundscheck` adds an error flag parameter and index checks (`.checks`)."""
     given = list(fn.params)
-    fn = anf(desugar(fn))
+    fn = anf(desugar(updates_in_place(fn)))    # `p += v` writes the caller's array
     fn = fold_shapes(fn, specs, float_dtype)
     fn = lower_random(fn, specs, float_dtype)
     fn = specialize_callees(fn, specs, float_dtype)

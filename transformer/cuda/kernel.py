@@ -153,7 +153,7 @@ def _written_positions(function: Function, seen: frozenset) -> set:
 
 def _refuse_shared_writes(fn: Function, arguments, writes: dict) -> None:
     """Every thread of a batched kernel sees the same array of an argument not batched
-    (in_axes None): its writes would race, where the cpu backend gives each element a copy."""
+    (in_axes None): its writes would race, where the cpu backend runs the elements in order."""
     for argument in arguments:
         if argument.axis is None and argument.spec.is_array and argument.name in writes:
             raise fn.origin.error(
