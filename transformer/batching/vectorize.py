@@ -47,6 +47,7 @@ class _Vectorizer(_Emitter):
     def build(self) -> Function:
         self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
         self.written_shared = set().union(*self.analysis.groups)
+        self.written_itself = _written_in_place(self.fn)
         body = self.prologue()
         if self.spec.identity is not None:
             param = self.fn.params[self.spec.identity]
@@ -235,7 +236,11 @@ class _Vectorizer(_Emitter):
         """Whether `target = a[i]` reads a batched array that may be written in place
         while `target` holds the read: each example's `a[i]` may be a number, which the
         write must not change, where the batched read `a[:, i]` is a view."""
-        return target in self.written_shared and isinstance(value, gast.Subscript) and \
+        # a slice read, or a name itself written through an index, holds an array per
+        # example: a view, as in NumPy (and a copy there lost writes under jit's checks)
+        return target in self.written_shared and target not in self.written_itself and \
+            isinstance(value, gast.Subscript) and \
+            not any(isinstance(n, gast.Slice) for n in gast.walk(value.slice)) and \
             self.flag(value.value) is True and not self.analysis.index_flag(value.slice)
 
     # ---------------------------------------------------------------- expressions
