@@ -76,6 +76,8 @@ def parse(fn) -> Function:
                  "and register a rule for it with transformer.defadjoint if needed.")
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     try:
+        if fn.__code__.co_filename == "<string>":   # exec'd: every such string shares the
+            raise OSError("exec'd code keeps no source")   # name, so linecache may lie
         # through the code object: getsourcelines(fn) would follow `__wrapped__`
         lines, first = inspect.getsourcelines(fn.__code__)
     except (OSError, TypeError) as exc:
