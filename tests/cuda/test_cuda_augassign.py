@@ -12,61 +12,27 @@ compare with the CPU backend (`jit(vmap(f))`), with the plain per-element Python
 for derivatives, with finite differences. The other tests build kernel source, which
 needs numba-cuda but no GPU, or compile to PTX where NVVM is installed.
 """
-import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 
+from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, ptx_missing, run_on_simulator
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.primitives import registry
 from transformer.runtime import own_copy
 from transformer.test_util import numerical_grad, numerical_jvp
 
-ROOT = Path(__file__).resolve().parents[2]
-SIMULATED = bool(numba.config.ENABLE_CUDASIM)
-HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
-on_simulator = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator process")
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA or SIMULATED,
                                       reason="numba-cuda is not installed (or simulator run)")
-
-
-def _ptx_missing() -> str | None:
-    """Why PTX cannot be compiled here (as tests/cuda/test_cuda_ptx.py decides), or None."""
-    if not HAS_NUMBA_CUDA:
-        return "numba-cuda is not installed (pip install 'secant[cuda]')"
-    if SIMULATED:
-        return "the CUDA simulator is on; PTX needs the real CUDA target"
-    from numba import cuda, float64
-    try:
-        cuda.compile_ptx(lambda x: x + 1.0, (float64,), device=True, cc=(7, 5))
-    except Exception as exc:  # NVVM or NVRTC libraries not found
-        return f"NVVM/NVRTC not available: {type(exc).__name__}"
-    return None
-
-
-PTX_MISSING = _ptx_missing()
-needs_ptx = pytest.mark.skipif(PTX_MISSING is not None, reason=PTX_MISSING or "")
+needs_ptx = pytest.mark.skipif(ptx_missing() is not None, reason=ptx_missing() or "")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
                     reason="numba-cuda is not installed, or this is the simulator process")
 def test_augmented_assignment_kernels_on_the_simulator(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
-                                           os.environ.get("PYTHONPATH", "")]))
-    env.setdefault("SECANT_CACHE_DIR", str(tmp_path / "cache"))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--runslow",
-         "-k", "test_kernel_", str(Path(__file__))],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+    run_on_simulator(tmp_path, "--runslow", "-k", "test_kernel_", str(Path(__file__)))
 
 
 # ---------------------------------------------------------------- the functions

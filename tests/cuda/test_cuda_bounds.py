@@ -4,37 +4,22 @@ The cases run on Numba's CUDA simulator, which must be switched on before numba 
 imported: `test_cuda_index_checks_on_the_simulator` runs this file again in a process of
 its own with NUMBA_ENABLE_CUDASIM=1, where the cases run and the launcher is deselected.
 """
-import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 
+from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, run_on_simulator
 from transformer import grad, jit, vmap
 
-ROOT = Path(__file__).resolve().parents[2]
-SIMULATED = bool(numba.config.ENABLE_CUDASIM)
-on_simulator = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator process")
 
-
-@pytest.mark.skipif(SIMULATED or importlib.util.find_spec("numba_cuda") is None,
+@pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
                     reason="numba-cuda is not installed, or this is the simulator process")
 @pytest.mark.slow
 def test_cuda_index_checks_on_the_simulator(tmp_path):
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    env.setdefault("SECANT_CACHE_DIR", str(tmp_path / "cache"))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-         "-k", "not on_the_simulator", str(Path(__file__))],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+    run_on_simulator(tmp_path, "-m", "not slow", "-k", "not on_the_simulator",
+                     str(Path(__file__)))
 
 
 # ---------------------------------------------------------------- the functions
@@ -216,7 +201,7 @@ def test_boundscheck_false_builds_an_unchecked_kernel_of_its_own():
 # ---------------------------------------------------------------- real CUDA typing (PTX)
 
 def _ptx_missing() -> str | None:
-    if SIMULATED or importlib.util.find_spec("numba_cuda") is None:
+    if SIMULATED or not HAS_NUMBA_CUDA:
         return "needs numba-cuda without the simulator"
     from numba import cuda, float64
     try:

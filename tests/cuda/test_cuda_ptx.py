@@ -12,31 +12,14 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
+from cuda_support import HAS_NUMBA_CUDA, ptx_missing
 from codegen import cuda as secant_cuda
 from codegen.cuda import CudaUnavailableError
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.cuda.jitted import cuda_jit, show_cuda
 
-HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
-needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA,
-                                      reason="numba-cuda is not installed")
-
-
-def _ptx_missing() -> str | None:
-    if not HAS_NUMBA_CUDA:
-        return "numba-cuda is not installed (pip install 'secant[cuda]')"
-    if numba.config.ENABLE_CUDASIM:
-        return "the CUDA simulator is on; PTX needs the real CUDA target"
-    from numba import cuda, float64
-    try:
-        cuda.compile_ptx(lambda x: x + 1.0, (float64,), device=True, cc=(7, 5))
-    except Exception as exc:  # NVVM or NVRTC libraries not found
-        return f"NVVM/NVRTC not available (pip install nvidia-nvvm nvidia-cuda-nvrtc): " \
-               f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    return None
-
-
-PTX_MISSING = _ptx_missing() if HAS_NUMBA_CUDA else "numba-cuda is not installed"
+needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed")
+PTX_MISSING = ptx_missing()
 needs_ptx = pytest.mark.skipif(PTX_MISSING is not None, reason=PTX_MISSING or "")
 
 
