@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from gradcheck import central_differences
-from transformer import (TransformError, grad, hessian, jacfwd, jit, lax, tree_util,
-                         value_and_grad, vmap)
+from tree_checks import (assert_tree_close, hessian_matrix, stacked, tree_fd_grad,
+                         tree_fd_hessian)
+from transformer import (TransformError, grad, hessian, jacfwd, jit, lax, value_and_grad, vmap)
 
 # ---------------------------------------------------------------- programs
 
@@ -115,44 +116,11 @@ CASES = {
 
 
 def fd_grad(f, params, x, y):
-    """d f / d params by central differences over the raveled tree (plain NumPy)."""
-    flat, unravel = tree_util.ravel_pytree(params)
-    return unravel(central_differences(lambda v: f(unravel(v), x, y), [flat], 0))
+    return tree_fd_grad(f, (params, x, y))
 
 
 def fd_hessian(f, params, x, y, eps=1e-3) -> np.ndarray:
-    """The Hessian in the raveled parameters: differences of the difference gradient."""
-    flat, unravel = tree_util.ravel_pytree(params)
-
-    def gradient(v):
-        return tree_util.ravel_pytree(fd_grad(f, unravel(v), x, y))[0]
-    columns = [(gradient(flat + eps * e) - gradient(flat - eps * e)) / (2 * eps)
-               for e in np.eye(flat.size)]
-    return np.stack(columns, axis=1)
-
-
-def hessian_matrix(tree, params) -> np.ndarray:
-    """A nested Hessian (the parameter tree, each leaf a parameter tree of blocks) as one
-    matrix in the raveled parameters."""
-    sizes = [np.size(leaf) for leaf in tree_util.tree_leaves(params)]
-    blocks = tree_util.tree_leaves(tree)
-    assert len(blocks) == len(sizes) ** 2
-    n = len(sizes)
-    return np.block([[np.reshape(blocks[i * n + j], (sizes[i], sizes[j])) for j in range(n)]
-                     for i in range(n)])
-
-
-def assert_tree_close(got, want, rtol=1e-5, atol=1e-6):
-    """Same structure (container types included) and leaves within tolerance."""
-    assert tree_util.tree_structure(got) == tree_util.tree_structure(want), \
-        f"structure {tree_util.tree_structure(got)} != {tree_util.tree_structure(want)}"
-    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
-        np.testing.assert_allclose(np.asarray(g, float), np.asarray(w, float), rtol=rtol,
-                                   atol=atol)
-
-
-def stacked(trees):
-    return tree_util.tree_map(lambda *leaves: np.stack(leaves), *trees)
+    return tree_fd_hessian(f, (params, x, y), eps)
 
 
 # ---------------------------------------------------------------- transformations

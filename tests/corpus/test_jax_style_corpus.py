@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import jax_style_corpus as corpus
-from transformer import grad, hessian, jacfwd, jit, tree_util, vmap
-from transformer.test_util import numerical_grad
+from transformer import grad, hessian, jacfwd, jit, vmap
+from tree_checks import (assert_tree_close, hessian_matrix, stacked, tree_fd_grad,
+                         tree_fd_hessian)
 
 CASES = {case.name: case for case in corpus.CASES}
 BATCHED = [name for name, case in CASES.items() if case.batched]
@@ -35,44 +36,13 @@ def args_of(case, seed=0):
     return case.make(np.random.default_rng(seed))
 
 
-def fd_grad(f, args):
-    """d f / d args[0] by central differences over the raveled tree (NumPy only)."""
-    flat, unravel = tree_util.ravel_pytree(args[0])
-    rest = tuple(args[1:])
-    return unravel(numerical_grad(lambda v: f(unravel(v), *rest), [flat], 0))
-
-
 def fd_grad_of(case, args):
     """The finite-difference gradient of `case` at `args`; a program with stop_gradient is
     differentiated through its `frozen` form, the stopped terms held at args[0]."""
     if case.frozen is None:
-        return fd_grad(case.numpy, args)
+        return tree_fd_grad(case.numpy, args)
     rest = tuple(args[1:])
-    return fd_grad(lambda p, *more: case.frozen(p, args[0], *more), (args[0],) + rest)
-
-
-def fd_hessian(f, args, eps=1e-4):
-    """The Hessian in the raveled first argument: differences of the difference gradient."""
-    flat, unravel = tree_util.ravel_pytree(args[0])
-    rest = tuple(args[1:])
-
-    def gradient(v):
-        return tree_util.ravel_pytree(fd_grad(f, (unravel(v),) + rest))[0]
-    return np.stack([(gradient(flat + eps * e) - gradient(flat - eps * e)) / (2 * eps)
-                     for e in np.eye(flat.size)], axis=1)
-
-
-def assert_tree_close(got, want, rtol=1e-5, atol=1e-6):
-    """Same structure (container types included) and leaves within tolerance."""
-    assert tree_util.tree_structure(got) == tree_util.tree_structure(want), \
-        f"structure {tree_util.tree_structure(got)} != {tree_util.tree_structure(want)}"
-    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
-        np.testing.assert_allclose(np.asarray(g, float), np.asarray(w, float), rtol=rtol,
-                                   atol=atol)
-
-
-def stacked(trees):
-    return tree_util.tree_map(lambda *leaves: np.stack(leaves), *trees)
+    return tree_fd_grad(lambda p, *more: case.frozen(p, args[0], *more), (args[0],) + rest)
 
 
 def batch_of(case, size=3):
@@ -85,19 +55,6 @@ def batch_of(case, size=3):
     batched = tuple(stacked([ex[k] for ex in examples]) if k in case.batched else shared[k]
                     for k in range(len(shared)))
     return per_example, batched
-
-
-def hessian_matrix(tree, params) -> np.ndarray:
-    """JAX's nested Hessian as one matrix in the raveled parameters."""
-    if isinstance(params, (np.ndarray, float)):
-        n = np.size(params)
-        return np.reshape(tree, (n, n))
-    sizes = [np.size(leaf) for leaf in tree_util.tree_leaves(params)]
-    blocks = tree_util.tree_leaves(tree)
-    n = len(sizes)
-    assert len(blocks) == n * n
-    return np.block([[np.reshape(blocks[i * n + j], (sizes[i], sizes[j])) for j in range(n)]
-                     for i in range(n)])
 
 
 def test_corpus_is_large_and_every_program_has_its_jax_twin():
@@ -136,7 +93,7 @@ def test_hessian_matches_finite_differences(name):
     case = CASES[name]
     args = args_of(case)
     got = hessian_matrix(hessian(case.numpy)(*args), args[0])
-    want = fd_hessian(case.numpy, args)
+    want = tree_fd_hessian(case.numpy, args, eps=1e-4)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * max(10.0, np.max(np.abs(want))))
 
 
@@ -194,9 +151,9 @@ def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences
     spec = importlib.util.spec_from_file_location("readme_pytrees", tmp_path / "readme_pytrees.py")
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
-    assert_tree_close(m.g_tuple, fd_grad(m.unpacked, ((m.W, m.b), m.x)))
-    assert_tree_close(m.g_layers, fd_grad(m.mlp, (m.layers, m.x)))
-    assert_tree_close(m.g_shrunk, fd_grad(m.shrunk, ({"W": m.W, "b": m.b}, m.x)))
-    assert_tree_close(m.per_example, stacked([fd_grad(m.attrs, (m.Params(m.W, m.b), x))
+    assert_tree_close(m.g_tuple, tree_fd_grad(m.unpacked, ((m.W, m.b), m.x)))
+    assert_tree_close(m.g_layers, tree_fd_grad(m.mlp, (m.layers, m.x)))
+    assert_tree_close(m.g_shrunk, tree_fd_grad(m.shrunk, ({"W": m.W, "b": m.b}, m.x)))
+    assert_tree_close(m.per_example, stacked([tree_fd_grad(m.attrs, (m.Params(m.W, m.b), x))
                                               for x in m.xs]))
     assert_tree_close(m.state, m.step(m.State(m.x, np.zeros(3)), 0.1), rtol=1e-12)
