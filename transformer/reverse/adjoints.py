@@ -10,6 +10,7 @@ zeroed again (`reset`). A statement without a rule raises a located error naming
 """
 from __future__ import annotations
 
+import abc
 import copy
 import re
 
@@ -26,7 +27,7 @@ from ..templates import MissingRule, describe, expand_adjoint
 from .classify import Classify
 
 
-class Adjoints(Classify):
+class Adjoints(Classify, abc.ABC):
     """Builds the adjoint of every simple statement, last statement first."""
 
     def __init__(self, *args, **kwargs):
@@ -47,9 +48,10 @@ class Adjoints(Classify):
         if errors:
             raise errors[-1]
 
+    @abc.abstractmethod
     def differentiate_callee(self, callee: Function, positions: tuple) -> Function:
-        """The vjp Function of a user function this one calls (the whole pass again)."""
-        raise NotImplementedError
+        """The vjp Function of a user function this one calls: the whole pass again, which
+        the assembled pass (`reverse._Reverse`) provides, as this stage cannot import it."""
 
     # ------------------------------------------------------------ adjoint statements
     def adjoint_stmts(self, stmt) -> list:
