@@ -120,9 +120,7 @@ def test_jit_grad_agrees_with_finite_differences(directory):
     (("jit_vmap",), 10),
     (("jit_grad",), 6),
 ])
-def test_larger_search_finds_no_mismatch(request, directory, checks, examples):
-    if not request.config.getoption("--runslow", default=False):
-        pytest.skip("slow: a larger search of generated programs; run with --runslow")
+def test_larger_search_finds_no_mismatch(directory, checks, examples):
     _hunt(directory, checks, examples)
 
 
