@@ -45,9 +45,10 @@ class _Vectorizer(_Emitter):
         self.expand_once: set[str] = set()
 
     def build(self) -> Function:
-        self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis)
-        self.written_shared = set().union(*self.analysis.groups)
         self.written_itself = _written_in_place(self.fn)
+        self.fresh_accumulators = _fresh_accumulators(self.fn, self.analysis,
+                                                      self.written_itself)
+        self.written_shared = set().union(*self.analysis.groups)
         body = self.prologue()
         if self.spec.identity is not None:
             param = self.fn.params[self.spec.identity]
@@ -404,11 +405,11 @@ def _shape_argument():
     return table, zeros
 
 
-def _fresh_accumulators(fn: Function, analysis: Analysis) -> dict:
-    """id(statement) -> None (drop the zeros) or the name the accumulator starts as."""
+def _fresh_accumulators(fn: Function, analysis: Analysis, written: set) -> dict:
+    """id(statement) -> None (drop the zeros) or the name the accumulator starts as;
+    `written`: the names `fn` writes through an index (`_written_in_place`)."""
     table, zeros = _shape_argument()
     body, found = fn.node.body, {}
-    written = _written_in_place(fn)
     calls = {s.targets[0].id: s.value for s in body if isinstance(s, gast.Assign) and
              isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)}
     for i, stmt in enumerate(body):
