@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import random_xla as xla
+from .runtime.random import DEFAULT_BITS_DTYPE
 from .random_bits import (
     _MASK32,
     _U32,
@@ -154,9 +155,10 @@ def fold_in(k, data) -> np.ndarray:
 def bits(k, shape=(), dtype=None) -> np.ndarray:
     """Uniformly distributed unsigned integers of ``dtype`` (uint8/16/32/64).
 
-    The default dtype is uint64, JAX's default unsigned type with x64 enabled.
+    The default dtype is uint64, JAX's default unsigned type with x64 enabled (one
+    default for plain NumPy and compiled code: ``runtime.random.DEFAULT_BITS_DTYPE``).
     """
-    dt = np.dtype(np.uint64 if dtype is None else dtype)
+    dt = np.dtype(DEFAULT_BITS_DTYPE if dtype is None else dtype)
     if dt.kind != "u" or dt.itemsize * 8 not in _UINT_DTYPES:
         raise TypeError(f"bits requires an unsigned integer dtype, got {dt}")
     return _random_bits(k, dt.itemsize * 8, _canonical_shape(shape))

@@ -30,9 +30,6 @@ SHUFFLES = (random.permutation, random.choice)
 CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint,
                  random.split)
 
-# the default dtype of bits, as transformer.random draws it (it follows JAX's x64 setting)
-compiled.DEFAULT_BITS_DTYPE = random.bits(random.PRNGKey(0)).dtype
-
 for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
     registry.record(_key).kind = "random"

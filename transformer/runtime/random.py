@@ -297,9 +297,9 @@ _FLOATS = {np.dtype(np.float32): (_uniform32, _normal32, _bernoulli32),
            np.dtype(np.float64): (_uniform64, _normal64, _bernoulli64)}
 
 
-# the dtype `bits` draws when none is given: `transformer.primitives.random_numbers` sets
-# it to the one `transformer.random.bits` uses, so the two cannot drift apart
-DEFAULT_BITS_DTYPE = np.dtype(np.uint32)
+# the dtype `bits` draws when none is given, here and in `transformer.random.bits`: JAX's
+# default unsigned type with x64 on
+DEFAULT_BITS_DTYPE = np.dtype(np.uint64)
 
 
 def bits(key, shape=(), dtype=None) -> np.ndarray:
