@@ -13,6 +13,7 @@ import gast
 from .function import Function
 from .names import Namer
 from .runtime import update_in_place
+from .syntax import assign, call, name
 
 
 def updates_in_place(fn: Function) -> Function:
@@ -44,11 +45,14 @@ def _own_statements(stmts):
 
 
 class _InPlace(gast.NodeTransformer):
+    """Rewrites `p += v` on the given parameters; inner functions and lambdas keep theirs."""
+
     def __init__(self, params: set, key: str):
         self.params, self.key = params, key
+        self._inside = False
 
     def visit_FunctionDef(self, node):
-        if getattr(self, "_inside", False):
+        if self._inside:
             return node                 # an inner function's names are its own
         self._inside = True
         self.generic_visit(node)
@@ -61,10 +65,6 @@ class _InPlace(gast.NodeTransformer):
         target = node.target
         if not (isinstance(target, gast.Name) and target.id in self.params):
             return node
-        load = gast.Name(id=target.id, ctx=gast.Load(), annotation=None, type_comment=None)
-        value = gast.BinOp(left=load, op=node.op, right=node.value)
-        update = gast.Call(func=gast.Name(id=self.key, ctx=gast.Load(), annotation=None,
-                                          type_comment=None),
-                           args=[copy.deepcopy(load), value], keywords=[])
-        return gast.copy_location(gast.Assign(targets=[target], value=update,
-                                              type_comment=None), node)
+        value = gast.BinOp(left=name(target.id), op=node.op, right=node.value)
+        return gast.copy_location(assign(target, call(name(self.key), name(target.id), value)),
+                                  node)
