@@ -107,7 +107,7 @@ def _tape_head_nb(g, t):
 
 
 @adjoint(tape.push)
-def push_adjoint(z, t, n, value):
+def push_adjoint(z, t, n, value, where):
     d[value] += d[z][n]
     d[t] += tape_rest(d[z], t, n)
 

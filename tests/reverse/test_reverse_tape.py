@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import reverse_corpus as rc
-from transformer import activity, grad, tape
+from transformer import activity, grad, jit, tape
 from transformer.anf import anf
 from transformer.api_reverse import show_grad
 from transformer.controlflow import lower_exits
@@ -204,3 +204,21 @@ def grows(s, v):
 def test_a_variable_that_changes_shape_is_an_error_not_a_wrong_gradient():
     with pytest.raises(ValueError, match="changed shape"):
         grad(grows)(2.0, np.ones(3))
+
+
+def concatenating(x):
+    y = x
+    for _ in range(3):
+        y = np.concatenate((y, x))
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_recorded_variable_that_changes_shape_is_reported_at_its_assignment(compiled):
+    """The tape's shape error names the user's line, in plain Python and under jit."""
+    fn = jit(grad(concatenating)) if compiled else grad(concatenating)
+    line = concatenating.__code__.co_firstlineno + 3
+    with pytest.raises(ValueError, match="changed shape") as info:
+        fn(np.ones(3))
+    assert f"{__file__}:{line}:" in str(info.value)
+    assert "name of its own" in str(info.value)

@@ -295,7 +295,7 @@ def _dropped(rt: _Runtime, stmt, target, args):
 
 
 def _push(rt: _Runtime, stmt, target, args):
-    tape_name, top, value = args
+    tape_name, top, value = args[:3]                 # args[3]: the shape error's location
     stmts = [assign(subscript(copy.deepcopy(tape_name), copy.deepcopy(top), gast.Store()),
                     value)]
     if target != tape_name.id:

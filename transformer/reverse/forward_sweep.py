@@ -143,10 +143,10 @@ class ForwardSweep(Reads):
                          body=[assign(tape_name, call(
                              name(self.helper(maker, getattr(tape, maker))), name(var),
                              self.capacity(stmt)))], orelse=[])
-        push = assign(tape_name, call(name(self.helper("push", tape.push)), name(tape_name),
-                                      name(top), name(var)))
-        bump = assign(top, gast.BinOp(left=name(top), op=gast.Add(), right=const(1)))
         origin = stmt if stmt is not None else self.fn.node
+        push = assign(tape_name, call(name(self.helper("push", tape.push)), name(tape_name),
+                                      name(top), name(var), const(self.fn.origin.where(origin))))
+        bump = assign(top, gast.BinOp(left=name(top), op=gast.Add(), right=const(1)))
         return [located(s, origin) for s in (create, push, bump)]
 
     def reserve_before(self, loop) -> list:

@@ -148,13 +148,18 @@ def exact_tape(value, capacity):
     return np.empty((max(capacity, 1),) + arr.shape, arr.dtype)
 
 
-def push(tape, n, value):
-    """`tape` with `value` stored at position `n` (a larger copy when it is full)."""
+_TAPE_SHAPE_HINT = ("give the variable one shape from its first assignment (start an array "
+                    "accumulator with np.zeros of its final shape), or give a value of another "
+                    "shape a name of its own")
+
+
+def push(tape, n, value, where=""):
+    """`tape` with `value` stored at position `n` (a larger copy when it is full); `where` is
+    the user's `file:line:col` of the recorded assignment, for the shape error."""
     if np.shape(value) != tape.shape[1:]:
-        raise ValueError(f"a recorded variable changed shape from {tape.shape[1:]} to "
-                         f"{np.shape(value)} between assignments; reverse mode records it on "
-                         "a typed tape, so give it one shape from its first assignment "
-                         "(e.g. start an array accumulator with np.zeros)")
+        raise ValueError(_located(where, f"a recorded variable changed shape from "
+                                  f"{tape.shape[1:]} to {np.shape(value)} between assignments; "
+                                  "reverse mode records it on a typed tape", _TAPE_SHAPE_HINT))
     if n == tape.shape[0]:
         tape = _grown(tape)
     tape[n] = value
@@ -213,20 +218,20 @@ overload(exact_tape)(_tape_overload(False))
 
 
 @overload(push)
-def _push_nb(tape, n, value):
+def _push_nb(tape, n, value, where=""):
     if isinstance(value, types.Array):
-        def rows(tape, n, value):
+        def rows(tape, n, value, where=""):
             if value.shape != tape.shape[1:]:
-                raise ValueError("a recorded variable changed shape between assignments; "
-                                 "reverse mode records it on a typed tape, so give it one "
-                                 "shape from its first assignment")
+                raise ValueError(where + ": a recorded variable changed shape between "
+                                 "assignments; reverse mode records it on a typed tape (hint: "
+                                 + _TAPE_SHAPE_HINT + ")")
             if n == tape.shape[0]:
                 tape = _grown(tape)
             _copy_flat(tape[n], value)
             return tape
         return rows
 
-    def scalars(tape, n, value):
+    def scalars(tape, n, value, where=""):
         if n == tape.shape[0]:
             tape = _grown(tape)
         tape[n] = value
