@@ -28,6 +28,7 @@ from .names import Namer
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
                       layout_of, leaves, unflatten)
 from .transformed import Transformed
+from .tree_util import arrays_copied
 from .typing import Argnums
 
 PYTHON = Options(backend="python")
@@ -140,12 +141,15 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable[..., Any]]:
     transformed = _jvp_transformed(fun, False)
     values = _binder(transformed, fun)(*primals)     # defaults for the parameters left out
     zeros = tuple(_zeros_tree(v) for v in values)
+    # the jvp writes into the arrays it is given as `fun` does: each later call starts from
+    # a copy of the arguments as they were at this call
+    at_call = arrays_copied(values)
     out, _ = transformed(*values, *zeros)
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
             raise TypeError(f"f_jvp takes {len(primals)} tangents, got {len(tangents)}")
-        return transformed(*values, *tangents, *zeros[len(primals):])[1]
+        return transformed(*arrays_copied(at_call), *tangents, *zeros[len(primals):])[1]
     return out, f_jvp
 
 

@@ -25,6 +25,7 @@ from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters,
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
+from .tree_util import arrays_copied
 from .typing import Argnums
 
 _T = TypeVar("_T")
@@ -233,6 +234,9 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     fn = reverse_function(flatten_parameters(base, layouts), leaf_wrt, VJP, has_aux,
                           f"vjp(argnums={wrt})")
     compiled = materialize.compile_function(fn, PYTHON).function
+    # the arguments as they are now: `fun` may write into them, and every pull runs it again
+    # from a copy of them (a run writes into the arrays it is given, as `fun` does)
+    at_call = arrays_copied(values)
     result = fun(*primals)
     out, aux = result if has_aux else (result, None)
 
@@ -241,7 +245,7 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
         if isinstance(out, tuple) and len(cts) != len(out):
             raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
                              f"{len(out)}")
-        flat = tuple(compiled(*leaves(values), *cts))
+        flat = tuple(compiled(*leaves(arrays_copied(at_call)), *cts))
         found, k = [], 0
         for a in wrt:
             found.append(unflatten(layouts[a], flat[k:k + layouts[a].leaf_count]))

@@ -272,6 +272,12 @@ class _Forward:
                                    kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         prologue = [located(self.zeros(p), self.fn.node) for p in params
                     if p in self.active and p not in self.seeds]
+        # a parameter written in place has its tangent written there too: on a copy, so the
+        # caller's tangent (a basis vector used again) is left as it was given
+        written = set(written_params(self.fn, tuple(EFFECTS)))
+        prologue += [located(assign(store(self.d(p)), call(
+            self.helper("own_copy", runtime.own_copy), name(self.d(p)))), self.fn.node)
+            for p in self.seeds if p in written]
         node.body = prologue + self.block(self.fn.node.body)
         drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
         node.name = self.namer.fresh(self.fn.name + "_jvp")

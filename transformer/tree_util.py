@@ -41,6 +41,13 @@ def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
     return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, **_OPTS)
 
 
+def arrays_copied(tree):
+    """`tree` with every NumPy array leaf copied (secant's, not JAX's: JAX arrays cannot be
+    written). vjp and linearize keep the arguments as they were at the call, since the
+    function they differentiate may write into them and they run it again later."""
+    return tree_map(lambda v: np.array(v, copy=True) if isinstance(v, np.ndarray) else v, tree)
+
+
 # ---------------------------------------------------------------- paths, as in JAX
 class _PathKey:
     """One step of a path; `str()` renders it as JAX's keystr does."""
