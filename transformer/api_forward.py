@@ -17,6 +17,7 @@ import gast
 from codegen.backends import Options
 
 from . import basis, runtime, tape
+from .aliases import written_params
 from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
@@ -338,6 +339,10 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
                primal=fun, own_value=tape.own_value)
     try:
+        if written_params(fn):
+            # each basis vector runs the function again: vmap would run them in order on
+            # the one written array (loop semantics), each at another point
+            raise TransformError("a Jacobian of a function writing into its argument")
         body = _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs)
     except TransformError:
         # some statement has no batching rule: one derivative call per basis vector
@@ -444,9 +449,9 @@ def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
 def _arguments_at_call(fn, namer) -> tuple[list[str], str]:
     """(lines copying each array argument before the function runs, the copies' names
     joined for a call). jacrev's rows are pulled through the vjp, which re-runs the
-    function: on the copies, each row differentiates at the arguments as they were at the
-    call, and the caller's arrays change once, by the one call of the function itself.
-    The vjp leaves the arrays it is given as it found them, so the rows share the copies."""
+    function: on copies of these (the vjp writes into the arrays it is given, as the
+    function does), each row differentiates at the arguments as they were at the call, and
+    the caller's arrays change once, by the one call of the function itself."""
     copies = [namer.fresh(p + "_at_call") for p in fn.params]
     lines = [f"{c} = own_value({p})" for c, p in zip(copies, fn.params)]
     return lines, ", ".join(copies)
@@ -483,13 +488,17 @@ def _results(last, single: bool, outputs, has_aux: bool) -> str:
 
 
 def _forward_loops(fn, active, namer, has_aux, outputs) -> list[str]:
-    """Lines of a jacfwd body: for each argument, push its basis through `derivative`."""
+    """Lines of a jacfwd body: for each argument, push its basis through `derivative`.
+    The first push runs on the arguments themselves (the caller's arrays change once, as by
+    one call of the function), each later one on copies of them as they were at the call."""
+    copies, at_call = _arguments_at_call(fn, namer)
     params = ", ".join(fn.params)
+    fresh = ", ".join(f"own_value({c})" for c in at_call.split(", "))
     start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
     zeros = ", ".join(f"zeros_like({p})" for p in active)
     out_of = (lambda e: f"{e}[0]") if has_aux else (lambda e: e)
-    lines = [f"{start} = derivative({params}, {zeros})",
-             f"{out} = {out_of(start + '[0]')}"]
+    lines = copies + [f"{start} = derivative({params}, {zeros})",
+                      f"{out} = {out_of(start + '[0]')}"]
     jacs = []
     for p in active:
         tangents = ", ".join(f"basis_vector({p}, {k})" if q == p else f"zeros_like({q})"
@@ -497,7 +506,7 @@ def _forward_loops(fn, active, namer, has_aux, outputs) -> list[str]:
         blocks = _blocks(namer, p, outputs, out_of(pair + "[1]"), out)
         lines += [f"{j} = jacobian_alloc({o}, {p})" for j, _, o in blocks]
         lines += [f"for {k} in range(basis_size({p})):",
-                  f"    {pair} = derivative({params}, {tangents})"]
+                  f"    {pair} = derivative({fresh}, {tangents})"]
         lines += [f"    set_column({j}, {c}, {k})" for j, c, _ in blocks]
         lines += [f"{j} = jacobian_result({j}, {o}, {p})" for j, _, o in blocks]
         jacs.append(_block_names(blocks, outputs))
@@ -514,7 +523,8 @@ def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
     jacs = [namer.fresh("jac_" + p) for p in active]
     lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
     lines.append(f"for {k} in range(basis_size({out})):")
-    lines.append(f"    {grads} = derivative({params}, basis_vector({out}, {k}))")
+    fresh = ", ".join(f"own_value({c})" for c in params.split(", "))
+    lines.append(f"    {grads} = derivative({fresh}, basis_vector({out}, {k}))")
     for i, jac in enumerate(jacs):
         lines.append(f"    set_row({jac}, {grads}[{i}], {k})")
     lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]

@@ -7,8 +7,10 @@ the derivative at x[0]**2 (a silently wrong number); the oracle is the analytic 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from transformer import linearize, vjp
+from transformer import jacfwd, jacrev, jit, linearize, vjp
+from transformer.test_util import numerical_jacobian
 
 
 def square_first(x):
@@ -63,3 +65,48 @@ def test_jvp_leaves_the_callers_tangent_as_it_was_given():
             _, dy = run(np.array([3.0, 2.0, 1.0]), t)
             np.testing.assert_array_equal(dy, [6.0, 0.0, 0.0])
         np.testing.assert_array_equal(t, [1.0, 0.0, 0.0])
+
+
+def chains_writes(x):
+    """Each write reads an earlier one: a row or column taken after another's write of
+    the same array is taken at another point."""
+    x[0] = x[0] ** 2 * x[2]
+    x[1] = x[1] * x[0]
+    return x * 1.0
+
+
+def writes_into_both(x, y):
+    x[0] = x[0] ** 2 * y[1]
+    y[1] = y[1] * x[1]
+    return x * y
+
+
+def _on_copies(f):
+    return lambda *args: f(*(np.copy(a) for a in args))
+
+
+X = np.array([1.5, 0.7, -0.3])
+Y = np.array([0.4, 1.2, 2.0])
+JACOBIANS = {"jacfwd": jacfwd(chains_writes), "jacrev": jacrev(chains_writes),
+             "jit(jacfwd)": jit(jacfwd(chains_writes)),
+             "jit(jacrev)": jit(jacrev(chains_writes))}
+
+
+@pytest.mark.parametrize("which", sorted(JACOBIANS))
+def test_every_jacobian_column_and_row_is_taken_at_the_arguments_of_the_call(which):
+    x = X.copy()
+    jac = JACOBIANS[which](x)
+    np.testing.assert_allclose(jac, numerical_jacobian(_on_copies(chains_writes), X),
+                               atol=1e-6)
+    expected = X.copy()
+    chains_writes(expected)
+    np.testing.assert_array_equal(x, expected)                 # written once
+
+
+@pytest.mark.parametrize("jacobian", [jacfwd, jacrev])
+def test_jacobians_in_two_written_arguments_are_taken_at_the_call(jacobian):
+    jx, jy = jacobian(writes_into_both, argnums=(0, 1))(X.copy(), Y.copy())
+    np.testing.assert_allclose(jx, numerical_jacobian(
+        lambda v: _on_copies(writes_into_both)(v, Y), X), atol=1e-6)
+    np.testing.assert_allclose(jy, numerical_jacobian(
+        lambda v: _on_copies(writes_into_both)(X, v), Y), atol=1e-6)
