@@ -83,6 +83,15 @@ class Site:
         return None, False
 
 
+class Refused(Exception):
+    """Raised by a rule for a call vmap must refuse rather than loop over (an ordered
+    `io_callback`); the vmap pass locates it at the call and shows `hint`."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
 Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
 # Views of the primitive registry (`transformer.primitives.registry`): key -> batching rule
 BATCHERS: MutableMapping[Any, Rule] = registry.Field("batcher")

@@ -1,0 +1,106 @@
+"""Host callbacks: Python that compiled code calls, with declared result shapes (JAX's
+`pure_callback` and `io_callback`).
+
+    spec = ShapeDtypeStruct((3,), np.float64)
+    def f(x):
+        y = pure_callback(scipy_thing, spec, x, vmap_method="sequential")
+        return np.sum(y * x)
+
+`result_shape_dtypes` is a leaf with `.shape` and `.dtype` (`ShapeDtypeStruct`,
+`jax.ShapeDtypeStruct`, a NumPy array) or a tuple/list of them, bound outside the
+transformed function (a global, a closure cell or a default). The callback's result is
+checked against it at every call; a mismatch raises a `TransformError` naming both,
+located at the call. Under `jit` the call is a `numba.objmode` block: the rest of the
+function stays compiled, and each call costs one transition to the interpreter.
+
+Transformations follow JAX. `grad`/`jvp` of a `pure_callback` whose arguments depend on
+the differentiated input raise JAX's error unless it sits in a `custom_vjp` function;
+`io_callback` with such arguments raises under grad. Under `vmap`, `pure_callback`'s
+`vmap_method` says how: "sequential" loops over the examples, "expand_dims" calls once
+with unbatched arguments given a leading axis of length 1, "broadcast_all" calls once with
+every argument broadcast to the batch; None raises JAX's error. An unordered
+`io_callback` loops; an ordered one raises.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+from .runtime.host import HostSite, check_result
+from .tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["ShapeDtypeStruct", "io_callback", "pure_callback"]
+
+VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
+
+PURE_GRAD_ERROR = ("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+                   "callbacks while taking gradients.")
+IO_GRAD_ERROR = "IO callbacks do not support JVP."
+PURE_VMAP_ERROR = ("Cannot vmap a pure_callback without vmap_method: pass "
+                   "vmap_method='sequential', 'expand_dims' or 'broadcast_all'")
+IO_VMAP_ERROR = "Cannot `vmap` ordered IO callback."
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapeDtypeStruct:
+    """The shape and dtype of a callback's result (JAX's `ShapeDtypeStruct`)."""
+
+    shape: tuple
+    dtype: Any
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+
+def _is_spec(x) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def declared_leaves(result_shape_dtypes) -> tuple[list, Any]:
+    """The (shape, dtype) of each leaf of `result_shape_dtypes`, and the tree structure."""
+    specs, treedef = tree_flatten(result_shape_dtypes, is_leaf=_is_spec)
+    bad = [s for s in specs if not _is_spec(s)]
+    if bad:
+        raise TypeError(f"result_shape_dtypes must hold objects with .shape and .dtype "
+                        f"(transformer.ShapeDtypeStruct), not {bad[0]!r}")
+    return [(tuple(int(n) for n in s.shape), np.dtype(s.dtype)) for s in specs], treedef
+
+
+def _run(kind: str, fun, result_shape_dtypes, args, kwargs):
+    leaves, treedef = declared_leaves(result_shape_dtypes)
+    site = HostSite(kind, fun, tuple(kwargs), tuple(leaves))
+    values = check_result(site, fun(*args, **kwargs))
+    return tree_unflatten(treedef, [np.asarray(v) for v in values])
+
+
+def pure_callback(fun: Callable[..., Any], result_shape_dtypes, *args: Any,
+                  vmap_method: str | None = None, **kwargs: Any):
+    """`fun(*args, **kwargs)`, a pure function run on the host, checked against
+    `result_shape_dtypes` (see the module docstring for the transformations)."""
+    if vmap_method is not None and vmap_method not in VMAP_METHODS:
+        raise ValueError(f"vmap_method must be one of {VMAP_METHODS} or None, "
+                         f"not {vmap_method!r}")
+    return _run("pure", fun, result_shape_dtypes, args, kwargs)
+
+
+def io_callback(fun: Callable[..., Any], result_shape_dtypes, *args: Any,
+                ordered: bool = False, **kwargs: Any):
+    """`fun(*args, **kwargs)` run on the host for its effect; calls keep program order
+    (compiled code runs them in order; `ordered=True` also refuses vmap, as JAX does)."""
+    if result_shape_dtypes is None:
+        fun(*args, **kwargs)
+        return None
+    return _run("io", fun, result_shape_dtypes, args, kwargs)
+
+
+def batched_pure_callback(fun, result_shape_dtypes, size, *args, **kwargs):
+    """What vmap makes of a `pure_callback` with vmap_method "expand_dims" or
+    "broadcast_all": one call with the batched arguments, each result with a leading
+    batch axis of length `size`."""
+    leaves, treedef = declared_leaves(result_shape_dtypes)
+    site = HostSite("pure", fun, tuple(kwargs), tuple(((size,) + s, d) for s, d in leaves))
+    values = check_result(site, fun(*args, **kwargs))
+    return tree_unflatten(treedef, [np.asarray(v) for v in values])
