@@ -33,13 +33,14 @@ from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ShapeDtypeStruct", "io_callback", "pure_callback"]
 
-VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
 PURE_GRAD_ERROR = ("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
                    "callbacks while taking gradients.")
 IO_GRAD_ERROR = "IO callbacks do not support JVP."
-PURE_VMAP_ERROR = ("Cannot vmap a pure_callback without vmap_method: pass "
-                   "vmap_method='sequential', 'expand_dims' or 'broadcast_all'")
+PURE_VMAP_ERROR = ("vmap is only supported for the pure_callback primitive when vmap_method "
+                   "is one of 'sequential', 'sequential_unrolled', 'expand_dims' or "
+                   "'broadcast_all'. Got vmap_method=None.")
 IO_VMAP_ERROR = "Cannot `vmap` ordered IO callback."
 
 

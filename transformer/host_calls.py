@@ -14,9 +14,9 @@ Invariant of the output, on the cpu backend:
         y1 = y_leaves[1]
     y = (y0, y1)
 (no `with` block on the python backend; an effect has no outputs and no assignments).
-Every such call must be a whole statement (an expression statement or `y = call(...)`),
-which A-normal form guarantees; its callback and result_shape_dtypes are values bound
-outside the transformed function. Anything else is refused, located.
+Every such call must be a whole statement (an expression statement, `y = call(...)` or
+`return call(...)`), which A-normal form guarantees; its callback and result_shape_dtypes
+are values bound outside the transformed function. Anything else is refused, located.
 """
 from __future__ import annotations
 
@@ -84,6 +84,14 @@ class _Lowering(gast.NodeTransformer):
         if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Name):
             return self.generic_visit(node)
         return self._lowered(node, node.value, node.targets[0].id) or self.generic_visit(node)
+
+    def visit_Return(self, node):
+        if node.value is None or not _resolvable(node.value) or \
+                resolve(self.fn, node.value.func, None) not in _KINDS:
+            return self.generic_visit(node)
+        result = self.namer.fresh("result")
+        return self._lowered(node, node.value, result) + [
+            gast.Return(value=name(result))]
 
     def _lowered(self, stmt, value, target: str | None):
         if not (_resolvable(value) and resolve(self.fn, value.func, None) in _KINDS):

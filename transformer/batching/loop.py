@@ -33,7 +33,10 @@ class _Looper(_Emitter):
         self.ordered = ordered      # examples share a written array: one after another
 
     def build(self) -> Function:
-        if _uses_collectives(self.fn, self.spec.axis_name):
+        self.index = None
+        if _uses_collectives(self.fn, self.spec.axis_name, ("axis_index",)):
+            self.index = self.namer.fresh("batch_index")
+        elif _uses_collectives(self.fn, self.spec.axis_name):
             node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
                         _collective_kind(resolve(self.fn, n.func, None)) is not None)
             raise self.fn.origin.error(
@@ -42,6 +45,9 @@ class _Looper(_Emitter):
                 "compute the collective outside the branch or loop that depends on the batch")
         example = self.namer.fresh(f"{self.fn.name}_example")
         self.env[example], self.leaves, self.result_index = _flatten_example(self.fn)
+        if self.index is not None:
+            self.env[example] = _index_parameter(self.env[example], self.spec.axis_name,
+                                                 self.index)
         b = self.namer.fresh("b")
         body = self.prologue()
         body.append(gast.Expr(value=self.helper(rules.check_examples, self.size)))
@@ -69,6 +75,8 @@ class _Looper(_Emitter):
                     keywords.append(gast.keyword(arg=label, value=value))
                 else:
                     args.append(value)
+        if self.index is not None:
+            keywords.append(gast.keyword(arg=self.index, value=copy.deepcopy(b)))
         return gast.Call(func=name(example), args=args, keywords=keywords)
 
     def example_arguments(self, param: str, axes, b) -> list:
@@ -268,12 +276,31 @@ def _dict_results_as_tuples(node) -> dict:
     return {key: i for i, key in enumerate(keys)}
 
 
-def _uses_collectives(fn: Function, axis_name) -> bool:
+def _uses_collectives(fn: Function, axis_name, only=None) -> bool:
+    """Whether `fn` calls a collective over `axis_name` (with `only`: only those kinds)."""
     if axis_name is None:
         return False
-    for node in gast.walk(fn.node):
-        if isinstance(node, gast.Call) and \
-                _collective_kind(resolve(fn, node.func, None)) is not None and \
-                _axis_name_of(node) == axis_name:
-            return True
-    return False
+    kinds = {_collective_kind(resolve(fn, n.func, None)) for n in gast.walk(fn.node)
+             if isinstance(n, gast.Call) and _axis_name_of(n) == axis_name}
+    kinds.discard(None)
+    return bool(kinds) and (only is None or kinds <= set(only))
+
+
+def _index_parameter(fn: Function, axis_name, index: str) -> Function:
+    """The example function with a keyword-only parameter `index`, the example's position
+    in the batch, read wherever it called `axis_index(axis_name)` (debug printing of the
+    batch index in a loop)."""
+    node = copy.deepcopy(fn.node)
+
+    class Replace(gast.NodeTransformer):
+        def visit_Call(self, call_node):
+            if _collective_kind(resolve(fn, call_node.func, None)) == "axis_index" and \
+                    _axis_name_of(call_node) == axis_name:
+                return name(index)
+            return self.generic_visit(call_node)
+
+    Replace().visit(node)
+    node.args.kwonlyargs.append(gast.Name(id=index, ctx=gast.Param(), annotation=None,
+                                          type_comment=None))
+    node.args.kw_defaults.append(None)
+    return fn.replace(node=node)

@@ -64,7 +64,7 @@ def callback_batcher(site):
     if method is None:
         raise batching_rules.Refused(callbacks.PURE_VMAP_ERROR, "vmap_method='sequential' "
                                      "calls it once per example")
-    if method == "sequential" or not site.any_batched:
+    if method in ("sequential", "sequential_unrolled") or not site.any_batched:
         return None
     fun, spec, *args = site.args
     batched = site.batched[2:]
