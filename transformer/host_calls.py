@@ -21,10 +21,13 @@ are values bound outside the transformed function. Anything else is refused, loc
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 
 import gast
 import numba
+
+from codegen import emit
 
 from . import callbacks, debug
 from .function import Function, resolve
@@ -97,6 +100,14 @@ class _Lowering(gast.NodeTransformer):
         if not (_resolvable(value) and resolve(self.fn, value.func, None) in _KINDS):
             return None
         site, args = self.site(stmt, value)
+        lowered = self._calling(site, args, value, target)
+        filename, lineno, _, line = site.where
+        note = f"host call ({os.path.basename(filename or '?')}:{lineno}): " + \
+            (line or "").strip()
+        emit.annotate(lowered[0], emit.comment_of(stmt) or note)
+        return lowered
+
+    def _calling(self, site: HostSite, args: list, value, target: str | None) -> list:
         values = gast.Tuple(elts=args, ctx=gast.Load())
         hosted = call(self.ref(host_call, "host_call"), self.ref(site, "host_site"), values)
         if target is None or not site.leaves:
