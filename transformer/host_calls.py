@@ -84,9 +84,15 @@ class _Lowering(gast.NodeTransformer):
         return self._lowered(node, node.value, None) or self.generic_visit(node)
 
     def visit_Assign(self, node):
-        if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Name):
+        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
+            return self._lowered(node, node.value, node.targets[0].id) or \
+                self.generic_visit(node)
+        result = self.namer.fresh("result")            # `a, b = pure_callback(...)`
+        lowered = self._lowered(node, node.value, result)
+        if lowered is None:
             return self.generic_visit(node)
-        return self._lowered(node, node.value, node.targets[0].id) or self.generic_visit(node)
+        return lowered + [gast.Assign(targets=node.targets, value=name(result),
+                                      type_comment=None)]
 
     def visit_Return(self, node):
         if node.value is None or not _resolvable(node.value) or \

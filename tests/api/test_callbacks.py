@@ -1,0 +1,242 @@
+"""`pure_callback` and `io_callback`: host Python called from generated code, its result
+checked against the declared shapes and dtypes, under jit, grad (custom_vjp) and vmap
+(`vmap_method`), with JAX's refusals - compared with JAX itself where it is installed."""
+import numpy as np
+import pytest
+
+import transformer
+from transformer import (ShapeDtypeStruct, custom_vjp, grad, io_callback, jit, pure_callback,
+                         vmap)
+from transformer.test_util import numerical_grad
+
+VEC3 = ShapeDtypeStruct((3,), np.float64)
+PAIR = (ShapeDtypeStruct((3,), np.float64), ShapeDtypeStruct((), np.int64))
+CALLS = []
+BEHAVIOUR = {"sin": np.sin}
+
+
+def host_sin(a):
+    CALLS.append(np.shape(a))
+    return BEHAVIOUR["sin"](a)
+
+
+def host_pair(a):
+    return np.cos(a), np.int64(a.shape[0])
+
+
+def log(*values):
+    CALLS.append(tuple(np.asarray(v).tolist() for v in values))
+
+
+def sequential(x):
+    y = pure_callback(host_sin, VEC3, x, vmap_method="sequential")
+    return np.sum(y * x)
+
+
+def broadcast_all(x, w):
+    y = pure_callback(host_sin, VEC3, x * w, vmap_method="broadcast_all")
+    return np.sum(y)
+
+
+def expand_dims(x, w):
+    y = pure_callback(host_sin, VEC3, x, w, vmap_method="expand_dims")
+    return np.sum(y)
+
+
+def undeclared(x):
+    y = pure_callback(host_sin, VEC3, x)
+    return np.sum(y)
+
+
+def pair(x):
+    c, n = pure_callback(host_pair, PAIR, x)
+    io_callback(log, None, n)
+    return np.sum(c) * n
+
+
+def logged(x):
+    io_callback(log, None, x)
+    return np.sum(x * x)
+
+
+def shape_logged(x):
+    io_callback(log, None, x.shape[0])
+    return np.sum(x * x)
+
+
+def ordered(x):
+    io_callback(log, None, x, ordered=True)
+    return np.sum(x)
+
+
+@custom_vjp
+def hsin(x):
+    return pure_callback(host_sin, VEC3, x, vmap_method="sequential")
+
+
+def _hsin_fwd(x):
+    return hsin(x), x
+
+
+def _hsin_bwd(x, g):
+    return (g * np.cos(x),)
+
+
+hsin.defvjp(_hsin_fwd, _hsin_bwd)
+
+
+def through_custom_vjp(x):
+    return np.sum(hsin(x) * x)
+
+
+jit_pair = jit(pair)
+X = np.array([0.25, 0.5, 1.0])
+XS = np.array([[0.25, 0.5, 1.0], [1.5, -0.5, 2.0]])
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    CALLS.clear()
+    BEHAVIOUR["sin"] = np.sin
+    yield
+
+
+def test_jit_calls_the_host_at_run_time_and_keeps_the_declared_tree(capsys):
+    got = jit_pair(X)
+    assert got == pytest.approx(np.sum(np.cos(X)) * 3)
+    got = jit_pair(X[:3] * 2.0)
+    assert got == pytest.approx(np.sum(np.cos(2 * X)) * 3)
+    assert CALLS == [(3,), (3,)]
+    assert pair(X) == pytest.approx(np.sum(np.cos(X)) * 3)     # plain Python agrees
+
+
+def test_jit_reports_a_result_of_the_wrong_shape_or_dtype_at_the_call():
+    BEHAVIOUR["sin"] = lambda a: np.sin(a)[:2].astype(np.float32)
+    with pytest.raises(transformer.TransformError) as info:
+        jit(sequential)(X)
+    text = str(info.value)
+    assert "test_callbacks.py:32:" in text and "pure_callback(host_sin" in text
+    assert "shape (2,) and dtype float32" in text and "shape (3,) and dtype float64" in text
+
+
+def test_plain_call_reports_a_result_of_the_wrong_shape():
+    BEHAVIOUR["sin"] = lambda a: np.sin(a).astype(np.float32)
+    with pytest.raises(transformer.TransformError, match="dtype float32.*dtype float64"):
+        sequential(X)
+
+
+def test_grad_through_a_custom_vjp_around_the_callback():
+    expected = numerical_grad(through_custom_vjp, [X])
+    np.testing.assert_allclose(grad(through_custom_vjp)(X), expected, rtol=1e-6)
+    np.testing.assert_allclose(grad(through_custom_vjp)(X), np.sin(X) + X * np.cos(X))
+
+
+def test_grad_without_custom_vjp_raises_jaxs_error_at_the_call():
+    with pytest.raises(transformer.TransformError,
+                       match="Pure callbacks do not support JVP") as info:
+        grad(sequential)(X)
+    assert "test_callbacks.py:32:" in str(info.value)
+
+
+def test_io_callback_under_grad_raises_only_when_it_sees_the_differentiated_value():
+    with pytest.raises(transformer.TransformError, match="IO callbacks do not support JVP"):
+        grad(logged)(X)
+    np.testing.assert_allclose(grad(shape_logged)(X), 2 * X)
+    assert CALLS == [(3,)]
+
+
+def test_vmap_sequential_calls_once_per_example():
+    got = vmap(sequential)(XS)
+    np.testing.assert_allclose(got, [np.sum(np.sin(x) * x) for x in XS])
+    assert CALLS == [(3,), (3,)]
+
+
+def test_vmap_broadcast_all_calls_once_with_every_argument_batched():
+    w = np.array([1.0, 2.0, 3.0])
+    got = vmap(broadcast_all, in_axes=(0, None))(XS, w)
+    np.testing.assert_allclose(got, [np.sum(np.sin(x * w)) for x in XS])
+    assert CALLS == [(2, 3)]
+
+
+def test_vmap_expand_dims_gives_unbatched_arguments_a_leading_axis_of_one():
+    seen = []
+    BEHAVIOUR["sin"] = lambda a: np.sin(a)
+    w = np.array([1.0, 2.0, 3.0])
+
+    def two(a, b):
+        seen.append((a.shape, b.shape))
+        return np.sin(a) * b
+
+    spec = VEC3
+
+    def f(x, w):
+        y = pure_callback(two, spec, x, w, vmap_method="expand_dims")
+        return np.sum(y)
+
+    got = vmap(f, in_axes=(0, None))(XS, w)
+    np.testing.assert_allclose(got, [np.sum(np.sin(x) * w) for x in XS])
+    assert seen == [((2, 3), (1, 3))]
+
+
+def test_vmap_without_vmap_method_raises_jaxs_error_at_the_call():
+    with pytest.raises(transformer.TransformError, match="Got vmap_method=None") as info:
+        vmap(undeclared)(XS)
+    assert "test_callbacks.py:47:" in str(info.value)
+
+
+def test_vmap_of_an_ordered_io_callback_raises_and_an_unordered_one_loops():
+    with pytest.raises(transformer.TransformError, match="Cannot `vmap` ordered IO callback"):
+        vmap(ordered)(XS)
+    np.testing.assert_allclose(vmap(logged)(XS), np.sum(XS * XS, axis=1))
+    assert CALLS == [(XS[0].tolist(),), (XS[1].tolist(),)]
+
+
+def test_a_result_declaration_made_inside_the_function_is_refused_with_a_hint():
+    def f(x):
+        y = pure_callback(host_sin, ShapeDtypeStruct((3,), np.float64), x)
+        return np.sum(y)
+
+    with pytest.raises(transformer.TransformError, match="bound outside") as info:
+        jit(f)(X)
+    assert "define spec" in str(info.value)
+
+
+def test_the_table_of_primitives_lists_the_callbacks_with_their_limits():
+    rows = {r["name"]: r for r in transformer.primitives()}
+    pure = rows["transformer.callbacks.pure_callback"]
+    io = rows["transformer.callbacks.io_callback"]
+    assert pure["kind"] == io["kind"] == "callback"
+    assert pure["vmap"] and pure["jit"] and not pure["grad"] and not pure["cuda"]
+    assert "do not support JVP" in pure["reason"] and "do not support JVP" in io["reason"]
+
+
+@pytest.mark.parametrize("case", ["grad_pure", "vmap_none", "vmap_ordered", "grad_io"])
+def test_refusals_match_jax(case):
+    jax_ = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    from jax.experimental import io_callback as jax_io
+    spec = jax_.ShapeDtypeStruct((3,), jnp.float32)
+
+    def jax_pure(x):
+        return jnp.sum(jax_.pure_callback(np.sin, spec, x))
+
+    def jax_ordered(x):
+        jax_io(lambda a: None, None, x, ordered=True)
+        return jnp.sum(x)
+
+    def jax_logged(x):
+        jax_io(lambda a: None, None, x)
+        return jnp.sum(x)
+
+    x, xs = jnp.ones(3, jnp.float32), jnp.ones((2, 3), jnp.float32)
+    jax_run, ours = {
+        "grad_pure": (lambda: jax_.grad(jax_pure)(x), lambda: grad(sequential)(X)),
+        "vmap_none": (lambda: jax_.vmap(jax_pure)(xs), lambda: vmap(undeclared)(XS)),
+        "vmap_ordered": (lambda: jax_.vmap(jax_ordered)(xs), lambda: vmap(ordered)(XS)),
+        "grad_io": (lambda: jax_.grad(jax_logged)(x), lambda: grad(logged)(X)),
+    }[case]
+    with pytest.raises(Exception) as theirs:
+        jax_run()
+    with pytest.raises(transformer.TransformError) as mine:
+        ours()
+    assert str(theirs.value).split("\n")[0].rstrip(".") in str(mine.value)
