@@ -1,6 +1,8 @@
 """`transformer.debug.print` / `debug.callback`: printed when the generated code runs, with
 run-time values - once per call under jit, in the forward sweep only under grad, once per
 example (with its batch index through `axis_index`) under vmap."""
+import math
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,15 @@ def test_jit_of_vmap_of_grad_prints_per_example_in_the_forward_sweep(capfd):
     assert [line for line in out.splitlines() if line.startswith("example")] == \
         ["example 0: [0.5 1. ]", "example 1: [ 2. -1.]"]
     np.testing.assert_allclose(got, 2 * xs)
+
+
+def scalar_shown(x):
+    debug.print("x = {}", x)
+    return math.sin(x)
+
+
+def test_a_cuda_kernel_refuses_debug_print_at_the_call_with_a_hint():
+    with pytest.raises(transformer.TransformError, match="no CUDA form") as info:
+        transformer.source(jit(scalar_shown, backend="cuda"))
+    text = str(info.value)
+    assert 'debug.print("x = {}", x)' in text and "CPU code around the kernel" in text
