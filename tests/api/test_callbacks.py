@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import transformer
-from transformer import (ShapeDtypeStruct, custom_vjp, grad, io_callback, jit, pure_callback,
-                         vmap)
+from transformer import (ShapeDtypeStruct, custom_vjp, debug, grad, io_callback, jit,
+                         pure_callback, vmap)
 from transformer.test_util import numerical_grad
 
 VEC3 = ShapeDtypeStruct((3,), np.float64)
@@ -244,3 +244,16 @@ def test_refusals_match_jax(case):
     with pytest.raises(transformer.TransformError) as mine:
         ours()
     assert phrase in str(theirs.value) and phrase in str(mine.value)
+
+
+def printed_then_undeclared(x):
+    debug.print("{}", x)                 # makes the whole batch a loop over the examples
+    y = pure_callback(host_sin, VEC3, x)
+    return np.sum(y)
+
+
+def test_vmap_refuses_a_missing_vmap_method_in_the_loop_strategy_too():
+    with pytest.raises(transformer.TransformError, match="Got vmap_method=None") as info:
+        vmap(printed_then_undeclared)(XS)
+    assert "pure_callback(host_sin, VEC3, x)" in str(info.value)
+    assert CALLS == []

@@ -89,7 +89,7 @@ def test_debug_callback_receives_run_time_values_under_grad_and_vmap():
 
 def test_show_has_the_print_where_it_sits_in_the_forward_sweep():
     text = transformer.source(grad(looped))
-    note = 'host call (test_debug_print.py:20): debug.print("step {} x_i = {:.2f}", i, x[i])'
+    note = 'host call (test_debug_print.py:22): debug.print("step {} x_i = {:.2f}", i, x[i])'
     assert text.count(note) == 1
     assert text.count("host_call(") == 1
     assert text.index(note) < text.index("host_call(") < text.index("grad of:")

@@ -43,6 +43,7 @@ class _Looper(_Emitter):
                 node, f"vmap of {self.fn.name} needs the loop strategy ({self.reason}), "
                 "which cannot run collectives over the mapped axis",
                 "compute the collective outside the branch or loop that depends on the batch")
+        self.refuse_what_rules_refuse()
         example = self.namer.fresh(f"{self.fn.name}_example")
         self.env[example], self.leaves, self.result_index = _flatten_example(self.fn)
         if self.index is not None:
@@ -65,6 +66,27 @@ class _Looper(_Emitter):
         value = self.collect(results, structure, first, self.spec.out_axes)
         body.append(gast.Return(value=value))
         return self.function(self.header(body, self.reason))
+
+    def refuse_what_rules_refuse(self) -> None:
+        """A call whose batching rule refuses it (a pure_callback without vmap_method)
+        is refused in the loop too, located; nothing is emitted while asking."""
+        for node in gast.walk(self.fn.node):
+            key = resolve(self.fn, node.func, None) if isinstance(node, gast.Call) else None
+            if key is None or key not in rules.ASKED_IN_LOOPS:
+                continue
+            batched = [self.batched(a) for a in node.args]
+            keywords = {k.arg: k.value for k in node.keywords}
+            site = rules.Site(key, list(node.args), batched, keywords,
+                              {k: self.batched(v) for k, v in keywords.items()},
+                              lambda obj: name("unused"), name("unused"))
+            try:
+                if any(batched) or any(site.kw_batched.values()):
+                    rules.BATCHERS[key](site)
+            except rules.Refused as refused:
+                raise self.fn.origin.error(node, str(refused), refused.hint) from None
+
+    def batched(self, atom) -> bool:
+        return isinstance(atom, gast.Name) and any_batched(self.analysis.flags.get(atom.id))
 
     def example_call(self, example: str, b) -> gast.Call:
         args, keywords = [], []

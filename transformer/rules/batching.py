@@ -93,6 +93,9 @@ class Refused(Exception):
 
 
 Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
+# keys whose rule may raise `Refused`: the loop strategy asks it too, so that a refusal
+# does not depend on whether an earlier statement made the whole batch a loop
+ASKED_IN_LOOPS = registry.Members(lambda r: r.kind == "callback")
 # Views of the primitive registry (`transformer.primitives.registry`): key -> batching rule
 BATCHERS: MutableMapping[Any, Rule] = registry.Field("batcher")
 # helpers that write into an argument: key -> position of the argument written
