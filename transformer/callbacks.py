@@ -95,13 +95,3 @@ def io_callback(fun: Callable[..., Any], result_shape_dtypes, *args: Any,
         fun(*args, **kwargs)
         return None
     return _run("io", fun, result_shape_dtypes, args, kwargs)
-
-
-def batched_pure_callback(fun, result_shape_dtypes, size, *args, **kwargs):
-    """What vmap makes of a `pure_callback` with vmap_method "expand_dims" or
-    "broadcast_all": one call with the batched arguments, each result with a leading
-    batch axis of length `size`."""
-    leaves, treedef = declared_leaves(result_shape_dtypes)
-    site = HostSite("pure", fun, tuple(kwargs), tuple(((size,) + s, d) for s, d in leaves))
-    values = check_result(site, fun(*args, **kwargs))
-    return tree_unflatten(treedef, [np.asarray(v) for v in values])

@@ -32,11 +32,12 @@ from codegen import emit
 from . import callbacks, debug
 from .function import Function, resolve
 from .names import Namer
+from .runtime import host
 from .runtime.host import HostSite, host_call
 from .syntax import assign, call, const, name, store, subscript
 
 _KINDS = {debug.print: "print", debug.callback: "callback", callbacks.pure_callback: "pure",
-          callbacks.io_callback: "io", callbacks.batched_pure_callback: "pure"}
+          callbacks.io_callback: "io", host.batched_pure_callback: "pure"}
 # keywords that configure the call rather than reach the callback
 _OPTIONS = ("vmap_method", "ordered")
 
@@ -161,7 +162,7 @@ class _Lowering(gast.NodeTransformer):
             if not args:
                 raise self.error(value, "result_shape_dtypes is missing", None)
             leaves = self.leaves(args.pop(0))
-            if key is callbacks.batched_pure_callback:
+            if key is host.batched_pure_callback:
                 args.pop(0)                             # the batch size: shapes say None
                 leaves = tuple(((None,) + shape, dtype) for shape, dtype in leaves)
         where = self.where(stmt)

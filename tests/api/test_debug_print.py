@@ -134,3 +134,11 @@ def test_a_cuda_kernel_refuses_debug_print_at_the_call_with_a_hint():
         transformer.source(jit(scalar_shown, backend="cuda"))
     text = str(info.value)
     assert 'debug.print("x = {}", x)' in text and "CPU code around the kernel" in text
+
+
+def test_jvp_prints_once_per_call_with_primal_values(capsys):
+    x, t = np.array([0.5, 1.0]), np.array([1.0, -2.0])
+    value, tangent = transformer.jvp(shown, (x,), (t,))
+    assert capsys.readouterr().out == "x = [0.5 1. ], total = 1.5\n"
+    assert value == pytest.approx(np.sum(np.sin(x)))
+    assert tangent == pytest.approx(np.sum(np.cos(x) * t))

@@ -16,6 +16,7 @@ import gast
 
 from transformer import callbacks, debug
 from transformer.rules import batching as batching_rules
+from transformer.runtime import host
 from transformer.runtime.batching import broadcast_batch
 from transformer.syntax import const
 
@@ -23,7 +24,7 @@ from . import registry
 from .families import nondifferentiable
 
 EFFECTS = (debug.print, debug.callback)
-CALLBACKS = (callbacks.pure_callback, callbacks.io_callback, callbacks.batched_pure_callback)
+CALLBACKS = (callbacks.pure_callback, callbacks.io_callback, host.batched_pure_callback)
 CUDA_REASON = ("host callbacks and debug printing cannot run in a CUDA kernel: call them "
                "in the CPU code around the kernel, or return the value and print it there")
 
@@ -34,7 +35,7 @@ for _key in CALLBACKS:
     registry.record(_key).kind = "callback"
 for _transform in ("grad", "jvp"):
     registry.unsupported(callbacks.pure_callback, _transform, callbacks.PURE_GRAD_ERROR)
-    registry.unsupported(callbacks.batched_pure_callback, _transform,
+    registry.unsupported(host.batched_pure_callback, _transform,
                          callbacks.PURE_GRAD_ERROR)
     registry.unsupported(callbacks.io_callback, _transform, callbacks.IO_GRAD_ERROR)
 for _key in EFFECTS + CALLBACKS:
@@ -75,7 +76,7 @@ def callback_batcher(site):
         args = [a if b else site.helper(broadcast_batch, a, site.size)
                 for a, b in zip(args, batched)]
     keywords = {k: v for k, v in site.keywords.items() if k != "vmap_method"}
-    return site.helper(callbacks.batched_pure_callback, fun, spec, site.size, *args,
+    return site.helper(host.batched_pure_callback, fun, spec, site.size, *args,
                        **keywords), True
 
 

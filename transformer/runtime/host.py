@@ -97,3 +97,15 @@ def _checked_leaf(site: HostSite, value, shape, dtype):
     if array.ndim == 0:
         return array.item()
     return np.ascontiguousarray(array)
+
+
+def batched_pure_callback(fun, result_shape_dtypes, size, *args, **kwargs):
+    """What vmap makes of a `pure_callback` with vmap_method "expand_dims" or
+    "broadcast_all": one call with the batched arguments, each declared result (one
+    leaf or a flat tuple/list of them) with a leading batch axis of length `size`."""
+    flat = isinstance(result_shape_dtypes, (tuple, list))
+    specs = list(result_shape_dtypes) if flat else [result_shape_dtypes]
+    leaves = tuple(((size,) + tuple(s.shape), np.dtype(s.dtype)) for s in specs)
+    values = check_result(HostSite("pure", fun, tuple(kwargs), leaves), fun(*args, **kwargs))
+    values = [np.asarray(v) for v in values]
+    return type(result_shape_dtypes)(values) if flat else values[0]
