@@ -24,6 +24,18 @@ def looped(x):
     return s
 
 
+def squared(v):
+    debug.print("squared v = {}", v)
+    return v * v
+
+
+def through_helper(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + squared(x[i])
+    return s
+
+
 SEEN = []
 
 
@@ -142,3 +154,10 @@ def test_jvp_prints_once_per_call_with_primal_values(capsys):
     assert capsys.readouterr().out == "x = [0.5 1. ], total = 1.5\n"
     assert value == pytest.approx(np.sum(np.sin(x)))
     assert tangent == pytest.approx(np.sum(np.cos(x) * t))
+
+
+def test_grad_prints_a_helpers_line_once_per_call_not_again_in_its_vjp(capsys):
+    x = np.array([1.5, -2.0])
+    got = grad(through_helper)(x)
+    assert capsys.readouterr().out == "squared v = 1.5\nsquared v = -2.0\n"
+    np.testing.assert_allclose(got, 2 * x)
