@@ -24,6 +24,8 @@ every argument broadcast to the batch; None raises JAX's error. An unordered
 from __future__ import annotations
 
 import dataclasses
+import linecache
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -71,8 +73,13 @@ def declared_leaves(result_shape_dtypes) -> tuple[list, Any]:
 
 
 def _run(kind: str, fun, result_shape_dtypes, args, kwargs):
+    """A call from plain Python: a mismatch is located at the caller's line."""
     leaves, treedef = declared_leaves(result_shape_dtypes)
-    site = HostSite(kind, fun, tuple(kwargs), tuple(leaves))
+    frame = sys._getframe(2)
+    filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    line = linecache.getline(filename, lineno).rstrip("\n")
+    where = (filename, lineno, len(line) - len(line.lstrip()), line)
+    site = HostSite(kind, fun, tuple(kwargs), tuple(leaves), where)
     values = check_result(site, fun(*args, **kwargs))
     return tree_unflatten(treedef, [np.asarray(v) for v in values])
 

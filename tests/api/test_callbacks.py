@@ -121,8 +121,9 @@ def test_jit_reports_a_result_of_the_wrong_shape_or_dtype_at_the_call():
 
 def test_plain_call_reports_a_result_of_the_wrong_shape():
     BEHAVIOUR["sin"] = lambda a: np.sin(a).astype(np.float32)
-    with pytest.raises(transformer.TransformError, match="dtype float32.*dtype float64"):
+    with pytest.raises(transformer.TransformError, match="dtype float32.*dtype float64") as info:
         sequential(X)
+    assert "test_callbacks.py:32:" in str(info.value)
 
 
 def test_grad_through_a_custom_vjp_around_the_callback():
