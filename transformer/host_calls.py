@@ -14,9 +14,10 @@ Invariant of the output, on the cpu backend:
         y1 = y_leaves[1]
     y = (y0, y1)
 (no `with` block on the python backend; an effect has no outputs and no assignments).
-Every such call must be a whole statement (an expression statement, `y = call(...)` or
-`return call(...)`), which A-normal form guarantees; its callback and result_shape_dtypes
-are values bound outside the transformed function. Anything else is refused, located.
+A call nested in a simple statement (`return np.sum(pure_callback(...))`) is lowered into
+a fresh name just before it, in Python's order of evaluation; one that may not run (under
+`and`/`or`, an if-expression, a lambda, a comprehension) is refused, located. Its callback
+and result_shape_dtypes are values bound outside the transformed function.
 """
 from __future__ import annotations
 
@@ -74,37 +75,57 @@ class _Lowering(gast.NodeTransformer):
 
     def generic_visit(self, node):
         node = super().generic_visit(node)
-        if isinstance(node, gast.Call) and _resolvable(node) and \
-                resolve(self.fn, node.func, None) in _KINDS:
-            raise self.fn.origin.error(node, "a host callback or debug print must be a "
-                                       "statement of its own here",
-                                       "assign its result to a name first")
+        if self.is_host(node):
+            raise self.fn.origin.error(node, "a host callback or debug print that may not "
+                                       "run (under and/or, an if-expression, a lambda or "
+                                       "a comprehension) is not supported",
+                                       "call it in a statement of its own, under an `if`")
         return node
 
     def visit_Expr(self, node):
-        return self._lowered(node, node.value, None) or self.generic_visit(node)
+        return self._lowered(node, node.value, None) or self._hoisting(node)
 
     def visit_Assign(self, node):
         if len(node.targets) == 1 and isinstance(node.targets[0], gast.Name):
             return self._lowered(node, node.value, node.targets[0].id) or \
-                self.generic_visit(node)
-        result = self.namer.fresh("result")            # `a, b = pure_callback(...)`
-        lowered = self._lowered(node, node.value, result)
-        if lowered is None:
-            return self.generic_visit(node)
-        return lowered + [gast.Assign(targets=node.targets, value=name(result),
-                                      type_comment=None)]
+                self._hoisting(node)
+        return self._hoisting(node)                     # `a, b = pure_callback(...)`
 
     def visit_Return(self, node):
-        if node.value is None or not _resolvable(node.value) or \
-                resolve(self.fn, node.value.func, None) not in _KINDS:
-            return self.generic_visit(node)
-        result = self.namer.fresh("result")
-        return self._lowered(node, node.value, result) + [
-            gast.Return(value=name(result))]
+        return self._hoisting(node)
+
+    def visit_AugAssign(self, node):
+        return self._hoisting(node)
+
+    def _hoisting(self, stmt) -> list:
+        """`stmt` after its host calls, each lowered into a fresh name first (in the
+        order Python evaluates them); one under `and`/`or`/`if`-expressions, lambdas or
+        comprehensions, which may not run, stays and is refused."""
+        pulled: list = []
+        lowering = self
+
+        class Pull(gast.NodeTransformer):
+            def generic_visit(self, node):
+                if isinstance(node, (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp,
+                                     gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+                    return node
+                node = super().generic_visit(node)
+                if not lowering.is_host(node):
+                    return node
+                pulled.append((node, lowering.namer.fresh("callback_result")))
+                return name(pulled[-1][1])
+
+        stmt = Pull().visit(stmt)
+        out = []
+        for call_node, target in pulled:
+            out += self._lowered(call_node, call_node, target)
+        return out + [self.generic_visit(stmt)]
+
+    def is_host(self, node) -> bool:
+        return _resolvable(node) and resolve(self.fn, node.func, None) in _KINDS
 
     def _lowered(self, stmt, value, target: str | None):
-        if not (_resolvable(value) and resolve(self.fn, value.func, None) in _KINDS):
+        if not self.is_host(value):
             return None
         site, args = self.site(stmt, value)
         lowered = self._calling(site, args, value, target)

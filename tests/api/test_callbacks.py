@@ -258,3 +258,69 @@ def test_vmap_refuses_a_missing_vmap_method_in_the_loop_strategy_too():
         vmap(printed_then_undeclared)(XS)
     assert "pure_callback(host_sin, VEC3, x)" in str(info.value)
     assert CALLS == []
+
+
+SHAPES = []
+
+
+def shapes_seen(a, b):
+    SHAPES.append((np.shape(a), np.shape(b)))
+    return np.sin(a) * b
+
+
+def by_sequential(x, w):
+    return np.sum(pure_callback(shapes_seen, VEC3, x, w, vmap_method="sequential"))
+
+
+def by_expand_dims(x, w):
+    return np.sum(pure_callback(shapes_seen, VEC3, x, w, vmap_method="expand_dims"))
+
+
+def by_broadcast_all(x, w):
+    return np.sum(pure_callback(shapes_seen, VEC3, x, w, vmap_method="broadcast_all"))
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_each_vmap_method_hands_the_callback_what_jax_hands_it(method):
+    jax_ = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    theirs = []
+
+    def jax_seen(a, b):
+        theirs.append((np.shape(a), np.shape(b)))
+        return (np.sin(a) * b).astype(np.float32)
+
+    def jax_f(x, w):
+        spec = jax_.ShapeDtypeStruct((3,), jnp.float32)
+        return jnp.sum(jax_.pure_callback(jax_seen, spec, x, w, vmap_method=method))
+
+    w = np.array([1.0, 2.0, 3.0])
+    expected = np.asarray(jax_.vmap(jax_f, in_axes=(0, None))(XS.astype(np.float32),
+                                                              w.astype(np.float32)))
+    SHAPES.clear()
+    ours = {"sequential": by_sequential, "expand_dims": by_expand_dims,
+            "broadcast_all": by_broadcast_all}[method]
+    got = vmap(ours, in_axes=(0, None))(XS, w)
+    assert SHAPES == theirs
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    np.testing.assert_allclose(got, [np.sum(np.sin(x) * w) for x in XS])
+
+
+def nested(x):
+    return 2.0 * np.sum(pure_callback(host_sin, VEC3, x)) + np.sum(x)
+
+
+def maybe_called(x, flag):
+    return flag and np.sum(pure_callback(host_sin, VEC3, x))
+
+
+def test_a_callback_nested_in_an_expression_runs_once_before_the_statement():
+    got = jit(nested, backend="python")(X)
+    assert got == pytest.approx(2.0 * np.sum(np.sin(X)) + np.sum(X))
+    assert CALLS == [(3,)]
+
+
+def test_a_callback_that_may_not_run_is_refused_at_the_call():
+    with pytest.raises(transformer.TransformError, match="may not run") as info:
+        jit(maybe_called, backend="python")(X, True)
+    assert "flag and np.sum(pure_callback" in str(info.value)
