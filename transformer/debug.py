@@ -20,14 +20,18 @@ from typing import Any, Callable
 __all__ = ["callback", "print"]
 
 
-def print(fmt: str, *args: Any, **kwargs: Any) -> None:  # noqa: A001 - JAX's name
-    """Print `fmt.format(*args, **kwargs)` when the code runs (`str.format` syntax)."""
+def print(fmt: str, *args: Any, ordered: bool = False,  # noqa: A001 - JAX's name
+          **kwargs: Any) -> None:
+    """Print `fmt.format(*args, **kwargs)` when the code runs (`str.format` syntax).
+    `ordered` is accepted for JAX's signature: compiled code prints in program order."""
     builtins.print(fmt.format(*args, **kwargs))
 
 
-def callback(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+def callback(fun: Callable[..., Any], *args: Any, ordered: bool = False,
+             **kwargs: Any) -> None:
     """Call `fun(*args, **kwargs)` on the host when the code runs; its result is dropped.
 
     Under `jit`, `fun` runs in the interpreter with the run-time values (NumPy arrays and
-    Python scalars); it must be a function defined outside the transformed code."""
+    Python scalars); it must be a function defined outside the transformed code.
+    `ordered` is accepted for JAX's signature (calls keep program order)."""
     fun(*args, **kwargs)

@@ -68,14 +68,14 @@ def callback_batcher(site):
     if method in ("sequential", "sequential_unrolled") or not site.any_batched:
         return None
     fun, spec, *args = site.args
-    batched = site.batched[2:]
-    if method == "expand_dims":
-        args = [a if b else site.helper(broadcast_batch, a, const(1))
-                for a, b in zip(args, batched)]
-    else:
-        args = [a if b else site.helper(broadcast_batch, a, site.size)
-                for a, b in zip(args, batched)]
-    keywords = {k: v for k, v in site.keywords.items() if k != "vmap_method"}
+    length = const(1) if method == "expand_dims" else site.size
+
+    def batched(atom, is_batched: bool):
+        return atom if is_batched else site.helper(broadcast_batch, atom, length)
+
+    args = [batched(a, b) for a, b in zip(args, site.batched[2:])]
+    keywords = {k: batched(v, site.kw_batched[k]) for k, v in site.keywords.items()
+                if k != "vmap_method"}
     return site.helper(host.batched_pure_callback, fun, spec, site.size, *args,
                        **keywords), True
 
