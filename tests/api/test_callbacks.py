@@ -324,3 +324,22 @@ def test_a_callback_that_may_not_run_is_refused_at_the_call():
     with pytest.raises(transformer.TransformError, match="may not run") as info:
         jit(maybe_called, backend="python")(X, True)
     assert "flag and np.sum(pure_callback" in str(info.value)
+
+
+SCALED = ShapeDtypeStruct((3,), np.float64)
+
+
+def table(n):
+    return np.linspace(0.0, 1.0, 3) * n
+
+
+def weighted_by_a_table(x):
+    t = pure_callback(table, SCALED, x.shape[0])
+    return np.sum(t * x * x)
+
+
+def test_grad_through_a_callback_of_values_that_carry_no_derivative():
+    x = np.array([0.3, -0.2, 0.5])
+    expected = numerical_grad(weighted_by_a_table, [x])
+    np.testing.assert_allclose(grad(weighted_by_a_table)(x), expected, rtol=1e-6)
+    np.testing.assert_allclose(grad(weighted_by_a_table)(x), 2 * table(3) * x)
