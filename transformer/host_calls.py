@@ -39,6 +39,10 @@ from .syntax import assign, call, const, name, store, subscript
 
 _KINDS = {debug.print: "print", debug.callback: "callback", callbacks.pure_callback: "pure",
           callbacks.io_callback: "io", host.batched_pure_callback: "pure"}
+# one HostSite per distinct call site and callback: equal generated text (the site is named
+# in its header by address) is then loaded once per process, as for any function; a site
+# holds its callback, so the callback's id stays unique while the entry lives
+_SITES: dict = {}
 # keywords that configure the call rather than reach the callback
 _OPTIONS = ("vmap_method", "ordered")
 
@@ -188,7 +192,9 @@ class _Lowering(gast.NodeTransformer):
                 leaves = tuple(((None,) + shape, dtype) for shape, dtype in leaves)
         where = self.where(stmt)
         names = tuple(k.arg for k in keywords)
-        return HostSite(kind, target, names, leaves, where), args + [k.value for k in keywords]
+        key = (kind, target if kind == "print" else id(target), names, leaves, where)
+        site = _SITES.setdefault(key, HostSite(kind, target, names, leaves, where))
+        return site, args + [k.value for k in keywords]
 
     def target(self, kind: str, node):
         if kind == "print":
