@@ -58,14 +58,15 @@ class ShapeDtypeStruct:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
 
-def _is_spec(x) -> bool:
+def is_spec(x) -> bool:
+    """Whether `x` declares one result: it has `.shape` and `.dtype`."""
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
 def declared_leaves(result_shape_dtypes) -> tuple[list, Any]:
     """The (shape, dtype) of each leaf of `result_shape_dtypes`, and the tree structure."""
-    specs, treedef = tree_flatten(result_shape_dtypes, is_leaf=_is_spec)
-    bad = [s for s in specs if not _is_spec(s)]
+    specs, treedef = tree_flatten(result_shape_dtypes, is_leaf=is_spec)
+    bad = [s for s in specs if not is_spec(s)]
     if bad:
         raise TypeError(f"result_shape_dtypes must hold objects with .shape and .dtype "
                         f"(transformer.ShapeDtypeStruct), not {bad[0]!r}")

@@ -213,18 +213,14 @@ class _Lowering(gast.NodeTransformer):
         spec = resolve(self.fn, node, None)
         if isinstance(node, gast.Constant) and node.value is None:
             return ()
-        try:
-            leaves, _ = callbacks.declared_leaves(spec)
-        except TypeError:
-            leaves = None
-        if spec is None or leaves is None or \
-                isinstance(spec, (tuple, list)) and any(isinstance(s, (tuple, list, dict))
-                                                        for s in spec):
+        flat = isinstance(spec, (tuple, list)) and len(spec) > 0 and \
+            all(callbacks.is_spec(s) for s in spec)
+        if not (callbacks.is_spec(spec) or flat):            # the result is rebuilt as such
             raise self.error(node, "result_shape_dtypes must be a value bound outside the "
                              "transformed function: one ShapeDtypeStruct or a flat tuple of them",
                              "define spec = transformer.ShapeDtypeStruct(shape, dtype) at "
                              "module level and pass spec")
-        return tuple(leaves)
+        return tuple(callbacks.declared_leaves(spec)[0])
 
     def where(self, node) -> tuple:
         located = self.fn.origin.error(node, "")

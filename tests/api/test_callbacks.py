@@ -343,3 +343,17 @@ def test_grad_through_a_callback_of_values_that_carry_no_derivative():
     expected = numerical_grad(weighted_by_a_table, [x])
     np.testing.assert_allclose(grad(weighted_by_a_table)(x), expected, rtol=1e-6)
     np.testing.assert_allclose(grad(weighted_by_a_table)(x), 2 * table(3) * x)
+
+
+NAMED = {"a": VEC3}
+
+
+def named_results(x):
+    y = pure_callback(host_sin, NAMED, x)
+    return np.sum(y["a"])
+
+
+def test_a_result_declared_as_a_dict_is_refused_under_jit_not_rebuilt_as_a_tuple():
+    with pytest.raises(transformer.TransformError, match="flat tuple") as info:
+        jit(named_results, backend="python")(X)
+    assert "pure_callback(host_sin, NAMED, x)" in str(info.value)
