@@ -357,3 +357,17 @@ def test_a_result_declared_as_a_dict_is_refused_under_jit_not_rebuilt_as_a_tuple
     with pytest.raises(transformer.TransformError, match="flat tuple") as info:
         jit(named_results, backend="python")(X)
     assert "pure_callback(host_sin, NAMED, x)" in str(info.value)
+
+
+def test_a_jax_shape_dtype_struct_declares_the_result_too():
+    jax_ = pytest.importorskip("jax")
+    spec = jax_.ShapeDtypeStruct((3,), np.float64)
+
+    def f(x):
+        y = pure_callback(host_sin, spec, x)
+        return np.sum(y * x)
+
+    np.testing.assert_allclose(pure_callback(host_sin, spec, X), np.sin(X))
+    np.testing.assert_allclose(jit(f, backend="python")(X), np.sum(np.sin(X) * X))
+    with pytest.raises(transformer.TransformError, match="do not support JVP"):
+        grad(f)(X)
