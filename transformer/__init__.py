@@ -10,6 +10,8 @@ from . import lax
 from .api_batching import all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap, vmap
 from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize, show_hessian,
                           show_jvp)
+from .callbacks import ShapeDtypeStruct, io_callback, pure_callback
+from . import debug
 from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
 from .errors import TransformError
 from .inspection import source
@@ -21,4 +23,5 @@ __all__ = [
     "psum", "random", "show_hessian", "show_jvp", "show_vmap", "source", "stop_gradient",
     "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
     "primitives", "lax",
+    "ShapeDtypeStruct", "debug", "io_callback", "pure_callback",
 ]

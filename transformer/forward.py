@@ -50,6 +50,7 @@ from .errors import copy_hint
 from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .names import Namer, assigned_names
+from .primitives import registry
 from .runtime import tapes
 from .syntax import assign, call, const, located, name, store, subscript
 
@@ -575,8 +576,11 @@ class _Forward:
             return
         if any(isinstance(a, gast.Name) and a.id in self.active for a in _operands(value)):
             callee = resolve(self.fn, value.func, None)
-            if callee in CHECKS:
+            kind = getattr(registry.lookup(callee), "kind", "")
+            if callee in CHECKS or kind == "effect":        # debug.print: no tangent
                 return
+            if kind == "callback":                           # JAX's words (io_callback)
+                raise self.fn.origin.error(stmt, registry.reason(callee, "jvp"))
             raise self.fn.origin.error(stmt, "a call whose result is unused cannot be "
                                        "differentiated (it may modify its arguments in place)",
                                        "return the new value from the function and assign it")

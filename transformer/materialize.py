@@ -30,6 +30,7 @@ from codegen.backends import Compiled, Options, fingerprint, is_library_module, 
 from . import bounds, freshness, lowering
 from .bound_calls import bind_calls
 from .frontend import parse
+from .host_calls import lower_host_calls
 from .function import Function
 from .names import free_names
 
@@ -55,6 +56,7 @@ def compile_function(fn: Function, options: Options) -> Compiled:
 
 def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
+    fn = lower_host_calls(fn, options.backend)     # callbacks are never compiled
     if options.backend == "cpu":
         fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
         if options.boundscheck:

@@ -33,15 +33,22 @@ class _Looper(_Emitter):
         self.ordered = ordered      # examples share a written array: one after another
 
     def build(self) -> Function:
-        if _uses_collectives(self.fn, self.spec.axis_name):
+        self.index = None
+        if _uses_collectives(self.fn, self.spec.axis_name, ("axis_index",)):
+            self.index = self.namer.fresh("batch_index")
+        elif _uses_collectives(self.fn, self.spec.axis_name):
             node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
                         _collective_kind(resolve(self.fn, n.func, None)) is not None)
             raise self.fn.origin.error(
                 node, f"vmap of {self.fn.name} needs the loop strategy ({self.reason}), "
                 "which cannot run collectives over the mapped axis",
                 "compute the collective outside the branch or loop that depends on the batch")
+        self.refuse_what_rules_refuse()
         example = self.namer.fresh(f"{self.fn.name}_example")
         self.env[example], self.leaves, self.result_index = _flatten_example(self.fn)
+        if self.index is not None:
+            self.env[example] = _index_parameter(self.env[example], self.spec.axis_name,
+                                                 self.index)
         b = self.namer.fresh("b")
         body = self.prologue()
         body.append(gast.Expr(value=self.helper(rules.check_examples, self.size)))
@@ -60,6 +67,27 @@ class _Looper(_Emitter):
         body.append(gast.Return(value=value))
         return self.function(self.header(body, self.reason))
 
+    def refuse_what_rules_refuse(self) -> None:
+        """A call whose batching rule refuses it (a pure_callback without vmap_method)
+        is refused in the loop too, located; nothing is emitted while asking."""
+        for node in gast.walk(self.fn.node):
+            key = resolve(self.fn, node.func, None) if isinstance(node, gast.Call) else None
+            if key is None or key not in rules.ASKED_IN_LOOPS:
+                continue
+            batched = [self.batched(a) for a in node.args]
+            keywords = {k.arg: k.value for k in node.keywords}
+            site = rules.Site(key, list(node.args), batched, keywords,
+                              {k: self.batched(v) for k, v in keywords.items()},
+                              lambda obj: name("unused"), name("unused"))
+            try:
+                if any(batched) or any(site.kw_batched.values()):
+                    rules.BATCHERS[key](site)
+            except rules.Refused as refused:
+                raise self.fn.origin.error(node, str(refused), refused.hint) from None
+
+    def batched(self, atom) -> bool:
+        return isinstance(atom, gast.Name) and any_batched(self.analysis.flags.get(atom.id))
+
     def example_call(self, example: str, b) -> gast.Call:
         args, keywords = [], []
         kwonly = {a.id for a in self.fn.node.args.kwonlyargs}
@@ -69,6 +97,8 @@ class _Looper(_Emitter):
                     keywords.append(gast.keyword(arg=label, value=value))
                 else:
                     args.append(value)
+        if self.index is not None:
+            keywords.append(gast.keyword(arg=self.index, value=copy.deepcopy(b)))
         return gast.Call(func=name(example), args=args, keywords=keywords)
 
     def example_arguments(self, param: str, axes, b) -> list:
@@ -268,12 +298,31 @@ def _dict_results_as_tuples(node) -> dict:
     return {key: i for i, key in enumerate(keys)}
 
 
-def _uses_collectives(fn: Function, axis_name) -> bool:
+def _uses_collectives(fn: Function, axis_name, only=None) -> bool:
+    """Whether `fn` calls a collective over `axis_name` (with `only`: only those kinds)."""
     if axis_name is None:
         return False
-    for node in gast.walk(fn.node):
-        if isinstance(node, gast.Call) and \
-                _collective_kind(resolve(fn, node.func, None)) is not None and \
-                _axis_name_of(node) == axis_name:
-            return True
-    return False
+    kinds = {_collective_kind(resolve(fn, n.func, None)) for n in gast.walk(fn.node)
+             if isinstance(n, gast.Call) and _axis_name_of(n) == axis_name}
+    kinds.discard(None)
+    return bool(kinds) and (only is None or kinds <= set(only))
+
+
+def _index_parameter(fn: Function, axis_name, index: str) -> Function:
+    """The example function with a keyword-only parameter `index`, the example's position
+    in the batch, read wherever it called `axis_index(axis_name)` (debug printing of the
+    batch index in a loop)."""
+    node = copy.deepcopy(fn.node)
+
+    class Replace(gast.NodeTransformer):
+        def visit_Call(self, call_node):
+            if _collective_kind(resolve(fn, call_node.func, None)) == "axis_index" and \
+                    _axis_name_of(call_node) == axis_name:
+                return name(index)
+            return self.generic_visit(call_node)
+
+    Replace().visit(node)
+    node.args.kwonlyargs.append(gast.Name(id=index, ctx=gast.Param(), annotation=None,
+                                          type_comment=None))
+    node.args.kw_defaults.append(None)
+    return fn.replace(node=node)

@@ -280,7 +280,10 @@ class _Vectorizer(_Emitter):
             raise NeedsLoop(f"no batching rule for {rules.describe(key)}", stmt)
         site = rules.Site(key, list(args), batched, dict(keywords), kw_batched, self.ref,
                           self.size, statement)
-        result = batcher(site)
+        try:
+            result = batcher(site)
+        except rules.Refused as refused:      # vmap cannot run it at all (JAX refuses too)
+            raise self.fn.origin.error(node, str(refused), refused.hint) from None
         if result is None:
             raise NeedsLoop(f"the batching rule for {rules.describe(key)} does not handle "
                             f"this call (`{expression_source(node)}`)", stmt)

@@ -219,4 +219,5 @@ def is_user_facing(key) -> bool:
     module = getattr(key, "__module__", None) or ""
     return isinstance(key, np.ufunc) or key == np.add.at or \
         module.split(".")[0] in ("numpy", "math", "builtins", "scipy") or \
-        module.startswith("transformer.random")
+        module.startswith("transformer.random") or \
+        module in ("transformer.debug", "transformer.callbacks")

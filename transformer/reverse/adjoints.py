@@ -21,7 +21,8 @@ from codegen import emit
 
 from .. import runtime
 from ..errors import TransformError
-from ..function import Function
+from ..function import Function, resolve
+from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
 from ..templates import MissingRule, describe, expand_adjoint
 from .classify import Classify
@@ -216,7 +217,9 @@ class Adjoints(Classify, abc.ABC):
             else:
                 callee = parse(obj)
                 _refuse_argument_writes(callee, stmt, self.fn)
-                generated = self.differentiate_callee(callee, positions)
+                # the callee's vjp recomputes its forward values in the reverse sweep;
+                # its prints and host effects already ran in the forward sweep
+                generated = self.differentiate_callee(_without_effects(callee), positions)
             base = re.sub(r"\W", "", getattr(obj, "__name__", "")) or "callee"
             outputs = len(generated.params) - len(_primal_params(obj))
             cache[key] = (self.helper(base + "_vjp", generated), outputs)
@@ -285,6 +288,25 @@ class Adjoints(Classify, abc.ABC):
             if bid == block_id:
                 return self.loops_of[stmt_id]
         return ()
+
+
+def _without_effects(fn: Function) -> Function:
+    """`fn` without its statements made only for a host effect (`debug.print`,
+    `debug.callback`, an `io_callback` whose result is dropped)."""
+    def effect(stmt) -> bool:
+        if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+            return False
+        found = registry.lookup(resolve(fn, stmt.value.func, None))
+        return found is not None and found.kind in ("effect", "callback")
+
+    node = copy.deepcopy(fn.node)
+    for sub in gast.walk(node):
+        for field in ("body", "orelse"):
+            block = getattr(sub, field, None)
+            if isinstance(block, list) and any(effect(s) for s in block):
+                kept = [s for s in block if not effect(s)]
+                setattr(sub, field, kept or [gast.Pass()])
+    return fn.replace(node=node)
 
 
 def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:

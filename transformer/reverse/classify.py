@@ -19,6 +19,7 @@ from codegen.backends import is_user_function
 
 from .. import activity, tape
 from ..function import resolve
+from ..primitives import registry
 from ..specialize import is_literal
 from ..syntax import const, name, subscript
 from ..templates import ADJOINTS, _lookup, has_adjoint, is_nondifferentiable
@@ -40,6 +41,12 @@ class Prim:
     key: object = None
     args: list = dataclasses.field(default_factory=list)
     keywords: dict = dataclasses.field(default_factory=dict)
+
+
+def _kind(callee) -> str:
+    """The registry's kind of `callee` ("effect" for `debug.print`), or ''."""
+    found = registry.lookup(callee)
+    return found.kind if found is not None else ""
 
 
 def _rule_reads_result_items(obj) -> bool:
@@ -83,10 +90,14 @@ class Classify(BodyFacts):
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
-            if resolve(self.fn, stmt.value.func, None) in (print, tape.check_shape,
-                                                          tape.check_not_view,
-                                                          tape.check_not_shared):
+            callee = resolve(self.fn, stmt.value.func, None)
+            if callee in (print, tape.check_shape, tape.check_not_view,
+                          tape.check_not_shared) or _kind(callee) == "effect":
                 continue
+            if _kind(callee) == "callback":           # JAX's words (io_callback)
+                values = stmt.value.args + [k.value for k in stmt.value.keywords]
+                if set(_names(values)) & varied:
+                    raise self.fn.origin.error(stmt, registry.reason(callee, "grad"))
             if set(_names(stmt.value.args)) & varied:
                 raise self.fn.origin.error(
                     stmt, "reverse mode cannot differentiate a call made for its effect on "

@@ -83,7 +83,19 @@ class Site:
         return None, False
 
 
+class Refused(Exception):
+    """Raised by a rule for a call vmap must refuse rather than loop over (an ordered
+    `io_callback`); the vmap pass locates it at the call and shows `hint`."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
 Rule = Callable[[Site], "tuple[gast.expr, bool] | None"]
+# keys whose rule may raise `Refused`: the loop strategy asks it too, so that a refusal
+# does not depend on whether an earlier statement made the whole batch a loop
+ASKED_IN_LOOPS = registry.Members(lambda r: r.kind == "callback")
 # Views of the primitive registry (`transformer.primitives.registry`): key -> batching rule
 BATCHERS: MutableMapping[Any, Rule] = registry.Field("batcher")
 # helpers that write into an argument: key -> position of the argument written
