@@ -12,6 +12,7 @@ from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F4
 
 from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
                structural)
+from . import softmax, special  # noqa: F401
 from .registry import TRANSFORMS
 
 
@@ -20,6 +21,7 @@ def primitives() -> list[dict]:
     `{"name": "numpy.sin", "kind": "elementwise", "grad": True, "jvp": True, "vmap": True,
     "jit": True, "cuda": True, "reason": ""}`; `reason` says why a transformation is missing
     (`transform: why; ...`)."""
+    registry.load_all()          # the optional libraries' functions are listed too
     rows = {}
     for r in registry.records():
         if not registry.is_user_facing(r.key) or r.name in rows:

@@ -1,0 +1,113 @@
+"""`scipy.special.logsumexp`, `softmax` and `log_softmax` with an axis, in plain Python and
+under Numba (which cannot call SciPy), and their per-example forms for vmap.
+
+Numerics as in SciPy and JAX: the maximum along the axis is subtracted before `exp` (its
+non-finite values replaced by 0), so logits of 1e3 give finite results; `b` weights the
+terms of `logsumexp`. `return_sign=True` is SciPy's own call in plain Python; compiled code
+refuses it with a typing error (its result type would depend on a flag).
+The `*_examples` forms reduce every axis but the leading one (`axis=None` per example).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from .broadcasting import broadcast_reduced
+from .casts import _is_none, _static
+from .reductions import reduce_max, reduce_sum
+
+
+@register_jitable
+def _shift(a, axis):
+    """The maximum of `a` over `axis` (kept as length-1 axes), 0 where it is not finite."""
+    m = reduce_max(a, axis, None, None, True)
+    return np.where(np.isfinite(m), m, np.zeros_like(m))
+
+
+@register_jitable
+def _lse_kept(a, axis):
+    m = _shift(a, axis)
+    s = reduce_sum(np.exp(a - broadcast_reduced(m, a, axis, True)), axis, None, None, True)
+    return np.log(s) + m
+
+
+@register_jitable
+def _lse_weighted_kept(a, axis, b):
+    m = _shift(a, axis)
+    e = np.exp(a - broadcast_reduced(m, a, axis, True)) * b
+    return np.log(reduce_sum(e, axis, None, None, True)) + m
+
+
+# ---------------------------------------------------------------- the three functions
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """log(sum(b * exp(a))) over `axis` without overflow (scipy.special.logsumexp);
+    with `return_sign`, the pair (log|sum|, sign of the sum)."""
+    a = np.asarray(a, np.float64) if np.ndim(a) == 0 else a
+    m = _shift(a, axis)
+    s = reduce_sum(np.exp(a - m) * (1.0 if b is None else b), axis, None, None, True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.log(np.abs(s) if return_sign else s) + m
+    out = reduce_sum(kept, axis, None, None, keepdims)
+    return (out, reduce_sum(np.sign(s), axis, None, None, keepdims)) if return_sign else out
+
+
+@overload(logsumexp)
+def _logsumexp_nb(a, axis=None, b=None, keepdims=False, return_sign=False):
+    if _static(return_sign, "return_sign"):
+        raise TypingError("logsumexp(..., return_sign=True) is not compiled; write "
+                          "logsumexp(a, b=b) of positive weights, or jit(..., backend='python')")
+    keep = bool(_static(keepdims, "keepdims"))
+    if _is_none(b):
+        def impl(a, axis=None, b=None, keepdims=False, return_sign=False):
+            return reduce_sum(_lse_kept(a, axis), axis, None, None, keep)
+        return impl
+
+    def weighted(a, axis=None, b=None, keepdims=False, return_sign=False):
+        return reduce_sum(_lse_weighted_kept(a, axis, b), axis, None, None, keep)
+    return weighted
+
+
+@register_jitable
+def softmax(x, axis=None):
+    """exp(x) / sum(exp(x)) over `axis`, shifted by the maximum (scipy.special.softmax)."""
+    e = np.exp(x - broadcast_reduced(_shift(x, axis), x, axis, True))
+    return e / broadcast_reduced(reduce_sum(e, axis, None, None, True), x, axis, True)
+
+
+@register_jitable
+def log_softmax(x, axis=None):
+    """x - logsumexp(x) over `axis`, shifted by the maximum (scipy.special.log_softmax)."""
+    shifted = x - broadcast_reduced(_shift(x, axis), x, axis, True)
+    total = reduce_sum(np.exp(shifted), axis, None, None, True)
+    return shifted - broadcast_reduced(np.log(total), x, axis, True)
+
+
+
+# ---------------------------------------------------------------- per example (vmap)
+
+
+@register_jitable
+def _flat_examples(a):
+    return np.ascontiguousarray(a).reshape(a.shape[0], -1)
+
+
+@register_jitable
+def logsumexp_examples(a):
+    """logsumexp of each a[i] over all its axes: shape (n,)."""
+    return logsumexp(_flat_examples(a), 1)
+
+
+@register_jitable
+def softmax_examples(x):
+    """softmax of each x[i] over all its axes."""
+    return softmax(_flat_examples(x), 1).reshape(x.shape)
+
+
+@register_jitable
+def log_softmax_examples(x):
+    """log_softmax of each x[i] over all its axes."""
+    return log_softmax(_flat_examples(x), 1).reshape(x.shape)
+
