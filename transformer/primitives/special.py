@@ -32,6 +32,8 @@ elementwise(math.gamma, derivative="z * digamma(x)")
 # the derivatives' own derivatives, so that hessian and grad(grad(...)) work
 elementwise(forms.sinc_slope, derivative="sinc_curvature(x)")
 elementwise(forms.digamma, derivative="trigamma(x)")
+for _form in (forms.sinc_slope, forms.digamma):
+    registry.record(_form).elementwise = False     # internal: not split into scalars
 for _form, _what in [(forms.sinc_curvature, "the third derivative of np.sinc"),
                      (forms.trigamma, "the third derivative of lgamma")]:
     for _transform in ("grad", "jvp"):
