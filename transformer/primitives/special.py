@@ -1,5 +1,7 @@
 """Special functions: angles, `np.sinc`, the error and gamma functions of `math`, and the
-elementwise functions of `scipy.special` that JAX offers, one family line each.
+elementwise functions of `scipy.special` that JAX offers (expit, logit, erf, erfc, erfinv,
+gammaln, gamma, digamma, ndtr, log_ndtr, ndtri, entr, xlogy, xlog1py, rel_entr, kl_div,
+betaln, beta), one family line each.
 
 Numerics follow JAX: `sinc` has value 1 and slope 0 at 0; `expit`/`logit` stay finite at the
 tails; `xlogy(0, y) = 0` (also at y = 0) with JAX's derivatives `log(y)` and `x / y`.
@@ -55,20 +57,53 @@ def _describe_scipy(special) -> None:
          forms.erfc),
         (special.gammaln, "digamma(x)", "math.lgamma(x)", forms.gammaln),
         (special.gamma, "z * digamma(x)", "math.gamma(x)", forms.gamma),
+        (special.ndtr, "0.3989422804014327 * np.exp(-0.5 * x * x)",
+         "0.5 * math.erfc(-x * 0.7071067811865476)", forms.ndtr),
+        (special.entr, "-(np.log(x) + 1.0)", "-x * math.log(x) if x > 0.0 else "
+         "(0.0 if x == 0.0 else (-math.inf if x < 0.0 else x))", forms.entr),
+        # derivatives from the result: stable where ndtr underflows, and for the inverses
+        (special.log_ndtr, "np.exp(-0.5 * x * x - 0.9189385332046727 - z)", None,
+         forms.log_ndtr),
+        (special.ndtri, "2.5066282746310002 * np.exp(0.5 * z * z)", None, forms.ndtri),
+        (special.erfinv, "0.886226925452758 * np.exp(z * z)", None, forms.erfinv),
     ]
     for key, derivative, scalar, form in unary:
         elementwise(key, derivative=derivative, scalar=scalar)
         _from_scipy(special, key, form)
+        if scalar is None:
+            registry.unsupported(key, "cuda", "no scalar form in CUDA kernels yet (a "
+                                 "branch or a Newton iteration); compute it on the host")
     for key in (special.digamma, special.psi):
         elementwise(key, derivative="trigamma(x)")
         _from_scipy(special, key, forms.digamma)
         registry.unsupported(key, "cuda", "no scalar form in CUDA kernels yet")
-    broadcasting(special.xlogy, x="g * np.log(y)", y="g * x / y", float_result=True,
-                 scalar="0.0 if x == 0.0 else x * math.log(y)")
-    broadcasting(special.xlog1py, x="g * np.log1p(y)", y="g * x / (1.0 + y)",
-                 float_result=True, scalar="0.0 if x == 0.0 else x * math.log1p(y)")
-    _from_scipy(special, special.xlogy, forms.xlogy)
-    _from_scipy(special, special.xlog1py, forms.xlog1py)
+    _describe_scipy_binary(special)
+
+
+def _describe_scipy_binary(special) -> None:
+    """Binary functions of `scipy.special`; `x`/`y` are `g` times the partial derivatives."""
+    beyond = "(math.inf if x == x and y == y else math.nan)"
+    for key, x, y, scalar, form in [
+            (special.xlogy, "g * np.log(y)", "g * x / y",
+             "0.0 if x == 0.0 else x * math.log(y)", forms.xlogy),
+            (special.xlog1py, "g * np.log1p(y)", "g * x / (1.0 + y)",
+             "0.0 if x == 0.0 else x * math.log1p(y)", forms.xlog1py),
+            (special.rel_entr, "g * (np.log(x / y) + 1.0)", "-(g * x / y)",
+             f"x * math.log(x / y) if x > 0.0 and y > 0.0 else "
+             f"(0.0 if x == 0.0 and y >= 0.0 else {beyond})", forms.rel_entr),
+            (special.kl_div, "g * np.log(x / y)", "g * (1.0 - x / y)",
+             f"x * math.log(x / y) - x + y if x > 0.0 and y > 0.0 else "
+             f"(y if x == 0.0 and y >= 0.0 else {beyond})", forms.kl_div),
+            (special.betaln, "g * (digamma(x) - digamma(x + y))",
+             "g * (digamma(y) - digamma(x + y))",
+             "math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)", forms.betaln),
+            (special.beta, "g * z * (digamma(x) - digamma(x + y))",
+             "g * z * (digamma(y) - digamma(x + y))", None, forms.beta)]:
+        broadcasting(key, x=x, y=y, float_result=True, scalar=scalar)
+        _from_scipy(special, key, form)
+    registry.unsupported(special.beta, "cuda", "no scalar form in CUDA kernels yet; write "
+                         "math.exp(math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)) "
+                         "for positive a, b")
 
 
 def _from_scipy(special, key, form) -> None:
