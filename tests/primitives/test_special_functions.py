@@ -29,14 +29,16 @@ def normalizers(x):
 
 def other_axes(x):
     return (scipy.special.logsumexp(x), logsumexp(x, axis=0, keepdims=True),
-            softmax(x), log_softmax(x, axis=-2))
+            softmax(x), log_softmax(x, axis=-2),
+            logsumexp(x, axis=1, b=np.cos(x), return_sign=True))
 
 
 @pytest.mark.parametrize("f, oracle", [
     (normalizers, lambda x: (sp.logsumexp(x, axis=1), sp.softmax(x, axis=1),
                              sp.log_softmax(x, axis=1))),
     pytest.param(other_axes, lambda x: (sp.logsumexp(x), sp.logsumexp(x, axis=0, keepdims=True),
-                                        sp.softmax(x), sp.log_softmax(x, axis=-2)),
+                                        sp.softmax(x), sp.log_softmax(x, axis=-2),
+                                        sp.logsumexp(x, axis=1, b=np.cos(x), return_sign=True)),
                  marks=pytest.mark.slow)], ids=["rows", "other_axes"])
 def test_the_reductions_under_jit_match_scipy_and_stay_finite_at_large_logits(f, oracle):
     got = jit(f)(LOGITS)

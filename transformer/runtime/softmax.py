@@ -3,15 +3,13 @@ under Numba (which cannot call SciPy), and their per-example forms for vmap.
 
 Numerics as in SciPy and JAX: the maximum along the axis is subtracted before `exp` (its
 non-finite values replaced by 0), so logits of 1e3 give finite results; `b` weights the
-terms of `logsumexp`. `return_sign=True` is SciPy's own call in plain Python; compiled code
-refuses it with a typing error (its result type would depend on a flag).
+terms of `logsumexp`; `return_sign=True` gives the pair (log|sum|, sign of the sum).
 The `*_examples` forms reduce every axis but the leading one (`axis=None` per example).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
@@ -35,10 +33,17 @@ def _lse_kept(a, axis):
 
 
 @register_jitable
+def _weighted_sum_kept(a, axis, b):
+    """sum(b * exp(a - max)) over `axis`, kept as length-1 axes (`b` None: weights 1)."""
+    e = np.exp(a - broadcast_reduced(_shift(a, axis), a, axis, True))
+    if b is not None:
+        e = e * b
+    return reduce_sum(e, axis, None, None, True)
+
+
+@register_jitable
 def _lse_weighted_kept(a, axis, b):
-    m = _shift(a, axis)
-    e = np.exp(a - broadcast_reduced(m, a, axis, True)) * b
-    return np.log(reduce_sum(e, axis, None, None, True)) + m
+    return np.log(_weighted_sum_kept(a, axis, b)) + _shift(a, axis)
 
 
 # ---------------------------------------------------------------- one axis, compiled
@@ -132,10 +137,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @overload(logsumexp)
 def _logsumexp_nb(a, axis=None, b=None, keepdims=False, return_sign=False):
-    if _static(return_sign, "return_sign"):
-        raise TypingError("logsumexp(..., return_sign=True) is not compiled; write "
-                          "logsumexp(a, b=b) of positive weights, or jit(..., backend='python')")
     keep = bool(_static(keepdims, "keepdims"))
+    if _static(return_sign, "return_sign"):
+        def signed(a, axis=None, b=None, keepdims=False, return_sign=False):
+            s = _weighted_sum_kept(a, axis, b)
+            m = _shift(a, axis)
+            return (reduce_sum(np.log(np.abs(s)) + m, axis, None, None, keep),
+                    reduce_sum(np.sign(s), axis, None, None, keep))
+        return signed
     if _is_none(b) and _one_axis(axis):
         return _one_axis_lse(a.ndim, axis, keep)
     if _is_none(b):
