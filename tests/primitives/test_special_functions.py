@@ -210,3 +210,38 @@ def test_compiled_gradient_and_vmap_of_a_reduction_match_python(f):
     np.testing.assert_allclose(jit(grad(f))(X), grad(f)(X), rtol=1e-13)
     xs = np.random.default_rng(2).normal(size=(4, 3, 4))
     np.testing.assert_allclose(jit(vmap(f))(xs), vmap(f)(xs), rtol=1e-13)
+
+
+def special_values(x):
+    """Values at the edges of the domains, compiled: tails, removable points, underflow."""
+    return (np.sinc(x - x), expit(1e3 * x), sp.logit(expit(20.0 * x)), xlogy(x - x, x - x),
+            sp.log_ndtr(-40.0 * x), sp.ndtri(1e-300 * x), sp.erfinv(x * 0.999999),
+            sp.entr(x - x), sp.kl_div(x, 2.0 * x), sp.gammaln(1e5 * x))
+
+
+@pytest.mark.slow
+def test_compiled_special_values_match_scipy_at_the_edges():
+    x = np.array([0.25, 1.0, 0.5])
+    got = jit(special_values)(x)
+    with np.errstate(all="ignore"):
+        for g, want in zip(got, _scipy_values(x)):
+            np.testing.assert_allclose(g, want, rtol=1e-13)
+
+
+def _scipy_values(x):
+    return (np.sinc(x - x), sp.expit(1e3 * x), sp.logit(sp.expit(20.0 * x)),
+            sp.xlogy(x - x, x - x), sp.log_ndtr(-40.0 * x), sp.ndtri(1e-300 * x),
+            sp.erfinv(x * 0.999999), sp.entr(x - x), sp.kl_div(x, 2.0 * x),
+            sp.gammaln(1e5 * x))
+
+
+def expit_three_ways(x):
+    return np.sum(expit(x) + sp.expit(x) + scipy.special.expit(x))
+
+
+def test_scipy_special_is_recognized_however_it_is_imported():
+    x = np.array([-2.0, 0.0, 3.0])
+    np.testing.assert_allclose(grad(expit_three_ways)(x),
+                               3.0 * sp.expit(x) * (1.0 - sp.expit(x)), rtol=1e-14)
+    np.testing.assert_allclose(vmap(expit_three_ways)(np.stack([x, -x])),
+                               [expit_three_ways(x), expit_three_ways(-x)], rtol=1e-14)
