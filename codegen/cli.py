@@ -110,13 +110,19 @@ def _add_primitives(commands) -> None:
         "primitives", help="list the supported NumPy/math functions and their transformations",
         description="Each NumPy/math function secant knows, and whether grad, jvp, vmap, "
         "jit and CUDA support it (with the reason where one does not).")
-    table.add_argument("--format", choices=("text", "json"), default="text",
-                       help="an aligned table (default) or a JSON list of objects")
+    table.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                       help="an aligned table (default), a JSON list of objects or Markdown")
+    table.add_argument("--readme", metavar="PATH",
+                       help="write the Markdown table into PATH between its markers")
     table.set_defaults(handler=primitives_command)
 
 
 def primitives_command(args) -> int:
-    from transformer.primitives.catalog import format_table, primitives
+    from transformer.primitives.catalog import format_table, primitives, with_table
+    if args.readme:
+        path = Path(args.readme)
+        path.write_text(with_table(path.read_text(), format_table(primitives(), "markdown")))
+        return 0
     print(format_table(primitives(), args.format))
     return 0
 

@@ -28,6 +28,7 @@ DOMAIN = {"arccosh": (1.2, 2.0), "acosh": (1.2, 2.0)}
 
 def _registered(test) -> list:
     """User-facing elementwise primitives whose record satisfies `test`, by name."""
+    registry.load_all()          # scipy.special's functions are described once imported
     found = {r.name: r for r in registry.records()
              if registry.is_user_facing(r.key) and r.kind in ELEMENTWISE_KINDS and test(r)}
     return [found[name] for name in sorted(found)]
@@ -55,7 +56,7 @@ COMPILED = _registered(lambda r: r.supports("jit") and not r.nondifferentiable)
 def calls(tmp_path_factory):
     """name -> a function `f(x[, y])` returning the primitive applied to its arguments,
     plus `all_arrays` / `all_scalars`: every compiled primitive in one function."""
-    lines = ["import math", "import numpy", "import numpy as np", ""]
+    lines = ["import math", "import numpy", "import numpy as np", "import scipy.special", ""]
     for r in {r.name: r for r in DIFFERENTIABLE + BATCHED + COMPILED}.values():
         params = "x, y" if _arity(r) == 2 else "x"
         lines += [f"def {_ident(r)}({params}):", f"    return {r.name}({params})", ""]
@@ -132,7 +133,8 @@ def _group(label: str) -> list:
 
 # a representative quick set: the primitives added or fixed with the registry
 QUICK = ("math.erf", "numpy.deg2rad", "numpy.cbrt", "numpy.exp2", "numpy.arctanh",
-         "numpy.float_power")
+         "numpy.float_power", "numpy.sinc", "math.lgamma", "scipy.special.expit",
+         "scipy.special.xlogy")
 
 
 @pytest.mark.parametrize("label", [
@@ -246,7 +248,7 @@ def test_the_shape_analysis_splits_every_scalarized_primitive(tmp_path, r):
     from transformer.vector_shapes import Array, Shapes
     args = "d, d" if r.kind == "binary elementwise" else "d"
     path = tmp_path / f"split_{_ident(r)}.py"
-    path.write_text(f"import numpy\n\ndef f(pos):\n    d = pos[0] - pos[1]\n"
+    path.write_text(f"import numpy\nimport scipy.special\n\ndef f(pos):\n    d = pos[0] - pos[1]\n"
                     f"    e = {r.name}({args})\n    return e\n")
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)

@@ -19,6 +19,7 @@ This module imports only the standard library, NumPy and gast.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -100,9 +101,12 @@ def _normal(key):
 def lookup(key) -> Primitive | None:
     """The record of `key` (a function object, an operator node or its class), or None."""
     try:
-        return _RECORDS.get(_normal(key))
+        found = _RECORDS.get(_normal(key))
     except TypeError:          # unhashable objects are never primitives
         return None
+    if found is None and _DEFERRED and _bind_imported():
+        return lookup(key)
+    return found
 
 
 def record(key) -> Primitive:
@@ -114,7 +118,42 @@ def record(key) -> Primitive:
 
 
 def records() -> list[Primitive]:
+    _bind_imported()
     return list(_RECORDS.values())
+
+
+# ---------------------------------------------------------------- libraries loaded on demand
+
+# (module name, describe(module)): registrations of an optional library that costs import
+# time (`scipy.special`), run once that library is imported by the user (or by `load_all`)
+_DEFERRED: list = []
+
+
+def defer(module: str, describe) -> None:
+    """Run `describe(module object)` once `module` is imported, instead of importing it."""
+    _DEFERRED.append((module, describe))
+    _bind_imported()
+
+
+def _bind_imported() -> bool:
+    """Run the deferred descriptions of the modules imported by now; whether any ran."""
+    ready = [entry for entry in _DEFERRED if entry[0] in sys.modules]
+    for entry in ready:
+        _DEFERRED.remove(entry)
+        entry[1](sys.modules[entry[0]])
+    return bool(ready)
+
+
+def load_all() -> None:
+    """Import every deferred library that is installed, so that its records exist
+    (for the table of primitives and the tests generated from it)."""
+    import importlib
+    for entry in list(_DEFERRED):
+        try:
+            importlib.import_module(entry[0])
+        except ImportError:
+            _DEFERRED.remove(entry)
+    _bind_imported()
 
 
 def unsupported(key, transform: str, reason: str) -> None:
@@ -187,11 +226,22 @@ class Members:
 _PATHS = {"numpy.linalg": "numpy.linalg", "numpy.fft": "numpy.fft", "numpy.random": "numpy.random"}
 
 
+# objects that do not say where users find them (SciPy's ufuncs have no __module__)
+_NAMES: dict = {}
+
+
+def named(key, name: str) -> None:
+    """Call `key` by `name` (`scipy.special.expit`) in tables and messages."""
+    _NAMES[key] = name
+
+
 def user_name(key) -> str:
     """The name a user calls `key` by: `numpy.sin`, `numpy.linalg.norm`, `math.erf`, `abs`,
     `scipy.special.erf`; operators as `operator +`-like words; other objects by module path."""
     if isinstance(key, str):
         return key
+    if _is_named(key):
+        return _NAMES[key]
     if isinstance(key, type) and issubclass(key, gast.AST):
         return f"operator {key.__name__}"
     label = getattr(key, "__name__", None) or repr(key)
@@ -216,8 +266,17 @@ def is_user_facing(key) -> bool:
         return False
     if isinstance(key, type):
         return key in (float, int, bool, range)
+    if _is_named(key):
+        return True
     module = getattr(key, "__module__", None) or ""
     return isinstance(key, np.ufunc) or key == np.add.at or \
         module.split(".")[0] in ("numpy", "math", "builtins", "scipy") or \
         module.startswith("transformer.random") or \
         module in ("transformer.debug", "transformer.callbacks")
+
+
+def _is_named(key) -> bool:
+    try:
+        return key in _NAMES
+    except TypeError:          # unhashable
+        return False

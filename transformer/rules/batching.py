@@ -143,6 +143,8 @@ def _label(key) -> str:
         return f"the operator {key.__name__}"
     if isinstance(key, str):
         return key
+    if registry.is_user_facing(key) and registry.user_name(key).startswith("scipy."):
+        return registry.user_name(key)
     module = getattr(key, "__module__", None) or ""
     label = getattr(key, "__name__", repr(key))
     if module.startswith("numpy") or isinstance(key, np.ufunc):

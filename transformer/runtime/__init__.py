@@ -76,6 +76,7 @@ from .shapes import (
     vstack_part,
 )
 
+from .special import digamma, sinc_curvature, sinc_slope, trigamma
 __all__ = [
     "axis_count",
     "broadcast_like",
@@ -85,6 +86,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "cumsum_adjoint",
+    "digamma",
     "einsum",
     "einsum_grad",
     "einsum_tangent",
@@ -116,6 +118,8 @@ __all__ = [
     "reshape_like",
     "scatter_add",
     "setitem_mask",
+    "sinc_curvature",
+    "sinc_slope",
     "squeeze",
     "squeeze_known",
     "stack",
@@ -123,6 +127,7 @@ __all__ = [
     "tensordot",
     "tile",
     "transpose",
+    "trigamma",
     "unbroadcast",
     "unrepeat",
     "untile",
