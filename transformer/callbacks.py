@@ -37,7 +37,9 @@ __all__ = ["ShapeDtypeStruct", "io_callback", "pure_callback"]
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
-PURE_GRAD_ERROR = ("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+# JAX's first sentence, so errors read the same; the advice is secant's (JAX names its own)
+PURE_GRAD_ERROR = ("Pure callbacks do not support JVP. Wrap the function that calls it in "
+                   "`transformer.custom_vjp` and give its derivative with `defvjp` to use "
                    "callbacks while taking gradients.")
 IO_GRAD_ERROR = "IO callbacks do not support JVP."
 PURE_VMAP_ERROR = ("vmap is only supported for the pure_callback primitive when vmap_method "
