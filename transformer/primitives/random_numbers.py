@@ -20,6 +20,7 @@ from __future__ import annotations
 from transformer import random
 from transformer.runtime import random as compiled
 from transformer.runtime import random_choice
+from transformer.runtime import random_samplers as compiled_samplers
 
 from . import registry
 from .families import lowered, nondifferentiable
@@ -40,6 +41,21 @@ for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
         registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in, split them and draw "
                              "with normal/uniform/bernoulli/bits/randint, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
+
+# exponential, laplace, logistic, gumbel, truncated_normal, categorical
+# (transformer.runtime.random_samplers)
+ELEMENT_SAMPLERS = (random.exponential, random.laplace, random.logistic, random.gumbel,
+                    random.truncated_normal, random.categorical)
+for _key in ELEMENT_SAMPLERS:
+    lowered(_key, getattr(compiled_samplers, _key.__name__))
+    registry.record(_key).kind = "random"
+    registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+    registry.unsupported(_key, "cuda", "no CUDA form yet; draw on the CPU")
+nondifferentiable(*(s for s in ELEMENT_SAMPLERS if s is not random.truncated_normal))
+for _transform in ("grad", "jvp"):
+    registry.unsupported(random.truncated_normal, _transform,
+                         "random.truncated_normal has no derivative rule in lower/upper; "
+                         "pass constant bounds, e.g. transformer.stop_gradient(lower)")
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,
                          "random.uniform has no derivative rule in minval/maxval; write "
