@@ -28,10 +28,12 @@ import numpy as np
 
 from transformer import random
 from transformer.function import Function, hashable, resolve
+from transformer.primitives import registry
 from transformer.runtime import random as scalar
 from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
+from . import random_sampler_forms as sampler_forms
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -46,11 +48,13 @@ ELEMENTS = {
     (random.randint, np.dtype(np.int64)): scalar._randint64,
     (random.randint, np.dtype(np.int32)): scalar._randint32,
 }
+ELEMENTS.update(sampler_forms.ELEMENTS)
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
                  bool: bool}
-_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64}
+_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64,
+                  **sampler_forms.DEFAULT_DTYPES}
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
          "and draw with random.normal, uniform, bernoulli, bits or randint; or draw on the "
          "CPU and pass the numbers in")
@@ -58,6 +62,7 @@ _HINT = ("pass one key per thread (random.split on the host), split it with rand
 # ---------------------------------------------------------------- device builds
 
 _BUILT: dict = {}
+_RUNTIME = scalar.__name__.rpartition(".")[0] + "."     # transformer.runtime.
 
 
 def device_function(fn):
@@ -70,7 +75,7 @@ def device_function(fn):
             if value is xla_math.fma:
                 swapped[global_name] = value if config.ENABLE_CUDASIM else _cuda_fma()
             elif isinstance(value, types.FunctionType) and \
-                    value.__module__ in (scalar.__name__, xla_math.__name__):
+                    value.__module__.startswith(_RUNTIME):
                 swapped[global_name] = device_function(value)
         rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__)
         rebuilt.__module__ = fn.__module__
@@ -99,6 +104,8 @@ def lower_random(fn: Function, specs: dict, float_dtype) -> Function:
 
 
 class _Draws(StatementRewriter):
+    device = staticmethod(device_function)
+
     def __init__(self, fn: Function, binder: Binder, infer_specs):
         self.fn, self.binder, self.changed = fn, binder, False
         self.counter = itertools.count()
@@ -130,8 +137,12 @@ class _Draws(StatementRewriter):
         label = f"random.{target.__name__}"
         if target is random.split:
             return self.split(stmt, site)
+        if target in sampler_forms.KEY_MAKERS:
+            return sampler_forms.make_key(self, stmt, site, target)
         if target not in SAMPLERS:
-            raise self.refuse(site, f"{label} has no CUDA form yet")
+            why = registry.reason(target, "cuda")
+            raise self.refuse(site, f"{label} has no CUDA form yet" + (f" ({why})" if why
+                                                                        else ""))
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and
                 isinstance(stmt.targets[0], gast.Name)):
             raise self.refuse(site, f"{label} must be assigned to a name")
@@ -143,9 +154,10 @@ class _Draws(StatementRewriter):
         args = bound.arguments
         dtype = self.dtype(site, target, args)
         shape = self.shape(site, target, args)
-        a, b = self.parameters(site, target, args, dtype)
-        element = name(self.binder.bind(device_function(ELEMENTS[target, dtype]),
-                                        ELEMENTS[target, dtype].__name__.lstrip("_")))
+        a, b = sampler_forms.parameters(self, site, target, args, shape, dtype) or \
+            self.parameters(site, target, args, dtype)
+        chosen = sampler_forms.element(self, site, target, dtype, args, ELEMENTS[target, dtype])
+        element = name(self.binder.bind(device_function(chosen), chosen.__name__.lstrip("_")))
         words = self.key_words(site, label, args.get("key", args.get("k")))
         self.changed = True
         out = stmt.targets[0].id

@@ -199,14 +199,48 @@ _SQRT2_32 = _F32(math.sqrt(2.0))
 def _truncated_normal64(k0, k1, i, lower, upper):
     a, b = math.erf(lower * _INV_SQRT2_64), math.erf(upper * _INV_SQRT2_64)
     z = math.sqrt(2.0) * erf_inv64(_uniform64(k0, k1, i, a, b))
-    return _clamp(z, np.nextafter(lower, math.inf), np.nextafter(upper, -math.inf))
+    return _clamp(z, next_up64(lower), -next_up64(-upper))
 
 
 @register_jitable
 def _truncated_normal32(k0, k1, i, lower, upper):
     a, b = erf32(lower * _INV_SQRT2_32), erf32(upper * _INV_SQRT2_32)
     z = _SQRT2_32 * erf_inv32(_uniform32(k0, k1, i, a, b))
-    return _clamp(z, np.nextafter(lower, _F32(math.inf)), np.nextafter(upper, _F32(-math.inf)))
+    return _clamp(z, next_up32(lower), -next_up32(-upper))
+
+
+_MAX64 = float(np.finfo(np.float64).max)
+_MAX32 = np.finfo(np.float32).max
+
+
+@register_jitable
+def next_up64(x):
+    """np.nextafter(x, inf) by arithmetic (CUDA has no nextafter): x plus the gap above it."""
+    if x != x or x == math.inf:
+        return x
+    if x == -math.inf:
+        return -_MAX64
+    if x == 0.0:
+        return 5e-324
+    m, e = math.frexp(x)
+    gap = e - 54 if m == -0.5 else e - 53     # at -2**k the gap below the binade is half
+    up = x + math.ldexp(1.0, max(gap, -1074))
+    return up if up != 0.0 else -0.0          # up from -5e-324 is -0.0
+
+
+@register_jitable
+def next_up32(x):
+    """np.nextafter(x, inf) of a np.float32."""
+    if x != x or x == _F32(math.inf):
+        return x
+    if x == _F32(-math.inf):
+        return -_MAX32
+    if x == _F32(0.0):
+        return _F32(2.0 ** -149)
+    m, e = math.frexp(x)
+    gap = e - 25 if m == -0.5 else e - 24
+    up = x + _F32(math.ldexp(1.0, max(gap, -149)))
+    return up if up != _F32(0.0) else _F32(-0.0)
 
 
 @register_jitable
