@@ -56,8 +56,9 @@ _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.in
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64,
                   **sampler_forms.DEFAULT_DTYPES}
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
-         "and draw with random.normal, uniform, bernoulli, bits or randint; or draw on the "
-         "CPU and pass the numbers in")
+         "or fold_in and draw with random.normal, uniform, bernoulli, bits, randint, "
+         "exponential, laplace, logistic, gumbel or truncated_normal; or draw on the CPU and "
+         "pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
 
@@ -140,9 +141,8 @@ class _Draws(StatementRewriter):
         if target in sampler_forms.KEY_MAKERS:
             return sampler_forms.make_key(self, stmt, site, target)
         if target not in SAMPLERS:
-            why = registry.reason(target, "cuda")
-            raise self.refuse(site, f"{label} has no CUDA form yet" + (f" ({why})" if why
-                                                                        else ""))
+            raise self.fn.origin.error(site, f"{label} has no CUDA form yet",
+                                       hint=registry.reason(target, "cuda") or _HINT)
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and
                 isinstance(stmt.targets[0], gast.Name)):
             raise self.refuse(site, f"{label} must be assigned to a name")

@@ -39,8 +39,9 @@ for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     if _key in CUDA_SAMPLERS:
         registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
     else:
-        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in, split them and draw "
-                             "with normal/uniform/bernoulli/bits/randint, or draw on the CPU")
+        registry.unsupported(_key, "cuda", "pass one key per thread, split or fold_in it and "
+                             "draw with normal/uniform/bernoulli/bits/randint/exponential/"
+                             "laplace/logistic/gumbel/truncated_normal, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 
 # exponential, laplace, logistic, gumbel, truncated_normal, categorical
