@@ -8,11 +8,13 @@ b)` (for shape () the element call itself), where `element` is the sampler's ele
 `transformer.runtime.random` compiled as a `cuda.jit(device=True)` function: element `flat`
 of a draw is made from its Threefry block alone, so a thread gives the bits the CPU gives.
 `ks = random.split(k, n)` (a literal `n`) is a local uint32[n, 2] filled word by word; its
-rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread. Every other
-`transformer.random` call (`PRNGKey`, `fold_in`, shuffles), and a shape,
-dtype or parameter this pass cannot read, is a TransformError at the user's line saying
-what to write instead. Device functions are built once per element: each global the
-element's code calls from the runtime is swapped for its own device build; `fma` is CUDA's
+rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread, as are the keys
+`fold_in` and `PRNGKey` make; those and the samplers of `transformer.random_samplers` are
+described in `.random_sampler_forms`. Every other `transformer.random` call
+(`categorical`, shuffles), and a shape, dtype or parameter this pass cannot read, is a
+TransformError at the user's line saying what to write instead. Device functions are built
+once per element: each global the element's code calls from the runtime is swapped for its
+own device build; `fma` is CUDA's
 fused multiply-add (on the simulator, the runtime's exactly rounded one: its `cuda.fma`
 rounds twice).
 """
