@@ -68,6 +68,19 @@ def test_element_wise_forms_give_the_numpy_bits(case):
     same_bits(PLAIN_CASES[case](compiled), PLAIN_CASES[case](random))
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda m: m.categorical(K, np.ones((2, 3)), shape=(4,)), "broadcast"),
+    (lambda m: m.categorical(K, np.ones(3), axis=1), "out of bounds"),
+    (lambda m: m.categorical(K, np.ones(3), shape=(4,), replace=False), "exceed"),
+    (lambda m: m.categorical(K, np.ones((2, 0))), "empty sequence"),
+    (lambda m: m.gumbel(K, (2,), mode="medium"), "mode"),
+])
+def test_element_wise_forms_refuse_what_numpy_refuses(call, match):
+    for module in (compiled, random):
+        with pytest.raises(ValueError, match=match):
+            call(module)
+
+
 @pytest.mark.parametrize("x", [0.0, -0.0, 5e-324, -5e-324, 2.0 ** -1022, -2.0 ** -1021, -1.0,
                                0.75, -3.5e300, math.inf, -math.inf, 1.7976931348623157e308])
 def test_next_up_is_nextafter_toward_infinity(x):

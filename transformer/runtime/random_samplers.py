@@ -387,6 +387,9 @@ def _with_replacement(k0, k1, logits, axis, given, batch_shaped, element):
     nd = logits.ndim
     ax, pre = axis % nd, len(dims) - (nd - 1)
     n_cat = logits.shape[ax]
+    if n_cat == 0:
+        raise ValueError("categorical: attempt to get argmax of an empty sequence (no "
+                         "categories along axis)")
     noise_dims = np.empty(len(dims) + 1, np.int64)
     for d in range(len(dims) + 1):
         j = d if d < pre + ax else d - 1
