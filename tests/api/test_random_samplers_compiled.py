@@ -81,6 +81,13 @@ def test_element_wise_forms_refuse_what_numpy_refuses(call, match):
             call(module)
 
 
+def test_scalar_float32_erf_is_the_array_form_behind_truncated_normal():
+    x = np.concatenate([np.linspace(-4.5, 4.5, 901), [0.0, -0.0, 3.8325069, np.inf, -np.inf]])
+    x = x.astype(np.float32)
+    same_bits(np.array([compiled.erf32(v) for v in x], np.float32),
+              transformer.random_xla_special.erf(x, np.dtype(np.float32)))
+
+
 @pytest.mark.parametrize("x", [0.0, -0.0, 5e-324, -5e-324, 2.0 ** -1022, -2.0 ** -1021, -1.0,
                                0.75, -3.5e300, math.inf, -math.inf, 1.7976931348623157e308])
 def test_next_up_is_nextafter_toward_infinity(x):
