@@ -16,6 +16,7 @@ import struct
 import numpy as np
 
 from . import random_xla as xla
+from .runtime.random_samplers import ERF32_CUTOFF, ERF32_P, ERF32_Q
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -28,10 +29,9 @@ _F64 = np.dtype(np.float64)
 _math_erf = np.frompyfunc(math.erf, 1, 1)
 
 # XLA's float32 erf (read from its CPU kernel): x * P(x^2) / Q(x^2) in Horner form with
-# fused multiply-adds, and +-1 from |x| >= 3.8325069.  Coefficients as float32 bit patterns.
-_ERF32_CUTOFF = 0x407547CB
-_ERF32_P = (0x39702D51, 0x3B5F5DA2, 0x3D50B6EB, 0x3E3DA740, 0x3F906EBA)
-_ERF32_Q = (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3DE34C21, 0x3EFEB44A, 0x3F800000)
+# fused multiply-adds, and +-1 from |x| >= 3.8325069.  The coefficient tables (float32 bit
+# patterns) are shared with the scalar form the compiled samplers run.
+_ERF32_CUTOFF, _ERF32_P, _ERF32_Q = ERF32_CUTOFF, ERF32_P, ERF32_Q
 
 
 def _f32_bits(pattern: int) -> np.float32:

@@ -22,8 +22,8 @@ def split_in_thread(x, k):
     return x * random.normal(k1, x.shape) + random.uniform(ks[2], x.shape)
 
 
-def fold_in_thread(x, k):
-    return x + random.normal(random.fold_in(k, 3))
+def shuffle_in_thread(x, k):
+    return x + random.permutation(k, 4)
 
 
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
@@ -37,10 +37,11 @@ def test_float32_draws_and_split_keys_compile_to_ptx():
 @needs_numba_cuda
 def test_a_key_operation_in_a_kernel_is_refused_at_its_line():
     with pytest.raises(TransformError) as info:
-        jit(vmap(fold_in_thread), backend="cuda").source(np.ones(4), KEYS)
+        jit(vmap(shuffle_in_thread), backend="cuda").source(np.ones(4), KEYS)
     message = str(info.value)
-    assert "test_cuda_random.py" in message and "random.fold_in(k, 3)" in message
-    assert "random.fold_in has no CUDA form yet" in message and "one key per thread" in message
+    assert "test_cuda_random.py" in message and "random.permutation(k, 4)" in message
+    assert "random.permutation has no CUDA form yet" in message
+    assert "one key per thread" in message and "draw on the CPU" in message
 
 
 @pytest.mark.slow

@@ -8,11 +8,13 @@ b)` (for shape () the element call itself), where `element` is the sampler's ele
 `transformer.runtime.random` compiled as a `cuda.jit(device=True)` function: element `flat`
 of a draw is made from its Threefry block alone, so a thread gives the bits the CPU gives.
 `ks = random.split(k, n)` (a literal `n`) is a local uint32[n, 2] filled word by word; its
-rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread. Every other
-`transformer.random` call (`PRNGKey`, `fold_in`, shuffles), and a shape,
-dtype or parameter this pass cannot read, is a TransformError at the user's line saying
-what to write instead. Device functions are built once per element: each global the
-element's code calls from the runtime is swapped for its own device build; `fma` is CUDA's
+rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread, as are the keys
+`fold_in` and `PRNGKey` make; those and the samplers of `transformer.random_samplers` are
+described in `.random_sampler_forms`. Every other `transformer.random` call
+(`categorical`, shuffles), and a shape, dtype or parameter this pass cannot read, is a
+TransformError at the user's line saying what to write instead. Device functions are built
+once per element: each global the element's code calls from the runtime is swapped for its
+own device build; `fma` is CUDA's
 fused multiply-add (on the simulator, the runtime's exactly rounded one: its `cuda.fma`
 rounds twice).
 """
@@ -28,10 +30,12 @@ import numpy as np
 
 from transformer import random
 from transformer.function import Function, hashable, resolve
+from transformer.primitives import registry
 from transformer.runtime import random as scalar
 from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
+from . import random_sampler_forms as sampler_forms
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -46,18 +50,22 @@ ELEMENTS = {
     (random.randint, np.dtype(np.int64)): scalar._randint64,
     (random.randint, np.dtype(np.int32)): scalar._randint32,
 }
+ELEMENTS.update(sampler_forms.ELEMENTS)
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
                  bool: bool}
-_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64}
+_DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64,
+                  **sampler_forms.DEFAULT_DTYPES}
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
-         "and draw with random.normal, uniform, bernoulli, bits or randint; or draw on the "
-         "CPU and pass the numbers in")
+         "or fold_in and draw with random.normal, uniform, bernoulli, bits, randint, "
+         "exponential, laplace, logistic, gumbel or truncated_normal; or draw on the CPU and "
+         "pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
 
 _BUILT: dict = {}
+_RUNTIME = scalar.__name__.rpartition(".")[0] + "."     # transformer.runtime.
 
 
 def device_function(fn):
@@ -70,7 +78,7 @@ def device_function(fn):
             if value is xla_math.fma:
                 swapped[global_name] = value if config.ENABLE_CUDASIM else _cuda_fma()
             elif isinstance(value, types.FunctionType) and \
-                    value.__module__ in (scalar.__name__, xla_math.__name__):
+                    value.__module__.startswith(_RUNTIME):
                 swapped[global_name] = device_function(value)
         rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__)
         rebuilt.__module__ = fn.__module__
@@ -99,6 +107,8 @@ def lower_random(fn: Function, specs: dict, float_dtype) -> Function:
 
 
 class _Draws(StatementRewriter):
+    device = staticmethod(device_function)
+
     def __init__(self, fn: Function, binder: Binder, infer_specs):
         self.fn, self.binder, self.changed = fn, binder, False
         self.counter = itertools.count()
@@ -130,8 +140,11 @@ class _Draws(StatementRewriter):
         label = f"random.{target.__name__}"
         if target is random.split:
             return self.split(stmt, site)
+        if target in sampler_forms.KEY_MAKERS:
+            return sampler_forms.make_key(self, stmt, site, target)
         if target not in SAMPLERS:
-            raise self.refuse(site, f"{label} has no CUDA form yet")
+            raise self.fn.origin.error(site, f"{label} has no CUDA form yet",
+                                       hint=registry.reason(target, "cuda") or _HINT)
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and
                 isinstance(stmt.targets[0], gast.Name)):
             raise self.refuse(site, f"{label} must be assigned to a name")
@@ -143,9 +156,10 @@ class _Draws(StatementRewriter):
         args = bound.arguments
         dtype = self.dtype(site, target, args)
         shape = self.shape(site, target, args)
-        a, b = self.parameters(site, target, args, dtype)
-        element = name(self.binder.bind(device_function(ELEMENTS[target, dtype]),
-                                        ELEMENTS[target, dtype].__name__.lstrip("_")))
+        a, b = sampler_forms.parameters(self, site, target, args, shape, dtype) or \
+            self.parameters(site, target, args, dtype)
+        chosen = sampler_forms.element(self, site, target, dtype, args, ELEMENTS[target, dtype])
+        element = name(self.binder.bind(device_function(chosen), chosen.__name__.lstrip("_")))
         words = self.key_words(site, label, args.get("key", args.get("k")))
         self.changed = True
         out = stmt.targets[0].id

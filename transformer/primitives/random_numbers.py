@@ -10,16 +10,18 @@ refuses a differentiated bound instead of dropping its derivative; `permutation`
 `choice` of a differentiated array are refused the same way (their indices are constants).
 vmap over keys runs the loop strategy: one example per key, which is what a loop over the
 keys computes.
-In CUDA kernels `split` and `normal`, `uniform`, `bernoulli`, `bits`, `randint` with
+In CUDA kernels `split`, `fold_in`, `PRNGKey` and `normal`, `uniform`, `bernoulli`, `bits`,
+`randint`, `exponential`, `laplace`, `logistic`, `gumbel`, `truncated_normal` with
 constant shapes run as
 loops of per-element device functions (`transformer.cuda.random_forms`); the other
-functions state why they do not.
+functions state why they do not. `truncated_normal` is refused by grad like `uniform`.
 """
 from __future__ import annotations
 
 from transformer import random
 from transformer.runtime import random as compiled
 from transformer.runtime import random_choice
+from transformer.runtime import random_samplers as compiled_samplers
 
 from . import registry
 from .families import lowered, nondifferentiable
@@ -28,7 +30,7 @@ KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
 SHUFFLES = (random.permutation, random.choice)
 CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint,
-                 random.split)
+                 random.split, random.PRNGKey, random.key, random.fold_in)
 
 for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
@@ -37,9 +39,28 @@ for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     if _key in CUDA_SAMPLERS:
         registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
     else:
-        registry.unsupported(_key, "cuda", "no CUDA form yet: pass keys in, split them and draw "
-                             "with normal/uniform/bernoulli/bits/randint, or draw on the CPU")
+        registry.unsupported(_key, "cuda", "pass one key per thread, split or fold_in it and "
+                             "draw with normal/uniform/bernoulli/bits/randint/exponential/"
+                             "laplace/logistic/gumbel/truncated_normal, or draw on the CPU")
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
+
+# exponential, laplace, logistic, gumbel, truncated_normal, categorical
+# (transformer.runtime.random_samplers)
+ELEMENT_SAMPLERS = (random.exponential, random.laplace, random.logistic, random.gumbel,
+                    random.truncated_normal, random.categorical)
+for _key in ELEMENT_SAMPLERS:
+    lowered(_key, getattr(compiled_samplers, _key.__name__))
+    registry.record(_key).kind = "random"
+    registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+    registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
+registry.unsupported(random.categorical, "cuda", "its argmax over the logits is no element "
+                     "loop; draw g = random.gumbel(key, (n,)) in the thread and take the "
+                     "index of the largest logits[i] + g[i] in a loop (the Gumbel-max trick)")
+nondifferentiable(*(s for s in ELEMENT_SAMPLERS if s is not random.truncated_normal))
+for _transform in ("grad", "jvp"):
+    registry.unsupported(random.truncated_normal, _transform,
+                         "random.truncated_normal has no derivative rule in lower/upper; "
+                         "pass constant bounds, e.g. transformer.stop_gradient(lower)")
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.uniform, _transform,
                          "random.uniform has no derivative rule in minval/maxval; write "
