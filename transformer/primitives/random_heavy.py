@@ -1,0 +1,46 @@
+"""`transformer.random`'s rejection and linear-algebra samplers as primitives.
+
+Under jit `gamma`, `beta`, `dirichlet` (`transformer.runtime.random_gamma`), `poisson`
+(`random_poisson`), `multivariate_normal` and `orthogonal` (`random_linalg`) run their
+runtime forms: the same key splits and draws as plain NumPy (bit for bit, LAPACK factors
+to rounding). A draw whose parameters are constants of the differentiated function is a
+constant too; a differentiated parameter is refused, never given a silent zero:
+`gamma`/`beta`/`dirichlet` have no reparameterization rule, and a `multivariate_normal`
+written with a factor differentiates through its product. `poisson` counts and
+`orthogonal` matrices (integer parameters) carry no derivative, as `bernoulli`'s booleans.
+vmap over keys runs the loop strategy, one example per key. CUDA kernels have no form of
+these yet: the registry says why and the kernel pass refuses the call at its line.
+"""
+from __future__ import annotations
+
+from transformer import random
+from transformer.runtime import random_gamma, random_linalg, random_poisson
+
+from . import registry
+from .families import lowered, nondifferentiable
+
+RUNTIME = {random.gamma: random_gamma.gamma, random.beta: random_gamma.beta,
+           random.dirichlet: random_gamma.dirichlet, random.poisson: random_poisson.poisson,
+           random.multivariate_normal: random_linalg.multivariate_normal,
+           random.orthogonal: random_linalg.orthogonal}
+GAMMA_FAMILY = (random.gamma, random.beta, random.dirichlet)
+STOP_GRADIENT_HINT = ("{name} has no derivative rule in its parameters (no implicit "
+                      "reparameterization); if the draw may be a constant of the "
+                      "derivative, pass the parameter through transformer.stop_gradient")
+FACTOR_HINT = ("multivariate_normal has no derivative rule in mean or cov; draw through a "
+               "factor L with cov = L @ L.T, the same numbers as method='cholesky': "
+               "mean + random.normal(key, shape + mean.shape[-1:]) @ L.T")
+CUDA_REASON = ("no CUDA form yet (rejection loops and factorizations run under jit on the "
+               "CPU): draw on the CPU and pass the numbers in")
+
+for _key, _runtime in RUNTIME.items():
+    lowered(_key, _runtime)
+    registry.record(_key).kind = "random"
+    registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
+    registry.unsupported(_key, "cuda", CUDA_REASON)
+nondifferentiable(random.poisson, random.orthogonal)
+for _transform in ("grad", "jvp"):
+    for _key in GAMMA_FAMILY:
+        registry.unsupported(_key, _transform,
+                             STOP_GRADIENT_HINT.format(name=f"random.{_key.__name__}"))
+    registry.unsupported(random.multivariate_normal, _transform, FACTOR_HINT)
