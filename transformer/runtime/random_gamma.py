@@ -59,7 +59,7 @@ def exp64(x):
         return 0.0
     if x > _EXP_HI:
         return math.inf
-    n = np.floor(fma(x, _LOG2E, 0.5))
+    n = float(math.floor(fma(x, _LOG2E, 0.5)))       # |n| < 1100: an exact int
     g = fma(-n, _LN2_LO, fma(-n, _LN2_HI, x))
     g2 = g * g
     p = fma(fma(g2, _EXP_P0, _EXP_P1), g2, 1.0) * g
@@ -86,7 +86,7 @@ def exp32(x):
         return x
     xc = np.float32(-87.8) if x < np.float32(-87.8) else x
     xc = np.float32(88.8) if xc > np.float32(88.8) else xc
-    n = np.floor(fma(xc, _E32_LOG2E, _HALF32))
+    n = np.float32(math.floor(fma(xc, _E32_LOG2E, _HALF32)))
     n = min(max(n, np.float32(-127.0)), np.float32(127.0))
     r = fma(-_E32_LN2_LO, n, fma(-_E32_LN2_HI, n, xc))
     p = fma(r, _E32_P[0], _E32_P[1])
@@ -220,6 +220,29 @@ def _samplers_for(dt: np.dtype):
 
 
 _FLAT = {dt: _samplers_for(dt) for dt in _FLOATS}
+
+
+def _elements_for(dt: np.dtype):
+    """Jitable `element(k0, k1, i, a, b)` forms of gamma (`a`) and beta (`a`, `b`) with
+    scalar parameters, for CUDA threads: an invalid parameter (below 0, NaN) gives NaN,
+    since a kernel cannot raise."""
+    gamma_one, beta_one = GAMMA_ONE[dt], _FLAT[dt][1]
+    zero, nan = dt.type(0.0), dt.type(np.nan)
+
+    def gamma_element(k0, k1, i, a, b):
+        if not a >= zero:
+            return nan
+        e0, e1 = block(k0, k1, i)
+        return gamma_one(e0, e1, a, False)
+
+    def beta_element(k0, k1, i, a, b):
+        if not (a >= zero and b >= zero):
+            return nan
+        return beta_one(k0, k1, i, a, b)
+    return register_jitable(gamma_element), register_jitable(beta_element)
+
+
+ELEMENTS = {dt: _elements_for(dt) for dt in _FLOATS}
 
 
 @register_jitable

@@ -56,33 +56,49 @@ def _lgamma32(x):
 
 
 @register_jitable
+def _setup(lam):
+    """The constants of Hormann's proposal for rate `lam`: (log lam, b, a, 1/alpha, v_r)."""
+    b = fma(_F(2.53), _F(math.sqrt(lam)), _F(0.931))
+    return (log32(lam), b, fma(_F(0.02483), b, _F(-0.059)),
+            _F(1.1239) + _F(1.1328) / (b - _F(3.4)), _F(0.9277) - _F(3.6224) / (b - _F(2.0)))
+
+
+@register_jitable
+def _proposal(s0, s1, t0, t1, i, lam, setup):
+    """(accepted, k) of element `i`'s proposal from the round keys `(s0, s1)`, `(t0, t1)`."""
+    log_lam, b, a, inv_alpha, v_r = setup
+    u = _uniform32(s0, s1, i, _ZERO, _ONE) - _HALF
+    v = _uniform32(t0, t1, i, _ZERO, _ONE)
+    us = _HALF - abs(u)
+    k = _floor32(fma(_F(2.0) * a / us + b, u, lam) + _F(0.43))
+    s = log32(v * inv_alpha / (a / (us * us) + b))
+    t = fma(k, log_lam, -lam) - _lgamma32(k + _ONE)
+    accept = (us >= _F(0.07) and v <= v_r) or \
+        (not (k < _ZERO or (us < _F(0.013) and v > us)) and s <= t)
+    return accept, k
+
+
+@register_jitable
+def _floor32(x):
+    # float32 values from 2**23 up are whole; below, the int floor is exact (math.floor,
+    # which CUDA threads have, where np.floor is not)
+    return x if not abs(x) < _F(8388608.0) else _F(math.floor(x))
+
+
+@register_jitable
 def _rejection(k0, k1, lam, out):
     """Hormann's rejection counts (as float32) for every `lam` at once, into `out`."""
     n = lam.size
-    log_lam, b, a = np.empty(n, _F), np.empty(n, _F), np.empty(n, _F)
-    inv_alpha, v_r = np.empty(n, _F), np.empty(n, _F)
-    for i in range(n):
-        log_lam[i] = log32(lam[i])
-        b[i] = fma(_F(2.53), _F(math.sqrt(lam[i])), _F(0.931))
-        a[i] = fma(_F(0.02483), b[i], _F(-0.059))
-        inv_alpha[i] = _F(1.1239) + _F(1.1328) / (b[i] - _F(3.4))
-        v_r[i] = _F(0.9277) - _F(3.6224) / (b[i] - _F(2.0))
-        out[i] = _F(-1.0)
     accepted = np.zeros(n, np.bool_)
+    for i in range(n):
+        out[i] = _F(-1.0)
     pending = n
     while pending > 0:
         s0, s1 = block(k0, k1, 1)
         t0, t1 = block(k0, k1, 2)
         k0, k1 = block(k0, k1, 0)
         for i in range(n):
-            u = _uniform32(s0, s1, i, _ZERO, _ONE) - _HALF
-            v = _uniform32(t0, t1, i, _ZERO, _ONE)
-            us = _HALF - abs(u)
-            k = np.floor(fma(_F(2.0) * a[i] / us + b[i], u, lam[i]) + _F(0.43))
-            s = log32(v * inv_alpha[i] / (a[i] / (us * us) + b[i]))
-            t = fma(k, log_lam[i], -lam[i]) - _lgamma32(k + _ONE)
-            accept = (us >= _F(0.07) and v <= v_r[i]) or \
-                (not (k < _ZERO or (us < _F(0.013) and v > us)) and s <= t)
+            accept, k = _proposal(s0, s1, t0, t1, i, lam[i], _setup(lam[i]))
             if accept:
                 out[i] = k
                 if not accepted[i]:
@@ -90,11 +106,56 @@ def _rejection(k0, k1, lam, out):
                     pending -= 1
 
 
+@register_jitable
+def _rejection_element(k0, k1, i, lam, size):
+    """Element `i` of `_rejection` for `size` elements that share the rate `lam`, on its
+    own (a CUDA thread keeps no arrays): the rounds the whole array runs are the most any
+    element needs to accept once; element `i` keeps its last acceptance within them."""
+    setup = _setup(lam)
+    rounds = 0
+    for j in range(size):
+        a0, a1 = k0, k1
+        r = 0
+        accept = False
+        while not accept:
+            s0, s1 = block(a0, a1, 1)
+            t0, t1 = block(a0, a1, 2)
+            a0, a1 = block(a0, a1, 0)
+            r += 1
+            accept, k = _proposal(s0, s1, t0, t1, j, lam, setup)
+        rounds = max(rounds, r)
+    last = _F(-1.0)
+    for _ in range(rounds):
+        s0, s1 = block(k0, k1, 1)
+        t0, t1 = block(k0, k1, 2)
+        k0, k1 = block(k0, k1, 0)
+        accept, k = _proposal(s0, s1, t0, t1, i, lam, setup)
+        if accept:
+            last = k
+    return last
+
+
 def _counts_for(dt: np.dtype):
-    """A jitable `(k0, k1, lam, out)`: Poisson counts of `dt` for the flat float32 `lam`."""
+    """Jitables `counts(k0, k1, lam, out)`: Poisson counts of `dt` for the flat float32
+    `lam`; and `element(k0, k1, i, lam, size)`: element `i` of `size` counts of one scalar
+    rate, for CUDA threads (an invalid `lam` gives -1 there: a kernel cannot raise)."""
     info, nb_dt = np.iinfo(dt), from_dtype(dt)
     top = 2.0 ** (info.bits - (1 if info.min < 0 else 0))
     low, high, bottom = nb_dt(info.min), nb_dt(info.max), float(info.min)
+
+    def saturated(count):
+        x = float(count)                   # XLA's conversion clamps to the dtype's range
+        return high if x >= top else (low if x < bottom else nb_dt(x))
+    saturated = register_jitable(saturated)
+
+    def element(k0, k1, i, lam, size):
+        if not (lam >= _ZERO and lam < _F(np.inf)):
+            return nb_dt(-1)
+        if lam == _ZERO:
+            return nb_dt(0)
+        if lam < _KNUTH_BELOW:
+            return nb_dt(_knuth(k0, k1, i, lam))
+        return saturated(_rejection_element(k0, k1, i, lam, size))
 
     def counts(k0, k1, lam, out):
         for i in range(lam.size):
@@ -107,13 +168,14 @@ def _counts_for(dt: np.dtype):
                 out[i] = nb_dt(0)
             elif lam[i] < _KNUTH_BELOW:
                 out[i] = nb_dt(_knuth(k0, k1, i, lam[i]))
-            else:                          # XLA's conversion clamps to the dtype's range
-                x = float(rejected[i])
-                out[i] = high if x >= top else (low if x < bottom else nb_dt(x))
-    return register_jitable(counts)
+            else:
+                out[i] = saturated(rejected[i])
+    return register_jitable(counts), register_jitable(element)
 
 
-_COUNTS = {dt: _counts_for(dt) for dt in _INTS}
+_COUNTS, ELEMENTS = {}, {}
+for _dt in _INTS:
+    _COUNTS[_dt], ELEMENTS[_dt] = _counts_for(_dt)
 
 
 def poisson(key, lam, shape=None, dtype=None) -> np.ndarray:
