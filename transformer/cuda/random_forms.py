@@ -32,6 +32,7 @@ from transformer.runtime import random as scalar
 from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
+from . import random_heavy_forms as heavy
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -46,11 +47,13 @@ ELEMENTS = {
     (random.randint, np.dtype(np.int64)): scalar._randint64,
     (random.randint, np.dtype(np.int32)): scalar._randint32,
 }
+ELEMENTS.update(heavy.ELEMENTS)             # gamma, beta, poisson
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
                  bool: bool}
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64}
+_DEFAULT_DTYPE.update(heavy.DEFAULT_DTYPE)
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
          "and draw with random.normal, uniform, bernoulli, bits or randint; or draw on the "
          "CPU and pass the numbers in")
@@ -66,16 +69,25 @@ def device_function(fn):
         from numba import config, cuda
         swapped = dict(fn.__globals__)
         for global_name in fn.__code__.co_names:
-            value = swapped.get(global_name)
-            if value is xla_math.fma:
-                swapped[global_name] = value if config.ENABLE_CUDASIM else _cuda_fma()
-            elif isinstance(value, types.FunctionType) and \
-                    value.__module__ in (scalar.__name__, xla_math.__name__):
-                swapped[global_name] = device_function(value)
-        rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__)
+            if global_name in swapped:
+                swapped[global_name] = _on_device(swapped[global_name], config)
+        closure = fn.__closure__ and tuple(types.CellType(_on_device(c.cell_contents, config))
+                                           for c in fn.__closure__)
+        rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__,
+                                     closure)
         rebuilt.__module__ = fn.__module__
         _BUILT[fn] = cuda.jit(device=True)(rebuilt)
     return _BUILT[fn]
+
+
+def _on_device(value, config):
+    """A global or closure value of runtime scalar code as a kernel calls it."""
+    if value is xla_math.fma:
+        return value if config.ENABLE_CUDASIM else _cuda_fma()
+    if isinstance(value, types.FunctionType) and \
+            value.__module__.startswith(scalar.__name__.rpartition(".")[0] + "."):
+        return device_function(value)
+    return value
 
 
 def _cuda_fma():
@@ -271,6 +283,8 @@ class _Draws(StatementRewriter):
         return value
 
     def parameters(self, site, target, args, dtype):
+        if target in heavy.DEFAULT_DTYPE:
+            return heavy.parameters(self, site, target, args, dtype)
         if target is random.randint:        # bounds beyond int64 need the plain form
             int64 = name(self.binder.bind(np.int64, "int64"))
             return (call(int64, copy.deepcopy(args["minval"])),

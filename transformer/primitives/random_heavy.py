@@ -8,8 +8,11 @@ constant too; a differentiated parameter is refused, never given a silent zero:
 `gamma`/`beta`/`dirichlet` have no reparameterization rule, and a `multivariate_normal`
 written with a factor differentiates through its product. `poisson` counts and
 `orthogonal` matrices (integer parameters) carry no derivative, as `bernoulli`'s booleans.
-vmap over keys runs the loop strategy, one example per key. CUDA kernels have no form of
-these yet: the registry says why and the kernel pass refuses the call at its line.
+vmap over keys runs the loop strategy, one example per key. In CUDA kernels `gamma`, `beta`
+and `poisson` with scalar parameters and constant shapes run as loops of per-element device
+functions (`transformer.cuda.random_heavy_forms`); `dirichlet`, `multivariate_normal` and
+`orthogonal` have no CUDA form: the registry says why and the kernel pass refuses the call
+at its line.
 """
 from __future__ import annotations
 
@@ -30,14 +33,18 @@ STOP_GRADIENT_HINT = ("{name} has no derivative rule in its parameters (no impli
 FACTOR_HINT = ("multivariate_normal has no derivative rule in mean or cov; draw through a "
                "factor L with cov = L @ L.T, the same numbers as method='cholesky': "
                "mean + random.normal(key, shape + mean.shape[-1:]) @ L.T")
-CUDA_REASON = ("no CUDA form yet (rejection loops and factorizations run under jit on the "
-               "CPU): draw on the CPU and pass the numbers in")
+CUDA_SAMPLERS = (random.gamma, random.beta, random.poisson)
+CUDA_REASON = ("no CUDA form yet (a row softmax or a factorization per thread): draw on the "
+               "CPU and pass the numbers in, or draw with gamma/normal in the thread")
 
 for _key, _runtime in RUNTIME.items():
     lowered(_key, _runtime)
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
-    registry.unsupported(_key, "cuda", CUDA_REASON)
+    if _key in CUDA_SAMPLERS:
+        registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
+    else:
+        registry.unsupported(_key, "cuda", CUDA_REASON)
 nondifferentiable(random.poisson, random.orthogonal)
 for _transform in ("grad", "jvp"):
     for _key in GAMMA_FAMILY:

@@ -1,0 +1,56 @@
+"""gamma, beta and poisson in CUDA kernels: PTX with real Numba typing (no GPU needed),
+located refusals of what has no CUDA form, and the simulator cases of
+tests/cuda_sim_random_heavy_cases.py (slow)."""
+
+import numpy as np
+import pytest
+
+from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, ptx_missing, run_on_simulator
+from transformer import TransformError, jit, random, vmap
+
+KEYS = random.split(random.PRNGKey(0), 4)
+needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+
+
+def rejection_draws(x, k):
+    k1, k2 = random.split(k)
+    return x * random.gamma(k1, 0.5, x.shape) + random.beta(k2, 2.0, 3.0) + \
+        np.float64(random.poisson(k, 30.0))
+
+
+def dirichlet_in_thread(x, k):
+    return x * random.dirichlet(k, np.ones(3))
+
+
+def gamma_of_a_vector(x, k):
+    return random.gamma(k, x)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
+def test_gamma_beta_poisson_compile_to_ptx():
+    ptx = jit(vmap(rejection_draws), backend="cuda").ptx(np.ones((4, 3)), KEYS)
+    assert ".entry" in ptx and "fma.rn.f64" in ptx
+
+
+@needs_numba_cuda
+def test_a_sampler_without_a_cuda_form_is_refused_at_its_line():
+    with pytest.raises(TransformError) as info:
+        jit(vmap(dirichlet_in_thread), backend="cuda").source(np.ones((4, 3)), KEYS)
+    message = str(info.value)
+    assert "test_cuda_random_heavy.py" in message and "random.dirichlet(k, np.ones(3))" in message
+    assert "random.dirichlet has no CUDA form yet" in message
+
+
+@needs_numba_cuda
+def test_an_array_parameter_in_a_kernel_is_refused_at_its_line():
+    with pytest.raises(TransformError) as info:
+        jit(vmap(gamma_of_a_vector), backend="cuda").source(np.ones((4, 3)), KEYS)
+    message = str(info.value)
+    assert "random.gamma(k, x)" in message and "takes a scalar a" in message
+
+
+@pytest.mark.slow
+@needs_numba_cuda
+def test_heavy_random_kernels_on_the_simulator(tmp_path):
+    run_on_simulator(tmp_path, str(ROOT / "tests" / "cuda_sim_random_heavy_cases.py"))

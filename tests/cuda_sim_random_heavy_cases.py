@@ -1,0 +1,57 @@
+"""gamma, beta and poisson in CUDA threads on Numba's CUDA simulator; started by
+tests/cuda/test_cuda_random_heavy.py in a process of its own (the simulator must be on
+before numba is imported). Oracles: a loop over the keys in plain Python, and JAX's
+recorded vectors (tests/data/jax_random_samplers.json). A few threads only."""
+import json
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from transformer import jit, random, vmap
+
+pytestmark = pytest.mark.skipif(not numba.config.ENABLE_CUDASIM,
+                                reason="needs NUMBA_ENABLE_CUDASIM=1 before numba is imported")
+
+VECTORS = Path(__file__).resolve().parent / "data" / "jax_random_samplers.json"
+KEYS = random.split(random.PRNGKey(7), 4)
+
+
+def heavy(x, k):
+    k1, k2 = random.split(k)
+    shape = x[0] + 1.0
+    g = random.gamma(k1, 0.7, (3,))
+    b = random.beta(k2, shape, 2.0)
+    n = random.poisson(k, 40.0, (4,))
+    m = random.poisson(k2, 3.5)
+    return np.sum(g * x) + b + np.sum(n) + m
+
+
+def test_gamma_beta_poisson_in_threads_equal_a_loop_over_the_keys():
+    xs = np.linspace(-0.5, 1.0, 12).reshape(4, 3)
+    got = jit(vmap(heavy), backend="cuda")(xs, KEYS)
+    assert np.array_equal(got, [heavy(x, k) for x, k in zip(xs, KEYS)])
+
+
+def recorded(k):
+    return (random.gamma(k, 2.5, (2, 2)), random.poisson(k, 4.0, (6,), np.int32),
+            random.beta(k, np.float32(0.3), np.float32(0.7), (5,), np.float32),
+            random.gamma(k, np.float32(0.5), (5,), np.float32))
+
+
+def test_jax_known_answers_in_threads():
+    cases = {case["call"]: case for case in json.loads(VECTORS.read_text())["cases"]}
+    calls = ("gamma(PRNGKey(3), 2.5, (2, 2))", "poisson(PRNGKey(3), 4.0, (6,), np.int32)",
+             "beta(PRNGKey(3), np.float32(0.3), np.float32(0.7), (5,), np.float32)",
+             "gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)")
+    got = jit(vmap(recorded), backend="cuda")(np.stack([random.PRNGKey(3)] * 2))
+    for call, rows in zip(calls, got):
+        case = cases[call]
+        want = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
+        for row in rows:
+            assert row.dtype == want.dtype
+            if case["exact"]:
+                assert np.array_equal(row, want), call
+            else:
+                np.testing.assert_allclose(row, want, rtol=case["rtol"])
