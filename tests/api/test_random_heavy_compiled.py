@@ -5,7 +5,7 @@ Oracles: plain NumPy `transformer.random` (checked against JAX's recorded vector
 test_random_samplers.py), the recorded vectors themselves, and finite differences. Quick
 set: the element-wise forms without a compile, one compiled function with two samplers,
 the grad refusals and their hints; the recorded-vector sweep under jit and jit(vmap) is
-slow."""
+slow. CUDA: tests/cuda/test_cuda_random_heavy.py."""
 from __future__ import annotations
 
 import json
@@ -144,29 +144,19 @@ def test_a_differentiated_mean_or_cov_is_refused_and_the_factor_form_matches():
             grad(gaussian_by_factor, argnums=argnum)(mean, chol, K),
             numerical_grad(gaussian_by_factor, (mean, chol, K), argnum), rtol=1e-6)
 
-# ---------------------------------------------------------------- the table and CUDA
+# ---------------------------------------------------------------- the table
 
 
 def test_the_table_of_primitives_says_what_each_sampler_supports():
     rows = {row["name"].rsplit(".", 1)[-1]: row for row in transformer.primitives()
             if row["name"].startswith("transformer.random_samplers.")}
-    for name in ("gamma", "beta", "dirichlet", "poisson", "multivariate_normal", "orthogonal"):
+    for name in ("gamma", "beta", "poisson"):
+        assert rows[name]["jit"] and rows[name]["cuda"], name
+    for name in ("dirichlet", "multivariate_normal", "orthogonal"):
         assert rows[name]["jit"] and not rows[name]["cuda"], name
         assert "draw on the CPU" in rows[name]["reason"], name
     assert rows["poisson"]["grad"] and not rows["gamma"]["grad"]
 
-
-def gamma_in_thread(x, k):
-    return x * random.gamma(k, 2.0)
-
-
-def test_a_heavy_sampler_in_a_cuda_kernel_is_refused_at_its_line():
-    pytest.importorskip("numba.cuda")
-    with pytest.raises(transformer.TransformError) as info:
-        jit(vmap(gamma_in_thread), backend="cuda").source(np.ones(4), random.split(K, 4))
-    message = str(info.value)
-    assert "test_random_heavy_compiled.py" in message and "random.gamma(k, 2.0)" in message
-    assert "random.gamma has no CUDA form yet" in message
 
 # ---------------------------------------------------------------- JAX's vectors (slow)
 
