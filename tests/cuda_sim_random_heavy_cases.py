@@ -1,4 +1,4 @@
-"""gamma, beta and poisson in CUDA threads on Numba's CUDA simulator; started by
+"""gamma, beta, poisson and orthogonal in CUDA threads on Numba's CUDA simulator; started by
 tests/cuda/test_cuda_random_heavy.py in a process of its own (the simulator must be on
 before numba is imported). Oracles: a loop over the keys in plain Python, and JAX's
 recorded vectors (tests/data/jax_random_samplers.json). A few threads only."""
@@ -34,17 +34,35 @@ def test_gamma_beta_poisson_in_threads_equal_a_loop_over_the_keys():
     assert np.array_equal(got, [heavy(x, k) for x, k in zip(xs, KEYS)])
 
 
+def rotations(k):
+    k1, k2 = random.split(k)
+    return random.orthogonal(k1, 3), random.orthogonal(k2, 2, (2,), np.float32, m=4)
+
+
+def test_orthogonal_in_threads_equals_a_loop_over_the_keys_to_rounding():
+    square, wide = jit(vmap(rotations), backend="cuda")(KEYS)
+    assert square.shape == (4, 3, 3) and wide.shape == (4, 2, 2, 4)
+    assert wide.dtype == np.float32
+    for i, k in enumerate(KEYS):
+        want_square, want_wide = rotations(k)
+        np.testing.assert_allclose(square[i], want_square, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(wide[i], want_wide, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(square[i] @ square[i].T, np.eye(3), atol=1e-13)
+
+
 def recorded(k):
     return (random.gamma(k, 2.5, (2, 2)), random.poisson(k, 4.0, (6,), np.int32),
             random.beta(k, np.float32(0.3), np.float32(0.7), (5,), np.float32),
-            random.gamma(k, np.float32(0.5), (5,), np.float32))
+            random.gamma(k, np.float32(0.5), (5,), np.float32),
+            random.orthogonal(k, 3, (2,), m=5))
 
 
 def test_jax_known_answers_in_threads():
     cases = {case["call"]: case for case in json.loads(VECTORS.read_text())["cases"]}
     calls = ("gamma(PRNGKey(3), 2.5, (2, 2))", "poisson(PRNGKey(3), 4.0, (6,), np.int32)",
              "beta(PRNGKey(3), np.float32(0.3), np.float32(0.7), (5,), np.float32)",
-             "gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)")
+             "gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)",
+             "orthogonal(PRNGKey(3), 3, (2,), m=5)")
     got = jit(vmap(recorded), backend="cuda")(np.stack([random.PRNGKey(3)] * 2))
     for call, rows in zip(calls, got):
         case = cases[call]

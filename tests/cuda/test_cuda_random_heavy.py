@@ -1,4 +1,4 @@
-"""gamma, beta and poisson in CUDA kernels: PTX with real Numba typing (no GPU needed),
+"""gamma, beta, poisson and orthogonal in CUDA kernels: PTX with real Numba typing (no GPU needed),
 located refusals of what has no CUDA form, and the simulator cases of
 tests/cuda_sim_random_heavy_cases.py (slow)."""
 
@@ -14,8 +14,9 @@ needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
 
 def rejection_draws(x, k):
     k1, k2 = random.split(k)
+    q = random.orthogonal(k2, 3)
     return x * random.gamma(k1, 0.5, x.shape) + random.beta(k2, 2.0, 3.0) + \
-        np.float64(random.poisson(k, 30.0))
+        np.float64(random.poisson(k, 30.0)) + q[0]
 
 
 def dirichlet_in_thread(x, k):
@@ -28,7 +29,7 @@ def gamma_of_a_vector(x, k):
 
 @pytest.mark.slow
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
-def test_gamma_beta_poisson_compile_to_ptx():
+def test_gamma_beta_poisson_orthogonal_compile_to_ptx():
     ptx = jit(vmap(rejection_draws), backend="cuda").ptx(np.ones((4, 3)), KEYS)
     assert ".entry" in ptx and "fma.rn.f64" in ptx
 

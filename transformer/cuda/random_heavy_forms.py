@@ -8,8 +8,11 @@ argument); an array parameter is a TransformError at the user's line. The elemen
 gives the number the CPU gives (gamma and beta from their own element keys; poisson with
 `a` the rate as float32 and `b` the count of draws, since its rejection rounds are those
 of the whole array). A kernel cannot raise, so an invalid parameter gives NaN (gamma,
-beta) or -1 (poisson). `dirichlet`, `multivariate_normal` and `orthogonal` have no CUDA
-form: the registry says why.
+beta) or -1 (poisson). `orthogonal(key, n, shape, dtype, m)` with literal sizes is drawn
+by `draw_orthogonal`: each element redraws its matrix and orthonormalizes its columns up
+to its own (modified Gram-Schmidt in a `cuda.local.array`); Gram-Schmidt's R has a
+positive diagonal, so its Q is the sign-corrected Q of the CPU's QR, to rounding.
+`dirichlet` and `multivariate_normal` have no CUDA form: the registry says why.
 """
 from __future__ import annotations
 
@@ -18,9 +21,12 @@ import math
 
 import numpy as np
 
+import gast
+
 from transformer import random
+from transformer.function import resolve
 from transformer.runtime import random_gamma, random_poisson
-from transformer.syntax import call, const, name
+from transformer.syntax import assign, call, const, located, name, store
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
@@ -54,3 +60,43 @@ def parameters(draws, site, target, args, dtype) -> tuple:
     cast = draws.binder.bind(dtype.type, dtype.name)
     calls = [call(name(cast), copy.deepcopy(v)) for v in values]
     return calls[0], calls[1] if len(calls) > 1 else const(0)
+
+
+# ---------------------------------------------------------------- orthogonal
+
+def draw_orthogonal(draws, stmt, site) -> list:
+    """`q = random.orthogonal(key, n, shape, dtype, m)` with literal sizes, shape and dtype:
+    `np.empty(shape + (n, m))` filled by element loops (`random_orthogonal`)."""
+    import inspect
+    if not (isinstance(stmt, gast.Assign) and stmt.value is site and
+            isinstance(stmt.targets[0], gast.Name)):
+        raise draws.refuse(site, "random.orthogonal must be assigned to a name")
+    try:
+        args = inspect.signature(random.orthogonal).bind(
+            *site.args, **{k.arg: k.value for k in site.keywords}).arguments
+    except TypeError as exc:
+        raise draws.refuse(site, f"random.orthogonal: {exc}") from None
+    sizes = [args.get(what, args["n"]) for what in ("n", "m")]
+    if not all(isinstance(s, gast.Constant) and type(s.value) is int and s.value >= 0
+               for s in sizes):
+        raise draws.refuse(site, "random.orthogonal needs n and m as int literals")
+    n, m = (s.value for s in sizes)
+    given = args.get("dtype")
+    try:
+        dt = _F64 if given is None else np.dtype(resolve(draws.fn, given, None))
+    except TypeError:
+        dt = None
+    if dt not in (_F64, _F32):
+        raise draws.refuse(site, "random.orthogonal takes a dtype written as np.float64 or "
+                                 "np.float32")
+    shape = draws.shape(site, random.orthogonal, args) + (n, m)
+    from .random_orthogonal import orthogonal_element       # imports numba.cuda
+    element = name(draws.binder.bind(orthogonal_element(n, m, dt), f"orthogonal_{n}x{m}"))
+    words = draws.key_words(site, "random.orthogonal", args["key"])
+    draws.changed = True
+    out, np_name = stmt.targets[0].id, draws.binder.bind(np, "np")
+    alloc = call(gast.Attribute(value=name(np_name), attr="empty", ctx=gast.Load()),
+                 gast.Tuple(elts=[const(d) for d in shape], ctx=gast.Load()),
+                 gast.Attribute(value=name(np_name), attr=dt.name, ctx=gast.Load()))
+    return [located(assign(store(out), alloc), stmt),
+            located(draws.loops(out, shape, element, words, const(n), const(m)), stmt)]

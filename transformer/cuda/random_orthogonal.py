@@ -1,0 +1,55 @@
+"""The element form of `random.orthogonal` in CUDA threads. Imports numba.cuda, so only
+code that builds a CUDA kernel imports it (`random_heavy_forms.draw_orthogonal`).
+
+Element `i` of `orthogonal(key, n, shape, dtype, m)` redraws its matrix of normals (shape
+`(max(n, m), min(n, m))`, the CPU's draws) into a `cuda.local.array` and orthonormalizes
+its columns up to its own by modified Gram-Schmidt. Gram-Schmidt's R has a positive
+diagonal, so its Q is the CPU's sign-corrected QR factor to rounding; `n < m` reads Q
+transposed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, from_dtype
+
+from transformer.runtime.random import _normal32, _normal64
+
+_BUILT: dict = {}
+
+
+def orthogonal_element(n: int, m: int, dt: np.dtype):
+    """`element(k0, k1, i, a, b)` for sizes `n`, `m` and dtype `dt`, as a device function
+    (built once per size and dtype)."""
+    if (n, m, dt) not in _BUILT:
+        rows, cols, wide, per = max(n, m), min(n, m), n < m, n * m
+        normal = _normal64 if dt == np.float64 else _normal32
+        zero, nb_dt = dt.type(0.0), from_dtype(dt)
+
+        def element(k0, k1, i, a, b):
+            batch, rest = i // per, i % per
+            r, c = rest // m, rest % m
+            if wide:                               # the result is Q transposed
+                r, c = c, r
+            q = cuda.local.array((rows, cols), nb_dt)
+            for x in range(rows):
+                for y in range(cols):
+                    q[x, y] = normal(k0, k1, (batch * rows + x) * cols + y, 0, 0)
+            for j in range(c + 1):
+                for p in range(j):
+                    dot = zero
+                    for x in range(rows):
+                        dot += q[x, p] * q[x, j]
+                    for x in range(rows):
+                        q[x, j] -= dot * q[x, p]
+                norm = zero
+                for x in range(rows):
+                    norm += q[x, j] * q[x, j]
+                norm = math.sqrt(norm)
+                for x in range(rows):
+                    q[x, j] = q[x, j] / norm
+            return q[r, c]
+        from .random_forms import device_function
+        _BUILT[n, m, dt] = device_function(element)
+    return _BUILT[n, m, dt]
