@@ -143,7 +143,7 @@ class _Draws(StatementRewriter):
         if target is random.split:
             return self.split(stmt, site)
         if target is random.orthogonal:
-            return heavy.draw_orthogonal(self, stmt, site)
+            return heavy.draw_orthogonal(self, stmt, site, device_function)
         if target not in SAMPLERS:
             raise self.refuse(site, f"{label} has no CUDA form yet")
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and

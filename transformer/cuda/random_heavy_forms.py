@@ -64,9 +64,10 @@ def parameters(draws, site, target, args, dtype) -> tuple:
 
 # ---------------------------------------------------------------- orthogonal
 
-def draw_orthogonal(draws, stmt, site) -> list:
+def draw_orthogonal(draws, stmt, site, device_function) -> list:
     """`q = random.orthogonal(key, n, shape, dtype, m)` with literal sizes, shape and dtype:
-    `np.empty(shape + (n, m))` filled by element loops (`random_orthogonal`)."""
+    `np.empty(shape + (n, m))` filled by element loops (`random_orthogonal`), built into
+    device functions by `device_function`."""
     import inspect
     if not (isinstance(stmt, gast.Assign) and stmt.value is site and
             isinstance(stmt.targets[0], gast.Name)):
@@ -91,7 +92,8 @@ def draw_orthogonal(draws, stmt, site) -> list:
                                  "np.float32")
     shape = draws.shape(site, random.orthogonal, args) + (n, m)
     from .random_orthogonal import orthogonal_element       # imports numba.cuda
-    element = name(draws.binder.bind(orthogonal_element(n, m, dt), f"orthogonal_{n}x{m}"))
+    element = name(draws.binder.bind(device_function(orthogonal_element(n, m, dt)),
+                                     f"orthogonal_{n}x{m}"))
     words = draws.key_words(site, "random.orthogonal", args["key"])
     draws.changed = True
     out, np_name = stmt.targets[0].id, draws.binder.bind(np, "np")

@@ -20,8 +20,8 @@ _BUILT: dict = {}
 
 
 def orthogonal_element(n: int, m: int, dt: np.dtype):
-    """`element(k0, k1, i, a, b)` for sizes `n`, `m` and dtype `dt`, as a device function
-    (built once per size and dtype)."""
+    """`element(k0, k1, i, a, b)` for sizes `n`, `m` and dtype `dt` as scalar code, for
+    `random_forms.device_function` to build (one function per size and dtype)."""
     if (n, m, dt) not in _BUILT:
         rows, cols, wide, per = max(n, m), min(n, m), n < m, n * m
         normal = _normal64 if dt == np.float64 else _normal32
@@ -50,6 +50,5 @@ def orthogonal_element(n: int, m: int, dt: np.dtype):
                 for x in range(rows):
                     q[x, j] = q[x, j] / norm
             return q[r, c]
-        from .random_forms import device_function
-        _BUILT[n, m, dt] = device_function(element)
+        _BUILT[n, m, dt] = element
     return _BUILT[n, m, dt]
