@@ -1,7 +1,8 @@
-"""gamma, beta, poisson and orthogonal in CUDA threads on Numba's CUDA simulator; started by
-tests/cuda/test_cuda_random_heavy.py in a process of its own (the simulator must be on
-before numba is imported). Oracles: a loop over the keys in plain Python, and JAX's
-recorded vectors (tests/data/jax_random_samplers.json). A few threads only."""
+"""gamma, beta, poisson, orthogonal and multivariate_normal in CUDA threads on Numba's
+CUDA simulator; started by tests/cuda/test_cuda_random_heavy.py in a process of its own
+(the simulator must be on before numba is imported). Oracles: a loop over the keys in
+plain Python, and JAX's recorded vectors (tests/data/jax_random_samplers.json). A few
+threads only."""
 import json
 from pathlib import Path
 
@@ -32,6 +33,21 @@ def test_gamma_beta_poisson_in_threads_equal_a_loop_over_the_keys():
     xs = np.linspace(-0.5, 1.0, 12).reshape(4, 3)
     got = jit(vmap(heavy), backend="cuda")(xs, KEYS)
     assert np.array_equal(got, [heavy(x, k) for x, k in zip(xs, KEYS)])
+
+
+COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
+
+
+def gaussian(mean, k, cov):
+    return random.multivariate_normal(k, mean, cov, (2,))
+
+
+def test_multivariate_normal_in_threads_equals_a_loop_over_the_keys_to_rounding():
+    means = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    got = jit(vmap(gaussian, in_axes=(0, 0, None)), backend="cuda")(means, KEYS, COV)
+    assert got.shape == (4, 2, 3)
+    for i, k in enumerate(KEYS):
+        np.testing.assert_allclose(got[i], gaussian(means[i], k, COV), rtol=1e-12, atol=1e-14)
 
 
 def rotations(k):

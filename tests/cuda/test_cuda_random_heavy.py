@@ -1,6 +1,6 @@
-"""gamma, beta, poisson and orthogonal in CUDA kernels: PTX with real Numba typing (no GPU needed),
-located refusals of what has no CUDA form, and the simulator cases of
-tests/cuda_sim_random_heavy_cases.py (slow)."""
+"""gamma, beta, poisson, orthogonal and multivariate_normal in CUDA kernels: PTX with
+real Numba typing (no GPU needed), located refusals of what has no CUDA form, and the
+simulator cases of tests/cuda_sim_random_heavy_cases.py (slow)."""
 
 import numpy as np
 import pytest
@@ -9,14 +9,16 @@ from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, ptx_missing, run_o
 from transformer import TransformError, jit, random, vmap
 
 KEYS = random.split(random.PRNGKey(0), 4)
+COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
 
 
 def rejection_draws(x, k):
     k1, k2 = random.split(k)
     q = random.orthogonal(k2, 3)
+    g = random.multivariate_normal(k1, x, COV)
     return x * random.gamma(k1, 0.5, x.shape) + random.beta(k2, 2.0, 3.0) + \
-        np.float64(random.poisson(k, 30.0)) + q[0]
+        np.float64(random.poisson(k, 30.0)) + q[0] + g
 
 
 def dirichlet_in_thread(x, k):
@@ -27,9 +29,13 @@ def gamma_of_a_vector(x, k):
     return random.gamma(k, x)
 
 
+def gaussian_by_eigh(x, k):
+    return random.multivariate_normal(k, x, COV, method="eigh")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
-def test_gamma_beta_poisson_orthogonal_compile_to_ptx():
+def test_the_rejection_and_linear_algebra_samplers_compile_to_ptx():
     ptx = jit(vmap(rejection_draws), backend="cuda").ptx(np.ones((4, 3)), KEYS)
     assert ".entry" in ptx and "fma.rn.f64" in ptx
 
@@ -49,6 +55,14 @@ def test_an_array_parameter_in_a_kernel_is_refused_at_its_line():
         jit(vmap(gamma_of_a_vector), backend="cuda").source(np.ones((4, 3)), KEYS)
     message = str(info.value)
     assert "random.gamma(k, x)" in message and "takes a scalar a" in message
+
+
+@needs_numba_cuda
+def test_a_factorization_without_a_thread_form_is_refused_with_the_one_that_has():
+    with pytest.raises(TransformError) as info:
+        jit(vmap(gaussian_by_eigh), backend="cuda").source(np.ones((4, 3)), KEYS)
+    message = str(info.value)
+    assert 'method="eigh"' in message and "takes method='cholesky'" in message
 
 
 @pytest.mark.slow

@@ -142,8 +142,8 @@ class _Draws(StatementRewriter):
         label = f"random.{target.__name__}"
         if target is random.split:
             return self.split(stmt, site)
-        if target is random.orthogonal:
-            return heavy.draw_orthogonal(self, stmt, site, device_function)
+        if target in heavy.DRAWS:           # orthogonal, multivariate_normal
+            return heavy.DRAWS[target](self, stmt, site, device_function)
         if target not in SAMPLERS:
             raise self.refuse(site, f"{label} has no CUDA form yet")
         if not (isinstance(stmt, gast.Assign) and stmt.value is site and

@@ -12,7 +12,9 @@ beta) or -1 (poisson). `orthogonal(key, n, shape, dtype, m)` with literal sizes 
 by `draw_orthogonal`: each element redraws its matrix and orthonormalizes its columns up
 to its own (modified Gram-Schmidt in a `cuda.local.array`); Gram-Schmidt's R has a
 positive diagonal, so its Q is the sign-corrected Q of the CPU's QR, to rounding.
-`dirichlet` and `multivariate_normal` have no CUDA form: the registry says why.
+`multivariate_normal(key, mean, cov, shape)` (1-D mean, one covariance, method
+'cholesky') by `draw_multivariate_normal`: each element factors the rows of `cov` it needs.
+`dirichlet` has no CUDA form: the registry says why.
 """
 from __future__ import annotations
 
@@ -64,19 +66,36 @@ def parameters(draws, site, target, args, dtype) -> tuple:
 
 # ---------------------------------------------------------------- orthogonal
 
-def draw_orthogonal(draws, stmt, site, device_function) -> list:
-    """`q = random.orthogonal(key, n, shape, dtype, m)` with literal sizes, shape and dtype:
-    `np.empty(shape + (n, m))` filled by element loops (`random_orthogonal`), built into
-    device functions by `device_function`."""
+def _bound(draws, stmt, site, target) -> dict:
+    """The arguments of a draw assigned to a name, by parameter name."""
     import inspect
+    label = f"random.{target.__name__}"
     if not (isinstance(stmt, gast.Assign) and stmt.value is site and
             isinstance(stmt.targets[0], gast.Name)):
-        raise draws.refuse(site, "random.orthogonal must be assigned to a name")
+        raise draws.refuse(site, f"{label} must be assigned to a name")
     try:
-        args = inspect.signature(random.orthogonal).bind(
+        return inspect.signature(target).bind(
             *site.args, **{k.arg: k.value for k in site.keywords}).arguments
     except TypeError as exc:
-        raise draws.refuse(site, f"random.orthogonal: {exc}") from None
+        raise draws.refuse(site, f"{label}: {exc}") from None
+
+
+def _filled(draws, stmt, shape, dt, element, words, a, b) -> list:
+    """`out = np.empty(shape, dt)` and the loops writing `element(*words, flat, a, b)`."""
+    out, np_name = stmt.targets[0].id, draws.binder.bind(np, "np")
+    draws.changed = True
+    alloc = call(gast.Attribute(value=name(np_name), attr="empty", ctx=gast.Load()),
+                 gast.Tuple(elts=[const(d) for d in shape], ctx=gast.Load()),
+                 gast.Attribute(value=name(np_name), attr=dt.name, ctx=gast.Load()))
+    return [located(assign(store(out), alloc), stmt),
+            located(draws.loops(out, shape, element, words, a, b), stmt)]
+
+
+def draw_orthogonal(draws, stmt, site, device_function) -> list:
+    """`q = random.orthogonal(key, n, shape, dtype, m)` with literal sizes, shape and dtype:
+    `np.empty(shape + (n, m))` filled by element loops (`random_thread_linalg`), built into
+    device functions by `device_function`."""
+    args = _bound(draws, stmt, site, random.orthogonal)
     sizes = [args.get(what, args["n"]) for what in ("n", "m")]
     if not all(isinstance(s, gast.Constant) and type(s.value) is int and s.value >= 0
                for s in sizes):
@@ -91,14 +110,39 @@ def draw_orthogonal(draws, stmt, site, device_function) -> list:
         raise draws.refuse(site, "random.orthogonal takes a dtype written as np.float64 or "
                                  "np.float32")
     shape = draws.shape(site, random.orthogonal, args) + (n, m)
-    from .random_orthogonal import orthogonal_element       # imports numba.cuda
+    from .random_thread_linalg import orthogonal_element       # imports numba.cuda
     element = name(draws.binder.bind(device_function(orthogonal_element(n, m, dt)),
                                      f"orthogonal_{n}x{m}"))
     words = draws.key_words(site, "random.orthogonal", args["key"])
-    draws.changed = True
-    out, np_name = stmt.targets[0].id, draws.binder.bind(np, "np")
-    alloc = call(gast.Attribute(value=name(np_name), attr="empty", ctx=gast.Load()),
-                 gast.Tuple(elts=[const(d) for d in shape], ctx=gast.Load()),
-                 gast.Attribute(value=name(np_name), attr=dt.name, ctx=gast.Load()))
-    return [located(assign(store(out), alloc), stmt),
-            located(draws.loops(out, shape, element, words, const(n), const(m)), stmt)]
+    return _filled(draws, stmt, shape, dt, element, words, const(n), const(m))
+
+
+def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
+    """`x = random.multivariate_normal(key, mean, cov, shape)` with a 1-D `mean`, one
+    (n, n) `cov` of its dtype, a literal shape and method 'cholesky': `np.empty(shape +
+    (n,))` filled by element loops (`random_thread_linalg`)."""
+    target = random.multivariate_normal
+    args = _bound(draws, stmt, site, target)
+    method = args.get("method")
+    if method is not None and not (isinstance(method, gast.Constant) and
+                                   method.value == "cholesky"):
+        raise draws.refuse(site, "random.multivariate_normal takes method='cholesky' (eigh "
+                                 "and svd have no per-thread form)")
+    mean, cov = (draws.key_spec(args[what]) for what in ("mean", "cov"))
+    if mean is None or cov is None or len(mean.shape) != 1 or \
+            tuple(cov.shape) != (mean.shape[0],) * 2 or mean.dtype != cov.dtype or \
+            mean.dtype not in (_F64, _F32) or args.get("dtype") is not None:
+        raise draws.refuse(site, "random.multivariate_normal takes mean as a 1-D float array "
+                                 "and cov as one (n, n) matrix of its dtype, without dtype")
+    n, dt = int(mean.shape[0]), np.dtype(mean.dtype)
+    shape = draws.shape(site, target, args) + (n,)
+    from .random_thread_linalg import multivariate_normal_element
+    element = name(draws.binder.bind(device_function(multivariate_normal_element(n, dt)),
+                                     f"multivariate_normal_{n}"))
+    words = draws.key_words(site, "random.multivariate_normal", args["key"])
+    return _filled(draws, stmt, shape, dt, element, words,
+                   copy.deepcopy(args["mean"]), copy.deepcopy(args["cov"]))
+
+
+DRAWS = {random.orthogonal: draw_orthogonal,
+         random.multivariate_normal: draw_multivariate_normal}
