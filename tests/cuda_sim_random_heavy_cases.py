@@ -1,6 +1,6 @@
-"""gamma, beta, poisson, orthogonal and multivariate_normal in CUDA threads on Numba's
-CUDA simulator; started by tests/cuda/test_cuda_random_heavy.py in a process of its own
-(the simulator must be on before numba is imported). Oracles: a loop over the keys in
+"""gamma, beta, dirichlet, poisson, orthogonal and multivariate_normal in CUDA threads on
+Numba's CUDA simulator; started by tests/cuda/test_cuda_random_heavy.py in a process of
+its own (the simulator must be on before numba is imported). Oracles: a loop over the keys in
 plain Python, and JAX's recorded vectors (tests/data/jax_random_samplers.json). A few
 threads only."""
 import json
@@ -24,12 +24,13 @@ def heavy(x, k):
     shape = x[0] + 1.0
     g = random.gamma(k1, 0.7, (3,))
     b = random.beta(k2, shape, 2.0)
+    d = random.dirichlet(k1, x * x + 0.2, (2,))
     n = random.poisson(k, 40.0, (4,))
     m = random.poisson(k2, 3.5)
-    return np.sum(g * x) + b + np.sum(n) + m
+    return np.sum(g * x) + b + np.sum(n) + m + np.sum(d * d)
 
 
-def test_gamma_beta_poisson_in_threads_equal_a_loop_over_the_keys():
+def test_gamma_beta_dirichlet_poisson_in_threads_equal_a_loop_over_the_keys():
     xs = np.linspace(-0.5, 1.0, 12).reshape(4, 3)
     got = jit(vmap(heavy), backend="cuda")(xs, KEYS)
     assert np.array_equal(got, [heavy(x, k) for x, k in zip(xs, KEYS)])
@@ -70,7 +71,7 @@ def recorded(k):
     return (random.gamma(k, 2.5, (2, 2)), random.poisson(k, 4.0, (6,), np.int32),
             random.beta(k, np.float32(0.3), np.float32(0.7), (5,), np.float32),
             random.gamma(k, np.float32(0.5), (5,), np.float32),
-            random.orthogonal(k, 3, (2,), m=5))
+            random.orthogonal(k, 3, (2,), m=5), random.dirichlet(k, np.ones(3), (4, 2)))
 
 
 def test_jax_known_answers_in_threads():
@@ -78,7 +79,8 @@ def test_jax_known_answers_in_threads():
     calls = ("gamma(PRNGKey(3), 2.5, (2, 2))", "poisson(PRNGKey(3), 4.0, (6,), np.int32)",
              "beta(PRNGKey(3), np.float32(0.3), np.float32(0.7), (5,), np.float32)",
              "gamma(PRNGKey(3), np.float32(0.5), (5,), np.float32)",
-             "orthogonal(PRNGKey(3), 3, (2,), m=5)")
+             "orthogonal(PRNGKey(3), 3, (2,), m=5)",
+             "dirichlet(PRNGKey(3), np.ones((2, 3)), (4, 2))")
     got = jit(vmap(recorded), backend="cuda")(np.stack([random.PRNGKey(3)] * 2))
     for call, rows in zip(calls, got):
         case = cases[call]

@@ -1,6 +1,6 @@
-"""gamma, beta, poisson, orthogonal and multivariate_normal in CUDA kernels: PTX with
-real Numba typing (no GPU needed), located refusals of what has no CUDA form, and the
-simulator cases of tests/cuda_sim_random_heavy_cases.py (slow)."""
+"""gamma, beta, dirichlet, poisson, orthogonal and multivariate_normal in CUDA kernels:
+PTX with real Numba typing (no GPU needed), located refusals of the call forms without a
+CUDA form, and the simulator cases of tests/cuda_sim_random_heavy_cases.py (slow)."""
 
 import numpy as np
 import pytest
@@ -17,12 +17,13 @@ def rejection_draws(x, k):
     k1, k2 = random.split(k)
     q = random.orthogonal(k2, 3)
     g = random.multivariate_normal(k1, x, COV)
+    d = random.dirichlet(k2, x * x + 0.5)
     return x * random.gamma(k1, 0.5, x.shape) + random.beta(k2, 2.0, 3.0) + \
-        np.float64(random.poisson(k, 30.0)) + q[0] + g
+        np.float64(random.poisson(k, 30.0)) + q[0] + g + d
 
 
-def dirichlet_in_thread(x, k):
-    return x * random.dirichlet(k, np.ones(3))
+def dirichlet_of_a_matrix(x, k):
+    return x * random.dirichlet(k, np.ones((2, 3)))
 
 
 def gamma_of_a_vector(x, k):
@@ -41,12 +42,13 @@ def test_the_rejection_and_linear_algebra_samplers_compile_to_ptx():
 
 
 @needs_numba_cuda
-def test_a_sampler_without_a_cuda_form_is_refused_at_its_line():
+def test_a_call_form_without_a_cuda_form_is_refused_at_its_line():
     with pytest.raises(TransformError) as info:
-        jit(vmap(dirichlet_in_thread), backend="cuda").source(np.ones((4, 3)), KEYS)
+        jit(vmap(dirichlet_of_a_matrix), backend="cuda").source(np.ones((4, 2, 3)), KEYS)
     message = str(info.value)
-    assert "test_cuda_random_heavy.py" in message and "random.dirichlet(k, np.ones(3))" in message
-    assert "random.dirichlet has no CUDA form yet" in message
+    assert "test_cuda_random_heavy.py" in message and "random.dirichlet(k, np.ones((2, 3)))" \
+        in message
+    assert "takes alpha as a 1-D array" in message
 
 
 @needs_numba_cuda

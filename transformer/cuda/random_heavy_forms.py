@@ -13,8 +13,9 @@ by `draw_orthogonal`: each element redraws its matrix and orthonormalizes its co
 to its own (modified Gram-Schmidt in a `cuda.local.array`); Gram-Schmidt's R has a
 positive diagonal, so its Q is the sign-corrected Q of the CPU's QR, to rounding.
 `multivariate_normal(key, mean, cov, shape)` (1-D mean, one covariance, method
-'cholesky') by `draw_multivariate_normal`: each element factors the rows of `cov` it needs.
-`dirichlet` has no CUDA form: the registry says why.
+'cholesky') by `draw_multivariate_normal`: each element factors the rows of `cov` it needs;
+`dirichlet(key, alpha, shape)` (1-D alpha) by `draw_dirichlet`: each element draws its
+row's log-gammas. Other call forms are refused at the user's line.
 """
 from __future__ import annotations
 
@@ -144,5 +145,27 @@ def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
                    copy.deepcopy(args["mean"]), copy.deepcopy(args["cov"]))
 
 
+def draw_dirichlet(draws, stmt, site, device_function) -> list:
+    """`x = random.dirichlet(key, alpha, shape, dtype)` with a 1-D `alpha` of the draw's
+    dtype and a literal shape: `np.empty(shape + alpha.shape)` filled by element loops
+    (`random_gamma.ELEMENTS`: each element draws its row's log-gammas)."""
+    args = _bound(draws, stmt, site, random.dirichlet)
+    alpha, given = draws.key_spec(args["alpha"]), args.get("dtype")
+    try:
+        dt = _F64 if given is None else np.dtype(resolve(draws.fn, given, None))
+    except TypeError:
+        dt = None
+    if alpha is None or len(alpha.shape) != 1 or alpha.dtype != dt or dt not in (_F64, _F32):
+        raise draws.refuse(site, "random.dirichlet takes alpha as a 1-D array of the draw's "
+                                 "dtype (np.float64 unless dtype says np.float32)")
+    shape = draws.shape(site, random.dirichlet, args) + (int(alpha.shape[0]),)
+    element = name(draws.binder.bind(device_function(random_gamma.ELEMENTS[dt][2]),
+                                     "dirichlet_element"))
+    words = draws.key_words(site, "random.dirichlet", args["key"])
+    return _filled(draws, stmt, shape, dt, element, words, copy.deepcopy(args["alpha"]),
+                   const(0))
+
+
 DRAWS = {random.orthogonal: draw_orthogonal,
-         random.multivariate_normal: draw_multivariate_normal}
+         random.multivariate_normal: draw_multivariate_normal,
+         random.dirichlet: draw_dirichlet}

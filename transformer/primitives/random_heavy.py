@@ -9,10 +9,10 @@ constant too; a differentiated parameter is refused, never given a silent zero:
 written with a factor differentiates through its product. `poisson` counts and
 `orthogonal` matrices (integer parameters) carry no derivative, as `bernoulli`'s booleans.
 vmap over keys runs the loop strategy, one example per key. In CUDA kernels `gamma`, `beta`
-and `poisson` with scalar parameters, `orthogonal` with literal sizes and
-`multivariate_normal` with one covariance run as loops of per-element device functions
-(`transformer.cuda.random_heavy_forms`); `dirichlet` has no CUDA form: the registry says
-why and the kernel pass refuses the call at its line.
+and `poisson` with scalar parameters, `orthogonal` with literal sizes,
+`multivariate_normal` with one covariance and `dirichlet` with a 1-D alpha run as loops of
+per-element device functions (`transformer.cuda.random_heavy_forms`); other call forms are
+refused at the user's line.
 """
 from __future__ import annotations
 
@@ -33,20 +33,12 @@ STOP_GRADIENT_HINT = ("{name} has no derivative rule in its parameters (no impli
 FACTOR_HINT = ("multivariate_normal has no derivative rule in mean or cov; draw through a "
                "factor L with cov = L @ L.T, the same numbers as method='cholesky': "
                "mean + random.normal(key, shape + mean.shape[-1:]) @ L.T")
-CUDA_SAMPLERS = (random.gamma, random.beta, random.poisson, random.orthogonal,
-                 random.multivariate_normal)
-CUDA_REASON = ("no CUDA form yet (a softmax over each row per thread): draw on the CPU and "
-               "pass the numbers in, or normalize random.gamma draws in the thread (the same "
-               "distribution, other numbers)")
 
 for _key, _runtime in RUNTIME.items():
     lowered(_key, _runtime)
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
-    if _key in CUDA_SAMPLERS:
-        registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
-    else:
-        registry.unsupported(_key, "cuda", CUDA_REASON)
+    registry.record(_key).cuda = "random"            # element loops (transformer.cuda)
 nondifferentiable(random.poisson, random.orthogonal)
 for _transform in ("grad", "jvp"):
     for _key in GAMMA_FAMILY:

@@ -224,10 +224,10 @@ _FLAT = {dt: _samplers_for(dt) for dt in _FLOATS}
 
 def _elements_for(dt: np.dtype):
     """Jitable `element(k0, k1, i, a, b)` forms of gamma (`a`) and beta (`a`, `b`) with
-    scalar parameters, for CUDA threads: an invalid parameter (below 0, NaN) gives NaN,
-    since a kernel cannot raise."""
-    gamma_one, beta_one = GAMMA_ONE[dt], _FLAT[dt][1]
-    zero, nan = dt.type(0.0), dt.type(np.nan)
+    scalar parameters and of dirichlet (`a` a 1-D alpha), for CUDA threads: an invalid
+    parameter (below 0, NaN) gives NaN, since a kernel cannot raise."""
+    gamma_one, beta_one, exp, flush = GAMMA_ONE[dt], _FLAT[dt][1], EXP[dt], FLUSH[dt]
+    zero, one, nan, lowest = dt.type(0.0), dt.type(1.0), dt.type(np.nan), dt.type(-np.inf)
 
     def gamma_element(k0, k1, i, a, b):
         if not a >= zero:
@@ -239,7 +239,29 @@ def _elements_for(dt: np.dtype):
         if not (a >= zero and b >= zero):
             return nan
         return beta_one(k0, k1, i, a, b)
-    return register_jitable(gamma_element), register_jitable(beta_element)
+
+    def log_gamma_at(k0, k1, row, j, alpha):
+        e0, e1 = block(k0, k1, row * alpha.shape[0] + j)
+        return gamma_one(e0, e1, alpha[j], True)
+
+    def dirichlet_element(k0, k1, i, alpha, b):
+        """Element `i` of `dirichlet(key, alpha, shape)` for a 1-D `alpha`: the row's
+        log-gammas drawn twice (for its maximum, then its sum) instead of stored."""
+        width = alpha.shape[0]
+        row, c = i // width, i % width
+        top = lowest
+        for j in range(width):
+            if not alpha[j] >= zero:
+                return nan
+            g = log_gamma_at(k0, k1, row, j, alpha)
+            if top == top and (g > top or g != g):      # np.max: NaN wins
+                top = g
+        total = exp(log_gamma_at(k0, k1, row, 0, alpha) - top)
+        for j in range(1, width):
+            total = total + exp(log_gamma_at(k0, k1, row, j, alpha) - top)
+        return flush(exp(log_gamma_at(k0, k1, row, c, alpha) - top) * (one / total))
+    return (register_jitable(gamma_element), register_jitable(beta_element),
+            register_jitable(dirichlet_element))
 
 
 ELEMENTS = {dt: _elements_for(dt) for dt in _FLOATS}
