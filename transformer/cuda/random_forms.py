@@ -142,7 +142,7 @@ class _Draws(StatementRewriter):
         label = f"random.{target.__name__}"
         if target is random.split:
             return self.split(stmt, site)
-        if target in heavy.DRAWS:           # orthogonal, multivariate_normal
+        if target in heavy.DRAWS:           # orthogonal, multivariate_normal, dirichlet
             return heavy.DRAWS[target](self, stmt, site, device_function)
         if target not in SAMPLERS:
             raise self.refuse(site, f"{label} has no CUDA form yet")
