@@ -13,10 +13,10 @@ COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
 
 
-def rejection_draws(x, k):
+def rejection_draws(x, k, cov):
     k1, k2 = random.split(k)
     q = random.orthogonal(k2, 3)
-    g = random.multivariate_normal(k1, x, COV)
+    g = random.multivariate_normal(k1, x, cov)
     d = random.dirichlet(k2, x * x + 0.5)
     return x * random.gamma(k1, 0.5, x.shape) + random.beta(k2, 2.0, 3.0) + \
         np.float64(random.poisson(k, 30.0)) + q[0] + g + d
@@ -34,10 +34,15 @@ def gaussian_by_eigh(x, k):
     return random.multivariate_normal(k, x, COV, method="eigh")
 
 
+def gaussian_of_a_global(x, k):
+    return random.multivariate_normal(k, x, COV)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
 def test_the_rejection_and_linear_algebra_samplers_compile_to_ptx():
-    ptx = jit(vmap(rejection_draws), backend="cuda").ptx(np.ones((4, 3)), KEYS)
+    ptx = jit(vmap(rejection_draws, in_axes=(0, 0, None)), backend="cuda").ptx(
+        np.ones((4, 3)), KEYS, COV)
     assert ".entry" in ptx and "fma.rn.f64" in ptx
 
 
@@ -65,6 +70,10 @@ def test_a_factorization_without_a_thread_form_is_refused_with_the_one_that_has(
         jit(vmap(gaussian_by_eigh), backend="cuda").source(np.ones((4, 3)), KEYS)
     message = str(info.value)
     assert 'method="eigh"' in message and "takes method='cholesky'" in message
+    with pytest.raises(TransformError) as info:
+        jit(vmap(gaussian_of_a_global), backend="cuda").source(np.ones((4, 3)), KEYS)
+    assert "random.multivariate_normal(k, x, COV)" in str(info.value)
+    assert "vmap with in_axes None" in str(info.value)
 
 
 @pytest.mark.slow

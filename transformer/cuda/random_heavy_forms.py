@@ -134,7 +134,9 @@ def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
             tuple(cov.shape) != (mean.shape[0],) * 2 or mean.dtype != cov.dtype or \
             mean.dtype not in (_F64, _F32) or args.get("dtype") is not None:
         raise draws.refuse(site, "random.multivariate_normal takes mean as a 1-D float array "
-                                 "and cov as one (n, n) matrix of its dtype, without dtype")
+                                 "and cov as one (n, n) matrix of its dtype, without dtype, "
+                                 "both arguments or locals of the kernel (a shared cov: "
+                                 "vmap with in_axes None)")
     n, dt = int(mean.shape[0]), np.dtype(mean.dtype)
     shape = draws.shape(site, target, args) + (n,)
     from .random_thread_linalg import multivariate_normal_element
@@ -157,7 +159,8 @@ def draw_dirichlet(draws, stmt, site, device_function) -> list:
         dt = None
     if alpha is None or len(alpha.shape) != 1 or alpha.dtype != dt or dt not in (_F64, _F32):
         raise draws.refuse(site, "random.dirichlet takes alpha as a 1-D array of the draw's "
-                                 "dtype (np.float64 unless dtype says np.float32)")
+                                 "dtype (np.float64 unless dtype says np.float32), an "
+                                 "argument or local of the kernel")
     shape = draws.shape(site, random.dirichlet, args) + (int(alpha.shape[0]),)
     element = name(draws.binder.bind(device_function(random_gamma.ELEMENTS[dt][2]),
                                      "dirichlet_element"))
