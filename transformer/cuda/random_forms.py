@@ -36,6 +36,7 @@ from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
 from . import random_sampler_forms as sampler_forms
+from . import random_heavy_forms as heavy
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -51,12 +52,14 @@ ELEMENTS = {
     (random.randint, np.dtype(np.int32)): scalar._randint32,
 }
 ELEMENTS.update(sampler_forms.ELEMENTS)
+ELEMENTS.update(heavy.ELEMENTS)             # gamma, beta, poisson
 SAMPLERS = {sampler for sampler, _ in ELEMENTS}
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.int32,
                  bool: bool}
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64,
                   **sampler_forms.DEFAULT_DTYPES}
+_DEFAULT_DTYPE.update(heavy.DEFAULT_DTYPE)
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
          "or fold_in and draw with random.normal, uniform, bernoulli, bits, randint, "
          "exponential, laplace, logistic, gumbel or truncated_normal; or draw on the CPU and "
@@ -74,16 +77,25 @@ def device_function(fn):
         from numba import config, cuda
         swapped = dict(fn.__globals__)
         for global_name in fn.__code__.co_names:
-            value = swapped.get(global_name)
-            if value is xla_math.fma:
-                swapped[global_name] = value if config.ENABLE_CUDASIM else _cuda_fma()
-            elif isinstance(value, types.FunctionType) and \
-                    value.__module__.startswith(_RUNTIME):
-                swapped[global_name] = device_function(value)
-        rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__)
+            if global_name in swapped:
+                swapped[global_name] = _on_device(swapped[global_name], config)
+        closure = fn.__closure__ and tuple(types.CellType(_on_device(c.cell_contents, config))
+                                           for c in fn.__closure__)
+        rebuilt = types.FunctionType(fn.__code__, swapped, fn.__name__, fn.__defaults__,
+                                     closure)
         rebuilt.__module__ = fn.__module__
         _BUILT[fn] = cuda.jit(device=True)(rebuilt)
     return _BUILT[fn]
+
+
+def _on_device(value, config):
+    """A global or closure value of runtime scalar code as a kernel calls it."""
+    if value is xla_math.fma:
+        return value if config.ENABLE_CUDASIM else _cuda_fma()
+    if isinstance(value, types.FunctionType) and \
+            value.__module__.startswith(_RUNTIME):
+        return device_function(value)
+    return value
 
 
 def _cuda_fma():
@@ -142,6 +154,8 @@ class _Draws(StatementRewriter):
             return self.split(stmt, site)
         if target in sampler_forms.KEY_MAKERS:
             return sampler_forms.make_key(self, stmt, site, target)
+        if target in heavy.DRAWS:           # orthogonal, multivariate_normal, dirichlet
+            return heavy.DRAWS[target](self, stmt, site, device_function)
         if target not in SAMPLERS:
             raise self.fn.origin.error(site, f"{label} has no CUDA form yet",
                                        hint=registry.reason(target, "cuda") or _HINT)
@@ -285,6 +299,8 @@ class _Draws(StatementRewriter):
         return value
 
     def parameters(self, site, target, args, dtype):
+        if target in heavy.DEFAULT_DTYPE:
+            return heavy.parameters(self, site, target, args, dtype)
         if target is random.randint:        # bounds beyond int64 need the plain form
             int64 = name(self.binder.bind(np.int64, "int64"))
             return (call(int64, copy.deepcopy(args["minval"])),
