@@ -65,6 +65,11 @@ from .random_samplers import (
     truncated_normal,
 )
 
+# users call them as `random.gamma`: errors and `secant primitives` name them so
+for _sampler in (beta, categorical, dirichlet, exponential, gamma, gumbel, laplace, logistic,
+                 multivariate_normal, orthogonal, poisson, truncated_normal):
+    _sampler.__module__ = __name__
+
 __all__ = [
     "PRNGKey",
     "bernoulli",

@@ -149,7 +149,7 @@ def test_a_differentiated_mean_or_cov_is_refused_and_the_factor_form_matches():
 
 def test_the_table_of_primitives_says_what_each_sampler_supports():
     rows = {row["name"].rsplit(".", 1)[-1]: row for row in transformer.primitives()
-            if row["name"].startswith("transformer.random_samplers.")}
+            if row["name"].startswith("transformer.random.")}
     for name in ("gamma", "beta", "dirichlet", "poisson", "multivariate_normal", "orthogonal"):
         assert rows[name]["kind"] == "random" and rows[name]["jit"] and rows[name]["cuda"]
         assert "vmap over keys runs a loop" in rows[name]["reason"], name
