@@ -375,8 +375,9 @@ def outer_both(a, b):
 
 # For outputs of many megabytes NumPy's allocator (transparent huge pages) spares most of
 # the page faults Numba's own allocator takes, which makes writing a batch of outer
-# products several times faster (object mode: code calling them is not cached on disk).
-# Matrix products of one float dtype go through `_product_*`. No `cache=True`:
+# products several times faster; large products run NumPy's matmul, the BLAS a batched
+# NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
+# module-level functions so that code calling them stays cacheable. No `cache=True`:
 # secant's backend gives them a sealed disk cache inside its cache directory
 # (codegen/cache_numba.py), so nothing is written into the installed package.
 
@@ -394,17 +395,18 @@ def _empty3_float32(shape):
     return out
 
 
-# The products stay in nopython mode (Numba's BLAS binding): a call into object mode
-# embeds the address of a Python object, and Numba then refuses to cache the helper and
-# every function calling it ("uses dynamic globals"), recompiling them in each process.
 @numba.njit
 def _product_float64(a, b):
-    return np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    with numba.objmode(out="float64[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
 
 
 @numba.njit
 def _product_float32(a, b):
-    return np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    with numba.objmode(out="float32[:, ::1]"):
+        out = np.ascontiguousarray(a @ b)
+    return out
 
 
 def _numpy_empty(dtype):
