@@ -179,6 +179,7 @@ class Jitted(ShowsSource):
         self._compile_seconds = self._parse_seconds = 0.0
         self._last_reason = None
         self._base_fn: Function | None = None
+        self._read = freshness.Bindings()      # what parsing and compiling read; renewed
         self._cpu = options.backend == "cpu"
         functools.update_wrapper(self, fun, updated=())
 
@@ -197,7 +198,6 @@ class Jitted(ShowsSource):
             with self._parse_lock:
                 if self._base_fn is None:
                     started = time.perf_counter()
-                    self._read = freshness.Bindings()
                     with freshness.recording(self._read):
                         self._base_fn = parse(self.fun)
                     if not compile_log.inside_compile():    # else that compile counts it
@@ -213,6 +213,7 @@ class Jitted(ShowsSource):
             if self._base_fn is None or self._read.current():
                 return False
             self._base_fn = None
+            self._read = freshness.Bindings()
             for cached in ("signature", "_binder", "_arity", "static_names"):
                 self.__dict__.pop(cached, None)
             return True
@@ -412,6 +413,21 @@ class Jitted(ShowsSource):
                                           "jit(..., backend='python') to run it with NumPy")
 
     def _compile(self, spec_key, static, layouts):
+        before = backends.STATS.hits
+        with freshness.recording(self._read):   # what building reads: where hidden arrays live
+            fn, keys = self._transformed(spec_key, static, layouts)
+            compiled = materialize.compile_function(fn, self.options)
+        self._reused += backends.STATS.hits - before
+        self._misses += 1
+        self._last_reason = self._reason(static, layouts)
+        readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
+                        for array in compiled.hidden)
+        self._specs[spec_key] = (compiled.function, keys, readers)
+        self._last_compiled = compiled
+        return self._specs[spec_key]
+
+    def _transformed(self, spec_key, static, layouts) -> tuple:
+        """(the Function compiled for this specialization, the rebuild of its result)."""
         fn, rebuild = self._function_for(layouts)
         refuse_recursion(fn)
         if static:
@@ -428,17 +444,7 @@ class Jitted(ShowsSource):
         if self.options.backend == "cpu":
             shapes = self._shapes(fn, static, spec_key)
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, [])
-        before = backends.STATS.hits
-        with freshness.recording(self._read):   # helpers' globals: read where they live
-            compiled = materialize.compile_function(fn, self.options)
-        self._reused += backends.STATS.hits - before
-        self._misses += 1
-        self._last_reason = self._reason(static, layouts)
-        readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
-                        for array in compiled.hidden)
-        self._specs[spec_key] = (compiled.function, keys, readers)
-        self._last_compiled = compiled
-        return self._specs[spec_key]
+        return fn, keys
 
     def _function_for(self, layouts):
         """(Function, rebuild of its result or None): the flat form for container
