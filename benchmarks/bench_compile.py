@@ -9,6 +9,11 @@ gives the median seconds of each stage:
     lj       jit(grad(lj_energy))                      W1, 64 particles
     hessian  jit(hessian(f)), f(x) = sum(tanh(x))      W4, n = 64
     mlp      jit(vmap(grad(mlp_loss), in_axes=(None, 0, 0))) with dict params, W2
+    closed   jit(hessian(f)), f(x) = x @ A @ x with A (64, 64) closed over, a new A in
+             every process: W4's closed-over matrix
+
+With `--warm`, each case also runs a second time in a new process on the cache the first
+run filled (rows `case+warm`): the time to a first result once the code is on disk.
 
 Stages are *exclusive* (a stage nested in another is subtracted from it), so the columns
 add up to the first call:
@@ -39,7 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 STAGES = ("transform", "emit", "load", "typing", "lower", "numba", "cache", "run")
-CASES = ("lj", "hessian", "mlp")
+CASES = ("lj", "hessian", "mlp", "closed")
 
 
 # --------------------------------------------------------------------------- the profiler
@@ -115,6 +120,8 @@ def install(stages: Stages) -> None:
 # --------------------------------------------------------------------------- the cases
 def _case(name: str):
     """(the function to call, its arguments) for case `name`; nothing compiled yet."""
+    import numpy as np
+
     from benchmarks import workloads
     from transformer import grad, hessian, jit, vmap
 
@@ -127,6 +134,12 @@ def _case(name: str):
     if name == "mlp":
         params, X, Y = workloads.mlp_inputs(batch=32)
         return jit(vmap(grad(workloads.mlp_loss), in_axes=(None, 0, 0))), (params, X, Y)
+    if name == "closed":
+        A = np.random.default_rng().normal(size=(64, 64))   # a new matrix each process
+
+        def quadratic(x):
+            return x @ A @ x
+        return jit(hessian(quadratic)), (np.ones(64),)
     raise ValueError(f"unknown case {name!r}; choose from {CASES}")
 
 
@@ -149,14 +162,18 @@ def measure(name: str) -> dict:
     return {**stages.seconds, "first": first, "import": imported, "second": second}
 
 
-def run_fresh(name: str) -> dict:
-    """`measure(name)` in a new process with an empty cache directory."""
+def run_fresh(name: str, warm: bool = False) -> list[dict]:
+    """`measure(name)` in a new process with an empty cache directory; with `warm`, then
+    again in another new process on the cache the first one filled."""
     with tempfile.TemporaryDirectory(prefix="secant-bench-") as cache:
         env = {**os.environ, "SECANT_CACHE_DIR": cache,
                "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
-        out = subprocess.run([sys.executable, __file__, "--measure", name], env=env,
-                             check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+        runs = []
+        for _ in range(2 if warm else 1):
+            out = subprocess.run([sys.executable, __file__, "--measure", name], env=env,
+                                 check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+    return runs
 
 
 def print_breakdown(results: dict[str, list[dict]]) -> None:
@@ -173,6 +190,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warm", action="store_true",
+                        help="also time a second process on the filled cache")
     parser.add_argument("--json", help="also write the raw runs here")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -180,7 +199,11 @@ def main(argv=None) -> None:
         sys.path.insert(0, ROOT)
         print(json.dumps(measure(args.measure)))
         return
-    results = {name: [run_fresh(name) for _ in range(args.repeat)] for name in args.cases}
+    results: dict[str, list[dict]] = {}
+    for name in args.cases:
+        for _ in range(args.repeat):
+            for label, run in zip((name, name + "+warm"), run_fresh(name, args.warm)):
+                results.setdefault(label, []).append(run)
     print_breakdown(results)
     if args.json:
         with open(args.json, "w") as handle:
