@@ -68,6 +68,7 @@ class Compiled:
     text: str
     path: str
     key: str
+    hidden: tuple = ()      # arrays passed after the function's own arguments, in order
 
 
 class CacheStats:

@@ -119,12 +119,13 @@ def inside_compile() -> bool:
 
 
 def timed(compile_function):
-    """Decorate `compile_function(fn, options)` so that each call is one timed compile."""
+    """Decorate `compile_function(fn, options, **flags)` so that each call is one timed
+    compile."""
     @functools.wraps(compile_function)
-    def timed_compile(fn, options):
+    def timed_compile(fn, options, **flags):
         with compiling(fn.name, options.backend, fn.chain) as timing:
             with timing.transforming():
-                return compile_function(fn, options)
+                return compile_function(fn, options, **flags)
     return timed_compile
 
 

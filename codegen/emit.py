@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import re
 
-import astor
 import gast
 
 _COMMENT_ATTR = "secant_comment"
@@ -31,11 +30,15 @@ def to_source(node) -> str:
     """Python source for a gast module, function or statement, with its comments."""
     comments: list[str] = []
     marked = _negative_constants_as_negation(_insert_markers(node, comments))
+    import astor    # on first use: `import transformer` does not need the printer
+
     text = astor.to_source(gast.gast_to_ast(marked))
     return _MARKER_LINE.sub(lambda m: m.group(1) + "# " + comments[int(m.group(2))], text)
 
 
 def expression_source(node) -> str:
+    import astor
+
     return astor.to_source(gast.gast_to_ast(gast.Expr(value=node))).strip()
 
 

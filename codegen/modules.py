@@ -20,8 +20,6 @@ import threading
 import types
 from pathlib import Path
 
-import platformdirs
-
 from . import cache_files, cache_store, cache_trust
 
 _lock = threading.Lock()
@@ -31,7 +29,11 @@ CACHE_ROOT_ATTRIBUTE = "__secant_cache_root__"
 
 def configured_dir() -> Path:
     """`SECANT_CACHE_DIR`, or the platform's user cache dir (not created, not checked)."""
-    root = os.environ.get("SECANT_CACHE_DIR") or platformdirs.user_cache_dir("secant")
+    root = os.environ.get("SECANT_CACHE_DIR")
+    if not root:
+        import platformdirs     # on first use: `import transformer` does not need it
+
+        root = platformdirs.user_cache_dir("secant")
     return Path(os.path.abspath(os.path.expanduser(root)))
 
 

@@ -60,6 +60,17 @@ class Bindings:
                 return False
         return True
 
+    def binding_of(self, value):
+        """A function returning what now holds the global or closure cell that was read
+        as `value` (by identity), or None when `value` was not read from one."""
+        for namespace, name, read in list(self._names.values()):
+            if read is value:
+                return lambda: namespace.get(name, _MISSING)
+        for cell, read in list(self._cells.values()):
+            if read is value:
+                return lambda: cell_contents(cell)
+        return None
+
     def __len__(self) -> int:
         return len(self._names) + len(self._cells) + len(self._defaults)
 

@@ -9,6 +9,15 @@ disk, so an identical function defined again - or the same program in a new proc
 reuses it. `cache_info()` reports hits, misses and why the last
 compile happened.
 
+On the cpu backend a NumPy array the function (or anything it calls) reads from a module
+global or a closure is not frozen into the compiled code: it is passed as a hidden argument
+(`captured_arrays`), read at each call where the function found it, as Python reads it. So
+`A = new_array` between calls is seen by the next call without compiling again when the
+new array has the same dtype and number of dimensions (and the same short last axis, see
+above), and the compiled code goes to the disk cache; an array of another kind, or another
+value, makes a new specialization. Writes into such an array reach the caller's array. An
+array reached otherwise (through a module attribute, `cfg.A`) is still a constant.
+
 Threads may share a jitted function: concurrent first calls of one specialization
 compile it once (a lock per specialization) and all get the result. Each specialization
 keeps its compiled code in memory for the life of the function, so a function compiled
@@ -34,7 +43,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, freshness, materialize
+from . import bounds, captured_arrays, freshness, materialize
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -170,6 +179,7 @@ class Jitted(ShowsSource):
         self._compile_seconds = self._parse_seconds = 0.0
         self._last_reason = None
         self._base_fn: Function | None = None
+        self._read = freshness.Bindings()      # what parsing and compiling read; renewed
         self._cpu = options.backend == "cpu"
         functools.update_wrapper(self, fun, updated=())
 
@@ -188,7 +198,6 @@ class Jitted(ShowsSource):
             with self._parse_lock:
                 if self._base_fn is None:
                     started = time.perf_counter()
-                    self._read = freshness.Bindings()
                     with freshness.recording(self._read):
                         self._base_fn = parse(self.fun)
                     if not compile_log.inside_compile():    # else that compile counts it
@@ -204,6 +213,7 @@ class Jitted(ShowsSource):
             if self._base_fn is None or self._read.current():
                 return False
             self._base_fn = None
+            self._read = freshness.Bindings()
             for cached in ("signature", "_binder", "_arity", "static_names"):
                 self.__dict__.pop(cached, None)
             return True
@@ -252,16 +262,31 @@ class Jitted(ShowsSource):
             if found is not None:      # e.g. vmap maps keyword arguments: other source
                 return self._for_call_variant(*found)(*args, **kwargs)
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
-        compiled = self._specs.get(spec_key)
+        compiled, hidden = self._lookup(spec_key)
         if compiled is None and self._reread_if_rebound():
             spec_key, dynamic, layouts, static = self._bind(args, kwargs)
-            compiled = self._specs.get(spec_key)
+            compiled, hidden = self._lookup(spec_key)
         if compiled is None:
             if self.options.backend != "python":
                 self._refuse_numba_dtypes(dynamic)
             return self._first_call(spec_key, dynamic, layouts, static)
         self._hits += 1
-        return self._run(compiled, dynamic)
+        return self._run(compiled, dynamic, hidden)
+
+    def _lookup(self, spec_key) -> tuple:
+        """(compiled specialization or None, the values of its hidden arrays now).
+
+        A specialization whose hidden array (`captured_arrays`) is now bound to a value
+        of another kind (dtype, dimensions, short last axis, or not an array) is dropped:
+        its function is transformed again with the new value, as a new specialization."""
+        compiled = self._specs.get(spec_key)
+        if compiled is None or not compiled[2]:
+            return compiled, ()
+        hidden = _hidden_values(compiled[2])
+        if hidden is None:
+            self._specs.pop(spec_key, None)
+            return None, ()
+        return compiled, hidden
 
     def _for_call_variant(self, key, target) -> Jitted:
         """The jitted function for `target`, the transformation as this call uses it."""
@@ -282,15 +307,18 @@ class Jitted(ShowsSource):
             # parsing and transforming `fun` happened once, before the first compile
             timing.secant_seconds += self._parse_seconds
             self._parse_seconds = 0.0
+            hidden = _hidden_values(compiled[2]) if compiled[2] else ()
+            if hidden is None:      # rebound while compiling: the arrays it was built with
+                hidden = self._last_compiled.hidden
             with timing.running():
-                result = self._run(compiled, dynamic)
+                result = self._run(compiled, dynamic, hidden)
         self._compile_seconds += timing.seconds
         return result
 
-    def _run(self, compiled, dynamic):
-        function, keys = compiled
+    def _run(self, compiled, dynamic, hidden=()):
+        function, keys, _ = compiled
         try:
-            result = function(*dynamic)
+            result = function(*dynamic, *hidden)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
         except IndexError as exc:
@@ -385,6 +413,21 @@ class Jitted(ShowsSource):
                                           "jit(..., backend='python') to run it with NumPy")
 
     def _compile(self, spec_key, static, layouts):
+        before = backends.STATS.hits
+        with freshness.recording(self._read):   # what building reads: where hidden arrays live
+            fn, keys = self._transformed(spec_key, static, layouts)
+            compiled = materialize.compile_function(fn, self.options)
+        self._reused += backends.STATS.hits - before
+        self._misses += 1
+        self._last_reason = self._reason(static, layouts)
+        readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
+                        for array in compiled.hidden)
+        self._specs[spec_key] = (compiled.function, keys, readers)
+        self._last_compiled = compiled
+        return self._specs[spec_key]
+
+    def _transformed(self, spec_key, static, layouts) -> tuple:
+        """(the Function compiled for this specialization, the rebuild of its result)."""
         fn, rebuild = self._function_for(layouts)
         refuse_recursion(fn)
         if static:
@@ -401,14 +444,7 @@ class Jitted(ShowsSource):
         if self.options.backend == "cpu":
             shapes = self._shapes(fn, static, spec_key)
             fn = bounds.with_known_lengths(scalarize(fn, shapes), shapes, [])
-        before = backends.STATS.hits
-        compiled = materialize.compile_function(fn, self.options)
-        self._reused += backends.STATS.hits - before
-        self._misses += 1
-        self._last_reason = self._reason(static, layouts)
-        self._specs[spec_key] = (compiled.function, keys)
-        self._last_compiled = compiled
-        return self._specs[spec_key]
+        return fn, keys
 
     def _function_for(self, layouts):
         """(Function, rebuild of its result or None): the flat form for container
@@ -472,7 +508,7 @@ class Jitted(ShowsSource):
     # ------------------------------------------------------------------ inspecting
     def cache_info(self) -> CacheInfo:
         disk = 0
-        for function, _ in self._specs.values():
+        for function, _, _ in self._specs.values():
             stats = getattr(function, "stats", None)
             if stats is not None:
                 disk += sum(stats.cache_hits.values())
@@ -506,8 +542,9 @@ class Jitted(ShowsSource):
         disk cache, so a later process calling with such arguments loads it. Returns the
         Numba types compiled for."""
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
-        function, _ = self._specs.get(spec_key) or self._compile(spec_key, static, layouts)
-        types = tuple(numba.typeof(value) for value in dynamic)
+        compiled = self._specs.get(spec_key) or self._compile(spec_key, static, layouts)
+        function, hidden = compiled[0], _hidden_values(compiled[2]) or ()
+        types = tuple(numba.typeof(value) for value in (*dynamic, *hidden))
         if hasattr(function, "compile"):       # a Numba dispatcher (cpu backend)
             try:
                 function.compile(types)
@@ -541,6 +578,15 @@ def _numba_reason(text: str) -> str:
 # exact types that are never containers: checked first, as the per-call fast path
 _PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.float32,
                           np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
+def _hidden_values(readers) -> tuple | None:
+    """The hidden arrays' values now, read where the function found them; None when one
+    is no longer of the kind the code was compiled for."""
+    values = tuple([read() for read, _ in readers])
+    if argument_key(values) != tuple([kind for _, kind in readers]):
+        return None
+    return values
 
 
 def _then(first, second):

@@ -27,7 +27,7 @@ import numba
 from codegen import backends, compile_log, emit
 from codegen.backends import Compiled, Options, fingerprint, is_library_module, is_user_function
 
-from . import bounds, freshness, lowering
+from . import bounds, captured_arrays, freshness, lowering
 from .bound_calls import bind_calls
 from .frontend import parse
 from .host_calls import lower_host_calls
@@ -38,8 +38,13 @@ _guard = threading.local()          # ids of the Functions this thread is compil
 
 
 @compile_log.timed
-def compile_function(fn: Function, options: Options) -> Compiled:
-    """Compile `fn` for `options.backend`; equal content is compiled once per process."""
+def compile_function(fn: Function, options: Options, *, freeze_arrays: bool = False
+                     ) -> Compiled:
+    """Compile `fn` for `options.backend`; equal content is compiled once per process.
+
+    On the cpu backend the result's `hidden` lists the arrays it takes after its own
+    parameters (`captured_arrays`), unless `freeze_arrays`: then they are bound in the
+    module as constants, as every value is on the other backends."""
     backends.check_backend(options)
     with backends.COMPILE_LOCK:
         in_progress = _guard.__dict__.setdefault("ids", set())
@@ -48,23 +53,34 @@ def compile_function(fn: Function, options: Options) -> Compiled:
                                   "supported", hint="rewrite the recursion as a loop")
         in_progress.add(id(fn))
         try:
-            text, namespace = module_text(fn, options)
+            text, namespace, hidden = module_parts(fn, options, freeze_arrays)
         finally:
             in_progress.discard(id(fn))
-        return backends.load(text, namespace, fn.name, options)
+        compiled = backends.load(text, namespace, fn.name, options)
+        # the loaded module is shared by every equal text: the arrays are this call's
+        return dataclasses.replace(compiled, hidden=hidden) if hidden else compiled
 
 
 def module_text(fn: Function, options: Options) -> tuple[str, dict]:
     """The full text of `fn`'s module for `options`, and the namespace to bind."""
+    text, namespace, _ = module_parts(fn, options)
+    return text, namespace
+
+
+def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
+                 ) -> tuple[str, dict, tuple]:
+    """`module_text`, and the arrays the function takes hidden (see `compile_function`)."""
     fn = lower_host_calls(fn, options.backend)     # callbacks are never compiled
     if options.backend == "cpu":
         fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
         if options.boundscheck:
             fn = bounds.check_indices(fn)
     node = fn.node
+    hide = options.backend == "cpu" and not freeze_arrays
     imports, namespace, fingerprints = [], {}, []
+    own, callee_arrays = [], {}
     # Only the top function is parallel: a parallel helper nested inside a parallel
-    # caller gains nothing and trips Numba's parfor passes.
+    # caller gains nothing and trips Numba's parfors passes.
     dependency_options = dataclasses.replace(options, parallel=False)
     for name in sorted(free_names(node)):
         value = fn.env[name]
@@ -73,13 +89,25 @@ def module_text(fn: Function, options: Options) -> tuple[str, dict]:
             continue
         if getattr(builtins, name, None) is value:   # available in every module
             continue
-        materialized, fingerprint_ = _materialize(value, dependency_options)
+        if hide and captured_arrays.is_hidden_array(value):
+            own.append(name)
+            fingerprints.append(f"# takes {name}: {captured_arrays.describe(value)}")
+            continue
+        freeze = hide and not captured_arrays.called_only(node, name)
+        materialized, fingerprint_, hidden = _materialize(value, dependency_options, freeze)
+        if hidden:
+            callee_arrays[name] = hidden
         namespace[name] = materialized
         fingerprints.append(f"# uses {name}: {fingerprint_}")
+    hidden: tuple = ()
+    if own or callee_arrays:
+        node, names, hidden = captured_arrays.take_hidden_arrays(node, fn.env, own,
+                                                                 callee_arrays)
+        fingerprints.append(f"# hidden parameters: {', '.join(names)}")
     fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, fn.env)]
     text = backends.module_source(fn.origin.describe(), fn.chain, options, fingerprints,
                                   imports, namespace, emit.to_source(node))
-    return text, namespace
+    return text, namespace, hidden
 
 
 def _module_reads(node, env) -> list[tuple[str, str]]:
@@ -123,22 +151,30 @@ def _read_fingerprint(value) -> str:
     return fingerprint(value)
 
 
-def _materialize(value, options: Options) -> tuple[Any, str]:
-    """The object to bind for `value` under `options`, and its fingerprint."""
-    if isinstance(value, Function):
-        compiled = compile_function(value, options)
-        return compiled.function, "generated " + compiled.key[:32]
-    if hasattr(value, "__secant_function__"):
-        compiled = compile_function(value.__secant_function__(), options)
-        return compiled.function, "generated " + compiled.key[:32]
+def _materialize(value, options: Options, freeze_arrays: bool) -> tuple[Any, str, tuple]:
+    """The object to bind for `value` under `options`, its fingerprint, and the arrays it
+    takes hidden (a generated function's, see `compile_function`)."""
+    fn = _function_of(value)
+    if fn is not None:
+        compiled = compile_function(fn, options, freeze_arrays=freeze_arrays)
+        return compiled.function, "generated " + compiled.key[:32], compiled.hidden
     if isinstance(value, numba.core.dispatcher.Dispatcher):
         if options.backend == "cpu":
-            return value, "numba " + function_fingerprint(value.py_func)
-        return value.py_func, "python " + function_fingerprint(value.py_func)
+            return value, "numba " + function_fingerprint(value.py_func), ()
+        return value.py_func, "python " + function_fingerprint(value.py_func), ()
+    return value, fingerprint(value), ()
+
+
+def _function_of(value) -> Function | None:
+    """The Function secant compiles for `value`: a Function, a secant-wrapped object, or a
+    user's Python helper (parsed); None for anything else."""
+    if isinstance(value, Function):
+        return value
+    if hasattr(value, "__secant_function__"):
+        return value.__secant_function__()
     if is_user_function(value):
-        compiled = compile_function(parse(value), options)
-        return compiled.function, "generated " + compiled.key[:32]
-    return value, fingerprint(value)
+        return parse(value)
+    return None
 
 
 def function_fingerprint(fn) -> str:

@@ -53,8 +53,8 @@ import builtins
 import copy
 import inspect
 import textwrap
+import threading
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
 
 import gast
 
@@ -80,15 +80,39 @@ class MissingRule(Exception):
     """No rule for a primitive, or a call the registered rule cannot take."""
 
 
-@dataclass
 class Template:
-    name: str
-    signature: inspect.Signature
-    params: list[str]
-    body: list[gast.stmt]
-    globals: dict
-    has_result: bool = True
-    broadcast: bool = False
+    """One rule template. Its source is parsed on first use, not when the rule is
+    registered, so importing secant does not parse hundreds of rules it may never expand.
+
+    `source` is the text of the ``def``, or a function whose source it is; `globals` is
+    where the names its body uses are looked up. `name`, `signature`, `params` (the
+    parameter names, the result first when `has_result`) and `body` come from the parse.
+    """
+
+    def __init__(self, source: str | Callable, globals: dict, has_result: bool = True,
+                 broadcast: bool = False):
+        self._source = source
+        self.globals = globals
+        self.has_result = has_result
+        self.broadcast = broadcast
+        self._parse_lock = threading.Lock()
+        self._parsed: tuple | None = None
+
+    def _parse(self) -> tuple:
+        """(name, signature, params, body), parsed once (a lock: threads share rules)."""
+        if self._parsed is None:
+            with self._parse_lock:
+                if self._parsed is None:
+                    self._parsed = _parse_template(self._source, self.has_result)
+        return self._parsed
+
+    name = property(lambda self: self._parse()[0])
+    signature = property(lambda self: self._parse()[1])
+    params = property(lambda self: self._parse()[2])
+    body = property(lambda self: self._parse()[3])
+
+    def __repr__(self):
+        return f"<rule template {self.name}>"
 
 
 # Views of the primitive registry (`transformer.primitives.registry`): the rules live in
@@ -119,7 +143,21 @@ def describe(key) -> str:
 def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False) -> Template:
     """A template from the source of a ``def`` (its decorators are ignored); the names its
     body uses are looked up in ``glb``. Decorators and family helpers both build rules here.
-    """
+    The source is parsed when the rule is first used (`Template`)."""
+    return Template(source, glb, has_result, broadcast)
+
+
+def _template_from_function(fn, has_result, broadcast) -> Template:
+    template = Template(fn, fn.__globals__, has_result, broadcast)
+    if not (fn.__module__ or "").startswith("transformer."):
+        template._parse()       # a user's rule (defadjoint) is refused where it is defined
+    return template
+
+
+def _parse_template(source, has_result: bool) -> tuple:
+    """(name, signature, params, body) of a template ``def``: its text, or a function."""
+    if callable(source):
+        source = inspect.getsource(source)
     fdef = gast.parse(textwrap.dedent(source)).body[0]
     for node in gast.walk(fdef):    # emitted code takes the user's line, not the rule's
         for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
@@ -129,12 +167,7 @@ def rule_from_source(source: str, glb: dict, *, has_result=True, broadcast=False
     params = list(signature.parameters)
     if has_result and not params:
         raise ValueError(f"template {fdef.name} needs a result parameter")
-    return Template(fdef.name, signature, params, fdef.body, glb, has_result, broadcast)
-
-
-def _template_from_function(fn, has_result, broadcast) -> Template:
-    return rule_from_source(inspect.getsource(fn), fn.__globals__, has_result=has_result,
-                            broadcast=broadcast)
+    return fdef.name, signature, params, fdef.body
 
 
 def _signature(fdef: gast.FunctionDef) -> inspect.Signature:

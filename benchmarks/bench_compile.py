@@ -1,0 +1,214 @@
+"""Where the first call's time goes: a cold-cache compile broken down by stage.
+
+    PYTHONPATH=. python benchmarks/bench_compile.py [--cases lj hessian mlp] [--repeat 3]
+
+Each case runs `--repeat` times, each time in a fresh process with a fresh, empty
+SECANT_CACHE_DIR (so nothing comes from secant's or Numba's disk cache), and the table
+gives the median seconds of each stage:
+
+    lj       jit(grad(lj_energy))                      W1, 64 particles
+    hessian  jit(hessian(f)), f(x) = sum(tanh(x))      W4, n = 64
+    mlp      jit(vmap(grad(mlp_loss), in_axes=(None, 0, 0))) with dict params, W2
+    closed   jit(hessian(f)), f(x) = x @ A @ x with A (64, 64) closed over, a new A in
+             every process: W4's closed-over matrix
+
+With `--warm`, each case also runs a second time in a new process on the cache the first
+run filled (rows `case+warm`): the time to a first result once the code is on disk.
+
+Stages are *exclusive* (a stage nested in another is subtracted from it), so the columns
+add up to the first call:
+
+    transform  parsing and secant's passes (everything secant does that is not below)
+    emit       gast to source text (`codegen.emit.to_source`)
+    load       writing the module and executing it (`codegen.modules.load_module`)
+    typing     Numba's type inference passes
+    lower      Numba's lowering, LLVM optimization and machine code (`native_lowering`)
+    numba      the rest of Numba's compile (under its compiler lock): other passes, dispatch
+    cache      reading and writing Numba's disk cache (`codegen.cache_numba.SealedCache`)
+    run        the first call's own run, outside any compile
+
+`import` (seconds to `import transformer` in that process) and `second` (the second call)
+are printed beside them. Never part of the test run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STAGES = ("transform", "emit", "load", "typing", "lower", "numba", "cache", "run")
+CASES = ("lj", "hessian", "mlp", "closed")
+
+
+# --------------------------------------------------------------------------- the profiler
+class Stages:
+    """Exclusive seconds per stage: each open stage's time minus its nested stages'."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(STAGES, 0.0)
+        self._open: list[list] = []        # [stage, start, seconds spent in nested stages]
+
+    def enter(self, stage: str) -> None:
+        self._open.append([stage, time.perf_counter(), 0.0])
+
+    def leave(self) -> None:
+        stage, start, nested = self._open.pop()
+        spent = time.perf_counter() - start
+        self.seconds[stage] += spent - nested
+        if self._open:
+            self._open[-1][2] += spent
+
+    def wrap(self, owner, name: str, stage: str) -> None:
+        """Time every call of `owner.name` as `stage`."""
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            self.enter(stage)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.leave()
+        setattr(owner, name, timed)
+
+
+def _numba_listener(stages: Stages, stage_of):
+    import numba.core.event as ev
+
+    class Listener(ev.Listener):
+        def on_start(self, event):
+            stages.enter(stage_of(event))
+
+        def on_end(self, event):
+            stages.leave()
+    return Listener()
+
+
+def _pass_stage(event) -> str:
+    name = event.data["name"].split(" [", 1)[0]
+    if name == "nopython_type_inference":
+        return "typing"
+    if name == "native_lowering":
+        return "lower"
+    return "numba"
+
+
+def install(stages: Stages) -> None:
+    """Route secant's emission and loading and every Numba compile and pass to `stages`."""
+    import numba.core.event as ev
+
+    from codegen import cache_numba, emit, modules
+    import importlib
+
+    jit_module = importlib.import_module("transformer.jit")   # the package's `jit` is the function
+
+    stages.wrap(emit, "to_source", "emit")
+    stages.wrap(modules, "load_module", "load")
+    stages.wrap(jit_module.Jitted, "_run", "run")
+    stages.wrap(cache_numba.SealedCache, "load_overload", "cache")
+    stages.wrap(cache_numba.SealedCache, "save_overload", "cache")
+    ev.register("numba:compiler_lock", _numba_listener(stages, lambda _: "numba"))
+    ev.register("numba:run_pass", _numba_listener(stages, _pass_stage))
+
+
+# --------------------------------------------------------------------------- the cases
+def _case(name: str):
+    """(the function to call, its arguments) for case `name`; nothing compiled yet."""
+    import numpy as np
+
+    from benchmarks import workloads
+    from transformer import grad, hessian, jit, vmap
+
+    if name == "lj":
+        pos, eps, sigma, box, rcut = workloads.lj_inputs(64)
+        return jit(grad(workloads.lj_energy)), (pos, eps, sigma, box, rcut)
+    if name == "hessian":
+        x, _, _ = workloads.hessian_inputs(64)
+        return jit(hessian(workloads.sum_tanh)), (x,)
+    if name == "mlp":
+        params, X, Y = workloads.mlp_inputs(batch=32)
+        return jit(vmap(grad(workloads.mlp_loss), in_axes=(None, 0, 0))), (params, X, Y)
+    if name == "closed":
+        A = np.random.default_rng().normal(size=(64, 64))   # a new matrix each process
+
+        def quadratic(x):
+            return x @ A @ x
+        return jit(hessian(quadratic)), (np.ones(64),)
+    raise ValueError(f"unknown case {name!r}; choose from {CASES}")
+
+
+def measure(name: str) -> dict:
+    """One cold first call of case `name` in this process: seconds per stage."""
+    started = time.perf_counter()
+    import transformer  # noqa: F401
+    imported = time.perf_counter() - started
+    stages = Stages()
+    install(stages)
+    fn, args = _case(name)
+    stages.enter("transform")
+    started = time.perf_counter()
+    fn(*args)
+    first = time.perf_counter() - started
+    stages.leave()
+    started = time.perf_counter()
+    fn(*args)
+    second = time.perf_counter() - started
+    return {**stages.seconds, "first": first, "import": imported, "second": second}
+
+
+def run_fresh(name: str, warm: bool = False) -> list[dict]:
+    """`measure(name)` in a new process with an empty cache directory; with `warm`, then
+    again in another new process on the cache the first one filled."""
+    with tempfile.TemporaryDirectory(prefix="secant-bench-") as cache:
+        env = {**os.environ, "SECANT_CACHE_DIR": cache,
+               "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+        runs = []
+        for _ in range(2 if warm else 1):
+            out = subprocess.run([sys.executable, __file__, "--measure", name], env=env,
+                                 check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+    return runs
+
+
+def print_breakdown(results: dict[str, list[dict]]) -> None:
+    columns = STAGES + ("first", "import", "second")
+    print(f"{'case':<10}" + "".join(f"{c:>10}" for c in columns))
+    for name, runs in results.items():
+        medians = [statistics.median(r[c] for r in runs) for c in columns]
+        print(f"{name:<10}" + "".join(f"{m:>10.3f}" for m in medians))
+    print(f"(seconds, median of {len(next(iter(results.values())))} fresh processes, "
+          "cold cache; stages are exclusive and add up to `first`)")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warm", action="store_true",
+                        help="also time a second process on the filled cache")
+    parser.add_argument("--json", help="also write the raw runs here")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        sys.path.insert(0, ROOT)
+        print(json.dumps(measure(args.measure)))
+        return
+    results: dict[str, list[dict]] = {}
+    for name in args.cases:
+        for _ in range(args.repeat):
+            for label, run in zip((name, name + "+warm"), run_fresh(name, args.warm)):
+                results.setdefault(label, []).append(run)
+    print_breakdown(results)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

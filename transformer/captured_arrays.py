@@ -1,0 +1,101 @@
+"""Arrays a compiled function reads from outside, passed as hidden trailing arguments.
+
+A function that reads a global or closed-over NumPy array (`A` in `x @ A @ x`) would, bound
+in the generated module's namespace, have the array frozen into the machine code as a
+constant: Numba then refuses to cache the function ("uses dynamic globals") and a new
+array of the same kind needs a new compile. On the cpu backend each such array instead
+becomes a parameter appended after the function's own, and every call of a generated
+function that takes hidden arrays passes them on, so the module text (and Numba's cache)
+depends only on each array's dtype and dimensions, never on its values.
+
+Invariant of the output of `take_hidden_arrays`: the function's parameters are its own,
+then one per hidden array (the name it read the array by, or a fresh `captured` name for an
+array only a callee reads); each call of a callee in `callee_arrays` passes, after its own
+arguments, the caller's parameters holding the callee's hidden arrays, in the callee's
+order. Arrays are told apart by identity.
+
+The top-level caller (`transformer.jit`) reads each hidden array at call time where the
+function found it - the module global or closure cell - so a rebinding is seen on the next
+call, as Python would see it (`reader`).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Callable, Sequence
+
+import gast
+import numba
+import numpy as np
+
+from .names import Namer, assigned_names, loaded_names
+
+
+def is_hidden_array(value) -> bool:
+    """Whether `value` is passed as a hidden argument rather than frozen in: an ndarray
+    Numba can take as an argument."""
+    if type(value) is not np.ndarray:
+        return False
+    try:
+        numba.typeof(value)
+    except (ValueError, TypeError, NotImplementedError):
+        return False
+    return True
+
+
+def called_only(node: gast.FunctionDef, name: str) -> bool:
+    """Whether every read of `name` in `node` is the callee of a call (`name(...)`) without
+    starred arguments or keywords, so that arguments can be appended to each."""
+    calls = {id(call.func) for call in gast.walk(node) if isinstance(call, gast.Call)
+             and not call.keywords and not any(isinstance(a, gast.Starred) for a in call.args)}
+    return all(id(sub) in calls for sub in gast.walk(node)
+               if isinstance(sub, gast.Name) and sub.id == name)
+
+
+def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
+                       callee_arrays: dict[str, tuple]) -> tuple[gast.FunctionDef, list[str],
+                                                                 tuple]:
+    """(new node, the hidden parameter names, the arrays they hold, in order).
+
+    `own`: the free names of `node` bound to hidden arrays in `env`; `callee_arrays`:
+    callee name -> the arrays that callee takes hidden (each callee `called_only`).
+    `node` is not changed.
+    """
+    node = copy.deepcopy(node)
+    namer = Namer(assigned_names(node) | loaded_names(node) | set(env))
+    names: list[str] = []
+    arrays: list = []
+    by_id: dict[int, str] = {}
+    for name in own:
+        by_id.setdefault(id(env[name]), name)
+        names.append(name)
+        arrays.append(env[name])
+    for callee in sorted(callee_arrays):
+        for array in callee_arrays[callee]:
+            if id(array) not in by_id:
+                by_id[id(array)] = namer.fresh("captured")
+                names.append(by_id[id(array)])
+                arrays.append(array)
+    for call in gast.walk(node):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) \
+                and call.func.id in callee_arrays:
+            call.args = call.args + [_load(by_id[id(a)]) for a in callee_arrays[call.func.id]]
+    node.args.args = node.args.args + [gast.Name(id=n, ctx=gast.Param(), annotation=None,
+                                                 type_comment=None) for n in names]
+    return node, names, tuple(arrays)
+
+
+def _load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def describe(array: np.ndarray) -> str:
+    """What the compiled code depends on: the header line's text for one hidden array."""
+    return f"hidden argument, array {array.dtype} {array.ndim}-d"
+
+
+def reader(array, bindings) -> Callable[[], object]:
+    """A function reading, at call time, the binding `array` was read from (a module
+    global or a closure cell recorded in `bindings`, a `freshness.Bindings`); for an
+    array found elsewhere (a default, a value a transformation made), the array itself."""
+    found = bindings.binding_of(array)
+    return found if found is not None else (lambda: array)
