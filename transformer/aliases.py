@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import gast
 
-from .desugar import view_sources
+from .anf import anf
+from .desugar import desugar, view_sources
 from .function import Function, resolve
+from .param_updates import updates_in_place
 from .runtime import update_in_place
 
 
@@ -113,6 +115,12 @@ def written_params(fn: Function, effects=(), call_writes=None) -> list[str]:
     sharing their array (the caller's argument changes)."""
     written = written_names(fn, effects, call_writes)
     return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
+
+
+def written_params_of_source(fn: Function) -> list[str]:
+    """`written_params` of a Function as parsed, not yet normalized: its augmented
+    assignments (`z = p; z += v`) become the in-place updates the analysis sees."""
+    return written_params(anf(desugar(updates_in_place(fn))))
 
 
 def written_names(fn: Function, effects=(), call_writes=None) -> set[str]:

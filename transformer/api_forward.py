@@ -17,7 +17,7 @@ import gast
 from codegen.backends import Options
 
 from . import basis, runtime, tape
-from .aliases import written_params
+from .aliases import written_params_of_source
 from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
@@ -339,7 +339,7 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
                primal=fun, own_value=tape.own_value)
     try:
-        if written_params(fn):
+        if written_params_of_source(fn):
             # each basis vector runs the function again: vmap would run them in order on
             # the one written array (loop semantics), each at another point
             raise TransformError("a Jacobian of a function writing into its argument")

@@ -110,3 +110,27 @@ def test_jacobians_in_two_written_arguments_are_taken_at_the_call(jacobian):
         lambda v: _on_copies(writes_into_both)(v, Y), X), atol=1e-6)
     np.testing.assert_allclose(jy, numerical_jacobian(
         lambda v: _on_copies(writes_into_both)(X, v), Y), atol=1e-6)
+
+
+def updates_through_an_alias(x, v):
+    w = v
+    z = w
+    z += np.tanh(x)
+    return np.sum(w * w) + x * w[1]
+
+
+def test_jacfwd_sees_a_write_through_an_augmented_alias_of_the_argument():
+    v = np.array([-0.69, -1.377, -1.45, 0.94])
+    jac = jacfwd(updates_through_an_alias, argnums=1)(0.41, v.copy())
+    np.testing.assert_allclose(jac, numerical_jacobian(
+        lambda u: _on_copies(updates_through_an_alias)(0.41, u), v), atol=1e-6)
+
+
+def test_reverse_modes_refusal_of_a_shared_augmented_array_names_the_users_line():
+    from transformer import grad
+    line = updates_through_an_alias.__code__.co_firstlineno + 3
+    for fn in (grad(updates_through_an_alias, argnums=1),
+               jit(grad(updates_through_an_alias, argnums=1))):
+        with pytest.raises(ValueError, match="shares its array|shared with another") as info:
+            fn(0.41, np.array([-0.69, -1.377, -1.45, 0.94]))
+        assert f"{__file__}:{line}:" in str(info.value)

@@ -197,7 +197,7 @@ def _check_not_shared(rt: _Runtime, stmt, target, args):
     """Reverse mode's check that `other` does not hold the array an augmented assignment
     updates: two numbers never share, so it goes; a thread cannot raise when two arrays
     do, so that is refused when the kernel is compiled."""
-    other, array, label, source = args
+    other, array, label, source = args[:4]           # args[4]: the location
     specs = [rt.spec(other), rt.spec(array)]
     if any(s is not None and not s.is_array for s in specs):
         return []

@@ -87,8 +87,9 @@ class ForwardSweep(Reads):
             return []
         base = self._write_site(stmt)[0]
         check = self.helper("check_not_view", tape.check_not_view)
+        where = const(self.fn.origin.where(stmt))
         return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var),
-                                             const(base))), stmt)
+                                             const(base), where)), stmt)
                 for var in self.view_checks[id(stmt)]]
 
     def shape_guard(self, var: str, stmt) -> list:

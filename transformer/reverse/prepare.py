@@ -397,8 +397,9 @@ class _Unshare:
                     f"{copy_hint(held, other, either=True)}; or rebind ({held} = {held} + ...)")
             check = name(bind_helper(self.env, self.namer, "check_not_shared",
                                      tape.check_not_shared))
-            checks.append(located(gast.Expr(value=call(check, name(other), name(held),
-                                                       const(other), const(held))), stmt))
+            checks.append(located(gast.Expr(value=call(
+                check, name(other), name(held), const(other), const(held),
+                const(self.fn.origin.where(stmt)))), stmt))
         return checks
 
 

@@ -83,50 +83,50 @@ def _own_value_nb(value):
     return lambda value: value
 
 
-def check_not_view(value, array, label, source):
+def check_not_view(value, array, label, source, where=""):
     """Raise when `value` (named `label`), read from `array` (named `source`) before an
     in-place write to it and used after, is a view the write changes: its adjoint assumes
-    the value read."""
+    the value read. `where` is the user's `file:line:col` of the write."""
     if isinstance(value, np.ndarray) and np.shares_memory(value, array):
-        raise ValueError(f"{label!r} is a view into {source!r}, written in place while "
-                         f"{label!r} is still used; reverse mode needs a copy: "
-                         f"{copy_hint(label, source)}")
+        raise ValueError(_located(where, f"{label!r} is a view into {source!r}, written in "
+                                  f"place while {label!r} is still used; reverse mode needs "
+                                  "a copy", copy_hint(label, source)))
 
 
 @overload(check_not_view)
-def _check_not_view_nb(value, array, label, source):
+def _check_not_view_nb(value, array, label, source, where=""):
     if not isinstance(value, types.Array):
-        return lambda value, array, label, source: None
+        return lambda value, array, label, source, where="": None
 
-    def impl(value, array, label, source):
+    def impl(value, array, label, source, where=""):
         start = array.ctypes.data
         if start <= value.ctypes.data < start + array.size * array.itemsize:
-            raise ValueError("a view into an array written in place is still used; "
-                             "reverse mode needs a copy (.copy())")
+            raise ValueError(where + ": a view into an array written in place is still "
+                             "used; reverse mode needs a copy (.copy())")
     return impl
 
 
-def check_not_shared(other, array, label, source):
+def check_not_shared(other, array, label, source, where=""):
     """Raise when `other` (named `label`) holds memory of `array` (named `source`), which
     an augmented assignment updates in place: reverse mode rebinds `source` instead, so
-    `other` would not change."""
+    `other` would not change. `where` is the user's `file:line:col` of the update."""
     if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
             np.shares_memory(other, array):
-        raise ValueError(f"{label!r} shares its array with {source!r}, updated in place "
-                         f"(+=, -=, ...); reverse mode needs a copy: "
-                         f"{copy_hint(source, label, either=True)}")
+        raise ValueError(_located(where, f"{label!r} shares its array with {source!r}, "
+                                  "updated in place (+=, -=, ...); reverse mode needs a copy",
+                                  copy_hint(source, label, either=True)))
 
 
 @overload(check_not_shared)
-def _check_not_shared_nb(other, array, label, source):
+def _check_not_shared_nb(other, array, label, source, where=""):
     if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
-        return lambda other, array, label, source: None
+        return lambda other, array, label, source, where="": None
 
-    def impl(other, array, label, source):
+    def impl(other, array, label, source, where=""):
         a, b = other.ctypes.data, array.ctypes.data
         if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
-            raise ValueError("an array updated in place (+=, -=, ...) is shared with "
-                             "another name; reverse mode needs a copy (.copy())")
+            raise ValueError(where + ": an array updated in place (+=, -=, ...) is shared "
+                             "with another name; reverse mode needs a copy (.copy())")
     return impl
 
 
