@@ -12,6 +12,7 @@ from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F4
 
 from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
                structural)
+from . import linalg, structural_more  # noqa: F401,E402
 from .registry import TRANSFORMS
 
 
