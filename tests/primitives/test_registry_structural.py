@@ -34,15 +34,17 @@ def calls(tmp_path_factory):
     """A module with `sample_<k>(...)` per sample, `total_<k>` (a scalar of it, for grad)
     and `every_sample(...)`: all samples in one function, their results in a tuple."""
     lines = ["import numpy as np", ""]
-    every = []
+    every, every_params = [], []
     for k, (_, s) in enumerate(SAMPLES):
         params = _params(s)
         lines += [f"def sample_{k}({params}):", f"    return {s.call}", "",
                   f"def total_{k}({params}):",
                   f"    return np.sum(np.sin(sample_{k}({params}) + 0.5))", ""]
-        every.append(f"sample_{k}({', '.join(f'{n}_{k}' for n in s.shapes)})")
-    every_params = ", ".join(f"{n}_{k}" for k, (_, s) in enumerate(SAMPLES) for n in s.shapes)
-    lines += [f"def every_sample({every_params}):", f"    return ({', '.join(every)},)", ""]
+        if s.compiled:
+            every.append(f"sample_{k}({', '.join(f'{n}_{k}' for n in s.shapes)})")
+            every_params += [f"{n}_{k}" for n in s.shapes]
+    lines += [f"def every_sample({', '.join(every_params)}):",
+              f"    return ({', '.join(every)},)", ""]
     path = tmp_path_factory.mktemp("structural") / "registry_samples.py"
     path.write_text("\n".join(lines))
     spec = importlib.util.spec_from_file_location("registry_samples", path)
@@ -99,22 +101,32 @@ def test_batching_matches_a_loop_over_examples(calls, item):
 # ---------------------------------------------------------------- compiled forms
 
 
-def _every_input():
-    return [x for _, s in SAMPLES for x in _inputs(s)]
+COMPILED = [(r, s) for r, s in SAMPLES if s.compiled]
+REFUSED = [(r, s) for r, s in SAMPLES if not s.compiled]
 
 
+@pytest.mark.slow
 def test_every_sample_compiled_matches_numpy(calls):
-    args = _every_input()
+    args = [x for _, s in COMPILED for x in _inputs(s)]
     got = jit(calls.every_sample)(*args)
     expected = calls.every_sample(*args)
-    assert len(got) == len(SAMPLES)
-    for k, (r, s) in enumerate(SAMPLES):
+    assert len(got) == len(COMPILED)
+    for k, (r, s) in enumerate(COMPILED):
         np.testing.assert_allclose(got[k], expected[k], rtol=1e-10, atol=1e-12,
                                    err_msg=f"{r.name}: {s.call}")
 
 
+@pytest.mark.parametrize("item", REFUSED, ids=_label)
+def test_a_call_numba_cannot_compile_is_a_located_error(calls, item):
+    f = getattr(calls, f"sample_{SAMPLES.index(item)}")
+    with pytest.raises(transformer.TransformError) as info:
+        jit(f)(*_inputs(item[1]))
+    assert "registry_samples.py" in str(info.value) or ".py:" in str(info.value)
+    assert "one-dimensional" in str(info.value)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("item", SAMPLES, ids=_label)
+@pytest.mark.parametrize("item", COMPILED, ids=_label)
 def test_compiled_gradient_matches_the_python_one(calls, item):
     k = SAMPLES.index(item)
     total = getattr(calls, f"total_{k}")
@@ -127,7 +139,7 @@ def test_compiled_gradient_matches_the_python_one(calls, item):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("item", SAMPLES, ids=_label)
+@pytest.mark.parametrize("item", COMPILED, ids=_label)
 def test_compiled_batching_matches_a_loop(calls, item):
     f = getattr(calls, f"sample_{SAMPLES.index(item)}")
     first, rest, in_axes, expected = _batched(item[1], f)

@@ -28,7 +28,10 @@ for _key in (np.linalg.eigh, eigh, eigh_tangent):
 
 registry.add_sample(np.linalg.cholesky, "np.linalg.cholesky(a @ a.T + 3.0 * np.eye(3))",
                     a=(3, 3))
+registry.add_sample(np.linalg.cholesky, "np.linalg.cholesky(a @ a.T + 3.0 * np.eye(3), "
+                    "upper=True)", a=(3, 3))
 registry.add_sample(np.linalg.eigh, "np.linalg.eigh(a + a.T)[0]", a=(3, 3))
+registry.add_sample(np.linalg.eigh, "np.linalg.eigh(a + a.T, UPLO='U')[0]", a=(3, 3))
 # products of two entries of one eigenvector do not depend on its sign
 registry.add_sample(np.linalg.eigh, "np.linalg.eigh(a + a.T + np.diag(np.arange(3.0)) * 4.0)"
                     "[1] * np.linalg.eigh(a + a.T + np.diag(np.arange(3.0)) * 4.0)[1][0]",

@@ -58,6 +58,8 @@ class Primitive:
     float_result: bool = False       # integer arguments give a float result
     reasons: dict = dataclasses.field(default_factory=dict)   # transform -> why unsupported
     samples: tuple = ()              # `Sample` calls the registry's generated tests run
+    refused_keywords: dict = dataclasses.field(default_factory=dict)   # keyword -> hint:
+    #                                  grad, jvp and jit refuse a call passing it (located)
 
     @property
     def name(self) -> str:
@@ -98,12 +100,14 @@ class Sample:
     call: str
     shapes: dict
     domain: tuple = (-1.0, 1.0)
+    compiled: bool = True       # False: Numba cannot compile it (jit gives a located error)
 
 
-def add_sample(key, call: str, domain: tuple = (-1.0, 1.0), **shapes) -> None:
+def add_sample(key, call: str, domain: tuple = (-1.0, 1.0), compiled: bool = True,
+               **shapes) -> None:
     """Record a sample call of `key`: `add_sample(np.diff, "np.diff(x, 2)", x=(5,))`."""
     r = record(key)
-    r.samples = r.samples + (Sample(call, shapes, domain),)
+    r.samples = r.samples + (Sample(call, shapes, domain, compiled),)
 
 
 _DEFAULT_REASONS = {

@@ -13,6 +13,7 @@ from transformer.rules import arrays  # noqa: F401  (registers the derivative te
 from transformer.rules import batching as batching_rules
 from transformer.runtime import examples, sampled, structure
 from transformer.syntax import const
+from transformer.templates import CALL_CHECKS, MissingRule
 
 from . import registry
 from .families import lowered
@@ -47,6 +48,20 @@ def per_example(key, equivalent) -> None:
     registry.record(key).batcher = rule
 
 
+def refuse_keywords(key, **hints: str) -> None:
+    """grad, jvp and jit refuse calls of `key` passing one of `hints`' keywords, with the
+    located error saying what to write instead (vmap runs such a call example by example)."""
+    r = registry.record(key)
+    r.refused_keywords.update(hints)
+
+    def check(args, keywords):
+        for keyword in keywords:
+            if keyword in r.refused_keywords:
+                raise MissingRule(f"{r.name}(..., {keyword}=...) has no derivative rule; "
+                                  f"{r.refused_keywords[keyword]}")
+    CALL_CHECKS[key] = check
+
+
 TRAPEZOID = tuple(getattr(np, n) for n in ("trapezoid", "trapz") if hasattr(np, n))
 _EQUIVALENTS = [(np.diff, structure.diff), (np.sort, structure.sort),
                 (np.convolve, sampled.convolve), (np.interp, sampled.interp),
@@ -73,6 +88,14 @@ for _key in (np.diff, np.sort, np.diag, np.tril, np.triu, np.kron, np.cross, np.
              np.interp, *TRAPEZOID):
     registry.record(_key).kind = "structural"
     registry.unsupported(_key, "cuda", _NO_KERNEL.format(registry.user_name(_key)))
+
+_LAST_AXIS = "move the vector axis last with np.moveaxis and call np.cross(a, b)"
+refuse_keywords(np.cross, axisa=_LAST_AXIS, axisb=_LAST_AXIS, axisc=_LAST_AXIS, axis=_LAST_AXIS)
+refuse_keywords(np.interp, period="map x into one period first: "
+                "xp[0] + np.mod(x - xp[0], period), with xp and fp covering that period")
+refuse_keywords(np.sort, order="sort a plain array (structured arrays are not supported)")
+_JOIN = "join the values first: np.diff(np.concatenate((before, x)))"
+refuse_keywords(np.diff, prepend=_JOIN, append=_JOIN)
 
 # ---------------------------------------------------------------- samples for the tests
 
@@ -101,4 +124,5 @@ for _key in TRAPEZOID:
     _add(_key, f"{_name}(y)", y=(5,))
     _add(_key, f"{_name}(y, x=np.cumsum(s * s + 0.1))", y=(5,), s=(5,))
     _add(_key, f"{_name}(y, dx=h)", y=(4,), h=())
-    _add(_key, f"{_name}(y, axis=0)", y=(4, 3))
+    # Numba: one-dimensional samples only (the rank of a result along a runtime axis)
+    _add(_key, f"{_name}(y, axis=0)", y=(4, 3), compiled=False)

@@ -67,12 +67,12 @@ def triu_t(z, m, k=0):
 
 
 @adjoint(np.sort)
-def sort(z, a, axis=-1):
+def sort(z, a, axis=-1, kind=None, order=None, stable=None):
     d[a] += sort_adjoint(d[z], a, axis)
 
 
 @tangent(np.sort)
-def sort_t(z, a, axis=-1):
+def sort_t(z, a, axis=-1, kind=None, order=None, stable=None):
     d[z] = sort_tangent(d[a], a, axis)
 
 

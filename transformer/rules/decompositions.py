@@ -13,13 +13,13 @@ from transformer.templates import adjoint, tangent
 
 
 @adjoint(np.linalg.cholesky, cholesky)
-def cholesky_(z, a):
-    d[a] += cholesky_grad(d[z], z)
+def cholesky_(z, a, upper=False):
+    d[a] += cholesky_grad(d[z], z, upper)
 
 
 @tangent(np.linalg.cholesky, cholesky)
-def cholesky_t(z, a):
-    d[z] = cholesky_tangent(d[a], z)
+def cholesky_t(z, a, upper=False):
+    d[z] = cholesky_tangent(d[a], z, upper)
 
 
 @adjoint(np.linalg.eigh, eigh)

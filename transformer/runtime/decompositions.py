@@ -58,16 +58,32 @@ def _phi(m):
 
 
 @register_jitable
-def cholesky_grad(g, low):
-    """The adjoint of ``low = np.linalg.cholesky(a)``: ``sym(L^-T phi(L^T g) L^-1)``."""
+def cholesky_grad(g, low, upper=False):
+    """The adjoint of ``low = np.linalg.cholesky(a)``: ``sym(L^-T phi(L^T g) L^-1)``
+    (`upper`: ``low`` and ``g`` are of the transposed factor)."""
+    if upper:
+        return _cholesky_grad_lower(np.ascontiguousarray(g.T), np.ascontiguousarray(low.T))
+    return _cholesky_grad_lower(np.ascontiguousarray(g), np.ascontiguousarray(low))
+
+
+@register_jitable
+def _cholesky_grad_lower(g, low):
     inverse = np.linalg.inv(np.ascontiguousarray(low))
     middle = _phi(np.ascontiguousarray(low.T) @ np.ascontiguousarray(g))
     return _symmetric(np.ascontiguousarray(inverse.T) @ middle @ inverse)
 
 
 @register_jitable
-def cholesky_tangent(t, low):
-    """The tangent of ``low = np.linalg.cholesky(a)``: ``L phi(L^-1 sym(t) L^-T)``."""
+def cholesky_tangent(t, low, upper=False):
+    """The tangent of ``low = np.linalg.cholesky(a)``: ``L phi(L^-1 sym(t) L^-T)``
+    (`upper`: ``low`` is the transposed factor, and so is the tangent)."""
+    if upper:
+        return np.ascontiguousarray(_cholesky_tangent_lower(t, low.T).T)
+    return _cholesky_tangent_lower(t, low)
+
+
+@register_jitable
+def _cholesky_tangent_lower(t, low):
     inverse = np.linalg.inv(np.ascontiguousarray(low))
     inner = inverse @ _symmetric(np.ascontiguousarray(t)) @ np.ascontiguousarray(inverse.T)
     return np.ascontiguousarray(low) @ _phi(inner)

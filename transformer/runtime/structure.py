@@ -132,8 +132,9 @@ def _diff_adjoint_nb(g, x, n=1, axis=-1):
 # ---------------------------------------------------------------- sort
 
 
-def sort(a, axis=-1):
-    """np.sort(a, axis) (axis None: the flattened array)."""
+def sort(a, axis=-1, kind=None, stable=None):
+    """np.sort(a, axis) (axis None: the flattened array); `kind` and `stable` change no
+    value, so the compiled form ignores them."""
     return np.sort(a, axis)
 
 
@@ -182,13 +183,13 @@ def _gather_row(t, x, out):
 
 
 @overload(sort)
-def _sort_nb(a, axis=-1):
+def _sort_nb(a, axis=-1, kind=None, stable=None):
     if _is_none(axis):
-        return lambda a, axis=-1: np.sort(a.ravel())
+        return lambda a, axis=-1, kind=None, stable=None: np.sort(a.ravel())
     _int_axis(axis)
     to_rows, from_rows = _row_helpers(a.ndim)
 
-    def impl(a, axis=-1):
+    def impl(a, axis=-1, kind=None, stable=None):
         rows, shape = to_rows(a, axis)
         out = np.empty_like(rows)
         for r in range(rows.shape[0]):
