@@ -69,7 +69,7 @@ _EQUIVALENTS = [(np.diff, structure.diff), (np.sort, structure.sort),
 
 for _key, _equivalent in _EQUIVALENTS:
     # Numba's own forms take only the first arguments (np.sort no axis at all)
-    lowered(_key, _equivalent, plain_form_ok=_key not in (np.sort, np.interp))
+    lowered(_key, _equivalent, plain_form_ok=_key is not np.interp)
     per_example(_key, _equivalent)
     per_example(_equivalent, _equivalent)
 for _key in (np.diag, np.tril, np.triu, np.kron):
@@ -104,6 +104,7 @@ _add(np.diff, "np.diff(x)", x=(5,))
 _add(np.diff, "np.diff(x, n=2, axis=0)", x=(4, 3))
 _add(np.sort, "np.sort(x)", x=(5,))
 _add(np.sort, "np.sort(x, axis=0)", x=(4, 3))
+_add(np.sort, "np.sort(x, axis=None)", x=(2, 3))
 _add(np.diag, "np.diag(v, 1)", v=(3,))
 _add(np.diag, "np.diag(m, k=-1)", m=(3, 4))
 _add(np.tril, "np.tril(m, -1)", m=(3, 3))
