@@ -98,6 +98,14 @@ def test_batching_matches_a_loop_over_examples(calls, item):
             "batched by the registry's rule, not the loop strategy"
 
 
+@pytest.mark.parametrize("item", SAMPLES, ids=_label)
+def test_batched_gradient_matches_a_loop_of_gradients(calls, item):
+    total = getattr(calls, f"total_{SAMPLES.index(item)}")
+    first, rest, in_axes, expected = _batched(item[1], grad(total))
+    got = vmap(grad(total), in_axes=in_axes)(first, *rest)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
 # ---------------------------------------------------------------- compiled forms
 
 
