@@ -105,12 +105,30 @@ def cross_about_rows(a):
     return np.sum(np.cross(a, a[::-1], axisa=0))
 
 
-def test_a_keyword_without_a_rule_is_refused_at_the_users_line_with_a_hint():
+@pytest.mark.parametrize("transform", ["grad", "jvp", "jit"])
+def test_a_keyword_without_a_rule_is_refused_at_the_users_line_with_a_hint(transform):
+    a = np.ones((3, 3))
     with pytest.raises(transformer.TransformError) as info:
-        grad(cross_about_rows)(np.ones((3, 3)))
+        if transform == "grad":
+            grad(cross_about_rows)(a)
+        elif transform == "jvp":
+            transformer.jvp(cross_about_rows, (a,), (a,))
+        else:
+            jit(cross_about_rows)(a)
     message = str(info.value)
     assert "test_structural_losses.py" in message and "np.cross(a, a[::-1], axisa=0)" in message
-    assert "np.moveaxis" in message
+    assert "hint: move the vector axis last with np.moveaxis" in message
+
+
+def test_the_refusal_hint_works():
+    a = np.random.default_rng(4).standard_normal((3, 3))
+    np.testing.assert_allclose(grad(cross_about_last)(a), numerical_grad(cross_about_last, [a]),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(cross_about_last(a), cross_about_rows(a))
+
+
+def cross_about_last(a):
+    return np.sum(np.cross(np.moveaxis(a, 0, -1), a[::-1]))
 
 
 def _jax():

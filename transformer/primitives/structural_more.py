@@ -57,8 +57,8 @@ def refuse_keywords(key, **hints: str) -> None:
     def check(args, keywords):
         for keyword in keywords:
             if keyword in r.refused_keywords:
-                raise MissingRule(f"{r.name}(..., {keyword}=...) has no derivative rule; "
-                                  f"{r.refused_keywords[keyword]}")
+                raise MissingRule(f"{r.name}(..., {keyword}=...) has no derivative rule",
+                                  r.refused_keywords[keyword])
     CALL_CHECKS[key] = check
 
 
