@@ -56,6 +56,19 @@ def test_eigenvalue_gradient_stays_finite_at_repeated_eigenvalues():
     np.testing.assert_allclose(grad(eigenvalue_sum)(a), 4.0 * np.eye(3), atol=1e-12)
 
 
+def signed_total(a):
+    return np.linalg.slogdet(a)[0] * np.sum(a)
+
+
+def test_a_tuple_result_read_at_its_first_item_only_differentiates():
+    # the rule reads item 1 too (slogdet's logabsdet, eigh's eigenvectors)
+    a = np.eye(3) + 0.1
+    np.testing.assert_allclose(grad(signed_total)(a), np.ones((3, 3)))
+    b = np.random.default_rng(5).standard_normal((3, 3))
+    np.testing.assert_allclose(grad(eigenvalue_sum)(b), numerical_grad(eigenvalue_sum, [b]),
+                               rtol=1e-6, atol=1e-8)
+
+
 def weighted_sort(x):
     return np.sum(np.sort(x) * np.array([1.0, 2.0, 3.0]))
 
