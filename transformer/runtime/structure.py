@@ -4,11 +4,10 @@ diff, sort, diag and kron.
 Each public function runs as plain NumPy (the value is NumPy's own) and, through an
 ``overload``, inside Numba with every keyword NumPy's common call takes (Numba's own
 versions take only the first arguments). Functions along an axis move the axis last and
-work row by row (`_rows` / `_from_rows`), so any rank and any int axis compile.
+work row by row (`_row_helpers`), so any rank and any int axis compile.
 
-Conventions: derivatives at a tie or a knot are those JAX gives: `np.sort` passes each
-derivative through the stable sorting permutation; `np.interp` uses the segment to the
-right of a knot (JAX's `searchsorted(..., side='right')`), zero outside the knots.
+Convention at ties (JAX's): `np.sort` passes each derivative through the stable sorting
+permutation, so tied elements take the derivatives of their positions in stable order.
 """
 from __future__ import annotations
 
