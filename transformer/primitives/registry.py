@@ -100,14 +100,12 @@ class Sample:
     call: str
     shapes: dict
     domain: tuple = (-1.0, 1.0)
-    compiled: bool = True       # False: Numba cannot compile it (jit gives a located error)
 
 
-def add_sample(key, call: str, domain: tuple = (-1.0, 1.0), compiled: bool = True,
-               **shapes) -> None:
+def add_sample(key, call: str, domain: tuple = (-1.0, 1.0), **shapes) -> None:
     """Record a sample call of `key`: `add_sample(np.diff, "np.diff(x, 2)", x=(5,))`."""
     r = record(key)
-    r.samples = r.samples + (Sample(call, shapes, domain, compiled),)
+    r.samples = r.samples + (Sample(call, shapes, domain),)
 
 
 _DEFAULT_REASONS = {

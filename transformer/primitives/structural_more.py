@@ -125,5 +125,5 @@ for _key in TRAPEZOID:
     _add(_key, f"{_name}(y)", y=(5,))
     _add(_key, f"{_name}(y, x=np.cumsum(s * s + 0.1))", y=(5,), s=(5,))
     _add(_key, f"{_name}(y, dx=h)", y=(4,), h=())
-    # Numba: one-dimensional samples only (the rank of a result along a runtime axis)
-    _add(_key, f"{_name}(y, axis=0)", y=(4, 3), compiled=False)
+    _add(_key, f"{_name}(y, axis=0)", y=(4, 3))
+    _add(_key, f"{_name}(y, x=np.cumsum(s * s + 0.1, axis=0), axis=0)", y=(4, 3), s=(4, 3))

@@ -14,8 +14,10 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .casts import _is_none
+from .structure import _row_helpers
 
 # ---------------------------------------------------------------- scalars or arrays alike
 
@@ -340,14 +342,14 @@ def trapezoid_grad_dx(g, y, axis=-1):
     return float(np.sum(np.asarray(g) * trapezoid(y, None, 1.0, axis)))
 
 
-# Numba: one-dimensional samples (the rank of a result along a runtime axis is not known)
+# Numba: samples of any rank, row by row along the axis (moved last)
 
 
-def _one_dimensional(y, x=None):
-    if not (isinstance(y, types.Array) and y.ndim == 1 and
-            (_is_none(x) or isinstance(x, types.Array) and x.ndim == 1)):
-        raise TypingError("np.trapezoid and its derivatives compile for one-dimensional "
-                          "samples y (and x)")
+def _check_samples(y, x=None):
+    if not (isinstance(y, types.Array) and
+            (_is_none(x) or isinstance(x, types.Array) and x.ndim in (1, y.ndim))):
+        raise TypingError("np.trapezoid compiles with x None, a vector, or an array shaped "
+                          "like y")
 
 
 @register_jitable
@@ -361,43 +363,99 @@ def _weights_nb(points):
     return w
 
 
-def _sample_points(x):
-    """Numba: the points of samples `y` (x None: spaced by dx)."""
+def _point_rows(y, x):
+    """Numba: `points(y, x, dx, axis)`, the sample points as rows (one shared row unless
+    x is shaped like y)."""
     if _is_none(x):
-        return register_jitable(lambda y, x, dx: np.arange(y.shape[0]) * float(dx))
-    return register_jitable(lambda y, x, dx: x.astype(np.float64))
+        return register_jitable(lambda y, x, dx, axis: (
+            np.arange(y.shape[axis]) * float(dx)).reshape((1, y.shape[axis])))
+    if x.ndim == 1 and y.ndim != 1:
+        return register_jitable(lambda y, x, dx, axis: (
+            x.astype(np.float64).reshape((1, x.shape[0]))))
+    to_rows = _row_helpers(y.ndim)[0]
+    return register_jitable(lambda y, x, dx, axis: to_rows(x.astype(np.float64), axis)[0])
+
+
+@register_jitable
+def _row_of(points, r):
+    return points[r if points.shape[0] > 1 else 0]
+
+
+def _reduced(ndim: int):
+    """Numba: per-row values back to the array of the other axes (a float at rank 1)."""
+    if ndim == 1:
+        return register_jitable(lambda out, shape: out[0])
+    rank = ndim - 1                 # to_fixed_tuple needs a constant
+    return register_jitable(lambda out, shape: out.reshape(to_fixed_tuple(shape[:rank], rank)))
 
 
 @overload(trapezoid)
 def _trapezoid_nb(y, x=None, dx=1.0, axis=-1):
-    _one_dimensional(y, x)
-    points = _sample_points(x)
-    return lambda y, x=None, dx=1.0, axis=-1: np.sum(_weights_nb(points(y, x, dx)) * y)
+    _check_samples(y, x)
+    to_rows, points, reduced = _row_helpers(y.ndim)[0], _point_rows(y, x), _reduced(y.ndim)
+
+    def impl(y, x=None, dx=1.0, axis=-1):
+        rows, shape = to_rows(y, axis)
+        grid = points(y, x, dx, axis)
+        out = np.empty(rows.shape[0])
+        for r in range(rows.shape[0]):
+            out[r] = np.sum(_weights_nb(_row_of(grid, r)) * rows[r])
+        return reduced(out, shape)
+    return impl
 
 
 @overload(trapezoid_grad_y)
 def _trapezoid_grad_y_nb(g, y, x=None, dx=1.0, axis=-1):
-    _one_dimensional(y, x)
-    points = _sample_points(x)
-    return lambda g, y, x=None, dx=1.0, axis=-1: g * _weights_nb(points(y, x, dx))
+    _check_samples(y, x)
+    to_rows, from_rows = _row_helpers(y.ndim)
+    points = _point_rows(y, x)
+
+    def impl(g, y, x=None, dx=1.0, axis=-1):
+        rows, shape = to_rows(y, axis)
+        grid, gs = points(y, x, dx, axis), _flat(g)
+        out = np.empty(rows.shape)
+        for r in range(rows.shape[0]):
+            out[r] = gs[r] * _weights_nb(_row_of(grid, r))
+        return from_rows(out, shape, axis)
+    return impl
 
 
 @overload(trapezoid_grad_x)
 def _trapezoid_grad_x_nb(g, y, x, axis=-1):
-    _one_dimensional(y, x)
+    _check_samples(y, x)
+    to_rows, from_rows = _row_helpers(y.ndim)
+
+    @register_jitable
+    def coefficients(g, y, axis):
+        """d value / d x per row (x shaped like y), and the moved shape."""
+        rows, shape = to_rows(y, axis)
+        gs = _flat(g)
+        out = np.zeros(rows.shape)
+        for r in range(rows.shape[0]):
+            for i in range(rows.shape[1] - 1):
+                half = gs[r] * (rows[r, i] + rows[r, i + 1]) / 2.0
+                out[r, i] -= half
+                out[r, i + 1] += half
+        return out, shape
+
+    if x.ndim == 1:                 # one set of points shared by every row
+        return lambda g, y, x, axis=-1: _sum_rows(coefficients(g, y, axis)[0])
 
     def impl(g, y, x, axis=-1):
-        n = y.shape[0]
-        out = np.zeros(n)
-        for i in range(n - 1):
-            half = g * (y[i] + y[i + 1]) / 2.0
-            out[i] -= half
-            out[i + 1] += half
-        return out
+        out, shape = coefficients(g, y, axis)
+        return from_rows(out, shape, axis)
     return impl
+
+
+@register_jitable
+def _sum_rows(out):
+    total = np.zeros(out.shape[1])
+    for r in range(out.shape[0]):
+        total += out[r]
+    return total
 
 
 @overload(trapezoid_grad_dx)
 def _trapezoid_grad_dx_nb(g, y, axis=-1):
-    _one_dimensional(y)
-    return lambda g, y, axis=-1: g * trapezoid(y)
+    _check_samples(y)
+    return lambda g, y, axis=-1: np.sum(_flat(g) * _flat(trapezoid(y, None, 1.0, axis)))
