@@ -469,8 +469,9 @@ class _Forward:
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except templates.MissingRule as exc:
             raise self.fn.origin.error(stmt, f"cannot differentiate this (forward mode): {exc}",
-                                       "register a rule with transformer.templates.tangent, "
-                                       "or wrap it in a function with custom_jvp") from None
+                                       exc.hint or "register a rule with transformer."
+                                       "templates.tangent, or wrap it in a function with "
+                                       "custom_jvp") from None
         self.env.update(env)
         if len(stmts) == 1 and _is_zeros(stmts[0], env):      # no argument contributed
             self.zero.add(target)

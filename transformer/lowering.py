@@ -138,12 +138,22 @@ class _Lowering(gast.NodeTransformer):
     def table(self, node, target):
         from .rules.lowering import PYTHON_ONLY, needs_lowering, numba_equivalent
         keywords = {k.arg: k.value for k in node.keywords}
+        self.refuse_keywords(node, target, keywords)
         # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
         if not needs_lowering(target, keywords, len(node.args)) or target in PYTHON_ONLY:
             return node     # no compiled equivalent: let Numba name the NumPy call
         replacement = numba_equivalent(target)
         node.func = self.bind(replacement, replacement.__name__)
         return node
+
+    def refuse_keywords(self, node, target, keywords):
+        """A keyword the registry says no compiled form takes: a located error."""
+        from .primitives import registry
+        found = registry.lookup(target) if hashable(target) else None
+        for keyword in keywords:
+            if found is not None and keyword in found.refused_keywords:
+                raise self.fn.origin.error(node, f"{found.name}(..., {keyword}=...) cannot "
+                                           "be compiled", hint=found.refused_keywords[keyword])
 
     def enumerate_start(self, node):
         start = [k for k in node.keywords if k.arg == "start"]

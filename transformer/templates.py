@@ -77,7 +77,12 @@ __all__ = [
 
 
 class MissingRule(Exception):
-    """No rule for a primitive, or a call the registered rule cannot take."""
+    """No rule for a primitive, or a call the registered rule cannot take; `hint`, when
+    given, says what to write instead (shown in place of the generic hint)."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 class Template:

@@ -199,6 +199,10 @@ def test_cli_prints_the_table_as_json_and_text(capsys):
 # ---------------------------------------------------------------- refusals from the registry
 
 
+def qr_total(x):
+    return np.sum(np.linalg.qr(np.outer(x, x) + np.eye(3))[1])
+
+
 def sorted_total(x):
     return np.sum(np.sort(x) * np.arange(3.0))
 
@@ -208,22 +212,23 @@ def permuted_total(x):
 
 
 @pytest.mark.parametrize("transform", ["grad", "jvp"])
-def test_a_missing_rule_is_a_located_error_with_the_registry_reason(transform):
+def test_a_missing_rule_is_a_located_error_naming_the_primitive(transform):
     x = np.array([3.0, 1.0, 2.0])
     with pytest.raises(transformer.TransformError) as info:
         if transform == "grad":
-            grad(sorted_total)(x)
+            grad(qr_total)(x)
         else:
-            transformer.jvp(sorted_total, (x,), (np.ones(3),))
+            transformer.jvp(qr_total, (x,), (np.ones(3),))
     message = str(info.value)
-    assert "test_primitive_registry.py" in message and "np.sort(x)" in message
-    assert registry.reason(np.sort, transform) in message
+    assert "test_primitive_registry.py" in message and "np.linalg.qr(" in message
+    assert "numpy.linalg.qr" in message
 
 
-def test_the_hint_of_the_sort_refusal_works():
+def test_sort_differentiates_as_the_gather_through_argsort():
     x = np.array([3.0, 1.0, 2.0])
-    np.testing.assert_allclose(grad(permuted_total)(x), [2.0, 0.0, 1.0])   # sorted weights
-    check_vjp(permuted_total, [x])
+    np.testing.assert_allclose(grad(sorted_total)(x), grad(permuted_total)(x))
+    np.testing.assert_allclose(grad(sorted_total)(x), [2.0, 0.0, 1.0])   # sorted weights
+    check_vjp(sorted_total, [x])
 
 
 def test_the_passes_tables_are_views_of_the_registry():

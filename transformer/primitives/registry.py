@@ -58,6 +58,9 @@ class Primitive:
     keeps_int: bool = False          # integer arguments give an integer result
     float_result: bool = False       # integer arguments give a float result
     reasons: dict = dataclasses.field(default_factory=dict)   # transform -> why unsupported
+    samples: tuple = ()              # `Sample` calls the registry's generated tests run
+    refused_keywords: dict = dataclasses.field(default_factory=dict)   # keyword -> hint:
+    #                                  grad, jvp and jit refuse a call passing it (located)
 
     @property
     def name(self) -> str:
@@ -84,6 +87,26 @@ class Primitive:
         if self.supports(transform):
             return ""
         return self.reasons.get(transform) or _DEFAULT_REASONS[transform]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One call of a primitive for the tests generated from the registry
+    (tests/primitives/test_registry_structural.py): `call` is a Python expression of the
+    names in `shapes` (name -> shape of a float array drawn uniformly from `domain`; `()`
+    is a float) that uses `np`; it is differentiable in every name, and the first name
+    carries the batch axis under vmap. The tests compare it with finite differences,
+    a loop over examples and NumPy."""
+
+    call: str
+    shapes: dict
+    domain: tuple = (-1.0, 1.0)
+
+
+def add_sample(key, call: str, domain: tuple = (-1.0, 1.0), **shapes) -> None:
+    """Record a sample call of `key`: `add_sample(np.diff, "np.diff(x, 2)", x=(5,))`."""
+    r = record(key)
+    r.samples = r.samples + (Sample(call, shapes, domain),)
 
 
 _DEFAULT_REASONS = {

@@ -142,9 +142,6 @@ for _key, _role in [(np.sum, "sum"), (np.dot, "dot"), (np.vdot, "dot"), (np.inne
 
 # ---------------------------------------------------------------- stated gaps
 
-for _transform in ("grad", "jvp"):
-    registry.unsupported(np.sort, _transform, "no derivative rule for np.sort yet; write "
-                         "x[np.argsort(x)], which is differentiated through the index")
 registry.unsupported(np.broadcast_to, "cuda", "a kernel allocates nothing; index instead")
 
 # ---------------------------------------------------------------- kinds of the hand-written rules

@@ -164,7 +164,7 @@ class Adjoints(Classify, abc.ABC):
                 items if items is not None else name(target), self.adjoint.get,
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except MissingRule as exc:
-            raise self.fn.origin.error(stmt, str(exc), "register a rule with "
+            raise self.fn.origin.error(stmt, str(exc), exc.hint or "register a rule with "
                                        "@transformer.defadjoint") from None
         return self.bind_env(stmts, env)
 

@@ -52,18 +52,25 @@ def _kind(callee) -> str:
 def _rule_reads_result_items(obj) -> bool:
     """Whether the adjoint rule of `obj` takes its result as a tuple (`d[z][1]`, `z[0]`):
     an array result read with constant indices (`a = np.array(...); a[0]`) is not one."""
+    return _result_items_read(obj) > 0
+
+
+def _result_items_read(obj) -> int:
+    """How many items of its tuple result the adjoint rule of `obj` reads (the highest
+    constant index of `z[k]` / `d[z][k]` plus one; 0 when it reads none)."""
     template = _lookup(ADJOINTS, obj)
     if template is None or not template.has_result:
-        return False
+        return 0
     result = template.params[0]
 
     def is_result(node):
         return isinstance(node, gast.Name) and node.id == result or \
             isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
             node.value.id == "d" and is_result(node.slice)
-    return any(isinstance(node, gast.Subscript) and is_result(node.value) and
-               isinstance(node.slice, gast.Constant)
-               for stmt in template.body for node in gast.walk(stmt))
+    return max([node.slice.value + 1 for stmt in template.body for node in gast.walk(stmt)
+                if isinstance(node, gast.Subscript) and is_result(node.value) and
+                isinstance(node.slice, gast.Constant) and isinstance(node.slice.value, int)],
+               default=0)
 
 
 class Classify(BodyFacts):
@@ -215,7 +222,8 @@ class Classify(BodyFacts):
             items.setdefault(k, target)
         return gast.Tuple(elts=[name(items[k]) if k in items else
                                 subscript(name(atom.id), const(k))
-                                for k in range(max(items) + 1)], ctx=gast.Load())
+                                for k in range(max(max(items) + 1, _result_items_read(obj)))],
+                         ctx=gast.Load())
 
     def itemwise(self, var: str) -> bool:
         uses = self.loads.get(var, [])
