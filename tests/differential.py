@@ -25,8 +25,8 @@ from program_generator import FEATURES, Program, change_module_value, write_prog
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.test_util import numerical_jvp
 
-CHECKS = ("jit_python", "grad", "hvp", "vmap", "vmap_loop", "vmap_shared_x", "jit", "jit_grad",
-          "jit_vmap")
+CHECKS = ("jit_python", "grad", "jvp", "hvp", "vmap", "vmap_loop", "vmap_shared_x", "jit",
+          "jit_grad", "jit_vmap")
 COMPILED = ("jit", "jit_grad", "jit_vmap")
 # Transformations that read module globals when called (JAX's grad and vmap do); jit may
 # freeze them at compile time, as jax.jit does.
@@ -228,6 +228,29 @@ def gradient_oracle(fn, point: Point) -> Outcome | None:
     return Outcome(value=(fine[0], fine[1]))
 
 
+def tangent_oracle(fn, point: Point) -> Outcome | None:
+    """The derivative of `fn` along `direction(point)` by central differences; None where
+    `fn` has a kink or branch near the point."""
+    plain = run(fn, point)
+    if plain.error is not None:
+        return plain
+
+    def bound(*args):
+        return fn(*(_copy(a) for a in args), **point.kwargs)
+    args, directions = list(point.args), direction(point)
+    fine = numerical_jvp(bound, args, directions, eps=1e-6)
+    coarse = numerical_jvp(bound, args, directions, eps=1e-4)
+    if not np.allclose(fine, coarse, rtol=1e-3, atol=1e-4):
+        return None
+    step = 1e-4
+    centre = bound(*args)
+    ahead = bound(*[a + step * d for a, d in zip(args, directions)])
+    behind = bound(*[a - step * d for a, d in zip(args, directions)])
+    if not np.allclose((ahead - centre) / step, (centre - behind) / step, rtol=1e-2, atol=1e-3):
+        return None
+    return Outcome(value=fine)
+
+
 def hessian_vector_oracle(fn, point: Point) -> Outcome | None:
     """The derivative of the (python-backend) gradient of `fn` along `direction(point)`, by
     central differences; None where the gradient has a kink or branch near the point."""
@@ -305,6 +328,8 @@ def transformation(check: str, fn):
         return grad(fn, argnums=(0, 1))
     if check == "jit_grad":
         return jit(grad(fn, argnums=(0, 1)))
+    if check == "jvp":
+        return _TangentAlong(fn)
     if check == "hvp":
         return _HessianVector(fn)
     if check == "vmap":
@@ -316,6 +341,17 @@ def transformation(check: str, fn):
     if check == "jit_vmap":
         return jit(vmap(fn))
     raise ValueError(f"unknown check {check!r}")
+
+
+class _TangentAlong:
+    """jvp of the program along `direction(point)`: forward mode alone, including the
+    tangents of names that share an array updated in place."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return jvp(self.fn, args, direction(Point(args, {})))[1]
 
 
 class _HessianVector:
@@ -400,6 +436,10 @@ def _compare(check, program, fn, transformed, pts, when="") -> list[Mismatch]:
         pts = [Point((float(p.args[0]),) + p.args[1:], p.kwargs) for p in pts if not p.kwargs]
         cases = [(p, hessian_vector_oracle(fn, p)) for p in pts]
         rtol = 1e-4
+    elif check == "jvp":
+        pts = [Point((float(p.args[0]),) + p.args[1:], p.kwargs) for p in pts if not p.kwargs]
+        cases = [(p, tangent_oracle(fn, p)) for p in pts]
+        rtol = 1e-5
     elif check in ("grad", "jit_grad"):
         # grad refuses an integer argument (a TypeError, as JAX): differentiate at its float
         pts = [Point((float(p.args[0]),) + p.args[1:], p.kwargs) for p in pts]

@@ -281,7 +281,8 @@ class _Forward:
             self.helper("own_copy", runtime.own_copy), name(self.d(p)))), self.fn.node)
             for p in self.seeds if p in written]
         node.body = prologue + self.block(self.fn.node.body)
-        drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds})
+        drop_unread(node, set(self.tangents.values()) - {self.d(p) for p in self.seeds},
+                    effects=frozenset({"update_tangent"}))
         node.name = self.namer.fresh(self.fn.name + "_jvp")
         label = f"jvp(active={', '.join(self.seeds)})"
         return self.fn.with_transform(node, label, self.env)

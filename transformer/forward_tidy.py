@@ -14,19 +14,28 @@ import gast
 from codegen.emit import annotate, comment_of
 
 
-def drop_unread(node: gast.FunctionDef, tangents: set[str]) -> None:
+def drop_unread(node: gast.FunctionDef, tangents: set[str],
+                effects: frozenset = frozenset()) -> None:
     """Remove assignments to tangents nothing reads (the tangent of a loop counter, of a
-    value only compared): they cost work, and in a batched Jacobian a whole array each."""
+    value only compared): they cost work, and in a batched Jacobian a whole array each.
+    An assignment from a call of one of `effects` stays: the call writes in place into a
+    tangent array another name holds (`update_tangent`), whatever its result."""
     while True:
         read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Load)}
         dead = tangents - read
-        removed = _remove_assignments(node, dead, tangents)
+        removed = _remove_assignments(node, dead, tangents, effects)
         if not removed:
             return
 
 
-def _remove_assignments(node, dead: set[str], tangents: set[str]) -> bool:
+def _writes_in_place(stmt, effects) -> bool:
+    value = stmt.value
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
+        value.func.id in effects
+
+
+def _remove_assignments(node, dead: set[str], tangents: set[str], effects) -> bool:
     removed = False
     for parent in gast.walk(node):
         for field in ("body", "orelse"):
@@ -35,6 +44,7 @@ def _remove_assignments(node, dead: set[str], tangents: set[str]) -> bool:
                 continue
             kept = [s for i, s in enumerate(stmts) if not (
                 isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)
+                and not _writes_in_place(s, effects)
                 and (s.targets[0].id in dead or (s.targets[0].id in tangents and
                                                  _overwritten(s.targets[0].id, stmts[i + 1:]))))]
             if len(kept) != len(stmts):

@@ -75,6 +75,12 @@ def test_grad_agrees_with_finite_differences(directory):
     _hunt(directory, ("grad",), examples=10, leave_out=_NO_ALIAS)
 
 
+def test_jvp_agrees_with_finite_differences_on_aliases_updated_in_place(directory):
+    """Forward mode keeps the tangents of names sharing an array updated in place shared;
+    the program's own plain run is the only reference it needs."""
+    _hunt(directory, ("jvp",), examples=10, forced=("alias_augmented",), contains=("z = w",))
+
+
 @pytest.mark.slow
 def test_hessian_vector_products_agree_with_finite_differences_of_the_gradient(directory):
     _hunt(directory, ("hvp",), examples=3, leave_out=_NO_ALIAS + ("keyword_only",),
@@ -114,7 +120,7 @@ def test_jit_grad_agrees_with_finite_differences(directory):
 @pytest.mark.slow
 @pytest.mark.parametrize("checks, examples", [
     # sized for CI's hour on 2 cores; benchmarks/hunt_silent_errors.py runs searches of any size
-    (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad"), 80),
+    (("jit_python", "vmap", "vmap_loop", "vmap_shared_x", "grad", "jvp"), 80),
     (("hvp",), 10),
     (("jit",), 10),
     (("jit_vmap",), 10),
