@@ -13,6 +13,7 @@ from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F4
 from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
                structural)
 from . import host_calls  # noqa: F401
+from . import checkpoints  # noqa: F401
 from .registry import TRANSFORMS
 
 
