@@ -170,7 +170,24 @@ def test_checkpoint_of_a_function_writing_into_its_argument_is_refused_located()
                           central_differences(copies_then_writes, [h, x], 1), "copy")
 
 
+def uneven_returns(t, h, w):
+    if t > 2:
+        return h
+    return h, w
+
+
+def too_few_parameters(t):
+    return t, t
+
+
 def test_unknown_policy_and_bad_loop_budget_are_refused():
+    with pytest.raises(TransformError, match="checkpoint takes a function"):
+        checkpoint(3.0)
+    with pytest.raises(TransformError, match="the same number at every return") as info:
+        checkpoint_loop(uneven_returns, snapshots=4)
+    assert "test_checkpoint.py" in str(info.value)
+    with pytest.raises(TransformError, match="returns 2 carries but takes 1 parameters"):
+        checkpoint_loop(too_few_parameters, snapshots=4)
     with pytest.raises(TransformError, match="unknown checkpoint policy"):
         checkpoint(cell, policy="dots")
     with pytest.raises(TransformError, match="names given to checkpoint_name"):
@@ -203,3 +220,12 @@ def test_checkpoint_loop_schedules_sweep(snapshots, levels, steps):
     got = grad(run, argnums=(0, 2))(*args)
     for g, k in zip(got, (0, 2)):
         assert_gradient_close(g, central_differences(run_plain, args, k), f"arg {k}")
+
+
+@pytest.mark.slow
+def test_vmap_of_grad_through_checkpoint_loop():
+    W, xs, h0 = inputs(steps=9)
+    h0s = np.stack([h0, 2 * h0, -h0])
+    got = vmap(grad(run_loop, argnums=2), in_axes=(None, None, 0))(W, xs, h0s)
+    for k in range(3):
+        assert_gradient_close(got[k], grad(run_plain, argnums=2)(W, xs, h0s[k]), f"ex {k}")
