@@ -133,8 +133,10 @@ def main(argv=None) -> None:
         key = "peak_bytes" if backend == "python" else "peak_rss_growth_bytes"
         what = "tracemalloc peak" if backend == "python" else "peak RSS growth"
         for variant, row in rows.items():
+            total = f"   (peak RSS {row['peak_rss_bytes'] / 2**20:.1f} MiB)" \
+                if backend == "jit" else ""
             print(f"  {backend:6s} {variant:12s} {row['seconds']:8.2f} s   "
-                  f"{what} {row[key] / 2**20:9.2f} MiB")
+                  f"{what} {row[key] / 2**20:9.2f} MiB{total}")
 
 
 if __name__ == "__main__":

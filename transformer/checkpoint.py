@@ -140,6 +140,12 @@ class Checkpointed:
         from .frontend import parse
         return parse(self.fun)
 
+    def __secant_jvp__(self, active) -> Function:
+        """Forward mode stores nothing: the jvp of the body, as for any function."""
+        from .forward import jvp_function
+        from .frontend import parse
+        return jvp_function(parse(self.fun), active)
+
     def __secant_vjp__(self, positions: Sequence[int]) -> Function:
         from .frontend import parse
         from .reverse import VJP, reverse_function

@@ -117,6 +117,15 @@ def test_whole_function_wrapped_like_jax_checkpoint():
     assert_gradient_close(pull(1.0)[0], central_differences(run_plain, args, 0), "vjp")
 
 
+def test_forward_mode_passes_through_a_checkpointed_helper():
+    args = inputs(steps=4)
+    tangents = tuple(np.ones_like(a) for a in args)
+    value, tangent = transformer.jvp(run_ck, args, tangents)
+    expected_value, expected = transformer.jvp(run_plain, args, tangents)
+    assert value == pytest.approx(expected_value)
+    assert tangent == pytest.approx(expected)
+
+
 def test_vmap_of_grad_through_a_checkpointed_helper():
     W, xs, h0 = inputs(steps=4)
     h0s = np.stack([h0, 2 * h0, -h0])
