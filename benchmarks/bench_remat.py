@@ -5,8 +5,8 @@ T = 10^5 steps by default, gradient with respect to (W, U, b):
 
     plain          grad(rnn_loss): the tape keeps every h_t (T * hidden floats)
     checkpointed   grad of the same loop written with checkpoint_loop(step, snapshots=s,
-                   levels=L): at most L * (s + 1) + ceil(T / s**L) carries kept, each
-                   step run L + 2 times
+                   levels=L): at most L * (s + 1) + ceil(T / s**L) + 1 carries kept,
+                   each step's forward code run L + 3 times (once without)
 
 backend="python" (plain NumPy): peak of tracemalloc during the gradient call, after a
 warm-up call at small T has built everything. jit (Numba): each variant in its own
@@ -122,7 +122,7 @@ def main(argv=None) -> None:
     if opts.child:
         jit_child(opts.child, opts.steps, s, opts.levels)
         return
-    bound = opts.levels * (s + 1) + -(-opts.steps // s ** opts.levels)
+    bound = opts.levels * (s + 1) + -(-opts.steps // s ** opts.levels) + 1
     print(f"W7 grad, T={opts.steps}, hidden 32; checkpoint_loop snapshots={s}, "
           f"levels={opts.levels}: at most {bound} carries kept (plain: {opts.steps + 1})")
     for backend in opts.backends:

@@ -22,9 +22,11 @@ the body run once more in the reverse sweep.
 as one call `c1, ..., cn = loop(lower, upper, c1, ..., cn, k1, ..., km)`, differentiated
 with nested segment checkpoints: `levels` levels each split their range into at most `s`
 segments and keep the carries at segment starts, the innermost runs the steps. Reverse
-mode then keeps at most `levels * (s + 1) + ceil(T / s**levels)` carries alive (T = upper -
-lower) instead of T, and runs each step `levels + 2` times (the primal, the loop's own vjp,
-one per level). With `s = ceil(sqrt(T))` and one level: O(sqrt(T)) memory, 3 forward runs.
+mode then keeps at most `levels * (s + 1) + ceil(T / s**levels) + 1` carries alive (T =
+upper - lower) instead of T + 1, and runs each step's forward code `levels + 3` times: the
+primal run, one run in the vjp of each of the `levels + 1` nested functions, and the one
+in the step's own vjp (which, as for any called function, recomputes its body). With
+`s = ceil(sqrt(T))` and one level: O(sqrt(T)) carries, 4 forward runs instead of 2.
 """
 from __future__ import annotations
 
@@ -213,6 +215,7 @@ class CheckpointLoop:
                                       "(c1, ..., cn)")
         self.tuple_out = _returns_tuple(primal)
         functools.update_wrapper(self, body, updated=())
+        self.__name__ = f"{primal.name}_loop"       # names its vjp in generated code
         self._built = None
 
     def __call__(self, lower, upper, *args):
@@ -273,7 +276,8 @@ def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1) -> Check
     """The loop of `body` with a bounded tape: `loop(lower, upper, *carries, *constants)`
     returns the carries after `body(i, *carries, *constants)` for i in range(lower,
     upper); reverse mode keeps at most `levels * (snapshots + 1) + ceil(T /
-    snapshots**levels)` carries and runs each step `levels + 2` times. `body` returns the
+    snapshots**levels) + 1` carries and runs each step `levels + 3` times (module
+    docstring). `body` returns the
     new carries (a tuple, or one value for one carry)."""
     return CheckpointLoop(body, snapshots, levels)
 
