@@ -140,7 +140,9 @@ class Checkpointed:
 
     def __secant_function__(self) -> Function:
         from .frontend import parse
-        return parse(self.fun)
+        primal = parse(self.fun)
+        _check_names(primal)
+        return primal
 
     def __secant_jvp__(self, active) -> Function:
         """Forward mode stores nothing: the jvp of the body, as for any function."""
@@ -153,6 +155,7 @@ class Checkpointed:
         from .reverse import VJP, reverse_function
         primal = parse(self.fun)
         _refuse_argument_writes(primal)
+        _check_names(primal)
         # its own name: grad(checkpoint(f)) differentiates a caller of f named f too
         node = copy.deepcopy(primal.node)
         node.name = f"{primal.name}_checkpointed"
@@ -187,6 +190,27 @@ def _refuse_argument_writes(fn: Function) -> None:
                                   "reverse sweep, which would write twice",
                                   f"copy first ({sub.value.id} = {sub.value.id}.copy()) and "
                                   "return the result")
+
+
+def _check_names(fn: Function) -> None:
+    """Each `checkpoint_name(x, name)` in `fn` names a value with a string constant, and
+    `x` is not a container or string literal (located TransformError otherwise)."""
+    from .function import resolve
+    for sub in gast.walk(fn.node):
+        if not (isinstance(sub, gast.Call) and
+                resolve(fn, sub.func, None) is checkpoint_name):
+            continue
+        args = list(sub.args) + [k.value for k in sub.keywords]
+        if len(args) != 2 or not (isinstance(args[1], gast.Constant) and
+                                  isinstance(args[1].value, str)):
+            raise fn.origin.error(sub, "checkpoint_name takes a value and its name, a string "
+                                  "constant", 'write checkpoint_name(x, "name")')
+        if isinstance(args[0], (gast.List, gast.Tuple, gast.Dict, gast.Set)) or \
+                isinstance(args[0], gast.Constant) and not \
+                isinstance(args[0].value, (int, float, complex)):
+            raise fn.origin.error(args[0], "checkpoint_name names an array or a number, not "
+                                  "a container or a string",
+                                  "name each array separately: checkpoint_name(a, \"a\")")
 
 
 # ---------------------------------------------------------------- checkpoint_loop

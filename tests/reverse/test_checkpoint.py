@@ -207,6 +207,24 @@ def test_unknown_policy_and_bad_loop_budget_are_refused():
         checkpoint_loop(step, snapshots=4, levels=0)
 
 
+def names_a_list(x):
+    pair = checkpoint_name([x, x], "pair")
+    return np.sum(x) + pair[0][0]
+
+
+def names_without_a_string(x):
+    return np.sum(checkpoint_name(x, 3))
+
+
+def test_checkpoint_name_in_a_checkpointed_function_is_checked_located():
+    x = np.ones(3)
+    with pytest.raises(TransformError, match="not a container or a string") as info:
+        grad(checkpoint(names_a_list))(x)
+    assert "test_checkpoint.py" in str(info.value) and "^" in str(info.value)
+    with pytest.raises(TransformError, match="a string constant"):
+        grad(checkpoint(names_without_a_string))(x)
+
+
 def test_checkpoint_name_of_a_non_array_is_refused():
     with pytest.raises(TypeError, match="not an array or a number"):
         checkpoint_name([1.0, 2.0], "xs")
