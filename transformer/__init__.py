@@ -13,6 +13,8 @@ from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize, s
 from .callbacks import ShapeDtypeStruct, io_callback, pure_callback
 from . import debug
 from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
+from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name, checkpoint_policies,
+                         remat)
 from .errors import TransformError
 from .inspection import source
 from .jit import jit
@@ -24,4 +26,5 @@ __all__ = [
     "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
     "primitives", "lax",
     "ShapeDtypeStruct", "debug", "io_callback", "pure_callback",
+    "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_policies", "remat",
 ]

@@ -39,6 +39,7 @@ _TRANSFORMS = {
     f"{_PACKAGE}.api_forward": {"jacfwd", "jacrev", "hessian", "jvp", "linearize"},
     f"{_PACKAGE}.api_batching": {"vmap"},
     f"{_PACKAGE}.jit": {"jit"},
+    f"{_PACKAGE}.checkpoint": {"checkpoint", "checkpoint_loop"},
 }
 _HINT = "bind it at module level: g = {call}, and call g(...) here"
 # these return a closure over primal values computed at run time: no transform-time value

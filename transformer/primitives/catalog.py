@@ -12,7 +12,8 @@ from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F4
 
 from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
                structural)
-from . import host_calls, linalg, random_heavy, softmax, special, structural_more  # noqa: F401
+from . import (checkpoints, host_calls, linalg, random_heavy, softmax, special,  # noqa: F401
+               structural_more)
 from .registry import TRANSFORMS
 
 

@@ -295,7 +295,7 @@ def is_user_facing(key) -> bool:
     return isinstance(key, np.ufunc) or key == np.add.at or \
         module.split(".")[0] in ("numpy", "math", "builtins", "scipy") or \
         module.startswith("transformer.random") or \
-        module in ("transformer.debug", "transformer.callbacks")
+        module in ("transformer.debug", "transformer.callbacks", "transformer.checkpoint")
 
 
 def _is_named(key) -> bool:
