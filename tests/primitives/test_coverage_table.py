@@ -27,8 +27,8 @@ def test_the_markdown_table_has_a_row_per_function_and_the_cli_writes_it(tmp_pat
     lines = table.splitlines()
     assert lines[0] == "| function | kind | grad | jvp | vmap | jit | cuda | why not |"
     assert len(lines) == len(rows) + 2
-    sort = next(line for line in lines if line.startswith("| `numpy.sort` |"))
-    assert "| no | no |" in sort and "np.argsort" in sort
+    uniform = next(line for line in lines if line.startswith("| `transformer.random.uniform` |"))
+    assert "| no | no |" in uniform and "minval + (maxval - minval)" in uniform
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{TABLE_START}\nstale\n{TABLE_END}\noutro\n")
     assert cli.main(["primitives", "--readme", str(readme)]) == 0
