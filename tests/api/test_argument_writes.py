@@ -92,7 +92,8 @@ JACOBIANS = {"jacfwd": jacfwd(chains_writes), "jacrev": jacrev(chains_writes),
              "jit(jacrev)": jit(jacrev(chains_writes))}
 
 
-@pytest.mark.parametrize("which", sorted(JACOBIANS))
+@pytest.mark.parametrize("which", [pytest.param(k, marks=pytest.mark.slow) if "jit" in k else k
+                                   for k in sorted(JACOBIANS)])
 def test_every_jacobian_column_and_row_is_taken_at_the_arguments_of_the_call(which):
     x = X.copy()
     jac = JACOBIANS[which](x)

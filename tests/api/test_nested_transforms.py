@@ -165,6 +165,7 @@ def test_inline_pullback_under_a_transformation_is_a_located_error_whose_hint_wo
                       _expected(outer, hinted), outer)
 
 
+@pytest.mark.slow            # a compile of tens of seconds; CI runs it
 def test_jit_hessian_of_inline_vmap_matches_finite_differences():
     got = jit(hessian(with_vmap))(X)
     _assert_close(got, _expected("hessian", with_vmap), "hessian")

@@ -76,6 +76,7 @@ def gamma_and_gaussian(k, a, cov):
     return random.gamma(k1, a), random.multivariate_normal(k2, np.zeros(3), cov, (2,))
 
 
+@pytest.mark.slow            # a compile of tens of seconds; CI runs it
 def test_gamma_and_multivariate_normal_under_jit_and_vmap_give_the_numpy_numbers():
     a = np.array([0.3, 1.0, 4.0])
     got = jit(gamma_and_gaussian)(K, a, COV)

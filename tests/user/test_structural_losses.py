@@ -25,6 +25,7 @@ def gp_nll(a, y):
     return 0.5 * np.dot(z, z) + 0.5 * logdet
 
 
+@pytest.mark.slow            # a compile of tens of seconds; CI runs it
 def test_compiled_gradient_of_a_cholesky_likelihood_is_the_closed_form():
     rng = np.random.default_rng(1)
     a, y = rng.standard_normal((4, 3)), rng.standard_normal(4)
