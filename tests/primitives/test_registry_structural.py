@@ -17,6 +17,7 @@ from transformer import grad, jit, vmap
 from transformer.primitives import registry
 from transformer.test_util import check_jvp, check_vjp
 
+registry.load_all()                      # the records of scipy.special, when installed
 SAMPLES = [(r, s) for r in sorted((r for r in registry.records() if r.samples),
                                   key=lambda r: r.name) for s in r.samples]
 
@@ -33,7 +34,7 @@ def _params(sample) -> str:
 def calls(tmp_path_factory):
     """A module with `sample_<k>(...)` per sample, `total_<k>` (a scalar of it, for grad)
     and `every_sample(...)`: all samples in one function, their results in a tuple."""
-    lines = ["import numpy as np", ""]
+    lines = ["import numpy as np", "import scipy.special  # noqa: F401", ""]
     every, every_params = [], []
     for k, (_, s) in enumerate(SAMPLES):
         params = _params(s)

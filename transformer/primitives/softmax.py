@@ -77,6 +77,10 @@ def describe(special) -> None:
         registry.named(key, f"scipy.special.{name}")
         registry.unsupported(key, "cuda", _CUDA)
     CALL_CHECKS[special.logsumexp] = _check_logsumexp
+    # the calls tests/primitives/test_registry_structural.py generates its tests from
+    registry.add_sample(special.logsumexp, "scipy.special.logsumexp(x, axis=0)", x=(3, 4))
+    registry.add_sample(special.softmax, "scipy.special.softmax(x, axis=1)", x=(3, 4))
+    registry.add_sample(special.log_softmax, "scipy.special.log_softmax(x)", x=(5,))
 
 
 registry.defer("scipy.special", describe)
