@@ -44,8 +44,7 @@ import numpy as np
 from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
-from .aliases import (write_through, written_alias_groups, written_params,
-                      written_params_of_source)
+from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
 from .forward_tidy import drop_unread
@@ -522,7 +521,7 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
-        written = written_params_of_source(function)
+        written = written_params(function)
         if written and not hasattr(callee, "__secant_jvp__"):
             hint = f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and " \
                 "return the result"

@@ -20,7 +20,7 @@ import pytest
 from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, ptx_missing, run_on_simulator
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.primitives import registry
-from transformer.runtime import own_copy
+from transformer.runtime.tapes import own_value
 from transformer.test_util import numerical_grad, numerical_jvp
 
 needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA or SIMULATED,
@@ -139,7 +139,7 @@ def shared_gradient(x, t):
 
 def copied_helper(x, take):
     y = x * 2.0
-    z = own_copy(y)
+    z = own_value(y)
     z += take
     return z
 
@@ -387,9 +387,9 @@ def test_gradient_of_an_update_to_a_shared_local_array_is_refused_at_its_line():
 @needs_numba_cuda
 def test_helper_without_cuda_form_is_refused_at_its_first_use_not_the_def():
     x, take = _inputs()
-    with pytest.raises(TransformError, match="own_copy, which has no CUDA form") as caught:
+    with pytest.raises(TransformError, match="own_value, which has no CUDA form") as caught:
         jit(vmap(copied_helper), backend="cuda").source(x, take)
-    assert caught.value.lineno == _statement_line(copied_helper, "own_copy(y)")
+    assert caught.value.lineno == _statement_line(copied_helper, "own_value(y)")
     assert caught.value.col == 4
     assert "backend='cpu'" in caught.value.hint
 

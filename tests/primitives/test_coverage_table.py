@@ -2,6 +2,7 @@
 `python -m codegen.cli primitives --readme README.md` when this fails."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from transformer.primitives.catalog import (TABLE_END, TABLE_START, format_table
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the table is generated on Python 3.11+, "
+                    "whose math module has cbrt and exp2")
 def test_the_readme_table_is_the_registrys():
     pytest.importorskip("scipy.special")       # the table lists scipy.special's functions
     text = README.read_text()

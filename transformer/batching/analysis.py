@@ -21,7 +21,7 @@ from codegen.backends import is_user_function
 from codegen.emit import expression_source
 
 from ..aliases import (first_write, write_through, written_alias_groups, written_names,
-                       written_params, written_params_of_source)
+                       written_params)
 from ..anf import anf
 from ..desugar import desugar, view_sources
 from ..errors import TransformError
@@ -223,7 +223,7 @@ class Analysis:
             return False
         callee = _callee_function(target)
         if callee is not None:
-            written = written_params_of_source(callee)
+            written = written_params(callee)
             if written:
                 self.why(f"{callee.name} writes into its argument {written[0]!r}", node)
             return _output_structure(callee)

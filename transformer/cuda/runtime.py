@@ -30,6 +30,7 @@ from transformer.function import Function, hashable, resolve
 from transformer.runtime.errors import copy_hint
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
+from .refusals import missing_form_error
 from .types import Spec, StatementRewriter, infer, local_array
 
 
@@ -191,6 +192,15 @@ def _overwrite(rt: _Runtime, stmt, target, held, into, value) -> list:
     if target != into.id:
         stmts.append(assign(store(target), copy.deepcopy(into)))
     return stmts
+
+
+def _own_copy(rt: _Runtime, stmt, target, args):
+    """Forward mode's copy of a written parameter's tangent: a number is a thread's own
+    value already; a copy of an array has no CUDA form (a thread has no allocator)."""
+    spec = rt.spec(args[0])
+    if spec is not None and spec.is_array:
+        raise missing_form_error(rt.fn, "own_copy", runtime.own_copy)
+    return [assign(store(target), args[0])]
 
 
 def _check_not_shared(rt: _Runtime, stmt, target, args):
@@ -449,4 +459,5 @@ LOWERINGS = {
     runtime.update_tangent: _update_tangent,
     tape.check_not_shared: _check_not_shared,
     stop_gradient: lambda rt, stmt, target, args: [assign(store(target), args[0])],
+    runtime.own_copy: _own_copy,
 }
