@@ -31,6 +31,8 @@ from transformer.function import resolve
 from transformer.runtime import random_gamma, random_poisson
 from transformer.syntax import assign, call, const, located, name, store
 
+from .random_sampler_forms import bound_arguments
+
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 
@@ -67,20 +69,6 @@ def parameters(draws, site, target, args, dtype) -> tuple:
 
 # ---------------------------------------------------------------- orthogonal
 
-def _bound(draws, stmt, site, target) -> dict:
-    """The arguments of a draw assigned to a name, by parameter name."""
-    import inspect
-    label = f"random.{target.__name__}"
-    if not (isinstance(stmt, gast.Assign) and stmt.value is site and
-            isinstance(stmt.targets[0], gast.Name)):
-        raise draws.refuse(site, f"{label} must be assigned to a name")
-    try:
-        return inspect.signature(target).bind(
-            *site.args, **{k.arg: k.value for k in site.keywords}).arguments
-    except TypeError as exc:
-        raise draws.refuse(site, f"{label}: {exc}") from None
-
-
 def _filled(draws, stmt, shape, dt, element, words, a, b) -> list:
     """`out = np.empty(shape, dt)` and the loops writing `element(*words, flat, a, b)`."""
     out, np_name = stmt.targets[0].id, draws.binder.bind(np, "np")
@@ -96,7 +84,7 @@ def draw_orthogonal(draws, stmt, site, device_function) -> list:
     """`q = random.orthogonal(key, n, shape, dtype, m)` with literal sizes, shape and dtype:
     `np.empty(shape + (n, m))` filled by element loops (`random_thread_linalg`), built into
     device functions by `device_function`."""
-    args = _bound(draws, stmt, site, random.orthogonal)
+    args = bound_arguments(draws, stmt, site, random.orthogonal)
     sizes = [args.get(what, args["n"]) for what in ("n", "m")]
     if not all(isinstance(s, gast.Constant) and type(s.value) is int and s.value >= 0
                for s in sizes):
@@ -123,7 +111,7 @@ def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
     (n, n) `cov` of its dtype, a literal shape and method 'cholesky': `np.empty(shape +
     (n,))` filled by element loops (`random_thread_linalg`)."""
     target = random.multivariate_normal
-    args = _bound(draws, stmt, site, target)
+    args = bound_arguments(draws, stmt, site, target)
     method = args.get("method")
     if method is not None and not (isinstance(method, gast.Constant) and
                                    method.value == "cholesky"):
@@ -151,7 +139,7 @@ def draw_dirichlet(draws, stmt, site, device_function) -> list:
     """`x = random.dirichlet(key, alpha, shape, dtype)` with a 1-D `alpha` of the draw's
     dtype and a literal shape: `np.empty(shape + alpha.shape)` filled by element loops
     (`random_gamma.ELEMENTS`: each element draws its row's log-gammas)."""
-    args = _bound(draws, stmt, site, random.dirichlet)
+    args = bound_arguments(draws, stmt, site, random.dirichlet)
     alpha, given = draws.key_spec(args["alpha"]), args.get("dtype")
     try:
         dt = _F64 if given is None else np.dtype(resolve(draws.fn, given, None))

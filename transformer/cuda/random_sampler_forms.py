@@ -63,17 +63,24 @@ def parameters(rewriter, site, target, args, shape, dtype):
     return None
 
 
-def make_key(rewriter, stmt, site, target) -> list:
-    """`k2 = random.fold_in(k, data)` or `random.PRNGKey(seed)`: a local uint32[2] key."""
+def bound_arguments(rewriter, stmt, site, target) -> dict:
+    """The arguments of a draw `site` of `target` assigned to a name, by parameter name;
+    refused at the call when it is not assigned to a name or does not bind."""
     label = f"random.{target.__name__}"
     if not (isinstance(stmt, gast.Assign) and stmt.value is site and
             isinstance(stmt.targets[0], gast.Name)):
         raise rewriter.refuse(site, f"{label} must be assigned to a name")
     try:
-        args = inspect.signature(target).bind(*site.args, **{
+        return inspect.signature(target).bind(*site.args, **{
             k.arg: k.value for k in site.keywords}).arguments
     except TypeError as exc:
         raise rewriter.refuse(site, f"{label}: {exc}") from None
+
+
+def make_key(rewriter, stmt, site, target) -> list:
+    """`k2 = random.fold_in(k, data)` or `random.PRNGKey(seed)`: a local uint32[2] key."""
+    label = f"random.{target.__name__}"
+    args = bound_arguments(rewriter, stmt, site, target)
     binder = rewriter.binder
     if target is random.fold_in:
         words = rewriter.key_words(site, label, args["k"])
