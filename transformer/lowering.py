@@ -13,6 +13,9 @@ Invariant of the output:
   a parameter, or a name only ever bound to one of those) reads through
   `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` (also
   `x[m] += v`) is a call to `runtime.setitem_mask`;
+- `np.exp(x)`, `np.expm1`, `np.log`, `np.log1p`, `np.tanh`, their `math` forms and
+  `scipy.special.expit`, called with one argument, call the vectorizable kernels of
+  `runtime.vector_math` (accuracy stated there) instead of the C library;
 - `enumerate(seq, start=k)` passes `k` positionally;
 - `x += matmul_grad_left(g, a, b)` (or `_right`) on a name is `x = matmul_grad_left_add(x,
   g, a, b)`, which adds an outer product in place rather than allocating it (the reverse
@@ -22,6 +25,8 @@ Anything else is left as it was.
 from __future__ import annotations
 
 import copy
+import math
+import sys
 
 import gast
 import numpy as np
@@ -32,12 +37,21 @@ from . import einsum, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
 from .primitives import registry
+from .runtime import special as runtime_special
+from .runtime import vector_math
 from .syntax import as_load
 
 # calls whose result is a boolean array when their arguments are (primitive registry)
 _MASK_CALLS = registry.Members(lambda r: r.role == "mask")
 _IN_PLACE_ADDERS = {runtime.matmul_grad_left: runtime.matmul_grad_left_add,
                     runtime.matmul_grad_right: runtime.matmul_grad_right_add}
+_VECTOR_FORMS = {
+    np.exp: vector_math.vector_exp, math.exp: vector_math.vector_exp,
+    np.expm1: vector_math.vector_expm1, math.expm1: vector_math.vector_expm1,
+    np.log: vector_math.vector_log, math.log: vector_math.vector_log,
+    np.log1p: vector_math.vector_log1p, math.log1p: vector_math.vector_log1p,
+    np.tanh: vector_math.vector_tanh, math.tanh: vector_math.vector_tanh,
+    runtime_special.expit: vector_math.vector_expit}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
                  runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent"}
 
@@ -133,6 +147,9 @@ class _Lowering(gast.NodeTransformer):
             return self.einsum(node, _EINSUM_FORMS[target])
         if (target is np.squeeze or target is runtime.squeeze) and _axis(node) is None:
             return self.squeeze(node)
+        vector = _vector_form(target, node)
+        if vector is not None:
+            return self.call(vector, vector.__name__, node.args, node)
         return self.table(node, target)
 
     def table(self, node, target):
@@ -209,6 +226,18 @@ class _Lowering(gast.NodeTransformer):
 
 
 # ---------------------------------------------------------------- analysis helpers
+
+
+def _vector_form(target, call: gast.Call):
+    """The `runtime.vector_math` form of a one-argument call of an elementwise function it
+    has (math.log with a base, out=, dtype= keep the original)."""
+    if call.keywords or len(call.args) != 1 or isinstance(call.args[0], gast.Starred) \
+            or not hashable(target):
+        return None
+    special = sys.modules.get("scipy.special")
+    if special is not None and target is getattr(special, "expit", None):
+        return vector_math.vector_expit
+    return _VECTOR_FORMS.get(target)
 
 
 def _axis(call: gast.Call):
