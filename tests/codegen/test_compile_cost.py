@@ -1,0 +1,71 @@
+"""What a first call costs Numba: a generated function called at one place is inlined into
+its caller (one compile instead of two), never into a parallel caller, and never when it
+is called at several places. The numbers stay NumPy's."""
+import numpy as np
+import pytest
+
+from codegen import backends
+from transformer import jacfwd, jit
+
+SCALE = np.arange(6.0).reshape(2, 3) + 1.0
+
+
+def wave(x):
+    return np.sin(x)
+
+
+def scaled_wave(x):
+    return SCALE * wave(x)
+
+
+def twice_wave(x):
+    return wave(x) + wave(2.0 * x)
+
+
+def _dependency_decorators(name: str) -> set:
+    """The decorator lines of the loaded modules generated from function `name`."""
+    return {line for compiled in backends._loaded.values()
+            if f"({name})\n" in compiled.text.split("\n", 1)[0] + "\n"
+            for line in compiled.text.splitlines() if line.startswith("@numba.njit")}
+
+
+def _jacobian_of_scaled_wave(x):
+    """Hand derivation: d(SCALE[i, j] * sin(x[j])) / dx[k] = SCALE[i, k] cos(x[k]) [j == k]."""
+    ref = np.zeros((2, 3, 3))
+    for k in range(3):
+        ref[:, k, k] = SCALE[:, k] * np.cos(x[k])
+    return ref
+
+
+def test_jacfwd_through_a_helper_called_once_inlines_it_and_matches_the_derivation():
+    x = np.array([0.3, -0.7, 1.1])
+    jacobian = jit(jacfwd(scaled_wave))(x)
+    # the value broadcasts the basis to a larger shape: identity_batch_last's column branch
+    np.testing.assert_allclose(jacobian, _jacobian_of_scaled_wave(x), rtol=0, atol=1e-15)
+    assert _dependency_decorators("wave") == {"@numba.njit(inline='always')"}
+
+
+def test_a_helper_called_at_two_places_is_compiled_once_on_its_own():
+    jit(twice_wave).source(np.ones(3))
+    assert _dependency_decorators("wave") == {"@numba.njit"}
+
+
+def test_a_parallel_caller_inlines_no_helper():
+    jit(scaled_wave, parallel=True).source(np.ones(3))
+    assert _dependency_decorators("wave") == {"@numba.njit"}
+
+
+@pytest.mark.parametrize("decorator, inlined", [
+    ("@numba.njit", "@numba.njit(inline='always')"),
+    ("@numba.njit(parallel=True, fastmath=True)",
+     "@numba.njit(parallel=True, fastmath=True, inline='always')"),
+    (None, None),
+])
+def test_inlining_adds_one_flag_to_any_decorator(decorator, inlined):
+    assert backends._inlined(decorator) == inlined
+
+
+@pytest.fixture(autouse=True)
+def _fresh_module_table(monkeypatch):
+    """Each test sees only the modules it loads itself."""
+    monkeypatch.setattr(backends, "_loaded", {})
