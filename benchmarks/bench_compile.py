@@ -36,8 +36,9 @@ inflates far less than wall-clock time (with 8 compiles sharing 2 cores, wall-cl
 3-5x the CPU time); `--clock wall` gives the wall-clock figures.
 
 `--imports` times `import transformer` in fresh processes, with bytecode (written to a
-temporary PYTHONPYCACHEPREFIX by a first import) and without it (PYTHONDONTWRITEBYTECODE,
-as the development environment runs), beside `import numpy, numba`. Never part of the test
+temporary PYTHONPYCACHEPREFIX by a first import) and without it for secant's own modules
+(PYTHONDONTWRITEBYTECODE, as the development environment runs; installed packages keep
+their bytecode), beside `import numpy, numba`. Never part of the test
 run.
 """
 from __future__ import annotations
@@ -214,12 +215,13 @@ def time_import(statement: str, bytecode: bool, clock_name: str) -> float:
     code = (f"import time; c = time.{CLOCKS[clock_name].__name__}; t = c(); {statement}; "
             "print(c() - t)")
     with tempfile.TemporaryDirectory(prefix="secant-pyc-") as pyc:
-        env = _environment(PYTHONPYCACHEPREFIX=pyc)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        if not bytecode:
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-        else:                          # the first import writes the bytecode it then reads
+        if bytecode:                   # the first import writes the bytecode it then reads
+            env = _environment(PYTHONPYCACHEPREFIX=pyc)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             subprocess.run([sys.executable, "-c", statement], env=env, check=True, cwd=ROOT)
+        else:                          # installed packages keep their own bytecode
+            env = _environment(PYTHONDONTWRITEBYTECODE="1")
+            env.pop("PYTHONPYCACHEPREFIX", None)
         out = subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=ROOT,
                              capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
@@ -232,8 +234,8 @@ def print_imports(repeat: int, clock_name: str) -> None:
                                    for _ in range(repeat)) for bytecode in (True, False)]
         target = f"{TARGETS[label]:>8.1f}" if label in TARGETS else ""
         print(f"{label:<22}" + "".join(f"{c:>10.3f}" for c in cells) + target)
-    print(f"({clock_name} seconds, median of {repeat} fresh processes; `source`: without "
-          "bytecode, every module compiled from its source)")
+    print(f"({clock_name} seconds, median of {repeat} fresh processes; `source`: secant's "
+          "modules compiled from source, as under PYTHONDONTWRITEBYTECODE)")
 
 
 def main(argv=None) -> None:
