@@ -1,11 +1,13 @@
 """What a first call costs Numba: a generated function called at one place is inlined into
 its caller (one compile instead of two), never into a parallel caller, and never when it
 is called at several places. The numbers stay NumPy's."""
+import numba
 import numpy as np
 import pytest
 
 from codegen import backends
 from transformer import jacfwd, jit
+from transformer.runtime import examples
 
 SCALE = np.arange(6.0).reshape(2, 3) + 1.0
 
@@ -69,3 +71,31 @@ def test_inlining_adds_one_flag_to_any_decorator(decorator, inlined):
 def _fresh_module_table(monkeypatch):
     """Each test sees only the modules it loads itself."""
     monkeypatch.setattr(backends, "_loaded", {})
+
+
+@numba.njit
+def _outer_sum(a, b):
+    return np.outer(a, b) + a.sum()
+
+
+@numba.njit
+def _dot(a, b):
+    return np.dot(a, b)
+
+
+_outer_each = examples.over_examples(_outer_sum, (True, False))
+_dot_each = examples.over_examples(_dot, (True, False))
+
+
+@numba.njit
+def _both_each(a, b):
+    return _outer_each(a, b), _dot_each(a, b)
+
+
+def test_compiled_helper_over_examples_stores_each_example_like_numpy():
+    a = np.arange(12.0).reshape(4, 3) - 5.0
+    b = np.array([0.5, -2.0, 3.0])
+    outer, dots = _both_each(a, b)
+    np.testing.assert_array_equal(outer, [np.outer(row, b) + row.sum() for row in a])
+    np.testing.assert_array_equal(dots, a @ b)
+    np.testing.assert_array_equal(outer, _outer_each(a, b))      # the Python form
