@@ -76,6 +76,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         if options.boundscheck:
             fn = bounds.check_indices(fn)
     node = fn.node
+    if options.inline and not _inlinable_body(node):
+        options = dataclasses.replace(options, inline=False)
     hide = options.backend == "cpu" and not freeze_arrays
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
@@ -119,6 +121,15 @@ def _dependency_options(dependency: Options, options: Options, node, name: str) 
     inline = (options.backend == "cpu" and not options.parallel
               and _call_sites(node, name) == 1 and captured_arrays.called_only(node, name))
     return dataclasses.replace(dependency, inline=inline) if inline else dependency
+
+
+def _inlinable_body(node) -> bool:
+    """Whether Numba can inline `node`: its inliner reads the callee without lifting
+    `with numba.objmode()` blocks (host calls) and without closures or `try`."""
+    refused = (gast.With, gast.Try, gast.Lambda, gast.Yield, gast.YieldFrom)
+    return not any(isinstance(sub, refused) or
+                   (isinstance(sub, gast.FunctionDef) and sub is not node)
+                   for sub in gast.walk(node))
 
 
 def _call_sites(node, name: str) -> int:

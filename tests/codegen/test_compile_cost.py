@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from codegen import backends
-from transformer import jacfwd, jit
+from transformer import ShapeDtypeStruct, jacfwd, jit, pure_callback
 from transformer.runtime import examples
 
 SCALE = np.arange(6.0).reshape(2, 3) + 1.0
@@ -22,6 +22,21 @@ def scaled_wave(x):
 
 def twice_wave(x):
     return wave(x) + wave(2.0 * x)
+
+
+VEC3 = ShapeDtypeStruct((3,), np.float64)
+
+
+def host_sin(a):
+    return np.sin(a)
+
+
+def doubled_host_sin(x):
+    return pure_callback(host_sin, VEC3, x) * 2.0
+
+
+def shifted_host_sin(x):
+    return doubled_host_sin(x) + 1.0
 
 
 def _dependency_decorators(name: str) -> set:
@@ -55,6 +70,13 @@ def test_a_helper_called_at_two_places_is_compiled_once_on_its_own():
 def test_a_parallel_caller_inlines_no_helper():
     jit(scaled_wave, parallel=True).source(np.ones(3))
     assert _dependency_decorators("wave") == {"@numba.njit"}
+
+
+def test_a_helper_calling_the_host_is_not_inlined_and_runs():
+    # Numba's inliner would meet the helper's `with numba.objmode()` block unlifted
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(jit(shifted_host_sin)(x), 2.0 * np.sin(x) + 1.0)
+    assert _dependency_decorators("doubled_host_sin") == {"@numba.njit"}
 
 
 @pytest.mark.parametrize("decorator, inlined", [
