@@ -48,6 +48,7 @@ class Options:
     parallel: bool = False
     fastmath: bool = False
     boundscheck: bool = True     # cpu: every index proved or checked (transformer.bounds)
+    inline: bool = False         # cpu: Numba inlines the function into its one caller
 
     def decorator(self) -> str | None:
         if self.backend != "cpu":
@@ -128,7 +129,7 @@ def module_source(origin: str, chain, options: Options, fingerprints: list, impo
     the `fingerprints` lines, the runtime-sources line when `namespace` holds secant's
     helpers), its sorted `imports`, the backend's decorator and `body`."""
     imports = list(imports)
-    decorator = options.decorator()
+    decorator = _inlined(options.decorator()) if options.inline else options.decorator()
     if decorator:
         imports.append("import numba")
     header = [
@@ -141,6 +142,17 @@ def module_source(origin: str, chain, options: Options, fingerprints: list, impo
     ]
     text = "\n".join(header) + "\n" + "\n".join(sorted(set(imports))) + "\n\n\n"
     return text + (decorator + "\n" if decorator else "") + body
+
+
+def _inlined(decorator: str | None) -> str | None:
+    """`decorator` with `inline='always'`: Numba then types and lowers the function inside
+    its caller instead of compiling, optimizing and emitting machine code for it on its own
+    and then again as part of the caller (what a separate dispatcher costs)."""
+    if decorator is None or not decorator.startswith("@numba.njit"):
+        return decorator
+    if decorator.endswith(")"):
+        return decorator[:-1] + ", inline='always')"
+    return decorator + "(inline='always')"
 
 
 def _optimization_note(options: Options) -> str:

@@ -76,6 +76,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         if options.boundscheck:
             fn = bounds.check_indices(fn)
     node = fn.node
+    if options.inline and not _inlinable_body(node):
+        options = dataclasses.replace(options, inline=False)
     hide = options.backend == "cpu" and not freeze_arrays
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
@@ -94,7 +96,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             fingerprints.append(f"# takes {name}: {captured_arrays.describe(value)}")
             continue
         freeze = hide and not captured_arrays.called_only(node, name)
-        materialized, fingerprint_, hidden = _materialize(value, dependency_options, freeze)
+        materialized, fingerprint_, hidden = _materialize(
+            value, _dependency_options(dependency_options, options, node, name), freeze)
         if hidden:
             callee_arrays[name] = hidden
         namespace[name] = materialized
@@ -108,6 +111,30 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     text = backends.module_source(fn.origin.describe(), fn.chain, options, fingerprints,
                                   imports, namespace, emit.to_source(node))
     return text, namespace, hidden
+
+
+def _dependency_options(dependency: Options, options: Options, node, name: str) -> Options:
+    """`dependency`, inlined into `node` where that saves Numba a whole compile: on the cpu
+    backend, into a caller that is not parallel (an inlined `prange` would become parallel
+    there), for a callee called at exactly one place and never used as a value (inlining at
+    several places would make Numba compile its body once per place)."""
+    inline = (options.backend == "cpu" and not options.parallel
+              and _call_sites(node, name) == 1 and captured_arrays.called_only(node, name))
+    return dataclasses.replace(dependency, inline=inline) if inline else dependency
+
+
+def _inlinable_body(node) -> bool:
+    """Whether Numba can inline `node`: its inliner reads the callee without lifting
+    `with numba.objmode()` blocks (host calls) and without closures or `try`."""
+    refused = (gast.With, gast.Try, gast.Lambda, gast.Yield, gast.YieldFrom)
+    return not any(isinstance(sub, refused) or
+                   (isinstance(sub, gast.FunctionDef) and sub is not node)
+                   for sub in gast.walk(node))
+
+
+def _call_sites(node, name: str) -> int:
+    return sum(1 for sub in gast.walk(node) if isinstance(sub, gast.Call)
+               and isinstance(sub.func, gast.Name) and sub.func.id == name)
 
 
 def _module_reads(node, env) -> list[tuple[str, str]]:

@@ -657,10 +657,16 @@ def _identity_nb(d, basis, last: bool):
             e[k] = 1.0
             column = (e.reshape(basis.shape) * d).ravel()
             e[k] = 0.0
-            if last:
-                columns[:, k] = column
-            else:
-                columns[k] = column
+            if column.size != d.size:
+                raise ValueError("identity batch: the basis broadcasts the value to a "
+                                 "larger shape")
+            # element by element: an array assigned to a slice makes Numba compile its
+            # shape-mismatch message (str, repr, concatenation: ~20 functions) on first use
+            for r in range(d.size):
+                if last:
+                    columns[r, k] = column[r]
+                else:
+                    columns[k, r] = column[r]
         return out
     return impl
 

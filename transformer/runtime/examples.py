@@ -120,7 +120,7 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
         return _OVER_EXAMPLES[key]
     label = f"{helper.__name__}_each"
     source = _over_examples_source(label, flags, in_place)
-    scope = {"helper": helper, "batch_empty": batch_empty}
+    scope = {"helper": helper, "batch_empty": batch_empty, "store_example": store_example}
     exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
     python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
@@ -133,6 +133,32 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
 
 
 _OVER_EXAMPLES: dict = {}
+
+
+def store_example(out, k, value):
+    """`out[k] = value`: example `k` of a batch made by `batch_empty` from an example
+    shaped like `value`."""
+    out[k] = value
+
+
+@overload(store_example)
+def _store_example_nb(out, k, value):
+    if not isinstance(value, types.Array):
+        def scalar(out, k, value):
+            out[k] = value
+        return scalar
+    if value.ndim == 0:
+        return lambda out, k, value: store_example(out, k, value[()])
+
+    def impl(out, k, value):
+        # element by element: an array assigned to a slice makes Numba compile its
+        # shape-mismatch message (str, repr, concatenation: ~20 functions) on first use
+        row = out[k]
+        if row.shape != value.shape:
+            raise ValueError("an example's result is shaped unlike the first example's")
+        for index in np.ndindex(value.shape):
+            row[index] = value[index]
+    return impl
 # called as hook(helper, flags, made) for each value-returning helper over_examples makes:
 # transformer.primitives registers the derivative rules of `made` there
 ON_MADE: list = []
@@ -152,9 +178,9 @@ def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
     else:
         body = (f"    first = helper({args_at(0)})\n"
                 f"    out = batch_empty(a{first}.shape[0], first)\n"
-                f"    out[0] = first\n"
+                f"    store_example(out, 0, first)\n"
                 f"    for k in range(1, a{first}.shape[0]):\n"
-                f"        out[k] = helper({args_at('k')})\n"
+                f"        store_example(out, k, helper({args_at('k')}))\n"
                 f"    return out\n")
     return f"def {label}({params}):\n{body}def typer({params}):\n    return {label}\n"
 
