@@ -62,6 +62,15 @@ def descending_with_index_arithmetic(x, w):
     return t
 
 
+def grows_over_the_copies(x, w):
+    """A value that changes shape from trip to trip: one name per copy once written out
+    (a loop over `range(w.shape[0])` is refused instead, test_reverse_tape.py)."""
+    acc = x[0]
+    for _ in range(3):
+        acc = acc + w * x[1]
+    return np.sum(acc * acc)
+
+
 def index_read_after(x, w):
     t = 0.0
     for k in range(3):
@@ -85,6 +94,13 @@ def long_loop(x, w):
     return t
 
 
+def writes_in_place(x, w):
+    y = np.zeros(3)
+    for k in range(3):
+        y[k] = np.sin(x[k]) * w[k]
+    return np.sum(y * y)
+
+
 def index_assigned(x, w):
     """The body assigns the loop's index: the loop keeps it apart (prepare.separate_index)."""
     t = 0.0
@@ -96,8 +112,10 @@ def index_assigned(x, w):
 
 
 @pytest.mark.parametrize("f, unrolled", [
-    (descending_with_index_arithmetic, True), (index_read_after, False),
-    (breaks_early, False), (long_loop, False), (index_assigned, False)])
+    (descending_with_index_arithmetic, True), (grows_over_the_copies, True),
+    (index_read_after, False),
+    (breaks_early, False), (long_loop, False), (writes_in_place, False),
+    (index_assigned, False)])
 def test_unrolled_or_not_the_gradient_matches_finite_differences(f, unrolled):
     rng = np.random.default_rng(2)
     x = rng.normal(size=(4, 3)) if f is descending_with_index_arithmetic else rng.normal(size=3)

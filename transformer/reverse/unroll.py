@@ -13,8 +13,9 @@ A loop is unrolled when all of these hold:
 - it is `for k in range(...)` over the builtin `range` with integer literal bounds and at
   most `MAX_TRIPS` (at least one) trips, and has no `else`;
 - its body is short (at most `MAX_STATEMENTS` statements, `if` blocks included) and holds
-  no loop, `break`, `continue`, `return`, nested function or comprehension, and never
-  assigns `k`;
+  no loop, `break`, `continue`, `return`, nested function or comprehension, never assigns
+  `k`, and writes no array in place (`y[k] = v`: what reverse mode refuses about such
+  writes in a loop, at transformation time, stays as it is);
 - `k` is read nowhere outside the body of a loop over `k`, so its value after the loop (the
   last trip's) is never observed and the copies need not set it.
 Each copy replaces the reads of `k` with its trip's integer; statements keep their source
@@ -108,6 +109,9 @@ def _body_allows(loop) -> bool:
             if isinstance(sub, gast.stmt):
                 statements += 1
             if isinstance(sub, gast.Name) and sub.id == index and \
+                    not isinstance(sub.ctx, gast.Load):
+                return False
+            if isinstance(sub, (gast.Subscript, gast.Attribute)) and \
                     not isinstance(sub.ctx, gast.Load):
                 return False
     return statements <= MAX_STATEMENTS
