@@ -69,7 +69,7 @@ def bench_lj(sizes, rows, skip):
     hits all of them alike.
     """
     energy = jit(workloads.lj_energy)
-    forms = [(f"secant grad, {label}", jit(grad(fn))) for label, fn in LJ_FORMS]
+    forms = [(f"secant grad {label}", jit(grad(fn))) for label, fn in LJ_FORMS]
     for n in sizes:
         args = workloads.lj_inputs(n)
         size = f"N={n}"
@@ -131,7 +131,7 @@ def print_targets(rows, sizes):
         size = f"N={n}"
         h = _median(rows, "W1 LJ", size, HAND)
         for label, _ in LJ_FORMS:
-            g = _median(rows, "W1 LJ", size, f"secant grad, {label}")
+            g = _median(rows, "W1 LJ", size, f"secant grad {label}")
             print(f"  W1 {size} {label}: jit(grad) / hand forces = "
                   f"{g.median_s / h.median_s:.2f} (target <= 1.3)")
     s, j = _median(rows, "W7 RNN", "T=1000 H=32", "secant jit(grad) loop"), \

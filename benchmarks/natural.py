@@ -57,7 +57,7 @@ def lj_energy_components(pos, eps, sigma, box, rcut):
 
 # (label in the tables, energy function)
 LJ_FORMS = (
-    ("vector d = pos[i]-pos[j]", lj_energy_vector),
-    ("scalars dx, dy, dz", lj_energy_scalars),
-    ("inner for k in range(3)", lj_energy_components),
+    ("vector d", lj_energy_vector),
+    ("dx, dy, dz", lj_energy_scalars),
+    ("for k in 3", lj_energy_components),
 )
