@@ -10,7 +10,8 @@ W7  h <- tanh(W h + U x_t + b) over T = 1000 steps, hidden 32, gradient with res
     each with its compile (first call) time.
 
 One process; medians of interleaved rounds (every implementation once per round) after
-the first call, which is the compile column; ratios against the hand-written
+the first call, which is the compile column (at the first size: later sizes reuse the
+compiled code, same argument types); ratios against the hand-written
 Numba forces (W1) and JAX's scan (W7). Compile times are cold: the secant cache directory
 is a fresh temporary one unless SECANT_CACHE_DIR is set. Every gradient is checked against
 the hand-written one before it is timed.
