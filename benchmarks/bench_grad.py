@@ -1,14 +1,17 @@
 """Reverse mode against its peers: Lennard-Jones forces (W1) and a recurrence (W7).
 
-W1  the pair-loop Lennard-Jones energy of benchmarks/workloads.py at N = 128, 512, 2048:
-    secant jit(energy), secant jit(grad(energy)), analytic forces hand-written in Numba,
-    JAX jit(grad) of the vectorized energy, autograd grad of the vectorized energy; and
-    secant jit(grad) of the same energy written per vector component.
+W1  the pair-loop Lennard-Jones energy at N = 128, 512, 2048 in its three natural forms
+    (benchmarks/natural.py: vector `d = pos[i] - pos[j]`, scalars `dx, dy, dz`, inner
+    `for k in range(3)`), each under secant jit(grad); beside secant jit(energy), analytic
+    forces hand-written in Numba, JAX jit(grad) of the vectorized energy and autograd grad
+    of the vectorized energy (N <= 512).
 W7  h <- tanh(W h + U x_t + b) over T = 1000 steps, hidden 32, gradient with respect to W:
     secant jit(grad) of the plain Python loop vs JAX jit(grad) of the lax.scan rewrite,
     each with its compile (first call) time.
 
-One process; medians of repeated calls after a warm-up; ratios against the hand-written
+One process; medians of interleaved rounds (every implementation once per round) after
+the first call, which is the compile column (at the first size: later sizes reuse the
+compiled code, same argument types); ratios against the hand-written
 Numba forces (W1) and JAX's scan (W7). Compile times are cold: the secant cache directory
 is a fresh temporary one unless SECANT_CACHE_DIR is set. Every gradient is checked against
 the hand-written one before it is timed.
@@ -31,50 +34,19 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks import peers, timing, workloads  # noqa: E402
+from benchmarks.natural import LJ_FORMS  # noqa: E402
 from benchmarks.timing import Row  # noqa: E402
 from transformer import grad, jit  # noqa: E402
 
 HAND = "numba hand forces"
 
 
-def lj_energy_components(pos, eps, sigma, box, rcut):
-    """`workloads.lj_energy` with the separation written per component (no small arrays).
-
-    Timed beside the workload to separate what secant's reverse mode costs from what
-    Numba's per-pair 3-element temporaries cost.
-    """
-    n = pos.shape[0]
-    rcut2 = rcut * rcut
-    sigma2 = sigma * sigma
-    energy = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            r2 = 0.0
-            for k in range(3):
-                dk = pos[i, k] - pos[j, k]
-                dk = dk - box * np.round(dk / box)
-                r2 += dk * dk
-            if r2 < rcut2:
-                s6 = (sigma2 / r2) ** 3
-                energy += 4.0 * eps * (s6 * s6 - s6)
-    return energy
 SCAN = "jax lax.scan"
 
 
 def _repeats(seconds_per_call: float) -> int:
     """Enough repeats for a stable median without spending more than ~2 s per row."""
     return int(min(15, max(3, 2.0 / max(seconds_per_call, 1e-6))))
-
-
-def _timed(rows, workload, size, impl, fn, args, check=None):
-    """Time `fn(*args)`: first call (compile) and median of the rest; append a Row."""
-    first = timing.compile_time(fn, *args)
-    result = fn(*args)
-    if check is not None:
-        check(result)
-    median = timing.median_time(fn, *args, repeat=_repeats(first), warmup=0)
-    rows.append(Row(workload, size, impl, median, first))
-    return median
 
 
 def _close_to(expected, what):
@@ -91,37 +63,60 @@ def _same_energy(args):
 
 
 def bench_lj(sizes, rows, skip):
+    """W1: every natural form under jit(grad) beside the hand forces and the peers.
+
+    First calls are timed one by one (the compile column); the steady-state medians are
+    taken interleaved, every implementation once per round, so the machine's changing load
+    hits all of them alike.
+    """
     energy = jit(workloads.lj_energy)
-    forces_grad = jit(grad(workloads.lj_energy))
-    components_grad = jit(grad(lj_energy_components))
+    forms = [(f"secant grad {label}", jit(grad(fn))) for label, fn in LJ_FORMS]
     for n in sizes:
         args = workloads.lj_inputs(n)
         size = f"N={n}"
         hand = peers.lj_forces_numba(*args)
-        _timed(rows, "W1 LJ", size, HAND, peers.lj_forces_numba, args)
-        _timed(rows, "W1 LJ", size, "secant jit(energy)", energy, args,
-               _same_energy(args) if n <= 128 else None)   # plain Python is slow
-        _timed(rows, "W1 LJ", size, "secant jit(grad)", forces_grad, args,
-               _close_to(-hand, "secant jit(grad(energy))"))
-        _timed(rows, "W1 LJ", size, "secant grad, components", components_grad, args,
-               _close_to(-hand, "secant jit(grad(lj_energy_components))"))
+        fns = {HAND: (peers.lj_forces_numba, None),
+               "secant jit(energy)": (energy, _same_energy(args) if n <= 128 else None)}
+        for label, fn in forms:
+            fns[label] = (fn, _close_to(-hand, label))
         if "jax" not in skip:
-            _timed(rows, "W1 LJ", size, "jax jit(grad) vector", peers.lj_grad_jax(), args,
-                   _close_to(-hand, "jax"))
-        if "autograd" not in skip:
-            _timed(rows, "W1 LJ", size, "autograd vectorized", peers.lj_grad_autograd(), args,
-                   _close_to(-hand, "autograd"))
+            fns["jax jit(grad) vector"] = (peers.lj_grad_jax(), _close_to(-hand, "jax"))
+        if "autograd" not in skip and n <= 512:   # all-pairs arrays: minutes at N=2048
+            fns["autograd vectorized"] = (peers.lj_grad_autograd(), _close_to(-hand, "ag"))
+        _timed_interleaved(rows, "W1 LJ", size, fns, args)
+
+
+def _timed_interleaved(rows, workload, size, fns, args):
+    """First call of each of `fns` {label: (fn, check)}, then medians of interleaved rounds.
+
+    JAX rows are timed on their own after the rounds: its thread pool keeps spinning after
+    a call and would slow down whichever implementation ran next.
+    """
+    firsts = {}
+    for label, (fn, check) in fns.items():
+        firsts[label] = timing.compile_time(fn, *args)
+        if check is not None:
+            check(fn(*args))
+    repeat = _repeats(max(timing.median_time(fn, *args, repeat=1, warmup=0)
+                          for fn, _ in fns.values()))
+    ours = {k: f for k, (f, _) in fns.items() if not k.startswith("jax")}
+    medians = timing.interleaved_medians(ours, args, repeat)
+    for label, (fn, _) in fns.items():
+        if label not in medians:
+            medians[label] = timing.median_time(fn, *args, repeat=repeat, warmup=0)
+        rows.append(Row(workload, size, label, medians[label], firsts[label]))
 
 
 def bench_rnn(rows, skip):
     args = workloads.rnn_inputs(steps=1000, hidden=32)
     expected = peers.rnn_grad_numpy(*args)
-    size = "T=1000 H=32"
+    fns = {}
     if "jax" not in skip:
-        _timed(rows, "W7 RNN", size, SCAN, peers.rnn_grad_jax(), args, _close_to(expected, "jax"))
-    _timed(rows, "W7 RNN", size, "secant jit(grad) loop", jit(grad(workloads.rnn_loss)), args,
-           _close_to(expected, "secant jit(grad(rnn_loss))"))
-    _timed(rows, "W7 RNN", size, "numpy hand BPTT", peers.rnn_grad_numpy, args)
+        fns[SCAN] = (peers.rnn_grad_jax(), _close_to(expected, "jax"))
+    fns["secant jit(grad) loop"] = (jit(grad(workloads.rnn_loss)),
+                                    _close_to(expected, "secant jit(grad(rnn_loss))"))
+    fns["numpy hand BPTT"] = (peers.rnn_grad_numpy, None)
+    _timed_interleaved(rows, "W7 RNN", "T=1000 H=32", fns, args)
 
 
 def _median(rows, workload, size, impl):
@@ -135,12 +130,11 @@ def print_targets(rows, sizes):
         if n < 512:
             continue
         size = f"N={n}"
-        g = _median(rows, "W1 LJ", size, "secant jit(grad)")
         h = _median(rows, "W1 LJ", size, HAND)
-        e = _median(rows, "W1 LJ", size, "secant jit(energy)")
-        print(f"  W1 {size}: jit(grad) / hand forces = {g.median_s / h.median_s:.2f} "
-              f"(target <= 1.3), jit(grad) / jit(energy) = {g.median_s / e.median_s:.2f} "
-              "(target <= 3)")
+        for label, _ in LJ_FORMS:
+            g = _median(rows, "W1 LJ", size, f"secant grad {label}")
+            print(f"  W1 {size} {label}: jit(grad) / hand forces = "
+                  f"{g.median_s / h.median_s:.2f} (target <= 1.3)")
     s, j = _median(rows, "W7 RNN", "T=1000 H=32", "secant jit(grad) loop"), \
         _median(rows, "W7 RNN", "T=1000 H=32", SCAN)
     if s is not None:

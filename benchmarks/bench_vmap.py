@@ -10,7 +10,7 @@
 One process; medians over repeated runs after a warm-up call (compile excluded; the
 compile column is the first call). Ratios are to the baseline named in each table.
 
-    PYTHONPATH=. python benchmarks/bench_vmap.py [--json out.json] [--quick]
+    PYTHONPATH=. python benchmarks/bench_vmap.py [--json out.json] [--quick] [--only W2]
 """
 from __future__ import annotations
 
@@ -36,19 +36,6 @@ def _first_call(fn, *args):
     return time.perf_counter() - start
 
 
-def interleaved_medians(fns: dict, args: tuple, repeat: int, number: int) -> dict:
-    """Median seconds per call of each function, the functions timed in turn within every
-    round, so that a change in the machine's load hits all of them alike."""
-    times: dict = {label: [] for label in fns}
-    for _ in range(repeat):
-        for label, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
-                timing._wait(fn(*args))
-            times[label].append((time.perf_counter() - start) / number)
-    return {label: statistics.median(t) for label, t in times.items()}
-
-
 def bench_w3(repeat: int) -> list[Row]:
     M, V = workloads.matvec_inputs(512, 256)
     size = "512x512 B=256"
@@ -61,7 +48,7 @@ def bench_w3(repeat: int) -> list[Row]:
         fn(M, V)
     # JAX is timed on its own: its thread pool keeps spinning after a call and would
     # slow down whichever implementation runs next
-    medians = interleaved_medians(fns, (M, V), repeat, 10)
+    medians = timing.interleaved_medians(fns, (M, V), repeat, 10)
     rows = [Row("W3 matvec", size, label, medians[label],
                 compile_s if label == "secant jit(vmap)" else None) for label in fns]
     return rows + _jax_row("W3 matvec", size, peers.matvec_batched_jax, (M, V), repeat, 10)
@@ -71,19 +58,20 @@ def bench_w2(repeat: int) -> list[Row]:
     params, X, Y = workloads.mlp_inputs(batch=128)
     size = "784-256-10 B=128"
     hand = peers.mlp_per_example_grads_numpy
-    rows = [Row("W2 per-ex grad", size, "numpy hand-batched",
-                timing.median_time(hand, params, X, Y, repeat=repeat, number=3))]
     per_example = vmap(grad(workloads.mlp_loss), in_axes=(None, 0, 0))
     secant = jit(per_example)
     compile_s = _first_call(secant, params, X, Y)
-    expected, got = hand(params, X, Y), secant(params, X, Y)
-    for key in expected:
-        np.testing.assert_allclose(got[key], expected[key], rtol=2e-3, atol=1e-5)
-    rows.append(Row("W2 per-ex grad", size, "secant jit(vmap(grad))",
-                    timing.median_time(secant, params, X, Y, repeat=repeat, number=3),
-                    compile_s))
-    rows.append(Row("W2 per-ex grad", size, "secant vmap(grad) (py)",
-                    timing.median_time(per_example, params, X, Y, repeat=repeat, number=3)))
+    py_first = _first_call(per_example, params, X, Y)
+    expected = hand(params, X, Y)
+    for got in (secant(params, X, Y), per_example(params, X, Y)):
+        for key in expected:
+            np.testing.assert_allclose(got[key], expected[key], rtol=2e-3, atol=1e-5)
+    fns = {"numpy hand-batched": hand, "secant jit(vmap(grad))": secant,
+           "secant vmap(grad) (py)": per_example}
+    medians = timing.interleaved_medians(fns, (params, X, Y), repeat, 3)
+    firsts = {"secant jit(vmap(grad))": compile_s, "secant vmap(grad) (py)": py_first}
+    rows = [Row("W2 per-ex grad", size, label, medians[label], firsts.get(label))
+            for label in fns]
     rows += _jax_row("W2 per-ex grad", size, peers.mlp_per_example_grads_jax, (params, X, Y),
                      repeat, 3)
     return rows
@@ -139,12 +127,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, fewer books")
+    parser.add_argument("--only", nargs="*", choices=["W2", "W3", "W6"],
+                        help="run only these workloads")
     args = parser.parse_args()
     warnings.simplefilter("ignore")     # Numba's notes on parallel=True and caching
     repeat = 5 if args.quick else 15
-    tables = [("W3", bench_w3(repeat), "numpy V @ M.T"),
-              ("W2", bench_w2(repeat), "numpy hand-batched"),
-              ("W6", bench_w6(repeat, 10_000 if args.quick else 100_000), "hand numba prange")]
+    benches = [("W3", lambda: bench_w3(repeat), "numpy V @ M.T"),
+               ("W2", lambda: bench_w2(repeat), "numpy hand-batched"),
+               ("W6", lambda: bench_w6(repeat, 10_000 if args.quick else 100_000),
+                "hand numba prange")]
+    tables = [(name, bench(), baseline) for name, bench, baseline in benches
+              if not args.only or name in args.only]
     rows = []
     for _, table, baseline in tables:
         timing.print_table(table, baseline)

@@ -69,6 +69,19 @@ def compile_time(fn: Callable, *args) -> float:
     return _call(fn, args)
 
 
+def interleaved_medians(fns: dict, args: tuple, repeat: int, number: int = 1) -> dict:
+    """Median seconds per call of each of `fns` {label: fn}, the functions timed in turn
+    within every round, so that a change in the machine's load hits all of them alike."""
+    times: dict = {label: [] for label in fns}
+    for _ in range(repeat):
+        for label, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                _wait(fn(*args))
+            times[label].append((time.perf_counter() - start) / number)
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 def print_table(rows: Iterable[Row], baseline: str) -> None:
     """Print rows grouped by (workload, size) with each median's ratio to `baseline`.
 

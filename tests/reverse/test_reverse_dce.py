@@ -65,14 +65,14 @@ def accumulate(x):
 
 def grows_returned(s, v):
     acc = s
-    for _ in range(3):
+    for _ in range(v.shape[0]):   # range(3) would be unrolled
         acc = acc + v * s
     return acc
 
 
 def grows_summed(s, v):
     acc = s
-    for _ in range(3):
+    for _ in range(v.shape[0]):   # range(3) would be unrolled
         acc = acc + v * s
     return np.sum(acc)
 

@@ -196,7 +196,7 @@ def test_constant_output_has_zero_gradient():
 
 def grows(s, v):
     acc = s
-    for _ in range(3):
+    for _ in range(v.shape[0]):   # range(3) would be unrolled
         acc = acc + v * s
     return np.sum(acc)
 
@@ -208,7 +208,7 @@ def test_a_variable_that_changes_shape_is_an_error_not_a_wrong_gradient():
 
 def concatenating(x):
     y = x
-    for _ in range(3):
+    for _ in range(x.shape[0]):   # range(3) would be unrolled
         y = np.concatenate((y, x))
     return np.sum(y * y)
 

@@ -1,7 +1,8 @@
 """Normalize a function for reverse mode: one assignment per value where possible,
 no self-referencing assignments, and loops carrying what their reversal needs.
 
-Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`, then:
+Input: any Function. `prepare` runs `desugar`, `unroll.unroll_short_loops` (`for k in
+range(3)` written out as three copies), `anf`, `controlflow.lower_exits`, then:
 
 - an augmented assignment to a name that may share its array (`z = update_in_place(a, v)`,
   see desugar.py) becomes `z = v`, preceded by `check_not_shared(b, a, "b", "a")` for every
@@ -22,6 +23,8 @@ Input: any Function. `prepare` runs `desugar`, `anf`, `controlflow.lower_exits`,
   `x_next = x * y; x = x_next` (an adjoint reads the old and the new value apart);
 - an `if` test or a `range` start/step that the body reassigns is copied first
   (`cond_entry = cond`), because the reverse sweep reads it at the statement's entry;
+- a `for` loop whose body assigns its index gets an index of its own, copied into the
+  user's name at the top of the body (`separate_index`);
 - each `for i in range(a, b, s)` is preceded by `i_last = range_last(a, b, s)` and, if it
   breaks, sets `i_last = i` before the break; its node carries `secant_reverse =
   (i_last, a, s)`;
@@ -48,11 +51,12 @@ from ..names import Namer, assigned_names
 from ..rebind import split_rebound_names
 from ..runtime import update_in_place
 from ..syntax import assign, call, const, located, name
+from .unroll import unroll_short_loops
 
 
 def prepare(fn: Function) -> Function:
     # a name rebound to another shape (`x = np.sum(x)`) is one variable per binding
-    fn = lower_exits(anf(split_rebound_names(desugar(fn))))
+    fn = lower_exits(anf(split_rebound_names(unroll_short_loops(desugar(fn)))))
     namer = Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     env = dict(fn.env)
@@ -206,6 +210,7 @@ class _Prepare:
             self.block(stmt.orelse)
             return self.freeze(stmt, "test", stmt.body + stmt.orelse) + [stmt]
         if isinstance(stmt, gast.For):
+            self.separate_index(stmt)
             self.block(stmt.body)
             frozen = []
             if len(stmt.iter.args) > 1:
@@ -217,6 +222,20 @@ class _Prepare:
             self.block(stmt.body)
             return self.instrument_while(stmt)
         return [stmt]
+
+    def separate_index(self, loop) -> None:
+        """`for k in range(n): ...; k = 0; ...` -> `for k_index in range(n): k = k_index;
+        ...`: the reverse sweep runs its loop over the index again, so a body that also
+        assigns the index would see the loop's value where it needs the assigned one (and
+        the reverse restore the assigned one where it needs the loop's). Python's value of
+        `k` after the loop (the body's last assignment) is kept."""
+        index = loop.target.id
+        if index not in assigned_names(gast.Module(body=loop.body, type_ignores=[])):
+            return
+        fresh = self.namer.fresh(index + "_index")
+        loop.body.insert(0, located(assign(index, name(fresh)), loop))
+        loop.target.id = fresh
+        self.stores[fresh] = 1
 
     def rename_redefinitions(self, stmts: list) -> None:
         """`d = a - b; d = d - c` -> `d_1 = a - b; d = d_1 - c` when every assignment of
