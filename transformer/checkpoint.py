@@ -296,13 +296,47 @@ class CheckpointLoop:
         return Function(node, env, primal.origin, primal.chain + ("checkpoint_loop",))
 
 
-def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1) -> CheckpointLoop:
+class RevolveLoop(CheckpointLoop):
+    """`checkpoint_loop(..., schedule="revolve")`: the loop's vjp runs the binomial
+    schedule of `transformer.revolve` with at most `snapshots` carry states kept."""
+
+    def __secant_function__(self) -> Function:
+        from .frontend import parse
+        if self._built is None:          # the plain loop: primal, forward mode, vmap
+            self._built = self._level(parse(self.body), self.levels)
+        return self._built
+
+    def __secant_jvp__(self, active) -> Function:
+        from .forward import jvp_function
+        return jvp_function(self.__secant_function__(), active)
+
+    def __secant_vjp__(self, positions: Sequence[int]) -> Function:
+        from .frontend import parse
+        from .reverse import VJP, reverse_function
+        from .revolve import revolve_vjp_function
+        primal = parse(self.body)
+        _refuse_argument_writes(primal)
+        wrt = tuple(range(1, 1 + self.carries)) + \
+            tuple(p - 1 for p in positions if p >= 2 + self.carries)
+        body_vjp = reverse_function(primal, wrt, VJP)
+        return revolve_vjp_function(self.body, primal, body_vjp, self.carries,
+                                    self.tuple_out, self.snapshots, tuple(positions))
+
+
+def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1,
+                    schedule: str = "segments") -> CheckpointLoop:
     """The loop of `body` with a bounded tape: `loop(lower, upper, *carries, *constants)`
     returns the carries after `body(i, *carries, *constants)` for i in range(lower,
     upper); reverse mode keeps at most `levels * (snapshots + 1) + ceil(T /
     snapshots**levels) + 1` carries and runs each step `levels + 3` times (module
     docstring). `body` returns the
     new carries (a tuple, or one value for one carry)."""
+    if schedule == "revolve":
+        return RevolveLoop(body, snapshots, 1)
+    if schedule != "segments":
+        raise TransformError(f"checkpoint_loop: unknown schedule {schedule!r}",
+                             hint='use schedule="segments" (levels of segments) or '
+                                  'schedule="revolve" (binomial, optimal)')
     return CheckpointLoop(body, snapshots, levels)
 
 
