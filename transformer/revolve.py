@@ -3,10 +3,10 @@
 
 The loop `for i in range(lower, upper): c1, ..., cn = body(i, c1, ..., cn, k1, ..., km)`
 (T = upper - lower steps) is differentiated by a generated vjp that keeps at most `s`
-carry states (snapshots, the loop's input state counted) and runs the action array of
-`transformer.runtime.revolve.revolve_actions(T, s)`: forward steps from a snapshot, saves,
-restores, and each step's own vjp exactly once, last step first. The forward steps it
-runs are the fewest any schedule with `s` snapshots can run:
+carry states (snapshots, the loop's input state counted) and runs the schedule that
+`transformer.runtime.revolve` streams (O(s) integers of state): forward steps from a
+snapshot, saves, restores, and each step's own vjp exactly once, last step first. The
+forward steps it runs are the fewest any schedule with `s` snapshots can run:
 
     optimal_advances(T, s) = r * T - C(s + r, r - 1),   r the least with C(s + r, s) >= T
 
@@ -23,7 +23,8 @@ from typing import Sequence
 import gast
 
 from .function import Function
-from .runtime.revolve import ADVANCE, RESTORE, REVERSE, SAVE, revolve_actions
+from .runtime.revolve import (ADVANCE, DONE, RESTORE, REVERSE, SAVE, revolve_actions,
+                              revolve_next, revolve_start)
 from .syntax import located
 
 __all__ = ["schedule", "optimal_advances", "revolve_vjp_function"]
@@ -51,13 +52,14 @@ def optimal_advances(steps: int, snapshots: int) -> int:
     return r * steps - comb(snapshots + r, r - 1)
 
 
-def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: int, tuple_out: bool,
-                         snapshots: int, positions: Sequence[int]) -> Function:
+def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: int,
+                         tuple_out: bool, snapshots: int, positions: Sequence[int]) -> Function:
     """`loop_vjp(lower, upper, *carries, *constants, *cotangents)` returning the
     cotangents of the loop's parameters at `positions` (0 and 1, the bounds, get 0.0).
 
-    `body` is the loop body, `primal` its Function, `body_vjp` its vjp with respect to every carry then
-    the constants at `positions` (body parameter p + 1 for loop parameter p + 2)."""
+    `body` is the loop body, `primal` its Function, `body_vjp` its vjp with respect to
+    every carry, then the constants at `positions` (body parameter p - 1 for loop
+    parameter p)."""
     k = len(primal.params) - 1 - carries
     cs = [f"c{j}" for j in range(carries)]
     ks = [f"k{j}" for j in range(k)]
@@ -65,14 +67,15 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
     active_k = [p - 2 - carries for p in positions if p >= 2 + carries]
     carried = ", ".join(cs) + ("," if carries == 1 and tuple_out else "")
     state = ", ".join(cs + ks)
-    lines = ["acts = revolve_actions(upper - lower, %d)" % snapshots]
+    lines = [f"state = revolve_start(upper - lower, {snapshots})", "kind = 0"]
     lines += [f"s{j} = [c{j}] * {snapshots}" for j in range(carries)]
     lines += [f"gk{j} = zeros_like(k{j})" for j in active_k]
-    lines += ["for r in range(acts.shape[0]):",
-              "    kind = acts[r, 0]",
-              "    a = acts[r, 1]",
+    lines += [f"while kind != {DONE}:",
+              "    action = revolve_next(state)",
+              "    kind = action[0]",
+              "    a = action[1]",
               f"    if kind == {ADVANCE}:",
-              "        for i in range(lower + a, lower + acts[r, 2]):",
+              "        for i in range(lower + a, lower + action[2]):",
               f"            {carried} = body(i, {state})",
               f"    elif kind == {SAVE}:"]
     lines += [f"        s{j}[a] = c{j}" for j in range(carries)]
@@ -95,6 +98,7 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
                 setattr(sub, attr, None)
     located(node, primal.node)
     from .runtime import zeros_like
-    env = {"body": body, "body_vjp": body_vjp, "revolve_actions": revolve_actions,
+    env = {"body": body, "body_vjp": body_vjp, "revolve_start": revolve_start,
+           "revolve_next": revolve_next,
            "zeros_like": zeros_like, "range": range}
     return Function(node, env, primal.origin, primal.chain + ("checkpoint_loop",))

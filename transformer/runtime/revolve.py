@@ -1,9 +1,11 @@
-"""The binomial (Revolve) checkpointing schedule of Griewank & Walther, as an action array
-that generated code executes (`transformer.revolve` documents it; plain NumPy and Numba).
+"""The binomial (Revolve) checkpointing schedule of Griewank & Walther, streamed action by
+action to generated code (`transformer.revolve` documents it; plain NumPy and Numba).
 
-`revolve_actions(steps, snapshots)` reverses the steps 0..steps-1 of a loop whose state
-before step i is x_i, keeping at most `snapshots` states stored at once (slot 0 holds x_0),
-with the fewest forward steps possible. Each row is (action, a, b):
+The schedule reverses the steps 0..steps-1 of a loop whose state before step i is x_i,
+keeping at most `snapshots` states stored at once (slot 0 holds x_0), with the fewest
+forward steps possible. `state = revolve_start(steps, snapshots)` (O(snapshots) integers,
+so the schedule never costs O(steps) memory), then `revolve_next(state)` gives one action
+(kind, a, b) per call until DONE; `revolve_actions` collects them all (for tests):
 
     ADVANCE a b   run steps a..b-1 from the current state x_a (the current state is x_b)
     SAVE    k     store the current state in slot k
@@ -16,7 +18,7 @@ slots, then [lo, lo + m) with c slots; with c = 1 each step is reached from x_lo
 m lies where both halves need one repetition fewer and one the same (beta(c, r) = C(c + r, c)
 is the most steps c slots reverse with r repetitions):
 m = clamp(beta(c, r - 2), l - beta(c - 1, r), beta(c, r - 1)), optimal (tests/reverse/
-test_revolve.py checks it against the dynamic programme for every l < 400, c < 7).
+test_revolve.py checks it against the dynamic programme for every l < 70, c <= 6).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-ADVANCE, SAVE, RESTORE, REVERSE = 0, 1, 2, 3
+ADVANCE, SAVE, RESTORE, REVERSE, DONE = 0, 1, 2, 3, 4
+_STACK = 13                  # where the stack starts in the state array
 
 
 def _beta(c, r):
@@ -50,56 +53,99 @@ def _make(wrap):
         high = min(length - 1, beta(c, r - 1))
         return max(low, min(high, beta(c, r - 2)))
 
-    split = wrap(split)
 
-    def actions(steps, snapshots):
-        rows = [(SAVE, 0, 0)]
-        stack = [(0, steps, 0, snapshots)]       # segment lo..hi, its slot, slots free
-        current = 0                              # the step whose input is the current state
-        while len(stack) > 0:
-            lo, hi, slot, c = stack.pop()
+    def start(steps, snapshots):
+        """The state: [stack size, current, queued, read, queue (3 x 3), stack (lo, hi,
+        slot, free slots) x (snapshots + 2)]; the first action saves x_0 in slot 0."""
+        st = np.zeros(_STACK + 4 * (snapshots + 2), np.int64)
+        st[0], st[2] = 1, 1
+        st[4], st[5], st[6] = SAVE, 0, 0
+        st[_STACK], st[_STACK + 1], st[_STACK + 2], st[_STACK + 3] = 0, steps, 0, snapshots
+        return st
+
+    def queue(st, kind, a, b):
+        k = 4 + 3 * st[2]
+        st[k], st[k + 1], st[k + 2] = kind, a, b
+        st[2] += 1
+
+    def push(st, lo, hi, slot, c):
+        k = _STACK + 4 * st[0]
+        st[k], st[k + 1], st[k + 2], st[k + 3] = lo, hi, slot, c
+        st[0] += 1
+
+    def refill(st):
+        """Queue the actions of the next segment on the stack (none left: DONE)."""
+        st[2], st[3] = 0, 0
+        while st[0] > 0:
+            st[0] -= 1
+            k = _STACK + 4 * st[0]
+            lo, hi, slot, c = st[k], st[k + 1], st[k + 2], st[k + 3]
             if hi - lo <= 0:
                 continue
-            if hi - lo == 1 or c == 1:
-                for j in range(hi - 1, lo - 1, -1):
-                    if current != lo:
-                        rows.append((RESTORE, slot, 0))
-                    if j > lo:
-                        rows.append((ADVANCE, lo, j))
-                    rows.append((REVERSE, j, 0))
-                    current = -1
-                continue
-            if current != lo:
-                rows.append((RESTORE, slot, 0))
+            if st[1] != lo:
+                queue(st, RESTORE, slot, 0)
+            if hi - lo == 1 or c == 1:      # the last step, reached from x_lo
+                if hi - lo > 1:
+                    queue(st, ADVANCE, lo, hi - 1)
+                    push(st, lo, hi - 1, slot, c)
+                queue(st, REVERSE, hi - 1, 0)
+                st[1] = -1
+                return
             m = lo + split(hi - lo, c)
-            rows.append((ADVANCE, lo, m))
-            rows.append((SAVE, slot + 1, 0))
-            current = m
-            stack.append((lo, m, slot, c))
-            stack.append((m, hi, slot + 1, c - 1))
-        out = np.empty((len(rows), 3), np.int64)
-        for k in range(len(rows)):
-            out[k, 0], out[k, 1], out[k, 2] = rows[k]
-        return out
+            queue(st, ADVANCE, lo, m)
+            queue(st, SAVE, slot + 1, 0)
+            st[1] = m
+            push(st, lo, m, slot, c)
+            push(st, m, hi, slot + 1, c - 1)
+            return
+        queue(st, DONE, 0, 0)
 
-    return actions
+    def next_action(st):
+        if st[3] == st[2]:
+            refill(st)
+        k = 4 + 3 * st[3]
+        st[3] += 1
+        return st[k], st[k + 1], st[k + 2]
+
+    split, queue, push, refill = wrap(split), wrap(queue), wrap(push), wrap(refill)
+    return wrap(start), wrap(next_action)
 
 
-_revolve_py = _make(lambda f: f)
-_revolve_jit = numba.njit(_make(numba.njit))     # compiled on first use only
+_start_py, _next_py = _make(lambda f: f)
+_start_jit, _next_jit = _make(numba.njit)      # compiled on first use only
+
+
+def revolve_start(steps, snapshots):
+    """The schedule's state (O(snapshots) integers) before its first action."""
+    if snapshots < 1:
+        raise ValueError(f"revolve needs at least one snapshot slot, got {snapshots}")
+    return _start_py(int(steps), int(snapshots))
+
+
+def revolve_next(state):
+    """The next action (kind, a, b) of the schedule, advancing `state`; DONE at the end."""
+    return _next_py(state)
 
 
 def revolve_actions(steps, snapshots):
-    """The action array (module docstring) reversing `steps` steps with `snapshots` slots."""
-    if snapshots < 1:
-        raise ValueError(f"revolve needs at least one snapshot slot, got {snapshots}")
-    return _revolve_py(int(steps), int(snapshots))
+    """The whole schedule as an (actions, 3) array (for inspection and tests)."""
+    state, rows = revolve_start(steps, snapshots), []
+    while True:
+        row = revolve_next(state)
+        if row[0] == DONE:
+            return np.array(rows, np.int64).reshape(len(rows), 3)
+        rows.append(row)
 
 
-@overload(revolve_actions)
-def _revolve_actions_nb(steps, snapshots):
+@overload(revolve_start)
+def _revolve_start_nb(steps, snapshots):
     def impl(steps, snapshots):
         if snapshots < 1:
             raise ValueError("revolve needs at least one snapshot slot")
-        return _revolve_jit(steps, snapshots)
+        return _start_jit(steps, snapshots)
     return impl
+
+
+@overload(revolve_next)
+def _revolve_next_nb(state):
+    return lambda state: _next_jit(state)
