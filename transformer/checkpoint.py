@@ -11,9 +11,11 @@ Values and gradients equal those of `fun`.
 
 Policies: every policy of `checkpoint_policies` is accepted and checked;
 `checkpoint_name(x, name)` marks a value (the identity, under every transformation).
-Since the caller's tape never holds a callee's intermediates, every policy currently
-yields the recompute-everything schedule of `nothing_saveable`: the same numbers, with
-the body run once more in the reverse sweep.
+`everything_saveable` is no checkpoint at all (`SavingEverything`: `grad` of the whole
+function keeps its own tape and runs the body once). Since a caller's tape never holds a
+callee's intermediates, the other policies (names) yield the recompute-everything
+schedule of `nothing_saveable`: the same numbers, with the body run once more in the
+reverse sweep.
 
 `checkpoint_loop(body, snapshots=s, levels=1)` is beyond JAX: the loop
 
@@ -123,9 +125,8 @@ _register_checkpoint_name_for_numba()
 # ---------------------------------------------------------------- checkpoint
 
 
-class Checkpointed:
-    """`fun` under `checkpoint`: called, it is `fun`; reverse mode stores its inputs and
-    recomputes its body (`__secant_vjp__`)."""
+class _Wrapped:
+    """`fun` under `checkpoint`, whatever the policy: called, it is `fun`."""
 
     def __init__(self, fun: Callable, policy, prevent_cse: bool, static_argnums) -> None:
         self.fun = fun
@@ -143,6 +144,18 @@ class Checkpointed:
         primal = parse(self.fun)
         _check_names(primal)
         return primal
+
+
+class SavingEverything(_Wrapped):
+    """`checkpoint(fun, policy=everything_saveable)`: every residual saveable, so `fun` is
+    differentiated as if it were not checkpointed (no `__secant_vjp__` of its own: the
+    whole function under `grad` runs its body once; a call is differentiated as any call
+    to a user function)."""
+
+
+class Checkpointed(_Wrapped):
+    """`fun` under `checkpoint`: reverse mode stores its inputs and recomputes its body
+    (`__secant_vjp__`)."""
 
     def __secant_jvp__(self, active) -> Function:
         """Forward mode stores nothing: the jvp of the body, as for any function."""
@@ -163,7 +176,7 @@ class Checkpointed:
 
 
 def checkpoint(fun: Callable, *, policy=None, prevent_cse: bool = True,
-               static_argnums: int | Sequence[int] = ()) -> Checkpointed:
+               static_argnums: int | Sequence[int] = ()) -> _Wrapped:
     """`fun` whose reverse-mode derivative stores only its inputs and recomputes its body
     (`jax.checkpoint`). Use as a decorator, `checkpoint(step)(h, x)` in a loop body, or
     around a whole function. `prevent_cse` and `static_argnums` are accepted for JAX
@@ -172,6 +185,8 @@ def checkpoint(fun: Callable, *, policy=None, prevent_cse: bool = True,
     if not callable(fun):
         raise TransformError(f"checkpoint takes a function, got {fun!r}",
                              hint="write checkpoint(f) or @checkpoint above a def")
+    if policy is checkpoint_policies.everything_saveable:
+        return SavingEverything(fun, policy, prevent_cse, static_argnums)
     return Checkpointed(fun, policy, prevent_cse, static_argnums)
 
 
