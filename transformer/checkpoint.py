@@ -328,14 +328,15 @@ class RevolveLoop(CheckpointLoop):
     def __secant_vjp__(self, positions: Sequence[int]) -> Function:
         from .frontend import parse
         from .reverse import VJP, reverse_function
-        from .revolve import revolve_vjp_function
+        from .revolve import revolve_vjp_function, varied_carries
         primal = parse(self.body)
         _refuse_argument_writes(primal)
-        wrt = tuple(range(1, 1 + self.carries)) + \
+        active = varied_carries(primal, self.carries, positions)
+        wrt = tuple(1 + j for j in active) + \
             tuple(p - 1 for p in positions if p >= 2 + self.carries)
         body_vjp = reverse_function(primal, wrt, VJP)
         return revolve_vjp_function(self.body, primal, body_vjp, self.carries,
-                                    self.tuple_out, self.snapshots, tuple(positions))
+                                    self.tuple_out, self.snapshots, tuple(positions), active)
 
 
 def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1,

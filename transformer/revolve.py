@@ -27,7 +27,7 @@ from .runtime.revolve import (ADVANCE, DONE, RESTORE, REVERSE, SAVE, revolve_act
                               revolve_next, revolve_start)
 from .syntax import located
 
-__all__ = ["schedule", "optimal_advances", "revolve_vjp_function"]
+__all__ = ["schedule", "optimal_advances", "varied_carries", "revolve_vjp_function"]
 
 _NAMES = {ADVANCE: "advance", SAVE: "save", RESTORE: "restore", REVERSE: "reverse"}
 
@@ -52,14 +52,51 @@ def optimal_advances(steps: int, snapshots: int) -> int:
     return r * steps - comb(snapshots + r, r - 1)
 
 
+def varied_carries(primal: Function, carries: int, positions: Sequence[int]) -> list[int]:
+    """The carries (0-based) whose value may depend on a differentiated loop input: the
+    fixed point of a flow-insensitive, syntactic dependence over the body (every name an
+    assignment reads flows into its targets; return element j into carry j). Carries
+    outside it (an integer step counter) get no cotangent of their own."""
+    params = primal.params
+    varied = {params[p - 1] for p in positions if p >= 2}
+    flows = []
+    for node in gast.walk(primal.node):
+        if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
+            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+            value = node.iter if isinstance(node, gast.For) else node.value
+            written = {n.id for t in targets for n in gast.walk(t) if isinstance(n, gast.Name)}
+            read = {n.id for n in gast.walk(value) if isinstance(n, gast.Name)} if value \
+                else set()
+            if isinstance(node, gast.AugAssign):
+                read |= written
+            flows += [(w, read) for w in written]
+        elif isinstance(node, gast.Return) and node.value is not None:
+            parts = node.value.elts if isinstance(node.value, gast.Tuple) else [node.value]
+            flows += [(f"carry {j}", {n.id for n in gast.walk(e) if isinstance(n, gast.Name)})
+                      for j, e in enumerate(parts)]
+    changed = True
+    while changed:
+        changed = False
+        for j in range(carries):                 # carry j's output is its next input
+            if f"carry {j}" in varied and params[1 + j] not in varied:
+                varied.add(params[1 + j])
+                changed = True
+        for target, read in flows:
+            if target not in varied and read & varied:
+                varied.add(target)
+                changed = True
+    return [j for j in range(carries) if params[1 + j] in varied]
+
+
 def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: int,
-                         tuple_out: bool, snapshots: int, positions: Sequence[int]) -> Function:
+                         tuple_out: bool, snapshots: int, positions: Sequence[int],
+                         active: Sequence[int]) -> Function:
     """`loop_vjp(lower, upper, *carries, *constants, *cotangents)` returning the
     cotangents of the loop's parameters at `positions` (0 and 1, the bounds, get 0.0).
 
     `body` is the loop body, `primal` its Function, `body_vjp` its vjp with respect to
-    every carry, then the constants at `positions` (body parameter p - 1 for loop
-    parameter p)."""
+    the carries `active` (`varied_carries`), then the constants at `positions` (body
+    parameter p - 1 for loop parameter p)."""
     k = len(primal.params) - 1 - carries
     cs = [f"c{j}" for j in range(carries)]
     ks = [f"k{j}" for j in range(k)]
@@ -83,8 +120,8 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
     lines += [f"        c{j} = s{j}[a]" for j in range(carries)]
     lines += [f"    elif kind == {REVERSE}:",
               f"        grads = body_vjp(lower + a, {state}, {', '.join(gs)})"]
-    lines += [f"        g{j} = grads[{j}]" for j in range(carries)]
-    lines += [f"        gk{j} = gk{j} + grads[{carries + n}]" for n, j in enumerate(active_k)]
+    lines += [f"        g{j} = grads[{n}]" for n, j in enumerate(active)]
+    lines += [f"        gk{j} = gk{j} + grads[{len(active) + n}]" for n, j in enumerate(active_k)]
     results = ["0.0" if p < 2 else f"g{p - 2}" if p < 2 + carries else f"gk{p - 2 - carries}"
                for p in positions]
     lines.append(f"return ({', '.join(results)},)")

@@ -116,6 +116,33 @@ def test_revolve_under_jit_equals_the_plain_loop():
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
 
 
+def counting(t, h, n, W):
+    return np.tanh(W @ h) * 0.5 + n, n + 1
+
+
+counting_loop = checkpoint_loop(counting, snapshots=2, schedule="revolve")
+
+
+def run_counting(W, h0):
+    h, n = counting_loop(0, 6, h0, 0, W)
+    return np.sum(h) * n
+
+
+def run_counting_plain(W, h0):
+    h, n = h0, 0
+    for _ in range(6):
+        h = np.tanh(W @ h) * 0.5 + n
+        n = n + 1
+    return np.sum(h) * n
+
+
+def test_an_integer_counter_carry_gets_no_cotangent_and_the_gradient_is_right():
+    W, _, h0 = inputs(1)
+    got = grad(run_counting)(W, h0)
+    np.testing.assert_allclose(got, grad(run_counting_plain)(W, h0), rtol=1e-12)
+    assert_gradient_close(got, central_differences(run_counting_plain, [W, h0], 0), "fd")
+
+
 def writes_carry(t, h, w):
     h[0] = w[0] * t
     return np.tanh(h)
