@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from gradcheck import assert_gradient_close, central_differences
-from transformer import TransformError, checkpoint_loop, grad, jit, value_and_grad
+from transformer import (TransformError, checkpoint_loop, grad, jit, jvp, value_and_grad,
+                         vmap)
 from transformer.revolve import optimal_advances, schedule
 
 
@@ -114,6 +115,21 @@ def test_revolve_under_jit_equals_the_plain_loop():
     assert value == pytest.approx(run_plain(*args), rel=1e-12)
     for g, e in zip(got, grad(run_plain, argnums=(0, 2))(*args)):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.slow
+def test_revolve_under_vmap_of_grad_and_forward_mode():
+    W, xs, h0 = inputs(9)
+    h0s = np.stack([h0, 2 * h0, -h0])
+    got = vmap(grad(run_revolve, argnums=2), in_axes=(None, None, 0))(W, xs, h0s)
+    for k in range(3):
+        np.testing.assert_allclose(got[k], grad(run_plain, argnums=2)(W, xs, h0s[k]),
+                                   rtol=1e-12, atol=1e-14)
+    tangents = tuple(np.ones_like(a) for a in (W, xs, h0))
+    value, tangent = jvp(run_revolve, (W, xs, h0), tangents)
+    expected_value, expected = jvp(run_plain, (W, xs, h0), tangents)
+    assert value == pytest.approx(expected_value, rel=1e-12)
+    assert tangent == pytest.approx(expected, rel=1e-12)
 
 
 def counting(t, h, n, W):
