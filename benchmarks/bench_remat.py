@@ -7,6 +7,9 @@ T = 10^5 steps by default, gradient with respect to (W, U, b):
     checkpointed   grad of the same loop written with checkpoint_loop(step, snapshots=s,
                    levels=L): at most L * (s + 1) + ceil(T / s**L) + 1 carries kept,
                    each step's forward code run L + 3 times (once without)
+    revolve        checkpoint_loop(step, snapshots=R, schedule="revolve"): at most R carries
+                   kept, the fewest forward steps any R-snapshot schedule runs
+                   (transformer.revolve.optimal_advances), plus its action array
 
 backend="python" (plain NumPy): peak of tracemalloc during the gradient call, after a
 warm-up call at small T has built everything. jit (Numba): each variant in its own
@@ -15,6 +18,7 @@ peak RSS (ru_maxrss) over the peak after the warm-up, so compile memory does not
 Both variants are checked against each other before the figures are printed.
 
 Run: python -m benchmarks.bench_remat [--steps 100000] [--snapshots S] [--levels 1]
+     [--revolve-snapshots R]
      [--backends python jit]
 """
 from __future__ import annotations
@@ -36,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from benchmarks.workloads import rnn_inputs, rnn_loss  # noqa: E402
 from transformer import checkpoint_loop, grad, jit  # noqa: E402
+from transformer.revolve import optimal_advances  # noqa: E402
 
 ARGNUMS = (0, 1, 2)
 
@@ -46,8 +51,8 @@ def rnn_step(t, h, loss, W, U, b, xs):
     return h, loss + np.sum(h * h)
 
 
-def make_checkpointed(snapshots: int, levels: int):
-    loop = checkpoint_loop(rnn_step, snapshots=snapshots, levels=levels)
+def make_checkpointed(snapshots: int, levels: int, schedule: str = "segments"):
+    loop = checkpoint_loop(rnn_step, snapshots=snapshots, levels=levels, schedule=schedule)
 
     def rnn_loss_checkpointed(W, U, b, xs, h0):
         h, loss = loop(0, xs.shape[0], h0, 0.0, W, U, b, xs)
@@ -57,7 +62,10 @@ def make_checkpointed(snapshots: int, levels: int):
 
 
 def gradient(variant: str, snapshots: int, levels: int, backend: str):
-    fun = rnn_loss if variant == "plain" else make_checkpointed(snapshots, levels)
+    if variant == "revolve":        # --snapshots carries --revolve-snapshots to the child
+        fun = make_checkpointed(snapshots, 1, "revolve")
+    else:
+        fun = rnn_loss if variant == "plain" else make_checkpointed(snapshots, levels)
     g = grad(fun, argnums=ARGNUMS)
     return jit(g) if backend == "jit" else g
 
@@ -116,7 +124,8 @@ def main(argv=None) -> None:
     parser.add_argument("--snapshots", type=int, default=0, help="default ceil(sqrt(T))")
     parser.add_argument("--levels", type=int, default=1)
     parser.add_argument("--backends", nargs="+", default=["python", "jit"])
-    parser.add_argument("--child", choices=["plain", "checkpointed"])
+    parser.add_argument("--revolve-snapshots", type=int, default=24)
+    parser.add_argument("--child", choices=["plain", "checkpointed", "revolve"])
     opts = parser.parse_args(argv)
     s = opts.snapshots or math.isqrt(opts.steps - 1) + 1
     if opts.child:
@@ -124,12 +133,16 @@ def main(argv=None) -> None:
         return
     bound = opts.levels * (s + 1) + -(-opts.steps // s ** opts.levels) + 1
     print(f"W7 grad, T={opts.steps}, hidden 32; checkpoint_loop snapshots={s}, "
-          f"levels={opts.levels}: at most {bound} carries kept (plain: {opts.steps + 1})")
+          f"levels={opts.levels}: at most {bound} carries kept (plain: {opts.steps + 1}); "
+          f"revolve: {opts.revolve_snapshots} carries, "
+          f"{optimal_advances(opts.steps, opts.revolve_snapshots)} forward steps recomputed")
+    sizes = {"plain": s, "checkpointed": s, "revolve": opts.revolve_snapshots}
     for backend in opts.backends:
         measure = python_figures if backend == "python" else jit_figures
-        rows = {v: measure(v, opts.steps, s, opts.levels) for v in ("plain", "checkpointed")}
-        if not _agree(rows["plain"]["result"], rows["checkpointed"]["result"]):
-            raise SystemExit(f"{backend}: the checkpointed gradient differs from the plain one")
+        rows = {v: measure(v, opts.steps, sizes[v], opts.levels) for v in sizes}
+        for v in ("checkpointed", "revolve"):
+            if not _agree(rows["plain"]["result"], rows[v]["result"]):
+                raise SystemExit(f"{backend}: the {v} gradient differs from the plain one")
         key = "peak_bytes" if backend == "python" else "peak_rss_growth_bytes"
         what = "tracemalloc peak" if backend == "python" else "peak RSS growth"
         for variant, row in rows.items():

@@ -11,9 +11,11 @@ Values and gradients equal those of `fun`.
 
 Policies: every policy of `checkpoint_policies` is accepted and checked;
 `checkpoint_name(x, name)` marks a value (the identity, under every transformation).
-Since the caller's tape never holds a callee's intermediates, every policy currently
-yields the recompute-everything schedule of `nothing_saveable`: the same numbers, with
-the body run once more in the reverse sweep.
+`everything_saveable` is no checkpoint at all (`SavingEverything`: `grad` of the whole
+function keeps its own tape and runs the body once). Since a caller's tape never holds a
+callee's intermediates, the other policies (names) yield the recompute-everything
+schedule of `nothing_saveable`: the same numbers, with the body run once more in the
+reverse sweep.
 
 `checkpoint_loop(body, snapshots=s, levels=1)` is beyond JAX: the loop
 
@@ -123,9 +125,8 @@ _register_checkpoint_name_for_numba()
 # ---------------------------------------------------------------- checkpoint
 
 
-class Checkpointed:
-    """`fun` under `checkpoint`: called, it is `fun`; reverse mode stores its inputs and
-    recomputes its body (`__secant_vjp__`)."""
+class _Wrapped:
+    """`fun` under `checkpoint`, whatever the policy: called, it is `fun`."""
 
     def __init__(self, fun: Callable, policy, prevent_cse: bool, static_argnums) -> None:
         self.fun = fun
@@ -143,6 +144,18 @@ class Checkpointed:
         primal = parse(self.fun)
         _check_names(primal)
         return primal
+
+
+class SavingEverything(_Wrapped):
+    """`checkpoint(fun, policy=everything_saveable)`: every residual saveable, so `fun` is
+    differentiated as if it were not checkpointed (no `__secant_vjp__` of its own: the
+    whole function under `grad` runs its body once; a call is differentiated as any call
+    to a user function)."""
+
+
+class Checkpointed(_Wrapped):
+    """`fun` under `checkpoint`: reverse mode stores its inputs and recomputes its body
+    (`__secant_vjp__`)."""
 
     def __secant_jvp__(self, active) -> Function:
         """Forward mode stores nothing: the jvp of the body, as for any function."""
@@ -163,7 +176,7 @@ class Checkpointed:
 
 
 def checkpoint(fun: Callable, *, policy=None, prevent_cse: bool = True,
-               static_argnums: int | Sequence[int] = ()) -> Checkpointed:
+               static_argnums: int | Sequence[int] = ()) -> _Wrapped:
     """`fun` whose reverse-mode derivative stores only its inputs and recomputes its body
     (`jax.checkpoint`). Use as a decorator, `checkpoint(step)(h, x)` in a loop body, or
     around a whole function. `prevent_cse` and `static_argnums` are accepted for JAX
@@ -172,6 +185,8 @@ def checkpoint(fun: Callable, *, policy=None, prevent_cse: bool = True,
     if not callable(fun):
         raise TransformError(f"checkpoint takes a function, got {fun!r}",
                              hint="write checkpoint(f) or @checkpoint above a def")
+    if policy is checkpoint_policies.everything_saveable:
+        return SavingEverything(fun, policy, prevent_cse, static_argnums)
     return Checkpointed(fun, policy, prevent_cse, static_argnums)
 
 
@@ -296,13 +311,48 @@ class CheckpointLoop:
         return Function(node, env, primal.origin, primal.chain + ("checkpoint_loop",))
 
 
-def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1) -> CheckpointLoop:
+class RevolveLoop(CheckpointLoop):
+    """`checkpoint_loop(..., schedule="revolve")`: the loop's vjp runs the binomial
+    schedule of `transformer.revolve` with at most `snapshots` carry states kept."""
+
+    def __secant_function__(self) -> Function:
+        from .frontend import parse
+        if self._built is None:          # the plain loop: primal, forward mode, vmap
+            self._built = self._level(parse(self.body), self.levels)
+        return self._built
+
+    def __secant_jvp__(self, active) -> Function:
+        from .forward import jvp_function
+        return jvp_function(self.__secant_function__(), active)
+
+    def __secant_vjp__(self, positions: Sequence[int]) -> Function:
+        from .frontend import parse
+        from .reverse import VJP, reverse_function
+        from .revolve import revolve_vjp_function, varied_carries
+        primal = parse(self.body)
+        _refuse_argument_writes(primal)
+        active = varied_carries(primal, self.carries, positions)
+        wrt = tuple(1 + j for j in active) + \
+            tuple(p - 1 for p in positions if p >= 2 + self.carries)
+        body_vjp = reverse_function(primal, wrt, VJP)
+        return revolve_vjp_function(self.body, primal, body_vjp, self.carries,
+                                    self.tuple_out, self.snapshots, tuple(positions), active)
+
+
+def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1,
+                    schedule: str = "segments") -> CheckpointLoop:
     """The loop of `body` with a bounded tape: `loop(lower, upper, *carries, *constants)`
     returns the carries after `body(i, *carries, *constants)` for i in range(lower,
     upper); reverse mode keeps at most `levels * (snapshots + 1) + ceil(T /
     snapshots**levels) + 1` carries and runs each step `levels + 3` times (module
     docstring). `body` returns the
     new carries (a tuple, or one value for one carry)."""
+    if schedule == "revolve":
+        return RevolveLoop(body, snapshots, 1)
+    if schedule != "segments":
+        raise TransformError(f"checkpoint_loop: unknown schedule {schedule!r}",
+                             hint='use schedule="segments" (levels of segments) or '
+                                  'schedule="revolve" (binomial, optimal)')
     return CheckpointLoop(body, snapshots, levels)
 
 

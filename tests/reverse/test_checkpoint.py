@@ -256,3 +256,16 @@ def test_vmap_of_grad_through_checkpoint_loop():
     got = vmap(grad(run_loop, argnums=2), in_axes=(None, None, 0))(W, xs, h0s)
     for k in range(3):
         assert_gradient_close(got[k], grad(run_plain, argnums=2)(W, xs, h0s[k]), f"ex {k}")
+
+
+def test_everything_saveable_differentiates_as_the_plain_function():
+    """Saving every residual is no checkpoint: the same generated gradient, body run once
+    (no recomputing vjp); saving nothing generates the recomputing vjp."""
+    from transformer.api_reverse import show_grad
+    saving = checkpoint(run_plain, policy=checkpoint_policies.everything_saveable)
+    recomputing = checkpoint(run_plain, policy=checkpoint_policies.nothing_saveable)
+    assert show_grad(saving) == show_grad(run_plain)
+    assert "run_plain_checkpointed" in show_grad(recomputing)
+    assert "run_plain_checkpointed" not in show_grad(saving)
+    args = inputs(steps=3)
+    assert_gradient_close(grad(saving)(*args), central_differences(run_plain, args, 0), "fd")
