@@ -48,6 +48,7 @@ class Options:
     parallel: bool = False
     fastmath: bool = False
     boundscheck: bool = True     # cpu: every index proved or checked (transformer.bounds)
+    debug_nans: bool | None = None  # a NaN/inf check after each value; None: the switch
 
     def decorator(self) -> str | None:
         if self.backend != "cpu":
