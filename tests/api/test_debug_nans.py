@@ -118,3 +118,22 @@ def test_the_environment_switch_and_config_turn_checks_on_for_plain_transforms(m
 def test_cuda_refuses_the_option_with_a_reason():
     with pytest.raises(ValueError, match="debug_nans is not supported on backend='cuda'"):
         jit(log_of, backend="cuda", debug_nans=True)
+
+
+def host_log(a):
+    return np.log(a)
+
+
+PAIR = transformer.ShapeDtypeStruct((2,), np.float64)
+
+
+def through_a_callback(x):
+    y = transformer.pure_callback(host_log, PAIR, x)
+    return np.sum(y)
+
+
+def test_a_callbacks_non_finite_result_is_reported_at_the_call():
+    checked = jit(through_a_callback, backend="python", debug_nans=True)
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\)") as info:
+        checked(np.array([1.0, 0.0]))
+    assert str(info.value).startswith(_where(through_a_callback, "pure_callback("))
