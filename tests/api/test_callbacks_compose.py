@@ -107,8 +107,6 @@ def logged_only(x):
     return np.sum(x)
 
 
-@pytest.mark.xfail(strict=True, reason="the forward sweep runs the custom_vjp function "
-                   "and its vjp runs fwd again: two host calls per evaluation, JAX makes one")
 def test_grad_through_a_custom_vjp_callback_calls_the_host_once_per_evaluation():
     x = np.array([0.25, 0.5, 1.0])
     grad(through_custom_vjp)(x)
