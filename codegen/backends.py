@@ -49,6 +49,7 @@ class Options:
     fastmath: bool = False
     boundscheck: bool = True     # cpu: every index proved or checked (transformer.bounds)
     inline: bool = False         # cpu: Numba inlines the function into its one caller
+    debug_nans: bool | None = None  # a NaN/inf check after each value; None: the switch
 
     def decorator(self) -> str | None:
         if self.backend != "cpu":

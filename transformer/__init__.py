@@ -18,6 +18,7 @@ from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name, checkpoin
 from .errors import TransformError
 from .inspection import source
 from .jit import jit
+from .nan_checks import config
 
 __all__ = [
     "TransformError", "all_gather", "axis_index", "custom_jvp", "custom_vjp", "defadjoint",
@@ -25,6 +26,6 @@ __all__ = [
     "psum", "random", "show_hessian", "show_jvp", "show_vmap", "source", "stop_gradient",
     "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
     "primitives", "lax",
-    "ShapeDtypeStruct", "debug", "io_callback", "pure_callback",
+    "ShapeDtypeStruct", "debug", "io_callback", "pure_callback", "config",
     "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_policies", "remat",
 ]

@@ -304,6 +304,20 @@ class CustomVJP:
         return Function(node, {"fwd": self.fwd, "bwd": self.bwd}, primal.origin,
                         primal.chain + ("custom_vjp",))
 
+    def bwd_function(self, positions: Sequence[int]) -> Function:
+        """`f_bwd(residuals, g)`: the cotangents at `positions` from `fwd`'s residuals,
+        for a gradient whose forward sweep ran `fwd` itself (`reverse.adjoints`)."""
+        primal = parse(self.fun)
+        g = _fresh(["residuals"], "g")
+        body = [
+            _assign("cotangents", call(name("bwd"), name("residuals"), name(g))),
+            gast.Return(value=gast.Tuple(elts=[subscript(name("cotangents"), const(p))
+                                               for p in positions], ctx=gast.Load())),
+        ]
+        node = _function_node(primal, f"{primal.name}_bwd", ["residuals", g], body)
+        return Function(node, {"bwd": self.bwd}, primal.origin,
+                        primal.chain + ("custom_vjp",))
+
     def calling_function(self) -> Function:
         return calling_function(self)
 

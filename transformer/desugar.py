@@ -19,6 +19,7 @@ import copy
 import types
 
 import gast
+import numba
 import numpy as np
 
 from . import pyforms
@@ -240,7 +241,8 @@ class _Statements(gast.NodeTransformer):
     def visit_For(self, node):
         self.generic_visit(node)
         it = node.iter
-        if _is_call_to(self.fn, it, range):
+        # a prange loop (an inner vmap's loop over examples, vmapped again) stays a loop
+        if _is_call_to(self.fn, it, range) or _is_call_to(self.fn, it, numba.prange):
             if isinstance(node.target, gast.Name):
                 return node
         index = self.namer.fresh("i" if not isinstance(node.target, gast.Name)

@@ -35,7 +35,7 @@ from .function import Function, resolve
 from .names import Namer
 from .runtime import host
 from .runtime.host import HostSite, host_call
-from .syntax import assign, call, const, name, store, subscript
+from .syntax import assign, call, const, located, name, store, subscript
 
 _KINDS = {debug.print: "print", debug.callback: "callback", callbacks.pure_callback: "pure",
           callbacks.io_callback: "io", host.batched_pure_callback: "pure"}
@@ -132,7 +132,8 @@ class _Lowering(gast.NodeTransformer):
         if not self.is_host(value):
             return None
         site, args = self.site(stmt, value)
-        lowered = self._calling(site, args, value, target)
+        # at the call's line: debug_nans reports a callback's non-finite result there
+        lowered = [located(s, stmt) for s in self._calling(site, args, value, target)]
         filename, lineno, _, line = site.where
         note = f"host call ({os.path.basename(filename or '?')}:{lineno}): " + \
             (line or "").strip()

@@ -83,27 +83,27 @@ _Names = Union[str, Sequence[str]]
 def jit(fun: Callable, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: Literal["cuda"], parallel: bool = ..., fastmath: bool = ...,
-        boundscheck: bool = ...,
+        boundscheck: bool = ..., debug_nans: bool | None = ...,
         max_specializations: int | None = ...) -> CudaJitted: ...
 @overload
 def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ..., fastmath: bool = ...,
-        boundscheck: bool = ...,
+        boundscheck: bool = ..., debug_nans: bool | None = ...,
         max_specializations: int | None = ...) -> Jitted: ...
 @overload
 def jit(fun: None = None, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: Literal["cuda"], parallel: bool = ...,
-        fastmath: bool = ..., boundscheck: bool = ...,
+        fastmath: bool = ..., boundscheck: bool = ..., debug_nans: bool | None = ...,
         max_specializations: int | None = ...) -> Callable[[Callable], CudaJitted]: ...
 @overload
 def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ...,
-        fastmath: bool = ..., boundscheck: bool = ...,
+        fastmath: bool = ..., boundscheck: bool = ..., debug_nans: bool | None = ...,
         max_specializations: int | None = ...) -> Callable[[Callable], Jitted]: ...
 def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
         static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
-        fastmath: bool = False, boundscheck: bool = True,
+        fastmath: bool = False, boundscheck: bool = True, debug_nans: bool | None = None,
         max_specializations: int | None = None,
         ) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
@@ -113,24 +113,31 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     error flag and the call raises the same error after the launch
     (`transformer.cuda.checks`). `boundscheck=False` leaves indices unchecked, as Numba
     does (an out-of-bounds index then reads or writes other memory).
+    `debug_nans=True` checks every computed value and raises FloatingPointError at the
+    user's line for the first NaN or infinity, forward or reverse sweep
+    (`transformer.nan_checks`); None: `config.update("jax_debug_nans", ...)`, else the
+    environment variable SECANT_DEBUG_NANS, read when a specialization is compiled.
     `max_specializations`: warn once when more are compiled (None: the environment
     variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
                                  parallel=parallel, fastmath=fastmath,
-                                 boundscheck=boundscheck,
+                                 boundscheck=boundscheck, debug_nans=debug_nans,
                                  max_specializations=max_specializations)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if backend == "cuda":
+        if debug_nans:
+            raise ValueError("debug_nans is not supported on backend='cuda': check on the "
+                             "cpu backend (or backend='python') with the same inputs")
         from .cuda.jitted import cuda_jit
         return cuda_jit(fun, static_argnums=static_argnums,
                         static_argnames=static_argnames, fastmath=fastmath,
                         boundscheck=boundscheck)
     jitted = Jitted(fun, static_argnums, static_argnames,
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
-                            boundscheck=boundscheck))
+                            boundscheck=boundscheck, debug_nans=debug_nans))
     jitted.max_specializations = _specialization_limit(max_specializations)
     return jitted
 
@@ -465,6 +472,8 @@ class Jitted(ShowsSource):
             parts.append("fastmath=True")
         if not self.options.boundscheck:
             parts.append("boundscheck=False")
+        if self.options.debug_nans is not None:
+            parts.append(f"debug_nans={self.options.debug_nans}")
         parts += [f"{k}={v!r}" for k, v in sorted(static.items())]
         return f"jit({', '.join(parts)})"
 

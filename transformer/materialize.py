@@ -27,7 +27,7 @@ import numba
 from codegen import backends, compile_log, emit
 from codegen.backends import Compiled, Options, fingerprint, is_library_module, is_user_function
 
-from . import bounds, captured_arrays, freshness, lowering
+from . import bounds, captured_arrays, freshness, lowering, nan_checks
 from .bound_calls import bind_calls
 from .frontend import parse
 from .host_calls import lower_host_calls
@@ -75,6 +75,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
         if options.boundscheck:
             fn = bounds.check_indices(fn)
+    if nan_checks.wanted(options.debug_nans):
+        fn = nan_checks.with_nan_checks(fn)
     node = fn.node
     if options.inline and not _inlinable_body(node):
         options = dataclasses.replace(options, inline=False)

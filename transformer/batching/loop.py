@@ -34,7 +34,8 @@ class _Looper(_Emitter):
 
     def build(self) -> Function:
         self.index = None
-        if _uses_collectives(self.fn, self.spec.axis_name, ("axis_index",)):
+        if _uses_collectives(self.fn, self.spec.axis_name, ("axis_index",)) or \
+                _reads_index(self.fn, self.spec.axis_name):
             self.index = self.namer.fresh("batch_index")
         elif _uses_collectives(self.fn, self.spec.axis_name):
             node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
@@ -308,21 +309,52 @@ def _uses_collectives(fn: Function, axis_name, only=None) -> bool:
     return bool(kinds) and (only is None or kinds <= set(only))
 
 
+def _reads_index(fn: Function, axis_name, seen=None) -> bool:
+    """Whether a generated Function that `fn` calls (an inner vmap's example function, in
+    a vmap of a vmap) calls `axis_index(axis_name)`, itself or further down."""
+    seen = set() if seen is None else seen
+    for callee in _called_functions(fn):
+        if id(callee) in seen:
+            continue
+        seen.add(id(callee))
+        if _uses_collectives(callee, axis_name, ("axis_index",)) or \
+                _reads_index(callee, axis_name, seen):
+            return True
+    return False
+
+
+def _called_functions(fn: Function) -> list:
+    return [callee for n in gast.walk(fn.node) if isinstance(n, gast.Call)
+            for callee in [resolve(fn, n.func, None)] if isinstance(callee, Function)]
+
+
 def _index_parameter(fn: Function, axis_name, index: str) -> Function:
     """The example function with a keyword-only parameter `index`, the example's position
     in the batch, read wherever it called `axis_index(axis_name)` (debug printing of the
-    batch index in a loop)."""
+    batch index in a loop), and passed on to each generated function it calls that reads
+    it (an inner vmap's example function: the outer axis's index is this one)."""
     node = copy.deepcopy(fn.node)
+    env = dict(fn.env)
+    namer = Namer.for_function(fn)
 
     class Replace(gast.NodeTransformer):
         def visit_Call(self, call_node):
-            if _collective_kind(resolve(fn, call_node.func, None)) == "axis_index" and \
+            callee = resolve(fn, call_node.func, None)
+            if _collective_kind(callee) == "axis_index" and \
                     _axis_name_of(call_node) == axis_name:
                 return name(index)
+            if isinstance(callee, Function) and (
+                    _uses_collectives(callee, axis_name, ("axis_index",)) or
+                    _reads_index(callee, axis_name)):
+                inner = Namer.for_function(callee).fresh(index)
+                renamed = namer.fresh(f"{callee.name}_indexed")
+                env[renamed] = _index_parameter(callee, axis_name, inner)
+                call_node.func = name(renamed)
+                call_node.keywords.append(gast.keyword(arg=inner, value=name(index)))
             return self.generic_visit(call_node)
 
     Replace().visit(node)
     node.args.kwonlyargs.append(gast.Name(id=index, ctx=gast.Param(), annotation=None,
                                           type_comment=None))
     node.args.kw_defaults.append(None)
-    return fn.replace(node=node)
+    return fn.replace(node=node, env=env)

@@ -16,6 +16,7 @@ import numpy as np
 from codegen.emit import annotate, expression_source
 
 from ..function import Function, resolve
+from ..nan_checks import ADJOINT
 from ..rules import batching as rules
 from ..runtime.examples import example_values
 from ..syntax import assign, name, store
@@ -76,6 +77,8 @@ class _Vectorizer(_Emitter):
             new = [gast.copy_location(n, stmt) if hasattr(stmt, "lineno") else n
                    for n in self.statement(stmt)]
             self.comment_source_line(stmt, new)
+            for n in new if getattr(stmt, ADJOINT, False) else ():
+                setattr(n, ADJOINT, True)      # debug_nans: still the reverse sweep's
             out.extend(new)
         return out or [gast.Pass()]
 

@@ -199,12 +199,38 @@ class Adjoints(Classify, abc.ABC):
             cotangents = [name(elements[k]) if k in elements else
                           call(name(zeros), subscript(name(prim.target), const(k)))
                           for k in range(outputs)]
-        args = [copy.deepcopy(a) for a in prim.args] + cotangents
-        out = [assign(grads, call(name(vjp_name), *args))]
+        if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
+            bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
+            residuals = subscript(name(self.fwd_result(prim.target)), const(1))
+            out = [assign(grads, call(name(bwd), residuals, *cotangents))]
+        else:
+            args = [copy.deepcopy(a) for a in prim.args] + cotangents
+            out = [assign(grads, call(name(vjp_name), *args))]
         for k, position in enumerate(positions):
             out.append(self.accumulate(prim.args[position].id,
                                        subscript(name(grads), const(k))))
         return out
+
+    def runs_fwd(self, stmt) -> bool:
+        """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
+        then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
+        does (its body - a host callback, say - runs once per evaluation, not twice). In a
+        loop the residuals would need a tape: there its vjp runs `fwd` again."""
+        from ..api_reverse import CustomVJP
+        if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
+            return False
+        prim = self.prims.get(id(stmt))
+        return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
+            isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
+            not self.loops_of.get(id(stmt)) and \
+            all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
+
+    def fwd_result(self, target: str) -> str:
+        """The name holding `(value, residuals)` of the fwd call that assigns `target`."""
+        found = self.__dict__.setdefault("_fwd_results", {})
+        if target not in found:
+            found[target] = self.namer.fresh(target + "_fwd")
+        return found[target]
 
     def callee_vjp(self, obj, positions, stmt) -> str:
         from ..frontend import parse

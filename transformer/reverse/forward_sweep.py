@@ -57,6 +57,14 @@ class ForwardSweep(Reads):
             records = self.record(target.id, stmt) if target.id in self.plan.taped and \
                 not skipped else []
             primal = copy.deepcopy(stmt)
+            if self.runs_fwd(stmt):
+                pair = self.fwd_result(target.id)
+                fwd = self.helper(target.id + "_fwd_rule", self.prims[id(stmt)].key.fwd)
+                primal = [located(assign(pair, call(name(fwd), *[copy.deepcopy(a) for a in
+                                                                  stmt.value.args])), stmt),
+                          located(assign(target.id, subscript(name(pair), const(0))), stmt)]
+                return guards + primal + records + self.shape_guard(target.id, stmt) + \
+                    self.summary_guard(target.id, stmt)
             if id(stmt) in self.view_copies:     # a view the reverse reads after a write
                 primal = located(assign(target.id, call(name(self.helper(
                     "own_value", tape.own_value)), primal.value)), stmt)

@@ -18,6 +18,7 @@ import numpy as np
 from codegen import emit
 
 from .. import runtime, tape
+from ..nan_checks import ADJOINT
 from ..syntax import assign, call, const, located, name, store, subscript
 from .classify import GRAD, VALUE_AND_GRAD, VJP
 from .forward_sweep import ForwardSweep
@@ -62,6 +63,8 @@ class ReverseSweep(ForwardSweep):
                         (target.id, id(stmt)) not in self.plan.skipped and \
                         not getattr(stmt, "secant_late_restore", False):
                     out += self.restore(target.id)
+            for s in out:       # debug_nans reports these as the reverse sweep's
+                setattr(s, ADJOINT, True)
             return [located(s, stmt) for s in out]
         if isinstance(stmt, gast.If):
             body, orelse = self.reverse_block(stmt.body), self.reverse_block(stmt.orelse)

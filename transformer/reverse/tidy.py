@@ -27,6 +27,8 @@ import gast
 
 from codegen import emit
 
+from ..nan_checks import ADJOINT
+
 
 def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = frozenset()) -> None:
     """Apply the rewrites to `stmts` and every nested block, in place."""
@@ -254,6 +256,7 @@ def _accumulate_in_place(stmts: list, owned: set) -> None:
             new = gast.AugAssign(target=stmt.targets[0], op=gast.Add(),
                                  value=stmt.value.right)
             stmts[index] = gast.copy_location(new, stmt)
+            setattr(stmts[index], ADJOINT, getattr(stmt, ADJOINT, False))
             comment = emit.comment_of(stmt)
             if comment:
                 emit.annotate(stmts[index], comment)
