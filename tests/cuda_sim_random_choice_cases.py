@@ -86,3 +86,24 @@ def test_draws_in_threads_equal_a_loop_over_split_keys():
             want = shuffles(k, logits, ITEMS, p)[j]
             assert np.asarray(rows[i]).dtype == np.asarray(want).dtype
             assert np.array_equal(rows[i], want), (j, i)
+
+
+def test_a_thread_shuffle_of_more_than_1625_items_sorts_twice_as_the_cpu_does():
+    from numba import cuda
+
+    from transformer.cuda import random_thread_choice as thread
+    from transformer.cuda.random_forms import device_function
+    from transformer.runtime.random_choice import _rounds
+    n = 1700
+    assert _rounds(n) == 2 and _rounds(1625) == 1
+    element = device_function(thread.shuffle_element(n, False))
+
+    @cuda.jit
+    def some_elements(k, at, out):
+        for j in range(at.size):
+            out[j] = element(k[0], k[1], at[j], 0, 0)
+
+    k, at = random.PRNGKey(7), np.array([911, n - 1])
+    out = np.zeros(2, np.int64)
+    some_elements[1, 1](k, at, out)
+    assert np.array_equal(out, random.permutation(k, n)[at])
