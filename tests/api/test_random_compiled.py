@@ -160,6 +160,16 @@ def test_dropout_under_jit_vmap_grad_matches_finite_differences():
     assert np.all(got[0][~kept] == 0.0) and np.all(got[0][kept] != 0.0)
 
 
+@pytest.mark.slow
+def test_dropout_under_jit_grad_matches_finite_differences_and_drops_the_same_units():
+    w, x = np.linspace(0.2, 1.4, 8), np.random.default_rng(1).normal(size=8)
+    got = jit(grad(dropout_loss))(w, x, K)
+    np.testing.assert_allclose(got, numerical_grad(dropout_loss, (w, x, K)), rtol=1e-6,
+                               atol=1e-9)
+    kept = random.uniform(K, (8,)) > 0.25
+    assert np.all(got[~kept] == 0.0) and np.all(got[kept] != 0.0)
+
+
 def potential(x):
     return np.sum(0.25 * x ** 4 - x ** 2)
 
