@@ -31,6 +31,10 @@ def choice_of_rows(k, x):
     return random.choice(k, x, (2,), axis=1)
 
 
+def choice_shaped_by_an_int(k):
+    return random.choice(k, 5, 3)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -58,6 +62,10 @@ def test_a_draw_whose_size_is_not_known_at_compile_time_is_refused_at_its_line()
         jit(vmap(choice_of_rows, in_axes=(0, None)), backend="cuda").source(
             KEYS, np.zeros((2, 3)))
     assert "random.choice(k, x, (2,), axis=1)" in str(info.value)
+    with pytest.raises(TransformError) as info:       # as plain NumPy refuses it
+        jit(vmap(choice_shaped_by_an_int), backend="cuda").source(KEYS)
+    assert "choice_shaped_by_an_int" in str(info.value)
+    assert "shape argument of choice must be a sequence" in str(info.value)
 
 
 @pytest.mark.slow
