@@ -310,3 +310,35 @@ def test_jax_known_answers_under_jit():
         case = recorded[label]
         want = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
         same_bits(got, want)
+
+
+# the recorded calls `recorded_shuffles` makes (tests/data/jax_random_samplers.json)
+SHUFFLES_RECORDED = (
+    "permutation(PRNGKey(7), 10)", "permutation(PRNGKey(3), np.linspace(0.0, 1.0, 7))",
+    "choice(PRNGKey(7), 10, (5,))", "choice(PRNGKey(3), np.linspace(0.0, 1.0, 7), (2, 3))",
+    "choice(PRNGKey(7), 10, (4,), replace=False)",
+    "choice(PRNGKey(7), 5, (6,), p=np.array([0.1, 0.2, 0.3, 0.15, 0.25]))",
+    "choice(PRNGKey(3), 5, (3,), replace=False, p=np.array([0.1, 0.2, 0.3, 0.15, 0.25]))")
+
+
+def recorded_shuffles(k7, k3, items, p):
+    return (random.permutation(k7, 10), random.permutation(k3, items),
+            random.choice(k7, 10, (5,)), random.choice(k3, items, (2, 3)),
+            random.choice(k7, 10, (4,), replace=False), random.choice(k7, 5, (6,), p=p),
+            random.choice(k3, 5, (3,), replace=False, p=p))
+
+
+@pytest.mark.slow
+def test_jax_known_answers_of_the_shuffles_under_jit_vmap_and_rows_of_other_keys():
+    """Row 0 draws with the recorded keys, row 1 with split keys (a loop over the keys)."""
+    path = Path(__file__).resolve().parents[1] / "data" / "jax_random_samplers.json"
+    cases = {case["call"]: case for case in json.loads(path.read_text())["cases"]}
+    items, others = np.linspace(0.0, 1.0, 7), random.split(K, 2)
+    k7s = np.stack([random.PRNGKey(7), others[0]])
+    k3s = np.stack([random.PRNGKey(3), others[1]])
+    got = jit(vmap(recorded_shuffles, in_axes=(0, 0, None, None)))(k7s, k3s, items, P)
+    loop = recorded_shuffles(others[0], others[1], items, P)
+    for call, rows, other in zip(SHUFFLES_RECORDED, got, loop):
+        case = cases[call]
+        same_bits(rows[0], np.array(case["value"], case["dtype"]).reshape(case["shape"]))
+        same_bits(rows[1], other)
