@@ -91,3 +91,17 @@ def test_jax_known_answers_in_threads():
                 assert np.array_equal(row, want), call
             else:
                 np.testing.assert_allclose(row, want, rtol=case["rtol"])
+
+
+def by_factor(mean, k, factor):
+    return mean + factor @ random.normal(k, (3,))
+
+
+def test_the_factor_the_eigh_refusal_suggests_gives_the_draws_of_method_eigh():
+    w, v = np.linalg.eigh(COV)
+    means = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    got = jit(vmap(by_factor, in_axes=(0, 0, None)), backend="cuda")(means, KEYS,
+                                                                     v * np.sqrt(w))
+    for i, k in enumerate(KEYS):
+        want = random.multivariate_normal(k, means[i], COV, method="eigh")
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-14)

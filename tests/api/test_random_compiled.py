@@ -160,6 +160,16 @@ def test_dropout_under_jit_vmap_grad_matches_finite_differences():
     assert np.all(got[0][~kept] == 0.0) and np.all(got[0][kept] != 0.0)
 
 
+@pytest.mark.slow
+def test_dropout_under_jit_grad_matches_finite_differences_and_drops_the_same_units():
+    w, x = np.linspace(0.2, 1.4, 8), np.random.default_rng(1).normal(size=8)
+    got = jit(grad(dropout_loss))(w, x, K)
+    np.testing.assert_allclose(got, numerical_grad(dropout_loss, (w, x, K)), rtol=1e-6,
+                               atol=1e-9)
+    kept = random.uniform(K, (8,)) > 0.25
+    assert np.all(got[~kept] == 0.0) and np.all(got[kept] != 0.0)
+
+
 def potential(x):
     return np.sum(0.25 * x ** 4 - x ** 2)
 
@@ -222,8 +232,8 @@ def test_the_table_of_primitives_lists_the_random_functions_and_their_gaps():
     normal = rows["transformer.random.normal"]
     assert normal["kind"] == "random" and normal["grad"] and normal["jit"]
     assert normal["cuda"] and rows["transformer.random.split"]["cuda"]
-    assert not rows["transformer.random.permutation"]["cuda"]
-    assert "draw on the CPU" in rows["transformer.random.permutation"]["reason"]
+    assert rows["transformer.random.permutation"]["cuda"]
+    assert rows["transformer.random.categorical"]["cuda"]
     assert not rows["transformer.random.uniform"]["grad"]
     assert rows["transformer.random.choice"]["jit"]
     assert not rows["transformer.random.choice"]["grad"]
@@ -300,3 +310,35 @@ def test_jax_known_answers_under_jit():
         case = recorded[label]
         want = np.array(case["value"], dtype=case["dtype"]).reshape(case["shape"])
         same_bits(got, want)
+
+
+# the recorded calls `recorded_shuffles` makes (tests/data/jax_random_samplers.json)
+SHUFFLES_RECORDED = (
+    "permutation(PRNGKey(7), 10)", "permutation(PRNGKey(3), np.linspace(0.0, 1.0, 7))",
+    "choice(PRNGKey(7), 10, (5,))", "choice(PRNGKey(3), np.linspace(0.0, 1.0, 7), (2, 3))",
+    "choice(PRNGKey(7), 10, (4,), replace=False)",
+    "choice(PRNGKey(7), 5, (6,), p=np.array([0.1, 0.2, 0.3, 0.15, 0.25]))",
+    "choice(PRNGKey(3), 5, (3,), replace=False, p=np.array([0.1, 0.2, 0.3, 0.15, 0.25]))")
+
+
+def recorded_shuffles(k7, k3, items, p):
+    return (random.permutation(k7, 10), random.permutation(k3, items),
+            random.choice(k7, 10, (5,)), random.choice(k3, items, (2, 3)),
+            random.choice(k7, 10, (4,), replace=False), random.choice(k7, 5, (6,), p=p),
+            random.choice(k3, 5, (3,), replace=False, p=p))
+
+
+@pytest.mark.slow
+def test_jax_known_answers_of_the_shuffles_under_jit_vmap_and_rows_of_other_keys():
+    """Row 0 draws with the recorded keys, row 1 with split keys (a loop over the keys)."""
+    path = Path(__file__).resolve().parents[1] / "data" / "jax_random_samplers.json"
+    cases = {case["call"]: case for case in json.loads(path.read_text())["cases"]}
+    items, others = np.linspace(0.0, 1.0, 7), random.split(K, 2)
+    k7s = np.stack([random.PRNGKey(7), others[0]])
+    k3s = np.stack([random.PRNGKey(3), others[1]])
+    got = jit(vmap(recorded_shuffles, in_axes=(0, 0, None, None)))(k7s, k3s, items, P)
+    loop = recorded_shuffles(others[0], others[1], items, P)
+    for call, rows, other in zip(SHUFFLES_RECORDED, got, loop):
+        case = cases[call]
+        same_bits(rows[0], np.array(case["value"], case["dtype"]).reshape(case["shape"]))
+        same_bits(rows[1], other)

@@ -170,8 +170,7 @@ def test_the_table_of_primitives_lists_the_samplers_where_they_run():
     assert not rows["truncated_normal"]["grad"]
     assert rows["truncated_normal"]["cuda"] and rows["fold_in"]["cuda"]
     assert rows["PRNGKey"]["cuda"]
-    assert not rows["categorical"]["cuda"]
-    assert "Gumbel-max" in rows["categorical"]["reason"]
+    assert rows["categorical"]["cuda"] and rows["choice"]["cuda"]
 
 # ---------------------------------------------------------------- slow: errors under jit
 

@@ -70,6 +70,7 @@ def test_a_factorization_without_a_thread_form_is_refused_with_the_one_that_has(
         jit(vmap(gaussian_by_eigh), backend="cuda").source(np.ones((4, 3)), KEYS)
     message = str(info.value)
     assert 'method="eigh"' in message and "takes method='cholesky'" in message
+    assert "w, v = np.linalg.eigh(cov); L = v * np.sqrt(w)" in message   # simulator-tested
     with pytest.raises(TransformError) as info:
         jit(vmap(gaussian_of_a_global), backend="cuda").source(np.ones((4, 3)), KEYS)
     assert "random.multivariate_normal(k, x, COV)" in str(info.value)

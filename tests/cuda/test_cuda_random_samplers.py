@@ -19,8 +19,8 @@ def keyed_draws(x, k):
         random.logistic(k, (), np.float32)
 
 
-def categorical_in_thread(x, k):
-    return random.categorical(k, x)
+def categorical_replaced_by_a_test(x, k):
+    return random.categorical(k, x, replace=x[0] > 0.0)
 
 
 def truncated_to_an_array(x, k):
@@ -35,13 +35,13 @@ def test_samplers_and_thread_keys_compile_to_ptx():
 
 
 @needs_numba_cuda
-def test_categorical_in_a_kernel_is_refused_at_its_line_with_the_gumbel_max_hint():
+def test_categorical_with_an_option_unknown_at_compile_time_is_refused_at_its_line():
     with pytest.raises(TransformError) as info:
-        jit(vmap(categorical_in_thread), backend="cuda").source(np.ones((4, 3)), KEYS)
+        jit(vmap(categorical_replaced_by_a_test), backend="cuda").source(np.ones((4, 3)), KEYS)
     message = str(info.value)
-    assert "test_cuda_random_samplers.py" in message and "random.categorical(k, x)" in message
-    assert "random.categorical has no CUDA form yet" in message
-    assert "random.gumbel(key, (n,))" in message and "largest logits[i] + g[i]" in message
+    assert "test_cuda_random_samplers.py" in message
+    assert "random.categorical(k, x, replace=x[0] > 0.0)" in message
+    assert "takes replace as a literal, one of True, False" in message
 
 
 @needs_numba_cuda

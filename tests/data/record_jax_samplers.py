@@ -25,6 +25,7 @@ LOGITS = "np.array([[0.5, -1.0, 2.0, 0.0, 1.0], [3.0, 0.1, -2.0, 0.2, 0.3], [0.0
 ALPHAS = "np.array([0.01, 0.3, 0.9, 1.0, 1.7, 5.0, 60.0])"
 LAMS = "np.array([0.0, 0.5, 3.0, 9.9, 10.0, 25.0, 300.0, 1e4])"
 TINY = "np.array([0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01])"
+P = "np.array([0.1, 0.2, 0.3, 0.15, 0.25])"
 COV = "np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])"
 
 # (call, exact)
@@ -76,6 +77,17 @@ CASES = [
     ("orthogonal(PRNGKey(7), 4)", False),
     ("orthogonal(PRNGKey(3), 3, (2,), m=5)", False),
     ("orthogonal(PRNGKey(7), 5, (), np.float32, m=2)", False),
+    ("permutation(PRNGKey(7), 10)", True),
+    ("permutation(PRNGKey(3), np.linspace(0.0, 1.0, 7))", True),
+    ("choice(PRNGKey(7), 10, (5,))", True),
+    ("choice(PRNGKey(3), np.linspace(0.0, 1.0, 7), (2, 3))", True),
+    ("choice(PRNGKey(7), 10, (4,), replace=False)", True),
+    (f"choice(PRNGKey(7), 5, (6,), p={P})", True),
+    (f"choice(PRNGKey(3), 5, (3,), replace=False, p={P})", True),
+    (f"choice(PRNGKey(3), 5, (4,), p={P}.astype(np.float32))", True),
+    (f"choice(PRNGKey(7), 5, (2,), replace=False, p={P}.astype(np.float32))", True),
+    (f"categorical(PRNGKey(5), {LOGITS}[0], shape=(3,))", True),
+    (f"categorical(PRNGKey(5), {LOGITS}.astype(np.float32), axis=0, mode='high')", True),
 ]
 
 

@@ -10,9 +10,10 @@ of a draw is made from its Threefry block alone, so a thread gives the bits the 
 `ks = random.split(k, n)` (a literal `n`) is a local uint32[n, 2] filled word by word; its
 rows (`ks[1]`, or `k1, k2 = random.split(k)`) are keys of the thread, as are the keys
 `fold_in` and `PRNGKey` make; those and the samplers of `transformer.random_samplers` are
-described in `.random_sampler_forms`. Every other `transformer.random` call
-(`categorical`, shuffles), and a shape, dtype or parameter this pass cannot read, is a
-TransformError at the user's line saying what to write instead. Device functions are built
+described in `.random_sampler_forms`; `categorical`, `permutation` and `choice` in
+`.random_choice_forms`, the rejection and linear-algebra samplers in `.random_heavy_forms`.
+A call form without a thread form, and a shape, dtype or parameter this pass cannot read,
+is a TransformError at the user's line saying what to write instead. Device functions are built
 once per element: each global the element's code calls from the runtime is swapped for its
 own device build; `fma` is CUDA's
 fused multiply-add (on the simulator, the runtime's exactly rounded one: its `cuda.fma`
@@ -35,8 +36,9 @@ from transformer.runtime import random as scalar
 from transformer.runtime import xla_math
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
-from . import random_sampler_forms as sampler_forms
+from . import random_choice_forms as choice_forms
 from . import random_heavy_forms as heavy
+from . import random_sampler_forms as sampler_forms
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -60,9 +62,11 @@ _SCALAR_CASTS = {_F64: np.float64, _F32: np.float32, _I64: np.int64, _I32: np.in
 _DEFAULT_DTYPE = {random.normal: _F64, random.uniform: _F64, random.randint: _I64,
                   **sampler_forms.DEFAULT_DTYPES}
 _DEFAULT_DTYPE.update(heavy.DEFAULT_DTYPE)
+# samplers drawn whole by a form of their own: target -> draw(rewriter, stmt, site, build)
+DRAWS = {**heavy.DRAWS, **choice_forms.DRAWS}
 _HINT = ("pass one key per thread (random.split on the host), split it with random.split "
-         "or fold_in and draw with random.normal, uniform, bernoulli, bits, randint, "
-         "exponential, laplace, logistic, gumbel or truncated_normal; or draw on the CPU and "
+         "or fold_in, and give the draw literal shapes, sizes and options and array "
+         "parameters that are arguments or locals of the kernel; or draw on the CPU and "
          "pass the numbers in")
 
 # ---------------------------------------------------------------- device builds
@@ -154,8 +158,8 @@ class _Draws(StatementRewriter):
             return self.split(stmt, site)
         if target in sampler_forms.KEY_MAKERS:
             return sampler_forms.make_key(self, stmt, site, target)
-        if target in heavy.DRAWS:           # orthogonal, multivariate_normal, dirichlet
-            return heavy.DRAWS[target](self, stmt, site, device_function)
+        if target in DRAWS:                 # linear algebra, dirichlet, shuffles, categorical
+            return DRAWS[target](self, stmt, site, device_function)
         if target not in SAMPLERS:
             raise self.fn.origin.error(site, f"{label} has no CUDA form yet",
                                        hint=registry.reason(target, "cuda") or _HINT)

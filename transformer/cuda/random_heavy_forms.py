@@ -13,7 +13,9 @@ by `draw_orthogonal`: each element redraws its matrix and orthonormalizes its co
 to its own (modified Gram-Schmidt in a `cuda.local.array`); Gram-Schmidt's R has a
 positive diagonal, so its Q is the sign-corrected Q of the CPU's QR, to rounding.
 `multivariate_normal(key, mean, cov, shape)` (1-D mean, one covariance, method
-'cholesky') by `draw_multivariate_normal`: each element factors the rows of `cov` it needs;
+'cholesky') by `draw_multivariate_normal`: each element factors the rows of `cov` it needs
+(methods 'eigh' and 'svd' are refused: their draws depend on the signs LAPACK picks for
+the vectors, which a thread's factorization cannot reproduce);
 `dirichlet(key, alpha, shape)` (1-D alpha) by `draw_dirichlet`: each element draws its
 row's log-gammas. Other call forms are refused at the user's line.
 """
@@ -115,8 +117,13 @@ def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
     method = args.get("method")
     if method is not None and not (isinstance(method, gast.Constant) and
                                    method.value == "cholesky"):
-        raise draws.refuse(site, "random.multivariate_normal takes method='cholesky' (eigh "
-                                 "and svd have no per-thread form)")
+        raise draws.refuse(site, "random.multivariate_normal takes method='cholesky': the "
+                                 "draws of 'eigh' and 'svd' follow the signs LAPACK gives "
+                                 "the eigen- or singular vectors, which a thread cannot "
+                                 "reproduce. For the numbers of method='eigh', factor on the "
+                                 "host (w, v = np.linalg.eigh(cov); L = v * np.sqrt(w)), "
+                                 "pass L with vmap in_axes None and draw "
+                                 "mean + L @ random.normal(k, (n,))")
     mean, cov = (draws.key_spec(args[what]) for what in ("mean", "cov"))
     if mean is None or cov is None or len(mean.shape) != 1 or \
             tuple(cov.shape) != (mean.shape[0],) * 2 or mean.dtype != cov.dtype or \

@@ -6,8 +6,8 @@ the element's flat index, two for gumbel's "high"/"highest" modes), so a thread 
 bits the CPU gives. `gumbel` passes the element count `n` as its first parameter;
 `truncated_normal` its bounds, which in a thread are scalars. `k2 = random.fold_in(k, d)`
 and `k2 = random.PRNGKey(seed)` become a local uint32[2] filled word by word, a key of the
-thread as split keys are. `categorical` has no thread form (its argmax over the logits is
-not an element loop): the registry says so and the pass refuses it at the user's line.
+thread as split keys are. `categorical`, `permutation` and `choice` are drawn whole by
+`.random_choice_forms`.
 """
 from __future__ import annotations
 

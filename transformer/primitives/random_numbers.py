@@ -11,10 +11,10 @@ refuses a differentiated bound instead of dropping its derivative; `permutation`
 vmap over keys runs the loop strategy: one example per key, which is what a loop over the
 keys computes.
 In CUDA kernels `split`, `fold_in`, `PRNGKey` and `normal`, `uniform`, `bernoulli`, `bits`,
-`randint`, `exponential`, `laplace`, `logistic`, `gumbel`, `truncated_normal` with
-constant shapes run as
-loops of per-element device functions (`transformer.cuda.random_forms`); the other
-functions state why they do not. `truncated_normal` is refused by grad like `uniform`.
+`randint`, `exponential`, `laplace`, `logistic`, `gumbel`, `truncated_normal`,
+`categorical`, `permutation` and `choice` with constant shapes and sizes run as loops of
+per-element device functions (`transformer.cuda.random_forms`); a call form without one
+is refused at the user's line. `truncated_normal` is refused by grad like `uniform`.
 """
 from __future__ import annotations
 
@@ -29,19 +29,11 @@ from .families import lowered, nondifferentiable
 KEY_OPERATIONS = (random.PRNGKey, random.key, random.split, random.fold_in)
 SAMPLERS = (random.bits, random.uniform, random.normal, random.randint, random.bernoulli)
 SHUFFLES = (random.permutation, random.choice)
-CUDA_SAMPLERS = (random.normal, random.uniform, random.bernoulli, random.bits, random.randint,
-                 random.split, random.PRNGKey, random.key, random.fold_in)
-
 for _key in KEY_OPERATIONS + SAMPLERS + SHUFFLES:
     lowered(_key, getattr(random_choice if _key in SHUFFLES else compiled, _key.__name__))
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
-    if _key in CUDA_SAMPLERS:
-        registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
-    else:
-        registry.unsupported(_key, "cuda", "pass one key per thread, split or fold_in it and "
-                             "draw with normal/uniform/bernoulli/bits/randint/exponential/"
-                             "laplace/logistic/gumbel/truncated_normal, or draw on the CPU")
+    registry.record(_key).cuda = "random"            # element loops (transformer.cuda)
 nondifferentiable(*KEY_OPERATIONS, *(s for s in SAMPLERS if s is not random.uniform))
 
 # exponential, laplace, logistic, gumbel, truncated_normal, categorical
@@ -53,9 +45,6 @@ for _key in ELEMENT_SAMPLERS:
     registry.record(_key).kind = "random"
     registry.unsupported(_key, "vmap", "vmap over keys runs a loop, one example per key")
     registry.record(_key).cuda = "random"        # element loops (transformer.cuda)
-registry.unsupported(random.categorical, "cuda", "its argmax over the logits is no element "
-                     "loop; draw g = random.gumbel(key, (n,)) in the thread and take the "
-                     "index of the largest logits[i] + g[i] in a loop (the Gumbel-max trick)")
 nondifferentiable(*(s for s in ELEMENT_SAMPLERS if s is not random.truncated_normal))
 for _transform in ("grad", "jvp"):
     registry.unsupported(random.truncated_normal, _transform,

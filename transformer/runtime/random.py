@@ -384,8 +384,17 @@ def _dtype_of(dtype, name: str, allowed: tuple) -> np.dtype:
                               f"np.float64, got {dtype}") from None
     if found not in allowed:
         raise TypingError(f"random.{name} under jit supports dtypes "
-                          f"{', '.join(str(d) for d in allowed)}; got {found}")
+                          f"{', '.join(str(d) for d in allowed)}; got {found}"
+                          f"{_FLOAT16_WAYS.format(name=name) if found == _F16 else ''}")
     return found
+
+
+_F16 = np.dtype(np.float16)
+# Numba has no float16 arithmetic or arrays: the ways to JAX's float16 numbers that work
+_FLOAT16_WAYS = (" (Numba has no float16 arrays): draw it outside jit, where "
+                 "transformer.random.{name}(..., dtype=np.float16) gives JAX's float16 "
+                 "numbers, or run this function with jit(..., backend='python'), which "
+                 "gives the same numbers; np.float32 under jit draws other numbers")
 
 
 def _scalar_shape(shape, name: str) -> bool:
