@@ -18,6 +18,7 @@ from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name, checkpoin
 from .errors import TransformError
 from .inspection import source
 from .jit import jit
+from .pmap import Mesh, devices, pmap, ppermute, shard_map, show_pmap
 
 __all__ = [
     "TransformError", "all_gather", "axis_index", "custom_jvp", "custom_vjp", "defadjoint",
@@ -27,4 +28,5 @@ __all__ = [
     "primitives", "lax",
     "ShapeDtypeStruct", "debug", "io_callback", "pure_callback",
     "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_policies", "remat",
+    "Mesh", "devices", "pmap", "ppermute", "shard_map", "show_pmap",
 ]

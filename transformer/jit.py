@@ -123,6 +123,8 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
                                  max_specializations=max_specializations)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
+    if getattr(fun, "__secant_compiled__", False):     # pmap(f) runs compiled stages
+        return fun
     if backend == "cuda":
         from .cuda.jitted import cuda_jit
         return cuda_jit(fun, static_argnums=static_argnums,
