@@ -80,3 +80,19 @@ def other_axis(x):
 
 def perm_out_of_range(x):
     return ppermute(x, "i", [(0, 5)])
+
+
+def block_normalize(x):
+    """Under shard_map: each device's block divided by the total over all blocks."""
+    return x / psum(np.sum(x), "i")
+
+
+def block_stats(x, w):
+    """Under shard_map: a replicated total and the blocks gathered on every device."""
+    local = x @ w
+    return psum(np.sum(local), "i"), all_gather(local, "i")
+
+
+def out_of_bounds(x, k):
+    """Shard 1 indexes past its slice's end (k = 3 + shard index)."""
+    return x[k + axis_index("i")]
