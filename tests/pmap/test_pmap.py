@@ -9,6 +9,7 @@ import pytest
 
 import pmap_programs as P
 import transformer
+from codegen import cli
 from transformer import TransformError, jit, pmap, show_pmap, vmap
 from transformer.pmap import Device
 
@@ -91,3 +92,12 @@ def test_in_axes_must_match_the_arguments():
                                         np.ones(5))
     with pytest.raises(ValueError, match="at least one argument with a mapped axis"):
         pmap(P.branchy, in_axes=None)(np.ones(2))
+
+
+def test_secant_show_pmap_prints_the_stages(capsys):
+    assert cli.main(["show", f"{P.__file__}:every_collective", "--pmap", "i"]) == 0
+    out = capsys.readouterr().out
+    assert out == show_pmap(P.every_collective, axis_name="i")
+    assert out.count("# ==== pmap stage") == 3
+    assert cli.main(["show", f"{P.__file__}:every_collective", "--pmap", "i", "--jit"]) == 2
+    assert "--pmap shows the stages" in capsys.readouterr().err

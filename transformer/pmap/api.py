@@ -42,8 +42,8 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
 
 
 def show_pmap(fun: Callable, *args, axis_name: Any = None, **options) -> str:
-    """The generated source of each stage of `pmap(fun, axis_name, **options)` for a call
-    with `args` (the number of shards is read from them)."""
+    """The generated source of each stage of `pmap(fun, axis_name, **options)` and the
+    collectives between them, for a call with `args` (or one shard per device)."""
     return pmap(fun, axis_name, **options).source(*args)
 
 
@@ -209,10 +209,12 @@ class Pmapped:
             return self._plans[size]
 
     def source(self, *args, **kwargs) -> SourceCode:
-        """The generated module of each stage for a call with these arguments (which give
-        the number of shards), with the collectives between the stages."""
-        values = self._bind(args, kwargs)
-        plan = stages_pass.split(self.function, self.axis_name, self._size(values))
+        """The generated module of each stage, with the collectives between the stages, for
+        a call with these arguments (which give the number of shards; none: one shard per
+        device)."""
+        size = self._size(self._bind(args, kwargs)) if args or kwargs \
+            else max(len(self.devices()), 1)
+        plan = stages_pass.split(self.function, self.axis_name, size)
         options = Options(backend="cpu" if self.backend == "cpu" else "python")
         texts = []
         for stage in plan.stages:
