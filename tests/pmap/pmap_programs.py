@@ -96,3 +96,17 @@ def block_stats(x, w):
 def out_of_bounds(x, k):
     """Shard 1 indexes past its slice's end (k = 3 + shard index)."""
     return x[k + axis_index("i")]
+
+
+def powers(x, n):
+    """`n` is static: range(n) is unrolled knowledge of the compiled stages."""
+    acc = 0.0
+    for k in range(n):
+        acc += np.sum(x ** k)
+    return x * psum(acc, "i")
+
+
+def scaled_by_tree(p, x):
+    """A dict argument read in two stages (containers never cross a stage whole)."""
+    s = psum(p["a"] * x, "i")
+    return s + p["b"]

@@ -59,3 +59,13 @@ def test_out_axes_and_a_failing_shard():
     assert f(x, 2) == x[0, 2]                   # out_axes=None: shard 0's value
     with pytest.raises(IndexError, match="pmap_programs.py"):
         f(x, 3)                                 # shard 1 reads x[4] of a length-4 slice
+
+
+def test_static_broadcast_argument_and_a_dict_argument_equal_vmap():
+    x = rng.normal(size=(N, 3))
+    got = pmap(P.powers, "i", static_broadcasted_argnums=1)(x, 3)
+    np.testing.assert_allclose(got, vmap(P.powers, in_axes=(0, None), axis_name="i")(x, 3),
+                               rtol=1e-12)
+    p = {"a": rng.normal(size=(N, 3)), "b": np.arange(float(N))}
+    np.testing.assert_allclose(pmap(P.scaled_by_tree, "i")(p, x),
+                               vmap(P.scaled_by_tree, axis_name="i")(p, x), rtol=1e-12)

@@ -11,9 +11,11 @@ invariant is:
   a lambda, comprehension or nested function is a located TransformError;
 - stage k's parameters are the names live at its start (stage 0: the function's
   parameters); every stage but the last ends with `return (outputs...)`, its outputs
-  being the names live after it plus the operand of each collective at its boundary
-  (`<kind>_in_<n>`); the executor binds the reduced value to `<kind>_out_<n>`, which
-  replaces the call in the next stage;
+  being the names it binds that are live after it, plus the operand of each collective
+  at its boundary (`<kind>_in_<n>`); a live name it does not bind (a parameter, a
+  container argument) keeps the value the executor holds for the shard, so containers
+  never cross a stage boundary whole; the executor binds the reduced value to
+  `<kind>_out_<n>`, which replaces the call in the next stage;
 - `axis_index(axis)` reads the name `pmap_axis_index`, a parameter of each stage that
   reads it; it is no boundary;
 - only the last stage may `return`; each stage keeps the user's line numbers, so errors
@@ -262,8 +264,8 @@ def _build(fn: Function, pieces: list, reads_axis_index: bool) -> tuple:
         last = k == len(pieces) - 1
         if not last:
             _refuse_return(fn, body)
-            targets = {b.target for b in boundaries}
-            keep = tuple(n for n in live_after[k + 1] if n not in targets)
+            stored = _stored(body)          # the rest keep the values the executor holds
+            keep = tuple(n for n in live_after[k + 1] if n in stored)
             outputs = keep + tuple(b.source for b in boundaries)
             body = body + [_return(outputs, fn.node)]
         else:
@@ -297,6 +299,11 @@ def _live_in_each(pieces: list, params: list) -> list:
         result[k] = live
     return [tuple(n for n in (defined_before[k] if k else []) if n in result[k])
             for k in range(len(pieces))]
+
+
+def _stored(body) -> set:
+    return {n.id for stmt in body for n in gast.walk(stmt)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
 def _must_bind(stmt) -> set:
