@@ -14,8 +14,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import api_batching, tree_util
+from .. import tree_util
 from ..errors import TransformError
+from ..rules.batching import COLLECTIVES
 
 
 def ppermute(x, axis_name, perm):
@@ -26,18 +27,13 @@ def ppermute(x, axis_name, perm):
                          hint=f"call it inside pmap(f, axis_name={axis_name!r})")
 
 
-# collective function -> kind; the vmap ones are the same objects vmap rewrites
-KINDS: dict = {fn: fn.__name__ for fn in (api_batching.psum, api_batching.pmean,
-                                          api_batching.pmax, api_batching.pmin,
-                                          api_batching.all_gather, api_batching.axis_index,
-                                          ppermute)}
-BOUNDARIES = ("psum", "pmean", "pmax", "pmin", "all_gather", "ppermute")
-
-
 def kind_of(target) -> str | None:
-    """"psum", ..., "ppermute" or "axis_index" for a collective function, else None."""
+    """"psum", ..., "ppermute" or "axis_index" for a collective function, else None (the
+    vmap ones are registered in `rules.batching.COLLECTIVES`, the functions vmap rewrites)."""
+    if target is ppermute:
+        return "ppermute"
     try:
-        return KINDS.get(target)
+        return COLLECTIVES.get(target)
     except TypeError:               # an unhashable object
         return None
 
