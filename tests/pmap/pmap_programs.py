@@ -78,6 +78,14 @@ def other_axis(x):
     return psum(x, "j")
 
 
+def sum_over_devices(x):
+    return psum(x, "i")
+
+
+def collective_in_helper(x):
+    return sum_over_devices(x) * 2.0
+
+
 def perm_out_of_range(x):
     return ppermute(x, "i", [(0, 5)])
 
@@ -110,3 +118,9 @@ def scaled_by_tree(p, x):
     """A dict argument read in two stages (containers never cross a stage whole)."""
     s = psum(p["a"] * x, "i")
     return s + p["b"]
+
+
+def accumulate(x, acc):
+    """Writes into an unmapped argument: each device writes its own copy."""
+    acc[0] += np.sum(x)
+    return acc[0]

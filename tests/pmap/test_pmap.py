@@ -66,7 +66,9 @@ def test_devices_are_the_cores_of_this_process():
     (P.return_before_collective, "return before a collective", "return x"),
     (P.other_axis, "psum names the axis 'j'", "return psum(x, \"j\")"),
     (P.perm_out_of_range, "destination outside range(2)", "ppermute(x, \"i\", [(0, 5)])"),
-], ids=["loop", "branch", "early-return", "other-axis", "perm"])
+    (P.collective_in_helper, "sum_over_devices calls psum(..., 'i')",
+     "return sum_over_devices(x) * 2.0"),
+], ids=["loop", "branch", "early-return", "other-axis", "perm", "helper"])
 def test_a_collective_pmap_cannot_split_at_is_located(fun, message, line):
     with pytest.raises(TransformError, match=re.escape(message)) as info:
         pmap(fun, "i", devices=[Device(i, "cpu") for i in range(N)])(X)

@@ -69,3 +69,11 @@ def test_static_broadcast_argument_and_a_dict_argument_equal_vmap():
     p = {"a": rng.normal(size=(N, 3)), "b": np.arange(float(N))}
     np.testing.assert_allclose(pmap(P.scaled_by_tree, "i")(p, x),
                                vmap(P.scaled_by_tree, axis_name="i")(p, x), rtol=1e-12)
+
+
+def test_writes_into_an_unmapped_argument_stay_on_each_device():
+    x = rng.normal(size=(N, 3))
+    acc = np.array([1.0])
+    got = pmap(P.accumulate, in_axes=(0, None))(x, acc)
+    np.testing.assert_allclose(got, 1.0 + x.sum(axis=1), rtol=1e-12)
+    assert acc[0] == 1.0                        # the caller's array is left as it was

@@ -7,7 +7,10 @@ shard runs the function on its slice; `psum`/`pmean`/`pmax`/`pmin`/`all_gather`/
 `out_axes` (None: shard 0's value, for a value every shard holds). The function is
 compiled (there is no uncompiled pmap), split into stages at its collectives
 (`transformer.pmap.stages`) and run by the backend's runner (`transformer.pmap.executors`).
-The result equals `vmap(fun, in_axes, out_axes, axis_name=axis_name)` of the same inputs.
+The result equals `vmap(fun, in_axes, out_axes, axis_name=axis_name)` of the same inputs,
+except for writes into arguments: every device works on its own copy of its slice and of
+each unmapped argument (as JAX places a copy on each device), so writes never race between
+devices and the caller's arrays are left as they were.
 """
 from __future__ import annotations
 
@@ -176,8 +179,9 @@ class Pmapped:
         """Shard i's arguments by name (and its axis index when a stage reads it)."""
         env = {}
         for name, axis in self.axes(values).items():
-            value = values[name]
-            env[name] = value if axis is None else tree_util.tree_map(
+            value = values[name]       # each device its own copy: writes never race
+            env[name] = tree_util.tree_map(
+                _copy if axis is None else
                 lambda leaf, axis=axis: self._slice_leaf(leaf, i, axis, size), value)
         if plan.reads_axis_index:
             env[stages_pass.AXIS_INDEX] = i
@@ -246,6 +250,10 @@ class _Stage:
 
     def __call__(self, *args):
         raise TypeError("a pmap stage runs compiled")
+
+
+def _copy(leaf):
+    return leaf.copy() if isinstance(leaf, np.ndarray) else leaf
 
 
 def _stack_tree(values: list, axis):

@@ -29,7 +29,10 @@ import dataclasses
 
 import gast
 
-from ..errors import error_at
+from codegen.backends import is_user_function
+
+from ..errors import TransformError, error_at
+from ..frontend import parse
 from ..function import Function, resolve
 from . import collectives
 
@@ -81,6 +84,7 @@ class _Splitter:
         for stmt in self.fn.copy_node().body:
             stmt = self._read_axis_index(stmt)
             self._refuse_nested(stmt)
+            self._refuse_in_callees(stmt)
             waves = self._hoist(stmt)
             for assigns, boundaries in waves:
                 current.extend(assigns)
@@ -140,6 +144,21 @@ class _Splitter:
                         "be evaluated once per call at the top level of the function",
                         hint=f"compute the partial result in the loop or branch and call "
                              f"{kind} on it after it, as a top-level statement")
+
+    def _refuse_in_callees(self, stmt) -> None:
+        """A user function called here that reaches a collective on this axis cannot be
+        split: refused at the call, not at the generated line Numba rejects."""
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Call):
+                target = resolve(self.fn, node.func, None)
+                kind = _collective_reached(target, self.axis_name, set())
+                if kind is not None:
+                    raise error_at(self.fn, node,
+                                   f"{getattr(target, '__name__', 'this function')} calls "
+                                   f"{kind}(..., {self.axis_name!r}): pmap splits the function "
+                                   "only at collectives written in the pmapped function",
+                                   hint=f"return the value to reduce from the helper and call "
+                                        f"{kind} on it here, at the top level")
 
     def _kind(self, node) -> str | None:
         """The collective kind of a call on this pmap's axis, else None (located error for
@@ -219,6 +238,28 @@ class _Splitter:
             return collectives.check_perm(value, self.size)
         except ValueError as exc:
             raise error_at(self.fn, call, str(exc)) from None
+
+
+def _collective_reached(target, axis_name, seen: set) -> str | None:
+    """The kind of a collective on `axis_name` that user function `target` (or one it
+    calls, by name) calls, else None."""
+    if not is_user_function(target) or target in seen:
+        return None
+    seen.add(target)
+    try:
+        fn = parse(target)
+    except TransformError:          # no source: the compile reports it at the call
+        return None
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Call):
+            callee = resolve(fn, node.func, None)
+            kind = collectives.kind_of(callee)
+            if kind is not None and _axis_name_of(node, kind) == axis_name:
+                return kind
+            kind = _collective_reached(callee, axis_name, seen)
+            if kind is not None:
+                return kind
+    return None
 
 
 def _axis_name_of(node: gast.Call, kind: str):
