@@ -124,3 +124,7 @@ def accumulate(x, acc):
     """Writes into an unmapped argument: each device writes its own copy."""
     acc[0] += np.sum(x)
     return acc[0]
+
+
+def with_default(x, c=2.0):
+    return x * c + psum(x, "i")

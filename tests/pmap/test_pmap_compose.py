@@ -77,3 +77,11 @@ def test_writes_into_an_unmapped_argument_stay_on_each_device():
     got = pmap(P.accumulate, in_axes=(0, None))(x, acc)
     np.testing.assert_allclose(got, 1.0 + x.sum(axis=1), rtol=1e-12)
     assert acc[0] == 1.0                        # the caller's array is left as it was
+
+
+def test_a_default_is_unmapped_and_a_keyword_argument_is_mapped_as_in_jax():
+    x, c = rng.normal(size=(N, 3)), rng.normal(size=N)
+    np.testing.assert_allclose(pmap(P.with_default, "i", in_axes=(0,))(x),
+                               x * 2.0 + x.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(pmap(P.with_default, "i")(x, c=c),
+                               x * c[:, None] + x.sum(axis=0), rtol=1e-12)

@@ -84,11 +84,11 @@ class Pmapped:
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
-        values = self._bind(args, kwargs)
-        size = self._size(values)
+        values, axes = self._bind(args, kwargs)
+        size = self._size(values, axes)
         devices = self._devices_for(size)
         plan, compiled = self._plan(size)
-        shard_env = [self._shard_env(values, i, size, plan) for i in range(size)]
+        shard_env = [self._shard_env(values, axes, i, size, plan) for i in range(size)]
         for stage, run in zip(plan.stages, compiled):
             shard_args = [tuple(env[n] for n in stage.inputs) for env in shard_env]
             results = self.runner.run(run, shard_args, devices)
@@ -103,14 +103,16 @@ class Pmapped:
                     env[b.target] = value
         raise AssertionError("the last stage returns")     # pragma: no cover
 
-    def _bind(self, args, kwargs) -> dict:
+    def _bind(self, args, kwargs) -> tuple:
+        """Each parameter's value (defaults applied) and its mapped axis."""
         fn = self.function
         try:
             bound = signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"pmap of {fn.name}: {exc}") from None
+        passed = list(bound.arguments)
         bound.apply_defaults()
-        return dict(bound.arguments)
+        return dict(bound.arguments), self.axes(len(args), passed)
 
     def _static_names(self) -> list:
         params = self.function.params
@@ -120,17 +122,21 @@ class Pmapped:
                                  f"{self.function.name}{signature(self.function)}")
         return [params[i] for i in self.statics]
 
-    def axes(self, values: dict) -> dict:
-        """The mapped axis of each parameter (None: broadcast to every shard)."""
+    def axes(self, positional: int, passed: list) -> dict:
+        """The mapped axis of each parameter (None: broadcast to every shard), as in JAX:
+        `in_axes` per positional argument, axis 0 for one passed by keyword, None for a
+        parameter left at its default."""
         params = self.function.params
+        axes = dict.fromkeys(params)
         if self.in_axes is None or isinstance(self.in_axes, int):
-            axes = dict.fromkeys(params, self.in_axes)
+            axes.update(dict.fromkeys(passed, self.in_axes))
         elif isinstance(self.in_axes, (tuple, list)):
-            if len(self.in_axes) != len(params):
+            if len(self.in_axes) != positional:
                 raise ValueError(f"pmap in_axes {self.in_axes!r} has {len(self.in_axes)} "
-                                 f"entries but {self.function.name} takes {len(params)} "
-                                 "arguments")
-            axes = dict(zip(params, self.in_axes))
+                                 f"entries but {positional} positional arguments were "
+                                 f"passed to {self.function.name}")
+            axes.update(zip(params, self.in_axes))
+            axes.update(dict.fromkeys(passed[positional:], 0))
         else:
             raise ValueError(f"pmap in_axes must be an int, None or a tuple of them per "
                              f"argument, got {self.in_axes!r}")
@@ -142,9 +148,9 @@ class Pmapped:
                                  f"{axis!r}")
         return axes
 
-    def _size(self, values: dict) -> int:
+    def _size(self, values: dict, axes: dict) -> int:
         sizes = {}
-        for name, axis in self.axes(values).items():
+        for name, axis in axes.items():
             if axis is None:
                 continue
             for leaf in tree_util.tree_leaves(values[name]):
@@ -175,10 +181,10 @@ class Pmapped:
                              "e.g. reshape to (devices, batch // devices, ...))")
         return available[:size]
 
-    def _shard_env(self, values: dict, i: int, size: int, plan) -> dict:
+    def _shard_env(self, values: dict, axes: dict, i: int, size: int, plan) -> dict:
         """Shard i's arguments by name (and its axis index when a stage reads it)."""
         env = {}
-        for name, axis in self.axes(values).items():
+        for name, axis in axes.items():
             value = values[name]       # each device its own copy: writes never race
             env[name] = tree_util.tree_map(
                 _copy if axis is None else
@@ -216,7 +222,7 @@ class Pmapped:
         """The generated module of each stage, with the collectives between the stages, for
         a call with these arguments (which give the number of shards; none: one shard per
         device)."""
-        size = self._size(self._bind(args, kwargs)) if args or kwargs \
+        size = self._size(*self._bind(args, kwargs)) if args or kwargs \
             else max(len(self.devices()), 1)
         plan = stages_pass.split(self.function, self.axis_name, size)
         options = Options(backend="cpu" if self.backend == "cpu" else "python")

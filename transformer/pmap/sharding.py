@@ -69,16 +69,23 @@ class ShardMapped(Pmapped):
                          mesh.devices[0].platform)
         self.mesh, self.in_specs, self.out_specs = mesh, in_specs, out_specs
 
-    def axes(self, values: dict) -> dict:
+    def axes(self, positional: int, passed: list) -> dict:
+        """The dimension each argument is split along (None: every device gets it whole);
+        in_specs name the positional arguments, a parameter at its default is whole."""
         params = self.function.params
+        if len(passed) > positional:
+            raise ValueError(f"shard_map passes arguments by position: {passed[positional:]} "
+                             "given by keyword")
         specs = self.in_specs
         if isinstance(specs, P) or specs is None:
-            specs = (specs,) * len(params)
-        if len(specs) != len(params):
-            raise ValueError(f"shard_map in_specs has {len(specs)} entries but "
-                             f"{self.function.name} takes {len(params)} arguments")
-        return {name: self._dimension(spec, f"in_specs for {name!r}")
-                for name, spec in zip(params, specs)}
+            specs = (specs,) * positional
+        if len(specs) != positional:
+            raise ValueError(f"shard_map in_specs has {len(specs)} entries but {positional} "
+                             f"arguments were passed to {self.function.name}")
+        axes = dict.fromkeys(params)
+        axes.update({name: self._dimension(spec, f"in_specs for {name!r}")
+                     for name, spec in zip(params, specs)})
+        return axes
 
     def _dimension(self, spec, what: str):
         """The dimension `spec` splits over the mesh axis, or None (replicated)."""
@@ -93,9 +100,9 @@ class ShardMapped(Pmapped):
                              f"the mesh's only axis is {axis!r}, once")
         return spec.index(axis) if axis in spec else None
 
-    def _size(self, values: dict) -> int:
+    def _size(self, values: dict, axes: dict) -> int:
         n = len(self.mesh.devices)
-        for name, dim in self.axes(values).items():
+        for name, dim in axes.items():
             for leaf in tree_util.tree_leaves(values[name]) if dim is not None else ():
                 shape = np.shape(leaf)
                 if dim >= len(shape) or shape[dim] % n:
