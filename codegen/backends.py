@@ -54,12 +54,14 @@ class Options:
     def decorator(self) -> str | None:
         if self.backend != "cpu":
             return None
-        flags = []          # no cache=True: secant attaches its own sealed disk cache
+        # no cache=True: secant attaches its own sealed disk cache; nogil: pmap's worker
+        # threads run shards of one compiled function side by side
+        flags = ["nogil=True"]
         if self.parallel:
             flags.append("parallel=True")
         if self.fastmath:
             flags.append("fastmath=True")
-        return f"@numba.njit({', '.join(flags)})" if flags else "@numba.njit"
+        return f"@numba.njit({', '.join(flags)})"
 
 
 @dataclasses.dataclass

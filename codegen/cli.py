@@ -39,6 +39,7 @@ examples:
   secant show model.py:loss --grad --argnums 0,1 the reverse-mode gradient
   secant show model.py:f --vmap 0,None           batched over axis 0 of the first argument
   secant show model.py:loss --grad --vmap 0,None vmap(grad(loss)): flags compose in order
+  secant show train.py:step --pmap i             the stages of pmap(step, axis_name="i")
   secant show model.py:loss --grad --diff        the gradient as a diff against the source
   secant show md.py:energy --grad --jit --arg pos=float64[n,3] --arg box=10.0
                                                  compiled for arguments like these: rows
@@ -79,6 +80,9 @@ def _add_show(commands) -> None:
     show.add_argument("--diff", action="store_true",
                       help="print a unified diff from the normalized source of FUNC to the "
                            "transformed source")
+    show.add_argument("--pmap", metavar="AXIS_NAME",
+                      help="the compiled stages pmap(f, AXIS_NAME) runs on every device, "
+                           "split at the collectives, and the reductions between them")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                       help="highlight with pygments (default: when stdout is a terminal)")
     show.set_defaults(handler=show_command)
@@ -239,7 +243,14 @@ def diff(before: str, after: str, args) -> str:
 def show_command(args) -> int:
     cli_args.check_combination(args)
     fun = load_target(args.target)
-    text = str(generated_source(args, fun))
+    if args.pmap and (_compiled(args) or args.diff):
+        raise UsageError("--pmap shows the stages pmap compiles: without --jit, --static, "
+                         "--backend, --arg or --diff")
+    if args.pmap:
+        import transformer
+        text = str(transformer.show_pmap(compose(fun, args.chain or []), axis_name=args.pmap))
+    else:
+        text = str(generated_source(args, fun))
     lexer = "python"
     if args.diff:           # from the normalized source of the untransformed function
         import transformer

@@ -19,6 +19,7 @@ from .errors import TransformError
 from .inspection import source
 from .jit import jit
 from .nan_checks import config
+from .pmap import Mesh, devices, pmap, ppermute, shard_map, show_pmap
 
 __all__ = [
     "TransformError", "all_gather", "axis_index", "custom_jvp", "custom_vjp", "defadjoint",
@@ -28,4 +29,5 @@ __all__ = [
     "primitives", "lax",
     "ShapeDtypeStruct", "debug", "io_callback", "pure_callback", "config",
     "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_policies", "remat",
+    "Mesh", "devices", "pmap", "ppermute", "shard_map", "show_pmap",
 ]

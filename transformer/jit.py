@@ -127,6 +127,8 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
                                  max_specializations=max_specializations)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
+    if getattr(fun, "__secant_compiled__", False):     # pmap(f) runs compiled stages
+        return fun
     if backend == "cuda":
         if debug_nans:
             raise ValueError("debug_nans is not supported on backend='cuda': check on the "

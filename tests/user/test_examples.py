@@ -28,6 +28,7 @@ RUNS = {
     "newton.py": (["4"], "minimum found vs the known minimum"),
     "order_book.py": (["--books", "50"], "filled totals, 50 messages per book"),
     "per_example_grads.py": (["--batch", "4"], "vs hand-written batched backpropagation"),
+    "data_parallel.py": (["--batch", "8", "--steps", "3"], "vs one device, w1"),
     "lj_cuda.py": (["--backend", "cpu", "--atoms", "27"],
                    "per-atom vmap(grad) forces vs -jit(grad(energy))"),
     "molecular_dynamics.py": (["--steps", "10", "--atoms-per-side", "2"],
@@ -36,6 +37,7 @@ RUNS = {
 }
 SLOW_RUNS = {"order_book.py", "per_example_grads.py", "lj_cuda.py", "molecular_dynamics.py",
              "newton.py", "rl_policy_gradient.py"}
+SLOW_RUNS |= {"data_parallel.py"}                 # pmap: three compiles and threads
 
 
 def run_example(script, *argv):

@@ -1,0 +1,11 @@
+"""Runs pmap's CUDA cases (cuda_sim_pmap_cases.py) on Numba's CUDA simulator in a process of
+its own, the way tests/cuda does."""
+import pytest
+
+from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, run_on_simulator
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+def test_pmap_cuda_cases_on_the_simulator(tmp_path):
+    run_on_simulator(tmp_path, str(ROOT / "tests" / "pmap" / "cuda_sim_pmap_cases.py"))
