@@ -273,6 +273,42 @@ class Jitted(ShowsSource):
         self._hits += 1
         return self._run(compiled, dynamic, hidden)
 
+    def _prepared(self, args, kwargs) -> tuple:
+        """(jitted, function, rebuild or None, dynamic leaves, hidden arrays): what a call
+        with these arguments runs, with its module loaded (Numba compiles it on the first
+        run) but not run. `transformer.distributed` ships the function's module to other
+        processes, runs it there on (dynamic + hidden) and applies `rebuild` here."""
+        checker = getattr(self.fun, "__secant_check_inputs__", None)
+        if checker is not None:
+            checked = checker(args, kwargs, compiled=True)
+            variant = getattr(self.fun, "__secant_call_variant__", None)
+            found = variant(checked) if variant is not None else None
+            if found is not None:
+                return self._for_call_variant(*found)._prepared(args, kwargs)
+        spec_key, dynamic, layouts, static = self._bind(args, kwargs)
+        compiled, hidden = self._lookup(spec_key)
+        if compiled is None and self._reread_if_rebound():
+            spec_key, dynamic, layouts, static = self._bind(args, kwargs)
+            compiled, hidden = self._lookup(spec_key)
+        if compiled is None:
+            if self.options.backend != "python":
+                self._refuse_numba_dtypes(dynamic)
+            compiled = self._compile_once(spec_key, static, layouts)
+            hidden = _hidden_values(compiled[2]) if compiled[2] else ()
+            if hidden is None:
+                hidden = self._last_compiled.hidden
+        return self, compiled[0], compiled[1], tuple(dynamic), tuple(hidden)
+
+    def _located(self, exc, dynamic, function):
+        """The error a call raises for `exc` from the compiled function: a located
+        TransformError for Numba's typing errors, the user's line for a failed index
+        check; `exc` itself otherwise."""
+        if isinstance(exc, numba.core.errors.TypingError):
+            return self._typing_error(exc, dynamic, function)
+        if isinstance(exc, IndexError):
+            return with_source_line(exc)
+        return exc
+
     def _lookup(self, spec_key) -> tuple:
         """(compiled specialization or None, the values of its hidden arrays now).
 
