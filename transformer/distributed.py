@@ -75,6 +75,20 @@ def run_sharded(fun: Jitted, shard_args: Sequence[tuple], client=None,
     return [rebuild(r) if rebuild is not None else r for r in results]
 
 
+def warm(fun: Jitted, args: tuple, client=None) -> None:
+    """Compile `fun` for `args` on every worker of `client` now (each worker loads the
+    module and Numba compiles it, or finds it in its cache), so that the first
+    `run_sharded` with shards like `args` spends no time compiling."""
+    jitted = _jitted(fun, "warm")
+    target, function, _, dynamic, hidden = jitted._prepared(tuple(args), {})
+    _refuse_argument_writes(target)
+    spec = engine.spec_of(_loaded(function))
+    client = client if client is not None else default_client()
+    for result in client.run(engine.call_shard, (spec, hidden), 0, dynamic).values():
+        if isinstance(result, engine.ShardError):
+            raise target._located(result.error, dynamic, function).with_traceback(None)
+
+
 def map_blocks(fun: Jitted, darray, *, retries: int = DEFAULT_RETRIES):
     """A dask.array of `fun` mapped over `darray`'s chunks along its first axis.
 
