@@ -134,7 +134,7 @@ def main(books: int, batch: int, repeat: int) -> None:
     warnings.simplefilter("ignore", category=Warning)
     nogil = "nogil=True" in (Options().decorator() or "")
     client = Client(LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                 dashboard_address=None))
+                                 dashboard_address=":0"))
     try:
         c0, o = overhead(client, repeat)
         print(f"generated functions release the GIL (nogil): {nogil}")

@@ -72,7 +72,7 @@ def main(n_books: int = 10_000_000, chunk: int = 500_000, workers: int = 2, clie
     own = client is None
     if own:
         client = Client(LocalCluster(processes=True, n_workers=workers, threads_per_worker=1,
-                                     dashboard_address=None))
+                                     dashboard_address=":0"))
     try:
         rows = book_rows(n_books, chunk)
         step = jit(vmap(step_row))

@@ -12,7 +12,7 @@ import pytest
 def client():
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                       dashboard_address=None)
+                                       dashboard_address=":0")
     client = distributed.Client(cluster)
     yield client
     client.close()
