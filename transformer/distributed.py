@@ -22,6 +22,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Sequence
 
+import numba
 import numpy as np
 
 from codegen import distributed as engine
@@ -29,7 +30,7 @@ from codegen import distributed as engine
 from . import tree_util
 from .aliases import written_params_of_source
 from .index_checks import with_source_line
-from .jit import Jitted, jit
+from .jit import Jitted, jit, prepared
 
 DEFAULT_RETRIES = 2
 KINDS = ("psum", "pmean", "pmax", "pmin", "all_gather")
@@ -61,7 +62,7 @@ def run_sharded(fun: Jitted, shard_args: Sequence[tuple], client=None,
     if not shards:
         raise ValueError("run_sharded needs at least one shard")
     _check_shards(jitted, shards)
-    target, function, rebuild, first, hidden = jitted._prepared(shards[0], {})
+    target, function, rebuild, first, hidden = prepared(jitted, shards[0], {})
     _refuse_argument_writes(target)
     spec = engine.spec_of(_loaded(function))
     dynamic = [first] + [target._bind(args, {})[1] for args in shards[1:]]
@@ -70,7 +71,7 @@ def run_sharded(fun: Jitted, shard_args: Sequence[tuple], client=None,
     try:
         results = engine.gather(client, futures)
     except engine.ShardError as exc:
-        located = target._located(exc.error, dynamic[exc.shard], function)
+        located = _located(target, exc.error, dynamic[exc.shard], function)
         raise located.with_traceback(None) from None
     return [rebuild(r) if rebuild is not None else r for r in results]
 
@@ -80,13 +81,13 @@ def warm(fun: Jitted, args: tuple, client=None) -> None:
     module and Numba compiles it, or finds it in its cache), so that the first
     `run_sharded` with shards like `args` spends no time compiling."""
     jitted = _jitted(fun, "warm")
-    target, function, _, dynamic, hidden = jitted._prepared(tuple(args), {})
+    target, function, _, dynamic, hidden = prepared(jitted, tuple(args), {})
     _refuse_argument_writes(target)
     spec = engine.spec_of(_loaded(function))
     client = client if client is not None else default_client()
     for result in client.run(engine.call_shard, (spec, hidden), 0, dynamic).values():
         if isinstance(result, engine.ShardError):
-            raise target._located(result.error, dynamic, function).with_traceback(None)
+            raise _located(target, result.error, dynamic, function).with_traceback(None)
 
 
 def map_blocks(fun: Jitted, darray, *, retries: int = DEFAULT_RETRIES):
@@ -110,8 +111,8 @@ def map_blocks(fun: Jitted, darray, *, retries: int = DEFAULT_RETRIES):
     payload, hidden = {}, ()
     for rows in sorted(set(darray.chunks[0])):
         shape = (rows,) + rest
-        target, function, rebuild, _, hidden = jitted._prepared((np.empty(shape, darray.dtype),),
-                                                                {})
+        empty = np.empty(shape, darray.dtype)
+        target, function, rebuild, _, hidden = prepared(jitted, (empty,), {})
         if rebuild is not None:
             raise TypeError(f"map_blocks maps a function returning one array; "
                             f"{target.__name__} returns a container - use run_sharded")
@@ -197,6 +198,15 @@ def _jitted(fun, where: str) -> Jitted:
         raise ValueError(f"{where} runs cpu or python backend functions on workers, not "
                          f"backend={fun.options.backend!r}")
     return fun
+
+
+def _located(jitted: Jitted, exc: BaseException, dynamic, function) -> BaseException:
+    """The error a local call of `jitted` raises for `exc` from its compiled function: a
+    located TransformError for Numba's typing errors, the user's line for a failed index
+    check; `exc` itself otherwise."""
+    if isinstance(exc, numba.core.errors.TypingError):
+        return jitted._typing_error(exc, dynamic, function)
+    return _locate(exc)
 
 
 def _loaded(function: Callable):

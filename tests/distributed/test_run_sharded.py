@@ -74,10 +74,11 @@ def test_writing_into_an_argument_is_refused_located():
 def test_warm_loads_the_module_on_every_worker_before_a_run(client):
     from codegen import distributed as engine
     from transformer.distributed import warm
+    from transformer.jit import prepared
 
     xs = np.random.default_rng(4).normal(size=(6, 4))
     warm(weighted_rows, (xs[:3],), client)
-    function = weighted_rows._prepared((xs[:3],), {})[1]
+    function = prepared(weighted_rows, (xs[:3],), {})[1]
     key = engine.spec_of(engine.backends.loaded_for(function)).key
     assert set(client.run(lambda: key in engine._loaded).values()) == {True}
     parts = run_sharded(weighted_rows, [(xs[:3],), (xs[3:],)], client=client)
