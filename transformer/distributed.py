@@ -65,7 +65,13 @@ def run_sharded(fun: Jitted, shard_args: Sequence[tuple], client=None,
     target, function, rebuild, first, hidden = prepared(jitted, shards[0], {})
     _refuse_argument_writes(target)
     spec = engine.spec_of(_loaded(function))
-    dynamic = [first] + [target._bind(args, {})[1] for args in shards[1:]]
+    bound = [target._bind(args, {}) for args in shards]
+    for i, (key, *_) in enumerate(bound):
+        if key != bound[0][0]:      # else shard i would run shard 0's specialization
+            raise ValueError(f"shard {i} specializes {target.__name__} differently from "
+                             "shard 0 (a static argument's value or an argument's kind "
+                             "differs); every shard must run the same compiled function")
+    dynamic = [first] + [b[1] for b in bound[1:]]
     client = client if client is not None else default_client()
     futures = engine.submit_shards(client, spec, hidden, dynamic, retries, target.__name__)
     try:

@@ -57,6 +57,12 @@ def test_mismatched_dtypes_and_argument_counts_are_refused():
         run_sharded(jit(take_doubled), [])
 
 
+def test_shards_with_different_static_values_are_refused():
+    scaled = jit(take_doubled, static_argnums=1)
+    with pytest.raises(ValueError, match="shard 1 specializes take_doubled differently"):
+        run_sharded(scaled, [(np.ones(3), 0), (np.ones(3), 2)])
+
+
 def test_a_plain_function_is_refused_with_a_hint():
     with pytest.raises(TypeError, match=r"wrap it with jit\(\.\.\.\) first"):
         run_sharded(take_doubled, [(np.ones(3), 1)])
