@@ -73,6 +73,10 @@ class Compiled:
     path: str
     key: str
     hidden: tuple = ()      # arrays passed after the function's own arguments, in order
+    # what `load` was given besides the text: all another process needs to load it again
+    namespace: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    name: str = ""
+    options: Options | None = None
 
 
 class CacheStats:
@@ -85,6 +89,7 @@ class CacheStats:
 
 STATS = CacheStats()
 _loaded: dict[str, Compiled] = {}
+_by_function: dict[int, Compiled] = {}     # id(Compiled.function) -> its entry in _loaded
 COMPILE_LOCK = threading.RLock()    # held across a module's text and its load
 
 
@@ -110,9 +115,18 @@ def load(text: str, namespace: dict, name: str, options: Options) -> Compiled:
         if options.backend == "cpu" and root is not None:
             cache_numba.enable(function, root, stamp=module.__name__)
             cache_numba.enable_runtime_helpers(root)
-        compiled = Compiled(function, text, module.__file__, key)
+        compiled = Compiled(function, text, module.__file__, key, namespace=dict(namespace),
+                            name=name, options=options)
         _loaded[key] = compiled
+        _by_function[id(function)] = compiled
         return compiled
+
+
+def loaded_for(function) -> Compiled | None:
+    """The Compiled whose function is `function` (a generated function loaded in this
+    process), or None: how a generated dependency bound in a namespace is found again."""
+    compiled = _by_function.get(id(function))
+    return compiled if compiled is not None and compiled.function is function else None
 
 
 def reuse_key(text: str) -> str:

@@ -263,24 +263,25 @@ class Jitted(ShowsSource):
 
     # ------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
-        checker = getattr(self.fun, "__secant_check_inputs__", None)
-        if checker is not None:        # what the transformation refuses (dtypes, axes)
-            checked = checker(args, kwargs, compiled=True)
-            variant = getattr(self.fun, "__secant_call_variant__", None)
-            found = variant(checked) if variant is not None else None
-            if found is not None:      # e.g. vmap maps keyword arguments: other source
-                return self._for_call_variant(*found)(*args, **kwargs)
+        variant = call_variant(self, args, kwargs)
+        if variant is not self:        # e.g. vmap maps keyword arguments: other source
+            return variant(*args, **kwargs)
+        spec_key, dynamic, layouts, static, compiled, hidden = self._specialized(args, kwargs)
+        if compiled is None:
+            return self._first_call(spec_key, dynamic, layouts, static)
+        self._hits += 1
+        return self._run(compiled, dynamic, hidden)
+
+    def _specialized(self, args, kwargs) -> tuple:
+        """(key, dynamic, layouts, static, compiled or None, hidden); refuses dtypes."""
         spec_key, dynamic, layouts, static = self._bind(args, kwargs)
         compiled, hidden = self._lookup(spec_key)
         if compiled is None and self._reread_if_rebound():
             spec_key, dynamic, layouts, static = self._bind(args, kwargs)
             compiled, hidden = self._lookup(spec_key)
-        if compiled is None:
-            if self.options.backend != "python":
-                self._refuse_numba_dtypes(dynamic)
-            return self._first_call(spec_key, dynamic, layouts, static)
-        self._hits += 1
-        return self._run(compiled, dynamic, hidden)
+        if compiled is None and self.options.backend != "python":
+            self._refuse_numba_dtypes(dynamic)
+        return spec_key, dynamic, layouts, static, compiled, hidden
 
     def _lookup(self, spec_key) -> tuple:
         """(compiled specialization or None, the values of its hidden arrays now).
@@ -316,9 +317,7 @@ class Jitted(ShowsSource):
             # parsing and transforming `fun` happened once, before the first compile
             timing.secant_seconds += self._parse_seconds
             self._parse_seconds = 0.0
-            hidden = _hidden_values(compiled[2]) if compiled[2] else ()
-            if hidden is None:      # rebound while compiling: the arrays it was built with
-                hidden = self._last_compiled.hidden
+            hidden = _hidden_now(self, compiled)
             with timing.running():
                 result = self._run(compiled, dynamic, hidden)
         self._compile_seconds += timing.seconds
@@ -572,6 +571,41 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble), np.dtype(np.clongdouble)} - \
     {np.dtype(np.float64), np.dtype(np.complex128)}
+
+
+def call_variant(jitted: Jitted, args, kwargs) -> Jitted:
+    """The jitted function a call runs: `jitted`, or the one for the call variant its
+    transformation picks for these arguments (after refusing what it refuses)."""
+    checker = getattr(jitted.fun, "__secant_check_inputs__", None)
+    if checker is None:
+        return jitted
+    checked = checker(args, kwargs, compiled=True)    # dtypes, axes
+    variant = getattr(jitted.fun, "__secant_call_variant__", None)
+    found = variant(checked) if variant is not None else None
+    return jitted._for_call_variant(*found) if found is not None else jitted
+
+
+def prepared(jitted: Jitted, args, kwargs) -> tuple:
+    """(jitted, function, rebuild or None, dynamic leaves, hidden arrays): what a call
+    with these arguments runs, with its module loaded (Numba compiles it on the first
+    run) but not run. `transformer.distributed` ships the function's module to other
+    processes, runs it there on (dynamic + hidden) and applies `rebuild` here."""
+    variant = call_variant(jitted, args, kwargs)
+    if variant is not jitted:
+        return prepared(variant, args, kwargs)
+    spec_key, dynamic, layouts, static, compiled, hidden = jitted._specialized(args, kwargs)
+    if compiled is None:
+        compiled = jitted._compile_once(spec_key, static, layouts)
+        hidden = _hidden_now(jitted, compiled)
+    return jitted, compiled[0], compiled[1], tuple(dynamic), tuple(hidden)
+
+
+def _hidden_now(jitted: Jitted, compiled) -> tuple:
+    """The hidden arrays of a specialization just compiled."""
+    hidden = _hidden_values(compiled[2]) if compiled[2] else ()
+    if hidden is None:      # rebound while compiling: the arrays it was built with
+        hidden = jitted._last_compiled.hidden
+    return hidden
 
 
 def _numba_reason(text: str) -> str:

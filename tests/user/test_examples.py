@@ -27,6 +27,8 @@ RUNS = {
     "vmap_matvec.py": ([], "jit(vmap(matvec)) vs NumPy's V @ M.T"),
     "newton.py": (["4"], "minimum found vs the known minimum"),
     "order_book.py": (["--books", "50"], "filled totals, 50 messages per book"),
+    "order_book_dask.py": (["--books", "2000", "--chunk", "500"],
+                           "first chunk on the cluster vs the single-process jitted vmap"),
     "per_example_grads.py": (["--batch", "4"], "vs hand-written batched backpropagation"),
     "data_parallel.py": (["--batch", "8", "--steps", "3"], "vs one device, w1"),
     "lj_cuda.py": (["--backend", "cpu", "--atoms", "27"],
@@ -37,7 +39,8 @@ RUNS = {
 }
 SLOW_RUNS = {"order_book.py", "per_example_grads.py", "lj_cuda.py", "molecular_dynamics.py",
              "newton.py", "rl_policy_gradient.py"}
-SLOW_RUNS |= {"data_parallel.py"}                 # pmap: three compiles and threads
+SLOW_RUNS |= {"data_parallel.py"}       # pmap: three compiles and threads
+SLOW_RUNS |= {"order_book_dask.py"}     # starts a local Dask cluster
 
 
 def run_example(script, *argv):
