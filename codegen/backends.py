@@ -51,17 +51,18 @@ class Options:
     inline: bool = False         # cpu: Numba inlines the function into its one caller
     debug_nans: bool | None = None  # a NaN/inf check after each value; None: the switch
 
-    def decorator(self) -> str | None:
+    def decorator(self, holds_gil: bool = False) -> str | None:
         if self.backend != "cpu":
             return None
         # no cache=True: secant attaches its own sealed disk cache; nogil: pmap's worker
-        # threads run shards of one compiled function side by side
-        flags = ["nogil=True"]
+        # threads run shards of one compiled function side by side (not for a function
+        # that calls back into Python: its object-mode blocks take the GIL anyway)
+        flags = [] if holds_gil else ["nogil=True"]
         if self.parallel:
             flags.append("parallel=True")
         if self.fastmath:
             flags.append("fastmath=True")
-        return f"@numba.njit({', '.join(flags)})"
+        return f"@numba.njit({', '.join(flags)})" if flags else "@numba.njit"
 
 
 @dataclasses.dataclass
@@ -146,7 +147,8 @@ def module_source(origin: str, chain, options: Options, fingerprints: list, impo
     the `fingerprints` lines, the runtime-sources line when `namespace` holds secant's
     helpers), its sorted `imports`, the backend's decorator and `body`."""
     imports = list(imports)
-    decorator = _inlined(options.decorator()) if options.inline else options.decorator()
+    decorator = options.decorator(holds_gil="numba.objmode(" in body)
+    decorator = _inlined(decorator) if options.inline else decorator
     if decorator:
         imports.append("import numba")
     header = [

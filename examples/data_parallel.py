@@ -1,6 +1,7 @@
-"""Data-parallel training of an MLP with pmap(grad) + pmean over the CPU cores.
+"""Data-parallel training of an MLP with pmap(grad) + pmean over CPU cores and Dask.
 
-Needs: nothing beyond secant itself (numpy, numba).
+Needs: secant itself (numpy, numba); the `dask` extra for the Dask half
+(`pip install -e ".[dask]"`; skipped with a message without it, or with --no-dask).
 
 Each device (a CPU core running one worker thread; the compiled code releases the GIL)
 holds a slice of every batch, computes the gradient of each of its examples with
@@ -9,11 +10,14 @@ gradient of the whole batch, so all devices apply the same update and their para
 stay identical. pmap splits the step at the `pmean` into two compiled stages with the
 reduction between them (`secant show --pmap` prints them).
 
-The trained parameters are checked against the same training on one device (one
+The same pmapped step then runs with `client=` a local Dask cluster of one worker process
+per device (`pmap(..., client=client)`): every shard of every stage is a Dask task, the
+workers compile the generated module with their own cache. The trained parameters are
+checked against the same training on one device (one
 compiled function over the whole batch) to rtol 1e-12 in float64; each comparison is
 printed and a failed one exits with status 1.
 
-    python examples/data_parallel.py [--devices D] [--batch N] [--steps S]
+    python examples/data_parallel.py [--devices D] [--batch N] [--steps S] [--no-dask]
 """
 import argparse
 
@@ -72,9 +76,11 @@ def mean_loss(params, X, Y) -> float:
     return float(np.mean([loss(*params, X[i], Y[i]) for i in range(X.shape[0])]))
 
 
-def train_on_threads(params, X, Y, devices: int, steps: int, lr: float):
-    """pmap over `devices` CPU cores: every device gets batch // devices examples."""
-    step = pmap(device_step, axis_name="devices", in_axes=(0, 0, 0, 0, 0, 0, None))
+def train(params, X, Y, devices: int, steps: int, lr: float, client=None):
+    """pmap over `devices` CPU cores (or the workers of a Dask `client`): every device
+    gets batch // devices examples."""
+    step = pmap(device_step, axis_name="devices", in_axes=(0, 0, 0, 0, 0, 0, None),
+                client=client)
     replicated = tuple(np.stack([p] * devices) for p in params)
     xs = X.reshape(devices, -1, N_IN)
     ys = Y.reshape(devices, -1)
@@ -86,9 +92,17 @@ def train_on_threads(params, X, Y, devices: int, steps: int, lr: float):
     return tuple(p[0] for p in replicated)
 
 
-# ---------------------------------------------------------------- over a Dask cluster
-# (the Dask engine runs the same pmapped step on the workers of a distributed.Client;
-# it is added here as train_on_dask once `transformer.distributed` provides it)
+def local_cluster(devices: int):
+    """A Dask client on a LocalCluster of `devices` worker processes, or None (with the
+    reason printed) when the `dask` extra is missing."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("skipping the Dask half: pip install -e \".[dask]\" to run it")
+        return None
+    cluster = LocalCluster(n_workers=devices, threads_per_worker=1, processes=True,
+                           dashboard_address=":0")
+    return Client(cluster)
 
 
 def positive(text: str) -> int:
@@ -105,6 +119,8 @@ def main(argv=None):
                         help=f"CPU devices to train on (default min(cores, 4); {cores} here)")
     parser.add_argument("--batch", type=positive, default=64, help="examples per device")
     parser.add_argument("--steps", type=positive, default=20, help="training steps")
+    parser.add_argument("--no-dask", action="store_true",
+                        help="train over the CPU cores only, not also over a Dask cluster")
     args = parser.parse_args(argv)
     if args.devices > cores:
         parser.error(f"--devices {args.devices}: this process may run on {cores} cores")
@@ -115,14 +131,22 @@ def main(argv=None):
     print(f"{args.devices} devices x {args.batch} examples, {args.steps} steps; "
           f"loss before {mean_loss(params, X, Y):.4f}")
 
-    trained = train_on_threads(params, X, Y, args.devices, args.steps, lr=0.5)
     single = jit(single_step)
     reference = params
     for _ in range(args.steps):
         reference = single(*reference, X, Y, 0.5)
+    trained = train(params, X, Y, args.devices, args.steps, lr=0.5)
     for name, got, want in zip(("w1", "b1", "w2", "b2"), trained, reference):
         check(f"pmap(grad)+pmean over {args.devices} cores vs one device, {name}", got, want,
               rtol=1e-12, atol=1e-14)
+    client = None if args.no_dask else local_cluster(args.devices)
+    if client is not None:
+        with client:
+            on_dask = train(params, X, Y, args.devices, args.steps, lr=0.5, client=client)
+            client.cluster.close()
+        for name, got, want in zip(("w1", "b1", "w2", "b2"), on_dask, reference):
+            check(f"pmap(grad)+pmean on {args.devices} Dask workers vs one device, {name}",
+                  got, want, rtol=1e-12, atol=1e-14)
     after = mean_loss(trained, X, Y)
     check_true("training lowered the loss", after < mean_loss(params, X, Y),
                f"loss after {after:.4f}")

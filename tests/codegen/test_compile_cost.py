@@ -59,17 +59,17 @@ def test_jacfwd_through_a_helper_called_once_inlines_it_and_matches_the_derivati
     jacobian = jit(jacfwd(scaled_wave))(x)
     # the value broadcasts the basis to a larger shape: identity_batch_last's column branch
     np.testing.assert_allclose(jacobian, _jacobian_of_scaled_wave(x), rtol=0, atol=1e-15)
-    assert _dependency_decorators("wave") == {"@numba.njit(inline='always')"}
+    assert _dependency_decorators("wave") == {"@numba.njit(nogil=True, inline='always')"}
 
 
 def test_a_helper_called_at_two_places_is_compiled_once_on_its_own():
     jit(twice_wave).source(np.ones(3))
-    assert _dependency_decorators("wave") == {"@numba.njit"}
+    assert _dependency_decorators("wave") == {"@numba.njit(nogil=True)"}
 
 
 def test_a_parallel_caller_inlines_no_helper():
     jit(scaled_wave, parallel=True).source(np.ones(3))
-    assert _dependency_decorators("wave") == {"@numba.njit"}
+    assert _dependency_decorators("wave") == {"@numba.njit(nogil=True)"}
 
 
 def test_a_helper_calling_the_host_is_not_inlined_and_runs():

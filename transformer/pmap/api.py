@@ -34,14 +34,18 @@ from .executors import Device
 
 def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (),
-         devices: Sequence[Device] | None = None, backend: str | None = None) -> "Pmapped":
-    """`fun` mapped over devices (see module doc); call it like `fun`."""
+         devices: Sequence[Device] | None = None, backend: str | None = None,
+         client=None) -> "Pmapped":
+    """`fun` mapped over devices (see module doc); call it like `fun`. `client` (a
+    `distributed.Client`) runs the shards on its Dask cluster (backend "dask")."""
     statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
         else tuple(static_broadcasted_argnums)
     if devices is not None and backend is None:
         backend = devices[0].platform if devices else None
+    if client is not None and backend is None:
+        backend = "dask"
     return Pmapped(fun, axis_name, in_axes, out_axes, statics,
-                   None if devices is None else list(devices), backend or "cpu")
+                   None if devices is None else list(devices), backend or "cpu", client)
 
 
 def show_pmap(fun: Callable, *args, axis_name: Any = None, **options) -> str:
@@ -53,11 +57,12 @@ def show_pmap(fun: Callable, *args, axis_name: Any = None, **options) -> str:
 class Pmapped:
     """What `pmap` returns: call it like the function."""
 
-    def __init__(self, fun, axis_name, in_axes, out_axes, statics, devices, backend):
+    def __init__(self, fun, axis_name, in_axes, out_axes, statics, devices, backend,
+                 client=None):
         self.fun, self.axis_name = fun, axis_name
         self.in_axes, self.out_axes, self.statics = in_axes, out_axes, statics
         self.backend = backend
-        self.runner = executors.runner_for(backend)
+        self.runner = executors.runner_for(backend, client)
         self._devices = devices
         self._lock = threading.Lock()
         self._plans: dict = {}             # number of shards -> (Stages, compiled stages)
@@ -170,7 +175,11 @@ class Pmapped:
         return next(iter(sizes.values()))
 
     def devices(self) -> list:
-        return self._devices if self._devices is not None else executors.devices(self.backend)
+        if self._devices is not None:
+            return self._devices
+        if hasattr(self.runner, "devices"):         # a cluster's: known from its client
+            return self.runner.devices()
+        return executors.devices(self.backend)
 
     def _devices_for(self, size: int) -> list:
         available = self.devices()
@@ -225,7 +234,7 @@ class Pmapped:
         size = self._size(*self._bind(args, kwargs)) if args or kwargs \
             else max(len(self.devices()), 1)
         plan = stages_pass.split(self.function, self.axis_name, size)
-        options = Options(backend="cpu" if self.backend == "cpu" else "python")
+        options = Options(backend="cpu" if self.backend in ("cpu", "dask") else "python")
         texts = []
         for stage in plan.stages:
             text, _ = materialize.module_text(stage.function, options)

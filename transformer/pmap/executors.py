@@ -10,13 +10,12 @@ order) when any fails. The collectives between stages are the caller's part
 Runners are looked up by backend name in `RUNNERS`; `register_runner` adds one. The
 built-in ones: "cpu" (one worker thread per shard running the Numba function, compiled
 with nogil so the shards run in parallel) and "cuda" (one shard per GPU, each run as a
-one-element `jit(vmap(stage), backend="cuda")` kernel on its GPU). A Dask runner plugs in
-here the same way: its `run` sends each shard's arguments to a worker as a task
-(`run_sharded(fun, shard_args, client)`).
+one-element `jit(vmap(stage), backend="cuda")` kernel on its GPU) and "dask"
+(`transformer.pmap.dask_runner`: each shard a task on a Dask cluster, through
+`transformer.distributed.run_sharded`).
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -25,17 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import tree_util
-
-
-@dataclasses.dataclass(frozen=True)
-class Device:
-    """One device a shard runs on: a CPU core or a CUDA GPU (`id` within its platform)."""
-
-    id: int
-    platform: str
-
-    def __repr__(self):
-        return f"{self.platform.upper()}Device(id={self.id})"
+from .device import Device
 
 
 def cpu_count() -> int:
@@ -114,7 +103,12 @@ def _first(leaf) -> Any:
     return value if value.ndim else value[()]
 
 
-RUNNERS: dict = {"cpu": ThreadRunner, "cuda": CudaRunner}
+def _dask_runner(client=None):
+    from .dask_runner import DaskRunner     # imports dask only when asked for
+    return DaskRunner(client)
+
+
+RUNNERS: dict = {"cpu": ThreadRunner, "cuda": CudaRunner, "dask": _dask_runner}
 
 
 def register_runner(backend: str, factory: Callable[[], Any]) -> None:
@@ -122,10 +116,14 @@ def register_runner(backend: str, factory: Callable[[], Any]) -> None:
     RUNNERS[backend] = factory
 
 
-def runner_for(backend: str):
+def runner_for(backend: str, client=None):
     if backend not in RUNNERS:
         raise ValueError(f"unknown pmap backend {backend!r}; choose from {sorted(RUNNERS)}")
-    return RUNNERS[backend]()
+    if client is None:
+        return RUNNERS[backend]()
+    if backend != "dask":
+        raise ValueError(f"pmap client= is for backend='dask', not {backend!r}")
+    return RUNNERS[backend](client)
 
 
 def devices(backend: str | None = None) -> list[Device]:
