@@ -41,7 +41,7 @@ import numpy as np
 
 from .errors import TransformError
 from .function import Function
-from .syntax import located
+from .syntax import parsed_at
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name", "checkpoint_loop"]
 
@@ -301,12 +301,7 @@ class CheckpointLoop:
             else f"{primal.name}_steps"
         text = (f"def {fname}(lower, upper, {everything}):\n" +
                 "".join(f"    {line}\n" for line in lines) + f"    return {result}\n")
-        node = gast.parse(text).body[0]
-        for sub in gast.walk(node):          # generated lines point at body's def line
-            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-                if hasattr(sub, attr):
-                    setattr(sub, attr, None)
-        located(node, primal.node)
+        node = parsed_at(text, primal.node)     # errors point at body's def line
         env["range"] = range
         return Function(node, env, primal.origin, primal.chain + ("checkpoint_loop",))
 

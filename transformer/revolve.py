@@ -25,7 +25,7 @@ import gast
 from .function import Function
 from .runtime.revolve import (ADVANCE, DONE, RESTORE, REVERSE, SAVE, revolve_actions,
                               revolve_next, revolve_start)
-from .syntax import located
+from .syntax import parsed_at
 
 __all__ = ["schedule", "optimal_advances", "varied_carries", "revolve_vjp_function"]
 
@@ -128,12 +128,7 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
     name = f"{primal.name}_revolve_vjp"
     text = (f"def {name}(lower, upper, {state}, {', '.join(gs)}):\n" +
             "".join(f"    {line}\n" for line in lines))
-    node = gast.parse(text).body[0]
-    for sub in gast.walk(node):              # generated lines point at body's def line
-        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            if hasattr(sub, attr):
-                setattr(sub, attr, None)
-    located(node, primal.node)
+    node = parsed_at(text, primal.node)     # errors point at body's def line
     from .runtime import zeros_like
     env = {"body": body, "body_vjp": body_vjp, "revolve_start": revolve_start,
            "revolve_next": revolve_next,

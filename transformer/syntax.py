@@ -63,6 +63,17 @@ def is_atom(node) -> bool:
     return isinstance(node, (gast.Name, gast.Constant))
 
 
+def parsed_at(text: str, old):
+    """The first statement of `text`, every node of it placed at `old`'s position (code
+    secant writes for a user's function reports errors at that function's line)."""
+    node = gast.parse(text).body[0]
+    for sub in gast.walk(node):
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(sub, attr):
+                setattr(sub, attr, None)
+    return located(node, old)
+
+
 def located(new, old):
     """Give `new` and its descendants without a position the source position of `old`."""
     for sub in gast.walk(new):
