@@ -10,6 +10,11 @@ psum-reduced). Each runs
   the table header says);
 * dask: `transformer.distributed.run_sharded` on a LocalCluster of worker processes.
 
+The data-parallel gradients also run as users write them with pmap: `pmap` of a step that
+takes `grad` of its shard's loss and `psum`s it over the devices, on CPU worker threads
+(`pmap(step, "d")`) and on the Dask cluster (`pmap(step, "d", client=client)`); its stages
+and the reduction between them are inside the timing.
+
 Strong scaling splits a fixed problem over P workers (efficiency T1 / (P * TP)); weak
 scaling gives each worker the same share (efficiency T1 / TP). The per-task overhead of
 the Dask path is measured on a function with next to no work: t(n) = c0 + o * n for runs
@@ -33,7 +38,7 @@ import numpy as np
 
 from benchmarks.workloads import book_inputs, book_step, mlp_inputs, mlp_loss_arrays
 from codegen.backends import Options
-from transformer import grad, jit, vmap
+from transformer import grad, jit, pmap, psum, vmap
 
 LEVELS = 8
 
@@ -50,6 +55,13 @@ def batch_loss(W1, b1, W2, b2, X, Y):
     for i in range(X.shape[0]):
         total += mlp_loss_arrays(W1, b1, W2, b2, X[i], Y[i])
     return total
+
+
+def pmapped_grads(W1, b1, W2, b2, X, Y):
+    """The gradient of the whole batch's loss: each device's shard, summed over devices."""
+    g1, c1, g2, c2 = grad(batch_loss, argnums=(0, 1, 2, 3))(W1, b1, W2, b2, X, Y)
+    g1, c1, g2, c2 = psum(g1, "d"), psum(c1, "d"), psum(g2, "d"), psum(c2, "d")
+    return g1, c1, g2, c2
 
 
 def tiny(x):
@@ -100,6 +112,24 @@ def timings(fun, make_shards, sizes: dict, client, repeat: int) -> dict:
     return out
 
 
+def pmap_timings(sizes: dict, client, repeat: int) -> dict:
+    """{(mode, scaling, P): seconds} for pmap over threads and over the Dask cluster."""
+    shared = (None, None, None, None, 0, 0)
+    steps = {"pmap threads": pmap(pmapped_grads, "d", in_axes=shared, out_axes=None),
+             "pmap dask": pmap(pmapped_grads, "d", in_axes=shared, out_axes=None,
+                               client=client)}
+    out = {}
+    for scaling, per in sizes.items():
+        for workers in (1, 2):
+            total = per if scaling == "strong" else per * workers
+            (*weights, X, Y), = grad_shards(total, 1)
+            args = (*weights, X.reshape(workers, -1, X.shape[1]), Y.reshape(workers, -1))
+            for mode, step in steps.items():
+                out[mode, scaling, workers] = _median(
+                    lambda step=step, args=args: step(*args), repeat)
+    return out
+
+
 def overhead(client, repeat: int) -> tuple[float, float]:
     """(c0, o): the fixed cost of a run_sharded call and the cost of each task."""
     from transformer.distributed import run_sharded, warm
@@ -115,12 +145,14 @@ def overhead(client, repeat: int) -> tuple[float, float]:
 
 def report(name: str, table: dict, c0: float, o: float) -> None:
     print(f"\n{name}")
-    print(f"{'mode':8} {'scaling':7} {'P=1 s':>9} {'P=2 s':>9} {'efficiency':>10}")
-    for mode in ("threads", "dask"):
+    print(f"{'mode':12} {'scaling':7} {'P=1 s':>9} {'P=2 s':>9} {'efficiency':>10}")
+    for mode in dict.fromkeys(m for m, _, _ in table):
         for scaling in ("strong", "weak"):
             t1, t2 = table[mode, scaling, 1], table[mode, scaling, 2]
             eff = t1 / (2 * t2) if scaling == "strong" else t1 / t2
-            print(f"{mode:8} {scaling:7} {t1:9.4f} {t2:9.4f} {eff:10.2f}")
+            print(f"{mode:12} {scaling:7} {t1:9.4f} {t2:9.4f} {eff:10.2f}")
+    if ("dask", "strong", 1) not in table:
+        return
     t1 = table["dask", "strong", 1]
     compute = max(t1 - c0 - o, 1e-9)       # the one-worker run's own work
     t64 = compute / 64 + c0 + o * 64
@@ -148,6 +180,8 @@ def main(books: int, batch: int, repeat: int) -> None:
         report(f"data-parallel MLP gradients, batch {batch:,} (strong) / per worker (weak)",
                timings(grads, grad_shards, {"strong": batch, "weak": batch}, client,
                        repeat), c0, o)
+        report(f"pmap(grad) + psum, batch {batch:,} (strong) / per device (weak)",
+               pmap_timings({"strong": batch, "weak": batch}, client, repeat), c0, o)
     finally:
         client.close()
         client.cluster.close()
