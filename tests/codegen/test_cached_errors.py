@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = textwrap.dedent('''
     import numba
     import numpy as np
-    from transformer import jit
+    from transformer import grad, jit, vmap
     from transformer import random as R
 
 
@@ -38,6 +38,10 @@ PROGRAM = textwrap.dedent('''
         return x[1, j]
 
 
+    def picked_sum(x, i):
+        return np.sum(x[i] * x)
+
+
     def shifted_sum(x, n):
         s = 0.0
         for k in range(n):
@@ -47,6 +51,10 @@ PROGRAM = textwrap.dedent('''
 
     def masked(x, m):
         return np.sum(x[m])
+
+
+    def add(x, y):
+        return np.sum(x + y)
 
 
     def log_of(x):
@@ -68,8 +76,11 @@ PROGRAM = textwrap.dedent('''
     CASES = {
         "take": (jit(take), (np.arange(3.0), 5)),
         "take_col": (jit(take_col), (np.ones((2, 3)), -4)),
+        "vmap_take": (jit(vmap(take, in_axes=(None, 0))), (np.arange(3.0), np.array([0, 7]))),
+        "grad_picked": (jit(grad(picked_sum)), (np.arange(3.0), 4)),
         "shifted_sum": (jit(shifted_sum), (np.arange(3.0), 3)),
         "masked": (jit(masked), (np.arange(3.0), np.array([True, False]))),
+        "add": (jit(add), (np.ones(3), np.ones(4))),
         "log_of": (jit(log_of, debug_nans=True), (np.array([1.0, 0.0]),)),
         "draw": (jit(draw), (R.key(0), -2.0)),
         "shifted_copy": (jit(shifted_copy, parallel=True), (np.arange(5.0), 3)),
@@ -145,9 +156,12 @@ def test_failed_index_check_loaded_from_cache_raises_the_located_index_error(tmp
 
 @pytest.mark.slow
 def test_other_runtime_errors_loaded_from_cache_match_the_compiling_process(tmp_path):
-    expected = {"shifted_sum": ("IndexError", "s += x[k + 1]"),
+    expected = {"vmap_take": ("IndexError", "return x[i]"),
+                "grad_picked": ("IndexError", "np.sum(x[i] * x)"),
+                "shifted_sum": ("IndexError", "s += x[k + 1]"),
                 "masked": ("IndexError", "np.sum(x[m])"),
                 "log_of": ("FloatingPointError", "y = np.log(x)"),
+                "add": ("ValueError", None),       # Numba's broadcast check: not located
                 "draw": ("ValueError", None),
                 "shifted_copy": ("IndexError", "out[k] = x[i + k]")}
     program, reports = _run_twice(tmp_path, list(expected))
