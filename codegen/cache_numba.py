@@ -11,6 +11,17 @@ The user's own Numba functions and caches are left alone. When a file cannot be 
 
 This relies on Numba's `Cache`/`IndexDataCacheFile` internals (stable since 0.49): the
 index file is `pickle(version) + pickle((stamp, overloads))`, a data file one pickle.
+
+Environments. Compiled code that raises an exception with runtime arguments
+(`raise IndexError(where, i, axis, n)`) turns those arguments into Python objects through
+the raising function's Numba *environment*, a global the loader must point at a live
+`Environment`. Numba saves only the environments of functions whose globals name a module;
+an `@overload` whose implementation secant builds with `exec` (the index checks) has none,
+so a function loaded from disk in a new process would find that global empty and raise
+"Error creating Python tuple from runtime exception arguments" instead of the user's
+error. `_Impl` therefore saves a stand-in for each such environment (its constants, the
+globals of this module - nopython code reads no globals through it), and refuses to save
+a function one of whose environments is gone or holds constants that cannot be pickled.
 """
 from __future__ import annotations
 
@@ -25,10 +36,12 @@ from pathlib import Path
 
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 _CacheLocator)
+from numba.core.environment import Environment, lookup_environment
 
 from . import cache_files, cache_store, cache_trust
 
 _SECANT_PACKAGES = ("transformer", "codegen")
+_ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
 _enable_lock = threading.Lock()
 
 
@@ -97,6 +110,38 @@ class _Impl(CompileResultCacheImpl):
         qualname = getattr(py_func, "__qualname__", py_func.__name__)
         self._filename_base = self.get_filename_base(f"{modname}.{qualname}",
                                                      getattr(sys, "abiflags", ""))
+
+    def check_cachable(self, cres):
+        """Numba's checks, and every environment the code refers to can be restored."""
+        return super().check_cachable(cres) and _stand_ins(cres) is not None
+
+    def reduce(self, cres):
+        """Numba's payload, its referenced environments extended by `_stand_ins`."""
+        payload = super().reduce(cres)
+        return payload[:-1] + (tuple(payload[-1]) + tuple(_stand_ins(cres) or ()),)
+
+
+def _stand_ins(cres) -> list | None:
+    """Picklable stand-ins for the environments `cres` refers to that Numba would not save
+    (see the module doc); None when one is not live or its constants do not pickle."""
+    stand_ins = []
+    for gv in cres.library._final_module.global_variables:
+        if not gv.name.startswith(_ENV_PREFIX):
+            continue
+        env = lookup_environment(gv.name)
+        if env is None:
+            return None
+        if env.can_cache():
+            continue              # Numba saves it itself
+        stand_in = Environment({"__name__": __name__})
+        stand_in.consts[:] = env.consts
+        stand_in.env_name = env.env_name
+        stand_ins.append(stand_in)
+    try:
+        pickle.dumps(stand_ins, protocol=-1)
+    except Exception:             # an unpicklable constant: compile in each process
+        return None
+    return stand_ins
 
 
 class _SealedFile(IndexDataCacheFile):
