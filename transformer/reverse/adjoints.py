@@ -193,11 +193,19 @@ class Adjoints(Classify, abc.ABC):
             cotangents = [name(self.adjoint[prim.target])]
         elif elements is None:
             raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
-                                       "to be differentiated", "write `a, b = f(x)`")
+                                       "to be differentiated", "write `a, b = f(x)`, with f "
+                                       "returning a tuple literal (`return a, b`) at every "
+                                       "return")
+        elif outputs == 1:
+            # read item by item, but the callee's vjp takes one cotangent for its whole
+            # result: passing item 0's alone would give wrong gradients
+            raise self.fn.origin.error(
+                stmt, "reverse mode follows the items of this call's result only when the "
+                "function returns a tuple literal (`return a, b`) at every return",
+                "return the items as a tuple literal in each return statement, or unpack "
+                "the result as a whole (`a, b = f(x)`) from a function ending in `return a, b`")
         else:
-            zeros = self.helper("zeros_like", runtime.zeros_like)
-            cotangents = [name(elements[k]) if k in elements else
-                          call(name(zeros), subscript(name(prim.target), const(k)))
+            cotangents = [name(elements[k]) if k in elements else self.zero_item(prim, k)
                           for k in range(outputs)]
         if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
             bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
@@ -210,6 +218,18 @@ class Adjoints(Classify, abc.ABC):
             out.append(self.accumulate(prim.args[position].id,
                                        subscript(name(grads), const(k))))
         return out
+
+    def zero_item(self, prim, k: int):
+        """The cotangent of item `k` of a call's tuple result that has no adjoint here. An
+        integer item (`i, x = step(i, x)`) gets 0.0 without reading the result: reading it
+        would put the tuple on a tape in a loop, which holds no tuples."""
+        items = {use.targets[0].id for use in self.loads.get(prim.target, [])
+                 if isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript)
+                 and isinstance(use.value.slice, gast.Constant) and use.value.slice.value == k}
+        if items and items <= self.integers:
+            return const(0.0)
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        return call(name(zeros), subscript(name(prim.target), const(k)))
 
     def runs_fwd(self, stmt) -> bool:
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
