@@ -124,3 +124,16 @@ def test_a_helper_tuple_not_returned_as_a_literal_is_refused_with_its_location()
         grad(tuple_built_before_return_indexed)(X)
     assert caught.value.line.strip() == "y = built_tuple(x)"
     assert "return a, b" in caught.value.hint
+
+
+def one_tuple(x):
+    return (x * x,)
+
+
+def one_tuple_read(x):
+    (y,) = one_tuple(x)
+    return np.sum(y * x)
+
+
+def test_a_helper_returning_a_one_item_tuple_is_followed():
+    assert_gradient_close(grad(one_tuple_read)(X), central_differences(one_tuple_read, (X,)))

@@ -196,20 +196,15 @@ class Adjoints(Classify, abc.ABC):
                                        "to be differentiated", "write `a, b = f(x)`, with f "
                                        "returning a tuple literal (`return a, b`) at every "
                                        "return")
-        elif outputs == 1:
-            # read item by item, but the callee's vjp takes one cotangent for its whole
-            # result: passing item 0's alone would give wrong gradients
-            raise self.fn.origin.error(
-                stmt, "reverse mode follows the items of this call's result only when the "
-                "function returns a tuple literal (`return a, b`) at every return",
-                "return the items as a tuple literal in each return statement, or unpack "
-                "the result as a whole (`a, b = f(x)`) from a function ending in `return a, b`")
         else:
             cotangents = [name(elements[k]) if k in elements else self.zero_item(prim, k)
                           for k in range(outputs)]
         if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
             bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
             residuals = subscript(name(self.fwd_result(prim.target)), const(1))
+            if self.loops_of.get(id(stmt)):        # one per trip, the last trip's first
+                residuals = call(gast.Attribute(value=name(self.residual_stack(prim.target)),
+                                                attr="pop", ctx=gast.Load()))
             out = [assign(grads, call(name(bwd), residuals, *cotangents))]
         else:
             args = [copy.deepcopy(a) for a in prim.args] + cotangents
@@ -235,15 +230,22 @@ class Adjoints(Classify, abc.ABC):
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
         then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
         does (its body - a host callback, say - runs once per evaluation, not twice). In a
-        loop the residuals would need a tape: there its vjp runs `fwd` again."""
+        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops."""
         from ..api_reverse import CustomVJP
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
         return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
             isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
-            not self.loops_of.get(id(stmt)) and \
             all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
+
+    def residual_stack(self, target: str) -> str:
+        """The list holding, trip by trip, the residuals of the looped fwd call that
+        assigns `target` (a list, not a typed tape: residuals may be any tuple)."""
+        found = self.__dict__.setdefault("_residual_stacks", {})
+        if target not in found:
+            found[target] = self.namer.fresh(target + "_residuals")
+        return found[target]
 
     def fwd_result(self, target: str) -> str:
         """The name holding `(value, residuals)` of the fwd call that assigns `target`."""
