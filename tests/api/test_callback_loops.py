@@ -98,3 +98,21 @@ def test_second_derivative_through_a_looped_custom_vjp_is_refused_with_its_locat
     with pytest.raises(TransformError) as caught:
         jacrev(grad(for_loop))(X, 2)
     assert caught.value.line.strip() == "x = hsin(x) * 1.5"
+
+
+@custom_vjp
+def plain_sin(x):
+    return np.sin(x)
+
+
+plain_sin.defvjp(lambda x: (np.sin(x), np.cos(x)), lambda c, g: (g * c,))
+
+
+def plain_for_loop(x):
+    for _ in range(x.shape[0]):
+        x = plain_sin(x) * 1.5
+    return np.sum(x * x)
+
+
+def test_a_looped_custom_vjp_without_callbacks_keeps_its_gradient():
+    assert_gradient_close(grad(plain_for_loop)(X), central_differences(plain_for_loop, (X,)))

@@ -230,13 +230,16 @@ class Adjoints(Classify, abc.ABC):
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
         then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
         does (its body - a host callback, say - runs once per evaluation, not twice). In a
-        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops."""
+        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops,
+        when the rule reaches a host callback (elsewhere its vjp runs `fwd` again, which
+        any backend compiles: a CUDA kernel holds no list)."""
         from ..api_reverse import CustomVJP
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
         return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
             isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
+            (not self.loops_of.get(id(stmt)) or _reaches_host(prim.key)) and \
             all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
 
     def residual_stack(self, target: str) -> str:
@@ -374,3 +377,14 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
 def _primal_params(obj) -> list:
     from ..frontend import parse
     return parse(obj).params          # a custom rule's object parses to its primal
+
+
+_REACHES_HOST: dict = {}     # id(custom_vjp) -> (it, whether its rule reaches the host)
+
+
+def _reaches_host(custom) -> bool:
+    from ..host_calls import reaches_host
+    known = _REACHES_HOST.get(id(custom))
+    if known is None or known[0] is not custom:      # the entry keeps `custom` alive
+        known = _REACHES_HOST[id(custom)] = (custom, reaches_host(custom))
+    return known[1]
