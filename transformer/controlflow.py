@@ -39,12 +39,12 @@ def lower_exits(fn: Function) -> Function:
     if not _has_early_exit(fn.node):
         return fn
     node = copy.deepcopy(fn.node)
-    lowering = _Lowering(Namer.for_function(fn))
+    lowering = _Lowering(Namer.for_function(fn), _tuple_arity(node))
     body, _ = lowering.block(node.body, None)
     if lowering.returns:
         first = node.body[0]
         body = [located(assign(lowering.running, const(True)), first)] + body
-        body.append(located(gast.Return(value=name(lowering.retval)), node.body[-1]))
+        body.append(located(gast.Return(value=lowering.returned()), node.body[-1]))
     node.body = body
     return fn.replace(node=node)
 
@@ -70,12 +70,60 @@ def _always_exits(stmts) -> bool:
     return False
 
 
+def _tuple_literals(node) -> dict:
+    """The tuples returned, by id of the `return` -> its items: a tuple literal, or a name
+    assigned one by the statement just before (ANF writes `result = (a, b); return result`:
+    nothing runs in between that could rebind `a` or `b`)."""
+    found = {}
+    for sub in gast.walk(node):
+        for block in (getattr(sub, f, None) for f in ("body", "orelse", "finalbody")):
+            if not isinstance(block, list):
+                continue
+            for index, ret in enumerate(block):
+                if not isinstance(ret, gast.Return):
+                    continue
+                value, before = ret.value, block[index - 1] if index else None
+                if isinstance(value, gast.Name) and isinstance(before, gast.Assign) and \
+                        len(before.targets) == 1 and isinstance(before.targets[0], gast.Name) \
+                        and before.targets[0].id == value.id:
+                    value = before.value
+                if isinstance(value, gast.Tuple) and \
+                        not any(isinstance(e, gast.Starred) for e in value.elts):
+                    found[id(ret)] = value.elts
+    return found
+
+
+def _tuple_arity(node) -> tuple[int | None, dict]:
+    """(n, items) when every `return` returns a tuple of n items: each item then goes
+    through its own variable, so the result stays a tuple that the reverse pass follows
+    item by item (a helper's `return i + 1, x` in two branches); else (None, {})."""
+    returns = [s for s in gast.walk(node) if isinstance(s, gast.Return)]
+    items = _tuple_literals(node)
+    sizes = {len(items[id(r)]) if id(r) in items else None for r in returns}
+    if len(sizes) != 1 or None in sizes:
+        return None, {}
+    return sizes.pop(), items
+
+
 class _Lowering:
-    def __init__(self, namer: Namer):
+    def __init__(self, namer: Namer, arity: tuple = (None, {})):
         self.namer = namer
         self.running = namer.fresh("running")
         self.retval = namer.fresh("retval")
+        self.items = [namer.fresh(f"retval_{k}") for k in range(arity[0] or 0)]
+        self.returned_items = arity[1]
         self.returns = False
+
+    def returned(self):
+        if not self.items:
+            return name(self.retval)
+        return gast.Tuple(elts=[name(v) for v in self.items], ctx=gast.Load())
+
+    def assign_returned(self, stmt) -> list:
+        if not self.items:
+            return [assign(self.retval, stmt.value)]
+        elts = self.returned_items[id(stmt)]
+        return [assign(v, copy.deepcopy(elt)) for v, elt in zip(self.items, elts)]
 
     def block(self, stmts, loop: _Loop | None):
         """(lowered statements, whether they may exit early)."""
@@ -111,7 +159,7 @@ class _Lowering:
     def exit(self, stmt, loop):
         if isinstance(stmt, gast.Return):
             self.returns = True
-            stmts = [assign(self.retval, stmt.value), assign(self.running, const(False))]
+            stmts = self.assign_returned(stmt) + [assign(self.running, const(False))]
             if loop is not None:
                 loop.has_return = True
                 stmts += self.break_stmts(loop)

@@ -229,3 +229,25 @@ class _Lowering(gast.NodeTransformer):
 
     def error(self, node, message: str, hint: str | None):
         return self.fn.origin.error(node, message, hint)
+
+
+def reaches_host(obj, depth: int = 6) -> bool:
+    """Whether calling `obj` may call back into the host (`pure_callback`, `io_callback`,
+    `debug.callback`, `debug.print`), through user functions and custom rules' `fwd` up to
+    `depth` calls deep. Reverse mode keeps a looped custom_vjp's residuals only for such
+    rules, so the callback runs once per evaluation; False when unsure (source unread)."""
+    from .frontend import parse
+    if obj in _KINDS:
+        return True
+    if depth <= 0 or not callable(obj):
+        return False
+    inner = [getattr(obj, attr) for attr in ("fun", "fwd") if hasattr(obj, "__secant_vjp__")
+             and getattr(obj, attr, None) is not None]
+    if inner:
+        return any(reaches_host(f, depth - 1) for f in inner)
+    try:
+        fn = parse(obj)
+    except Exception:                    # no source, not a function: never followed
+        return False
+    return any(reaches_host(resolve(fn, node.func, None), depth - 1)
+               for node in gast.walk(fn.node) if _resolvable(node))

@@ -193,15 +193,18 @@ class Adjoints(Classify, abc.ABC):
             cotangents = [name(self.adjoint[prim.target])]
         elif elements is None:
             raise self.fn.origin.error(stmt, "the tuple this call returns must be unpacked "
-                                       "to be differentiated", "write `a, b = f(x)`")
+                                       "to be differentiated", "write `a, b = f(x)`, with f "
+                                       "returning a tuple literal (`return a, b`) at every "
+                                       "return")
         else:
-            zeros = self.helper("zeros_like", runtime.zeros_like)
-            cotangents = [name(elements[k]) if k in elements else
-                          call(name(zeros), subscript(name(prim.target), const(k)))
+            cotangents = [name(elements[k]) if k in elements else self.zero_item(prim, k)
                           for k in range(outputs)]
         if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
             bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
             residuals = subscript(name(self.fwd_result(prim.target)), const(1))
+            if self.loops_of.get(id(stmt)):        # one per trip, the last trip's first
+                residuals = call(gast.Attribute(value=name(self.residual_stack(prim.target)),
+                                                attr="pop", ctx=gast.Load()))
             out = [assign(grads, call(name(bwd), residuals, *cotangents))]
         else:
             args = [copy.deepcopy(a) for a in prim.args] + cotangents
@@ -211,19 +214,41 @@ class Adjoints(Classify, abc.ABC):
                                        subscript(name(grads), const(k))))
         return out
 
+    def zero_item(self, prim, k: int):
+        """The cotangent of item `k` of a call's tuple result that has no adjoint here. An
+        integer item (`i, x = step(i, x)`) gets 0.0 without reading the result: reading it
+        would put the tuple on a tape in a loop, which holds no tuples."""
+        items = {use.targets[0].id for use in self.loads.get(prim.target, [])
+                 if isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript)
+                 and isinstance(use.value.slice, gast.Constant) and use.value.slice.value == k}
+        if items and items <= self.integers:
+            return const(0.0)
+        zeros = self.helper("zeros_like", runtime.zeros_like)
+        return call(name(zeros), subscript(name(prim.target), const(k)))
+
     def runs_fwd(self, stmt) -> bool:
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
         then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
         does (its body - a host callback, say - runs once per evaluation, not twice). In a
-        loop the residuals would need a tape: there its vjp runs `fwd` again."""
+        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops,
+        when the rule reaches a host callback (elsewhere its vjp runs `fwd` again, which
+        any backend compiles: a CUDA kernel holds no list)."""
         from ..api_reverse import CustomVJP
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
         return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
             isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
-            not self.loops_of.get(id(stmt)) and \
+            (not self.loops_of.get(id(stmt)) or _reaches_host(prim.key)) and \
             all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
+
+    def residual_stack(self, target: str) -> str:
+        """The list holding, trip by trip, the residuals of the looped fwd call that
+        assigns `target` (a list, not a typed tape: residuals may be any tuple)."""
+        found = self.__dict__.setdefault("_residual_stacks", {})
+        if target not in found:
+            found[target] = self.namer.fresh(target + "_residuals")
+        return found[target]
 
     def fwd_result(self, target: str) -> str:
         """The name holding `(value, residuals)` of the fwd call that assigns `target`."""
@@ -352,3 +377,14 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
 def _primal_params(obj) -> list:
     from ..frontend import parse
     return parse(obj).params          # a custom rule's object parses to its primal
+
+
+_REACHES_HOST: dict = {}     # id(custom_vjp) -> (it, whether its rule reaches the host)
+
+
+def _reaches_host(custom) -> bool:
+    from ..host_calls import reaches_host
+    known = _REACHES_HOST.get(id(custom))
+    if known is None or known[0] is not custom:      # the entry keeps `custom` alive
+        known = _REACHES_HOST[id(custom)] = (custom, reaches_host(custom))
+    return known[1]

@@ -23,6 +23,7 @@ from ..primitives import registry
 from ..specialize import is_literal
 from ..syntax import const, name, subscript
 from ..templates import ADJOINTS, _lookup, has_adjoint, is_nondifferentiable
+from . import int_calls
 from .facts import BodyFacts, _names
 from .prepare import bind_helper
 
@@ -81,8 +82,10 @@ class Classify(BodyFacts):
         self.prims = {id(s): self.classify(s) for s in self.simple}
         self.outputs()
         flows = [(p.target, p.sources) for p in self.prims.values() if p.sources]
+        # integers carry no derivative, also when a helper call hands them back
+        self.integers = int_calls.integer_names(self.facts, self.env)
         self.active = activity.active(flows, self.wrt, [o for o in self.diff_outputs
-                                                        if isinstance(o, str)])
+                                                        if isinstance(o, str)]) - self.integers
         self.refuse_effects(activity.varied(flows, self.wrt))
         self.refuse_tuples_passed_on(flows)
         self.adjoint = {v: self.namer.fresh("b" + v) for v in sorted(self.active)}
@@ -193,9 +196,12 @@ class Classify(BodyFacts):
             return not self.defs.get(atom.id) and \
                 all(isinstance(k, str) for k in self.container_keys(atom.id))
         defs = self.defs.get(atom.id, [])
-        return len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
-            isinstance(defs[0].value, gast.Call) and \
-            self.classify_call(atom.id, defs[0].value).kind == "call"
+        if not (len(defs) == 1 and isinstance(defs[0], gast.Assign) and
+                isinstance(defs[0].value, gast.Call)):
+            return False
+        prim = self.classify_call(atom.id, defs[0].value)
+        # a helper returning an array (`y = h(x); y[0]`) is indexed like any array
+        return prim.kind == "call" and int_calls.returns_tuple(prim.key) is not False
 
     def tuple_results(self) -> set:
         """Names holding a tuple a user function returned, read item by item here."""

@@ -32,6 +32,11 @@ class ForwardSweep(Reads):
             out.extend(self.record(var, None))
         for var in sorted(self.guarded & set(self.fn.params)):
             out.extend(self.shape_guard(var, self.fn.node))
+        for stmt in self.simple:           # looped custom_vjp calls: residual stacks
+            if self.runs_fwd(stmt) and self.loops_of.get(id(stmt)):
+                stack = self.residual_stack(stmt.targets[0].id)
+                out.append(located(assign(stack, gast.List(elts=[], ctx=gast.Load())),
+                                   self.fn.node))
         return out
 
     def forward_block(self, stmts) -> list:
@@ -63,6 +68,11 @@ class ForwardSweep(Reads):
                 primal = [located(assign(pair, call(name(fwd), *[copy.deepcopy(a) for a in
                                                                   stmt.value.args])), stmt),
                           located(assign(target.id, subscript(name(pair), const(0))), stmt)]
+                if self.loops_of.get(id(stmt)):
+                    push = gast.Attribute(value=name(self.residual_stack(target.id)),
+                                          attr="append", ctx=gast.Load())
+                    primal.append(located(gast.Expr(value=call(push, subscript(
+                        name(pair), const(1)))), stmt))
                 return guards + primal + records + self.shape_guard(target.id, stmt) + \
                     self.summary_guard(target.id, stmt)
             if id(stmt) in self.view_copies:     # a view the reverse reads after a write

@@ -255,8 +255,7 @@ class Reads(Adjoints):
     def promoted_names(self) -> set:
         """Names that start as an integer constant but may hold floats later: float
         tapes. Counters and indices (every assignment an integer) keep exact tapes."""
-        integers = tape.integer_names(self.facts, self.env)
-        return {var for var, defs in self.defs.items() if var not in integers and any(
+        return {var for var, defs in self.defs.items() if var not in self.integers and any(
             isinstance(d, gast.Assign) and isinstance(d.value, gast.Constant) and
             isinstance(d.value.value, int) for d in defs)}
 
