@@ -1,4 +1,5 @@
-"""The user's line of a random sampler call that Numba refused while typing generated code.
+"""The user's line of a random sampler call that Numba refused while typing generated code,
+and the runtime check that reports a key of the wrong length at that line.
 
 The compiled samplers (`transformer.runtime.random*`) check their arguments' kinds when
 Numba types a call and refuse with a message starting `random.<name>` (a float shape, a key
@@ -11,12 +12,19 @@ one to `<name>` (as `random.<name>` or a bare name) whose arguments are those of
 generated call; when no argument list matches (code renamed by a transformation), the only
 call to `<name>` in the function. Anything else (no header, several candidates, a file that
 cannot be read) gives None, and the caller keeps the generated line.
+
+A key's length is known only at run time: `check_key` makes a lowered sampler call take its
+key through `runtime.random.checked_key`, with the message (user's file:line:col, the line,
+a caret) formatted here, when the code is generated.
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import re
+
+import gast
 
 from codegen.backends import ORIGIN_PREFIX
 
@@ -89,3 +97,38 @@ def _generated_arguments(generated: str, lineno: int, sampler: str) -> str | Non
              and getattr(node, "lineno", None) == lineno
              and isinstance(node.func, ast.Name) and bound.match(node.func.id)]
     return _arguments(calls[0]) if len(calls) == 1 else None
+
+
+def check_key(fn, node: gast.Call, target, bind) -> None:
+    """Pass the key argument of `node`, a call of the random primitive `target` lowered for
+    Numba, through `checked_key` (`bind(obj, base)` names an object in the generated
+    module). Seeds (`PRNGKey`, `key`) are not keys and are left alone."""
+    from .runtime.random import checked_key
+    try:
+        first = next(iter(inspect.signature(target).parameters))
+    except (StopIteration, TypeError, ValueError):
+        return
+    if first not in ("k", "key"):
+        return
+    refusal = key_refusal(fn.origin, node, target.__name__)
+    wrap = lambda arg: gast.Call(func=bind(checked_key, "checked_key"),  # noqa: E731
+                                 args=[arg, gast.Constant(value=refusal, kind=None)],
+                                 keywords=[])
+    if node.args and not isinstance(node.args[0], gast.Starred):
+        node.args[0] = wrap(node.args[0])
+        return
+    for keyword in node.keywords:
+        if keyword.arg == first:
+            keyword.value = wrap(keyword.value)
+
+
+def key_refusal(origin, node, sampler: str) -> str:
+    """What a key of the wrong length passed to `sampler` at `node` raises: the message plain
+    NumPy gives, at the user's `file:line:col`, with the line and a caret."""
+    text = (f"{origin.where(node)}: random.{sampler}: expected a raw PRNG key of shape (2,), "
+            "got an array of another length (make keys with random.PRNGKey or random.split)")
+    line = origin.source_line(getattr(node, "lineno", None))
+    if not line:
+        return text
+    col = getattr(node, "col_offset", None) or 0
+    return f"{text}\n    {line.rstrip()}\n    {' ' * col}^"

@@ -106,6 +106,7 @@ def call_line(fn) -> int:
     return first + next(i for i, text in enumerate(lines) if "return random." in text)
 
 
+@pytest.mark.every_case      # plain NumPy: no compile
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_plain_misuse_raises_with_the_users_call_in_the_traceback(case):
     fn, error, phrase, _ = CASES[case]
@@ -151,3 +152,22 @@ def test_a_float_shape_is_refused_not_truncated_by_the_runtime_forms():
         compiled.normal(K, (2.5, 3))
     np.testing.assert_array_equal(compiled.normal(K, (np.int64(2), 3)),
                                   random.normal(K, (2, 3)))
+
+
+def draw_with(k):
+    return random.normal(k, (3,))
+
+
+def test_a_key_of_the_wrong_length_is_refused_at_the_users_call():
+    three = np.zeros(3, np.uint32)
+    with pytest.raises(TypeError, match=r"PRNG key of shape \(2,\), got shape \(3,\)") as info:
+        draw_with(three)
+    assert (__file__, call_line(draw_with)) in [(str(e.path), e.lineno + 1)
+                                                 for e in info.traceback]
+    with pytest.raises(ValueError) as info:
+        jit(draw_with)(three)
+    where = f"{__file__}:{call_line(draw_with)}:12"
+    first, line, caret = str(info.value).splitlines()
+    assert first.startswith(f"{where}: random.normal: expected a raw PRNG key of shape (2,)")
+    assert line.strip() == "return random.normal(k, (3,))" and caret.index("^") == 4 + 11
+    np.testing.assert_array_equal(jit(draw_with)(K), random.normal(K, (3,)))

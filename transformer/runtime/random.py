@@ -75,6 +75,16 @@ def key_words(key):
         raise ValueError("expected a raw PRNG key: an array of shape (2,)")
     return _U64(key[0]) & _MASK, _U64(key[1]) & _MASK
 
+@register_jitable
+def checked_key(key, refusal):
+    """`key` unchanged when it has shape (2,); otherwise raises ValueError(refusal). The
+    lowering passes each sampler's key through it with `refusal` a constant naming the
+    user's call (`transformer.random_sites.key_refusal`), so a key of the wrong length is
+    reported at that call rather than inside the sampler."""
+    if key.ndim != 1 or key.shape[0] != 2:
+        raise ValueError(refusal)
+    return key
+
 # ---------------------------------------------------------------- elements
 # element(k0, k1, i, a, b): element `i` of a sampler's output; `a`, `b` its parameters
 
