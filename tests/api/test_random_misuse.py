@@ -13,11 +13,12 @@ unsigned one for bits; `minval`/`maxval` broadcast to the shape (scalars under j
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
 
-from transformer import TransformError, jit, random
+from transformer import TransformError, grad, jit, random, vmap
 
 K = random.PRNGKey(3)
 
@@ -103,7 +104,8 @@ QUICK = {"float in a shape tuple", "randint bound of the wrong shape"}
 def call_line(fn) -> int:
     """The line of `fn`'s sampler call: the oracle for where the error must point."""
     lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if "return random." in text)
+    return first + next(i for i, text in enumerate(lines) if "random.normal(k" in text or
+                       "return random." in text)
 
 
 @pytest.mark.every_case      # plain NumPy: no compile
@@ -171,3 +173,21 @@ def test_a_key_of_the_wrong_length_is_refused_at_the_users_call():
     assert first.startswith(f"{where}: random.normal: expected a raw PRNG key of shape (2,)")
     assert line.strip() == "return random.normal(k, (3,))" and caret.index("^") == 4 + 11
     np.testing.assert_array_equal(jit(draw_with)(K), random.normal(K, (3,)))
+
+
+def loss_with_float_shape(w, k):
+    return np.sum(w * random.normal(k, (2.5,)))
+
+
+@pytest.mark.slow
+def test_jit_of_grad_and_of_vmap_misuse_points_at_the_users_call():
+    line = call_line(loss_with_float_shape)
+    with pytest.raises(TransformError, match="shape must be an int or a tuple") as info:
+        jit(grad(loss_with_float_shape))(np.ones(2), K)
+    assert (info.value.filename, info.value.lineno) == (__file__, line)
+    with pytest.raises(TransformError, match="shape must be an int or a tuple") as info:
+        jit(vmap(loss_with_float_shape, in_axes=(None, 0)))(np.ones(2), random.split(K, 2))
+    assert (info.value.filename, info.value.lineno) == (__file__, line)
+    where = rf"^{re.escape(__file__)}:{call_line(draw_with)}:\d+: random\.normal"
+    with pytest.raises(ValueError, match=where):
+        jit(vmap(draw_with))(np.zeros((2, 3), np.uint32))
