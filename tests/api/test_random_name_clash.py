@@ -34,15 +34,16 @@ def noisy_loss(w, key):
 
 
 def draws(key, x):
-    keys = split(key)
-    return x * normal(keys[2], (3,)), uniform(keys[0], 4), keys
+    keys = split(key)                     # the user's split, next to secant's
+    return x * normal(keys[2], (3,)), uniform(keys[0], 4), keys, random.split(key, 2)
 
 
 def oracle_draws(key, x):
     """`draws` spelled with secant's samplers only (no user helper in between)."""
     keys = random.split(key, 3)
     noise = random.normal(keys[2], (3,)) * 2.0
-    return x * noise, random.uniform(keys[0], (4,), minval=-1.0, maxval=1.0) + 10.0, keys
+    shifted = random.uniform(keys[0], (4,), minval=-1.0, maxval=1.0) + 10.0
+    return x * noise, shifted, keys, random.split(key)
 
 
 W = np.array([0.5, -1.5, 2.0])
