@@ -507,6 +507,9 @@ class Jitted(ShowsSource):
         else:
             lineno = path.co_firstlineno if path else None
         types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+        refused = _refused_sampler(text, filename, lineno, f"{self.__name__}({types})")
+        if refused is not None:
+            return refused
         line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
         return TransformError(
             f"Numba could not compile {self.__name__} for arguments ({types}): "
@@ -606,6 +609,23 @@ def _hidden_now(jitted: Jitted, compiled) -> tuple:
     if hidden is None:      # rebound while compiling: the arrays it was built with
         hidden = jitted._last_compiled.hidden
     return hidden
+
+
+def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:
+    """A random sampler's refusal of its arguments, located at the user's call (see
+    `transformer.random_sites`); None for other errors or when that call is not found."""
+    from . import random_sites
+    reason = _numba_reason(text)
+    sampler = random_sites.sampler_of(reason)
+    site = random_sites.user_site(filename, lineno, sampler) if sampler and filename else None
+    if site is None:
+        return None
+    return TransformError(
+        f"{reason} (jit of {call})", filename=site[0], lineno=site[1], col=site[2],
+        line=linecache.getline(site[0], site[1]).rstrip() or None,
+        hint="under jit a key is a uint32 array of shape (2,) from random.PRNGKey or "
+             "random.split, a shape an int or a tuple of ints, a dtype np.float32 or "
+             "np.float64 (integer types for randint and bits), and bounds are scalars")
 
 
 def _numba_reason(text: str) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 
 from codegen import emit
 
-from . import einsum, runtime
+from . import einsum, random_sites, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
 from .primitives import registry
@@ -161,6 +161,8 @@ class _Lowering(gast.NodeTransformer):
             return node     # no compiled equivalent: let Numba name the NumPy call
         replacement = numba_equivalent(target)
         node.func = self.bind(replacement, replacement.__name__)
+        if registry.lookup(target).kind == "random":     # a key's length: checked at run time
+            random_sites.check_key(self.fn, node, target, self.bind)
         return node
 
     def refuse_keywords(self, node, target, keywords):

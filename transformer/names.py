@@ -41,7 +41,11 @@ class Namer:
 
     @classmethod
     def for_function(cls, fn) -> "Namer":
-        return cls(assigned_names(fn.node) | loaded_names(fn.node) | set(fn.env))
+        """Names free of everything `fn` binds, reads or has in its environment, and of its
+        own name: the emitted module defines `fn` under that name, so a helper bound to it
+        (`random.normal` lowered inside a user `def normal`) would call `fn` itself."""
+        own = {fn.node.name} if isinstance(fn.node, gast.FunctionDef) else set()
+        return cls(assigned_names(fn.node) | loaded_names(fn.node) | set(fn.env) | own)
 
     def fresh(self, base: str) -> str:
         base = re.sub(r"\W", "_", base).strip("_") or "t"

@@ -332,7 +332,7 @@ def choice(k, a, shape=(), replace=True, p=None, axis=0) -> np.ndarray:
     """
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of choice must be a sequence, got {shape!r}")
-    shape = tuple(int(d) for d in shape)
+    shape = _canonical_shape(shape)
     arr = np.asarray(a)
     if arr.ndim == 0:
         n_inputs = int(arr)

@@ -10,6 +10,7 @@ the other.  See `random` for the design and JAX compatibility.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,8 +87,11 @@ def _canonical_shape(shape) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if not isinstance(shape, (Sequence, np.ndarray)):
-        raise TypeError(f"shape must be a sequence of integers, got {shape!r}")
-    out = tuple(int(d) for d in shape)
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
+    try:    # operator.index, not int(): a float dimension is a mistake, not truncated
+        out = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
     if any(d < 0 for d in out):
         raise ValueError(f"negative dimension in shape {out}")
     return out

@@ -18,6 +18,7 @@ Python only. The plain Python functions here run the same scalar code in Python 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 from numba import from_dtype, types
@@ -73,6 +74,16 @@ def key_words(key):
     if key.shape[0] != 2 or key.ndim != 1:
         raise ValueError("expected a raw PRNG key: an array of shape (2,)")
     return _U64(key[0]) & _MASK, _U64(key[1]) & _MASK
+
+@register_jitable
+def checked_key(key, refusal):
+    """`key` unchanged when it has shape (2,); otherwise raises ValueError(refusal). The
+    lowering passes each sampler's key through it with `refusal` a constant naming the
+    user's call (`transformer.random_sites.key_refusal`), so a key of the wrong length is
+    reported at that call rather than inside the sampler."""
+    if key.ndim != 1 or key.shape[0] != 2:
+        raise ValueError(refusal)
+    return key
 
 # ---------------------------------------------------------------- elements
 # element(k0, k1, i, a, b): element `i` of a sampler's output; `a`, `b` its parameters
@@ -244,9 +255,15 @@ def _split_words(key):
 
 
 def _plain_shape(shape) -> tuple:
+    """`shape` as a tuple of ints; a float dimension is refused, not truncated."""
     if shape is None:
         return ()
-    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    try:
+        if np.ndim(shape) == 0:
+            return (operator.index(shape),)
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
 
 
 def _plain_fill(element, key, shape, dtype, a=0, b=0) -> np.ndarray:
@@ -405,13 +422,16 @@ def _scalar_shape(shape, name: str) -> bool:
         return False
     if isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape):
         return len(shape) == 0
-    raise TypingError(f"random.{name}: shape must be an int or a tuple of ints, got {shape}")
+    listed = "; write it as a tuple, e.g. (3, 2)" if isinstance(shape, types.List) else ""
+    raise TypingError(f"random.{name}: shape must be an int or a tuple of ints, got "
+                      f"{shape}{listed}")
 
 
 def _scalar_param(value, name: str, what: str) -> None:
     if not isinstance(value, (types.Number, types.Omitted, types.Boolean, int, float)):
-        raise TypingError(f"random.{name} under jit takes a scalar {what}, got {value}; "
-                          f"draw with the default and scale: lo + (hi - lo) * u")
+        way = ("draw with the default bounds and scale: lo + (hi - lo) * u" if name == "uniform"
+               else f"array parameters run outside jit, in transformer.random.{name}")
+        raise TypingError(f"random.{name} under jit takes a scalar {what}, got {value}; {way}")
 
 
 _FILLERS: dict = {}

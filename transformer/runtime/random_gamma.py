@@ -24,8 +24,8 @@ from numba import from_dtype, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
-from .random import (_check_key, _dtype_of, _given, _normal32, _normal64, _scalar_shape,
-                     _uniform32, _uniform64, block, key_words)
+from .random import (_check_key, _dtype_of, _given, _normal32, _normal64, _plain_shape,
+                     _scalar_shape, _uniform32, _uniform64, block, key_words)
 from .xla_math import fma, log1p32, log1p64, log32
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -288,7 +288,7 @@ def _plain_params(name: str, shape, *params):
     arrays = [np.asarray(p, np.float64) for p in params]
     if shape is None:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
+    shape = _plain_shape(shape)
     for a in arrays:
         if np.broadcast_shapes(shape, a.shape) != shape:
             raise ValueError(f"{name}: parameter shape {a.shape} does not broadcast to {shape}")

@@ -22,7 +22,7 @@ from numba import from_dtype, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
-from .random import _check_key, _dtype_of, _given, _uniform32, block, key_words
+from .random import _check_key, _dtype_of, _given, _plain_shape, _uniform32, block, key_words
 from .random_gamma import _flat_as, _real, _result_shape, _scalar_result
 from .xla_math import fma, log32
 
@@ -185,7 +185,7 @@ def poisson(key, lam, shape=None, dtype=None) -> np.ndarray:
         raise TypeError(f"poisson requires an integer dtype, got {dt}")
     lam = np.asarray(lam, np.float32)
     shape = lam.shape if shape is None else \
-        ((int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape))
+        _plain_shape(shape)
     k0, k1 = key_words(np.asarray(key))
     flat = np.ascontiguousarray(np.broadcast_to(lam, shape)).reshape(-1)
     out = np.empty(flat.size, dt)
