@@ -402,16 +402,29 @@ class _Checker(gast.NodeTransformer):
             raise self.fn.origin.error(
                 node, "cannot check this index: the array written to is a computed expression",
                 hint=_NAME_IT)
-        if any(_is_constant(p, (None, Ellipsis)) for p in parts):
-            node.slice = self.check(array, node.slice, 0, node)
-            return node
-        checked = [p if isinstance(p, gast.Slice) else self.part(array, p, axis, node)
-                   for axis, p in enumerate(parts)]
+        checked = [p if isinstance(p, gast.Slice) or _is_constant(p, (None, Ellipsis))
+                   else self.part(array, p, axis, node) if axis >= 0
+                   else self.check(array, p, axis, node)
+                   for p, axis in zip(parts, self._axes(parts, node))]
         if isinstance(node.slice, gast.Tuple):
             node.slice.elts = checked
         else:
             node.slice = checked[0]
         return node
+
+    def _axes(self, parts, site) -> list[int]:
+        """The axis of the array each index part applies to; an axis counted from the end
+        (negative: `checked` adds the array's ndim) after an `...`. `None` adds an axis and
+        uses none; every other part uses one (Numba takes one-dimensional advanced indices
+        only in a tuple)."""
+        ellipses = [k for k, p in enumerate(parts) if _is_constant(p, (Ellipsis,))]
+        if len(ellipses) > 1:
+            raise self.fn.origin.error(site, "an index can only have a single ellipsis ('...')",
+                                       hint="keep one '...' and write ':' for the other axes")
+        uses = [0 if _is_constant(p, (None, Ellipsis)) else 1 for p in parts]
+        split = ellipses[0] if ellipses else len(parts)
+        before = [sum(uses[:k]) for k in range(split)]
+        return before + [-sum(uses[k:]) for k in range(split, len(parts))]
 
     def checked_item(self, value, index, site):
         """`checked_item(value, index, where)`: `value[index]` for a computed `value`."""
