@@ -119,14 +119,15 @@ def _draw(rng, kinds) -> list[int]:
     return args
 
 
-def _pattern_module(directory, ndim: int, kinds) -> tuple:
+def _pattern_module(directory, ndim: int, kinds):
+    """A module defining `indexed(x, ...)`, `x` indexed by the pattern `kinds`, and
+    `loss(x, ...)`, the sum of its squares (for grad)."""
     parts, params = zip(*(_part_source(kind, k) for k, kind in enumerate(kinds)))
-    params = [p for group in params for p in group]
+    params = ", ".join(["x"] + [p for group in params for p in group])
     index = ", ".join(parts) + ("," if len(parts) == 1 else "")
-    source = (f"def indexed(x, {', '.join(params)}):\n"
-              f"    return x[{index}] * 2.0\n" if params else
-              f"def indexed(x):\n    return x[{index}] * 2.0\n")
-    return write_module(directory, source, {}).indexed, source
+    source = (f"def indexed({params}):\n    return x[{index}] * 2.0\n\n\n"
+              f"def loss({params}):\n    return np.sum(indexed({params}) ** 2)\n")
+    return write_module(directory, source, {"np": np}), source
 
 
 PATTERNS = _patterns(np.random.default_rng(20261202), 28)
@@ -136,8 +137,8 @@ PATTERNS = _patterns(np.random.default_rng(20261202), 28)
 @pytest.mark.parametrize("ndim,kinds", PATTERNS,
                          ids=["%dd-%s" % (n, "-".join(k)) for n, k in PATTERNS])
 def test_generated_index_forms_match_numpy(tmp_path, ndim, kinds):
-    indexed, source = _pattern_module(tmp_path, ndim, kinds)
-    compiled = jit(indexed)
+    module, source = _pattern_module(tmp_path, ndim, kinds)
+    indexed, compiled = module.indexed, jit(module.indexed)
     rng = np.random.default_rng(len(source))
     for _trial in range(6):
         shape = tuple(int(n) for n in rng.integers(1, 4, ndim))
@@ -153,3 +154,30 @@ def test_generated_index_forms_match_numpy(tmp_path, ndim, kinds):
         got = compiled(x, *args)
         assert np.shape(got) == np.shape(expected), what
         np.testing.assert_array_equal(got, expected, err_msg=what)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ndim,kinds", PATTERNS[::3],
+                         ids=["%dd-%s" % (n, "-".join(k)) for n, k in PATTERNS[::3]])
+def test_generated_index_forms_under_vmap_and_grad_match_numpy(tmp_path, ndim, kinds):
+    module, source = _pattern_module(tmp_path, ndim, kinds)
+    count = len(_draw(np.random.default_rng(0), kinds))
+    batched = jit(vmap(module.indexed, in_axes=(0,) + (None,) * count))
+    gradient = jit(grad(module.loss))
+    rng = np.random.default_rng(len(source))
+    checked = 0
+    for _attempt in range(40):      # draws in bounds are common: three come well before 40
+        if checked == 3:
+            break
+        shape = tuple(int(n) for n in rng.integers(1, 4, ndim))
+        xs, args = rng.standard_normal((2,) + shape), _draw(rng, kinds)
+        try:
+            expected = np.stack([module.indexed(x, *args) for x in xs])
+        except IndexError:
+            continue
+        what = f"{source.strip()} on shape {shape} with {args}"
+        np.testing.assert_allclose(batched(xs, *args), expected, rtol=1e-12, err_msg=what)
+        assert_gradient_close(gradient(xs[0], *args),
+                              central_differences(module.loss, [xs[0], *args]), what)
+        checked += 1
+    assert checked == 3, f"{source}: too few draws in bounds"
