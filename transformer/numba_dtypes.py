@@ -6,7 +6,8 @@ located `TransformError` instead, at the first place in `fn` or a user function 
 that names such a dtype where a dtype is taken: the callee of a call (`np.float16(x)`), or
 an argument of one (`np.ones(3, np.float16)`, `x.astype(np.float16)`,
 `np.zeros(n, dtype="float16")`). A string names a dtype only as a `dtype=` keyword, the
-argument of `.astype`/`.view`, or an argument of a NumPy function. A comparison such as
+argument of `.astype`/`.view` or `np.dtype`, or an argument of a NumPy function after
+its first (which is data, or `np.einsum`'s subscripts). A comparison such as
 `x.dtype == np.float16` is left alone, and so are `transformer.random` samplers, which
 refuse float16 themselves with a hint of their own. Arguments holding such dtypes are
 refused by `jit` itself, before this runs.
@@ -25,9 +26,9 @@ NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble),
 _DTYPE_METHODS = ("astype", "view")
 # secant's samplers refuse float16 themselves, naming the sampler and how to draw it
 _SAMPLERS = "transformer.random"
-HINT = ("compute in np.float32 under jit and convert outside it "
-        "(jit(f)(x).astype(np.float16)), or use jit(..., backend='python') to run it with "
-        "NumPy")
+# what to compute in under jit instead, converting outside it
+_INSTEAD = {np.dtype(np.float16): "float32", np.dtype(np.longdouble): "float64",
+            np.dtype(np.clongdouble): "complex128"}
 
 
 def refuse_numba_dtypes(fn: Function) -> None:
@@ -49,15 +50,20 @@ def _refuse_in_call(fn: Function, call: gast.Call) -> None:
     callee = resolve(fn, call.func, None)
     if _module(callee) == _SAMPLERS:
         return
-    strings = (isinstance(call.func, gast.Attribute) and call.func.attr in _DTYPE_METHODS) \
-        or _module(callee).partition(".")[0] == "numpy"
-    named = [(call.func, False)] + [(a, strings) for a in call.args] \
-        + [(k.value, strings or k.arg == "dtype") for k in call.keywords]
+    method = isinstance(call.func, gast.Attribute) and call.func.attr in _DTYPE_METHODS
+    numpy = _module(callee).partition(".")[0] == "numpy"
+    # a NumPy function's first argument is data or subscripts ("e" is float16's code)
+    named = [(call.func, False)] + [
+        (a, method or callee is np.dtype or (numpy and k > 0)) for k, a in enumerate(call.args)
+    ] + [(k.value, method or numpy or k.arg == "dtype") for k in call.keywords]
     for node, string_allowed in named:
         dtype = _dtype_named(fn, node, string_allowed)
         if dtype is not None:
-            raise fn.origin.error(node, f"{dtype} under jit: Numba has no {dtype} "
-                                  "arithmetic or arrays on the CPU", HINT)
+            raise fn.origin.error(
+                node, f"{dtype} under jit: Numba has no {dtype} arithmetic or arrays on the "
+                "CPU", f"compute in np.{_INSTEAD[dtype]} under jit and convert outside it "
+                f"(jit(f)(x).astype(np.{dtype})), or use jit(..., backend='python') to run "
+                "it with NumPy")
 
 
 def _dtype_named(fn: Function, node, string_allowed: bool):

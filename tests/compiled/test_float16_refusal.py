@@ -10,6 +10,8 @@ import pytest
 
 from transformer import grad, jit, vmap
 from transformer.errors import TransformError
+from transformer.frontend import parse
+from transformer.numba_dtypes import NO_NUMBA_DTYPES, refuse_numba_dtypes
 
 
 def ones_half(n):
@@ -47,6 +49,15 @@ def cast_to(x, dt):
 def loss_through_half(x):
     y = x.astype(np.half)
     return np.sum(y * x)
+
+
+def long_double_sum(x):
+    return np.sum(x.astype(np.longdouble))
+
+
+def strings_that_are_not_dtypes(x):
+    same = x.dtype == np.float16        # a comparison compiles or not on its own
+    return np.einsum("e,e", x, x) + np.pad(x, 1, mode="edge")[0] + same
 
 
 def ones_single(n):
@@ -103,3 +114,17 @@ def test_computing_in_float32_and_converting_outside_gives_numpys_float16():
     expected = ones_half(5)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble) not in NO_NUMBA_DTYPES,
+                    reason="long double is float64 here, which Numba compiles")
+def test_long_double_inside_jit_is_refused_with_a_float64_hint():
+    with pytest.raises(TransformError) as err:
+        jit(long_double_sum)(X)
+    text = str(err.value)
+    assert f"{np.dtype(np.longdouble)} under jit" in text and "np.float64" in text, text
+    assert "x.astype(np.longdouble)" in text and "^" in text, text
+
+
+def test_strings_and_comparisons_that_do_not_make_float16_are_not_refused():
+    refuse_numba_dtypes(parse(strings_that_are_not_dtypes))     # raises when it refuses
