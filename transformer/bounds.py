@@ -27,6 +27,8 @@ call of an indexing runtime helper (`scatter_add`, `getitem_mask`, `setitem_mask
   array is read through `checked_item(v, index, where)`; a write into one is refused
   with a located `TransformError`).
 `where` is the user's `file:line:col` (`index_checks` adds the line when it raises).
+`None` and `...` parts stay as written; `d` is the axis a part indexes, counted from the end
+(negative) for a part after `...`.
 Subscripts of shape tuples (`x.shape[0]`) and of parameters passed as tuples (pytrees)
 are left as they are: Numba checks tuples.
 """
