@@ -27,6 +27,8 @@ call of an indexing runtime helper (`scatter_add`, `getitem_mask`, `setitem_mask
   array is read through `checked_item(v, index, where)`; a write into one is refused
   with a located `TransformError`).
 `where` is the user's `file:line:col` (`index_checks` adds the line when it raises).
+`None` and `...` parts stay as written; `d` is the axis a part indexes, counted from the end
+(negative) for a part after `...`.
 Subscripts of shape tuples (`x.shape[0]`) and of parameters passed as tuples (pytrees)
 are left as they are: Numba checks tuples.
 """
@@ -402,16 +404,29 @@ class _Checker(gast.NodeTransformer):
             raise self.fn.origin.error(
                 node, "cannot check this index: the array written to is a computed expression",
                 hint=_NAME_IT)
-        if any(_is_constant(p, (None, Ellipsis)) for p in parts):
-            node.slice = self.check(array, node.slice, 0, node)
-            return node
-        checked = [p if isinstance(p, gast.Slice) else self.part(array, p, axis, node)
-                   for axis, p in enumerate(parts)]
+        checked = [p if isinstance(p, gast.Slice) or _is_constant(p, (None, Ellipsis))
+                   else self.part(array, p, axis, node) if axis >= 0
+                   else self.check(array, p, axis, node)
+                   for p, axis in zip(parts, self._axes(parts, node))]
         if isinstance(node.slice, gast.Tuple):
             node.slice.elts = checked
         else:
             node.slice = checked[0]
         return node
+
+    def _axes(self, parts, site) -> list[int]:
+        """The axis of the array each index part applies to; an axis counted from the end
+        (negative: `checked` adds the array's ndim) after an `...`. `None` adds an axis and
+        uses none; every other part uses one (Numba takes one-dimensional advanced indices
+        only in a tuple)."""
+        ellipses = [k for k, p in enumerate(parts) if _is_constant(p, (Ellipsis,))]
+        if len(ellipses) > 1:
+            raise self.fn.origin.error(site, "an index can only have a single ellipsis ('...')",
+                                       hint="keep one '...' and write ':' for the other axes")
+        uses = [0 if _is_constant(p, (None, Ellipsis)) else 1 for p in parts]
+        split = ellipses[0] if ellipses else len(parts)
+        before = [sum(uses[:k]) for k in range(split)]
+        return before + [-sum(uses[k:]) for k in range(split, len(parts))]
 
     def checked_item(self, value, index, site):
         """`checked_item(value, index, where)`: `value[index]` for a computed `value`."""

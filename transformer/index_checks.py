@@ -2,7 +2,8 @@
 in bounds; each runs as plain Python and inside Numba nopython mode.
 
 `checked(x, index, axis, where)` returns `index` unchanged when indexing `x` with it,
-starting at axis `axis`, stays inside `x` under Python's rules, and otherwise raises
+starting at axis `axis` (counted from the end when negative: a part after an `...`), stays
+inside `x` under Python's rules, and otherwise raises
 `IndexError`: an integer must lie in `-n <= i < n` for the axis length `n`, every element
 of an integer array too, and a boolean mask must have the shape of the axes it covers;
 slices clamp and are never checked. `where` is a string constant, the user's
@@ -85,7 +86,7 @@ def checked(x, index, axis, where):
     if not isinstance(x, np.ndarray):
         return index
     parts = index if isinstance(index, tuple) else (index,)
-    _check_parts(x, parts, axis, where)
+    _check_parts(x, parts, axis + x.ndim if axis < 0 else axis, where)
     return index
 
 
@@ -94,7 +95,7 @@ def _check_parts(x, parts, axis, where):
         if part is Ellipsis:
             axis = x.ndim - sum(p is not None for p in parts[k + 1:])
             continue
-        if part is None or axis >= x.ndim:
+        if part is None or not 0 <= axis < x.ndim:
             continue
         _check_one(x, part, axis, where)
         axis += np.ndim(part) if _is_mask(part) else 1
@@ -248,12 +249,13 @@ def _checked_impl(x, index, axis, where, record: bool):
     is_tuple = isinstance(index, types.BaseTuple)
     parts = list(index.types) if is_tuple else [index]
     lines, at = [], axis.literal_value
+    at += x.ndim if at < 0 else 0       # counted from the end: a part after an `...`
     scope = {"WHERE": location}
     for k, part_ty in enumerate(parts):
         if isinstance(part_ty, types.EllipsisType):
             at = x.ndim - sum(_advance(p) for p in parts[k + 1:])
             continue
-        if at < x.ndim:
+        if 0 <= at < x.ndim:
             ref = f"index[{k}]" if is_tuple else "index"
             lines += _part_check(part_ty, ref, at, k, scope, record)
         at += _advance(part_ty)

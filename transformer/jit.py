@@ -51,6 +51,7 @@ from .frontend import parse
 from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
+from .numba_dtypes import NO_NUMBA_DTYPES, refuse_numba_dtypes
 from .pytree_returns import returned_containers
 from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves
 from .scalarize import scalarize
@@ -412,7 +413,7 @@ class Jitted(ShowsSource):
         for i, value in enumerate(dynamic):
             for leaf in tree_util.tree_leaves(value):
                 dtype = getattr(leaf, "dtype", None)
-                if isinstance(leaf, (np.ndarray, np.generic)) and dtype in _NO_NUMBA_DTYPES:
+                if isinstance(leaf, (np.ndarray, np.generic)) and dtype in NO_NUMBA_DTYPES:
                     name = names[i] if i < len(names) and len(names) == len(dynamic) \
                         else f"#{i}"
                     raise fn.origin.error(fn.node, f"argument {name!r} of {self.__name__} "
@@ -440,6 +441,8 @@ class Jitted(ShowsSource):
         refuse_recursion(fn)
         if static:
             fn = specialize(fn, static)
+        if self.options.backend == "cpu":
+            refuse_numba_dtypes(fn)
         fn = methods_to_functions(positional_parameters(fn))
         keys = None
         if self.options.backend == "cpu":
@@ -570,10 +573,6 @@ class Jitted(ShowsSource):
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-_NO_NUMBA_DTYPES = {np.dtype(np.float16), np.dtype(np.longdouble), np.dtype(np.clongdouble)} - \
-    {np.dtype(np.float64), np.dtype(np.complex128)}
 
 
 def call_variant(jitted: Jitted, args, kwargs) -> Jitted:

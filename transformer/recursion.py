@@ -27,7 +27,7 @@ def _visit(fn: Function, stack: list, done: set) -> None:
     (generated Functions share their user function's origin, so the objects tell functions
     apart, and one decorator's wrapper code around two functions is two; the root,
     possibly generated, has None)."""
-    for call, code, callee in _user_calls(fn):
+    for call, code, callee in user_calls(fn):
         keys = [k for k, _ in stack]
         if code in keys:
             names = [n for _, n in stack[keys.index(code):]] + [callee.name]
@@ -41,7 +41,7 @@ def _visit(fn: Function, stack: list, done: set) -> None:
             _visit(callee, stack + [(code, callee.name)], done)
 
 
-def _user_calls(fn: Function):
+def user_calls(fn: Function):
     """(call node, callee Function) for each call of a user function in `fn`."""
     from .frontend import parse
     for node in gast.walk(fn.node):
