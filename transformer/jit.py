@@ -48,10 +48,9 @@ from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
-from . import tree_util
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
-from .numba_dtypes import NO_NUMBA_DTYPES, refuse_numba_dtypes
+from .numba_dtypes import refuse_argument_dtypes, refuse_numba_dtypes
 from .pytree_returns import returned_containers
 from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves
 from .scalarize import scalarize
@@ -281,7 +280,8 @@ class Jitted(ShowsSource):
             spec_key, dynamic, layouts, static = self._bind(args, kwargs)
             compiled, hidden = self._lookup(spec_key)
         if compiled is None and self.options.backend != "python":
-            self._refuse_numba_dtypes(dynamic)
+            names = [n for n in self.signature.parameters if n not in self.static_names]
+            refuse_argument_dtypes(self._binding_function, self.__name__, names, dynamic)
         return spec_key, dynamic, layouts, static, compiled, hidden
 
     def _lookup(self, spec_key) -> tuple:
@@ -404,22 +404,6 @@ class Jitted(ShowsSource):
             "every call is the usual cause: make it dynamic, or raise the limit with "
             "jit(..., max_specializations=N) or SECANT_MAX_SPECIALIZATIONS",
             RuntimeWarning, stacklevel=5)   # the user's call: __call__, _first_call, _compile_once
-
-    def _refuse_numba_dtypes(self, dynamic) -> None:
-        """A located error for array dtypes Numba has no machine type for (float16,
-        long double), which it would report as an internal NotImplementedError."""
-        names = [n for n in self.signature.parameters if n not in self.static_names]
-        fn = self._binding_function
-        for i, value in enumerate(dynamic):
-            for leaf in tree_util.tree_leaves(value):
-                dtype = getattr(leaf, "dtype", None)
-                if isinstance(leaf, (np.ndarray, np.generic)) and dtype in NO_NUMBA_DTYPES:
-                    name = names[i] if i < len(names) and len(names) == len(dynamic) \
-                        else f"#{i}"
-                    raise fn.origin.error(fn.node, f"argument {name!r} of {self.__name__} "
-                                          f"holds {dtype}, which Numba cannot compile",
-                                          "cast it (x.astype(np.float32)), or use "
-                                          "jit(..., backend='python') to run it with NumPy")
 
     def _compile(self, spec_key, static, layouts):
         before = backends.STATS.hits

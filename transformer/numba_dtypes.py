@@ -9,14 +9,15 @@ an argument of one (`np.ones(3, np.float16)`, `x.astype(np.float16)`,
 argument of `.astype`/`.view` or `np.dtype`, or an argument of a NumPy function after
 its first (which is data, or `np.einsum`'s subscripts). A comparison such as
 `x.dtype == np.float16` is left alone, and so are `transformer.random` samplers, which
-refuse float16 themselves with a hint of their own. Arguments holding such dtypes are
-refused by `jit` itself, before this runs.
+refuse float16 themselves with a hint of their own. `refuse_argument_dtypes` refuses
+arguments holding such dtypes, which `jit` checks before this runs.
 """
 from __future__ import annotations
 
 import gast
 import numpy as np
 
+from . import tree_util
 from .function import Function, resolve
 from .recursion import user_calls
 
@@ -29,6 +30,21 @@ _SAMPLERS = "transformer.random"
 # what to compute in under jit instead, converting outside it
 _INSTEAD = {np.dtype(np.float16): "float32", np.dtype(np.longdouble): "float64",
             np.dtype(np.clongdouble): "complex128"}
+
+
+def refuse_argument_dtypes(fn: Function, name: str, params: list, dynamic) -> None:
+    """A located error for array arguments (`dynamic`, the values of `params` of `fn`,
+    jitted as `name`) whose dtype Numba has no machine type for, which it would report as
+    an internal NotImplementedError."""
+    for i, value in enumerate(dynamic):
+        for leaf in tree_util.tree_leaves(value):
+            dtype = getattr(leaf, "dtype", None)
+            if isinstance(leaf, (np.ndarray, np.generic)) and dtype in NO_NUMBA_DTYPES:
+                param = params[i] if len(params) == len(dynamic) else f"#{i}"
+                raise fn.origin.error(fn.node, f"argument {param!r} of {name} holds {dtype}, "
+                                      "which Numba cannot compile",
+                                      "cast it (x.astype(np.float32)), or use "
+                                      "jit(..., backend='python') to run it with NumPy")
 
 
 def refuse_numba_dtypes(fn: Function) -> None:
