@@ -73,7 +73,8 @@ def init(rng):
 
 
 def mean_loss(params, X, Y) -> float:
-    return float(np.mean([loss(*params, X[i], Y[i]) for i in range(X.shape[0])]))
+    w1, b1, w2, b2 = params
+    return float(np.mean([loss(w1, b1, w2, b2, X[i], Y[i]) for i in range(X.shape[0])]))
 
 
 def train(params, X, Y, devices: int, steps: int, lr: float, client=None):
