@@ -5,8 +5,11 @@ namespace bound in it, the name of its function and the compile options - and lo
 with `codegen.backends.load`, so it writes the text into its own content-addressed cache
 directory (`SECANT_CACHE_DIR` on that machine) and Numba compiles it there, or finds it
 already compiled in that cache. A generated dependency bound in the namespace travels as a
-nested ModuleSpec and is loaded the same way first. Loading is memoized per process by
-content (the spec's key is the hash of its text), so a worker compiles each module once.
+nested ModuleSpec and is loaded the same way first. A helper made at run time (no module
+attribute to pickle it by, and Numba overloads that pickling would drop) carries
+`__secant_rebuild__ = (maker, args)` and travels as that recipe, made again on the worker.
+Loading is memoized per process by content (the spec's key is the hash of its text), so a
+worker compiles each module once.
 
 Tasks are submitted with retries; a worker that dies mid-task has its tasks rescheduled by
 the scheduler. An exception the shard itself raises (the user's error, a failed bounds
@@ -46,6 +49,28 @@ class ModuleSpec:
         return backends.reuse_key(self.text)
 
 
+@dataclasses.dataclass(frozen=True)
+class Rebuilt:
+    """A value made in another process by `maker(*args)` (see the module doc)."""
+
+    maker: Callable
+    args: tuple
+
+
+def _shippable(value):
+    recipe = getattr(value, "__secant_rebuild__", None)
+    if recipe is None:
+        return value
+    maker, args = recipe
+    return Rebuilt(maker, tuple(_shippable(a) for a in args))
+
+
+def _made(value):
+    if isinstance(value, Rebuilt):
+        return value.maker(*(_made(a) for a in value.args))
+    return value
+
+
 def spec_of(compiled: Compiled) -> ModuleSpec:
     """The ModuleSpec of a module loaded in this process, dependencies included."""
     if compiled.options is None:
@@ -54,7 +79,7 @@ def spec_of(compiled: Compiled) -> ModuleSpec:
     namespace = {}
     for name, value in compiled.namespace.items():
         dependency = backends.loaded_for(value)
-        namespace[name] = spec_of(dependency) if dependency is not None else value
+        namespace[name] = spec_of(dependency) if dependency is not None else _shippable(value)
     return ModuleSpec(compiled.text, namespace, compiled.name, compiled.options)
 
 
@@ -63,7 +88,7 @@ def load_spec(spec: ModuleSpec) -> Callable:
     function = _loaded.get(spec.key)
     if function is not None:
         return function
-    namespace = {name: load_spec(value) if isinstance(value, ModuleSpec) else value
+    namespace = {name: load_spec(value) if isinstance(value, ModuleSpec) else _made(value)
                  for name, value in spec.namespace.items()}
     function = backends.load(spec.text, namespace, spec.name, spec.options).function
     with _lock:

@@ -125,6 +125,9 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
     python.__module__ = __name__
+    # another process (a Dask worker) makes it again from this recipe: pickling the
+    # function by value would drop its overload
+    python.__secant_rebuild__ = (over_examples, (helper, flags, in_place))
     overload(python)(scope["typer"])
     _OVER_EXAMPLES[key] = python
     for hook in ON_MADE if not in_place else ():

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from transformer import grad, pmap, psum, pmean  # noqa: E402
+from transformer import grad, pmap, pmean, psum, vmap  # noqa: E402
 
 
 def normalized(x):
@@ -55,3 +55,41 @@ def test_a_shards_error_is_located_and_the_axis_is_bounded(client):
 def test_client_names_the_dask_backend():
     with pytest.raises(ValueError, match="client= is for backend='dask'"):
         pmap(normalized, "i", backend="cpu", client=object())
+
+
+def example_loss(w, b, x):
+    return np.sum(np.tanh(w @ x + b) ** 2)
+
+
+def batch_gradient(w, b, xs):
+    gw, gb = vmap(grad(example_loss, argnums=(0, 1)), in_axes=(None, None, 0))(w, b, xs)
+    return psum(np.sum(gw, axis=0), "i"), psum(np.sum(gb, axis=0), "i")
+
+
+@pytest.mark.slow
+def test_per_example_gradients_compile_on_the_workers(client):
+    # vmap(grad) of a broadcasting loss calls helpers made at run time (unbroadcast of
+    # each example): the workers must make them again, not unpickle them without their
+    # Numba overloads
+    rng = np.random.default_rng(3)
+    w, b, xs = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=(2, 5, 4))
+    gw, gb = pmap(batch_gradient, "i", in_axes=(None, None, 0), out_axes=None,
+                  client=client)(w, b, xs)
+    flat = xs.reshape(-1, 4)
+    h = np.tanh(flat @ w.T + b)
+    dz = 2 * h * (1 - h ** 2)
+    np.testing.assert_allclose(gw, dz.T @ flat, rtol=1e-12)
+    np.testing.assert_allclose(gb, dz.sum(axis=0), rtol=1e-12)
+
+
+def test_helpers_made_at_run_time_travel_as_their_recipe():
+    import cloudpickle
+
+    from codegen import distributed as engine
+    from transformer.runtime.broadcasting import unbroadcast
+    from transformer.runtime.examples import over_examples
+
+    made = over_examples(unbroadcast, (True, False))
+    shipped = cloudpickle.loads(cloudpickle.dumps(engine._shippable(made)))
+    assert isinstance(shipped, engine.Rebuilt)
+    assert engine._made(shipped) is made        # this process: the same function
