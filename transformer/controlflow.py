@@ -39,7 +39,7 @@ def lower_exits(fn: Function) -> Function:
     if not _has_early_exit(fn.node):
         return fn
     node = copy.deepcopy(fn.node)
-    lowering = _Lowering(Namer.for_function(fn), _tuple_arity(node))
+    lowering = _Lowering(Namer.for_function(fn), tuple_arity(node))
     body, _ = lowering.block(node.body, None)
     if lowering.returns:
         first = node.body[0]
@@ -93,7 +93,7 @@ def _tuple_literals(node) -> dict:
     return found
 
 
-def _tuple_arity(node) -> tuple[int | None, dict]:
+def tuple_arity(node) -> tuple[int | None, dict]:
     """(n, items) when every `return` returns a tuple of n items: each item then goes
     through its own variable, so the result stays a tuple that the reverse pass follows
     item by item (a helper's `return i + 1, x` in two branches); else (None, {})."""

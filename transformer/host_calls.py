@@ -31,6 +31,7 @@ import numba
 from codegen import emit
 
 from . import callbacks, debug
+from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer
 from .runtime import host
@@ -247,7 +248,7 @@ def reaches_host(obj, depth: int = 6) -> bool:
         return any(reaches_host(f, depth - 1) for f in inner)
     try:
         fn = parse(obj)
-    except Exception:                    # no source, not a function: never followed
+    except (TransformError, SyntaxError, OSError, TypeError):   # no source: not followed
         return False
     return any(reaches_host(resolve(fn, node.func, None), depth - 1)
                for node in gast.walk(fn.node) if _resolvable(node))

@@ -10,12 +10,12 @@ the other.  See `random` for the design and JAX compatibility.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import random_xla as xla
+from .runtime.random import _plain_shape
 
 _U32 = np.uint32
 _MASK32 = 0xFFFFFFFF
@@ -82,16 +82,9 @@ def _as_key(k) -> np.ndarray:
 
 
 def _canonical_shape(shape) -> tuple[int, ...]:
-    if shape is None:
-        return ()
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    if not isinstance(shape, (Sequence, np.ndarray)):
+    if not isinstance(shape, (int, np.integer, Sequence, np.ndarray, type(None))):
         raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
-    try:    # operator.index, not int(): a float dimension is a mistake, not truncated
-        out = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    out = _plain_shape(shape)       # a float dimension is refused, not truncated
     if any(d < 0 for d in out):
         raise ValueError(f"negative dimension in shape {out}")
     return out

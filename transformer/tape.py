@@ -316,34 +316,16 @@ def _blocks(stmt) -> list:
     return []
 
 
-def integer_names(facts: Facts, env: dict) -> set:
-    """Names every assignment of which gives an integer or a bool: counters, indices,
-    flags. Their tapes keep the exact type; a name that starts as `0` and may later hold
-    a float (`s = 0; s = s + x`) gets a float tape instead (see `TapePlan.float_tapes`).
-
-    Optimistic: every assigned name starts as an integer and loses it at an assignment
-    that may give anything else, until nothing changes (so `i = 0; i = i + 2` stays one).
-    """
-    ints = {n for n in facts.defs if n not in facts.params}
-    changed = True
-    while changed:
-        changed = False
-        for name_ in sorted(ints):
-            if not all(isinstance(d, gast.For) and _integer_range(d, env) or
-                       isinstance(d, gast.Assign) and _integer(d.value, ints, env)
-                       for d in facts.defs[name_]):
-                ints.discard(name_)
-                changed = True
-    return ints
-
-
 _INTEGER_OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
 # calls whose result is an integer whatever their arguments (trip_count and range_last
 # join below where they are defined; helper_rules adds positions in element buffers)
 INTEGER_RESULTS: list = [len, int, np.argmax, np.argmin]
 
 
-def _integer(value, ints: set, env: dict) -> bool:
+def integer_value(value, ints: set, env: dict) -> bool:
+    """Whether expression `value` gives an integer or a bool, the names in `ints` being
+    integers: constants, comparisons, integer arithmetic, `x.shape[k]`, `len`, ... (the
+    syntactic part of `reverse.int_calls.integer_names`)."""
     if isinstance(value, gast.Constant):
         return isinstance(value.value, int)
     if isinstance(value, gast.Name):
@@ -352,9 +334,9 @@ def _integer(value, ints: set, env: dict) -> bool:
             isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.Not):
         return True
     if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
-        return _integer(value.operand, ints, env)
+        return integer_value(value.operand, ints, env)
     if isinstance(value, gast.BinOp) and isinstance(value.op, _INTEGER_OPS):
-        return _integer(value.left, ints, env) and _integer(value.right, ints, env)
+        return integer_value(value.left, ints, env) and integer_value(value.right, ints, env)
     if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Attribute):
         return value.value.attr == "shape"             # x.shape[0]
     if isinstance(value, gast.Attribute):
@@ -364,11 +346,12 @@ def _integer(value, ints: set, env: dict) -> bool:
         if any(func is f for f in INTEGER_RESULTS):
             return True
         return any(func is f for f in (min, max, abs)) and \
-            all(_integer(a, ints, env) for a in value.args)
+            all(integer_value(a, ints, env) for a in value.args)
     return False
 
 
-def _integer_range(loop, env: dict) -> bool:
+def integer_range(loop, env: dict) -> bool:
+    """Whether `for` statement `loop` runs over a `range` (its index an integer)."""
     return isinstance(loop.iter, gast.Call) and resolve_in(env, loop.iter.func) is range
 
 

@@ -22,6 +22,7 @@ from codegen import emit
 from .. import runtime
 from ..errors import TransformError
 from ..function import Function, resolve
+from ..host_calls import reaches_host
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
 from ..templates import MissingRule, describe, expand_adjoint
@@ -239,7 +240,7 @@ class Adjoints(Classify, abc.ABC):
         prim = self.prims.get(id(stmt))
         return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
             isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
-            (not self.loops_of.get(id(stmt)) or _reaches_host(prim.key)) and \
+            (not self.loops_of.get(id(stmt)) or reaches_host(prim.key)) and \
             all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
 
     def residual_stack(self, target: str) -> str:
@@ -378,13 +379,3 @@ def _primal_params(obj) -> list:
     from ..frontend import parse
     return parse(obj).params          # a custom rule's object parses to its primal
 
-
-_REACHES_HOST: dict = {}     # id(custom_vjp) -> (it, whether its rule reaches the host)
-
-
-def _reaches_host(custom) -> bool:
-    from ..host_calls import reaches_host
-    known = _REACHES_HOST.get(id(custom))
-    if known is None or known[0] is not custom:      # the entry keeps `custom` alive
-        known = _REACHES_HOST[id(custom)] = (custom, reaches_host(custom))
-    return known[1]

@@ -1,16 +1,19 @@
-"""Integers carried through user helper calls: `i, x = step(i, x)`, `k = bump(k, x)`.
+"""Which names of a function hold integers, also when a user helper hands them back.
 
-`tape.integer_names` sees integers syntactically (constants, counters, `len`, `x.shape[0]`)
-and treats every other call's result as a possible float. A user helper's result is
-followed here into the helper's source: given which arguments are integers, which items
-it returns are integers (`return i + 1, x * 2.0` gives `(True, False)` for an integer `i`).
+Counters, indices and flags are seen syntactically (`tape.integer_value`: constants,
+`len`, `x.shape[0]`, integer arithmetic); a user helper's result (`i, x = step(i, x)`,
+`k = bump(k, x)`) is followed into the helper's source: given which arguments are
+integers, which items it returns are integers (`return i + 1, x * 2.0` gives
+`(True, False)` for an integer `i`). Any other call's result may be a float.
 
 The reverse pass uses the answer twice. Integer names carry no derivative, so they are
 never active (otherwise `step`'s vjp would be asked for the gradient of its integer
 argument); and their tapes keep the exact type (a float tape would hand `k` back as a
-float, and `x[k]` would not index). The analysis is the same optimistic fixed point as
-`tape.integer_names`; anything it cannot follow (a nested def, a star argument, a helper
-without source) counts as not an integer, which is the behaviour before it existed.
+float, and `x[k]` would not index); a name that starts as `0` and may later hold a float
+(`s = 0; s = s + x`) gets a float tape instead. The analysis is an optimistic fixed point:
+every assigned name starts as an integer and loses it at an assignment that may give
+anything else, until nothing changes (so `i = 0; i = i + 2` stays one). Anything it cannot follow (a
+nested def, a star argument, a helper without source) counts as not an integer.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ _DEPTH = 8          # helpers calling helpers: deeper chains count as not intege
 
 
 def integer_names(facts, env: dict) -> set:
-    """`tape.integer_names`, with user helper calls followed into their source."""
+    """Names every assignment of which gives an integer or a bool (see the module doc)."""
     analysis = _Analysis(env, {}, 0)
     defs = {n: [_definition(d) for d in ds] for n, ds in facts.defs.items()
             if n not in facts.params}
@@ -69,7 +72,7 @@ class _Analysis:
         if value is None:
             return False
         if isinstance(value, tuple):                      # ("for", loop)
-            return tape._integer_range(value[1], self.env)
+            return tape.integer_range(value[1], self.env)
         if isinstance(value, gast.BinOp) and isinstance(value.op, _OPS):
             return self.integer(value.left) and self.integer(value.right)
         if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.USub, gast.UAdd)):
@@ -85,7 +88,7 @@ class _Analysis:
             found = self.item(value.value, value.slice.value)
             if found is not None:
                 return found
-        return tape._integer(value, self.ints, self.env)
+        return tape.integer_value(value, self.ints, self.env)
 
     def item(self, value, k: int):
         """Whether item `k` of tuple `value` (a helper's result, or a name every
@@ -132,11 +135,11 @@ def returns_tuple(obj):
     """Whether plain user helper `obj` returns a tuple literal at every `return` (so its
     vjp takes one cotangent per item), False when one returns something else, None when
     `obj` is not a helper whose source is read here (a custom_vjp, a secant function)."""
-    from ..controlflow import _tuple_arity
+    from ..controlflow import tuple_arity
     fn = _helper_function(obj)
     if fn is None:
         return None
-    return _tuple_arity(fn.node)[0] is not None
+    return tuple_arity(fn.node)[0] is not None
 
 
 def _helper_function(obj):
