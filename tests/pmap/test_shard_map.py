@@ -11,7 +11,7 @@ from transformer.pmap import P as Spec, Device
 
 N = 2
 needs_cores = pytest.mark.skipif(len(transformer.devices()) < N,
-                                 reason=f"shard_map runs one block per core: needs {N}")
+                                 reason=f"shard_map runs one block per core: needs {N} cores")
 X = np.random.default_rng(2).normal(size=(6, 3))
 
 

@@ -4,8 +4,9 @@
 through `transformer.distributed.run_sharded`: the stage's module text is built here and
 the workers compile it with their own cache, a lost worker's tasks run again, and a
 shard's error comes back located at the user's line. The collectives between stages run
-here, as for the other backends. The devices are the worker threads of the cluster (JAX's
-rule holds: the mapped axis may not be longer than that); `client=None` uses the current
+here, as for the other backends. The devices are the worker threads of the cluster when
+the runner first asks (JAX's rule holds: the mapped axis may not be longer than that; a
+worker lost later has its tasks run by the others); `client=None` uses the current
 client or starts a LocalCluster (`transformer.distributed.default_client`).
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ class DaskRunner:
 
     def __init__(self, client=None):
         self._client = client
+        self._devices: list[Device] | None = None
 
     @property
     def client(self):
@@ -37,6 +39,8 @@ class DaskRunner:
         return run_sharded(compiled, shard_args, client=self.client)
 
     def devices(self) -> list[Device]:
-        workers = self.client.scheduler_info()["workers"].values()
-        threads = sum(int(w.get("nthreads", 1)) for w in workers)
-        return [Device(i, "dask") for i in range(threads)]
+        if self._devices is None:       # asked on every call: one scheduler round trip
+            workers = self.client.scheduler_info()["workers"].values()
+            threads = sum(int(w.get("nthreads", 1)) for w in workers)
+            self._devices = [Device(i, "dask") for i in range(threads)]
+        return self._devices
