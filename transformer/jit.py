@@ -43,7 +43,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, captured_arrays, freshness, materialize
+from . import bounds, captured_arrays, freshness, materialize, tiered
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -89,7 +89,7 @@ def jit(fun: Callable, *,  # type: ignore[overload-overlap]
 def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ..., fastmath: bool = ...,
         boundscheck: bool = ..., debug_nans: bool | None = ...,
-        max_specializations: int | None = ...) -> Jitted: ...
+        max_specializations: int | None = ..., tiered: bool | None = ...) -> Jitted: ...
 @overload
 def jit(fun: None = None, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
@@ -100,11 +100,12 @@ def jit(fun: None = None, *,  # type: ignore[overload-overlap]
 def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ...,
         fastmath: bool = ..., boundscheck: bool = ..., debug_nans: bool | None = ...,
-        max_specializations: int | None = ...) -> Callable[[Callable], Jitted]: ...
+        max_specializations: int | None = ..., tiered: bool | None = ...
+        ) -> Callable[[Callable], Jitted]: ...
 def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
         static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
         fastmath: bool = False, boundscheck: bool = True, debug_nans: bool | None = None,
-        max_specializations: int | None = None,
+        max_specializations: int | None = None, tiered: bool | None = None,
         ) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
 
@@ -118,18 +119,23 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     (`transformer.nan_checks`); None: `config.update("jax_debug_nans", ...)`, else the
     environment variable SECANT_DEBUG_NANS, read when a specialization is compiled.
     `max_specializations`: warn once when more are compiled (None: the environment
-    variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
+    variable SECANT_MAX_SPECIALIZATIONS, else 20). `tiered=True` (None: the environment
+    variable SECANT_TIERED) runs a new specialization's first calls as NumPy while
+    another process compiles it (`transformer.tiered`)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
                                  parallel=parallel, fastmath=fastmath,
                                  boundscheck=boundscheck, debug_nans=debug_nans,
-                                 max_specializations=max_specializations)
+                                 max_specializations=max_specializations, tiered=tiered)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if getattr(fun, "__secant_compiled__", False):     # pmap(f) runs compiled stages
         return fun
     if backend == "cuda":
+        if tiered:
+            raise ValueError("tiered=True is for the cpu backend: a CUDA kernel has no "
+                             "NumPy tier to run while it compiles")
         if debug_nans:
             raise ValueError("debug_nans is not supported on backend='cuda': check on the "
                              "cpu backend (or backend='python') with the same inputs")
@@ -141,6 +147,7 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck, debug_nans=debug_nans))
     jitted.max_specializations = _specialization_limit(max_specializations)
+    jitted.tiered = tiered
     return jitted
 
 
@@ -172,6 +179,7 @@ class Jitted(ShowsSource):
     """A compiled function; call it like the original."""
 
     max_specializations = DEFAULT_MAX_SPECIALIZATIONS
+    tiered: bool | None = None      # transformer.tiered: None reads SECANT_TIERED
 
     def __init__(self, fun, static_argnums, static_argnames, options: Options):
         self.fun = fun
@@ -307,6 +315,7 @@ class Jitted(ShowsSource):
                 jitted = self._variants[key] = Jitted(
                     target, self._static_argnums, self._static_argnames, self.options)
                 jitted.max_specializations = self.max_specializations
+                jitted.tiered = self.tiered
         return jitted
 
     def _first_call(self, spec_key, dynamic, layouts, static):
@@ -319,6 +328,7 @@ class Jitted(ShowsSource):
             timing.secant_seconds += self._parse_seconds
             self._parse_seconds = 0.0
             hidden = _hidden_now(self, compiled)
+            compiled = _tiered_form(self, spec_key, compiled, dynamic, hidden)
             with timing.running():
                 result = self._run(compiled, dynamic, hidden)
         self._compile_seconds += timing.seconds
@@ -416,7 +426,7 @@ class Jitted(ShowsSource):
         readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
                         for array in compiled.hidden)
         self._specs[spec_key] = (compiled.function, keys, readers)
-        self._last_compiled = compiled
+        self._last_compiled, self._last_function = compiled, fn
         return self._specs[spec_key]
 
     def _transformed(self, spec_key, static, layouts) -> tuple:
@@ -592,6 +602,26 @@ def _hidden_now(jitted: Jitted, compiled) -> tuple:
     if hidden is None:      # rebound while compiling: the arrays it was built with
         hidden = jitted._last_compiled.hidden
     return hidden
+
+
+def _tiered_form(jitted: Jitted, spec_key, compiled: tuple, dynamic, hidden) -> tuple:
+    """The specialization just compiled, made tiered (`transformer.tiered`) when asked
+    and it pays: its entry then calls the NumPy tier until the machine code is ready."""
+    if not (jitted._cpu and tiered.enabled(jitted.tiered)):
+        return compiled
+    if compiled[0] is not jitted._last_compiled.function:   # another thread's compile
+        return compiled
+
+    def switched(dispatcher):
+        if jitted._specs.get(spec_key, (None,))[0] is tier:
+            jitted._specs[spec_key] = (dispatcher,) + compiled[1:]
+
+    tier = tiered.start(jitted._last_function, jitted._last_compiled, tuple(dynamic),
+                        tuple(hidden), switched)
+    if tier is None:
+        return compiled
+    jitted._specs[spec_key] = (tier,) + compiled[1:]
+    return jitted._specs[spec_key]
 
 
 def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:
