@@ -43,7 +43,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, captured_arrays, freshness, materialize, tiered
+from . import bounds, broadcast_errors, captured_arrays, freshness, materialize, tiered
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -340,8 +340,9 @@ class Jitted(ShowsSource):
             result = function(*dynamic, *hidden)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
-        except IndexError as exc:
-            located = with_source_line(exc)
+        except (IndexError, ValueError) as exc:
+            located = (with_source_line(exc) if isinstance(exc, IndexError) else
+                       broadcast_errors.located(exc, function, (*dynamic, *hidden)))
             if located is exc:
                 raise
             raise located from None

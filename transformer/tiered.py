@@ -87,6 +87,11 @@ class TieredFunction:
         return self._ready(wait=True)(*args)
 
     @property
+    def py_func(self) -> Callable:
+        """The generated Python function, as a Numba dispatcher names it."""
+        return self._background.dispatcher.py_func
+
+    @property
     def switched(self) -> bool:
         """Whether calls run the machine code now."""
         return self._compiled is not None
