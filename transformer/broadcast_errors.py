@@ -6,25 +6,21 @@ line of the program: their only location is Numba's own source. `located` runs t
 generated function's Python form - the dispatcher's `py_func`, whose callees are compiled
 already - on copies of the arguments (the compiled run may have written into them, and
 this run must not write into them again). NumPy raises its own message there, with the
-shapes, at a line of a generated module; `user_site` maps that line to the user's
-statement.
+shapes, at a line of a generated module; `generated_lines.user_site` maps that line to
+the user's statement.
 
 Contract: `located` returns a new ValueError `file:line:col: <NumPy's message>` with the
 line and a caret (the form of `index_checks.with_source_line`), or the original exception
-when the Python form does not fail the same way. The user's statement is the one in the
-function named by the generated module's header (`codegen.backends.ORIGIN_PREFIX`) whose
-syntax equals the generated statement's, else the one expression whose syntax equals the
-value the generated statement assigns (a transformation names intermediate values); when
-there is not exactly one, the generated statement is the one shown (its module is on
-disk, readable).
+when the Python form does not fail the same way. Where the user's code cannot be told
+for sure, the generated statement is the one shown (its module is on disk, readable).
 """
 from __future__ import annotations
 
-import ast
 import linecache
 
 import numpy as np
 
+from .generated_lines import user_site
 from .random_sites import origin_function
 
 _NUMBA_BROADCAST = ("unable to broadcast", "cannot be broadcast", "could not be broadcast")
@@ -64,40 +60,6 @@ def _generated_site(traceback) -> tuple[str, int] | None:
             site = filename, traceback.tb_lineno
         traceback = traceback.tb_next
     return site
-
-
-def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
-    """(file, line, col) of the user's statement that generated line `lineno` of module
-    `generated` is a copy of, or None when it cannot be told for sure."""
-    found = origin_function(generated)
-    if found is None:
-        return None
-    filename, function = found
-    statement = _statement_at(generated, lineno)
-    if statement is None:
-        return None
-    same = _equal(function, statement, ast.stmt)
-    value = getattr(statement, "value", None)
-    if len(same) != 1 and isinstance(value, ast.expr):     # a statement of the ANF form
-        same = _equal(function, value, ast.expr)
-    if len(same) != 1:
-        return None
-    return filename, same[0].lineno, same[0].col_offset
-
-
-def _equal(function: ast.FunctionDef, node: ast.AST, kind: type) -> list:
-    wanted = ast.dump(node)
-    return [n for n in ast.walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]
-
-
-def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
-        return None
-    at = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
-          and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
-    return at[-1] if at else None
 
 
 def _indent(filename: str, lineno: int) -> int:

@@ -43,7 +43,8 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, broadcast_errors, captured_arrays, freshness, materialize, tiered
+from . import (bounds, broadcast_errors, captured_arrays, freshness, generated_lines,
+               materialize, tiered)
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -508,13 +509,8 @@ class Jitted(ShowsSource):
         refused = _refused_sampler(text, filename, lineno, f"{self.__name__}({types})")
         if refused is not None:
             return refused
-        line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
-        return TransformError(
-            f"Numba could not compile {self.__name__} for arguments ({types}): "
-            f"{_numba_reason(text)}", filename=filename, lineno=lineno,
-            col=len(line) - len(line.lstrip()), line=line or None,
-            hint="this is the generated line Numba rejected; jit(..., backend='python') runs "
-                 "the same code without Numba")
+        return _numba_refusal(f"Numba could not compile {self.__name__} for arguments "
+                              f"({types}): {_numba_reason(text)}", filename, lineno)
 
     # ------------------------------------------------------------------ inspecting
     def cache_info(self) -> CacheInfo:
@@ -642,6 +638,22 @@ def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError |
              "np.float64 (integer types for randint and bits), and bounds are scalars")
 
 
+def _numba_refusal(message: str, filename: str | None, lineno: int | None) -> TransformError:
+    """Numba's refusal of generated line `lineno` of `filename`, at the user's code it was
+    made from when that can be told (`generated_lines`), else at the generated line."""
+    line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
+    hint = "jit(..., backend='python') runs the same code without Numba"
+    site = generated_lines.user_site(filename, lineno) if filename and lineno else None
+    if site is None:
+        return TransformError(message, filename=filename, lineno=lineno,
+                              col=len(line) - len(line.lstrip()), line=line or None,
+                              hint="this is the generated line Numba rejected; " + hint)
+    return TransformError(message, filename=site[0], lineno=site[1], col=site[2],
+                          line=linecache.getline(site[0], site[1]).rstrip() or None,
+                          hint=f"Numba rejected line {lineno} of the generated module "
+                               f"{filename}: `{line.strip()}`; {hint}")
+
+
 def _numba_reason(text: str) -> str:
     """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -650,6 +662,12 @@ def _numba_reason(text: str) -> str:
                if line.startswith("TypingError: ")]
     if refused:
         return refused[-1]
+    # of the candidates Numba tried, the one that said why (`cannot index array(float64,
+    # 1d, C) with 2 indices`) beats the summary "No implementation of function ..."
+    specific = [line.split("NumbaTypeError: ", 1)[1] for line in lines
+                if "NumbaTypeError: " in line]
+    if specific:
+        return specific[0]
     reasons = [line for line in lines if not line.startswith("Failed in ")]
     return reasons[0] if reasons else (lines[0] if lines else "typing failed")
 
