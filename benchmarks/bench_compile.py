@@ -31,6 +31,12 @@ add up to the first call:
 `import` (seconds to `import transformer` in that process) and `second` (the second call)
 are printed beside them, and the target for each case's first call (issue #16).
 
+With `--tiered`, each case also runs with `jit`'s tiered execution (rows `case+tiered`,
+SECANT_TIERED=1): the first call runs the generated NumPy source while a child process
+compiles, so `first` is the transformation and one NumPy run in this process (the child's
+CPU time is not in it), and `ready` is the wall-clock seconds from the first call until
+calls run the machine code.
+
 `--clock cpu` (the default) times with the process's CPU time, which a loaded machine
 inflates far less than wall-clock time (with 8 compiles sharing 2 cores, wall-clock is
 3-5x the CPU time); `--clock wall` gives the wall-clock figures.
@@ -166,14 +172,19 @@ def measure(name: str) -> dict:
     install(stages)
     fn, args = _case(name)
     stages.enter("transform")
-    started = clock()
+    started, wall = clock(), time.perf_counter()
     fn(*args)
     first = clock() - started
     stages.leave()
     started = clock()
     fn(*args)
     second = clock() - started
-    return {**stages.seconds, "first": first, "import": imported, "second": second}
+    times = {**stages.seconds, "first": first, "import": imported, "second": second}
+    if os.environ.get("SECANT_TIERED"):
+        for function, _, _ in fn._specs.values():
+            function.wait()             # a TieredFunction: until the machine code runs
+        times["ready"] = time.perf_counter() - wall
+    return times
 
 
 def _environment(**extra) -> dict:
@@ -181,11 +192,13 @@ def _environment(**extra) -> dict:
             **extra}
 
 
-def run_fresh(name: str, warm: bool = False, clock_name: str = "cpu") -> list[dict]:
+def run_fresh(name: str, warm: bool = False, clock_name: str = "cpu",
+              tiered: bool = False) -> list[dict]:
     """`measure(name)` in a new process with an empty cache directory; with `warm`, then
     again in another new process on the cache the first one filled."""
     with tempfile.TemporaryDirectory(prefix="secant-bench-") as cache:
-        env = _environment(SECANT_CACHE_DIR=cache, SECANT_BENCH_CLOCK=clock_name)
+        env = _environment(SECANT_CACHE_DIR=cache, SECANT_BENCH_CLOCK=clock_name,
+                           **({"SECANT_TIERED": "1"} if tiered else {}))
         runs = []
         for _ in range(2 if warm else 1):
             out = subprocess.run([sys.executable, __file__, "--measure", name], env=env,
@@ -196,9 +209,11 @@ def run_fresh(name: str, warm: bool = False, clock_name: str = "cpu") -> list[di
 
 def print_breakdown(results: dict[str, list[dict]], clock_name: str) -> None:
     columns = STAGES + ("first", "import", "second")
+    if any("ready" in run for runs in results.values() for run in runs):
+        columns += ("ready",)
     print(f"{'case':<13}" + "".join(f"{c:>10}" for c in columns) + f"{'target':>8}")
     for name, runs in results.items():
-        medians = [statistics.median(r[c] for r in runs) for c in columns]
+        medians = [statistics.median(r.get(c, float("nan")) for r in runs) for c in columns]
         target = f"{TARGETS[name]:>8.1f}" if name in TARGETS else ""
         print(f"{name:<13}" + "".join(f"{m:>10.3f}" for m in medians) + target)
     print(f"({clock_name} seconds, median of {len(next(iter(results.values())))} fresh "
@@ -248,6 +263,8 @@ def main(argv=None) -> None:
                         help="CPU time (default: a loaded machine inflates it less) or wall")
     parser.add_argument("--imports", action="store_true",
                         help="also time `import transformer`, with and without bytecode")
+    parser.add_argument("--tiered", action="store_true",
+                        help="also run each case with jit's tiered execution (SECANT_TIERED)")
     parser.add_argument("--json", help="also write the raw runs here")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -261,6 +278,9 @@ def main(argv=None) -> None:
             for label, run in zip((name, name + "+warm"),
                                   run_fresh(name, args.warm, args.clock)):
                 results.setdefault(label, []).append(run)
+            if args.tiered:
+                run, = run_fresh(name, clock_name=args.clock, tiered=True)
+                results.setdefault(name + "+tiered", []).append(run)
     print_breakdown(results, args.clock)
     if args.imports:
         print_imports(args.repeat, args.clock)

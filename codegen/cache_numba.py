@@ -207,6 +207,14 @@ class SealedCache(FunctionCache):
                                        Path(root))
         self.enable()
 
+    def holds(self, sig, target_context) -> bool:
+        """Whether the index on disk lists machine code for `sig` (nothing is loaded)."""
+        try:
+            key = self._index_key(sig, target_context.codegen())
+            return key in self._cache_file._load_index()
+        except OSError:
+            return False
+
     def _load_overload(self, sig, target_context):
         try:
             return super()._load_overload(sig, target_context)

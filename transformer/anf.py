@@ -96,7 +96,9 @@ class _Normalizer:
             value = self.atom(stmt.value, out, "value")
             base = self.atom(target.value, out, "base")
             index = self.index(target.slice, out)
-            out.append(assign(gast.Subscript(value=base, slice=index, ctx=gast.Store()), value))
+            write = gast.copy_location(gast.Subscript(value=base, slice=index, ctx=gast.Store()),
+                                       target)
+            out.append(assign(write, value))
             return None
         raise self.fn.origin.error(stmt, "assignment to this target is not supported",
                                    "assign to a variable or an array element")
@@ -178,7 +180,15 @@ class _Normalizer:
         return name(tmp)
 
     def simple(self, expr, out, hint: str):
-        """`expr` as one operation over atoms (may emit statements for its operands)."""
+        """`expr` as one operation over atoms (may emit statements for its operands), at
+        `expr`'s position (a check on it reports the user's column, not its statement's)."""
+        simple = self._simple(expr, out, hint)
+        if simple is not expr and getattr(simple, "lineno", None) is None \
+                and getattr(expr, "lineno", None) is not None:
+            gast.copy_location(simple, expr)
+        return simple
+
+    def _simple(self, expr, out, hint: str):
         folded = _fold_negative_constant(expr)
         if folded is not None:
             return folded

@@ -29,9 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import linecache
 import os
-import re
 import threading
 import time
 import warnings
@@ -43,7 +41,8 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import bounds, captured_arrays, freshness, materialize
+from . import (bounds, broadcast_errors, captured_arrays, freshness, materialize,
+               numba_errors, tiered)
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -89,7 +88,7 @@ def jit(fun: Callable, *,  # type: ignore[overload-overlap]
 def jit(fun: Callable, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ..., fastmath: bool = ...,
         boundscheck: bool = ..., debug_nans: bool | None = ...,
-        max_specializations: int | None = ...) -> Jitted: ...
+        max_specializations: int | None = ..., tiered: bool | None = ...) -> Jitted: ...
 @overload
 def jit(fun: None = None, *,  # type: ignore[overload-overlap]
         static_argnums: Argnums = ..., static_argnames: _Names = ...,
@@ -100,11 +99,12 @@ def jit(fun: None = None, *,  # type: ignore[overload-overlap]
 def jit(fun: None = None, *, static_argnums: Argnums = ..., static_argnames: _Names = ...,
         backend: str = ..., parallel: bool = ...,
         fastmath: bool = ..., boundscheck: bool = ..., debug_nans: bool | None = ...,
-        max_specializations: int | None = ...) -> Callable[[Callable], Jitted]: ...
+        max_specializations: int | None = ..., tiered: bool | None = ...
+        ) -> Callable[[Callable], Jitted]: ...
 def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
         static_argnames: _Names = (), backend: str = "cpu", parallel: bool = False,
         fastmath: bool = False, boundscheck: bool = True, debug_nans: bool | None = None,
-        max_specializations: int | None = None,
+        max_specializations: int | None = None, tiered: bool | None = None,
         ) -> Jitted | CudaJitted | Callable[[Callable], Any]:
     """Compile `fun`; usable as `@jit`, `@jit(static_argnums=1)` or `jit(grad(f))`.
 
@@ -118,18 +118,23 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
     (`transformer.nan_checks`); None: `config.update("jax_debug_nans", ...)`, else the
     environment variable SECANT_DEBUG_NANS, read when a specialization is compiled.
     `max_specializations`: warn once when more are compiled (None: the environment
-    variable SECANT_MAX_SPECIALIZATIONS, else 20)."""
+    variable SECANT_MAX_SPECIALIZATIONS, else 20). `tiered=True` (None: the environment
+    variable SECANT_TIERED) runs a new specialization's first calls as NumPy while
+    another process compiles it (`transformer.tiered`)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, backend=backend,
                                  parallel=parallel, fastmath=fastmath,
                                  boundscheck=boundscheck, debug_nans=debug_nans,
-                                 max_specializations=max_specializations)
+                                 max_specializations=max_specializations, tiered=tiered)
     if backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {backends.BACKENDS}")
     if getattr(fun, "__secant_compiled__", False):     # pmap(f) runs compiled stages
         return fun
     if backend == "cuda":
+        if tiered:
+            raise ValueError("tiered=True is for the cpu backend: a CUDA kernel has no "
+                             "NumPy tier to run while it compiles")
         if debug_nans:
             raise ValueError("debug_nans is not supported on backend='cuda': check on the "
                              "cpu backend (or backend='python') with the same inputs")
@@ -141,6 +146,7 @@ def jit(fun: Callable | None = None, *, static_argnums: Argnums = (),
                     Options(backend=backend, parallel=parallel, fastmath=fastmath,
                             boundscheck=boundscheck, debug_nans=debug_nans))
     jitted.max_specializations = _specialization_limit(max_specializations)
+    jitted.tiered = tiered
     return jitted
 
 
@@ -172,6 +178,7 @@ class Jitted(ShowsSource):
     """A compiled function; call it like the original."""
 
     max_specializations = DEFAULT_MAX_SPECIALIZATIONS
+    tiered: bool | None = None      # transformer.tiered: None reads SECANT_TIERED
 
     def __init__(self, fun, static_argnums, static_argnames, options: Options):
         self.fun = fun
@@ -307,6 +314,7 @@ class Jitted(ShowsSource):
                 jitted = self._variants[key] = Jitted(
                     target, self._static_argnums, self._static_argnames, self.options)
                 jitted.max_specializations = self.max_specializations
+                jitted.tiered = self.tiered
         return jitted
 
     def _first_call(self, spec_key, dynamic, layouts, static):
@@ -319,6 +327,7 @@ class Jitted(ShowsSource):
             timing.secant_seconds += self._parse_seconds
             self._parse_seconds = 0.0
             hidden = _hidden_now(self, compiled)
+            compiled = _tiered_form(self, spec_key, compiled, dynamic, hidden)
             with timing.running():
                 result = self._run(compiled, dynamic, hidden)
         self._compile_seconds += timing.seconds
@@ -330,8 +339,9 @@ class Jitted(ShowsSource):
             result = function(*dynamic, *hidden)
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
-        except IndexError as exc:
-            located = with_source_line(exc)
+        except (IndexError, ValueError) as exc:
+            located = (with_source_line(exc) if isinstance(exc, IndexError) else
+                       broadcast_errors.located(exc, function, (*dynamic, *hidden)))
             if located is exc:
                 raise
             raise located from None
@@ -416,7 +426,7 @@ class Jitted(ShowsSource):
         readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
                         for array in compiled.hidden)
         self._specs[spec_key] = (compiled.function, keys, readers)
-        self._last_compiled = compiled
+        self._last_compiled, self._last_function = compiled, fn
         return self._specs[spec_key]
 
     def _transformed(self, spec_key, static, layouts) -> tuple:
@@ -475,35 +485,7 @@ class Jitted(ShowsSource):
 
     def _typing_error(self, exc, dynamic, function) -> TransformError:
         names = [n for n in self.signature.parameters if n not in self.static_names]
-        path = getattr(getattr(function, "py_func", function), "__code__", None)
-        filename = path.co_filename if path else None
-        for name, value in zip(names, dynamic):
-            try:
-                numba.typeof(value)
-            except (ValueError, TypeError):
-                return TransformError(
-                    f"argument {name!r} of {self.__name__} has type {type(value).__name__}, "
-                    "which Numba cannot compile", filename=filename,
-                    lineno=path.co_firstlineno if path else None, col=0,
-                    hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
-                         "jit(..., backend='python') for other types")
-        text = _ANSI.sub("", str(exc))
-        match = re.search(r'File "([^"]+)", line (\d+)', text)
-        if match:       # Numba prints the path relative to the working directory
-            filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
-        else:
-            lineno = path.co_firstlineno if path else None
-        types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
-        refused = _refused_sampler(text, filename, lineno, f"{self.__name__}({types})")
-        if refused is not None:
-            return refused
-        line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
-        return TransformError(
-            f"Numba could not compile {self.__name__} for arguments ({types}): "
-            f"{_numba_reason(text)}", filename=filename, lineno=lineno,
-            col=len(line) - len(line.lstrip()), line=line or None,
-            hint="this is the generated line Numba rejected; jit(..., backend='python') runs "
-                 "the same code without Numba")
+        return numba_errors.typing_error(self.__name__, names, exc, dynamic, function)
 
     # ------------------------------------------------------------------ inspecting
     def cache_info(self) -> CacheInfo:
@@ -556,9 +538,6 @@ class Jitted(ShowsSource):
         return f"<secant.jit {self.__name__} backend={self.options.backend}>"
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
 def call_variant(jitted: Jitted, args, kwargs) -> Jitted:
     """The jitted function a call runs: `jitted`, or the one for the call variant its
     transformation picks for these arguments (after refusing what it refuses)."""
@@ -594,33 +573,24 @@ def _hidden_now(jitted: Jitted, compiled) -> tuple:
     return hidden
 
 
-def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:
-    """A random sampler's refusal of its arguments, located at the user's call (see
-    `transformer.random_sites`); None for other errors or when that call is not found."""
-    from . import random_sites
-    reason = _numba_reason(text)
-    sampler = random_sites.sampler_of(reason)
-    site = random_sites.user_site(filename, lineno, sampler) if sampler and filename else None
-    if site is None:
-        return None
-    return TransformError(
-        f"{reason} (jit of {call})", filename=site[0], lineno=site[1], col=site[2],
-        line=linecache.getline(site[0], site[1]).rstrip() or None,
-        hint="under jit a key is a uint32 array of shape (2,) from random.PRNGKey or "
-             "random.split, a shape an int or a tuple of ints, a dtype np.float32 or "
-             "np.float64 (integer types for randint and bits), and bounds are scalars")
+def _tiered_form(jitted: Jitted, spec_key, compiled: tuple, dynamic, hidden) -> tuple:
+    """The specialization just compiled, made tiered (`transformer.tiered`) when asked
+    and it pays: its entry then calls the NumPy tier until the machine code is ready."""
+    if not (jitted._cpu and tiered.enabled(jitted.tiered)):
+        return compiled
+    if compiled[0] is not jitted._last_compiled.function:   # another thread's compile
+        return compiled
 
+    def switched(dispatcher):
+        if jitted._specs.get(spec_key, (None,))[0] is tier:
+            jitted._specs[spec_key] = (dispatcher,) + compiled[1:]
 
-def _numba_reason(text: str) -> str:
-    """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # an overload that refused its arguments says why (e.g. the runtime random samplers)
-    refused = [line.split("TypingError: ", 1)[1] for line in lines
-               if line.startswith("TypingError: ")]
-    if refused:
-        return refused[-1]
-    reasons = [line for line in lines if not line.startswith("Failed in ")]
-    return reasons[0] if reasons else (lines[0] if lines else "typing failed")
+    tier = tiered.start(jitted._last_function, jitted._last_compiled, tuple(dynamic),
+                        tuple(hidden), switched)
+    if tier is None:
+        return compiled
+    jitted._specs[spec_key] = (tier,) + compiled[1:]
+    return jitted._specs[spec_key]
 
 
 # exact types that are never containers: checked first, as the per-call fast path

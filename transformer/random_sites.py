@@ -41,21 +41,30 @@ def sampler_of(reason: str) -> str | None:
 def user_site(generated: str, lineno: int, sampler: str) -> tuple[str, int, int] | None:
     """(file, line, col) of the user's call to `sampler` that generated line `lineno` of
     the module `generated` makes, or None when it cannot be told for sure."""
-    header = next((line for line in linecache.getlines(generated)[:3]
-                   if line.startswith(ORIGIN_PREFIX)), None)
-    origin = _ORIGIN.match(header.strip()) if header else None
-    if origin is None:
+    found = origin_function(generated)
+    if found is None:
         return None
-    function = _function_at(origin["file"], int(origin["line"]), origin["name"])
-    if function is None:
-        return None
+    filename, function = found
     candidates = [call for call in ast.walk(function) if _callee(call) == sampler]
     wanted = _generated_arguments(generated, lineno, sampler)
     same = [call for call in candidates if _arguments(call) == wanted]
     found = same if len(same) == 1 else candidates
     if len(found) != 1:
         return None
-    return origin["file"], found[0].lineno, found[0].col_offset
+    return filename, found[0].lineno, found[0].col_offset
+
+
+def origin_function(generated: str) -> tuple[str, ast.FunctionDef] | None:
+    """(the user's file, the user's function) that module `generated` was made from, as
+    its header names them; None for a file that is not a generated module or cannot be
+    read."""
+    header = next((line for line in linecache.getlines(generated)[:3]
+                   if line.startswith(ORIGIN_PREFIX)), None)
+    origin = _ORIGIN.match(header.strip()) if header else None
+    if origin is None:
+        return None
+    function = _function_at(origin["file"], int(origin["line"]), origin["name"])
+    return None if function is None else (origin["file"], function)
 
 
 def _function_at(filename: str, def_line: int, name: str):

@@ -181,3 +181,20 @@ def test_generated_index_forms_under_vmap_and_grad_match_numpy(tmp_path, ndim, k
                               central_differences(module.loss, [xs[0], *args]), what)
         checked += 1
     assert checked == 3, f"{source}: too few draws in bounds"
+
+
+def _doubled_item(x, i):
+    y = np.sin(x)
+    return y[i] * 2.0
+
+
+@pytest.mark.parametrize("transform", ["jit", "grad", "vmap"])
+def test_index_error_caret_is_at_the_subscript_under_every_transformation(transform):
+    f = {"jit": jit(_doubled_item), "grad": jit(grad(_doubled_item)),
+         "vmap": jit(vmap(_doubled_item, in_axes=(0, None)))}[transform]
+    x = np.ones((2, 3)) if transform == "vmap" else np.ones(3)
+    with pytest.raises(IndexError, match="index 5 is out of bounds") as err:
+        f(x, 5)
+    first, shown, caret = str(err.value).splitlines()
+    assert shown.strip() == "return y[i] * 2.0"
+    assert shown[caret.index("^"):].startswith("y[i]")

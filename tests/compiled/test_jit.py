@@ -1,6 +1,8 @@
 """jit: values against plain Python, static folding, the content-keyed cache, errors."""
 import importlib.util
+import linecache
 import os
+import re
 import subprocess
 import sys
 
@@ -199,7 +201,7 @@ def test_decorator_forms():
     assert "@jit" not in source(programs.decorated_cubic)
 
 
-def test_numba_typing_failure_points_at_the_generated_line():
+def test_numba_typing_failure_points_at_the_users_line_and_names_the_generated_one():
     f = jit(programs.uses_tensordot)
     with pytest.raises(TransformError) as info:
         f(np.ones(3), np.ones(3))
@@ -207,9 +209,25 @@ def test_numba_typing_failure_points_at_the_generated_line():
     assert "Numba could not compile uses_tensordot" in err.message
     assert "a: array(float64, 1d, C)" in err.message
     assert "numpy.tensordot" in err.message and "\x1b[" not in err.message
-    assert os.path.isabs(err.filename) and err.filename.startswith(
-        str(backends.modules.cache_dir()))
+    assert err.filename == programs.__file__
     assert err.line.strip() == "return np.tensordot(c, c, 1)"
     assert err.line[err.col:].startswith("return")
+    generated = re.search(r"line (\d+) of the generated module (\S+):", err.hint)
+    assert generated and generated[2].startswith(str(backends.modules.cache_dir()))
+    assert linecache.getline(generated[2], int(generated[1])).strip() == \
+        "return np.tensordot(c, c, 1)"
     assert "backend='python'" in err.hint
+
+
+def _too_many_indices(x):
+    return x[0, None, 1] * 2.0
+
+
+def test_an_index_numba_cannot_type_is_refused_at_the_subscript_with_its_reason():
+    with pytest.raises(TransformError) as info:
+        jit(_too_many_indices)(np.ones(3))
+    err = info.value
+    assert err.filename == __file__ and err.line.strip() == "return x[0, None, 1] * 2.0"
+    assert err.line[err.col:].startswith("x[0, None, 1]")
+    assert "cannot index array(float64, 1d, C) with 2 indices" in err.message
     assert jit(programs.uses_tensordot, backend="python")(np.ones(3), np.ones(3)) == 12.0

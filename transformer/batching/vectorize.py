@@ -19,7 +19,7 @@ from ..function import Function, resolve
 from ..nan_checks import ADJOINT
 from ..rules import batching as rules
 from ..runtime.examples import example_values
-from ..syntax import assign, name, store
+from ..syntax import assign, located, name, store
 from .analysis import (
     Analysis,
     _axis_name_of,
@@ -347,6 +347,11 @@ class _Vectorizer(_Emitter):
         return self.helper(on_batched, value), False
 
     def getitem(self, node, stmt):
+        """`node` (a subscript) batched, at `node`'s position (a check on the new index
+        reports the user's column)."""
+        return located(self._getitem(node, stmt), node)
+
+    def _getitem(self, node, stmt):
         base, index = node.value, node.slice
         base_flag = self.flag(base)
         if isinstance(index, gast.Constant) and not isinstance(base_flag, bool):

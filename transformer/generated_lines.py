@@ -1,0 +1,64 @@
+"""The user's line that a line of a generated module came from.
+
+Errors found in generated code - Numba refusing a line while typing it, NumPy failing a
+line when the Python form runs - know only the generated module's line. `user_site` finds
+the user's statement or expression it came from, or says it cannot be told for sure.
+
+Contract: the generated module's header names the user's file, the line of the function's
+`def` and its name (`codegen.backends.ORIGIN_PREFIX`, read by
+`random_sites.origin_function`). Within that function the site is, in order:
+1. the location a check on that line reports (`'file:line:col'`, a string constant of
+   the generated statement naming the user's file: an index check's site);
+2. the one statement whose syntax equals the generated statement's;
+3. the one expression whose syntax equals the value the generated statement assigns or
+   returns (a transformation names intermediate values: `t_times_y = t * y`).
+Anything else (no header, several candidates, a file that cannot be read) gives None.
+"""
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+
+from .random_sites import origin_function
+
+_SITE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
+
+
+def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
+    """(file, line, col from 0) of the user's code that generated line `lineno` of module
+    `generated` was made from, or None when it cannot be told for sure."""
+    found = origin_function(generated)
+    statement = _statement_at(generated, lineno) if found else None
+    if statement is None:
+        return None
+    filename, function = found
+    checked = {(m["file"], int(m["line"]), int(m["col"]) - 1)
+               for node in ast.walk(statement) if isinstance(node, ast.Constant)
+               and isinstance(node.value, str) and (m := _SITE.match(node.value))
+               and m["file"] == filename}
+    if len(checked) == 1:
+        return checked.pop()
+    same = _equal(function, statement, ast.stmt)
+    value = getattr(statement, "value", None)
+    if len(same) != 1 and isinstance(value, ast.expr):
+        same = _equal(function, value, ast.expr)
+    if len(same) != 1:
+        return None
+    return filename, same[0].lineno, same[0].col_offset
+
+
+def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
+    """The innermost simple statement starting at `lineno` of `filename`."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+    at = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
+          and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
+    return at[-1] if at else None
+
+
+def _equal(function: ast.FunctionDef, node: ast.AST, kind: type) -> list:
+    wanted = ast.dump(node)
+    return [n for n in ast.walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]

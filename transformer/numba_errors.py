@@ -1,0 +1,100 @@
+"""Numba's refusals of generated code, told at the user's code in a line that says why.
+
+`typing_error` turns a Numba `TypingError` raised at a specialization's first call into a
+`TransformError`: an argument Numba has no type for is named; a random sampler's refusal
+of its arguments is located at the user's call (`random_sites`); anything else gets the
+one line of Numba's report that says what went wrong, at the user's line the rejected
+generated line was made from (`generated_lines`), naming that generated line in the hint.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+
+import numba
+
+from . import generated_lines, random_sites
+from .errors import TransformError
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def typing_error(name: str, names: list, exc, dynamic, function) -> TransformError:
+    """The TransformError for Numba's `exc` compiling `function` (the jitted `name`, whose
+    dynamic parameters `names` got `dynamic`)."""
+    path = getattr(getattr(function, "py_func", function), "__code__", None)
+    filename = path.co_filename if path else None
+    for argument, value in zip(names, dynamic):
+        try:
+            numba.typeof(value)
+        except (ValueError, TypeError):
+            return TransformError(
+                f"argument {argument!r} of {name} has type {type(value).__name__}, "
+                "which Numba cannot compile", filename=filename,
+                lineno=path.co_firstlineno if path else None, col=0,
+                hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
+                     "jit(..., backend='python') for other types")
+    text = _ANSI.sub("", str(exc))
+    match = re.search(r'File "([^"]+)", line (\d+)', text)
+    if match:       # Numba prints the path relative to the working directory
+        filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
+    else:
+        lineno = path.co_firstlineno if path else None
+    types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+    refused = _refused_sampler(text, filename, lineno, f"{name}({types})")
+    if refused is not None:
+        return refused
+    return _numba_refusal(f"Numba could not compile {name} for arguments "
+                          f"({types}): {_numba_reason(text)}", filename, lineno)
+
+
+def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:
+    """A random sampler's refusal of its arguments, located at the user's call (see
+    `transformer.random_sites`); None for other errors or when that call is not found."""
+
+    reason = _numba_reason(text)
+    sampler = random_sites.sampler_of(reason)
+    site = random_sites.user_site(filename, lineno, sampler) if sampler and filename else None
+    if site is None:
+        return None
+    return TransformError(
+        f"{reason} (jit of {call})", filename=site[0], lineno=site[1], col=site[2],
+        line=linecache.getline(site[0], site[1]).rstrip() or None,
+        hint="under jit a key is a uint32 array of shape (2,) from random.PRNGKey or "
+             "random.split, a shape an int or a tuple of ints, a dtype np.float32 or "
+             "np.float64 (integer types for randint and bits), and bounds are scalars")
+
+
+def _numba_refusal(message: str, filename: str | None, lineno: int | None) -> TransformError:
+    """Numba's refusal of generated line `lineno` of `filename`, at the user's code it was
+    made from when that can be told (`generated_lines`), else at the generated line."""
+    line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
+    hint = "jit(..., backend='python') runs the same code without Numba"
+    site = generated_lines.user_site(filename, lineno) if filename and lineno else None
+    if site is None:
+        return TransformError(message, filename=filename, lineno=lineno,
+                              col=len(line) - len(line.lstrip()), line=line or None,
+                              hint="this is the generated line Numba rejected; " + hint)
+    return TransformError(message, filename=site[0], lineno=site[1], col=site[2],
+                          line=linecache.getline(site[0], site[1]).rstrip() or None,
+                          hint=f"Numba rejected line {lineno} of the generated module "
+                               f"{filename}: `{line.strip()}`; {hint}")
+
+
+def _numba_reason(text: str) -> str:
+    """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # an overload that refused its arguments says why (e.g. the runtime random samplers)
+    refused = [line.split("TypingError: ", 1)[1] for line in lines
+               if line.startswith("TypingError: ")]
+    if refused:
+        return refused[-1]
+    # of the candidates Numba tried, the one that said why (`cannot index array(float64,
+    # 1d, C) with 2 indices`) beats the summary "No implementation of function ..."
+    specific = [line.split("NumbaTypeError: ", 1)[1] for line in lines
+                if "NumbaTypeError: " in line]
+    if specific:
+        return specific[0]
+    reasons = [line for line in lines if not line.startswith("Failed in ")]
+    return reasons[0] if reasons else (lines[0] if lines else "typing failed")

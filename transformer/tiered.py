@@ -1,0 +1,162 @@
+"""Tiered execution: a new specialization runs as NumPy while Numba compiles it elsewhere.
+
+`jit(f, tiered=True)` (or `SECANT_TIERED=1` for every cpu `jit` that does not say) makes
+the first call of a new specialization cost only secant's transformation: the call runs
+the same transformed function emitted for the `python` backend - the generated NumPy
+source - while a child process compiles the machine code into the disk cache
+(`codegen.precompile`). Each later call checks, without waiting, whether the child is
+done; the first call that finds it done loads the machine code from the cache and puts it
+in the specialization's place, so every later call runs it directly. When the cache
+already holds the machine code (a warm second process), or the module cannot be sent to
+another process, the specialization is compiled here as without tiering.
+
+It is opt-in because the two tiers are not interchangeable in every respect:
+- the NumPy source runs Python loops at interpreter speed, so the first calls of a
+  loop-heavy function can take longer than compiling it would have;
+- results agree to rounding, not bit for bit (NumPy's `exp` and secant's SIMD forms round
+  differently in the last place);
+- an error only Numba finds (a value of a type it cannot compile) is raised by the call
+  that switches, in this process, rather than by the first call.
+A call whose NumPy tier raises is run again by the machine code (waiting for it), with
+its array arguments first put back as they were, so it raises exactly what the compiled
+function raises (an `IndexError` at the user's line, say); only what the NumPy tier did
+outside its arguments before the error (a debug print) happens twice.
+
+Invariant: tiering never changes which Function is compiled, only when and where; the
+NumPy tier is the same Function, emitted for the `python` backend.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from typing import Callable
+
+import numba
+import numpy as np
+
+from codegen import compile_log, precompile
+from codegen.backends import Compiled
+
+from . import materialize
+from .function import Function
+
+ENVIRONMENT_SWITCH = "SECANT_TIERED"
+
+
+def enabled(option: bool | None) -> bool:
+    """`jit`'s `tiered` option, or the environment switch when it is None."""
+    if option is not None:
+        return bool(option)
+    return os.environ.get(ENVIRONMENT_SWITCH, "").strip().lower() not in ("", "0", "false")
+
+
+class TieredFunction:
+    """Calls the NumPy tier until the child compiling the machine code is done, then the
+    machine code (loaded from the disk cache), telling `on_switch` once."""
+
+    def __init__(self, python: Callable, hidden: tuple,
+                 background: precompile.Background, name: str,
+                 on_switch: Callable[[Callable], None]):
+        self._python = python
+        # the NumPy tier binds the captured arrays of its making (`captured_arrays`); a
+        # call passing others (a global rebound since) runs the machine code
+        self._hidden = hidden
+        self._background = background
+        self._name = name
+        self._on_switch = on_switch
+        self._compiled: Callable | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args):
+        compiled = self._compiled if self._compiled is not None else self._ready()
+        if compiled is not None:
+            return compiled(*args)
+        own = len(args) - len(self._hidden)
+        if any(now is not then for now, then in zip(args[own:], self._hidden)):
+            return self._ready(wait=True)(*args)
+        # the NumPy tier raises NumPy's errors, not the compiled code's located ones:
+        # on any error the arguments are put back as they were and the machine code runs
+        saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray) and a.flags.writeable]
+        try:
+            return self._python(*args[:own])
+        except Exception:
+            for array, before in saved:
+                array[...] = before
+        return self._ready(wait=True)(*args)
+
+    @property
+    def py_func(self) -> Callable:
+        """The generated Python function, as a Numba dispatcher names it."""
+        return self._background.dispatcher.py_func
+
+    @property
+    def switched(self) -> bool:
+        """Whether calls run the machine code now."""
+        return self._compiled is not None
+
+    def wait(self) -> None:
+        """Block until calls run the machine code (before timing the steady state)."""
+        self._ready(wait=True)
+
+    def _ready(self, wait: bool = False) -> Callable | None:
+        if not wait and not self._background.finished():
+            return None
+        with self._lock:
+            if self._compiled is None:
+                self._switch()
+        return self._compiled
+
+    def _switch(self) -> None:
+        dispatcher = self._background.dispatcher
+        if self._background.wait() == 0:
+            started = time.perf_counter()
+            dispatcher.compile(self._background.signature)      # a disk-cache load
+            compile_log.logger.info(
+                "%s now runs compiled code (compiled in another process; loaded "
+                "in %.1f s)", self._name, time.perf_counter() - started)
+        # a failed child: the dispatcher compiles at its first call here, and raises
+        # what Numba refuses at the user's line, as without tiering
+        self._compiled = dispatcher
+        self._on_switch(dispatcher)
+
+
+def start(fn: Function, compiled: Compiled, arguments: tuple, hidden: tuple,
+          on_switch: Callable[[Callable], None]) -> TieredFunction | None:
+    """The tiered form of the specialization `compiled` (of `fn`, to be called with
+    `arguments` and then the captured arrays `hidden`), or None when it should be compiled
+    here: machine code already cached, nothing to send to another process, or arguments
+    whose arithmetic Numba and NumPy type differently."""
+    dispatcher = compiled.function
+    if not hasattr(dispatcher, "compile") or not all(map(_same_in_both, arguments)):
+        return None
+    arguments = (*arguments, *hidden)
+    try:
+        signature = tuple(numba.typeof(a) for a in arguments)
+    except ValueError:          # a value Numba has no type for: it says so when called
+        return None
+    if precompile.cached(dispatcher, signature):
+        return None
+    background = precompile.start(compiled, signature)
+    if background is None:
+        return None
+    try:
+        numpy_options = dataclasses.replace(compiled.options, backend="python")
+        python = materialize.compile_function(fn, numpy_options).function
+    except BaseException:
+        background.stop()
+        raise
+    return TieredFunction(python, hidden, background, fn.name, on_switch)
+
+
+# Compiled integer arithmetic is int64 (README, "Types"): NumPy keeps uint8 + uint8 uint8,
+# wrapping where the machine code does not. Only values both tiers compute alike are tiered.
+_SAME_DTYPES = frozenset(map(np.dtype, ("float64", "float32", "complex128", "complex64",
+                                        "int64", "bool")))
+
+
+def _same_in_both(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.dtype in _SAME_DTYPES
+    return type(value) in (float, int, bool, complex, np.float64, np.int64, np.bool_)
