@@ -31,6 +31,7 @@ import dataclasses
 import os
 import threading
 import time
+import weakref
 from typing import Callable
 
 import numba
@@ -109,13 +110,15 @@ class TieredFunction:
         return self._compiled
 
     def _switch(self) -> None:
-        dispatcher = self._background.dispatcher
+        dispatcher, signature = self._background.dispatcher, self._background.signature
         if self._background.wait() == 0:
+            cached = precompile.cached(dispatcher, signature)
             started = time.perf_counter()
-            dispatcher.compile(self._background.signature)      # a disk-cache load
-            compile_log.logger.info(
-                "%s now runs compiled code (compiled in another process; loaded "
-                "in %.1f s)", self._name, time.perf_counter() - started)
+            dispatcher.compile(signature)       # a disk-cache load when cached
+            how = "loaded from the cache the other process filled" if cached else \
+                "compiled here: the other process's code was not in the cache"
+            compile_log.logger.info("%s now runs compiled code (%s, in %.1f s)", self._name,
+                                    how, time.perf_counter() - started)
         # a failed child: the dispatcher compiles at its first call here, and raises
         # what Numba refuses at the user's line, as without tiering
         self._compiled = dispatcher
@@ -145,9 +148,11 @@ def start(fn: Function, compiled: Compiled, arguments: tuple, hidden: tuple,
         numpy_options = dataclasses.replace(compiled.options, backend="python")
         python = materialize.compile_function(fn, numpy_options).function
     except BaseException:
-        background.stop()
+        background.release()
         raise
-    return TieredFunction(python, hidden, background, fn.name, on_switch)
+    tier = TieredFunction(python, hidden, background, fn.name, on_switch)
+    weakref.finalize(tier, background.release)  # dropped before switching: maybe no compile
+    return tier
 
 
 # Compiled integer arithmetic is int64 (README, "Types"): NumPy keeps uint8 + uint8 uint8,

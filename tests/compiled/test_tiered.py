@@ -2,6 +2,7 @@
 first calls run the generated NumPy source while another process compiles it, then the
 machine code takes over. Oracles: NumPy's own result, the analytic derivative, and the
 same function compiled without tiering (errors must match it exactly)."""
+import gc
 import sys
 
 import numpy as np
@@ -105,3 +106,43 @@ def test_what_numba_refuses_is_raised_located_once_the_child_fails():
         tier.wait()
         f(np.ones(3), np.ones(3))
     assert "np.tensordot" in info.value.line
+
+
+def _scaled(x, k):
+    return x * k
+
+
+def _shifted_by(x, k):
+    return x + k
+
+
+@pytest.mark.slow
+def test_children_beyond_the_limit_wait_their_turn_and_a_dropped_function_stops_its_own(
+        monkeypatch):
+    from codegen import precompile
+    monkeypatch.setattr(precompile, "MAX_CHILDREN", 1)
+    f, dropped = jit(_scaled, tiered=True), jit(_shifted_by, tiered=True)
+    kinds = [np.ones(2), np.ones(2, np.float32), np.ones((2, 2))]
+    for x in kinds:                     # three specializations: three tiered entries
+        np.testing.assert_array_equal(f(x, 3.0), x * 3.0)
+    np.testing.assert_array_equal(dropped(np.ones(3), 1.0), [2.0, 2.0, 2.0])
+    tiers = [function for function, _, _ in f._specs.values()]
+    backgrounds = [tier._background for tier in tiers]
+    children = [b for b in backgrounds if b._process is not None and b._process.poll() is None]
+    assert len(children) <= 1 and any(b in precompile._queue for b in backgrounds)
+    queued = entry(dropped)._background
+    assert queued in precompile._queue
+    del dropped
+    gc.collect()                        # dropped before it ran: its child never starts
+    assert queued not in precompile._queue and queued._process is None
+    tiers[2].wait()                     # waiting starts a queued child at once
+    np.testing.assert_array_equal(f(kinds[2], 2.0), kinds[2] * 2.0)
+    # a second jit of the same function shares the child already compiling it
+    again = jit(_scaled, tiered=True)
+    again(kinds[1], 1.0)
+    assert entry_for(again)._background is tiers[1]._background
+
+
+def entry_for(jitted):
+    (function, _, _), = jitted._specs.values()
+    return function
