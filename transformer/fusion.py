@@ -4,8 +4,8 @@ of a loop and a full-size temporary per operation.
 
 Invariant of the output: every expression that is
 - built from `+`, `-`, `*`, unary `-`, comparisons, `np.where(c, a, b)` and one-argument
-  calls of `np.exp`, `np.expm1`, `np.log`, `np.log1p`, `np.tanh` (or their `math` forms,
-  or `scipy.special.expit`),
+  calls of `np.exp`, `np.expm1`, `np.log`, `np.log1p`, `np.tanh` or `scipy.special.expit`
+  (not their `math` forms, which only scalar code calls),
 - over names and Python int/float literals (a name bound to a Python int or float outside
   the function counts as a literal: NumPy treats both as weak scalars),
 - with every operation given at least one operand that is not a literal (so its dtype is
@@ -19,7 +19,6 @@ original expression. Anything else is left as it was.
 """
 from __future__ import annotations
 
-import math
 import sys
 
 import gast
@@ -32,22 +31,24 @@ from .runtime import fused, vector_math
 _BINARY = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*"}
 _COMPARE = {gast.Lt: "<", gast.LtE: "<=", gast.Gt: ">", gast.GtE: ">=", gast.Eq: "==",
             gast.NotEq: "!="}
-_CALLS = {np.exp: "exp", math.exp: "exp", np.expm1: "expm1", math.expm1: "expm1",
-          np.log: "log", math.log: "log", np.log1p: "log1p", math.log1p: "log1p",
-          np.tanh: "tanh", math.tanh: "tanh"}
+# `math` forms take numbers only: a chain with one is scalar code, with nothing to fuse
+_CALLS = {np.exp: "exp", np.expm1: "expm1", np.log: "log", np.log1p: "log1p",
+          np.tanh: "tanh"}
 _CALLS.update({form: name for name, form in fused.CALLS.items()})
 
 
-def fuse_elementwise(fn: Function) -> Function:
-    """`fn` with its elementwise chains as calls of fused kernels (see the module doc)."""
-    fuser = _Fuser(fn)
+def fuse_elementwise(fn: Function, vector_form) -> Function:
+    """`fn` with its elementwise chains as calls of fused kernels (see the module doc);
+    `vector_form(target, call)` is None for a call that must keep its own form."""
+    fuser = _Fuser(fn, vector_form)
     node = fuser.visit(fn.node)
     return fn.replace(node=node, env=fuser.env) if fuser.changed else fn
 
 
 class _Fuser(gast.NodeTransformer):
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, vector_form):
         self.fn, self.env = fn, dict(fn.env)
+        self.vector_form = vector_form
         self.namer = Namer.for_function(fn)
         self.local = set(fn.params) | {n.id for n in gast.walk(fn.node)
                                        if isinstance(n, gast.Name)
@@ -158,7 +159,7 @@ class _Chain:
             (a, ka), (b, kb) = self.value(node.args[1]), self.value(node.args[2])
             return ("where", c, a, b), _strong(ka, kb)
         name = _CALLS.get(target) or _expit(target)
-        if name is None or len(node.args) != 1:
+        if name is None or len(node.args) != 1 or self.fuser.vector_form(target, node) is None:
             raise _NotFusable
         a, ka = self.value(node.args[0])
         return ("call", name, a), _strong(ka)

@@ -60,7 +60,7 @@ _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
 
 
 def lower_for_numba(fn: Function) -> Function:
-    fn = fuse_elementwise(fn)
+    fn = fuse_elementwise(fn, _vector_form)
     lowering = _Lowering(fn)
     node = lowering.visit(copy.deepcopy(fn.node))
     return fn.replace(node=node, env=lowering.env) if lowering.changed else fn

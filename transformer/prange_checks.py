@@ -207,37 +207,69 @@ _SHAPE_ONLY_NODES = (gast.Name, gast.Constant, gast.Load, gast.Store, gast.BinOp
 
 
 def _safe_callees(checker, loop: gast.For, before: list) -> set:
-    """ids of the generated callees of `loop` that cannot fail in it: `_shape_only`, called
-    in a statement before the loop, and passed the same shapes on every trip."""
-    bound = {n.id for s in loop.body for n in gast.walk(s)
-             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    earlier = {id(checker.facts.callee(n)) for s in before for n in gast.walk(s)
-               if isinstance(n, gast.Call)}
+    """ids of the generated callees of `loop` that cannot fail in it: `_shape_only`, and
+    called with the same arguments but for the loop's index in a statement that ran just
+    before (nothing it reads rebound since), so every trip passes the shapes that call did."""
+    if not isinstance(loop.target, gast.Name):
+        return set()
+    var = loop.target.id
     safe, unsafe = set(), set()
     for node in (n for s in loop.body for n in gast.walk(s) if isinstance(n, gast.Call)):
         callee = checker.facts.callee(node)
         if not _may_raise(callee):
             continue
-        same_shapes = all(_same_shape_every_trip(checker, a, bound)
-                          for a in node.args + node.keywords)
-        if id(callee) in earlier and same_shapes and isinstance(callee, Function) \
-                and _shape_only(callee, 4):
+        if isinstance(callee, Function) and _shape_only(callee, 4) and \
+                _ran_before(checker, node, callee, before, var, _bound(loop.body)):
             safe.add(id(callee))
         else:
             unsafe.add(id(callee))
     return safe - unsafe
 
 
-def _same_shape_every_trip(checker, arg, bound: set) -> bool:
-    """`arg` indexes loop-invariant arrays with scalars (no slice whose length can vary)
-    and calls no generated function."""
-    for node in gast.walk(arg):
-        if isinstance(node, (gast.Slice, gast.Starred, gast.Lambda)):
-            return False
-        if isinstance(node, gast.Call) and _may_raise(checker.facts.callee(node)):
-            return False
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                and node.id in bound:
+def _bound(statements) -> set:
+    return {n.id for s in statements for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _ran_before(checker, call, callee, before: list, var: str, bound: set) -> bool:
+    """A top-level statement of `before` calls `callee` with `call`'s arguments, an index
+    constant (checked or not) where `call` has `var`, and no name they read is rebound in
+    the statements after it or in the loop."""
+    for k in range(len(before) - 1, -1, -1):
+        if not isinstance(before[k], (gast.Assign, gast.Expr)):
+            continue
+        rebound = bound | _bound(before[k + 1:])
+        for early in gast.walk(before[k].value):
+            if isinstance(early, gast.Call) and checker.facts.callee(early) is callee \
+                    and _same_but_index(checker, call, early, var) \
+                    and not any(isinstance(n, gast.Name) and n.id in rebound - {var}
+                                for n in gast.walk(call) if n is not call.func):
+                return True
+    return False
+
+
+def _same_but_index(checker, node, early, var: str) -> bool:
+    """`node` and `early` are one expression, but for an int constant in `early` (a
+    `checked` one too) where `node` has the name `var`."""
+    if isinstance(early, gast.Call) and isinstance(early.func, gast.Name) \
+            and early.func.id == checker.names.get(id(index_checks.checked)):
+        early = early.args[1]
+    if isinstance(node, gast.Name) and node.id == var:
+        return isinstance(early, gast.Constant) and type(early.value) is int
+    if type(node) is not type(early):
+        return False
+    for field in node._fields:
+        if field == "ctx":
+            continue
+        a, b = getattr(node, field), getattr(early, field)
+        if isinstance(a, list):
+            if not isinstance(b, list) or len(a) != len(b) or not all(
+                    _same_but_index(checker, x, y, var) for x, y in zip(a, b)):
+                return False
+        elif isinstance(a, gast.AST):
+            if not _same_but_index(checker, a, b, var):
+                return False
+        elif a != b:
             return False
     return True
 

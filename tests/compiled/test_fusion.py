@@ -48,7 +48,7 @@ def specials(dtype, n=2000, seed=0):
 
 def unfused(monkeypatch, fun):
     """`jit(fun)` compiled without fusion (a different module text, its own cache entry)."""
-    monkeypatch.setattr(lowering, "fuse_elementwise", lambda fn: fn)
+    monkeypatch.setattr(lowering, "fuse_elementwise", lambda fn, vector_form: fn)
     return jit(fun)
 
 
