@@ -70,7 +70,7 @@ class _Fuser(gast.NodeTransformer):
             return None
         if kind == "weak" or chain.operations < 2 or not chain.loops:
             return None
-        maker = fused.kernel(recipe)
+        maker = fused.kernel(recipe, self.fn.origin.where(node))
         name = self.namer.fresh(maker.__name__[:14])
         self.env[name] = maker
         self.changed = True

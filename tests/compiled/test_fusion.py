@@ -176,3 +176,10 @@ def test_a_scalar_function_that_divides_keeps_the_rerun_in_parallel():
     x = np.array([0.5, -1.0, 2.0, 4.0])
     np.testing.assert_allclose(f(x), np.where(x > 0, 1.0 / x, x))
     assert "trip_done" in f.source(x)
+
+
+def test_operands_that_do_not_broadcast_raise_naming_the_line():
+    line = mixed.__code__.co_firstlineno + 1
+    with pytest.raises(ValueError, match=rf"test_fusion.py:{line}:\d+: operands could not "
+                                         "be broadcast together"):
+        jit(mixed)(np.ones((2, 3)), np.ones((2, 4)))

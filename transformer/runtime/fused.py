@@ -38,13 +38,14 @@ BINARY = ("+", "-", "*")
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 
 
-def kernel(recipe: tuple):
-    """The function computing `recipe` over its arguments (one per recipe, made once)."""
-    if recipe in _MADE:
-        return _MADE[recipe]
+def kernel(recipe: tuple, where: str = "<fused>"):
+    """The function computing `recipe` over its arguments (one per recipe and source
+    location `where`, named in its error for operands that do not broadcast; made once)."""
+    if (recipe, where) in _MADE:
+        return _MADE[recipe, where]
     count = 1 + max(_args(recipe))
     params = ", ".join(f"a{k}" for k in range(count))
-    label = "fused_" + hashlib.sha256(repr(recipe).encode()).hexdigest()[:16]
+    label = "fused_" + hashlib.sha256(repr((recipe, where)).encode()).hexdigest()[:16]
     scope = {"np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
     exec(compile(f"def {label}({params}):\n    return {_numpy_text(recipe)}\n"
                  f"def typer({params}):\n    return choose(({params},))\n",
@@ -53,12 +54,12 @@ def kernel(recipe: tuple):
     python.__doc__ = f"{_numpy_text(recipe)} (a{count - 1} the last argument), in one loop."
     python.__module__ = __name__
     # another process (a Dask worker) makes it again from this recipe
-    python.__secant_rebuild__ = (kernel, (recipe,))
-    python.recipe = recipe
+    python.__secant_rebuild__ = (kernel, (recipe, where))
+    python.recipe, python.where = recipe, where
     roles = _roles(recipe, count)
-    scope["choose"] = lambda args: _choose(recipe, roles, python, args)
+    scope["choose"] = lambda args: _choose(recipe, where, roles, args)
     overload(python)(scope["typer"])
-    _MADE[recipe] = python
+    _MADE[recipe, where] = python
     return python
 
 
@@ -71,7 +72,7 @@ def loop_source(fun, *args) -> str | None:
     import numba
     recipe = fun.recipe
     roles = _roles(recipe, 1 + max(_args(recipe)))
-    chosen = _choose(recipe, roles, fun, tuple(numba.typeof(a) for a in args))
+    chosen = _choose(recipe, fun.where, roles, tuple(numba.typeof(a) for a in args))
     return getattr(chosen, "loop_source", None)
 
 
@@ -124,11 +125,11 @@ def _numpy_text(r) -> str:
 # ---------------------------------------------------------------- Numba
 
 
-def _choose(recipe, roles, python, args):
+def _choose(recipe, where: str, roles, args):
     """The fused loop when the argument types allow it, else the unfused form."""
     value_arrays = [a for a, role in zip(args, roles)
                     if role == "value" and isinstance(a, types.Array)]
-    unfused = _implementation(recipe, None, 0, ())
+    unfused = _implementation(recipe, where, None, ())
     if not value_arrays:
         return unfused
     first = value_arrays[0]
@@ -144,11 +145,11 @@ def _choose(recipe, roles, python, args):
             return unfused
     arrays = tuple(k for k, a in enumerate(args) if isinstance(a, types.Array))
     dtype = np.float32 if ftype.bitwidth == 32 else np.float64
-    return _implementation(recipe, dtype, ndim, arrays)
+    return _implementation(recipe, where, dtype, arrays, ndim)
 
 
-def _implementation(recipe, dtype, ndim: int, arrays: tuple):
-    key = (recipe, dtype, ndim, arrays)
+def _implementation(recipe, where: str, dtype, arrays: tuple, ndim: int = 0):
+    key = (recipe, where, dtype, ndim, arrays)
     if key in _IMPLEMENTATIONS:
         return _IMPLEMENTATIONS[key]
     count = 1 + max(_args(recipe))
@@ -157,7 +158,8 @@ def _implementation(recipe, dtype, ndim: int, arrays: tuple):
     if dtype is None:
         source = f"def impl({params}):\n    return {_numpy_text(recipe)}\n"
     else:
-        source = _loop_source(recipe, dtype, params, arrays, scope)
+        source = _loop_source(recipe, dtype, params, arrays, ndim, scope)
+        scope["MESSAGE"] = f"{where}: operands could not be broadcast together"
     exec(compile(source, "<fused kernel>", "exec"), scope)
     if dtype is not None:
         scope["impl"].loop_source = source
@@ -168,12 +170,17 @@ def _implementation(recipe, dtype, ndim: int, arrays: tuple):
 _IMPLEMENTATIONS: dict = {}
 
 
-def _loop_source(recipe, dtype, params: str, arrays: tuple, scope: dict) -> str:
+def _loop_source(recipe, dtype, params: str, arrays: tuple, ndim: int, scope: dict) -> str:
     """`impl`: one loop over the elements of the arrays broadcast together (a copy of an
     operand only where its shape is not the result's), each operation a statement of its
     own, in dtype."""
     shapes = ", ".join(f"a{k}.shape" for k in arrays)
-    lines = [f"def impl({params}):", f"    shape = np.broadcast_shapes({shapes})"]
+    lines = [f"def impl({params}):"]
+    for d in range(ndim if len(arrays) > 1 else 0):
+        lines.append(f"    n = max({', '.join(f'a{k}.shape[{d}]' for k in arrays)})")
+        bad = " or ".join(f"(a{k}.shape[{d}] != n and a{k}.shape[{d}] != 1)" for k in arrays)
+        lines.append(f"    if {bad}:\n        raise ValueError(MESSAGE)")
+    lines.append(f"    shape = np.broadcast_shapes({shapes})")
     lines += [f"    f{k} = a{k}.ravel() if a{k}.shape == shape "
               f"else np.broadcast_to(a{k}, shape).ravel()" for k in arrays]
     out_dtype = "np.bool_" if recipe[0] == "cmp" else "F"
