@@ -115,7 +115,8 @@ def test_fused_chain_of_two_arrays_and_a_mask(dtype, monkeypatch):
 
 
 @pytest.mark.parametrize("x_shape, y_shape", [((5, 1), (1, 4)), ((3, 4), (4,)),
-                                              ((6,), (1,)), ((2, 3), (2, 3))])
+                                              ((6,), (1,)), ((2, 3), (2, 3)), ((0, 1), (1, 3)),
+                                              ((1,), (0,))])
 def test_shapes_that_broadcast_follow_numpy(x_shape, y_shape):
     rng = np.random.default_rng(4)
     x, y = rng.standard_normal(x_shape), rng.standard_normal(y_shape)

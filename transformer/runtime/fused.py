@@ -137,9 +137,11 @@ def _choose(recipe, where: str, roles, args):
     if not (isinstance(ftype, types.Float) and ftype.bitwidth in (32, 64)) or ndim == 0:
         return unfused
     for a, role in zip(args, roles):
+        if role == "both":
+            return unfused
         if isinstance(a, types.Array):
             want = types.boolean if role == "mask" else ftype
-            if a.dtype != want or a.ndim != ndim or role == "both":
+            if a.dtype != want or a.ndim != ndim:
                 return unfused
         elif a != (types.boolean if role == "mask" else ftype):
             return unfused
@@ -176,8 +178,9 @@ def _loop_source(recipe, dtype, params: str, arrays: tuple, ndim: int, scope: di
     own, in dtype."""
     shapes = ", ".join(f"a{k}.shape" for k in arrays)
     lines = [f"def impl({params}):"]
-    for d in range(ndim if len(arrays) > 1 else 0):
-        lines.append(f"    n = max({', '.join(f'a{k}.shape[{d}]' for k in arrays)})")
+    for d in range(ndim if len(arrays) > 1 else 0):      # NumPy's rule: n or 1, n >= 0
+        lines.append("    n = 1")
+        lines += [f"    n = a{k}.shape[{d}] if a{k}.shape[{d}] != 1 else n" for k in arrays]
         bad = " or ".join(f"(a{k}.shape[{d}] != n and a{k}.shape[{d}] != 1)" for k in arrays)
         lines.append(f"    if {bad}:\n        raise ValueError(MESSAGE)")
     lines.append(f"    shape = np.broadcast_shapes({shapes})")
