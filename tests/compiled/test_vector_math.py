@@ -164,6 +164,21 @@ def test_jit_computes_elementwise_math_with_the_vector_kernels():
     assert "kernel_exp(" in fused.loop_source(kernel, x, 1.0, 1.0)
 
 
+def six_functions(x):
+    return (np.exp(x), np.expm1(x), np.log(np.abs(x)), np.log1p(np.abs(x)), np.tanh(x),
+            np.exp(x) - 1.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fastmath_callers_keep_the_kernels_exact(dtype):
+    # the kernels round with a shifter constant, which reassociation would cancel
+    x = np.linspace(-20.0, 20.0, 101).astype(dtype)
+    eps = np.finfo(dtype).eps
+    for got, want in zip(jit(six_functions, fastmath=True)(x), six_functions(x)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=4 * eps, atol=4 * eps)
+
+
 def test_gradient_rules_use_the_vector_kernels_and_match_the_derivative():
     w = np.linspace(-2.0, 2.0, 7)
     g = jit(grad(softplus_tanh))
