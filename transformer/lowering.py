@@ -13,6 +13,8 @@ Invariant of the output:
   a parameter, or a name only ever bound to one of those) reads through
   `runtime.getitem_mask`, which handles masks of any rank, and `x[m] = v` (also
   `x[m] += v`) is a call to `runtime.setitem_mask`;
+- an elementwise chain with a `np.where` or a call of one of the functions below, in one
+  expression, is a call of a `runtime.fused` kernel: one loop (`transformer.fusion`);
 - `np.exp(x)`, `np.expm1`, `np.log`, `np.log1p`, `np.tanh`, their `math` forms and
   `scipy.special.expit`, called with one argument, call the vectorizable kernels of
   `runtime.vector_math` (accuracy stated there) instead of the C library;
@@ -35,6 +37,7 @@ from codegen import emit
 
 from . import einsum, random_sites, runtime
 from .function import Function, hashable, resolve
+from .fusion import fuse_elementwise
 from .names import Namer
 from .primitives import registry
 from .runtime import special as runtime_special
@@ -57,6 +60,7 @@ _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
 
 
 def lower_for_numba(fn: Function) -> Function:
+    fn = fuse_elementwise(fn, _vector_form)
     lowering = _Lowering(fn)
     node = lowering.visit(copy.deepcopy(fn.node))
     return fn.replace(node=node, env=lowering.env) if lowering.changed else fn

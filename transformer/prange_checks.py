@@ -22,23 +22,30 @@ names and writes into arrays that it does not read (so running an iteration twic
 what running it once does), each trip marks itself done as its last statement, and after
 the loop the trips left undone (a thread whose share a dropped exception ended) run again
 serially: the failing one raises its located error there, and the others complete their
-work. Any other body (`+=`, an `if`, an inner loop, a read of what it writes) calls each
-function secant compiles as `error_flags.Flagged(f)`, with `err` as its last argument:
-its checks record into `err` (as site `error_flags.site_number` of their location)
-before they raise, and so do the functions it calls in turn (`record_in_flag`), so
+work. A callee that can fail only through the shapes of its operands (`_shape_only`:
+elementwise arithmetic and math, no indexing, division or raise), called once before the
+loop and given operands of the same shapes on every trip (vmap's example 0, then the
+others), cannot fail inside the loop, and needs neither: its trips stay unmarked, which
+keeps the loop vectorizable. Any other body (`+=`, an `if`, an inner loop, a read of what
+it writes) calls each function secant compiles as `error_flags.Flagged(f)`, with `err`
+as its last argument: its checks record into `err` (as site `error_flags.site_number` of
+their location) before they raise, and so do the functions it calls in turn (`record_in_flag`), so
 `raise_recorded` raises their failure after the loop.
 """
 from __future__ import annotations
 
 import copy
 import inspect
+import math
 
 import gast
 import numba
+import numpy as np
 
 from . import error_flags, index_checks
 from .bound_calls import compiled_callee
-from .function import Function
+from .function import Function, hashable, resolve
+from .runtime import vector_math
 
 _RECORDING = {
     index_checks.checked: index_checks.checked_rec,
@@ -89,10 +96,10 @@ def _flag_call(checker, call: gast.Call, flag: str) -> None:
 
 
 def _statements(checker, body, plain) -> list:
-    out = []
+    out: list = []
     for stmt in body:
         if isinstance(stmt, gast.For) and checker.facts.callee(stmt.iter) is numba.prange:
-            out.extend(_loop(checker, stmt, plain))
+            out.extend(_loop(checker, stmt, plain, out))
             continue
         for field in ("body", "orelse", "finalbody"):
             if isinstance(stmt, (gast.For, gast.While, gast.If, gast.Try, gast.With)) \
@@ -102,15 +109,17 @@ def _statements(checker, body, plain) -> list:
     return out
 
 
-def _loop(checker, loop: gast.For, plain) -> list:
+def _loop(checker, loop: gast.For, plain, before: list) -> list:
     calls = [n for s in loop.body + loop.orelse for n in gast.walk(s)
              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id in plain]
-    rerun = _rerun(checker, loop)
+    safe = _safe_callees(checker, loop, before)
+    rerun = _rerun(checker, loop, safe)
     # a body that can run twice reruns its unfinished trips serially instead: its calls
     # stay as they are (a flag passed to a call in every trip costs W6 about 15%)
     helpers = [] if rerun else [n for s in loop.body + loop.orelse for n in gast.walk(s)
-                                if isinstance(n, gast.Call) and _compiled(checker, n) is not None]
+                                if isinstance(n, gast.Call) and _compiled(checker, n) is not None
+                                and id(checker.facts.callee(n)) not in safe]
     if not calls and not helpers:
         return rerun if rerun else [loop]
     err = checker.namer.fresh("index_error")
@@ -138,7 +147,7 @@ def _loop(checker, loop: gast.For, plain) -> list:
     return [before, loop, after]
 
 
-def _rerun(checker, loop: gast.For) -> list:
+def _rerun(checker, loop: gast.For, safe: set) -> list:
     """[done = ..., loop marking done, serial rerun of undone trips], or [] if unsafe."""
     args = loop.iter.args
     start = args[0] if len(args) == 2 else gast.Constant(0, None)
@@ -147,6 +156,7 @@ def _rerun(checker, loop: gast.For) -> list:
             or start.value < 0 or not isinstance(loop.target, gast.Name):
         return []
     calls_generated = any(_may_raise(checker.facts.callee(n))
+                          and id(checker.facts.callee(n)) not in safe
                           for s in loop.body for n in gast.walk(s))
     if not calls_generated or not _idempotent(loop.body):
         return []
@@ -178,6 +188,120 @@ def _may_raise(callee) -> bool:
     """`callee` is compiled from Python source (and so checks its indices, and raises)."""
     return isinstance(callee, Function) or inspect.isfunction(callee) \
         or hasattr(callee, "py_func")
+
+
+# ---------------------------------------------------------------- callees that cannot fail
+
+# elementwise functions that return NaN or an infinity under Numba instead of raising
+_NEVER_RAISE = {abs, np.abs, np.sqrt, math.sqrt, np.sin, math.sin, np.cos, math.cos,
+                np.exp, math.exp, np.expm1, math.expm1, np.log, math.log, np.log1p,
+                math.log1p, np.tanh, math.tanh, np.where, np.maximum, np.minimum,
+                vector_math.vector_exp, vector_math.vector_expm1, vector_math.vector_log,
+                vector_math.vector_log1p, vector_math.vector_tanh, vector_math.vector_expit}
+_SHAPE_ONLY_NODES = (gast.Name, gast.Constant, gast.Load, gast.Store, gast.BinOp,
+                     gast.UnaryOp, gast.Compare, gast.BoolOp, gast.IfExp, gast.Tuple,
+                     gast.Call, gast.Assign, gast.If, gast.Return, gast.Pass, gast.Expr,
+                     gast.Add, gast.Sub, gast.Mult, gast.USub, gast.UAdd, gast.Not,
+                     gast.And, gast.Or, gast.Eq, gast.NotEq, gast.Lt, gast.LtE, gast.Gt,
+                     gast.GtE, gast.arguments, gast.Param)
+
+
+def _safe_callees(checker, loop: gast.For, before: list) -> set:
+    """ids of the generated callees of `loop` that cannot fail in it: `_shape_only`, and
+    called with the same arguments but for the loop's index in a statement that ran just
+    before (nothing it reads rebound since), so every trip passes the shapes that call did."""
+    if not isinstance(loop.target, gast.Name):
+        return set()
+    var = loop.target.id
+    safe, unsafe = set(), set()
+    for node in (n for s in loop.body for n in gast.walk(s) if isinstance(n, gast.Call)):
+        callee = checker.facts.callee(node)
+        if not _may_raise(callee):
+            continue
+        if isinstance(callee, Function) and _shape_only(callee, 4) and \
+                _ran_before(checker, node, callee, before, var, _bound(loop.body)):
+            safe.add(id(callee))
+        else:
+            unsafe.add(id(callee))
+    return safe - unsafe
+
+
+def _bound(statements) -> set:
+    return {n.id for s in statements for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def _ran_before(checker, call, callee, before: list, var: str, bound: set) -> bool:
+    """A top-level statement of `before` calls `callee` with `call`'s arguments, an index
+    constant (checked or not) where `call` has `var`, and no name they read is rebound in
+    the statements after it or in the loop."""
+    for k in range(len(before) - 1, -1, -1):
+        if not isinstance(before[k], (gast.Assign, gast.Expr)):
+            continue
+        rebound = bound | _bound(before[k + 1:])
+        for early in gast.walk(before[k].value):
+            if isinstance(early, gast.Call) and checker.facts.callee(early) is callee \
+                    and _same_but_index(checker, call, early, var) \
+                    and not any(isinstance(n, gast.Name) and n.id in rebound - {var}
+                                for n in gast.walk(call) if n is not call.func):
+                return True
+    return False
+
+
+def _same_but_index(checker, node, early, var: str) -> bool:
+    """`node` and `early` are one expression, but for an int constant in `early` (a
+    `checked` one too) where `node` has the name `var`."""
+    if isinstance(early, gast.Call) and isinstance(early.func, gast.Name) \
+            and early.func.id == checker.names.get(id(index_checks.checked)):
+        early = early.args[1]
+    if isinstance(node, gast.Name) and node.id == var:
+        return isinstance(early, gast.Constant) and type(early.value) is int
+    if type(node) is not type(early):
+        return False
+    for field in node._fields:
+        if field == "ctx":
+            continue
+        a, b = getattr(node, field), getattr(early, field)
+        if isinstance(a, list):
+            if not isinstance(b, list) or len(a) != len(b) or not all(
+                    _same_but_index(checker, x, y, var) for x, y in zip(a, b)):
+                return False
+        elif isinstance(a, gast.AST):
+            if not _same_but_index(checker, a, b, var):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def _shape_only(fn: Function, depth: int) -> bool:
+    """`fn` can raise only where its operands' shapes disagree (a broadcast, the truth of
+    an array): it indexes nothing, divides nothing, and calls only elementwise functions
+    that never raise and functions of this kind."""
+    called = {id(n) for c in gast.walk(fn.node) if isinstance(c, gast.Call)
+              for n in gast.walk(c.func)}
+    for node in gast.walk(fn.node):
+        if node is fn.node or id(node) in called:
+            continue
+        if not isinstance(node, _SHAPE_ONLY_NODES):
+            return False
+        if isinstance(node, gast.Assign) and not all(
+                isinstance(t, (gast.Name, gast.Tuple)) for t in node.targets):
+            return False
+        if isinstance(node, gast.Call) and not _never_raises(fn, node, depth):
+            return False
+    return True
+
+
+def _never_raises(fn: Function, call: gast.Call, depth: int) -> bool:
+    if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    target = resolve(fn, call.func, None)
+    if not hashable(target):
+        return False
+    if target in _NEVER_RAISE:
+        return True
+    return isinstance(target, Function) and depth > 0 and _shape_only(target, depth - 1)
 
 
 def _idempotent(body) -> bool:

@@ -2,12 +2,14 @@
 stated ulps of the exactly rounded result over the whole range of float32 and float64, NumPy's
 special values, and jit routing np.exp & co. through them."""
 import math
+import re
 
 import numba
 import numpy as np
 import pytest
 
 from transformer import grad, jit, source
+from transformer.runtime import fused
 from transformer.runtime import vector_math as vm
 
 NAMES = ("exp", "expm1", "log", "log1p", "tanh", "expit")
@@ -156,7 +158,25 @@ def test_jit_computes_elementwise_math_with_the_vector_kernels():
     x = np.linspace(-3.0, 3.0, 13)
     compiled = jit(selu)
     np.testing.assert_allclose(compiled(x), selu(x), rtol=2e-16, atol=0)
-    assert "vector_exp(x)" in source(compiled)
+    # the np.where chain is one fused loop (runtime.fused), which calls the kernel
+    name = re.search(r"(fused_\w+)\(x, ", source(compiled)).group(1)
+    kernel = next(k for k in fused._MADE.values() if k.__name__.startswith(name))
+    assert "kernel_exp(" in fused.loop_source(kernel, x, 1.0, 1.0)
+
+
+def six_functions(x):
+    return (np.exp(x), np.expm1(x), np.log(np.abs(x)), np.log1p(np.abs(x)), np.tanh(x),
+            np.exp(x) - 1.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fastmath_callers_keep_the_kernels_exact(dtype):
+    # the kernels round with a shifter constant, which reassociation would cancel
+    x = np.linspace(-20.0, 20.0, 101).astype(dtype)
+    eps = np.finfo(dtype).eps
+    for got, want in zip(jit(six_functions, fastmath=True)(x), six_functions(x)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=4 * eps, atol=4 * eps)
 
 
 def test_gradient_rules_use_the_vector_kernels_and_match_the_derivative():

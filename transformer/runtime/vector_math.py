@@ -74,7 +74,7 @@ def _compiled(kernel):
     LLVM to inline into the loop around it (it does for all but float64 tanh and log1p,
     which then run scalar). Numba's own inlining would vectorize those two as well but
     re-types the kernel at every call site: seconds of compile time for each function."""
-    @overload(kernel)
+    @overload(kernel, jit_options={"fastmath": False})    # its rounding tricks need IEEE
     def _typed(x):
         return kernel
     return kernel
