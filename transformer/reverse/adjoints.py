@@ -206,7 +206,20 @@ class Adjoints(Classify, abc.ABC):
             if self.loops_of.get(id(stmt)):        # one per trip, the last trip's first
                 residuals = call(gast.Attribute(value=name(self.residual_stack(prim.target)),
                                                 attr="pop", ctx=gast.Load()))
-            out = [assign(grads, call(name(bwd), residuals, *cotangents))]
+            if _is_custom_vjp(prim.key):
+                out = [assign(grads, call(name(bwd), residuals, *cotangents))]
+            else:        # a checkpoint saving named values: the vjp of its body, reading them
+                count = prim.key.saved_count()
+                out = []
+                if self.loops_of.get(id(stmt)):
+                    saved = self.namer.fresh(prim.target + "_saved")
+                    out.append(assign(saved, residuals))
+                    items = [subscript(name(saved), const(k)) for k in range(count)]
+                else:        # `(value, *saved)` from the forward sweep's fwd call
+                    items = [subscript(name(self.fwd_result(prim.target)), const(k + 1))
+                             for k in range(count)]
+                out.append(assign(grads, call(name(bwd), *[copy.deepcopy(a) for a in
+                                                           prim.args], *items, *cotangents)))
         else:
             args = [copy.deepcopy(a) for a in prim.args] + cotangents
             out = [assign(grads, call(name(vjp_name), *args))]
@@ -234,14 +247,16 @@ class Adjoints(Classify, abc.ABC):
         loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops,
         when the rule reaches a host callback (elsewhere its vjp runs `fwd` again, which
         any backend compiles: a CUDA kernel holds no list)."""
-        from ..api_reverse import CustomVJP
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
-        return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
-            isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
-            (not self.loops_of.get(id(stmt)) or reaches_host(prim.key)) and \
-            all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
+        if prim is None or prim.kind != "call" or stmt.value.keywords or \
+                not all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args):
+            return False
+        if _is_custom_vjp(prim.key):
+            return prim.key.fwd is not None and \
+                (not self.loops_of.get(id(stmt)) or reaches_host(prim.key))
+        return _saves_names(prim.key)
 
     def residual_stack(self, target: str) -> str:
         """The list holding, trip by trip, the residuals of the looped fwd call that
@@ -340,6 +355,24 @@ class Adjoints(Classify, abc.ABC):
             if bid == block_id:
                 return self.loops_of[stmt_id]
         return ()
+
+
+def fwd_rule(obj):
+    """What the forward sweep calls for a call that `runs_fwd`: a custom_vjp's `fwd`, or
+    a named-value checkpoint's generated one (`(value, saved)` both)."""
+    return obj.fwd if _is_custom_vjp(obj) else obj.fwd_function()
+
+
+def _is_custom_vjp(obj) -> bool:
+    from ..api_reverse import CustomVJP
+    return isinstance(obj, CustomVJP)
+
+
+def _saves_names(obj) -> bool:
+    """Whether `obj` is a checkpointed function whose policy saves some of its named
+    values (kept by the forward sweep, one set per trip in a loop)."""
+    from ..checkpoint import Checkpointed
+    return isinstance(obj, Checkpointed) and bool(obj.saved_sites().sites)
 
 
 def _without_effects(fn: Function) -> Function:

@@ -16,6 +16,7 @@ import gast
 
 from .. import tape
 from ..syntax import assign, call, const, located, name, store, subscript
+from .adjoints import fwd_rule
 from .reads import Reads
 
 
@@ -38,6 +39,15 @@ class ForwardSweep(Reads):
                 out.append(located(assign(stack, gast.List(elts=[], ctx=gast.Load())),
                                    self.fn.node))
         return out
+
+    @staticmethod
+    def residuals_of(pair: str, obj):
+        """What one trip keeps from a fwd call's result `pair`: a custom_vjp's residuals
+        (`pair[1]`), a named-value checkpoint's saved values (`pair[1:]`, a tuple)."""
+        if not hasattr(obj, "saved_count"):
+            return subscript(name(pair), const(1))
+        return gast.Tuple(elts=[subscript(name(pair), const(k + 1))
+                                for k in range(obj.saved_count())], ctx=gast.Load())
 
     def forward_block(self, stmts) -> list:
         out = []
@@ -64,15 +74,15 @@ class ForwardSweep(Reads):
             primal = copy.deepcopy(stmt)
             if self.runs_fwd(stmt):
                 pair = self.fwd_result(target.id)
-                fwd = self.helper(target.id + "_fwd_rule", self.prims[id(stmt)].key.fwd)
+                fwd = self.helper(target.id + "_fwd_rule", fwd_rule(self.prims[id(stmt)].key))
                 primal = [located(assign(pair, call(name(fwd), *[copy.deepcopy(a) for a in
                                                                   stmt.value.args])), stmt),
                           located(assign(target.id, subscript(name(pair), const(0))), stmt)]
                 if self.loops_of.get(id(stmt)):
                     push = gast.Attribute(value=name(self.residual_stack(target.id)),
                                           attr="append", ctx=gast.Load())
-                    primal.append(located(gast.Expr(value=call(push, subscript(
-                        name(pair), const(1)))), stmt))
+                    primal.append(located(gast.Expr(value=call(push, self.residuals_of(
+                        pair, self.prims[id(stmt)].key))), stmt))
                 return guards + primal + records + self.shape_guard(target.id, stmt) + \
                     self.summary_guard(target.id, stmt)
             if id(stmt) in self.view_copies:     # a view the reverse reads after a write
