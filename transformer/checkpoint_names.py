@@ -17,6 +17,7 @@ per call. Elsewhere (in a loop, a branch, inside an expression) it is refused, l
 from __future__ import annotations
 
 import copy
+import re
 
 import gast
 import numpy as np
@@ -25,6 +26,7 @@ from .function import Function, resolve
 from .syntax import parsed_at
 
 MARK = "__secant_saved_{}"
+STACK = "_saved_by_"
 
 
 def checkpoint_name(x, name):
@@ -151,6 +153,29 @@ def substitute(vjp: Function, count: int) -> Function:
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load) and sub.id in same:
             sub.id = same[sub.id]
     return drop_dead_code(vjp.replace(node=node))
+
+
+def saved_stack_name(target: str, owner: str) -> str:
+    """The base name of the list holding, trip by trip, a value saved by checkpointed
+    function `owner` whose call assigns `target` (`refuse_saved_stack` knows it)."""
+    return f"{target}{STACK}{owner}"
+
+
+def refuse_saved_stack(fn: Function, stmt) -> None:
+    """`stmt` of a gradient being differentiated again: the push of a looped named-value
+    checkpoint's saved values onto their list is refused, located, with what works."""
+    func = stmt.value.func if isinstance(stmt, gast.Expr) and \
+        isinstance(stmt.value, gast.Call) else None
+    if isinstance(func, gast.Attribute) and func.attr == "append" and \
+            isinstance(func.value, gast.Name) and STACK in func.value.id:
+        owner = re.sub(r"_\d+$", "", func.value.id.rpartition(STACK)[2])
+        raise fn.origin.error(stmt, f"a second derivative through {owner}, checkpointed "
+                              "with a policy that saves named values and called in a loop: "
+                              "the values it keeps, one per trip, sit in lists that are not "
+                              "differentiated again",
+                              f"for hessian or grad of grad, checkpoint {owner} with "
+                              "policy=None or nothing_saveable (its body is then recomputed "
+                              "instead of kept), or call it outside a loop")
 
 
 def _names_saved_in(obj, saves, depth: int = 4):

@@ -236,3 +236,33 @@ def test_a_name_saved_in_a_called_function_is_refused_and_the_hint_works():
     assert "test_checkpoint_names.py" in str(info.value)
     # the hint: cell checkpointed with the policy, called in the loop
     assert_gradient_close(grad(run_only_pre)(*args), grad(run_plain)(*args), "hint")
+
+
+def one_call_grad_sum(W, xs, h0):
+    return np.sum(grad(one_call, argnums=2)(W, xs, h0))
+
+
+def one_call_plain_grad_sum(W, xs, h0):
+    return np.sum(grad(one_call_plain, argnums=2)(W, xs, h0))
+
+
+def test_second_derivatives_through_a_named_checkpoint_call():
+    W, xs, h0 = inputs()
+    expected = transformer.hessian(one_call_plain, argnums=2)(W, xs, h0)
+    assert_gradient_close(transformer.hessian(one_call, argnums=2)(W, xs, h0), expected,
+                          "hessian")
+    assert_gradient_close(grad(one_call_grad_sum, argnums=2)(W, xs, h0),
+                          grad(one_call_plain_grad_sum, argnums=2)(W, xs, h0), "grad of grad")
+
+
+run_recomputing = loop_of(checkpoint(cell))
+
+
+def test_a_second_derivative_through_a_looped_named_checkpoint_is_refused_and_the_hint_works():
+    W, xs, h0 = inputs(steps=3)
+    with pytest.raises(TransformError, match="second derivative through cell") as info:
+        transformer.hessian(run_only_pre, argnums=2)(W, xs, h0)
+    assert "policy=None or nothing_saveable" in str(info.value)
+    assert "test_checkpoint_names.py" in str(info.value)
+    assert_gradient_close(transformer.hessian(run_recomputing, argnums=2)(W, xs, h0),
+                          transformer.hessian(run_plain, argnums=2)(W, xs, h0), "the hint")

@@ -22,6 +22,8 @@ from codegen import emit
 from .. import runtime
 from ..errors import TransformError
 from ..function import Function, resolve
+from ..callbacks import refuse_in_vjp_rule
+from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
@@ -80,6 +82,7 @@ class Adjoints(Classify, abc.ABC):
             return self.call_adjoint(stmt, prim)
         if prim.kind in ("tuple", "none", "item"):
             return []
+        refuse_in_vjp_rule(self.fn, stmt, prim.key)
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
@@ -202,24 +205,17 @@ class Adjoints(Classify, abc.ABC):
                           for k in range(outputs)]
         if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
             bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
-            residuals = subscript(name(self.fwd_result(prim.target)), const(1))
+            stacks = self.residual_stacks(prim.target, prim.key)
             if self.loops_of.get(id(stmt)):        # one per trip, the last trip's first
-                residuals = call(gast.Attribute(value=name(self.residual_stack(prim.target)),
-                                                attr="pop", ctx=gast.Load()))
-            if _is_custom_vjp(prim.key):
-                out = [assign(grads, call(name(bwd), residuals, *cotangents))]
-            else:        # a checkpoint saving named values: the vjp of its body, reading them
-                count = prim.key.saved_count()
-                out = []
-                if self.loops_of.get(id(stmt)):
-                    saved = self.namer.fresh(prim.target + "_saved")
-                    out.append(assign(saved, residuals))
-                    items = [subscript(name(saved), const(k)) for k in range(count)]
-                else:        # `(value, *saved)` from the forward sweep's fwd call
-                    items = [subscript(name(self.fwd_result(prim.target)), const(k + 1))
-                             for k in range(count)]
-                out.append(assign(grads, call(name(bwd), *[copy.deepcopy(a) for a in
-                                                           prim.args], *items, *cotangents)))
+                kept = [call(gast.Attribute(value=name(stack), attr="pop", ctx=gast.Load()))
+                        for stack in stacks]
+            else:              # `(value, *kept)` from the forward sweep's fwd call
+                kept = [subscript(name(self.fwd_result(prim.target)), const(k + 1))
+                        for k in range(len(stacks))]
+            # a custom_vjp's bwd takes its residuals; a checkpoint saving named values
+            # gives the vjp of its body, which reads the arguments and the saved values
+            args = [] if _is_custom_vjp(prim.key) else [copy.deepcopy(a) for a in prim.args]
+            out = [assign(grads, call(name(bwd), *args, *kept, *cotangents))]
         else:
             args = [copy.deepcopy(a) for a in prim.args] + cotangents
             out = [assign(grads, call(name(vjp_name), *args))]
@@ -244,7 +240,7 @@ class Adjoints(Classify, abc.ABC):
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
         then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
         does (its body - a host callback, say - runs once per evaluation, not twice). In a
-        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops,
+        loop each trip's residuals go on a stack (`residual_stacks`) the reverse sweep pops,
         when the rule reaches a host callback (elsewhere its vjp runs `fwd` again, which
         any backend compiles: a CUDA kernel holds no list)."""
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
@@ -258,12 +254,16 @@ class Adjoints(Classify, abc.ABC):
                 (not self.loops_of.get(id(stmt)) or reaches_host(prim.key))
         return _saves_names(prim.key)
 
-    def residual_stack(self, target: str) -> str:
-        """The list holding, trip by trip, the residuals of the looped fwd call that
-        assigns `target` (a list, not a typed tape: residuals may be any tuple)."""
+    def residual_stacks(self, target: str, obj) -> list:
+        """The lists holding, trip by trip, what the looped fwd call that assigns `target`
+        keeps: a custom_vjp's residuals (one list; a list, not a typed tape: residuals may
+        be any tuple), or each saved value of a named-value checkpoint (one list each)."""
         found = self.__dict__.setdefault("_residual_stacks", {})
         if target not in found:
-            found[target] = self.namer.fresh(target + "_residuals")
+            count = obj.saved_count() if hasattr(obj, "saved_count") else 1
+            base = f"{target}_residuals" if _is_custom_vjp(obj) else \
+                saved_stack_name(target, obj.__name__)
+            found[target] = [self.namer.fresh(base) for _ in range(count)]
         return found[target]
 
     def fwd_result(self, target: str) -> str:
