@@ -132,8 +132,10 @@ def test_a_saved_value_is_not_computed_again_in_the_reverse_sweep(wrap):
 def test_the_reverse_sweep_reads_the_saved_value_in_the_generated_code():
     text = transformer.api_reverse.show_grad(one_call)
     bwd = text[text.index("def vjp_cell_checkpointed(h, x, W, __secant_saved_0"):]
-    assert "W @ h" in bwd                        # the matmul's adjoint reads W and h ...
-    assert "np.tanh" not in bwd.split("# grad of")[0]   # ... but tanh(pre) is not re-run
+    forward = bwd.split("# grad of")[0]          # the vjp's recomputation
+    assert "act = __secant_saved_1" in forward and "pre = __secant_saved_0" in forward
+    assert "np.tanh" not in forward              # tanh(pre) is not re-run, sin(act) is
+    assert "np.sin(act)" in forward
 
 
 def test_named_policies_match_jax_checkpoint():
