@@ -95,6 +95,7 @@ def test_a_second_derivative_through_a_callback_in_a_vjp_rule_names_the_rule():
             str(info.value)
 
 
+@pytest.mark.slow
 def test_the_hint_a_custom_jvp_around_the_callback_gives_the_second_derivatives():
     x = np.linspace(0.1, 1.0, 3)
     assert_gradient_close(hessian(looped_wrapped)(x), hessian(looped_plain)(x), "hessian")

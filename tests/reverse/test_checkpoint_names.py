@@ -68,7 +68,9 @@ def test_named_policies_give_the_plain_gradient_and_finite_differences(fun, plai
     assert_gradient_close(g, expected[0], "value_and_grad")
 
 
-@pytest.mark.parametrize("fun,plain", CASES[::2], ids=IDS[::2])
+@pytest.mark.parametrize("fun,plain", [
+    pytest.param(run_only_pre, run_plain, id=IDS[0], marks=pytest.mark.slow),
+    pytest.param(one_call, one_call_plain, id=IDS[2])])
 def test_named_policies_under_jit_and_vmap_of_grad(fun, plain):
     W, xs, h0 = inputs()
     assert_gradient_close(jit(grad(fun, argnums=2))(W, xs, h0),
@@ -115,7 +117,8 @@ def loss_plain(x, k):
     return counted(x, k) ** 2
 
 
-@pytest.mark.parametrize("wrap", [lambda f: f, jit], ids=["python", "jit"])
+@pytest.mark.parametrize("wrap", [lambda f: f, pytest.param(jit, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
 def test_a_saved_value_is_not_computed_again_in_the_reverse_sweep(wrap):
     x, k = np.linspace(0.1, 1.0, 3), np.linspace(1.0, 2.0, 3)
     expected = grad(loss_plain)(x, k)
@@ -260,6 +263,7 @@ def test_second_derivatives_through_a_named_checkpoint_call():
 run_recomputing = loop_of(checkpoint(cell))
 
 
+@pytest.mark.slow
 def test_a_second_derivative_through_a_looped_named_checkpoint_is_refused_and_the_hint_works():
     W, xs, h0 = inputs(steps=3)
     with pytest.raises(TransformError, match="second derivative through cell") as info:
