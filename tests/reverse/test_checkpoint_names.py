@@ -272,3 +272,13 @@ def test_a_second_derivative_through_a_looped_named_checkpoint_is_refused_and_th
     assert "test_checkpoint_names.py" in str(info.value)
     assert_gradient_close(transformer.hessian(run_recomputing, argnums=2)(W, xs, h0),
                           transformer.hessian(run_plain, argnums=2)(W, xs, h0), "the hint")
+
+
+def calls_by_keyword(W, xs, h0):
+    return np.sum(only_pre(h0, xs[0], W=W))
+
+
+def test_a_named_checkpoint_called_with_keywords_is_refused_located():
+    with pytest.raises(TransformError, match="pass every argument positionally") as info:
+        grad(calls_by_keyword)(*inputs())
+    assert "test_checkpoint_names.py" in str(info.value)

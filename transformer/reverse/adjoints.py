@@ -246,8 +246,16 @@ class Adjoints(Classify, abc.ABC):
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
-        if prim is None or prim.kind != "call" or stmt.value.keywords or \
+        if prim is None or prim.kind != "call":
+            return False
+        if stmt.value.keywords or \
                 not all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args):
+            if _saves_names(prim.key):
+                raise self.fn.origin.error(stmt, f"{prim.key.__name__}, checkpointed with "
+                                           "a policy that saves named values, is called "
+                                           "with a keyword argument: its vjp takes the "
+                                           "arguments and saved values by position",
+                                           "pass every argument positionally")
             return False
         if _is_custom_vjp(prim.key):
             return prim.key.fwd is not None and \
