@@ -378,9 +378,10 @@ def _is_custom_vjp(obj) -> bool:
 
 def _saves_names(obj) -> bool:
     """Whether `obj` is a checkpointed function whose policy saves some of its named
-    values (kept by the forward sweep, one set per trip in a loop)."""
-    from ..checkpoint import Checkpointed
-    return isinstance(obj, Checkpointed) and bool(obj.saved_sites().sites)
+    values (kept by the forward sweep, one set per trip in a loop): its `saved_count`,
+    `fwd_function` and `bwd_function` say how."""
+    count = getattr(obj, "saved_count", None)
+    return callable(count) and count() > 0
 
 
 def _without_effects(fn: Function) -> Function:
