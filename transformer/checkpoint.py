@@ -64,6 +64,10 @@ class _Policy:
     def __call__(self, *args, **kwargs) -> bool:        # JAX calls a policy per primitive
         return self.label == "everything_saveable"
 
+    def by_name(self) -> bool:
+        """Whether the policy decides by the names given to `checkpoint_name`."""
+        return self.label.startswith("save_")
+
     def saves(self, name: str) -> bool:
         """Whether the value named `name` (by `checkpoint_name`) is kept for the reverse
         sweep."""
@@ -74,8 +78,7 @@ class _Policy:
         return self.label == "everything_saveable"
 
     def __repr__(self) -> str:
-        names = f"({', '.join(map(repr, self.names))})" if self.label.startswith("save_") \
-            else ""
+        names = f"({', '.join(map(repr, self.names))})" if self.by_name() else ""
         return f"checkpoint_policies.{self.label}{names}"
 
 
@@ -164,7 +167,7 @@ class Checkpointed(_Wrapped):
         from .frontend import parse
         if "_sites" not in self.__dict__:
             policy = self.policy
-            saves = policy.saves if policy is not None else (lambda name: False)
+            saves = policy.saves if policy is not None and policy.by_name() else None
             primal = parse(self.fun)
             _check_names(primal)
             self._sites = NamedSites(primal, saves, repr(policy))

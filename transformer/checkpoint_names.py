@@ -43,10 +43,13 @@ def checkpoint_name(x, name):
 
 class NamedSites:
     """The `checkpoint_name` assignments of `fn` that `saves(name)` keeps: `sites` lists
-    (top-level statement index, variable, name) in body order."""
+    (top-level statement index, variable, name) in body order (none when `saves` is None:
+    a policy not by name)."""
 
     def __init__(self, fn: Function, saves, label: str) -> None:
         self.fn, self.sites = fn, []
+        if saves is None:
+            return
         placed = {}          # id(call) -> statement index, for top-level `v = name(...)`
         for k, stmt in enumerate(fn.node.body):
             if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
