@@ -38,8 +38,8 @@ import functools
 from typing import Callable, Sequence
 
 import gast
+import numpy as np
 
-from .checkpoint_names import checkpoint_name
 from .errors import TransformError
 from .function import Function
 from .syntax import parsed_at
@@ -110,6 +110,18 @@ def _checked_policy(policy):
                               "save_only_these_names(...), save_any_names_but_these(...)")
 
 
+def checkpoint_name(x, name):
+    """`x` itself, named `name` for a checkpoint policy (as `jax.ad_checkpoint.checkpoint_name`).
+    `x` must be an array or a number, `name` a string."""
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: the name must be a string, got {name!r}")
+    if not isinstance(x, (np.ndarray, np.generic, int, float, complex)) or \
+            isinstance(x, bool):
+        raise TypeError(f"checkpoint_name: {name!r} names a {type(x).__name__}, not an "
+                        "array or a number; name each array of a container separately")
+    return x
+
+
 def _register_checkpoint_name_for_numba():
     from numba import types
     from numba.core.errors import TypingError
@@ -170,7 +182,7 @@ class Checkpointed(_Wrapped):
             saves = policy.saves if policy is not None and policy.by_name() else None
             primal = parse(self.fun)
             _check_names(primal)
-            self._sites = NamedSites(primal, saves, repr(policy))
+            self._sites = NamedSites(primal, saves, repr(policy), checkpoint_name)
         return self._sites
 
     def fwd_function(self) -> Function:

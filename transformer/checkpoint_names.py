@@ -20,7 +20,6 @@ import copy
 import re
 
 import gast
-import numpy as np
 
 from .function import Function, resolve
 from .syntax import parsed_at
@@ -29,24 +28,12 @@ MARK = "__secant_saved_{}"
 STACK = "_saved_by_"
 
 
-def checkpoint_name(x, name):
-    """`x` itself, named `name` for a checkpoint policy (as `jax.ad_checkpoint.checkpoint_name`).
-    `x` must be an array or a number, `name` a string."""
-    if not isinstance(name, str):
-        raise TypeError(f"checkpoint_name: the name must be a string, got {name!r}")
-    if not isinstance(x, (np.ndarray, np.generic, int, float, complex)) or \
-            isinstance(x, bool):
-        raise TypeError(f"checkpoint_name: {name!r} names a {type(x).__name__}, not an "
-                        "array or a number; name each array of a container separately")
-    return x
-
-
 class NamedSites:
     """The `checkpoint_name` assignments of `fn` that `saves(name)` keeps: `sites` lists
     (top-level statement index, variable, name) in body order (none when `saves` is None:
-    a policy not by name)."""
+    a policy not by name). `checkpoint_name` is the marking function itself."""
 
-    def __init__(self, fn: Function, saves, label: str) -> None:
+    def __init__(self, fn: Function, saves, label: str, checkpoint_name) -> None:
         self.fn, self.sites = fn, []
         if saves is None:
             return
@@ -84,7 +71,8 @@ class NamedSites:
         self.sites.sort()
         for sub in gast.walk(fn.node):
             if isinstance(sub, gast.Call):
-                callee = _names_saved_in(resolve(fn, sub.func, None), saves)
+                callee = _names_saved_in(resolve(fn, sub.func, None), saves,
+                                         checkpoint_name)
                 if callee is not None:
                     raise fn.origin.error(sub, f"{label} saves {callee[1]!r}, named in "
                                           f"{callee[0]}, which {fn.name} calls: a called "
@@ -181,7 +169,7 @@ def refuse_saved_stack(fn: Function, stmt) -> None:
                               "instead of kept), or call it outside a loop")
 
 
-def _names_saved_in(obj, saves, depth: int = 4):
+def _names_saved_in(obj, saves, checkpoint_name, depth: int = 4):
     """(function name, saved name) for a user function `obj`, or one it calls up to
     `depth` calls deep, naming a value that `saves` keeps; None when there is none (a
     checkpointed or custom-rule callee decides for itself)."""
@@ -201,7 +189,8 @@ def _names_saved_in(obj, saves, depth: int = 4):
         named = _name_of(sub) if target is checkpoint_name else None
         if named is not None and saves(named):
             return fn.name, named
-        found = _names_saved_in(target, saves, depth - 1) if target is not obj else None
+        found = _names_saved_in(target, saves, checkpoint_name, depth - 1) \
+            if target is not obj else None
         if found is not None:
             return found
     return None
