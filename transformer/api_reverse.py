@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import gast
 
 from . import materialize, templates
+from .callbacks import note_vjp_rules
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
@@ -275,6 +276,7 @@ class CustomVJP:
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         self.fwd, self.bwd = fwd, bwd
+        note_vjp_rules(self.__name__, fwd, bwd)      # named when a 2nd derivative meets them
 
     def __call__(self, *args, **kwargs):
         return self.fun(*args, **kwargs)

@@ -42,6 +42,7 @@ PURE_GRAD_ERROR = ("Pure callbacks do not support JVP. Wrap the function that ca
                    "`transformer.custom_vjp` and give its derivative with `defvjp` to use "
                    "callbacks while taking gradients.")
 IO_GRAD_ERROR = "IO callbacks do not support JVP."
+_VJP_RULES: dict = {}      # (file, name) of a custom_vjp's fwd or bwd -> the custom_vjp's name
 PURE_VMAP_ERROR = ("vmap is only supported for the pure_callback primitive when vmap_method "
                    "is one of 'sequential', 'sequential_unrolled', 'expand_dims' or "
                    "'broadcast_all'. Got vmap_method=None.")
@@ -105,3 +106,28 @@ def io_callback(fun: Callable[..., Any], result_shape_dtypes, *args: Any,
         fun(*args, **kwargs)
         return None
     return _run("io", fun, result_shape_dtypes, args, kwargs)
+
+
+def note_vjp_rules(owner: str, *rules) -> None:
+    """Remember that `rules` are the fwd and bwd of custom_vjp function `owner`."""
+    for rule in rules:
+        code = getattr(rule, "__code__", None)
+        if code is not None:
+            _VJP_RULES[(code.co_filename, code.co_name)] = owner
+
+
+def refuse_in_vjp_rule(fn, stmt, key) -> None:
+    """A pure_callback (`key`) that a derivative reaches inside a custom_vjp's fwd or bwd,
+    which happens for a second derivative (hessian, grad of grad): refused, located, with
+    what works (the rule gives the first derivative only)."""
+    owner = _VJP_RULES.get((fn.origin.filename, fn.origin.name))
+    if key is not pure_callback or owner is None:
+        return
+    rule = fn.origin.name
+    raise fn.origin.error(stmt, f"a second derivative through custom_vjp function {owner} "
+                          f"differentiates its rule {rule}, which calls pure_callback: the "
+                          f"rule gives {owner}'s first derivative only, and a pure callback "
+                          "has no derivative of its own",
+                          "give the callback a derivative: call it through a function with "
+                          "custom_jvp (its defjvp rule returns the value and the tangent) "
+                          f"in {rule}; hessian and grad of grad then use that rule")

@@ -12,10 +12,11 @@ Values and gradients equal those of `fun`.
 Policies: every policy of `checkpoint_policies` is accepted and checked;
 `checkpoint_name(x, name)` marks a value (the identity, under every transformation).
 `everything_saveable` is no checkpoint at all (`SavingEverything`: `grad` of the whole
-function keeps its own tape and runs the body once). Since a caller's tape never holds a
-callee's intermediates, the other policies (names) yield the recompute-everything
-schedule of `nothing_saveable`: the same numbers, with the body run once more in the
-reverse sweep.
+function keeps its own tape and runs the body once). A policy by name keeps the named
+values it saves: the caller's forward sweep computes them and holds them (once per trip
+in a loop), the reverse sweep reads them instead of recomputing them and what only they
+needed (`checkpoint_names`); the rest of the body is recomputed, as under
+`nothing_saveable`.
 
 `checkpoint_loop(body, snapshots=s, levels=1)` is beyond JAX: the loop
 
@@ -63,8 +64,22 @@ class _Policy:
     def __call__(self, *args, **kwargs) -> bool:        # JAX calls a policy per primitive
         return self.label == "everything_saveable"
 
+    def by_name(self) -> bool:
+        """Whether the policy decides by the names given to `checkpoint_name`."""
+        return self.label.startswith("save_")
+
+    def saves(self, name: str) -> bool:
+        """Whether the value named `name` (by `checkpoint_name`) is kept for the reverse
+        sweep."""
+        if self.label == "save_only_these_names":
+            return name in self.names
+        if self.label in ("save_any_names_but_these", "save_anything_except_these_names"):
+            return name not in self.names
+        return self.label == "everything_saveable"
+
     def __repr__(self) -> str:
-        return f"checkpoint_policies.{self.label}{self.names if self.names else ''}"
+        names = f"({', '.join(map(repr, self.names))})" if self.by_name() else ""
+        return f"checkpoint_policies.{self.label}{names}"
 
 
 class checkpoint_policies:       # noqa: N801 (JAX's name: a namespace of policies)
@@ -155,7 +170,40 @@ class SavingEverything(_Wrapped):
 
 class Checkpointed(_Wrapped):
     """`fun` under `checkpoint`: reverse mode stores its inputs and recomputes its body
-    (`__secant_vjp__`)."""
+    (`__secant_vjp__`), except the named values its policy saves (`saved_sites`)."""
+
+    def saved_sites(self):
+        """The `checkpoint_names.NamedSites` of the values the policy saves (none without a
+        policy by name); a saved name placed where it names no single value is refused."""
+        from .checkpoint_names import NamedSites
+        from .frontend import parse
+        if "_sites" not in self.__dict__:
+            policy = self.policy
+            saves = policy.saves if policy is not None and policy.by_name() else None
+            primal = parse(self.fun)
+            _check_names(primal)
+            self._sites = NamedSites(primal, saves, repr(policy), checkpoint_name)
+        return self._sites
+
+    def fwd_function(self) -> Function:
+        """`f_fwd(*args)` -> `(f(*args), *saved)`: the forward sweep's run of the body."""
+        return self.saved_sites().fwd()
+
+    def saved_count(self) -> int:
+        return len(self.saved_sites().sites)
+
+    def bwd_function(self, positions: Sequence[int]) -> Function:
+        """`f_bwd(*args, *saved, *g)`: the cotangents of the arguments at `positions`,
+        recomputing the body but for the saved values and what only they needed."""
+        from .checkpoint_names import substitute
+        from .reverse import VJP, reverse_function
+        sites = self.saved_sites()
+        marked = sites.marked()
+        _refuse_argument_writes(marked)
+        node = copy.deepcopy(marked.node)
+        node.name = f"{marked.name}_checkpointed"
+        vjp = reverse_function(marked.replace(node=node), tuple(positions), VJP)
+        return substitute(vjp, len(sites.sites))
 
     def __secant_jvp__(self, active) -> Function:
         """Forward mode stores nothing: the jvp of the body, as for any function."""

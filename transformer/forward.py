@@ -44,6 +44,8 @@ import numpy as np
 from . import helper_rules  # (also registers the rules for helpers in derivative code)
 from . import basis, runtime, templates
 from .anf import anf
+from .callbacks import refuse_in_vjp_rule
+from .checkpoint_names import refuse_saved_stack
 from .aliases import write_through, written_alias_groups, written_params
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
@@ -468,6 +470,7 @@ class _Forward:
                 key, args, keywords, name(target), self.tangent_of, self.d(target),
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except templates.MissingRule as exc:
+            refuse_in_vjp_rule(self.fn, stmt, key)
             raise self.fn.origin.error(stmt, f"cannot differentiate this (forward mode): {exc}",
                                        exc.hint or "register a rule with transformer."
                                        "templates.tangent, or wrap it in a function with "
@@ -573,6 +576,7 @@ class _Forward:
                        stmt)
 
     def check_effect(self, stmt) -> None:
+        refuse_saved_stack(self.fn, stmt)
         value = stmt.value
         if not isinstance(value, gast.Call):
             return

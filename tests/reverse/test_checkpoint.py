@@ -139,11 +139,15 @@ def test_every_policy_gives_the_same_gradient():
     expected = grad(run_plain)(*args)
     policies = [None, checkpoint_policies.everything_saveable,
                 checkpoint_policies.nothing_saveable,
-                checkpoint_policies.save_only_these_names("pre"),
+                checkpoint_policies.save_only_these_names("other"),
                 checkpoint_policies.save_any_names_but_these("pre")]
     for policy in policies:
         ck = checkpoint(run_plain, policy=policy)
         assert_gradient_close(grad(ck)(*args), expected, repr(policy))
+    # "pre" is named in cell, which run_plain calls: its policy cannot save it
+    with pytest.raises(TransformError, match="named in cell, which run_plain calls"):
+        grad(checkpoint(run_plain, policy=checkpoint_policies.save_only_these_names("pre")))(
+            *args)
     assert cell_remat(args[2], args[1][0], args[0]) == pytest.approx(
         cell(args[2], args[1][0], args[0]))
 

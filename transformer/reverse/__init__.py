@@ -130,7 +130,14 @@ class _Reverse(ReverseSweep):
         return self.fn.with_transform(node, label, self.env)
 
 
+def drop_dead_code(fn: Function) -> Function:
+    """`fn` (generated) without the statements whose results nobody reads."""
+    node = copy.deepcopy(fn.node)
+    eliminate_dead_code(node.body, pure_calls(fn.env, _cheap_pure_function))
+    return fn.replace(node=node)
+
+
 # shape_argument, float_zeros and unit_cotangent are named `reverse.<name>` by the rules of
 # helper_rules, rules.batching, vector_shapes and the CUDA lowering
-__all__ = ["reverse_function", "prepare", "shape_argument", "float_zeros", "unit_cotangent",
-           "GRAD", "VALUE_AND_GRAD", "VJP"]
+__all__ = ["reverse_function", "drop_dead_code", "prepare", "shape_argument", "float_zeros",
+           "unit_cotangent", "GRAD", "VALUE_AND_GRAD", "VJP"]

@@ -22,6 +22,8 @@ from codegen import emit
 from .. import runtime
 from ..errors import TransformError
 from ..function import Function, resolve
+from ..callbacks import refuse_in_vjp_rule
+from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
@@ -80,6 +82,7 @@ class Adjoints(Classify, abc.ABC):
             return self.call_adjoint(stmt, prim)
         if prim.kind in ("tuple", "none", "item"):
             return []
+        refuse_in_vjp_rule(self.fn, stmt, prim.key)
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
@@ -202,11 +205,17 @@ class Adjoints(Classify, abc.ABC):
                           for k in range(outputs)]
         if self.runs_fwd(stmt):       # the forward sweep kept fwd's residuals
             bwd = self.helper(vjp_name + "_bwd", prim.key.bwd_function(positions))
-            residuals = subscript(name(self.fwd_result(prim.target)), const(1))
+            stacks = self.residual_stacks(prim.target, prim.key)
             if self.loops_of.get(id(stmt)):        # one per trip, the last trip's first
-                residuals = call(gast.Attribute(value=name(self.residual_stack(prim.target)),
-                                                attr="pop", ctx=gast.Load()))
-            out = [assign(grads, call(name(bwd), residuals, *cotangents))]
+                kept = [call(gast.Attribute(value=name(stack), attr="pop", ctx=gast.Load()))
+                        for stack in stacks]
+            else:              # `(value, *kept)` from the forward sweep's fwd call
+                kept = [subscript(name(self.fwd_result(prim.target)), const(k + 1))
+                        for k in range(len(stacks))]
+            # a custom_vjp's bwd takes its residuals; a checkpoint saving named values
+            # gives the vjp of its body, which reads the arguments and the saved values
+            args = [] if _is_custom_vjp(prim.key) else [copy.deepcopy(a) for a in prim.args]
+            out = [assign(grads, call(name(bwd), *args, *kept, *cotangents))]
         else:
             args = [copy.deepcopy(a) for a in prim.args] + cotangents
             out = [assign(grads, call(name(vjp_name), *args))]
@@ -231,24 +240,38 @@ class Adjoints(Classify, abc.ABC):
         """Whether `stmt` calls a custom_vjp function outside any loop: the forward sweep
         then runs its `fwd` once and the reverse sweep hands the residuals to `bwd`, as JAX
         does (its body - a host callback, say - runs once per evaluation, not twice). In a
-        loop each trip's residuals go on a stack (`residual_stack`) the reverse sweep pops,
+        loop each trip's residuals go on a stack (`residual_stacks`) the reverse sweep pops,
         when the rule reaches a host callback (elsewhere its vjp runs `fwd` again, which
         any backend compiles: a CUDA kernel holds no list)."""
-        from ..api_reverse import CustomVJP
         if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
             return False
         prim = self.prims.get(id(stmt))
-        return prim is not None and prim.kind == "call" and not stmt.value.keywords and \
-            isinstance(prim.key, CustomVJP) and prim.key.fwd is not None and \
-            (not self.loops_of.get(id(stmt)) or reaches_host(prim.key)) and \
-            all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args)
+        if prim is None or prim.kind != "call":
+            return False
+        if stmt.value.keywords or \
+                not all(isinstance(a, (gast.Name, gast.Constant)) for a in prim.args):
+            if _saves_names(prim.key):
+                raise self.fn.origin.error(stmt, f"{prim.key.__name__}, checkpointed with "
+                                           "a policy that saves named values, is called "
+                                           "with a keyword argument: its vjp takes the "
+                                           "arguments and saved values by position",
+                                           "pass every argument positionally")
+            return False
+        if _is_custom_vjp(prim.key):
+            return prim.key.fwd is not None and \
+                (not self.loops_of.get(id(stmt)) or reaches_host(prim.key))
+        return _saves_names(prim.key)
 
-    def residual_stack(self, target: str) -> str:
-        """The list holding, trip by trip, the residuals of the looped fwd call that
-        assigns `target` (a list, not a typed tape: residuals may be any tuple)."""
+    def residual_stacks(self, target: str, obj) -> list:
+        """The lists holding, trip by trip, what the looped fwd call that assigns `target`
+        keeps: a custom_vjp's residuals (one list; a list, not a typed tape: residuals may
+        be any tuple), or each saved value of a named-value checkpoint (one list each)."""
         found = self.__dict__.setdefault("_residual_stacks", {})
         if target not in found:
-            found[target] = self.namer.fresh(target + "_residuals")
+            count = obj.saved_count() if hasattr(obj, "saved_count") else 1
+            base = f"{target}_residuals" if _is_custom_vjp(obj) else \
+                saved_stack_name(target, obj.__name__)
+            found[target] = [self.namer.fresh(base) for _ in range(count)]
         return found[target]
 
     def fwd_result(self, target: str) -> str:
@@ -340,6 +363,25 @@ class Adjoints(Classify, abc.ABC):
             if bid == block_id:
                 return self.loops_of[stmt_id]
         return ()
+
+
+def fwd_rule(obj):
+    """What the forward sweep calls for a call that `runs_fwd`: a custom_vjp's `fwd`, or
+    a named-value checkpoint's generated one (`(value, saved)` both)."""
+    return obj.fwd if _is_custom_vjp(obj) else obj.fwd_function()
+
+
+def _is_custom_vjp(obj) -> bool:
+    from ..api_reverse import CustomVJP
+    return isinstance(obj, CustomVJP)
+
+
+def _saves_names(obj) -> bool:
+    """Whether `obj` is a checkpointed function whose policy saves some of its named
+    values (kept by the forward sweep, one set per trip in a loop): its `saved_count`,
+    `fwd_function` and `bwd_function` say how."""
+    count = getattr(obj, "saved_count", None)
+    return callable(count) and count() > 0
 
 
 def _without_effects(fn: Function) -> Function:

@@ -18,6 +18,7 @@ import numba
 from codegen.backends import is_user_function
 
 from .. import activity, tape
+from ..checkpoint_names import refuse_saved_stack
 from ..function import resolve
 from ..primitives import registry
 from ..specialize import is_literal
@@ -100,6 +101,7 @@ class Classify(BodyFacts):
         for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
+            refuse_saved_stack(self.fn, stmt)
             callee = resolve(self.fn, stmt.value.func, None)
             if callee in (print, tape.check_shape, tape.check_not_view,
                           tape.check_not_shared) or _kind(callee) == "effect":

@@ -32,6 +32,8 @@ import numpy as np
 from codegen.backends import is_user_function
 
 from .. import runtime, tape
+from ..callbacks import pure_callback
+from ..runtime import host
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
 _COMPOUND = (gast.If, gast.For, gast.While)
@@ -82,6 +84,11 @@ def pure_calls(env: dict, user: Callable = lambda obj: False) -> Callable[[gast.
             return False
         if is_user_function(obj):
             return user(obj)
+        if obj is pure_callback:       # its result may be dropped, as in JAX
+            return True
+        if obj is host.host_call:      # the same, lowered
+            site = _resolve(node.args[0], env) if node.args else None
+            return isinstance(site, host.HostSite) and site.kind == "pure"
         if isinstance(obj, np.ufunc) or any(obj is f for f in _PURE_HELPERS | _PURE_BUILTINS):
             return True
         module = getattr(obj, "__module__", None) or ""

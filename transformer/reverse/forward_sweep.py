@@ -16,6 +16,7 @@ import gast
 
 from .. import tape
 from ..syntax import assign, call, const, located, name, store, subscript
+from .adjoints import fwd_rule
 from .reads import Reads
 
 
@@ -34,9 +35,10 @@ class ForwardSweep(Reads):
             out.extend(self.shape_guard(var, self.fn.node))
         for stmt in self.simple:           # looped custom_vjp calls: residual stacks
             if self.runs_fwd(stmt) and self.loops_of.get(id(stmt)):
-                stack = self.residual_stack(stmt.targets[0].id)
-                out.append(located(assign(stack, gast.List(elts=[], ctx=gast.Load())),
-                                   self.fn.node))
+                for stack in self.residual_stacks(stmt.targets[0].id,
+                                                  self.prims[id(stmt)].key):
+                    out.append(located(assign(stack, gast.List(elts=[], ctx=gast.Load())),
+                                       self.fn.node))
         return out
 
     def forward_block(self, stmts) -> list:
@@ -64,15 +66,17 @@ class ForwardSweep(Reads):
             primal = copy.deepcopy(stmt)
             if self.runs_fwd(stmt):
                 pair = self.fwd_result(target.id)
-                fwd = self.helper(target.id + "_fwd_rule", self.prims[id(stmt)].key.fwd)
+                fwd = self.helper(target.id + "_fwd_rule", fwd_rule(self.prims[id(stmt)].key))
                 primal = [located(assign(pair, call(name(fwd), *[copy.deepcopy(a) for a in
                                                                   stmt.value.args])), stmt),
                           located(assign(target.id, subscript(name(pair), const(0))), stmt)]
-                if self.loops_of.get(id(stmt)):
-                    push = gast.Attribute(value=name(self.residual_stack(target.id)),
-                                          attr="append", ctx=gast.Load())
-                    primal.append(located(gast.Expr(value=call(push, subscript(
-                        name(pair), const(1)))), stmt))
+                stacks = self.residual_stacks(target.id, self.prims[id(stmt)].key) \
+                    if self.loops_of.get(id(stmt)) else []
+                for k, stack in enumerate(stacks):     # pair[1:]: residuals or saved values
+                    push = call(gast.Attribute(value=name(stack), attr="append",
+                                               ctx=gast.Load()),
+                                subscript(name(pair), const(k + 1)))
+                    primal.append(located(gast.Expr(value=push), stmt))
                 return guards + primal + records + self.shape_guard(target.id, stmt) + \
                     self.summary_guard(target.id, stmt)
             if id(stmt) in self.view_copies:     # a view the reverse reads after a write
