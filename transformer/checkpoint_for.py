@@ -43,7 +43,7 @@ from .desugar import view_sources
 from .errors import TransformError
 from .function import Function, resolve
 from .names import assigned_names, free_names, loaded_names
-from .syntax import as_store, assign, call, const, located, name, parsed_at
+from .syntax import assign, call, const, located, name, parsed_at, store
 
 __all__ = ["lower_checkpoint_loops"]
 
@@ -150,8 +150,8 @@ class _Lowering:
             raise self.origin.error(loop.iter, exc.message, _HINT_OPTIONS) from None
         bound = self.namer.fresh(f"{self.fn.name}_loop")
         self.env[bound] = looped
-        target = as_store(gast.Tuple([name(c) for c in carries], gast.Load())) \
-            if len(carries) > 1 else name(carries[0], gast.Store())
+        target = gast.Tuple([store(c) for c in carries], gast.Store()) \
+            if len(carries) > 1 else store(carries[0])
         result = call(bound, lower, upper, *[name(n) for n in carries + constants])
         return located(assign(target, result), loop)
 
@@ -237,18 +237,18 @@ def _refuse_exits(origin, loop: gast.For) -> None:
 
 
 def _context(fn: Function, path: list) -> tuple[set, set]:
-    """(names bound before the loop at the end of `path`, names read after it, including
-    in a later trip of an enclosing loop)."""
+    """(names bound before the loop at the end of `path`, names read after it before being
+    assigned again, or anywhere in an enclosing loop, which a later trip may read)."""
     loop = path[-1][0][path[-1][1]]
-    before, after = set(fn.params), set()
-    for stmts, i in path:
+    before, after, defined = set(fn.params), set(), set()
+    for stmts, i in reversed(path):
         for stmt in stmts[:i]:
             before |= assigned_names(stmt)
-        for stmt in stmts[i + 1:]:
-            after |= loaded_names(stmt)
+        exposed, defined = _exposed(stmts[i + 1:], defined)
+        after |= exposed
         enclosing = stmts[i]
         if enclosing is not loop and isinstance(enclosing, (gast.For, gast.While)):
-            outside = [n for n in _walk_outside(enclosing, loop)]
+            outside = list(_walk_outside(enclosing, loop))
             after |= {n.id for n in outside if isinstance(n, gast.Name) and
                       isinstance(n.ctx, gast.Load)}
             before |= {n.id for n in outside if isinstance(n, gast.Name) and

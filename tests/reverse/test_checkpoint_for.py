@@ -2,10 +2,16 @@
 equal those of the same loop over `range` and central differences (one carry, several
 carries, constants, bounds (T) and (lo, hi)); the Revolve schedule really runs (the body
 runs 2T + optimal_advances(T, s) times); what cannot be checkpointed is refused, located."""
+import math  # noqa: F401  (generated programs use it)
+import re
+
 import numpy as np
 import pytest
+from gradcheck import assert_gradient_close, central_differences, smooth_differences, write_module
+from hypothesis import HealthCheck, assume, event, given, note, settings
+from hypothesis import strategies as st
+from program_generator import WORK, programs
 
-from gradcheck import assert_gradient_close, central_differences
 from transformer import (TransformError, checkpoint_range, debug, grad, jit, jvp, source,
                          value_and_grad, vmap)
 from transformer.revolve import optimal_advances
@@ -131,9 +137,22 @@ def epochs_plain(W, xs, h0):
     return np.sum(h)
 
 
+def nested(x, c):
+    a = x
+    for _ in checkpoint_range(0, 2, snapshots=2):
+        a = np.tanh(a)
+        for _ in checkpoint_range(0, 2, snapshots=2):
+            a = np.tanh(a)
+            c = np.tanh(a)          # the outer loop carries c: the inner one assigns it
+    return a - c * c
+
+
 def test_a_checkpointed_loop_inside_another_loop():
     args = inputs(6, seed=2)
     assert_same(grad(epochs, argnums=(0, 2))(*args), grad(epochs_plain, argnums=(0, 2))(*args))
+    got = grad(nested, argnums=(0, 1))(0.3, 0.7)
+    for k in (0, 1):
+        assert_gradient_close(got[k], central_differences(nested, [0.3, 0.7], k), f"fd {k}")
 
 
 calls = []
@@ -368,3 +387,43 @@ def test_what_cannot_be_checkpointed_is_refused_located(fun, message, line, hint
     assert message in error.message
     assert error.filename == __file__ and line in error.line, str(error)
     assert hint in error.hint
+
+
+# ---------------------------------------------------------------- generated programs
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory):
+    return tmp_path_factory.mktemp("checkpointed_programs")
+
+
+def checkpointed(source):
+    """`source` with each `for ... in range(...)` over checkpoint_range, two snapshots."""
+    return re.sub(r"for (\w+) in range\((.*)\):", r"for \1 in checkpoint_range(\2, snapshots=2):",
+                  source)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(source=programs(), x=st.floats(-1.0, 1.0), seed=st.integers(0, 2 ** 16))
+def test_generated_loops_checkpointed_get_the_gradient_or_a_located_refusal(directory, source,
+                                                                             x, seed):
+    assume("range(" in source)
+    text = checkpointed(source)
+    note(text)
+    module = write_module(directory, "import math\n\nimport numpy as np\n\n"
+                          "from transformer import checkpoint_range\n\n\n" + text, {})
+    program = module.program
+    v = np.random.default_rng(seed).uniform(-1.0, 1.0, size=WORK)
+    expected = smooth_differences(program, (x, v), (0, 1))
+    assume(expected is not None)
+    try:
+        got = grad(program, argnums=(0, 1))(x, v.copy())
+    except TransformError as error:
+        assert error.filename == module.__file__ and error.lineno is not None, str(error)
+        assert "checkpoint" in error.message, str(error)
+        event(f"refused: {error.message.split(':')[0][:40]}")
+        return
+    event("gradient compared")
+    for g, e in zip(got, expected):
+        assert_gradient_close(g, e, text)
