@@ -263,6 +263,16 @@ def writes_argument_plain(h, w):
     return np.sum(h)
 
 
+@pytest.mark.slow
+def test_writes_into_carries_under_jit_and_the_shared_array_check_compiled():
+    W, _, h0 = inputs(1)
+    w = np.linspace(0.5, 1.5, 5)
+    assert_same(jit(grad(in_place, argnums=(0, 1, 2)))(W, h0, w),
+                grad(in_place_plain, argnums=(0, 1, 2))(W, h0, w))
+    with pytest.raises(ValueError, match="shared with another name"):
+        jit(grad(shared_carry))(np.ones(3))
+
+
 def test_the_hint_for_a_write_into_a_constant_works():
     h, w = np.linspace(0.1, 0.6, 6), np.linspace(1.0, 2.0, 6)
     assert_same(grad(writes_argument_copied, argnums=(0, 1))(h, w),
