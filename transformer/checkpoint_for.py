@@ -53,6 +53,7 @@ _HINT_OPTIONS = ("write checkpoint_range(lower, upper, snapshots=s) with s an in
                  "\"segments\", levels an int >= 1")
 # functions and methods that write into their first argument
 _WRITERS = (np.copyto, np.put, np.place, np.fill_diagonal, np.putmask, np.add.at)
+_SCOPES = (gast.Lambda, gast.ListComp, gast.DictComp, gast.SetComp, gast.GeneratorExp)
 _WRITING_METHODS = {"fill", "sort", "put", "itemset", "resize", "partition", "setflags"}
 
 
@@ -126,7 +127,7 @@ class _Lowering:
                                     "loop is read after the loop",
                                     "use another name after the loop (the last index is "
                                     "upper - 1), or rename the loop's index")
-        assigned = assigned_names(gast.Module(body=loop.body, type_ignores=[])) - {index}
+        assigned = _bound_names(loop.body) - {index}
         exposed, _ = _exposed(loop.body, set())
         carries = sorted(assigned & (exposed | after))
         if not carries:
@@ -138,7 +139,7 @@ class _Lowering:
                 raise self.origin.error(loop, f"{c!r} is carried by this checkpointed loop "
                                         "but has no value before it",
                                         f"give {c} its initial value before the loop")
-        local = set(self.fn.params) | assigned_names(self.fn.node)
+        local = set(self.fn.params) | _bound_names(self.fn.node.body)
         constants = sorted((loaded_names(gast.Module(body=loop.body, type_ignores=[])) -
                             assigned - {index}) & local)
         writes = _Writes(self.fn, carries)
@@ -256,8 +257,20 @@ def _context(fn: Function, path: list) -> tuple[set, set]:
     return before, after
 
 
+def _bound_names(stmts: list) -> set:
+    """Names the statements bind in the function's own scope (not a lambda's parameters
+    or a comprehension's variables)."""
+    found = set()
+    for node in _walk_outside(gast.Module(body=stmts, type_ignores=[]), None):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            found.add(node.id)
+    return found
+
+
 def _walk_outside(node, skip):
-    if node is skip:
+    """`node` and its descendants, without `skip`'s subtree, nor a lambda's or a
+    comprehension's (their names are their own) when `skip` is None."""
+    if node is skip or skip is None and isinstance(node, _SCOPES):
         return
     yield node
     for child in gast.iter_child_nodes(node):

@@ -197,6 +197,29 @@ def test_vmap_of_grad_over_sequences_and_forward_mode():
     assert_same(jvp(rnn, point, direction), jvp(rnn_plain, point, direction))
 
 
+def comprehension(W, h0, w):
+    h = h0
+    for t in checkpoint_range(4, snapshots=2):
+        scales = [w[t] * k for k in range(1, 3)]        # k: the comprehension's own
+        h = np.tanh(W @ h) * scales[1]
+    return np.sum(h)
+
+
+def comprehension_plain(W, h0, w):
+    h = h0
+    for t in range(4):
+        scales = [w[t] * k for k in range(1, 3)]
+        h = np.tanh(W @ h) * scales[1]
+    return np.sum(h)
+
+
+def test_a_comprehension_variable_in_the_body_is_neither_carried_nor_constant():
+    W, _, h0 = inputs(1)
+    w = np.linspace(0.5, 1.5, 4)
+    assert_same(grad(comprehension, argnums=(0, 1, 2))(W, h0, w),
+                grad(comprehension_plain, argnums=(0, 1, 2))(W, h0, w))
+
+
 def in_place(W, h0, w):
     h, total = h0, 0.0
     for t in checkpoint_range(5, snapshots=2):
