@@ -10,6 +10,8 @@ T = 10^5 steps by default, gradient with respect to (W, U, b):
     revolve        checkpoint_loop(step, snapshots=R, schedule="revolve"): at most R carries
                    kept, the fewest forward steps any R-snapshot schedule runs
                    (transformer.revolve.optimal_advances), plus its action array
+    revolve-for    the plain loop with `for t in checkpoint_range(T, snapshots=R)`: the same
+                   schedule, written in place
 
 backend="python" (plain NumPy): peak of tracemalloc during the gradient call, after a
 warm-up call at small T has built everything. jit (Numba): each variant in its own
@@ -39,7 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.workloads import rnn_inputs, rnn_loss  # noqa: E402
-from transformer import checkpoint_loop, grad, jit  # noqa: E402
+from transformer import checkpoint_loop, checkpoint_range, grad, jit  # noqa: E402
 from transformer.revolve import optimal_advances  # noqa: E402
 
 ARGNUMS = (0, 1, 2)
@@ -61,8 +63,23 @@ def make_checkpointed(snapshots: int, levels: int, schedule: str = "segments"):
     return rnn_loss_checkpointed
 
 
+FOR_SNAPSHOTS = 24      # checkpoint_range's budget: a module constant, read at transformation
+
+
+def rnn_loss_for(W, U, b, xs, h0):
+    """`workloads.rnn_loss` with its loop over checkpoint_range."""
+    h, loss = h0, 0.0
+    for t in checkpoint_range(xs.shape[0], snapshots=FOR_SNAPSHOTS):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+        loss = loss + np.sum(h * h)
+    return loss
+
+
 def gradient(variant: str, snapshots: int, levels: int, backend: str):
-    if variant == "revolve":        # --snapshots carries --revolve-snapshots to the child
+    global FOR_SNAPSHOTS
+    if variant == "revolve-for":
+        FOR_SNAPSHOTS, fun = snapshots, rnn_loss_for
+    elif variant == "revolve":        # --snapshots carries --revolve-snapshots to the child
         fun = make_checkpointed(snapshots, 1, "revolve")
     else:
         fun = rnn_loss if variant == "plain" else make_checkpointed(snapshots, levels)
@@ -125,7 +142,7 @@ def main(argv=None) -> None:
     parser.add_argument("--levels", type=int, default=1)
     parser.add_argument("--backends", nargs="+", default=["python", "jit"])
     parser.add_argument("--revolve-snapshots", type=int, default=24)
-    parser.add_argument("--child", choices=["plain", "checkpointed", "revolve"])
+    parser.add_argument("--child", choices=["plain", "checkpointed", "revolve", "revolve-for"])
     opts = parser.parse_args(argv)
     s = opts.snapshots or math.isqrt(opts.steps - 1) + 1
     if opts.child:
@@ -136,11 +153,12 @@ def main(argv=None) -> None:
           f"levels={opts.levels}: at most {bound} carries kept (plain: {opts.steps + 1}); "
           f"revolve: {opts.revolve_snapshots} carries, "
           f"{optimal_advances(opts.steps, opts.revolve_snapshots)} forward steps recomputed")
-    sizes = {"plain": s, "checkpointed": s, "revolve": opts.revolve_snapshots}
+    sizes = {"plain": s, "checkpointed": s, "revolve": opts.revolve_snapshots,
+             "revolve-for": opts.revolve_snapshots}
     for backend in opts.backends:
         measure = python_figures if backend == "python" else jit_figures
         rows = {v: measure(v, opts.steps, sizes[v], opts.levels) for v in sizes}
-        for v in ("checkpointed", "revolve"):
+        for v in ("checkpointed", "revolve", "revolve-for"):
             if not _agree(rows["plain"]["result"], rows[v]["result"]):
                 raise SystemExit(f"{backend}: the {v} gradient differs from the plain one")
         key = "peak_bytes" if backend == "python" else "peak_rss_growth_bytes"

@@ -27,6 +27,15 @@ def assert_gradient_close(got, expected, what=""):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6 * scale, err_msg=what)
 
 
+def smooth_differences(fn, args, argnums):
+    """Central differences of `fn` at `args` for each of `argnums`, or None when a coarser
+    step disagrees (a branch threshold near the point: no derivative to compare with)."""
+    fine = [central_differences(fn, args, k) for k in argnums]
+    coarse = [central_differences(fn, args, k, eps=1e-4) for k in argnums]
+    smooth = all(np.allclose(f, c, rtol=1e-3, atol=1e-4) for f, c in zip(fine, coarse))
+    return fine if smooth else None
+
+
 def write_module(directory: pathlib.Path, source: str, constants: dict):
     """Import `source` as a fresh module from a real file, with `constants` as globals."""
     path = directory / f"generated_case_{next(_counter)}.py"

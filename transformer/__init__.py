@@ -14,7 +14,7 @@ from .callbacks import ShapeDtypeStruct, io_callback, pure_callback
 from . import debug
 from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
 from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name, checkpoint_policies,
-                         remat)
+                         checkpoint_range, remat)
 from .errors import TransformError
 from .inspection import source
 from .jit import jit
@@ -28,6 +28,7 @@ __all__ = [
     "test_util", "tree_util", "value_and_grad", "vjp", "vmap",
     "primitives", "lax",
     "ShapeDtypeStruct", "debug", "io_callback", "pure_callback", "config",
-    "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_policies", "remat",
+    "checkpoint", "checkpoint_loop", "checkpoint_name", "checkpoint_range", "checkpoint_policies",
+    "remat",
     "Mesh", "devices", "pmap", "ppermute", "shard_map", "show_pmap",
 ]

@@ -44,7 +44,8 @@ from .errors import TransformError
 from .function import Function
 from .syntax import parsed_at
 
-__all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name", "checkpoint_loop"]
+__all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name", "checkpoint_loop",
+           "checkpoint_range"]
 
 
 # ---------------------------------------------------------------- policies
@@ -286,12 +287,7 @@ class CheckpointLoop:
 
     def __init__(self, body: Callable, snapshots: int, levels: int) -> None:
         from .frontend import parse
-        for label, value, least in (("snapshots", snapshots, 2), ("levels", levels, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise TransformError(f"checkpoint_loop: {label} must be an int >= {least}, "
-                                     f"got {value!r}",
-                                     hint="snapshots=s keeps about levels * s carries "
-                                          "(s near sqrt(T) for one level)")
+        _check_budget("checkpoint_loop", snapshots, levels, "segments")
         self.body, self.snapshots, self.levels = body, snapshots, levels
         primal = parse(body)
         self.carries = _carry_count(primal)
@@ -390,13 +386,41 @@ def checkpoint_loop(body: Callable, *, snapshots: int, levels: int = 1,
     snapshots**levels) + 1` carries and runs each step `levels + 3` times (module
     docstring). `body` returns the
     new carries (a tuple, or one value for one carry)."""
+    _check_budget("checkpoint_loop", snapshots, levels, schedule)
     if schedule == "revolve":
         return RevolveLoop(body, snapshots, 1)
-    if schedule != "segments":
-        raise TransformError(f"checkpoint_loop: unknown schedule {schedule!r}",
+    return CheckpointLoop(body, snapshots, levels)
+
+
+def checkpoint_range(*bounds: int, snapshots: int, schedule: str = "revolve",
+                     levels: int = 1) -> range:
+    """`range(*bounds)`. In a function secant transforms, `for t in checkpoint_range(lower,
+    upper, snapshots=s)` is the loop of `checkpoint_loop(step, snapshots=s,
+    schedule=schedule, levels=levels)` (transformer/checkpoint_for.py): reverse mode keeps
+    at most `s` carry states (Revolve) instead of one per step."""
+    _check_budget("checkpoint_range", snapshots, levels, schedule)
+    return range(*bounds)
+
+
+def _range_loop(body: Callable, *, snapshots: int, schedule: str, levels: int):
+    _check_budget("checkpoint_range", snapshots, levels, schedule)
+    return checkpoint_loop(body, snapshots=snapshots, levels=levels, schedule=schedule)
+
+
+checkpoint_range.__secant_loop__ = _range_loop     # how checkpoint_for lowers the loop
+
+
+def _check_budget(caller: str, snapshots, levels, schedule) -> None:
+    for label, value, least in (("snapshots", snapshots, 2), ("levels", levels, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise TransformError(f"{caller}: {label} must be an int >= {least}, "
+                                 f"got {value!r}",
+                                 hint="snapshots=s keeps about levels * s carries "
+                                      "(s near sqrt(T) for one level)")
+    if schedule not in ("revolve", "segments"):
+        raise TransformError(f"{caller}: unknown schedule {schedule!r}",
                              hint='use schedule="segments" (levels of segments) or '
                                   'schedule="revolve" (binomial, optimal)')
-    return CheckpointLoop(body, snapshots, levels)
 
 
 def _returns(fn: Function) -> list:

@@ -25,6 +25,7 @@ import gast
 from codegen.backends import is_library_module
 
 from . import decorated, freshness
+from .checkpoint_for import lower_checkpoint_loops
 from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
@@ -115,6 +116,7 @@ def parse(fn) -> Function:
     env = _resolve_env(fn, node, origin, extra, bindings)
     # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
     env = bind_callees(node, env, origin, namer)
+    env = lower_checkpoint_loops(node, env, origin, namer, getattr(fn, "__module__", ""))
     freshness.note(bindings)
     return Function(node, env, origin)
 
