@@ -17,19 +17,21 @@ for sure, the generated statement is the one shown (its module is on disk, reada
 from __future__ import annotations
 
 import linecache
+import re
 
 import numpy as np
 
 from .generated_lines import user_site
 from .random_sites import origin_function
 
+_LOCATED = re.compile(r"^\S.*:\d+:\d+: ")
 _NUMBA_BROADCAST = ("unable to broadcast", "cannot be broadcast", "could not be broadcast")
 
 
 def located(exc: ValueError, function, arguments: tuple) -> ValueError:
     """`exc`, located as the module doc says, when it is a broadcasting failure."""
-    if not any(words in str(exc) for words in _NUMBA_BROADCAST):
-        return exc
+    if not any(words in str(exc) for words in _NUMBA_BROADCAST) or _LOCATED.match(str(exc)):
+        return exc          # not a broadcast, or located already (a fused loop's check)
     python = getattr(function, "py_func", None)
     if python is None:
         return exc

@@ -96,6 +96,13 @@ class BodyFacts:
         record of writes."""
         copies = [s for s in self.simple
                   if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
+        views = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
+                 isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name)
+                 and not self._selects_by_mask(s.value.slice)]
+        through: dict = {}      # name -> the writes that change its array
+        for stmt in self.simple:
+            if isinstance(stmt.targets[0], gast.Subscript):
+                through.setdefault(stmt.targets[0].value.id, []).append(stmt)
         changed = True
         while changed:
             changed = False
@@ -105,6 +112,43 @@ class BodyFacts:
                     self._refuse_observed_alias(stmt)
                     self.written |= pair
                     changed = True
+            for stmt in views:      # `row = P[i]; row[0] = v` writes P as well
+                view, base = stmt.targets[0].id, stmt.value.value.id
+                if view in self.written and base not in self.written:
+                    writes = [w for w in through.get(view, [])
+                              if self.order[id(w)] > self.order[id(stmt)]]
+                    self._refuse_write_through_view(writes, view, base)
+                    through.setdefault(base, []).extend(writes)
+                    self.written.add(base)
+                    changed = True
+
+    def _selects_by_mask(self, index) -> bool:
+        """Whether `x[index]` is a copy for sure: a boolean mask computed in the body (a
+        comparison or a logical combination of them). Anything else - a slice, a number,
+        a name that may hold one - may give a view of `x`."""
+        if not isinstance(index, gast.Name):
+            return False
+        definitions = self.defs.get(index.id, [])
+        return bool(definitions) and all(
+            isinstance(d, gast.Assign) and _is_mask_expression(d.value, self)
+            for d in definitions)
+
+    def _refuse_write_through_view(self, writes: list, view: str, base: str) -> None:
+        """Refuse `writes` through `view` (bound to `base[...]` before them) when `base`
+        is read after one: the write changes `base`, which reverse mode, keeping one
+        adjoint and one record of writes per name, would not see."""
+        for write in writes:
+            at, loops = self.order[id(write)], set(map(id, self.loops_of[id(write)]))
+            later = [u for u in self.loads.get(base, []) if self.order[id(u)] > at
+                     or loops & set(map(id, self.loops_of.get(id(u), ())))]
+            if later:
+                raise self.fn.origin.error(
+                    write, f"{view!r} is a view into {base!r} (`{view} = {base}[...]`), "
+                    f"written here and {base!r} read afterwards: reverse mode does not follow "
+                    f"a write into {base!r} made through another name",
+                    f"write into {base!r} itself (`{base}[...] = ...` at the same elements), "
+                    f"or, if {base!r} must not change, make {view!r} its own array: "
+                    f"`{view} = {base}[...].copy()`")
 
     def _views_read_across_writes(self) -> dict:
         """id(write) -> names read from the written array before it and used after it:
@@ -255,6 +299,22 @@ def _exposed(stmts, defined: set) -> tuple[set, set]:
             if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
                 defined.add(stmt.targets[0].id)
     return exposed, defined
+
+
+def _is_mask_expression(value, facts) -> bool:
+    """A boolean array for sure: a comparison, `~`/`&`/`|`/`^` of such, or a name
+    bound only to them."""
+    if isinstance(value, gast.Compare):
+        return True
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Invert, gast.Not)):
+        return _is_mask_expression(value.operand, facts)
+    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.BitAnd, gast.BitOr,
+                                                               gast.BitXor)):
+        return _is_mask_expression(value.left, facts) and \
+            _is_mask_expression(value.right, facts)
+    if isinstance(value, gast.Name):
+        return facts._selects_by_mask(value)
+    return False
 
 
 def _may_overlap(read_index, write_index) -> bool:

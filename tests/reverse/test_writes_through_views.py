@@ -1,0 +1,107 @@
+"""Reverse mode refuses a write through a view (`row = P[i]; row[0] = v`, `head = h[:2]`)
+when the viewed array is read afterwards: the write changes that array, and reverse mode,
+which keeps one adjoint and one record of writes per name, would not see it (it gave a
+silently wrong gradient). The refusal is located and its hint works. Oracle: central
+finite differences."""
+import numpy as np
+import pytest
+
+from transformer import TransformError, grad, jit, jvp
+from transformer.test_util import numerical_grad
+
+RNG = np.random.default_rng(3)
+W = RNG.normal(size=(4, 4)) * 0.5
+H0 = np.abs(RNG.normal(size=4)) + 0.1
+
+
+def row_view(W, h0):
+    P = np.outer(h0, h0) + W
+    row = P[1]
+    row[0] = row[2] * 3.0
+    return np.sum(np.tanh(P))
+
+
+def slice_view_in_loop(W, h0):
+    h = h0.copy()
+    for _t in range(2):
+        head = h[:2]
+        head[0] = head[1] * 0.5
+        h = np.tanh(W @ h)
+    return np.sum(h)
+
+
+def view_of_view(W, h0):
+    h = h0 * 2.0
+    head = h[:3]
+    first = head[:1]
+    first[0] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
+def row_written_directly(W, h0):         # the hint's first rewrite of row_view
+    P = np.outer(h0, h0) + W
+    P[1, 0] = P[1, 2] * 3.0
+    return np.sum(np.tanh(P))
+
+
+def loop_written_directly(W, h0):        # ... of slice_view_in_loop
+    h = h0.copy()
+    for _t in range(2):
+        h[0] = h[1] * 0.5
+        h = np.tanh(W @ h)
+    return np.sum(h)
+
+
+def row_copied(W, h0):                   # the hint's second rewrite: P must not change
+    P = np.outer(h0, h0) + W
+    row = P[1].copy()
+    row[0] = row[2] * 3.0
+    return np.sum(np.tanh(P)) + np.sum(row)
+
+
+def mask_selection_written(W, h0):       # x[mask] is a copy: nothing to refuse
+    sel = h0[h0 > 0.2]
+    sel[0] = 2.0
+    return np.sum(sel * h0[0]) + np.sum(np.tanh(W @ h0))
+
+
+def view_written_base_not_read(W, h0):   # the base is never read after the write
+    P = np.outer(h0, h0) + W
+    row = P[1]
+    row[0] = 0.0
+    return np.sum(row * row)
+
+
+def assert_gradients_match_differences(f):
+    for k in (0, 1):
+        got = grad(f, argnums=k)(W.copy(), H0.copy())
+        want = numerical_grad(f, [W.copy(), H0.copy()], k)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f, line", [
+    (row_view, "row[0] = row[2] * 3.0"),
+    (slice_view_in_loop, "head[0] = head[1] * 0.5"),
+    (view_of_view, "first[0] = 7.0"),
+])
+def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f, line):
+    for transform in (grad, lambda g: jit(grad(g))):
+        with pytest.raises(TransformError) as info:
+            transform(f)(W.copy(), H0.copy())
+        err = info.value
+        assert err.filename == __file__ and err.line.strip() == line
+        assert "is a view into" in err.message and "write into" in err.hint
+
+
+@pytest.mark.parametrize("f", [row_written_directly, loop_written_directly, row_copied,
+                               mask_selection_written, view_written_base_not_read])
+def test_the_hints_rewrites_and_copies_get_the_finite_difference_gradient(f):
+    assert_gradients_match_differences(f)
+
+
+def test_forward_mode_follows_the_write_through_the_view():
+    dW, dh = RNG.normal(size=(4, 4)), RNG.normal(size=4)
+    eps = 1e-6
+    fd = (row_view(W + eps * dW, H0 + eps * dh) - row_view(W - eps * dW, H0 - eps * dh)) \
+        / (2 * eps)
+    assert abs(jvp(row_view, (W, H0), (dW, dh))[1] - fd) < 1e-7
