@@ -619,15 +619,6 @@ def identity_batch_last(d, basis):
     return np.ascontiguousarray(np.moveaxis(identity_batch(d, basis), 0, -1))
 
 
-@register_jitable
-def _fill_diagonal(out, d, n):
-    """`out` viewed `(n, n)` gets `d` on its diagonal (`d` has the basis's size)."""
-    flat = out.reshape((n, n))
-    values = np.ascontiguousarray(d).ravel()
-    for k in range(n):
-        flat[k, k] = values[k]
-
-
 def _identity_nb(d, basis, last: bool):
     if not isinstance(basis, types.Array):          # one basis vector: the scalar 1
         if isinstance(d, types.Array):
@@ -640,34 +631,43 @@ def _identity_nb(d, basis, last: bool):
 
         def scalar(d, basis):
             n = basis.size
-            out = np.zeros(basis.shape + (n,) if last else (n,) + basis.shape, dtype)
-            _fill_diagonal(out, np.full(n, d), n)
-            return out
+            out = np.zeros(n * n, dtype)
+            for k in range(n):
+                out[k * n + k] = d
+            return out.reshape(basis.shape + (n,) if last else (n,) + basis.shape)
         return scalar
 
+    rank = max(d.ndim, basis.ndim, 1)
+    d_ones, b_ones = (1,) * (rank - d.ndim), (1,) * (rank - basis.ndim)   # padding
+
     def impl(d, basis):
-        n = basis.size
-        out = np.zeros(d.shape + (n,) if last else (n,) + d.shape, d.dtype)
-        if d.size == n:                             # d is shaped like the basis: diagonal
-            _fill_diagonal(out, d, n)
-            return out
-        columns = out.reshape((d.size, n)) if last else out.reshape((n, d.size))
-        e = np.zeros(n, d.dtype)
-        for k in range(n):
-            e[k] = 1.0
-            column = (e.reshape(basis.shape) * d).ravel()
-            e[k] = 0.0
-            if column.size != d.size:
+        # one flat array filled by direct loops: a broadcast product per column would cost
+        # the compile of Numba's broadcasting kernels in every caller
+        n, m = basis.size, d.size
+        values = np.ascontiguousarray(d).ravel()
+        out = np.zeros(m * n, d.dtype)
+        if m == n:                                  # d is shaped like the basis: diagonal
+            for k in range(n):
+                out[k * n + k] = values[k]
+        else:                                       # e_k * d keeps d's shape: one column
+            dims, bdims = d_ones + d.shape, b_ones + basis.shape
+            size = 1
+            for a in range(rank):
+                if bdims[a] != 1 and dims[a] != 1 and bdims[a] != dims[a]:
+                    raise ValueError("identity batch: the basis and the value do not "
+                                     "broadcast together")
+                size *= dims[a] if bdims[a] == 1 else bdims[a]
+            if size != m:
                 raise ValueError("identity batch: the basis broadcasts the value to a "
                                  "larger shape")
-            # element by element: an array assigned to a slice makes Numba compile its
-            # shape-mismatch message (str, repr, concatenation: ~20 functions) on first use
-            for r in range(d.size):
-                if last:
-                    columns[r, k] = column[r]
-                else:
-                    columns[k, r] = column[r]
-        return out
+            for r in range(m):                      # d[r] lands on basis element j
+                j, rest, stride = 0, r, 1
+                for a in range(rank - 1, -1, -1):
+                    j += (rest % dims[a]) % bdims[a] * stride
+                    rest //= dims[a]
+                    stride *= bdims[a]
+                out[r * n + j if last else j * m + r] = values[r]
+        return out.reshape(d.shape + (n,)) if last else out.reshape((n,) + d.shape)
     return impl
 
 

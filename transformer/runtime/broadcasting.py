@@ -125,6 +125,36 @@ def _broadcast_like_nb(t, z):
         return lambda t, z: t
     if not isinstance(t, types.Array):
         return lambda t, z: np.full(z.shape, t)
+    # ranks 1 and 2 by direct loops: the generic gather below costs ~1 s of compile in
+    # every caller (its helpers are compiled, linked and optimized again at each level)
+    if z.ndim == 1 and t.ndim == 1:
+        def vector(t, z):
+            n, m = z.shape[0], t.shape[0]
+            out = np.empty(n, t.dtype)
+            for i in range(n):
+                out[i] = t[i % m]
+            return out
+        return vector
+    if z.ndim == 2 and t.ndim == 2:
+        def matrix(t, z):
+            n0, n1 = z.shape
+            m0, m1 = t.shape
+            out = np.empty((n0, n1), t.dtype)
+            for i in range(n0):
+                for j in range(n1):
+                    out[i, j] = t[i % m0, j % m1]
+            return out
+        return matrix
+    if z.ndim == 2 and t.ndim == 1:
+        def rows(t, z):
+            n0, n1 = z.shape
+            m = t.shape[0]
+            out = np.empty((n0, n1), t.dtype)
+            for i in range(n0):
+                for j in range(n1):
+                    out[i, j] = t[j % m]
+            return out
+        return rows
 
     def impl(t, z):
         out = np.empty(z.size, t.dtype)

@@ -1,0 +1,75 @@
+"""The compiled runtime helpers written as direct loops per rank (cheap to compile) give
+NumPy's numbers for every shape they take: broadcasting, tiling, strided operands, and the
+identity batches jacfwd builds, whose reference is the pure-Python form."""
+import numba
+import numpy as np
+import pytest
+
+from transformer.runtime.batching import identity_batch, identity_batch_last
+from transformer.runtime.broadcasting import broadcast_like
+
+RNG = np.random.default_rng(7)
+
+
+@numba.njit
+def _broadcast_like(t, z):
+    return broadcast_like(t, z)
+
+
+@numba.njit
+def _identities(d, basis):
+    return identity_batch(d, basis), identity_batch_last(d, basis)
+
+
+@pytest.mark.parametrize("t_shape, z_shape", [
+    ((5,), (5,)), ((1,), (5,)), ((2,), (6,)),              # rank 1: copy, spread, tile
+    ((3, 4), (3, 4)), ((1, 4), (3, 4)), ((3, 1), (3, 4)), ((1, 1), (3, 4)),
+    ((4,), (3, 4)), ((1,), (3, 4)),                         # rank 1 into rank 2
+    ((4,), (2, 3, 4)), ((3, 1), (2, 3, 4)),                 # the generic gather
+])
+def test_broadcast_like_matches_numpy_for_every_rank(t_shape, z_shape):
+    t, z = RNG.normal(size=t_shape), np.zeros(z_shape)
+    got = _broadcast_like(t, z)
+    reps = [n // m for n, m in zip(z_shape, (1,) * (len(z_shape) - len(t_shape)) + t_shape)]
+    expected = np.tile(t, reps) if reps else t
+    assert got.shape == z_shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, np.broadcast_to(expected, z_shape))
+
+
+def test_broadcast_like_reads_strided_operands_and_owns_its_result():
+    base = RNG.normal(size=(4, 6))
+    t = base[:, ::2]
+    got = _broadcast_like(t, np.zeros((4, 3)))
+    np.testing.assert_array_equal(got, t)
+    got[0, 0] = 99.0
+    assert base[0, 0] != 99.0
+    np.testing.assert_array_equal(_broadcast_like(base[0, ::3], np.zeros(2)), base[0, ::3])
+
+
+@pytest.mark.parametrize("d_shape, basis_shape", [
+    ((3,), (3,)), ((2, 3), (2, 3)),                        # diagonal
+    ((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)),    # one column per basis vector
+    ((4, 2, 3), (2, 3)), ((1, 1, 2, 3), (1, 3)), ((5,), (1,)), ((2,), ()), ((0, 3), (3,)),
+])
+def test_identity_batches_match_the_python_form(d_shape, basis_shape):
+    d, basis = RNG.normal(size=d_shape), np.ones(basis_shape)
+    batch, last = _identities(d, basis)
+    expected = identity_batch(d, basis)
+    assert batch.shape == expected.shape
+    np.testing.assert_array_equal(batch, expected)
+    np.testing.assert_array_equal(last, identity_batch_last(d, basis))
+    strided = np.repeat(d, 2, axis=-1)[..., ::2] if d.ndim else d
+    np.testing.assert_array_equal(_identities(strided, basis)[1], identity_batch_last(d, basis))
+
+
+def test_identity_batch_of_a_scalar_is_the_scaled_identity():
+    batch, last = _identities(2.5, np.ones((2, 2)))
+    np.testing.assert_array_equal(batch, 2.5 * np.eye(4).reshape(4, 2, 2))
+    np.testing.assert_array_equal(last, 2.5 * np.eye(4).reshape(2, 2, 4))
+
+
+def test_identity_batch_refuses_a_basis_that_widens_the_value():
+    with pytest.raises(ValueError, match="larger shape"):
+        _identities(np.ones((1, 3)), np.ones((2, 1)))
+    with pytest.raises(ValueError, match="broadcast together"):
+        _identities(np.ones((2, 3)), np.ones((4,)))
