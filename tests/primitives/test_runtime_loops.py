@@ -7,6 +7,7 @@ import pytest
 
 from transformer.runtime.batching import identity_batch, identity_batch_last
 from transformer.runtime.broadcasting import broadcast_like
+from transformer.runtime.examples import unbroadcast_examples, unbroadcast_to_shared
 
 RNG = np.random.default_rng(7)
 
@@ -73,3 +74,24 @@ def test_identity_batch_refuses_a_basis_that_widens_the_value():
         _identities(np.ones((1, 3)), np.ones((2, 1)))
     with pytest.raises(ValueError, match="broadcast together"):
         _identities(np.ones((2, 3)), np.ones((4,)))
+
+
+@numba.njit
+def _unbroadcast_batches(g, x_batched, x_shared):
+    return unbroadcast_examples(g, x_batched), unbroadcast_to_shared(g, x_shared)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("g_shape, x_shape", [
+    ((4, 6), (1,)), ((4, 6), (6,)),                         # vector examples
+    ((3, 4, 6), (1, 6)), ((3, 4, 6), (4, 1)), ((3, 4, 6), (1, 1)), ((3, 4, 6), (4, 6)),
+])
+def test_per_example_unbroadcast_sums_each_example_like_numpy(g_shape, x_shape, dtype):
+    g = RNG.normal(size=g_shape).astype(dtype)
+    x_batched, x_shared = np.zeros((g_shape[0],) + x_shape, dtype), np.zeros(x_shape, dtype)
+    batched, shared = _unbroadcast_batches(g, x_batched, x_shared)
+    axes = tuple(1 + a for a, n in enumerate(x_shape) if n == 1 and g_shape[1 + a] != 1)
+    expected = g.sum(axis=axes, keepdims=True, dtype=np.float64)
+    for got in (batched, shared):
+        assert got.dtype == dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
