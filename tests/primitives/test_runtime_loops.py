@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from transformer.runtime.batching import identity_batch, identity_batch_last
-from transformer.runtime.broadcasting import broadcast_like
+from transformer.runtime.broadcasting import broadcast_like, broadcast_reduced
 from transformer.runtime.examples import unbroadcast_examples, unbroadcast_to_shared
 
 RNG = np.random.default_rng(7)
@@ -95,3 +95,23 @@ def test_per_example_unbroadcast_sums_each_example_like_numpy(g_shape, x_shape, 
     for got in (batched, shared):
         assert got.dtype == dtype and got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@numba.njit
+def _broadcast_reduced(g, x, axis, keepdims):
+    return broadcast_reduced(g, x, axis, keepdims)
+
+
+@pytest.mark.parametrize("x_shape, axis, keepdims", [
+    ((5,), 0, True), ((3, 4), 0, False), ((3, 4), 1, False), ((3, 4), -1, False),
+    ((3, 4), -2, True), ((3, 4), 1, True), ((2, 3, 4), 1, False), ((2, 3, 4), 2, True),
+])
+def test_broadcast_reduced_spreads_a_reduction_back_like_numpy(x_shape, axis, keepdims):
+    x = RNG.normal(size=x_shape)
+    g = x.sum(axis=axis, keepdims=keepdims)
+    got = _broadcast_reduced(g, x, axis, keepdims)
+    expected = np.broadcast_to(g if keepdims else np.expand_dims(g, axis), x_shape)
+    assert got.shape == x_shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)
+    strided = np.repeat(g, 2, axis=-1)[..., ::2]
+    np.testing.assert_array_equal(_broadcast_reduced(strided, x, axis, keepdims), expected)

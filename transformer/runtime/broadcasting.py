@@ -180,6 +180,20 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
         return lambda g, x, axis=None, keepdims=False: g
     if not isinstance(g, types.Array):
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+    # direct loops for ranks 1 and 2 (the generic gather costs over a second of compile):
+    # `g` of `x`'s rank kept the reduced axes, so it spreads as `broadcast_like` spreads it
+    if g.ndim == x.ndim and x.ndim <= 2:
+        return lambda g, x, axis=None, keepdims=False: broadcast_like(g, x)
+    if g.ndim == 1 and x.ndim == 2 and isinstance(axis, types.Integer):
+        def dropped(g, x, axis=None, keepdims=False):
+            n0, n1 = x.shape
+            rows = axis % 2 == 0        # axis 0 reduced: g holds one value per column
+            out = np.empty((n0, n1), g.dtype)
+            for i in range(n0):
+                for j in range(n1):
+                    out[i, j] = g[j] if rows else g[i]
+            return out
+        return dropped
 
     def impl(g, x, axis=None, keepdims=False):
         shape = np.asarray(x.shape)
