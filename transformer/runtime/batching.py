@@ -626,12 +626,12 @@ def _identity_nb(d, basis, last: bool):
                 return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
             return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
         return lambda d, basis: np.full(1, d)
+    # dtype classes and shape tuples, as zeros_like passes: one np.zeros compile for all
+    dtype = numba.np.numpy_support.as_dtype(d.dtype if isinstance(d, types.Array) else d).type
     if not isinstance(d, types.Array):
-        dtype = d
-
         def scalar(d, basis):
             n = basis.size
-            out = np.zeros(n * n, dtype)
+            out = np.zeros((n * n,), dtype)
             for k in range(n):
                 out[k * n + k] = d
             return out.reshape(basis.shape + (n,) if last else (n,) + basis.shape)
@@ -645,7 +645,7 @@ def _identity_nb(d, basis, last: bool):
         # the compile of Numba's broadcasting kernels in every caller
         n, m = basis.size, d.size
         values = np.ascontiguousarray(d).ravel()
-        out = np.zeros(m * n, d.dtype)
+        out = np.zeros((m * n,), dtype)
         if m == n:                                  # d is shaped like the basis: diagonal
             for k in range(n):
                 out[k * n + k] = values[k]

@@ -127,10 +127,11 @@ def _broadcast_like_nb(t, z):
         return lambda t, z: np.full(z.shape, t)
     # ranks 1 and 2 by direct loops: the generic gather below costs ~1 s of compile in
     # every caller (its helpers are compiled, linked and optimized again at each level)
-    if z.ndim == 1 and t.ndim == 1:
+    dtype = as_dtype(t.dtype).type   # a class and a shape tuple, as zeros_like passes:
+    if z.ndim == 1 and t.ndim == 1:  # one np.empty compile serves them all
         def vector(t, z):
             n, m = z.shape[0], t.shape[0]
-            out = np.empty(n, t.dtype)
+            out = np.empty((n,), dtype)
             for i in range(n):
                 out[i] = t[i % m]
             return out
@@ -139,7 +140,7 @@ def _broadcast_like_nb(t, z):
         def matrix(t, z):
             n0, n1 = z.shape
             m0, m1 = t.shape
-            out = np.empty((n0, n1), t.dtype)
+            out = np.empty((n0, n1), dtype)
             for i in range(n0):
                 for j in range(n1):
                     out[i, j] = t[i % m0, j % m1]
@@ -149,7 +150,7 @@ def _broadcast_like_nb(t, z):
         def rows(t, z):
             n0, n1 = z.shape
             m = t.shape[0]
-            out = np.empty((n0, n1), t.dtype)
+            out = np.empty((n0, n1), dtype)
             for i in range(n0):
                 for j in range(n1):
                     out[i, j] = t[j % m]
@@ -185,10 +186,12 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
     if g.ndim == x.ndim and x.ndim <= 2:
         return lambda g, x, axis=None, keepdims=False: broadcast_like(g, x)
     if g.ndim == 1 and x.ndim == 2 and isinstance(axis, types.Integer):
+        dtype = as_dtype(g.dtype).type
+
         def dropped(g, x, axis=None, keepdims=False):
             n0, n1 = x.shape
             rows = axis % 2 == 0        # axis 0 reduced: g holds one value per column
-            out = np.empty((n0, n1), g.dtype)
+            out = np.empty((n0, n1), dtype)
             for i in range(n0):
                 for j in range(n1):
                     out[i, j] = g[j] if rows else g[i]

@@ -265,6 +265,7 @@ def _unbroadcast_nb(g, x, batched_x: bool):
     if not (isinstance(g, types.Array) and g.ndim == rank and same_dtype and g.layout == "C"):
         return lambda g, x: fallback(g, x)
     skip = 0 if batched_x else 1
+    dtype = as_dtype(g.dtype).type
     # examples of rank 1 or 2 fold by direct loops, as `unbroadcast` folds one example: the
     # per-example loop (never run when the shapes agree) costs ~0.5 s of compile per call
     if rank == 2:
@@ -272,7 +273,7 @@ def _unbroadcast_nb(g, x, batched_x: bool):
             if g.shape[skip:] == x.shape:
                 return g
             n = x.shape[-1]
-            out = np.zeros((g.shape[0], n), g.dtype)
+            out = np.zeros((g.shape[0], n), dtype)
             for k in range(g.shape[0]):
                 for i in range(g.shape[1]):
                     out[k, i % n] += g[k, i]
@@ -283,7 +284,7 @@ def _unbroadcast_nb(g, x, batched_x: bool):
             if g.shape[skip:] == x.shape:
                 return g
             n0, n1 = x.shape[-2], x.shape[-1]
-            out = np.zeros((g.shape[0], n0, n1), g.dtype)
+            out = np.zeros((g.shape[0], n0, n1), dtype)
             for k in range(g.shape[0]):
                 for i in range(g.shape[1]):
                     for j in range(g.shape[2]):
