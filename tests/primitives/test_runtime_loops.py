@@ -5,7 +5,9 @@ import numba
 import numpy as np
 import pytest
 
-from transformer.runtime.batching import identity_batch, identity_batch_last
+from transformer.helper_rules import broadcast_like_of_batch
+from transformer.runtime.batching import (from_front, identity_batch, identity_batch_last, to_front,
+                                        transpose_examples)
 from transformer.runtime.broadcasting import broadcast_like, broadcast_reduced
 from transformer.runtime.examples import unbroadcast_examples, unbroadcast_to_shared
 
@@ -115,3 +117,29 @@ def test_broadcast_reduced_spreads_a_reduction_back_like_numpy(x_shape, axis, ke
     np.testing.assert_array_equal(got, expected)
     strided = np.repeat(g, 2, axis=-1)[..., ::2]
     np.testing.assert_array_equal(_broadcast_reduced(strided, x, axis, keepdims), expected)
+
+
+@pytest.mark.parametrize("shape", [pytest.param((3,), marks=pytest.mark.slow), (3, 4), (2, 3, 4),
+                                   pytest.param((2, 3, 4, 5), marks=pytest.mark.slow)])
+def test_batch_axis_moves_are_numpys_views_for_every_axis(shape):
+    base = RNG.normal(size=shape[:-1] + (2 * shape[-1],))
+    x = base[..., ::2]                                     # strided: the view keeps strides
+    for axis in range(-len(shape), len(shape)):
+        front = numba.njit(lambda x: to_front(x, axis))(x)
+        np.testing.assert_array_equal(front, np.moveaxis(x, axis, 0))
+        back = numba.njit(lambda x: from_front(x, axis))(x)
+        np.testing.assert_array_equal(back, np.moveaxis(x, 0, axis))
+    reversed_examples = numba.njit(lambda x: transpose_examples(x))(x)
+    np.testing.assert_array_equal(reversed_examples, transpose_examples(x))
+    assert np.shares_memory(reversed_examples, base)
+
+
+@pytest.mark.parametrize("t_shape, z_shape", [
+    ((4,), (3,)), ((4, 1), (3,)), ((4, 1, 3), (2, 3)), ((4, 3), (2, 3)), ((4, 2, 3), (2, 3)),
+])
+def test_broadcast_like_of_a_batch_spreads_every_example(t_shape, z_shape):
+    t, z = RNG.normal(size=t_shape), np.zeros(z_shape)
+    got = numba.njit(lambda t, z: broadcast_like_of_batch(t, z))(t, z)
+    expected = np.stack([np.broadcast_to(example, z_shape) for example in t])
+    assert got.shape == expected.shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)

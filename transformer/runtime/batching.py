@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
@@ -156,8 +157,25 @@ def _moved_nb(x, axis, forward: bool):
         order = [value] + [a for a in order if a != value]
     else:
         order = order[1:value + 1] + [0] + order[value + 1:]
-    perm = tuple(order)
-    return lambda x, axis: np.transpose(x, perm)
+    return _static_transpose(tuple(order), "x, axis")
+
+
+def _static_transpose(perm: tuple, params: str):
+    """An implementation taking `params` that returns `np.transpose(x, perm)` for the
+    constant permutation `perm`, as a view: `x.T`, or `as_strided` with the permuted shape
+    and strides (`np.transpose` with axes compiles its checks and their messages, ~4 s in
+    every function calling it)."""
+    if perm == tuple(range(len(perm))):
+        body = "x"
+    elif perm == (1, 0):
+        body = "x.T"
+    else:
+        shape = "".join(f"x.shape[{p}], " for p in perm)
+        strides = "".join(f"x.strides[{p}], " for p in perm)
+        body = f"as_strided(x, shape=({shape}), strides=({strides}))"
+    scope = {"as_strided": as_strided}
+    exec(f"def impl({params}):\n    return {body}\n", scope)
+    return scope["impl"]
 
 
 @overload(to_front)
@@ -516,8 +534,7 @@ def transpose_examples(x):
 
 @overload(transpose_examples)
 def _transpose_examples_nb(x):
-    perm = (0,) + tuple(range(x.ndim - 1, 0, -1))
-    return lambda x: np.transpose(x, perm)
+    return _static_transpose((0,) + tuple(range(x.ndim - 1, 0, -1)), "x")
 
 
 def reshape_examples(x, shape):
