@@ -132,8 +132,12 @@ def _broadcast_like_nb(t, z):
         def vector(t, z):
             n, m = z.shape[0], t.shape[0]
             out = np.empty((n,), dtype)
-            for i in range(n):
-                out[i] = t[i % m]
+            if m == n:                  # a copy: no division per element
+                for i in range(n):
+                    out[i] = t[i]
+            else:
+                for i in range(n):
+                    out[i] = t[i % m]
             return out
         return vector
     if z.ndim == 2 and t.ndim == 2:
@@ -142,8 +146,13 @@ def _broadcast_like_nb(t, z):
             m0, m1 = t.shape
             out = np.empty((n0, n1), dtype)
             for i in range(n0):
-                for j in range(n1):
-                    out[i, j] = t[i % m0, j % m1]
+                row = i % m0
+                if m1 == n1:
+                    for j in range(n1):
+                        out[i, j] = t[row, j]
+                else:
+                    for j in range(n1):
+                        out[i, j] = t[row, j % m1]
             return out
         return matrix
     if z.ndim == 2 and t.ndim == 1:
@@ -152,8 +161,12 @@ def _broadcast_like_nb(t, z):
             m = t.shape[0]
             out = np.empty((n0, n1), dtype)
             for i in range(n0):
-                for j in range(n1):
-                    out[i, j] = t[j % m]
+                if m == n1:
+                    for j in range(n1):
+                        out[i, j] = t[j]
+                else:
+                    for j in range(n1):
+                        out[i, j] = t[j % m]
             return out
         return rows
 
