@@ -22,6 +22,9 @@ add up to the first call:
     transform  parsing and secant's passes (everything secant does that is not below)
     emit       gast to source text (`codegen.emit.to_source`)
     load       writing the module and executing it (`codegen.modules.load_module`)
+    init       Numba's loading of its implementation registries, once per process on the
+               first compile or cache load (`numba.np.arraymath` imports SciPy for BLAS):
+               the same with `numba.njit(cache=True)`, and not secant's cache
     typing     Numba's type inference passes
     lower      Numba's lowering, LLVM optimization and machine code (`native_lowering`)
     numba      the rest of Numba's compile (under its compiler lock): other passes, dispatch
@@ -60,7 +63,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STAGES = ("transform", "emit", "load", "typing", "lower", "numba", "cache", "run")
+STAGES = ("transform", "emit", "load", "init", "typing", "lower", "numba", "cache", "run")
 CASES = ("lj", "hessian", "mlp", "closed")
 TARGETS = {"lj": 1.0, "hessian": 2.0, "mlp": 3.0, "import transformer": 0.5}  # seconds
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
@@ -122,6 +125,7 @@ def _pass_stage(event) -> str:
 def install(stages: Stages) -> None:
     """Route secant's emission and loading and every Numba compile and pass to `stages`."""
     import numba.core.event as ev
+    from numba.core import cpu
 
     from codegen import cache_numba, emit, modules
     import importlib
@@ -133,6 +137,7 @@ def install(stages: Stages) -> None:
     stages.wrap(jit_module.Jitted, "_run", "run")
     stages.wrap(cache_numba.SealedCache, "load_overload", "cache")
     stages.wrap(cache_numba.SealedCache, "save_overload", "cache")
+    stages.wrap(cpu.CPUContext, "load_additional_registries", "init")
     ev.register("numba:compiler_lock", _numba_listener(stages, lambda _: "numba"))
     ev.register("numba:run_pass", _numba_listener(stages, _pass_stage))
 

@@ -190,8 +190,8 @@ def basis_ones(x):
 @overload(basis_ones)
 def _basis_ones_nb(x):
     dtype = _nb_float(x)
-    if isinstance(x, types.Array):
-        return lambda x: np.ones(x.shape, dtype)
+    if isinstance(x, types.Array):     # np.full as broadcast_like fills: one compile for both
+        return lambda x: np.full(x.shape, dtype(1.0))
     return lambda x: dtype(1.0)
 
 
@@ -208,6 +208,12 @@ def jacobian_from_last(columns, out, x):
 
 @overload(jacobian_from_last)
 def _jacobian_from_last_nb(columns, out, x):
+    if isinstance(columns, types.Array) and columns.layout == "C":   # no copy to compile
+        def contiguous(columns, out, x):
+            flat = columns.reshape((basis_size(out), basis_size(x)))
+            return jacobian_result(flat, out, x)
+        return contiguous
+
     def impl(columns, out, x):
         flat = np.ascontiguousarray(columns).reshape((basis_size(out), basis_size(x)))
         return jacobian_result(flat, out, x)

@@ -294,22 +294,20 @@ def _broadcast_like_of_batch_nb(t, z):
     if not isinstance(z, types.Array):
         return lambda t, z: t
 
-    def impl(t, z):
-        if t.shape[1:] == z.shape:
-            return np.ascontiguousarray(t)
-        out = np.empty((t.shape[0],) + z.shape, t.dtype)
-        for k in range(t.shape[0]):
-            out[k] = broadcast_like(t[k], z)
-        return out
-    if isinstance(t, types.Array) and t.ndim == z.ndim + 1:
-        return impl
+    same_rank = isinstance(t, types.Array) and t.ndim == z.ndim + 1
 
-    def each(t, z):
-        out = np.empty((t.shape[0],) + z.shape, t.dtype)
+    def impl(t, z):
+        if same_rank and t.shape[1:] == z.shape:
+            return np.ascontiguousarray(t)
+        # element by element: an array assigned to `out[k]` makes Numba compile its
+        # shape-mismatch message (str, repr, concatenation: ~3 s) on first use
+        out = np.empty((t.shape[0], z.size), t.dtype)
         for k in range(t.shape[0]):
-            out[k] = broadcast_like(t[k], z)
-        return out
-    return each
+            example = broadcast_like(t[k], z).ravel()
+            for i in range(z.size):
+                out[k, i] = example[i]
+        return out.reshape((t.shape[0],) + z.shape)
+    return impl
 
 
 linear(broadcast_like_of_batch, "t, like", "broadcast_like_of_batch(G, like)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
@@ -156,8 +157,25 @@ def _moved_nb(x, axis, forward: bool):
         order = [value] + [a for a in order if a != value]
     else:
         order = order[1:value + 1] + [0] + order[value + 1:]
-    perm = tuple(order)
-    return lambda x, axis: np.transpose(x, perm)
+    return _static_transpose(tuple(order), "x, axis")
+
+
+def _static_transpose(perm: tuple, params: str):
+    """An implementation taking `params` that returns `np.transpose(x, perm)` for the
+    constant permutation `perm`, as a view: `x.T`, or `as_strided` with the permuted shape
+    and strides (`np.transpose` with axes compiles its checks and their messages, ~4 s in
+    every function calling it)."""
+    if perm == tuple(range(len(perm))):
+        body = "x"
+    elif perm == (1, 0):
+        body = "x.T"
+    else:
+        shape = "".join(f"x.shape[{p}], " for p in perm)
+        strides = "".join(f"x.strides[{p}], " for p in perm)
+        body = f"as_strided(x, shape=({shape}), strides=({strides}))"
+    scope = {"as_strided": as_strided}
+    exec(f"def impl({params}):\n    return {body}\n", scope)
+    return scope["impl"]
 
 
 @overload(to_front)
@@ -516,8 +534,7 @@ def transpose_examples(x):
 
 @overload(transpose_examples)
 def _transpose_examples_nb(x):
-    perm = (0,) + tuple(range(x.ndim - 1, 0, -1))
-    return lambda x: np.transpose(x, perm)
+    return _static_transpose((0,) + tuple(range(x.ndim - 1, 0, -1)), "x")
 
 
 def reshape_examples(x, shape):
@@ -619,15 +636,6 @@ def identity_batch_last(d, basis):
     return np.ascontiguousarray(np.moveaxis(identity_batch(d, basis), 0, -1))
 
 
-@register_jitable
-def _fill_diagonal(out, d, n):
-    """`out` viewed `(n, n)` gets `d` on its diagonal (`d` has the basis's size)."""
-    flat = out.reshape((n, n))
-    values = np.ascontiguousarray(d).ravel()
-    for k in range(n):
-        flat[k, k] = values[k]
-
-
 def _identity_nb(d, basis, last: bool):
     if not isinstance(basis, types.Array):          # one basis vector: the scalar 1
         if isinstance(d, types.Array):
@@ -635,39 +643,48 @@ def _identity_nb(d, basis, last: bool):
                 return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
             return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
         return lambda d, basis: np.full(1, d)
+    # dtype classes and shape tuples, as zeros_like passes: one np.zeros compile for all
+    dtype = numba.np.numpy_support.as_dtype(d.dtype if isinstance(d, types.Array) else d).type
     if not isinstance(d, types.Array):
-        dtype = d
-
         def scalar(d, basis):
             n = basis.size
-            out = np.zeros(basis.shape + (n,) if last else (n,) + basis.shape, dtype)
-            _fill_diagonal(out, np.full(n, d), n)
-            return out
+            out = np.zeros((n * n,), dtype)
+            for k in range(n):
+                out[k * n + k] = d
+            return out.reshape(basis.shape + (n,) if last else (n,) + basis.shape)
         return scalar
 
+    rank = max(d.ndim, basis.ndim, 1)
+    d_ones, b_ones = (1,) * (rank - d.ndim), (1,) * (rank - basis.ndim)   # padding
+
     def impl(d, basis):
-        n = basis.size
-        out = np.zeros(d.shape + (n,) if last else (n,) + d.shape, d.dtype)
-        if d.size == n:                             # d is shaped like the basis: diagonal
-            _fill_diagonal(out, d, n)
-            return out
-        columns = out.reshape((d.size, n)) if last else out.reshape((n, d.size))
-        e = np.zeros(n, d.dtype)
-        for k in range(n):
-            e[k] = 1.0
-            column = (e.reshape(basis.shape) * d).ravel()
-            e[k] = 0.0
-            if column.size != d.size:
+        # one flat array filled by direct loops: a broadcast product per column would cost
+        # the compile of Numba's broadcasting kernels in every caller
+        n, m = basis.size, d.size
+        values = np.ascontiguousarray(d).ravel()
+        out = np.zeros((m * n,), dtype)
+        if m == n:                                  # d is shaped like the basis: diagonal
+            for k in range(n):
+                out[k * n + k] = values[k]
+        else:                                       # e_k * d keeps d's shape: one column
+            dims, bdims = d_ones + d.shape, b_ones + basis.shape
+            size = 1
+            for a in range(rank):
+                if bdims[a] != 1 and dims[a] != 1 and bdims[a] != dims[a]:
+                    raise ValueError("identity batch: the basis and the value do not "
+                                     "broadcast together")
+                size *= dims[a] if bdims[a] == 1 else bdims[a]
+            if size != m:
                 raise ValueError("identity batch: the basis broadcasts the value to a "
                                  "larger shape")
-            # element by element: an array assigned to a slice makes Numba compile its
-            # shape-mismatch message (str, repr, concatenation: ~20 functions) on first use
-            for r in range(d.size):
-                if last:
-                    columns[r, k] = column[r]
-                else:
-                    columns[k, r] = column[r]
-        return out
+            for r in range(m):                      # d[r] lands on basis element j
+                j, rest, stride = 0, r, 1
+                for a in range(rank - 1, -1, -1):
+                    j += (rest % dims[a]) % bdims[a] * stride
+                    rest //= dims[a]
+                    stride *= bdims[a]
+                out[r * n + j if last else j * m + r] = values[r]
+        return out.reshape(d.shape + (n,)) if last else out.reshape((n,) + d.shape)
     return impl
 
 

@@ -125,6 +125,50 @@ def _broadcast_like_nb(t, z):
         return lambda t, z: t
     if not isinstance(t, types.Array):
         return lambda t, z: np.full(z.shape, t)
+    # ranks 1 and 2 by direct loops: the generic gather below costs ~1 s of compile in
+    # every caller (its helpers are compiled, linked and optimized again at each level)
+    dtype = as_dtype(t.dtype).type   # a class and a shape tuple, as zeros_like passes:
+    if z.ndim == 1 and t.ndim == 1:  # one np.empty compile serves them all
+        def vector(t, z):
+            n, m = z.shape[0], t.shape[0]
+            out = np.empty((n,), dtype)
+            if m == n:                  # a copy: no division per element
+                for i in range(n):
+                    out[i] = t[i]
+            else:
+                for i in range(n):
+                    out[i] = t[i % m]
+            return out
+        return vector
+    if z.ndim == 2 and t.ndim == 2:
+        def matrix(t, z):
+            n0, n1 = z.shape
+            m0, m1 = t.shape
+            out = np.empty((n0, n1), dtype)
+            for i in range(n0):
+                row = i % m0
+                if m1 == n1:
+                    for j in range(n1):
+                        out[i, j] = t[row, j]
+                else:
+                    for j in range(n1):
+                        out[i, j] = t[row, j % m1]
+            return out
+        return matrix
+    if z.ndim == 2 and t.ndim == 1:
+        def rows(t, z):
+            n0, n1 = z.shape
+            m = t.shape[0]
+            out = np.empty((n0, n1), dtype)
+            for i in range(n0):
+                if m == n1:
+                    for j in range(n1):
+                        out[i, j] = t[j]
+                else:
+                    for j in range(n1):
+                        out[i, j] = t[j % m]
+            return out
+        return rows
 
     def impl(t, z):
         out = np.empty(z.size, t.dtype)
@@ -150,6 +194,22 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
         return lambda g, x, axis=None, keepdims=False: g
     if not isinstance(g, types.Array):
         return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+    # direct loops for ranks 1 and 2 (the generic gather costs over a second of compile):
+    # `g` of `x`'s rank kept the reduced axes, so it spreads as `broadcast_like` spreads it
+    if g.ndim == x.ndim and x.ndim <= 2:
+        return lambda g, x, axis=None, keepdims=False: broadcast_like(g, x)
+    if g.ndim == 1 and x.ndim == 2 and isinstance(axis, types.Integer):
+        dtype = as_dtype(g.dtype).type
+
+        def dropped(g, x, axis=None, keepdims=False):
+            n0, n1 = x.shape
+            rows = axis % 2 == 0        # axis 0 reduced: g holds one value per column
+            out = np.empty((n0, n1), dtype)
+            for i in range(n0):
+                for j in range(n1):
+                    out[i, j] = g[j] if rows else g[i]
+            return out
+        return dropped
 
     def impl(g, x, axis=None, keepdims=False):
         shape = np.asarray(x.shape)
