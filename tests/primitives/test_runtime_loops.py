@@ -125,9 +125,9 @@ def test_batch_axis_moves_are_numpys_views_for_every_axis(shape):
     base = RNG.normal(size=shape[:-1] + (2 * shape[-1],))
     x = base[..., ::2]                                     # strided: the view keeps strides
     for axis in range(-len(shape), len(shape)):
-        front = numba.njit(lambda x: to_front(x, axis))(x)
+        front = numba.njit(lambda x: to_front(x, axis))(x)  # noqa: B023 (compiled here)
         np.testing.assert_array_equal(front, np.moveaxis(x, axis, 0))
-        back = numba.njit(lambda x: from_front(x, axis))(x)
+        back = numba.njit(lambda x: from_front(x, axis))(x)  # noqa: B023 (compiled here)
         np.testing.assert_array_equal(back, np.moveaxis(x, 0, axis))
     reversed_examples = numba.njit(lambda x: transpose_examples(x))(x)
     np.testing.assert_array_equal(reversed_examples, transpose_examples(x))
