@@ -68,6 +68,7 @@ class TieredFunction:
         self._name = name
         self._on_switch = on_switch
         self._compiled: Callable | None = None
+        self._numpy_dtypes = None       # of the NumPy tier's first result
         self._lock = threading.Lock()
 
     def __call__(self, *args):
@@ -81,11 +82,14 @@ class TieredFunction:
         # on any error the arguments are put back as they were and the machine code runs
         saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray) and a.flags.writeable]
         try:
-            return self._python(*args[:own])
+            result = self._python(*args[:own])
         except Exception:
             for array, before in saved:
                 array[...] = before
-        return self._ready(wait=True)(*args)
+            return self._ready(wait=True)(*args)
+        if self._numpy_dtypes is None:
+            self._numpy_dtypes = _dtypes_of(result)
+        return result
 
     @property
     def py_func(self) -> Callable:
@@ -119,10 +123,51 @@ class TieredFunction:
                 "compiled here: the other process's code was not in the cache"
             compile_log.logger.info("%s now runs compiled code (%s, in %.1f s)", self._name,
                                     how, time.perf_counter() - started)
+            self._warn_if_types_differ(dispatcher, signature)
         # a failed child: the dispatcher compiles at its first call here, and raises
         # what Numba refuses at the user's line, as without tiering
         self._compiled = dispatcher
         self._on_switch(dispatcher)
+
+
+    def _warn_if_types_differ(self, dispatcher, signature) -> None:
+        """Say so when the machine code returns other dtypes than the NumPy tier did:
+        `1.5 * x` is float32 in NumPy 2 for float32 `x` but float64 in compiled code
+        (README, "Types"), so the results of the first calls had another dtype."""
+        overload = dispatcher.overloads.get(tuple(signature))
+        compiled = _dtypes_of_type(overload.signature.return_type) if overload else None
+        if None in (compiled, self._numpy_dtypes) or compiled == self._numpy_dtypes:
+            return
+        compile_log.logger.warning(
+            "%s: the compiled code returns %s where its NumPy tier returned %s, so the "
+            "first calls' results had another dtype (Python numbers combine with arrays as "
+            "in Numba, README 'Types'): cast the constants (np.float32(1.5) * x) or use "
+            "jit(..., tiered=False)", self._name, compiled, self._numpy_dtypes)
+
+
+def _dtypes_of(value):
+    """The dtypes of a result (nested tuples for tuples), None when not all known."""
+    if isinstance(value, (tuple, list)):
+        inner = tuple(_dtypes_of(v) for v in value)
+        return None if None in inner else inner
+    if isinstance(value, (np.ndarray, np.generic)):
+        return str(value.dtype)
+    if isinstance(value, (bool, int, float, complex)):
+        return str(np.asarray(value).dtype)
+    return None
+
+
+def _dtypes_of_type(numba_type):
+    """`_dtypes_of` for a Numba type."""
+    if isinstance(numba_type, numba.types.BaseTuple):
+        inner = tuple(_dtypes_of_type(t) for t in numba_type.types)
+        return None if None in inner else inner
+    if isinstance(numba_type, numba.types.Array):
+        numba_type = numba_type.dtype
+    try:
+        return str(numba.np.numpy_support.as_dtype(numba_type))
+    except (NotImplementedError, TypeError, ValueError):
+        return None
 
 
 def start(fn: Function, compiled: Compiled, arguments: tuple, hidden: tuple,

@@ -146,3 +146,20 @@ def test_children_beyond_the_limit_wait_their_turn_and_a_dropped_function_stops_
 def entry_for(jitted):
     (function, _, _), = jitted._specs.values()
     return function
+
+
+def _scaled_by_constant(x):
+    return 1.5 * x
+
+
+@pytest.mark.slow
+def test_a_dtype_the_tiers_disagree_on_is_said_at_the_switch(caplog):
+    f = jit(_scaled_by_constant, tiered=True)
+    x = np.ones(3, np.float32)
+    assert f(x).dtype == np.float32                 # NumPy 2: the constant is weak
+    with caplog.at_level("INFO", logger="secant"):
+        entry(f).wait()
+    assert f(x).dtype == np.float64                 # Numba: the constant is float64
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert warned and "returns float64 where its NumPy tier returned float32" in \
+        warned[0].getMessage()
