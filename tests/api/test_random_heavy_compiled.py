@@ -66,7 +66,14 @@ def test_element_wise_forms_give_the_numpy_numbers(case):
         same(LINALG_CASES[case](random_linalg), LINALG_CASES[case](random), rtol=1e-13)
     else:
         module, draw = PLAIN_CASES[case]
-        same(draw(module), draw(random))
+        got, want = draw(module), draw(random)
+        # float32: NumPy's SIMD exp/log of float32 arrays and the scalar code's may round
+        # the last bit differently (NumPy 2.4 on AVX-512 does, near 1e-37); float64 is exact
+        if np.asarray(want).dtype != np.float32:
+            same(got, want)
+            return
+        assert np.asarray(got).dtype == np.float32 and np.shape(got) == np.shape(want)
+        np.testing.assert_array_max_ulp(got, want, maxulp=2)
 
 # ---------------------------------------------------------------- jit and vmap
 
