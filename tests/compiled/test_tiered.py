@@ -148,12 +148,7 @@ def test_children_beyond_the_limit_wait_their_turn_and_a_dropped_function_stops_
     # a second jit of the same function shares the child already compiling it
     again = jit(_scaled, tiered=True)
     again(kinds[1], 1.0)
-    assert entry_for(again)._background is tiers[1]._background
-
-
-def entry_for(jitted):
-    (function, _, _), = jitted._specs.values()
-    return function
+    assert entry(again)._background is tiers[1]._background
 
 
 def _scaled_by_constant(x):
