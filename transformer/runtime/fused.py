@@ -58,7 +58,8 @@ def kernel(recipe: tuple, where: str = "<fused>"):
     python.recipe, python.where = recipe, where
     roles = _roles(recipe, count)
     scope["choose"] = lambda args: _choose(recipe, where, roles, args)
-    overload(python)(scope["typer"])
+    # the vector_math kernels written out in the loop need IEEE rounding
+    overload(python, jit_options={"fastmath": False})(scope["typer"])
     _MADE[recipe, where] = python
     return python
 
@@ -216,8 +217,8 @@ def _statements(r, dtype, arrays, scope, body: list) -> str:
         body.append(f"{target} = -{parts[0]}")
     elif kind == "where":                    # both branches computed: a select
         body.append(f"{target} = {parts[1]} if {parts[0]} else {parts[2]}")
-    else:
-        name = f"kernel_{parts[0]}"
-        scope[name] = vector_math.KERNELS[dtype][parts[0]]
-        body.append(f"{target} = {name}({parts[1]})")
+    else:           # the kernel written out: LLVM does not inline the larger ones
+        scope.update(vector_math.kernel_namespace(dtype))
+        body += [line[4:] for line in vector_math.kernel_statements(
+            parts[0], dtype, parts[1], target, str(len(body)))]
     return target

@@ -20,6 +20,9 @@ Contract:
 """
 from __future__ import annotations
 
+import ast
+import re
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -206,11 +209,8 @@ def _log_code(u: str, correction: str, dst: str) -> str:
 
 
 _SPECIAL_LOG = """
-    if {x} != {x} or {x} == INF:
-        return {x}
-    if {x} == ZERO:
-        return -INF
-    return NAN if {x} < ZERO else y
+    return {x} if ({x} != {x} or {x} == INF) else (
+        -INF if {x} == ZERO else (NAN if {x} < ZERO else y))
 """
 
 _SOURCES = {
@@ -244,7 +244,7 @@ _SOURCES = {
 def _namespace(c: dict, ftype, itype) -> dict:
     """The kernels' globals for one type: every constant a typed NumPy scalar, since Numba
     widens a float32 meeting a Python float to float64."""
-    names = {"_bits": _bits, "_float": _float, "_div": _div}
+    names = {"_bits": _bits, "_float": _float, "_div": _div, "np": np}
     for key, value in c.items():
         if isinstance(value, list):
             prefix = {"P": "P", "E": "E"}.get(key)
@@ -260,20 +260,75 @@ def _namespace(c: dict, ftype, itype) -> dict:
     return names
 
 
-def _kernels(c: dict, ftype, itype) -> dict:
-    """The scalar kernels of one float type."""
+def _kernels(c: dict, ftype, itype) -> tuple[dict, dict, dict, dict]:
+    """The scalar kernels of one float type, their texts, their loops over arrays
+    (`_loop_form`), and the namespace (constants, intrinsics) their code reads."""
     namespace, expressions = _namespace(c, ftype, itype), _polynomials(c)
-    kernels = {}
+    kernels, texts, loops = {}, {}, {}
     for name, text in _SOURCES.items():
         for key, expression in expressions.items():
             text = text.replace(key, expression)
+        texts[name] = text
         exec(compile(text, f"<vector_math {name} {ftype.__name__}>", "exec"), namespace)
         kernels[name] = _compiled(namespace.pop(name))
-    return kernels
+    for name in _SOURCES:
+        loop_text = _loop_form(name, texts[name])
+        exec(compile(loop_text, f"<vector_math {name} loop {ftype.__name__}>", "exec"),
+             namespace)
+        loops[name] = namespace.pop(f"{name}_elements")
+    return kernels, texts, loops, namespace
 
 
-KERNELS = {np.float64: _kernels(_F64, np.float64, np.int64),
-           np.float32: _kernels(_F32, np.float32, np.int32)}
+def _statements_of(name: str, text: str, value: str, result: str, tag: str) -> list[str]:
+    """The kernel `text`'s body as statements computing `result = name(value)` in place of a
+    call: the parameter and every local name take the suffix `_tag` (so that several
+    kernels share one function), and the one `return` becomes the assignment. Lines are
+    indented as a function body (four spaces)."""
+    tree = ast.parse(text)
+    assert tree.body[0].name == name and [a.arg for a in tree.body[0].args.args] == ["x"]
+    returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return)]
+    # one return, at the body's level, and last: no statement may follow it
+    assert len(returns) == 1 and returns[0] is tree.body[0].body[-1], name
+    local = {"x"} | {n.id for n in ast.walk(tree)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    pattern = re.compile(r"\b(" + "|".join(sorted(local)) + r")\b")
+    body = [line.split("#")[0].rstrip() for line in text.rstrip().splitlines()[1:]]
+    at = returns[0].lineno - 2                    # the return's line within the body
+    body[at] = body[at].replace("return ", "RESULT_ = ", 1)
+    lines = [f"    x = {value}"] + [line for line in body if line]
+    lines = [pattern.sub(lambda m: f"{m.group(1)}_{tag}", line) for line in lines]
+    return [line.replace("RESULT_", result) for line in lines]
+
+
+def kernel_statements(name: str, dtype, value: str, result: str, tag: str) -> list[str]:
+    """`result = <name>(value)` as statements (the kernel of `dtype` written out, see
+    `_statements_of`), for a loop that LLVM should vectorize; `kernel_namespace(dtype)`
+    holds the names they read."""
+    return _statements_of(name, _BY_TYPE[dtype][1][name], value, result, tag)
+
+
+def kernel_namespace(dtype) -> dict:
+    """The constants and intrinsics `kernel_statements` of `dtype` read."""
+    return _BY_TYPE[dtype][3]
+
+
+def _loop_form(name: str, kernel_text: str) -> str:
+    """`<name>_elements(x)`: the kernel's body written out inside a loop over the elements.
+    LLVM declines to inline the larger kernels (float64 tanh and log1p) into a loop that
+    calls them, and such a loop runs scalar: 4-5x slower on a 32-element vector."""
+    body = _statements_of(name, kernel_text, "flat_[i_]", "out_[i_]", "k")
+    return (f"def {name}_elements(x):\n"
+            "    flat_ = x.ravel()                      # a view when x is contiguous\n"
+            "    out_ = np.empty(flat_.size, x.dtype)\n"
+            "    for i_ in range(flat_.size):\n"
+            + "".join(f"    {line}\n" for line in body)
+            + "    return out_.reshape(x.shape)\n")
+
+
+_BY_TYPE = {np.float64: _kernels(_F64, np.float64, np.int64),
+            np.float32: _kernels(_F32, np.float32, np.int32)}
+KERNELS = {dtype: by_type[0] for dtype, by_type in _BY_TYPE.items()}
+_LOOPS = {dtype: by_type[2] for dtype, by_type in _BY_TYPE.items()}
 
 
 # ---------------------------------------------------------------- the public forms
@@ -289,6 +344,7 @@ def _vector_form(name: str, numpy_fn):
     type on a number or on every element of an array (a new array of x's shape and dtype);
     integers and booleans as float64; every other type (complex, float16) as `numpy_fn`."""
     k64, k32 = KERNELS[np.float64][name], KERNELS[np.float32][name]
+    l64, l32 = _LOOPS[np.float64][name], _LOOPS[np.float32][name]
 
     def python(x):
         return numpy_fn(x)
@@ -296,7 +352,7 @@ def _vector_form(name: str, numpy_fn):
     python.__name__ = python.__qualname__ = f"vector_{name}"
     python.__doc__ = f"`{name}` of a number or of every element (compiled: vectorizable)."
 
-    @overload(python)
+    @overload(python, jit_options={"fastmath": False})    # the kernels' rounding tricks
     def _nb(x):
         if isinstance(x, types.Float) and x.bitwidth in (32, 64):
             kernel = k32 if x.bitwidth == 32 else k64
@@ -305,15 +361,7 @@ def _vector_form(name: str, numpy_fn):
             return lambda x: k64(np.float64(x))
         if isinstance(x, types.Array) and isinstance(x.dtype, types.Float) \
                 and x.dtype.bitwidth in (32, 64):
-            kernel = k32 if x.dtype.bitwidth == 32 else k64
-
-            def elements(x):
-                flat = x.ravel()                      # a view when x is contiguous
-                out = np.empty(flat.size, x.dtype)
-                for i in range(flat.size):
-                    out[i] = kernel(flat[i])
-                return out.reshape(x.shape)
-            return elements
+            return l32 if x.dtype.bitwidth == 32 else l64
         return lambda x: numpy_fn(x)
     return python
 
