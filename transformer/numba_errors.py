@@ -45,8 +45,24 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
     refused = _refused_sampler(text, filename, lineno, f"{name}({types})")
     if refused is not None:
         return refused
+    reason = _numba_reason(text)
+    tape = _INT_TAPE.search(reason)
+    if tape is not None:
+        var = tape.group(1)
+        return _numba_refusal(
+            f"{var!r} starts as an integer and later holds floats: reverse mode records "
+            f"its values on a tape typed by the first (jit of {name}({types}))", filename,
+            lineno, hint=f"give it a float from the start: pass a float where it comes "
+                         f"from (3.0, not 3), or keep the changing value in a name that "
+                         f"starts as one (scale = float({var}), then update scale)")
     return _numba_refusal(f"Numba could not compile {name} for arguments "
-                          f"({types}): {_numba_reason(text)}", filename, lineno)
+                          f"({types}): {reason}", filename, lineno)
+
+
+# Numba's refusal to store a float in the tape of a variable whose first value was an
+# integer (`n = n / 2` for an int argument n that the gradient does not depend on)
+_INT_TAPE = re.compile(r"Cannot unify array\((?:u?int\d+|bool)\b.*? and "
+                       r"array\((?:float|complex)\d+\b.*? for '(\w+?)_tape\b")
 
 
 def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:
@@ -66,11 +82,12 @@ def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError |
              "np.float64 (integer types for randint and bits), and bounds are scalars")
 
 
-def _numba_refusal(message: str, filename: str | None, lineno: int | None) -> TransformError:
+def _numba_refusal(message: str, filename: str | None, lineno: int | None,
+                   hint: str = "jit(..., backend='python') runs the same code without "
+                               "Numba") -> TransformError:
     """Numba's refusal of generated line `lineno` of `filename`, at the user's code it was
     made from when that can be told (`generated_lines`), else at the generated line."""
     line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
-    hint = "jit(..., backend='python') runs the same code without Numba"
     site = generated_lines.user_site(filename, lineno) if filename and lineno else None
     if site is None:
         return TransformError(message, filename=filename, lineno=lineno,

@@ -104,7 +104,10 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
     active_k = [p - 2 - carries for p in positions if p >= 2 + carries]
     carried = ", ".join(cs) + ("," if carries == 1 and tuple_out else "")
     state = ", ".join(cs + ks)
-    lines = [f"state = revolve_start(upper - lower, {snapshots})", "kind = 0"]
+    # an active carry may start as an integer (`loss = 0`) and hold floats after a step:
+    # its snapshots and the body's vjp take it as a float from the start
+    lines = [f"c{j} = cast_like(c{j}, c{j})" for j in active]
+    lines += [f"state = revolve_start(upper - lower, {snapshots})", "kind = 0"]
     lines += [f"s{j} = [c{j}] * {snapshots}" for j in range(carries)]
     lines += [f"gk{j} = zeros_like(k{j})" for j in active_k]
     lines += [f"while kind != {DONE}:",
@@ -129,8 +132,8 @@ def revolve_vjp_function(body, primal: Function, body_vjp: Function, carries: in
     text = (f"def {name}(lower, upper, {state}, {', '.join(gs)}):\n" +
             "".join(f"    {line}\n" for line in lines))
     node = parsed_at(text, primal.node)     # errors point at body's def line
-    from .runtime import zeros_like
+    from .runtime import cast_like, zeros_like
     env = {"body": body, "body_vjp": body_vjp, "revolve_start": revolve_start,
-           "revolve_next": revolve_next,
+           "revolve_next": revolve_next, "cast_like": cast_like,
            "zeros_like": zeros_like, "range": range}
     return Function(node, env, primal.origin, primal.chain + ("checkpoint_loop",))

@@ -34,6 +34,9 @@ class Reads(Adjoints):
         self.counters: dict = {}
         self.plan = tape.plan_tape(self.facts, self.needed(), set(self.env),
                                    self.promoted_names(), self.tuple_results())
+        # an active variable holds floats once assigned, but its first value may be an
+        # integer (a parameter given 1, a carry starting at 0): its tape holds floats
+        self.plan.float_tapes |= self.plan.taped & set(self.active)
         for var, sites in sorted(self.moved_guards.items()):
             for site, expr in sites:
                 self.adjoints[id(site)][:0] = self.shape_check(var, expr)

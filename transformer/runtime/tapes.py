@@ -136,9 +136,11 @@ MIN_CAPACITY = 16
 
 
 def float_tape(value, capacity):
-    """An empty tape for values like `value`; integers are promoted to float64."""
+    """An empty tape for values like `value`; integers and booleans are promoted to float64
+    (a variable that starts as an integer and holds floats later), floats and complex
+    numbers keep their type."""
     arr = np.asarray(value)
-    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float64)
+    dtype = arr.dtype if np.issubdtype(arr.dtype, np.inexact) else np.dtype(np.float64)
     return np.empty((max(capacity, 1),) + arr.shape, dtype)
 
 
@@ -160,6 +162,10 @@ def push(tape, n, value, where=""):
         raise ValueError(_located(where, f"a recorded variable changed shape from "
                                   f"{tape.shape[1:]} to {np.shape(value)} between assignments; "
                                   "reverse mode records it on a typed tape", _TAPE_SHAPE_HINT))
+    if tape.dtype.kind in "biu" and np.asarray(value).dtype.kind in "fc":
+        # a variable that started as an integer holds floats now: storing them would
+        # truncate, so the tape takes their type (the integers it holds are exact in it)
+        tape = tape.astype(np.result_type(tape.dtype, np.asarray(value).dtype))
     if n == tape.shape[0]:
         tape = _grown(tape)
     tape[n] = value

@@ -1,0 +1,142 @@
+"""A variable whose first value is an integer and whose later values are floats.
+
+Reverse mode records such a variable on a tape typed by its first value. An integer tape
+used to truncate the floats stored later, and the gradient came out silently wrong:
+`f(x, 1, 4)` below gave 1.089 where finite differences give 0.976, and an argument halved
+in the loop gave 0.0 where they give 0.030. Now an active variable (one the gradient flows
+through) is recorded as floats from the start, under both backends; an inactive one is
+promoted when the first float arrives in Python, and compiled code, whose types are fixed,
+refuses it at the user's line with a hint that works. A carry of `checkpoint_range` that
+starts as `loss = 0` is differentiated under every schedule.
+"""
+import random
+
+import numpy as np
+import pytest
+
+from gradcheck import assert_gradient_close, central_differences, write_module
+from transformer import TransformError, checkpoint_range, grad, jit
+
+
+def state_from_int_argument(x, y, n):
+    for t in range(n):
+        y = np.sin(y) * x
+    return y
+
+
+def halved_int_argument(x, n, k):
+    y = x
+    for t in range(k):
+        n = n / 2
+        y = np.sin(y * n)
+    return y
+
+
+def halved_float_argument(x, n, k):
+    scale = float(n)            # the hint of the refusal below
+    y = x
+    for t in range(k):
+        scale = scale / 2
+        y = np.sin(y * scale)
+    return y
+
+
+def test_an_active_state_starting_as_an_int_argument_gets_the_true_gradient():
+    expected = central_differences(lambda x: state_from_int_argument(x, 1, 4), (0.7,))
+    assert_gradient_close(grad(state_from_int_argument)(0.7, 1, 4), expected)
+    assert_gradient_close(jit(grad(state_from_int_argument))(0.7, 1, 4), expected)
+
+
+def test_an_inactive_int_argument_that_becomes_a_float_gets_the_true_gradient_in_python():
+    expected = central_differences(lambda x: halved_int_argument(x, 3, 4), (0.7,))
+    assert_gradient_close(grad(halved_int_argument)(0.7, 3, 4), expected)
+
+
+def test_compiled_code_refuses_it_at_the_users_line_and_the_hint_works():
+    with pytest.raises(TransformError) as info:
+        jit(grad(halved_int_argument))(0.7, 3, 4)
+    error = str(info.value)
+    assert "'n' starts as an integer and later holds floats" in error
+    assert "test_integer_start.py" in error and "n = n / 2" in error
+    assert "scale = float(n)" in error
+    expected = central_differences(lambda x: halved_int_argument(x, 3, 4), (0.7,))
+    assert_gradient_close(jit(grad(halved_float_argument))(0.7, 3, 4), expected)
+    assert_gradient_close(jit(grad(halved_int_argument))(0.7, 3.0, 4), expected)
+
+
+def carried_revolve(x):
+    loss = 0
+    for t in checkpoint_range(0, 7, snapshots=2):
+        loss = loss + np.sum(np.sin(x) * t)
+    return loss
+
+
+def carried_segments(x):
+    loss = 0
+    for t in checkpoint_range(0, 7, snapshots=2, schedule="segments"):
+        loss = loss + np.sum(np.sin(x) * t)
+    return loss
+
+
+def carried_two_levels(x):
+    loss = 0
+    for t in checkpoint_range(0, 7, snapshots=2, schedule="segments", levels=2):
+        loss = loss + np.sum(np.sin(x) * t)
+    return loss
+
+
+@pytest.mark.parametrize("f", [carried_revolve, carried_segments, carried_two_levels])
+def test_a_checkpointed_carry_starting_as_an_int_is_differentiated(f):
+    x = np.linspace(0.1, 1.0, 3)
+    assert_gradient_close(grad(f)(x), 21.0 * np.cos(x))
+    assert_gradient_close(jit(grad(f))(x), 21.0 * np.cos(x))
+
+
+# ---------------------------------------------------------------- generated programs
+
+UPDATES = ["y = np.sin(y) * x[{k}]", "y = y * y * {a} + x[{k}]",
+           "y = np.tanh(y + x[{k}] * t)", "y = step(y, x[{k}])", "y = y / {d} + x[{k}] * y"]
+STARTS = {"argument": "", "constant": "    y = {c}\n", "copy": "    y = m\n"}
+LOOPS = {"for": "    for t in range(k):\n",
+         "while": "    t = 0\n    while t < k:\n        t = t + 1\n"}
+
+
+def _program(seed: int) -> tuple[str, bool]:
+    """A function f(x, y, m, k) of a state `y` that starts as an int, and whether it also
+    halves an int-started scale `s` the gradient does not flow through."""
+    rng = random.Random(seed)
+    fields = dict(k=rng.randrange(3), a=rng.choice([0.25, -0.5]), d=rng.choice([2, 3]),
+                  c=rng.choice([0, 1, 2]))
+    scaled = rng.random() < 0.4
+    body = "".join(f"        {rng.choice(UPDATES).format(**fields)}\n"
+                   for _ in range(rng.randint(1, 3)))
+    if scaled:
+        body = "        s = s / 2\n" + body + "        y = y * s\n"
+    text = ("def step(y, v):\n    return np.cos(y) * v\n\n\n"
+            "def f(x, y, m, k):\n" + rng.choice(list(STARTS.values())).format(**fields)
+            + ("    s = m\n" if scaled else "") + rng.choice(list(LOOPS.values())) + body
+            + "    return y + x[0] * 0.0\n")
+    return text, scaled
+
+
+def _check(seed: int, tmp_path) -> None:
+    source, scaled = _program(seed)
+    f = write_module(tmp_path, "import numpy as np\n\n\n" + source, {}).f
+    x = np.random.default_rng(seed).uniform(0.2, 0.6, 3)
+    expected = central_differences(lambda x: f(x, 1, 2, 3), (x,))
+    assert_gradient_close(grad(f)(x, 1, 2, 3), expected, source)
+    if scaled:
+        with pytest.raises(TransformError, match="'s' starts as an integer"):
+            jit(grad(f))(x, 1, 2, 3)
+    else:
+        assert_gradient_close(jit(grad(f))(x, 1, 2, 3), expected, source)
+
+
+def test_one_generated_int_started_state_matches_finite_differences(tmp_path):
+    _check(4, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(24))
+def test_generated_int_started_states_match_finite_differences(seed, tmp_path):
+    _check(seed, tmp_path)
