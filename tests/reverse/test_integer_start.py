@@ -19,14 +19,14 @@ from transformer import TransformError, checkpoint_range, grad, jit
 
 
 def state_from_int_argument(x, y, n):
-    for t in range(n):
+    for _ in range(n):
         y = np.sin(y) * x
     return y
 
 
 def halved_int_argument(x, n, k):
     y = x
-    for t in range(k):
+    for _ in range(k):
         n = n / 2
         y = np.sin(y * n)
     return y
@@ -35,7 +35,7 @@ def halved_int_argument(x, n, k):
 def halved_float_argument(x, n, k):
     scale = float(n)            # the hint of the refusal below
     y = x
-    for t in range(k):
+    for _ in range(k):
         scale = scale / 2
         y = np.sin(y * scale)
     return y
