@@ -182,10 +182,14 @@ class TieredFunction:
 def _calls_host(function, seen: set | None = None) -> bool:
     """Whether `function` (a generated NumPy tier), or a function it calls, prints or
     calls back into the host (`debug.print`/`debug.callback`, `pure_callback`,
-    `io_callback`: a `HostSite`) - what would happen twice if the call ran again."""
+    `io_callback`: a `HostSite`; a Numba kernel's `print` or `objmode` block) - what
+    would happen twice if the call ran again."""
     seen = set() if seen is None else seen
     seen.add(function)
-    for name in materialize.code_names(function.__code__):
+    names = materialize.code_names(function.__code__)
+    if "objmode" in names:
+        return True
+    for name in names:
         value = function.__globals__.get(name, getattr(builtins, name, None))
         if isinstance(value, HostSite) or value is builtins.print:
             return True

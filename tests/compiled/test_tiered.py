@@ -6,6 +6,7 @@ import gc
 import sys
 import threading
 
+import numba
 import numpy as np
 import pytest
 
@@ -263,18 +264,29 @@ def _debug_printed(x):
     return x * 2.0
 
 
+@numba.njit
+def _printing_kernel(v):
+    print("secant test: x0 =", v)
+    return v
+
+
+def _calls_a_printing_kernel(x):
+    return x * _printing_kernel(x[0]) * 2.0
+
+
 def _quiet(x):
     return x * 2.0
 
 
 def test_only_functions_without_prints_or_callbacks_can_be_cut_over(capsys):
     cuttable = {}
-    for function in (_printed, _debug_printed, _quiet):
+    for function in (_printed, _debug_printed, _calls_a_printing_kernel, _quiet):
         f = jit(function, tiered=True)
         np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
         cuttable[function.__name__] = entry(f)._watch is not None
-    assert cuttable == {"_printed": False, "_debug_printed": False, "_quiet": True}
-    assert capsys.readouterr().out.count("secant test: x0 = 1.0") == 2
+    assert cuttable == {"_printed": False, "_debug_printed": False,
+                        "_calls_a_printing_kernel": False, "_quiet": True}
+    assert capsys.readouterr().out.count("secant test: x0 = 1.0") == 3
 
 
 SHORT = 3000            # loop trips of each call of the race: ~2 ms in the NumPy tier
@@ -357,10 +369,11 @@ def test_a_cutover_sent_to_an_enclosing_call_passes_through_a_nested_one():
     assert outer.run(inner.run, _spin, FOREVER, progress, outer_fire) is cutover.CUT_OVER
     assert 0 < progress[0] < FOREVER
     # and one sent to the nested call stays there: the enclosing call goes on
-    progress = [0]
-    outer = cutover.Watch(threading.Event().wait, lambda: True)
+    progress, never = [0], threading.Event()
+    outer = cutover.Watch(never.wait, lambda: True)
     nested = outer.run(lambda: (inner.run(_spin, FOREVER, progress, inner_fire), "went on"))
     assert nested == (cutover.CUT_OVER, "went on") and progress[0] < FOREVER
+    never.set()                 # its watcher stops
 
 
 def test_calls_in_several_threads_are_all_cut_over_and_later_ones_at_once():
@@ -394,6 +407,8 @@ def _raises_value_error():
 
 
 def test_a_watched_calls_own_error_propagates():
-    watch = cutover.Watch(threading.Event().wait, lambda: True)
+    never = threading.Event()
+    watch = cutover.Watch(never.wait, lambda: True)
     with pytest.raises(ValueError, match="from the function"):
         watch.run(_raises_value_error)
+    never.set()
