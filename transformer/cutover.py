@@ -21,8 +21,9 @@ Race-freedom rests on one lock and each call's `sent` flag:
 - before sending, the watcher checks that the call's frame is still on its thread's stack,
   so a call whose bookkeeping was itself interrupted (a KeyboardInterrupt) is never sent to.
 
-Invariant: an exception `run` did not raise before never reaches its caller, and
-`CUT_OVER` is returned exactly when the call was sent a `Cutover`.
+Invariant: `run` returns `CUT_OVER` exactly when its call was sent a `Cutover` (or came
+after the condition held and did not run); no `Cutover` leaves `run` but one sent to an
+enclosing call, and none is left pending for the thread when `run` returns.
 """
 from __future__ import annotations
 
