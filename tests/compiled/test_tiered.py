@@ -1,6 +1,7 @@
 """Tiered execution (`jit(f, tiered=True)`, `transformer.tiered`): a new specialization's
 first calls run the generated NumPy source while another process compiles it, then the
-machine code takes over. Oracles: NumPy's own result, the analytic derivative, and the
+machine code takes over, cutting over a call still running (`transformer.cutover`).
+Oracles: NumPy's own result, the analytic derivative, exact counts of loop trips, and the
 same function compiled without tiering (errors must match it exactly)."""
 import gc
 import sys
