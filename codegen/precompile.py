@@ -26,6 +26,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -52,6 +53,7 @@ class Background:
         self.dispatcher = dispatcher
         self.signature = signature
         self._users = 0         # callers of `start` that have not released it
+        self._stopped = False
 
     def release(self) -> None:
         """One user no longer needs it; the last one stops it."""
@@ -68,6 +70,24 @@ class Background:
         _start_queued()
         return self._process is not None and self._process.poll() is not None
 
+    def wait_exited(self, queued_for: float) -> bool:
+        """Whether the child has exited or will never run: once it runs, waits until it
+        has exited (True); while it waits its turn in the queue, waits `queued_for`
+        seconds (False when not started by then). Never starts a queued child out of turn,
+        unlike `wait`."""
+        if self._stopped or self.finished():
+            return True
+        process = self._process
+        if process is None:
+            time.sleep(queued_for)
+            return self.finished()
+        process.wait()
+        return True
+
+    def succeeded(self) -> bool:
+        """Whether the child has exited having compiled the signature (never waits)."""
+        return self._process is not None and self._process.poll() == 0
+
     def wait(self) -> int:
         """The child's exit status, once it has exited (started now if queued)."""
         with _lock:
@@ -80,6 +100,7 @@ class Background:
     def stop(self) -> None:
         """Drop it from the queue, or kill its child."""
         with _lock:
+            self._stopped = True
             if self in _queue:
                 _queue.remove(self)
             process = self._process

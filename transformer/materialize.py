@@ -229,7 +229,7 @@ def _feed_function(fn, digest, seen: set) -> None:
         digest.update(fn.__code__.co_code)
     for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
         digest.update(_value_fingerprint(value, digest, seen).encode())
-    names = _code_names(fn.__code__)
+    names = code_names(fn.__code__)
     cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
     reads = [(n, freshness.cell_contents(c)) for n, c in cells
              if freshness.cell_contents(c) is not freshness.missing()]
@@ -258,10 +258,10 @@ def _value_fingerprint(value, digest, seen: set) -> str:
     return fingerprint(value)
 
 
-def _code_names(code) -> set:
+def code_names(code) -> set:
     """Global and attribute names used by `code` and the code nested in it."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _code_names(const)
+            names |= code_names(const)
     return names

@@ -10,9 +10,20 @@ in the specialization's place, so every later call runs it directly. When the ca
 already holds the machine code (a warm second process), or the module cannot be sent to
 another process, the specialization is compiled here as without tiering.
 
+A call still in the NumPy tier when the child has compiled the machine code is cut over
+to it (`cutover`): the NumPy tier is interrupted at its next bytecode (a NumPy operation
+under way finishes first), its array arguments are put back as they were, and the
+machine code runs the call. A first call therefore takes at most about the child's
+compile (a process start and Numba's compile), the load and one compiled call, however
+loop-heavy the function. A function that prints or
+calls back into Python (`debug.print`, `debug.callback`, `pure_callback`, `io_callback`,
+`print`, here or in a function it calls) is never cut over, since that would happen
+twice: its NumPy-tier calls run to the end.
+
 It is opt-in because the two tiers are not interchangeable in every respect:
-- the NumPy source runs Python loops at interpreter speed, so the first calls of a
-  loop-heavy function can take longer than compiling it would have;
+- the NumPy source runs Python loops at interpreter speed, so a loop-heavy function's
+  first call takes about a compile anyway (a function with callbacks, which is not cut
+  over, can take longer than compiling it would have);
 - results agree to rounding, not bit for bit (NumPy's `exp` and secant's SIMD forms round
   differently in the last place);
 - an error only Numba finds (a value of a type it cannot compile) is raised by the call
@@ -27,10 +38,12 @@ NumPy tier is the same Function, emitted for the `python` backend.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import os
 import threading
 import time
+import types
 import weakref
 from typing import Callable
 
@@ -40,8 +53,9 @@ import numpy as np
 from codegen import compile_log, precompile
 from codegen.backends import Compiled
 
-from . import materialize
+from . import cutover, materialize
 from .function import Function
+from .runtime.host import HostSite
 
 ENVIRONMENT_SWITCH = "SECANT_TIERED"
 
@@ -61,6 +75,10 @@ class TieredFunction:
                  background: precompile.Background, name: str,
                  on_switch: Callable[[Callable], None]):
         self._python = python
+        # a call still in the NumPy tier when the child has compiled the machine code is
+        # cut over to it, unless it calls back into Python: that would happen twice
+        self._watch = None if _calls_host(python) else cutover.Watch(
+            background.wait_exited, background.succeeded)
         # the NumPy tier binds the captured arrays of its making (`captured_arrays`); a
         # call passing others (a global rebound since) runs the machine code
         self._hidden = hidden
@@ -78,17 +96,33 @@ class TieredFunction:
         own = len(args) - len(self._hidden)
         if any(now is not then for now, then in zip(args[own:], self._hidden)):
             return self._ready(wait=True)(*args)
-        # the NumPy tier raises NumPy's errors, not the compiled code's located ones:
-        # on any error the arguments are put back as they were and the machine code runs
+        # the NumPy tier raises NumPy's errors, not the compiled code's located ones: on
+        # any error, or when the machine code becomes ready first (`cutover`), the
+        # arguments are put back as they were and the machine code runs the call
         saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray) and a.flags.writeable]
         try:
-            result = self._python(*args[:own])
+            result = self._numpy_tier(args[:own])
         except Exception:
+            result = cutover.CUT_OVER
+        if result is cutover.CUT_OVER:
             for array, before in saved:
                 array[...] = before
             return self._ready(wait=True)(*args)
         if self._numpy_dtypes is None:
             self._numpy_dtypes = _dtypes_of(result)
+        return result
+
+    def _numpy_tier(self, args: tuple):
+        """The NumPy tier's result, or `cutover.CUT_OVER` when the child compiled the
+        machine code before it was done."""
+        if self._watch is None:
+            return self._python(*args)
+        started = time.perf_counter()
+        result = self._watch.run(self._python, *args)
+        if result is cutover.CUT_OVER:
+            compile_log.logger.info("%s: a call was cut over to the compiled code after "
+                                    "%.1f s in the NumPy tier", self._name,
+                                    time.perf_counter() - started)
         return result
 
     @property
@@ -143,6 +177,27 @@ class TieredFunction:
             "first calls' results had another dtype (Python numbers combine with arrays as "
             "in Numba, README 'Types'): cast the constants (np.float32(1.5) * x) or use "
             "jit(..., tiered=False)", self._name, compiled, self._numpy_dtypes)
+
+
+def _calls_host(function, seen: set | None = None) -> bool:
+    """Whether `function` (a generated NumPy tier), or a function it calls, prints or
+    calls back into the host (`debug.print`/`debug.callback`, `pure_callback`,
+    `io_callback`: a `HostSite`; a Numba kernel's `print` or `objmode` block) - what
+    would happen twice if the call ran again."""
+    seen = set() if seen is None else seen
+    seen.add(function)
+    names = materialize.code_names(function.__code__)
+    if "objmode" in names:
+        return True
+    for name in names:
+        value = function.__globals__.get(name, getattr(builtins, name, None))
+        if isinstance(value, HostSite) or value is builtins.print:
+            return True
+        callee = getattr(value, "py_func", value)       # a Numba kernel's Python function
+        if isinstance(callee, types.FunctionType) and callee not in seen and \
+                _calls_host(callee, seen):
+            return True
+    return False
 
 
 def _dtypes_of(value):
