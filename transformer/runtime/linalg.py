@@ -12,6 +12,7 @@ from numba.np.numpy_support import as_dtype
 from .broadcasting import unbroadcast
 from .casts import _is_none
 from .reductions import reduce_sum
+from .small_products import matvec_for, vecmat_for
 
 
 def matmul(a, b):
@@ -45,11 +46,12 @@ def _batch_item_nb(x, i):
 def _matmul_nb(a, b):
     if a.ndim > 3 or b.ndim > 3:
         raise TypingError("matmul under Numba: operands of rank 3 at most")
+    small = matvec_for(a, b) or vecmat_for(a, b)
+    if small is not None:
+        return lambda a, b: small(a, b)
     if a.ndim <= 2 and b.ndim <= 2 and _contiguous(a) and _contiguous(b):
         return lambda a, b: np.dot(a, b)           # ascontiguousarray would copy anyway
     if a.ndim <= 2 and b.ndim <= 2:
-        if _contiguous(a) and _contiguous(b):      # ascontiguousarray would copy anyway
-            return lambda a, b: np.dot(a, b)
         return lambda a, b: np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
     def batched(a, b):
@@ -135,6 +137,9 @@ def _matmul_grad_left_nb(g, a, b):
     if na == 2 and nb == 1:
         outer = _outer_nb(g, b)
         return lambda g, a, b: outer(g, b)
+    if na == 1 and nb == 2 and matvec_for(b, g) is not None:
+        small = matvec_for(b, g)
+        return lambda g, a, b: small(b, g)
     if na == 1 and nb == 2:
         return lambda g, a, b: np.dot(np.ascontiguousarray(b), np.ascontiguousarray(g))
     if na == 2 and nb == 2:
@@ -154,6 +159,9 @@ def _matmul_grad_right_nb(g, a, b):
         return lambda g, a, b: unbroadcast(a * g, b)
     if na == 1 and nb == 1:
         return lambda g, a, b: a * g
+    if na == 2 and nb == 1 and vecmat_for(g, a) is not None:
+        small = vecmat_for(g, a)
+        return lambda g, a, b: small(g, a)     # a.T @ g without transposing a copy
     if na == 2 and nb == 1 and _contiguous(a) and _contiguous(g):
         return lambda g, a, b: np.dot(g, a)    # a.T @ g without transposing a copy
     if na == 2 and nb == 1:
