@@ -30,6 +30,7 @@ from codegen import distributed as engine
 from . import tree_util
 from .aliases import written_params_of_source
 from .index_checks import with_source_line
+from .runtime.tapes import located_message
 from .jit import Jitted, jit, prepared
 
 DEFAULT_RETRIES = 2
@@ -48,7 +49,9 @@ def default_client():
 
 
 def _locate(error: BaseException) -> BaseException:
-    return with_source_line(error) if isinstance(error, IndexError) else error
+    if isinstance(error, IndexError):
+        return with_source_line(error)
+    return located_message(error) if isinstance(error, ValueError) else error
 
 
 engine.set_locator(_locate)

@@ -49,6 +49,7 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, positional_parameters, signature
 from .index_checks import with_source_line
+from .runtime.tapes import located_message
 from .numba_dtypes import refuse_argument_dtypes, refuse_numba_dtypes
 from .pytree_returns import returned_containers
 from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves
@@ -340,8 +341,10 @@ class Jitted(ShowsSource):
         except numba.core.errors.TypingError as exc:
             raise self._typing_error(exc, dynamic, function) from None
         except (IndexError, ValueError) as exc:
-            located = (with_source_line(exc) if isinstance(exc, IndexError) else
-                       broadcast_errors.located(exc, function, (*dynamic, *hidden)))
+            located = with_source_line(exc) if isinstance(exc, IndexError) else \
+                located_message(exc)
+            if located is exc and isinstance(exc, ValueError):
+                located = broadcast_errors.located(exc, function, (*dynamic, *hidden))
             if located is exc:
                 raise
             raise located from None

@@ -222,3 +222,46 @@ def test_a_recorded_variable_that_changes_shape_is_reported_at_its_assignment(co
         fn(np.ones(3))
     assert f"{__file__}:{line}:" in str(info.value)
     assert "name of its own" in str(info.value)
+
+
+# ---------------------------------------------------------------- compiled checks' messages
+
+def _grown_in_a_branch(x, n):
+    y = x[:2]
+    for t in range(n):
+        y = np.sin(y) * x[t]
+        if t == 1:
+            y = x[:3] * y[0]
+    return np.sum(y)
+
+
+def _scalar_accumulator(x, n):
+    e = 0.0
+    for t in range(n):
+        e = e + x * t
+    return np.sum(e)
+
+
+def _shared_update(x, n):
+    y = x * 1.0
+    z = y
+    for _ in range(n):
+        y += x
+    return np.sum(z * y)
+
+
+@pytest.mark.parametrize("f, line, words", [
+    (_grown_in_a_branch, "y = x[:3] * y[0]", "a recorded variable changed shape"),
+    (_scalar_accumulator, "e = e + x * t", "a variable changed shape"),
+    (_shared_update, "y += x", "is shared with another name")])
+def test_compiled_checks_are_located_with_line_caret_and_hint_as_in_python(f, line, words):
+    """Compiled checks raise their location, message and hint apart (joining strings in
+    compiled code costs a second of compile time); the jit boundary renders them."""
+    x = np.linspace(0.1, 1.0, 4)
+    with pytest.raises(ValueError) as compiled:
+        jit(grad(f))(x, 3)
+    with pytest.raises(ValueError) as python:
+        grad(f)(x, 3)
+    text = str(compiled.value)
+    assert words in text and line in text and "^" in text and "hint: " in text
+    assert text.splitlines()[0].split(": ")[0] == str(python.value).splitlines()[0].split(": ")[0]

@@ -11,6 +11,7 @@ doubled when outgrown); flat buffers of overwritten elements (`items_buffer`,
 from __future__ import annotations
 
 import linecache
+import re
 
 import numpy as np
 from numba import types
@@ -30,6 +31,10 @@ def shape_of(value):
 
 _SHAPE_HINT = ("start an array accumulator with np.zeros of its final shape (e = np.zeros(n), "
                "not e = 0.0), or give a value of another shape a name of its own")
+# compiled checks raise ValueError(where, message, hint) with constant strings: joining
+# strings in compiled code costs a second of compile time (`located_message` renders them)
+_SHAPE_MESSAGE = ("a variable changed shape between assignments; reverse mode needs one "
+                  "shape per variable")
 
 
 def check_shape(value, shape, where=""):
@@ -39,6 +44,19 @@ def check_shape(value, shape, where=""):
         raise ValueError(_located(where, f"a variable changed shape from {shape} to "
                                   f"{np.shape(value)} between assignments; reverse mode "
                                   "needs one shape per variable", _SHAPE_HINT))
+
+
+_SITE = re.compile(r"^.+:\d+:\d+$")
+
+
+def located_message(exc: ValueError) -> ValueError:
+    """A compiled check's `ValueError(where, message, hint)` as one message located at
+    `where` (its line, a caret and the hint, as the Python form of the check gives it); any
+    other ValueError as it is."""
+    if len(exc.args) == 3 and all(isinstance(a, str) for a in exc.args) and \
+            (not exc.args[0] or _SITE.match(exc.args[0])):
+        return ValueError(_located(*exc.args))
+    return exc
 
 
 def _located(where: str, message: str, hint: str) -> str:
@@ -63,9 +81,7 @@ def _check_shape_nb(value, shape, where=""):
     if isinstance(value, types.Array):
         def impl(value, shape, where=""):
             if value.shape != shape:
-                raise ValueError(where + ": a variable changed shape between assignments; "
-                                 "reverse mode needs one shape per variable (hint: " +
-                                 _SHAPE_HINT + ")")
+                raise ValueError(where, _SHAPE_MESSAGE, _SHAPE_HINT)
         return impl
     return lambda value, shape, where="": None
 
@@ -93,6 +109,11 @@ def check_not_view(value, array, label, source, where=""):
                                   "a copy", copy_hint(label, source)))
 
 
+_VIEW_HINT = "copy the value where it is read from the array: `v = a[...].copy()`"
+_SHARED_HINT = ("make one of the two names its own array where it is assigned from the "
+                "other: `y = z.copy()`")
+
+
 @overload(check_not_view)
 def _check_not_view_nb(value, array, label, source, where=""):
     if not isinstance(value, types.Array):
@@ -101,8 +122,8 @@ def _check_not_view_nb(value, array, label, source, where=""):
     def impl(value, array, label, source, where=""):
         start = array.ctypes.data
         if start <= value.ctypes.data < start + array.size * array.itemsize:
-            raise ValueError(where + ": a view into an array written in place is still "
-                             "used; reverse mode needs a copy (.copy())")
+            raise ValueError(where, "a view into an array written in place is still "
+                             "used; reverse mode needs a copy", _VIEW_HINT)
     return impl
 
 
@@ -125,8 +146,8 @@ def _check_not_shared_nb(other, array, label, source, where=""):
     def impl(other, array, label, source, where=""):
         a, b = other.ctypes.data, array.ctypes.data
         if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
-            raise ValueError(where + ": an array updated in place (+=, -=, ...) is shared "
-                             "with another name; reverse mode needs a copy (.copy())")
+            raise ValueError(where, "an array updated in place (+=, -=, ...) is shared "
+                             "with another name; reverse mode needs a copy", _SHARED_HINT)
     return impl
 
 
@@ -153,6 +174,8 @@ def exact_tape(value, capacity):
 _TAPE_SHAPE_HINT = ("give the variable one shape from its first assignment (start an array "
                     "accumulator with np.zeros of its final shape), or give a value of another "
                     "shape a name of its own")
+_TAPE_SHAPE_MESSAGE = ("a recorded variable changed shape between assignments; reverse mode "
+                       "records it on a typed tape")
 
 
 def push(tape, n, value, where=""):
@@ -228,9 +251,7 @@ def _push_nb(tape, n, value, where=""):
     if isinstance(value, types.Array):
         def rows(tape, n, value, where=""):
             if value.shape != tape.shape[1:]:
-                raise ValueError(where + ": a recorded variable changed shape between "
-                                 "assignments; reverse mode records it on a typed tape (hint: "
-                                 + _TAPE_SHAPE_HINT + ")")
+                raise ValueError(where, _TAPE_SHAPE_MESSAGE, _TAPE_SHAPE_HINT)
             if n == tape.shape[0]:
                 tape = _grown(tape)
             _copy_flat(tape[n], value)
