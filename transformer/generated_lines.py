@@ -56,9 +56,25 @@ def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
         return None
     at = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
           and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
-    return at[-1] if at else None
+    if at:
+        return at[-1]
+    # a loop's header (Numba types the variables a loop carries there): the loop without
+    # its body, compared as such in `user_site`
+    loops = [_header(s) for s in ast.walk(tree)
+             if isinstance(s, (ast.For, ast.While)) and s.lineno == lineno]
+    return loops[-1] if loops else None
+
+
+def _header(loop):
+    """`loop` with an empty body and no else: what its header line says."""
+    copy = ast.For(target=loop.target, iter=loop.iter, body=[], orelse=[]) \
+        if isinstance(loop, ast.For) else ast.While(test=loop.test, body=[], orelse=[])
+    return ast.copy_location(copy, loop)
 
 
 def _equal(function: ast.FunctionDef, node: ast.AST, kind: type) -> list:
     wanted = ast.dump(node)
+    if isinstance(node, (ast.For, ast.While)) and not node.body:      # a loop's header
+        return [n for n in ast.walk(function) if isinstance(n, type(node))
+                and ast.dump(_header(n)) == wanted]
     return [n for n in ast.walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]

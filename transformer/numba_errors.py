@@ -55,12 +55,22 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
             lineno, hint=f"give it a float from the start: pass a float where it comes "
                          f"from (3.0, not 3), or keep the changing value in a name that "
                          f"starts as one (scale = float({var}), then update scale)")
+    unify = _UNIFY.search(reason)
+    if unify is not None:
+        first, second, var = unify.groups()
+        return _numba_refusal(
+            f"{var!r} is {first} in one place and {second} in another, and compiled code "
+            f"gives a variable one type (jit of {name}({types}))", filename, lineno,
+            hint="give it its final type from the start: a float rather than an int (pass "
+                 "1.0, not 1), an array rather than a number (y = np.full_like(x, y)), or "
+                 "give the other value a name of its own")
     return _numba_refusal(f"Numba could not compile {name} for arguments "
                           f"({types}): {reason}", filename, lineno)
 
 
 # Numba's refusal to store a float in the tape of a variable whose first value was an
 # integer (`n = n / 2` for an int argument n that the gradient does not depend on)
+_UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*'")
 _INT_TAPE = re.compile(r"Cannot unify array\((?:u?int\d+|bool)\b.*? and "
                        r"array\((?:float|complex)\d+\b.*? for '(\w+?)_tape\b")
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gradcheck import assert_gradient_close, central_differences, write_module
-from transformer import TransformError, checkpoint_range, grad, jit
+from transformer import TransformError, checkpoint_range, grad, jit, vmap
 
 
 def state_from_int_argument(x, y, n):
@@ -140,3 +140,29 @@ def test_one_generated_int_started_state_matches_finite_differences(tmp_path):
 @pytest.mark.parametrize("seed", range(24))
 def test_generated_int_started_states_match_finite_differences(seed, tmp_path):
     _check(seed, tmp_path)
+
+
+# ---------------------------------------------------------------- one type per variable
+
+def scaled_state(x, y, n):
+    for _ in range(n):
+        y = np.sin(y) * x
+    return y
+
+
+@pytest.mark.parametrize("transform, fixed", [
+    (jit, lambda xs: np.full_like(xs, 1.0)),
+    (lambda f: jit(vmap(f, in_axes=(0, None, None))), lambda xs: 1.0)],
+    ids=["jit", "jit(vmap)"])
+def test_a_number_that_becomes_an_array_is_refused_at_the_loop_with_a_hint_that_works(
+        transform, fixed):
+    xs = np.linspace(0.1, 0.9, 5)
+    f = transform(scaled_state)
+    with pytest.raises(TransformError) as info:
+        f(xs, 1, 4)
+    error = info.value
+    assert "'y' is " in error.message and "compiled code gives a variable one type" in \
+        error.message
+    assert error.filename == __file__ and error.line.strip() == "for _ in range(n):"
+    assert "pass 1.0, not 1" in str(error) and "np.full_like(x, y)" in str(error)
+    np.testing.assert_allclose(f(xs, fixed(xs), 4), scaled_state(xs, 1, 4), rtol=1e-14)
