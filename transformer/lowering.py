@@ -42,7 +42,7 @@ from .names import Namer
 from .primitives import registry
 from .runtime import special as runtime_special
 from .runtime import vector_math
-from .syntax import as_load
+from .syntax import as_load, is_mask
 
 # calls whose result is a boolean array when their arguments are (primitive registry)
 _MASK_CALLS = registry.Members(lambda r: r.role == "mask")
@@ -331,8 +331,12 @@ def _mask_names(fn: Function) -> set[str]:
 
 
 def _is_mask(fn, value, masks) -> bool:
-    if value is None:
-        return False
+    """A possible boolean mask (`syntax.is_mask`): a name of `masks` (`_mask_names`, which
+    counts parameters), or a call of one of `_MASK_CALLS`."""
+    def mask_call(call) -> bool:
+        target = resolve(fn, call.func, None)
+        return hashable(target) and target in _MASK_CALLS
+    return value is not None and is_mask(value, lambda node: node.id in masks, mask_call)
     if isinstance(value, gast.Compare):
         return True
     if isinstance(value, gast.Name):

@@ -80,3 +80,23 @@ def located(new, old):
         if "lineno" in getattr(sub, "_attributes", ()) and getattr(sub, "lineno", None) is None:
             gast.copy_location(sub, old)
     return new
+
+
+def is_mask(value, name_is_mask, call_is_mask=lambda call: False) -> bool:
+    """Whether expression `value` is a boolean mask for sure: a comparison, `~`/`not` of
+    one, `&`/`|`/`^` of two, a name `name_is_mask(node)` vouches for, or a call
+    `call_is_mask(node)` does (`np.logical_and`, say). Lowering (which indexing is by mask)
+    and reverse mode (which reads are copies) each say which names and calls count."""
+    if isinstance(value, gast.Compare):
+        return True
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Invert, gast.Not)):
+        return is_mask(value.operand, name_is_mask, call_is_mask)
+    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.BitAnd, gast.BitOr,
+                                                               gast.BitXor)):
+        return is_mask(value.left, name_is_mask, call_is_mask) and \
+            is_mask(value.right, name_is_mask, call_is_mask)
+    if isinstance(value, gast.Name):
+        return name_is_mask(value)
+    if isinstance(value, gast.Call):
+        return call_is_mask(value)
+    return False

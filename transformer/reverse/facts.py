@@ -16,6 +16,7 @@ from .. import tape
 from ..errors import TransformError, copy_hint
 from ..function import Function, resolve
 from ..names import Namer
+from ..syntax import is_mask
 from .dce import pure_calls
 
 
@@ -130,7 +131,7 @@ class BodyFacts:
             return False
         definitions = self.defs.get(index.id, [])
         return bool(definitions) and all(
-            isinstance(d, gast.Assign) and _is_mask_expression(d.value, self)
+            isinstance(d, gast.Assign) and is_mask(d.value, self._selects_by_mask)
             for d in definitions)
 
     def _refuse_write_through_view(self, writes: list, view: str, base: str) -> None:
@@ -299,22 +300,6 @@ def _exposed(stmts, defined: set) -> tuple[set, set]:
             if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
                 defined.add(stmt.targets[0].id)
     return exposed, defined
-
-
-def _is_mask_expression(value, facts) -> bool:
-    """A boolean array for sure: a comparison, `~`/`&`/`|`/`^` of such, or a name
-    bound only to them."""
-    if isinstance(value, gast.Compare):
-        return True
-    if isinstance(value, gast.UnaryOp) and isinstance(value.op, (gast.Invert, gast.Not)):
-        return _is_mask_expression(value.operand, facts)
-    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.BitAnd, gast.BitOr,
-                                                               gast.BitXor)):
-        return _is_mask_expression(value.left, facts) and \
-            _is_mask_expression(value.right, facts)
-    if isinstance(value, gast.Name):
-        return facts._selects_by_mask(value)
-    return False
 
 
 def _may_overlap(read_index, write_index) -> bool:
