@@ -19,6 +19,7 @@ original expression. Anything else is left as it was.
 """
 from __future__ import annotations
 
+import copy
 import sys
 
 import gast
@@ -41,8 +42,8 @@ def fuse_elementwise(fn: Function, vector_form) -> Function:
     """`fn` with its elementwise chains as calls of fused kernels (see the module doc);
     `vector_form(target, call)` is None for a call that must keep its own form."""
     fuser = _Fuser(fn, vector_form)
-    node = fuser.visit(fn.node)
-    return fn.replace(node=node, env=fuser.env) if fuser.changed else fn
+    node = fuser.visit(copy.deepcopy(fn.node))     # `fn` stays as it was: other backends
+    return fn.replace(node=node, env=fuser.env) if fuser.changed else fn    # lower it too
 
 
 class _Fuser(gast.NodeTransformer):

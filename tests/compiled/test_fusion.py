@@ -184,3 +184,21 @@ def test_operands_that_do_not_broadcast_raise_naming_the_line():
     with pytest.raises(ValueError, match=rf"test_fusion.py:{line}:\d+: operands could not "
                                          "be broadcast together"):
         jit(mixed)(np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_lowering_for_numba_leaves_the_function_as_it_was():
+    """Tiered execution emits the same Function for NumPy after lowering it for Numba: the
+    fused calls must not leak into it (they did, and the NumPy tier failed with KeyError)."""
+    import gast
+
+    from transformer.frontend import parse
+    fn = parse(mixed)
+    before = gast.dump(fn.node)
+    lowered = lowering.lower_for_numba(fn)
+    assert "fused_" in gast.dump(lowered.node) and gast.dump(fn.node) == before
+
+
+def test_a_tiered_function_with_a_fused_chain_runs_its_numpy_tier():
+    x, y = np.linspace(-1.0, 1.0, 7), np.linspace(0.5, 2.0, 7)
+    f = jit(mixed, tiered=True)
+    np.testing.assert_allclose(f(x, y), mixed(x, y), rtol=1e-15)
