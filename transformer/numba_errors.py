@@ -46,15 +46,17 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
     if refused is not None:
         return refused
     reason = _numba_reason(text)
-    tape = _INT_TAPE.search(reason)
+    tape = _NARROW_TAPE.search(reason)
     if tape is not None:
-        var = tape.group(1)
+        first, later, var = tape.groups()
         return _numba_refusal(
-            f"{var!r} starts as an integer and later holds floats: reverse mode records "
-            f"its values on a tape typed by the first (jit of {name}({types}))", filename,
-            lineno, hint=f"give it a float from the start: pass a float where it comes "
-                         f"from (3.0, not 3), or keep the changing value in a name that "
-                         f"starts as one (scale = float({var}), then update scale)")
+            f"{var!r} starts as {_KINDS[first]} and later holds {_KINDS[later]}: reverse "
+            f"mode records its values on a tape typed by the first (jit of "
+            f"{name}({types}))", filename, lineno,
+            hint=f"give it its final type from the start: pass a float where it comes from "
+                 f"(3.0, not 3), convert it (int(flag) for a bool), or keep the changing "
+                 f"value in a name that starts as one (scale = float({var}), then update "
+                 f"scale)")
     unify = _UNIFY.search(reason)
     if unify is not None:
         first, second, var = unify.groups()
@@ -68,11 +70,13 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                           f"({types}): {reason}", filename, lineno)
 
 
-# Numba's refusal to store a float in the tape of a variable whose first value was an
-# integer (`n = n / 2` for an int argument n that the gradient does not depend on)
+# Numba's refusal to store a float (an int) in the tape of a variable whose first value
+# was an int (a bool): `n = n / 2` for an int argument n the gradient does not depend on
+_NARROW_TAPE = re.compile(r"Cannot unify array\((bool|int|uint)\d*\b.*? and "
+                          r"array\((int|uint|float|complex)\d+\b.*? for '(\w+?)_tape\b")
 _UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*'")
-_INT_TAPE = re.compile(r"Cannot unify array\((?:u?int\d+|bool)\b.*? and "
-                       r"array\((?:float|complex)\d+\b.*? for '(\w+?)_tape\b")
+_KINDS = {"bool": "a boolean", "int": "an integer", "uint": "an integer",
+          "float": "floats", "complex": "complex numbers"}
 
 
 def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:

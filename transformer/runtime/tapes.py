@@ -185,10 +185,12 @@ def push(tape, n, value, where=""):
         raise ValueError(_located(where, f"a recorded variable changed shape from "
                                   f"{tape.shape[1:]} to {np.shape(value)} between assignments; "
                                   "reverse mode records it on a typed tape", _TAPE_SHAPE_HINT))
-    if tape.dtype.kind in "biu" and np.asarray(value).dtype.kind in "fc":
-        # a variable that started as an integer holds floats now: storing them would
-        # truncate, so the tape takes their type (the integers it holds are exact in it)
-        tape = tape.astype(np.result_type(tape.dtype, np.asarray(value).dtype))
+    kind = np.asarray(value).dtype
+    if not np.can_cast(kind, tape.dtype, "same_kind"):
+        # a variable that started as a bool or an integer holds integers or floats now:
+        # storing them would truncate, so the tape takes their type (what it holds is
+        # exact in it)
+        tape = tape.astype(np.result_type(tape.dtype, kind))
     if n == tape.shape[0]:
         tape = _grown(tape)
     tape[n] = value
