@@ -59,7 +59,7 @@ _INDEXING_HELPERS = {
 }
 # helpers of passes that import this one's importers, known by name to keep layers one-way
 _CHECK_SIZE = "transformer.runtime.batching.check_size"
-_BATCH_EMPTY = "transformer.runtime.batching.batch_empty"
+_BATCH_EMPTY = "transformer.runtime.batch_buffers.batch_empty"
 _FLOAT_ZEROS = "transformer.reverse.seeds.float_zeros"
 _CONSTANT_SHAPE_CALLS = {np.zeros, np.ones, np.empty, np.full}
 _KNOWN_LENGTHS = "secant_known_lengths"     # FunctionDef attribute: param -> (ndim, last)

@@ -46,7 +46,7 @@ _KEEP_INFINITY = frozenset({"max", "min", "maximum", "minimum", "fmax", "fmin", 
 
 # callees whose result is not a computed value: undefined contents or a tape of values
 # checked before they were recorded
-_UNCHECKED_CALLS = frozenset({"empty", "empty_like", "batch_empty", "float_tape",
+_UNCHECKED_CALLS = frozenset({"empty", "empty_like", "batch_empty", "batch_result", "float_tape",
                               "exact_tape", "push", "items_buffer", "push_items"})
 
 

@@ -64,6 +64,10 @@ class _Looper(_Emitter):
         loop = self.ref(range if self.ordered else numba.prange)
         body.append(gast.For(target=store(b), iter=call(loop, const(1), self.size),
                              body=step, orelse=[], type_comment=None))
+        for path, result in list(results.items()):      # each batch as an array
+            results[path] = self.namer.fresh(f"{result}_done")
+            body.append(assign(store(results[path]),
+                               self.helper(rules.batch_result, name(result))))
         value = self.collect(results, structure, first, self.spec.out_axes)
         body.append(gast.Return(value=value))
         return self.function(self.header(body, self.reason))
@@ -141,7 +145,8 @@ class _Looper(_Emitter):
                 continue
             part = self.part(first, path)
             result = self.namer.fresh("result")
-            body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part)))
+            body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part,
+                                                          const(True))))
             body.append(assign(gast.Subscript(value=name(result), slice=const(0),
                                               ctx=gast.Store()), copy.deepcopy(part)))
             results[path] = result

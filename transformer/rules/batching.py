@@ -31,10 +31,11 @@ from transformer.runtime import batching as helpers
 from transformer.runtime import examples
 from transformer.runtime.batching import (
     align, align_batched, all_examples, any_examples, argmax_examples, argmin_examples,
-    as_float, as_int, batch_axis, batch_empty, batch_size_of, broadcast_batch, check_examples,
-    check_size, dot_both, dot_left, dot_right, from_front, index_examples, max_examples,
-    mean_examples, min_examples, outer_both, outer_left, outer_right, prod_examples,
-    ravel_examples, reshape_examples, sum_examples, take_batched, to_front, transpose_examples)
+    as_float, as_int, batch_axis, batch_empty, batch_result, batch_size_of, broadcast_batch,
+    check_examples, check_size, dot_both, dot_left, dot_right, from_front, index_examples,
+    max_examples, mean_examples, min_examples, outer_both, outer_left, outer_right,
+    prod_examples, ravel_examples, reshape_examples, sum_examples, take_batched, to_front,
+    transpose_examples)
 # read by the vmap pass as `rules.<name>` (transformer/batching.py)
 from transformer.runtime.batching import identity_batch, identity_batch_last  # noqa: F401
 from transformer.runtime.batching import take_example  # noqa: F401
@@ -505,8 +506,8 @@ def _register_derivatives():
         for key in keys:
             templates.TANGENTS[key] = rule
     templates.nondifferentiable(check_size, check_examples, batch_size_of, batch_empty,
-                                argmax_examples, argmin_examples, any_examples, all_examples,
-                                as_int)
+                                batch_result, argmax_examples, argmin_examples, any_examples,
+                                all_examples, as_int)
 
 
 _register_derivatives()

@@ -17,6 +17,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
+
 # ====================================================================== runtime helpers
 
 
@@ -581,20 +583,6 @@ def _as_int_nb(x):
 
 
 # ---------------------------------------------------------------- loop strategy
-
-def batch_empty(size, example):
-    """An uninitialized batch of `size` values shaped like `example`."""
-    example = np.asarray(example)
-    return np.empty((size,) + example.shape, example.dtype)
-
-
-@overload(batch_empty)
-def _batch_empty_nb(size, example):
-    if isinstance(example, types.Array):
-        return lambda size, example: np.empty((size,) + example.shape, example.dtype)
-    dtype = numba.np.numpy_support.as_dtype(example)
-    return lambda size, example: np.empty(size, dtype)
-
 
 def take_example(value, k):
     """Example `k` of a batched argument (containers: example `k` of every leaf)."""
