@@ -7,7 +7,8 @@ does."""
 import numpy as np
 import pytest
 
-from transformer import jit, vmap
+from gradcheck import central_differences
+from transformer import grad, jit, jvp, vmap
 
 
 def zero_or_half(x):
@@ -62,3 +63,19 @@ def test_integer_results_stay_integers(transform):
     got = transform(index_of_largest)(rows)
     np.testing.assert_array_equal(got, [1, 0, 2])
     assert got.dtype.kind == "i"
+
+
+def _weighted_total(xs):
+    return np.sum(vmap(zero_or_half)(xs) * xs)
+
+
+def test_derivatives_through_the_widened_batch_are_exact():
+    """jvp(vmap(f)) gave the primal [0, 0, 0, 0] and grad of a loss over vmap(f) half the
+    derivative: both saw the truncated batch."""
+    primal, tangent = jvp(vmap(zero_or_half), (XS,), (np.ones_like(XS),))
+    np.testing.assert_array_equal(primal, [0.0, -0.15, 0.0, -0.45])
+    np.testing.assert_array_equal(tangent, [0.0, 0.5, 0.0, 0.5])
+    expected = central_differences(_weighted_total, (XS,))
+    np.testing.assert_allclose(grad(_weighted_total)(XS), expected, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(jit(grad(_weighted_total))(XS), expected, rtol=1e-6,
+                               atol=1e-9)

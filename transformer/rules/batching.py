@@ -435,6 +435,7 @@ _register_reverse_rules()
 
 
 _ADJOINT_RULES = {
+    (batch_result,): "def rule(z, x):\n    d[x] += d[z]",
     (align, align_batched): "def rule(z, x, ref):\n    d[x] += reshape_like(d[z], x)",
     (sum_examples,): "def rule(z, x):\n    d[x] += spread_examples(d[z], x)",
     (mean_examples,): "def rule(z, x):\n    d[x] += spread_mean(d[z], x)",
@@ -495,7 +496,7 @@ def _register_derivatives():
         ("right_of_both", "matmul_grad_right", (True, True, True))]}
     scope = {**vars(helpers), **vars(examples), "reshape_like": runtime.reshape_like, **each}
     for helper in (sum_examples, mean_examples, transpose_examples, ravel_examples, as_float,
-                   sum_batch, mean_batch, gather_batch):
+                   sum_batch, mean_batch, gather_batch, batch_result):
         _TANGENT_RULES[(helper,)] = f"def rule(z, x):\n    d[z] = {helper.__name__}(d[x])"
     for keys, source in _ADJOINT_RULES.items():
         rule = templates.rule_from_source(source, scope)
@@ -506,8 +507,8 @@ def _register_derivatives():
         for key in keys:
             templates.TANGENTS[key] = rule
     templates.nondifferentiable(check_size, check_examples, batch_size_of, batch_empty,
-                                batch_result, argmax_examples, argmin_examples, any_examples,
-                                all_examples, as_int)
+                                argmax_examples, argmin_examples, any_examples, all_examples,
+                                as_int)
 
 
 _register_derivatives()

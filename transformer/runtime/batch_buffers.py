@@ -16,7 +16,7 @@ from numba import types
 from numba.extending import overload
 
 
-class _Widening:
+class Widening:
     """A batch filled in plain Python whose dtype grows to hold every stored result."""
 
     def __init__(self, size, first):
@@ -34,7 +34,7 @@ def batch_empty(size, example, widening=False):
     """An uninitialized batch of `size` values shaped like `example` (see the module doc
     for `widening`)."""
     if widening:
-        return _Widening(size, example)
+        return Widening(size, example)
     example = np.asarray(example)
     return np.empty((size,) + example.shape, example.dtype)
 
@@ -50,7 +50,7 @@ def _batch_empty_nb(size, example, widening=False):
 
 def batch_result(batch):
     """The array of a batch `batch_empty` made."""
-    return batch.array if isinstance(batch, _Widening) else batch
+    return batch.array if isinstance(batch, Widening) else batch
 
 
 @overload(batch_result)

@@ -9,6 +9,8 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
+from .batch_buffers import Widening
+
 
 def _float_dtype(x) -> np.dtype:
     dtype = np.asarray(x).dtype
@@ -67,6 +69,8 @@ def zeros_like(x):
     them for a tuple (the zero tangent of a function returning a tuple)."""
     if isinstance(x, tuple):
         return tuple(zeros_like(e) for e in x)
+    if isinstance(x, Widening):         # a batch vmap's loop is filling, in plain Python
+        x = x.array
     if _is_scalar(x):
         return cast_like(0.0, x)
     return np.zeros(np.shape(x), _float_dtype(x))
