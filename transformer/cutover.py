@@ -18,8 +18,11 @@ Race-freedom rests on one lock and each call's `sent` flag:
   finalizer that ran meanwhile still means "cut over";
 - a `Cutover` caught by a call it was not sent to (a watched call nested in another in the
   same thread) is raised on to the enclosing call it belongs to;
-- before sending, the watcher checks that the call's frame is still on its thread's stack,
-  so a call whose bookkeeping was itself interrupted (a KeyboardInterrupt) is never sent to.
+- a call is in flight exactly while it is registered; the watcher never inspects other
+  threads' stacks (`sys._current_frames()` can run the garbage collector while holding
+  the interpreter's thread list, and a thread starting meanwhile deadlocked the process
+  under CPython 3.11). A KeyboardInterrupt landing in `run`'s own bookkeeping, before the
+  call is unregistered, can let a `Cutover` reach its thread later.
 
 Invariant: `run` returns `CUT_OVER` exactly when its call was sent a `Cutover` (or came
 after the condition held and did not run); no `Cutover` leaves `run` but one sent to an
@@ -28,7 +31,6 @@ enclosing call, and none is left pending for the thread when `run` returns.
 from __future__ import annotations
 
 import ctypes
-import sys
 import threading
 from typing import Any, Callable
 
@@ -41,10 +43,10 @@ class Cutover(BaseException):
 
 
 class _Call:
-    __slots__ = ("thread", "frame", "sent")
+    __slots__ = ("thread", "sent")
 
-    def __init__(self, frame):
-        self.thread, self.frame, self.sent = threading.get_ident(), frame, False
+    def __init__(self):
+        self.thread, self.sent = threading.get_ident(), False
 
 
 class Watch:
@@ -70,7 +72,7 @@ class Watch:
     def run(self, function: Callable, *args) -> Any:
         """`function(*args)`, or `CUT_OVER` when it was cut short (after running partly,
         or not at all). Its exceptions propagate, unless it was cut over meanwhile."""
-        call = _Call(sys._getframe())
+        call = _Call()
         try:
             try:
                 if not self._enter(call):
@@ -104,7 +106,6 @@ class Watch:
     def _leave(self, call: _Call) -> None:
         with self._lock:
             self._calls.discard(call)
-            call.frame = None                   # no cycle holding the arguments
             if call.sent:
                 _raise_in(call.thread, None)    # one still pending is dropped
 
@@ -117,19 +118,9 @@ class Watch:
             calls, self._calls = self._calls, set()
             if not wanted:
                 return
-            frames = sys._current_frames()
             for call in calls:
-                if _on_stack(call.frame, frames.get(call.thread)):
-                    call.sent = True
-                    _raise_in(call.thread, Cutover)
-
-
-def _on_stack(frame, top) -> bool:
-    while top is not None:
-        if top is frame:
-            return True
-        top = top.f_back
-    return False
+                call.sent = True
+                _raise_in(call.thread, Cutover)
 
 
 def _raise_in(thread: int, exception: type | None) -> None:
