@@ -7,7 +7,8 @@
 The larger run of tests/corpus/test_differential.py. Each example is a program drawn by
 tests/program_generator.py (loops, branches on values, early return, in-place writes,
 aliases updated in place, indices at and past the bounds, decorators, keyword-only
-arguments and defaults, module attributes) and checked by tests/differential.py against
+arguments and defaults, module attributes, names that start as an int or a bool and
+later hold floats, `//`, `%` and integer powers) and checked by tests/differential.py against
 its plain Python run and central finite differences. Every mismatch is printed as it is
 found (the program, the inputs, expected and got), then a count per check and reason.
 

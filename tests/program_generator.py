@@ -5,7 +5,10 @@ swaps, `if/else` on values, `for` and `while` loops with `break`/`continue`, in-
 into a work array - and, when a `Grammar` asks for them, early `return`, whole-vector math
 (`np.dot`, `np.sum`, slices, `for e in w`), `w` rebound to a new array (`w = np.cos(w) *
 ...`), calls to the module's own functions, `min`/`max`/`abs`, aliases updated in place
-(`z = w; z += ...`), indices at and past the bounds; `whole_programs` adds decorators
+(`z = w; z += ...`), indices at and past the bounds, values that change type between
+assignments (`c = 1` then floats, `n = len(v)` read as a number, a flag `x > 0.1` later
+rebound to a float), integer exponents, `//` and `%` of floats and `np.where(.., 1, ..)`
+mixing an int with a float; `whole_programs` adds decorators
 (`functools.wraps`), keyword-only parameters and defaults, module attributes read through
 an imported module (`cfg.SCALE`) and module globals.
 
@@ -36,7 +39,7 @@ UNARY = ("np.sin", "np.cos", "np.tanh", "math.sin", "math.tanh", "np.arctan")
 WORK = 4          # length of the work array `w` in the default grammar
 FEATURES = ("early_return", "vector_math", "vector_rebind", "alias_augmented", "out_of_range",
             "decorator", "keyword_only", "default", "module_attribute", "helper_call",
-            "min_max", "integer_input")
+            "min_max", "integer_input", "integer_start", "boolean_flag", "integer_arithmetic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +53,9 @@ class Grammar:
     out_of_range: bool = False
     helper_call: bool = False
     min_max: bool = False
+    integer_start: bool = False      # `c` starts as an int; `n = len(v)` is a leaf
+    boolean_flag: bool = False       # `flag = x > 0.1` is a leaf, later rebound
+    integer_arithmetic: bool = False  # `**` with int exponents, `//`, `%`, np.where(.., 1, ..)
     leaves: tuple[str, ...] = ()       # extra scalar leaves: "s", "k", "cfg.SCALE", ...
 
     def index_bounds(self) -> tuple[int, int]:
@@ -72,10 +78,12 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
             return _constant(draw)
         if leaf == "element":
             return f"w[{_index(draw, loop_var, grammar)}]"
+        if leaf == "flag":      # NumPy's ufuncs of a bool give float16: read it as a number
+            return "(flag * 2.5)"
         return leaf
     kinds = ("binary", "binary", "unary", "ratio", "square")
     kinds += ("reduction",) * grammar.vector_math + ("call",) * grammar.helper_call + \
-        ("kink",) * grammar.min_max
+        ("kink",) * grammar.min_max + ("integer",) * grammar.integer_arithmetic
     kind = draw(st.sampled_from(kinds))
     left = draw(expressions(loop_var, depth - 1, grammar))
     if kind == "unary":
@@ -84,6 +92,8 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
         return f"({left}) ** 2"
     if kind == "reduction":
         return draw(_reductions(left))
+    if kind == "integer":
+        return draw(_integer_arithmetic(left))
     right = draw(expressions(loop_var, depth - 1, grammar))
     if kind == "ratio":
         return f"({left} / (1.5 + {right} * {right}))"
@@ -102,6 +112,16 @@ def _reductions(draw, scalar):
                                  "np.sum(np.cos(w) * v) + {}", "np.sum(w) * np.tanh({})",
                                  "np.sum(w[1:] * v[:-1]) - {}", "np.max(w) * {}")))
     return "(" + form.format(scalar) + ")"
+
+
+@st.composite
+def _integer_arithmetic(draw, value):
+    """Integer exponents, floor division and remainders of a float, and int/float mixes;
+    `n` is the int `len(v)`."""
+    form = draw(st.sampled_from(("({}) ** 3", "(({}) % 1.5)", "(({}) // 0.5 * 0.25)",
+                                 "(({}) + n // 2)", "(({}) * (n % 3))", "(abs(n - 3) * {})",
+                                 "np.where({0} > 0.0, 1, {0})", "(1.5 + ({}) ** 2) ** -2")))
+    return form.format(value)
 
 
 def _index(draw, loop_var, grammar=Grammar()):
@@ -129,6 +149,10 @@ def statements(draw, loop_var=None, depth=2, in_loop=False, grammar=Grammar()):
     kinds += _extra_kinds(grammar)
     kind = draw(st.sampled_from(kinds))
     expr = draw(expressions(loop_var, grammar=grammar))
+    if kind == "flag":
+        if draw(st.booleans()):
+            return [f"flag = {expr} > {_constant(draw)}"]
+        return [f"flag = flag * 0.5 + {_bounded(expr)}"]
     if kind == "assign":
         return [f"{draw(st.sampled_from(SCALARS))} = {_bounded(expr)}"]
     if kind == "swap":
@@ -161,7 +185,8 @@ def statements(draw, loop_var=None, depth=2, in_loop=False, grammar=Grammar()):
 def _extra_kinds(grammar):
     return (["return"] * grammar.early_return + ["vector"] * grammar.vector_math +
             ["alias"] * grammar.alias_augmented + ["rebind"] * grammar.vector_rebind +
-            ["rebind call"] * (grammar.vector_rebind and grammar.helper_call))
+            ["rebind call"] * (grammar.vector_rebind and grammar.helper_call) +
+            ["flag"] * grammar.boolean_flag)
 
 
 @st.composite
@@ -212,8 +237,13 @@ def programs(draw, grammar=Grammar()):
     body = draw(blocks(grammar=grammar))
     # every extra leaf is read at least once, so a wrong value of it shows in the result
     uses = [f"    a = a + 0.5 * {leaf}" for leaf in grammar.leaves]
+    start = f"    c = 0.5 - v[{min(1, grammar.size - 1)}]"
+    if grammar.integer_start:              # an int first value, floats later
+        start = f"    c = {draw(st.integers(0, 2))}"
+    ints = ["    n = len(v)"] * (grammar.integer_start or grammar.integer_arithmetic)
+    flags = [f"    flag = x > {_constant(draw)}"] * grammar.boolean_flag
     lines = ["def program(x, v):", "    w = v.copy()", "    a = x", "    b = v[0] * x",
-             f"    c = 0.5 - v[{min(1, grammar.size - 1)}]", *uses, *_indent(body),
+             start, *ints, *flags, *uses, *_indent(body),
              f"    return {_result(grammar)}"]
     return "\n".join(lines) + "\n"
 
@@ -319,6 +349,10 @@ def whole_programs(draw, allowed=FEATURES, sizes=(1, 2, 3, 4, 5, 6), forced=()):
     for name, _ in defaults:
         if draw(st.booleans()):
             passed.append(name)
+    if {"integer_start", "integer_arithmetic"} & features:
+        leaves.append("n")
+    if "boolean_flag" in features:
+        leaves.append("flag")
     if "module_attribute" in features:
         config = [("cfg.SCALE", draw(st.sampled_from((0.5, 1.5, -2.0)))),
                   ("cfg.SHIFT", draw(st.sampled_from((0.25, -0.75)))),
@@ -330,6 +364,9 @@ def whole_programs(draw, allowed=FEATURES, sizes=(1, 2, 3, 4, 5, 6), forced=()):
                       alias_augmented="alias_augmented" in features,
                       out_of_range="out_of_range" in features,
                       helper_call="helper_call" in features, min_max="min_max" in features,
+                      integer_start="integer_start" in features,
+                      boolean_flag="boolean_flag" in features,
+                      integer_arithmetic="integer_arithmetic" in features,
                       leaves=tuple(leaves))
     body = draw(programs(grammar))
     body = body.replace("def program(x, v):", f"def program({_parameters(defaults)}):", 1)

@@ -3,8 +3,9 @@
 tests/program_generator.py writes programs with the constructs users write (branches on
 values, loops with break and continue, early return, in-place writes, aliases updated in
 place, indices at and past the bounds, decorators, keyword-only arguments, defaults,
-module attributes); tests/differential.py runs each under a transformation and compares it
-with the plain run (values, and IndexError where Python raises it) or with central
+module attributes, names whose first value is an int or a bool and later ones floats,
+`//`, `%` and integer powers); tests/differential.py runs each under a transformation and
+compares it with the plain run (values, and IndexError where Python raises it) or with central
 differences. Any disagreement fails with the program, the inputs, expected and got.
 
 The sequence of programs is fixed (derandomized). Compiles are the cost, so the compiled

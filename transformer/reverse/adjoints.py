@@ -327,18 +327,19 @@ class Adjoints(Classify, abc.ABC):
         return homes
 
     def branch_defined(self) -> set:
-        """Active names whose adjoint lives in the whole function but which are assigned
-        only inside compound statements: their value may be unbound in the branch not
-        taken, so the adjoint is zeroed where the value is assigned, not at the top."""
+        """Active names assigned only inside compound statements nested in the adjoint's
+        home block (the function, or a loop body): their value may be unbound where the
+        home block's reverse begins (the branch not taken, a loop left by `return` before
+        its first assignment), so the adjoint is zeroed where the value is assigned, not
+        at the top of the home block, and reset after every assignment consumes it."""
         if self._branch_defined is None:
-            top = id(self.body)
             self._branch_defined = {
                 var for var, home in self.home_blocks().items()
-                if home == top and var not in self.fn.params and
+                if var not in self.fn.params and
                 var not in self.diff_outputs and self.rule_result(name(var)) is None and
                 self.defs.get(var) and all(
                     isinstance(d, gast.Assign) and isinstance(d.targets[0], gast.Name) and
-                    id(d) in self.block_of and self.block_of[id(d)] != top
+                    id(d) in self.block_of and self.block_of[id(d)] != home
                     for d in self.defs[var])}
         return self._branch_defined
 
@@ -352,7 +353,8 @@ class Adjoints(Classify, abc.ABC):
         home = self.home_blocks()[var]
         home_loops = self._loops_of_block(home)
         if len(defs) > 1 or var in self.fn.params or \
-                len(self.loops_of[id(stmt)]) > len(home_loops):
+                len(self.loops_of[id(stmt)]) > len(home_loops) or \
+                (home != id(self.body) and var in self.branch_defined()):
             return self.zero_adjoints(var)
         return []
 

@@ -143,8 +143,7 @@ class ReverseSweep(ForwardSweep):
                         default=-1) for v in self.active}
         for var in sorted((v for v, b in self.home_blocks().items() if b == block_id),
                           key=lambda v: (first[v], v)):
-            if self.rule_result(name(var)) is not None or \
-                    (top and var in self.branch_defined()):
+            if self.rule_result(name(var)) is not None or var in self.branch_defined():
                 continue                  # its items carry the adjoints, or it is zeroed
                                           # where assigned
             if var in self.wrt and top and var not in self.elements:

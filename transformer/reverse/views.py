@@ -67,8 +67,6 @@ def _copy_keeps_primal(analysis, read, writes) -> bool:
     """Whether no primal load of the read's value can follow one of `writes` while the
     name still holds that value: then reading a copy computes the same primal."""
     var = read.targets[0].id
-    if len(analysis.defs.get(var, [])) != 1:
-        return False
     at = analysis.order[id(read)]
     for load in analysis.loads.get(var, []):
         if load is read:
@@ -76,6 +74,8 @@ def _copy_keeps_primal(analysis, read, writes) -> bool:
         order = analysis.order.get(id(load), len(analysis.order))   # the return: last
         for write in writes:
             wrote = analysis.order[id(write)]
+            if _rebound_between(analysis, var, read, write, load):
+                continue
             if at < wrote < order:
                 return False
             around_read = {id(lp) for lp in analysis.loops_of.get(id(read), ())}
@@ -86,6 +86,27 @@ def _copy_keeps_primal(analysis, read, writes) -> bool:
                     analysis.chain_of[id(read)], analysis.chain_of.get(id(load), ()))):
                 return False
     return True
+
+
+def _rebound_between(analysis, var, read, write, load) -> bool:
+    """Whether another assignment of `var` runs after `write` and before `load` on every
+    path from one to the other: it sits before the load in a block around it and after
+    the write, so any path from the write enters that block, or goes on in it, through
+    the assignment. (A write after the load in a loop around an assignment outside it
+    reaches the load on the next trip: not counted.)"""
+    order = analysis.order.get(id(load))
+    chain = analysis.chain_of.get(id(load))
+    if order is None or chain is None:
+        return False
+    wrote = analysis.order[id(write)]
+    for other in analysis.defs.get(var, []):
+        at = analysis.order.get(id(other))
+        if other is read or at is None or id(other) not in analysis.chain_of:
+            continue
+        if wrote < at < order and \
+                _encloses(analysis.chain_of[id(other)], chain):
+            return True
+    return False
 
 
 def _encloses(outer: tuple, inner: tuple) -> bool:
