@@ -49,6 +49,11 @@ KNOWN_BUGS: dict = {
             "int64 array, so jit(vmap(f)) refuses what jit(f) compiles ('c' is "
             "array(int64) in one place and array(float64) in another); behind a decorator "
             "the error names the generated module and a mangled name, not the user's line")),
+    "flag_carried_under_jit_vmap": Bug(
+        "boolean_flag", ("jit_vmap",), description=(
+            "`flag = x > c` then `flag = flag * 0.5 + ...` in a loop: the same refusal, "
+            "'flag' is array(bool) in one place and array(float64) in another under "
+            "jit(vmap(f)) where jit(f) compiles it")),
 }
 
 
