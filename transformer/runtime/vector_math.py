@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -260,7 +261,14 @@ def _namespace(c: dict, ftype, itype) -> dict:
     return names
 
 
-def _kernels(c: dict, ftype, itype) -> tuple[dict, dict, dict, dict]:
+class _TypeForms(NamedTuple):
+    kernels: dict       # name -> scalar kernel
+    texts: dict         # name -> the kernel's source
+    loops: dict         # name -> its loop over an array's elements
+    namespace: dict     # the constants and intrinsics their code reads
+
+
+def _kernels(c: dict, ftype, itype) -> _TypeForms:
     """The scalar kernels of one float type, their texts, their loops over arrays
     (`_loop_form`), and the namespace (constants, intrinsics) their code reads."""
     namespace, expressions = _namespace(c, ftype, itype), _polynomials(c)
@@ -276,7 +284,7 @@ def _kernels(c: dict, ftype, itype) -> tuple[dict, dict, dict, dict]:
         exec(compile(loop_text, f"<vector_math {name} loop {ftype.__name__}>", "exec"),
              namespace)
         loops[name] = namespace.pop(f"{name}_elements")
-    return kernels, texts, loops, namespace
+    return _TypeForms(kernels, texts, loops, namespace)
 
 
 def _statements_of(name: str, text: str, value: str, result: str, tag: str) -> list[str]:
@@ -304,12 +312,12 @@ def kernel_statements(name: str, dtype, value: str, result: str, tag: str) -> li
     """`result = <name>(value)` as statements (the kernel of `dtype` written out, see
     `_statements_of`), for a loop that LLVM should vectorize; `kernel_namespace(dtype)`
     holds the names they read."""
-    return _statements_of(name, _BY_TYPE[dtype][1][name], value, result, tag)
+    return _statements_of(name, _BY_TYPE[dtype].texts[name], value, result, tag)
 
 
 def kernel_namespace(dtype) -> dict:
     """The constants and intrinsics `kernel_statements` of `dtype` read."""
-    return _BY_TYPE[dtype][3]
+    return _BY_TYPE[dtype].namespace
 
 
 def _loop_form(name: str, kernel_text: str) -> str:
@@ -327,8 +335,8 @@ def _loop_form(name: str, kernel_text: str) -> str:
 
 _BY_TYPE = {np.float64: _kernels(_F64, np.float64, np.int64),
             np.float32: _kernels(_F32, np.float32, np.int32)}
-KERNELS = {dtype: by_type[0] for dtype, by_type in _BY_TYPE.items()}
-_LOOPS = {dtype: by_type[2] for dtype, by_type in _BY_TYPE.items()}
+KERNELS = {dtype: forms.kernels for dtype, forms in _BY_TYPE.items()}
+_LOOPS = {dtype: forms.loops for dtype, forms in _BY_TYPE.items()}
 
 
 # ---------------------------------------------------------------- the public forms
