@@ -323,8 +323,12 @@ class _Lowering(gast.NodeTransformer):
             shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
                                right=call(gast.Attribute(value=name(np_name), attr="shape",
                                                          ctx=gast.Load()), name(y0)))
+            # the stack keeps y's dtype (float32, int, complex), as JAX's scan does
+            dtype = gast.Attribute(value=call(gast.Attribute(
+                value=name(np_name), attr="asarray", ctx=gast.Load()), name(y0)),
+                attr="dtype", ctx=gast.Load())
             out.append(self._at(assign(stacked, call(gast.Attribute(
-                value=name(np_name), attr="zeros", ctx=gast.Load()), shape)), node))
+                value=name(np_name), attr="zeros", ctx=gast.Load()), shape, dtype)), node))
             out.append(self._at(assign(subscript(name(stacked), name(first_index),
                                                  gast.Store()), name(y0)), node))
         k, index, body = self.fresh("k"), self.fresh("index"), []

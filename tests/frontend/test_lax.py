@@ -221,6 +221,27 @@ def test_jit_matches_plain_python(name):
         assert JIT[name](x) == pytest.approx(_reference(f)(x), rel=1e-12)
 
 
+def scan_of_products(x):
+    c, ys = lax.scan(lambda c, xi: (c + xi, (c * xi, xi != c)), x[0], x)
+    return ys
+
+
+SCAN_OF_PRODUCTS = jit(scan_of_products)
+
+
+@pytest.mark.parametrize("x", [np.arange(1.0, 5.0, dtype=np.float32), np.arange(1, 5),
+                               np.array([1 + 2j, -1j, 0.5, 3 - 1j])], ids=str)
+def test_jit_scan_stacks_outputs_in_their_own_dtype(x):
+    """float32, int and complex outputs keep their dtype (and a complex its imaginary
+    part), as plain scan and JAX's scan stack them; bool outputs stay bool."""
+    products, differs = SCAN_OF_PRODUCTS(x)
+    expected_products, expected_differs = scan_of_products(x)
+    assert products.dtype == expected_products.dtype == x.dtype
+    assert differs.dtype == expected_differs.dtype == np.bool_
+    np.testing.assert_array_equal(products, expected_products)
+    np.testing.assert_array_equal(differs, expected_differs)
+
+
 # ------------------------------------------------------------------ plain Python semantics
 def test_plain_scan_stacks_pytree_outputs_and_visits_in_reverse():
     seen = []
