@@ -11,12 +11,15 @@ Contract: the generated module's header names the user's file, the line of the f
    the generated statement naming the user's file: an index check's site);
 2. the one statement whose syntax equals the generated statement's;
 3. the one expression whose syntax equals the value the generated statement assigns or
-   returns (a transformation names intermediate values: `t_times_y = t * y`).
+   returns (a transformation names intermediate values: `t_times_y = t * y`);
+4. the one expression equal to that value up to a one-to-one renaming of its names (a
+   lambda's body inlined under fresh names: `carry + x_1` for `c + xi`).
 Anything else (no header, several candidates, a file that cannot be read) gives None.
 """
 from __future__ import annotations
 
 import ast
+import copy
 import linecache
 import re
 
@@ -43,6 +46,9 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
     value = getattr(statement, "value", None)
     if len(same) != 1 and isinstance(value, ast.expr):
         same = _equal(function, value, ast.expr)
+    if len(same) != 1 and isinstance(value, ast.expr) and \
+            not isinstance(value, (ast.Name, ast.Constant)):
+        same = _equal_renamed(function, value)
     if len(same) != 1:
         return None
     return filename, same[0].lineno, same[0].col_offset
@@ -78,3 +84,21 @@ def _equal(function: ast.FunctionDef, node: ast.AST, kind: type) -> list:
         return [n for n in ast.walk(function) if isinstance(n, type(node))
                 and ast.dump(_header(n)) == wanted]
     return [n for n in ast.walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]
+
+
+def _equal_renamed(function: ast.FunctionDef, value: ast.expr) -> list:
+    """The expressions of `function` that are `value` with its names renamed one to one."""
+    wanted = _renamed(value)
+    return [n for n in ast.walk(function) if isinstance(n, type(value))
+            and _renamed(n) == wanted]
+
+
+def _renamed(node: ast.AST) -> str:
+    """`ast.dump(node)` with each name replaced by the order of its first appearance, so
+    two expressions give the same text exactly when one renames the other one to one."""
+    order: dict[str, str] = {}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, name):
+            return ast.Name(id=order.setdefault(name.id, f"_{len(order)}"), ctx=ast.Load())
+    return ast.dump(Rename().visit(copy.deepcopy(node)))

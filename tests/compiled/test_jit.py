@@ -11,7 +11,7 @@ import pytest
 
 import programs
 from codegen import backends
-from transformer import TransformError, jit, source
+from transformer import TransformError, jit, lax, source
 
 
 def load_file(path, name):
@@ -217,6 +217,22 @@ def test_numba_typing_failure_points_at_the_users_line_and_names_the_generated_o
     assert linecache.getline(generated[2], int(generated[1])).strip() == \
         "return np.tensordot(c, c, 1)"
     assert "backend='python'" in err.hint
+
+
+def _scan_compares_complex(x):
+    c, ys = lax.scan(lambda c, xi: (c + xi, xi > c), x[0], x)
+    return ys
+
+
+def test_a_refused_line_of_an_inlined_lambda_points_at_the_lambdas_body():
+    """The lambda's body is inlined under fresh names (`carry + x_1` for `c + xi`); the
+    error is still at the user's expression."""
+    with pytest.raises(TransformError) as info:
+        jit(_scan_compares_complex)(np.array([1 + 2j, 3j]))
+    err = info.value
+    assert err.filename == __file__
+    assert err.line[err.col:].startswith("(c + xi, xi > c)")
+    assert "line" in err.hint and "of the generated module" in err.hint
 
 
 def _too_many_indices(x):
