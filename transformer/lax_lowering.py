@@ -323,10 +323,20 @@ class _Lowering(gast.NodeTransformer):
             shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
                                right=call(gast.Attribute(value=name(np_name), attr="shape",
                                                          ctx=gast.Load()), name(y0)))
-            # the stack keeps y's dtype (float32, int, complex), as JAX's scan does
-            dtype = gast.Attribute(value=call(gast.Attribute(
-                value=name(np_name), attr="asarray", ctx=gast.Load()), name(y0)),
-                attr="dtype", ctx=gast.Load())
+            # the stack keeps a float32 or complex y's dtype, as JAX's scan does; an int
+            # or bool first y is stacked as floats, since later ys may be floats (`c = 0`
+            # then `c + x`) and would be truncated: the dtype of `one / one`, for `one`
+            # an array of y0's dtype, is that type in NumPy and Numba alike (float64 for
+            # int64; Numba gives float32 for bool and small ints)
+            def numpy(attr, *args):
+                return call(gast.Attribute(value=name(np_name), attr=attr, ctx=gast.Load()),
+                            *args)
+            one = self.fresh("one")
+            out.append(self._at(assign(one, numpy("ones", const(1), gast.Attribute(
+                value=numpy("asarray", name(y0)), attr="dtype", ctx=gast.Load()))), node))
+            dtype = gast.Attribute(value=gast.BinOp(left=name(one), op=gast.Div(),
+                                                    right=name(one)),
+                                   attr="dtype", ctx=gast.Load())
             out.append(self._at(assign(stacked, call(gast.Attribute(
                 value=name(np_name), attr="zeros", ctx=gast.Load()), shape, dtype)), node))
             out.append(self._at(assign(subscript(name(stacked), name(first_index),
