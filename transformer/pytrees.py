@@ -13,132 +13,39 @@ value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, vmap, jit, and their composit
 3. The caller passes `leaves(args)` and rebuilds the result with `Flat.rebuild`.
 
 Invariant of `flatten_parameters`' output: no parameter is a container. Constant-key and
-attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter; unpacking
+attribute reads (`p["W"]`, `p.W`, `p[0]`, nested) are the leaf's parameter, and a slice of
+int literals (`layers[:-1]`) the container of the entries it selects; unpacking
 (`W, b = params`) binds each name to its child; a `for` over a container (`for W, b in
 layers:`, `enumerate(layers)`, a dict's `items()`, `values()`, `keys()`) is unrolled, one
-copy of the body per entry; `len(p)` is a constant; a container handed to a function of
-the user's (`predict(params, x)`) becomes its leaves, passed to a variant of that function
-flattened the same way. Under jit of a function itself, a tuple or list of leaves used
-whole otherwise (`xs[i]`) is rebuilt as a tuple literal. Any other use of a container is
-a located TransformError. (Containers returned under jit: `pytree_returns.py`.)
+copy of the body per entry; `len(p)` is a constant. A container handed to a function of
+the user's (`predict(params, x)`) or to a transformation of one (`vmap(predict,
+in_axes=(None, 0))(params, xs)`, `grad(loss)(params, x)`) becomes its leaves
+(`pytree_calls`); a transformation's container result assigned to a name is bound leaf by
+leaf. Under jit of a function itself, a tuple or list of leaves used whole otherwise
+(`xs[i]`) is rebuilt as a tuple literal, and a dict, tuple or list returned (`return
+tree_map(f, params, grads)`) as its literal. Any other use of a container is a located
+TransformError. (Containers returned under jit: `pytree_returns.py`.)
 """
 from __future__ import annotations
 
 import copy
-import dataclasses
-from typing import Any, Callable
+from typing import Callable
 
 import gast
-import optree
-
-from codegen.backends import is_user_function
 
 from . import tree_util
-from .bound_calls import bind_arguments
 from .function import Function, resolve
 from .names import Namer
+from .pytree_calls import ContainerCalls
+from .pytree_layouts import (LEAF, NOT_CONSTANT, Flat, Key, Layout, Tree, all_leaves,
+                             as_tuple, constant, constant_slice, layout_of, leaf_axes,
+                             leaf_groups, leaf_names, leaves, names_in, sequences_only,
+                             sliced, unflatten, with_names)
 from .syntax import const, name
 
-# ---------------------------------------------------------------- layouts
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """The structure of one argument: `kind` is "leaf", "sequence" (tuple, list), "dict",
-    "attrs" (namedtuple, dataclass), "empty" (None) or "opaque" (a registered class whose
-    children have no names); `keys` are the children's keys in leaf order."""
-
-    kind: str
-    keys: tuple = ()
-    children: tuple = ()
-    structure: Any = None           # the tree_util treedef, to rebuild values
-
-    @property
-    def leaf_count(self) -> int:
-        return 1 if self.kind == "leaf" else sum(c.leaf_count for c in self.children)
-
-
-LEAF = Layout("leaf")
-
-_DICTS = (optree.PyTreeKind.DICT, optree.PyTreeKind.ORDEREDDICT, optree.PyTreeKind.DEFAULTDICT)
-
-
-def layout_of(value) -> Layout:
-    """The layout of `value` as `tree_util` flattens it (LEAF for arrays and numbers)."""
-    if isinstance(value, _PLAIN):
-        return LEAF
-    return _layout(tree_util.tree_structure(value))
-
-
-_PLAIN = (float, int, complex, bool)
-
-
-def _layout(spec) -> Layout:
-    if spec.is_leaf():
-        return LEAF
-    kind, children = spec.kind, tuple(_layout(c) for c in spec.children())
-    if kind in _DICTS:
-        return Layout("dict", tuple(spec.entries()), children, spec)
-    if kind in (optree.PyTreeKind.TUPLE, optree.PyTreeKind.LIST):
-        return Layout("sequence", tuple(range(len(children))), children, spec)
-    if kind == optree.PyTreeKind.NAMEDTUPLE:
-        return Layout("attrs", tuple(spec.type._fields), children, spec)
-    if kind == optree.PyTreeKind.NONE:
-        return Layout("empty", (), (), spec)
-    accessors = spec.accessors()
-    if accessors and all(isinstance(a[0], optree.GetAttrEntry) for a in accessors):
-        return Layout("attrs", tuple(spec.entries()), children, spec)
-    return Layout("opaque", tuple(range(len(children))), children, spec)
-
-
-def all_leaves(layouts) -> bool:
-    return all(lay is LEAF for lay in layouts)
-
-
-def leaves(args) -> list:
-    """The leaves of `args`, in the order of the flat Function's parameters."""
-    return [leaf for a in args for leaf in tree_util.tree_leaves(a)]
-
-
-def leaf_groups(layouts) -> list[list[int]]:
-    """Per argument, the positions of its leaves among all the leaves."""
-    groups, start = [], 0
-    for lay in layouts:
-        groups.append(list(range(start, start + lay.leaf_count)))
-        start += lay.leaf_count
-    return groups
-
-
-def unflatten(layout: Layout, items):
-    """The argument's tree with `items` (one per leaf, any values) in place of its leaves."""
-    items = list(items)
-    return items[0] if layout is LEAF else tree_util.tree_unflatten(layout.structure, items)
-
-
-def leaf_axes(axes, layout: Layout) -> list:
-    """vmap's per-argument axes (an int, None, or a prefix tree of them) per leaf."""
-    if axes is None or isinstance(axes, int) or layout is LEAF:
-        return [axes] * layout.leaf_count
-    found = []
-    for position, (key, child) in enumerate(zip(layout.keys, layout.children)):
-        sub = axes[key] if isinstance(axes, dict) else axes[position]
-        found.extend(leaf_axes(sub, child))
-    return found
-
-
-# ---------------------------------------------------------------- the flat protocol
-
-
-@dataclasses.dataclass(frozen=True)
-class Flat:
-    """A Function over leaves, and how to rebuild its result (None: as it is)."""
-
-    function: Function
-    rebuild: Callable | None = None
-
-    def __call__(self, result):
-        return result if self.rebuild is None else self.rebuild(result)
-
+__all__ = ["LEAF", "Flat", "Layout", "all_leaves", "composed", "flat_function",
+           "flatten_parameters", "layout_of", "leaf_axes", "leaf_groups", "leaves",
+           "unflatten"]
 
 def flat_function(target, layouts, base: Callable | None = None,
                   tuples: bool = False) -> Flat:
@@ -180,9 +87,9 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False,
             params.append(p)
             continue
         namer.reserve(p)
-        tree = _leaf_names(p, layout, namer)
+        tree = leaf_names(p, layout, namer)
         env[p] = tree
-        params.extend(_names_in(tree))
+        params.extend(names_in(tree))
     node = copy.deepcopy(fn.node)
     flattener = _Flattener(fn, tuples, namer, active)
     node.body = flattener.statements(node.body, env, nested=False)
@@ -192,71 +99,18 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False,
     return fn.replace(node=node, env={**fn.env, **flattener.env})
 
 
-def _user_helper(obj) -> Function | None:
-    """The Function of a function of the user's (or a generated one), else None."""
-    if isinstance(obj, Function):
-        return obj
-    if not is_user_function(obj):
-        return None
-    from .frontend import parse
-    return parse(obj)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Tree:
-    """A container known at transformation time: its layout and, per child, a leaf's
-    parameter name or a nested `_Tree`."""
-
-    layout: Layout
-    children: tuple
-
-    def child(self, key):
-        return self.children[self.layout.keys.index(key)]
-
-
-def _leaf_names(prefix: str, layout: Layout, namer: Namer):
-    if layout is LEAF:
-        return namer.fresh(prefix)
-    return _Tree(layout, tuple(_leaf_names(f"{prefix}_{k}", c, namer)
-                               for k, c in zip(layout.keys, layout.children)))
-
-
-def _with_names(tree, names):
-    """`tree`'s structure with the next of `names` at each leaf."""
-    if isinstance(tree, str):
-        return next(names)
-    return _Tree(tree.layout, tuple(_with_names(c, names) for c in tree.children))
-
-
-def _names_in(tree) -> list[str]:
-    if isinstance(tree, str):
-        return [tree]
-    return [n for child in tree.children for n in _names_in(child)]
-
-
-def _sequences_only(tree) -> bool:
-    return isinstance(tree, str) or (tree.layout.kind == "sequence" and
-                                     all(_sequences_only(c) for c in tree.children))
-
-
-def _as_tuple(tree, where):
-    if isinstance(tree, str):
-        return gast.copy_location(name(tree), where)
-    return gast.copy_location(gast.Tuple(elts=[_as_tuple(c, where) for c in tree.children],
-                                         ctx=gast.Load()), where)
-
-
 _USED_WHOLE_HINT = ("read what you need where it is used (p['W'], p.W, W, b = p, "
                     "for W, b in layers:) and pass those values on")
 
 
-class _Flattener:
-    """Rewrites statements given `env`: name -> `_Tree` (containers known by structure)."""
+class _Flattener(ContainerCalls):
+    """Rewrites statements given `env`: name -> `Tree` (containers known by structure)."""
 
     def __init__(self, fn: Function, tuples: bool, namer: Namer, active: frozenset):
         self.fn, self.tuples, self.namer, self.active = fn, tuples, namer, active
         self.env: dict = {}             # the variants of helpers given containers
         self.variants: dict = {}        # (helper, layouts) -> its variant's name here
+        self.flats: dict = {}           # a transformation's variant name -> its Flat
 
     def error(self, node, message, hint=_USED_WHOLE_HINT):
         return self.fn.origin.error(node, message, hint)
@@ -269,12 +123,17 @@ class _Flattener:
         return out
 
     def statement(self, stmt, env, nested):
+        if isinstance(stmt, gast.Return) and self.tuples and stmt.value is not None:
+            returned = self.returned_literal(stmt, env, nested)
+            if returned is not None:
+                return returned
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
-            mapped = self.tree_map(stmt, env, nested)
+            mapped = self.tree_map(stmt, env, nested) or \
+                self.container_result(stmt, env, nested)
             if mapped is not None:
                 return mapped
             tree = self.resolve(stmt.value, env)
-            if isinstance(tree, _Tree):
+            if isinstance(tree, Tree):
                 return self.bind(stmt.targets[0], tree, env, nested, stmt)
         if isinstance(stmt, gast.For):
             entries = self.iteration(stmt.iter, env)
@@ -330,7 +189,7 @@ class _Flattener:
                 resolve(self.fn, call.func, None) is not tree_util.tree_map:
             return None
         trees = [self.resolve(a, env) for a in call.args[1:]]
-        if not all(isinstance(t, _Tree) for t in trees):
+        if not all(isinstance(t, Tree) for t in trees):
             return None
         if any(t.layout != trees[0].layout for t in trees) or \
                 not isinstance(target, gast.Name):
@@ -340,7 +199,7 @@ class _Flattener:
         if nested:
             raise self.error(target, f"a container is bound to {target.id!r} inside a "
                              "branch or loop", "bind it before the branch")
-        columns = list(zip(*(_names_in(t) for t in trees)))
+        columns = list(zip(*(names_in(t) for t in trees)))
         names = [self.namer.fresh(f"{target.id}_{column[0]}") for column in columns]
         lines = [gast.copy_location(gast.Assign(
             targets=[name(n, gast.Store())], type_comment=None,
@@ -351,13 +210,13 @@ class _Flattener:
             for sub in gast.walk(line):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, stmt)
-        env[target.id] = _with_names(trees[0], iter(names))
+        env[target.id] = with_names(trees[0], iter(names))
         return lines
 
     def bind_entry(self, target, entry, env, nested, where) -> list:
         """`target = entry` for one entry of an unrolled loop: a container, a leaf's
-        parameter name, a `_Key`, or a tuple of those (from enumerate and items())."""
-        if isinstance(entry, _Tree):
+        parameter name, a `Key`, or a tuple of those (from enumerate and items())."""
+        if isinstance(entry, Tree):
             return self.bind(target, entry, env, nested, where)
         if isinstance(entry, tuple):
             if not isinstance(target, (gast.Tuple, gast.List)) or \
@@ -366,7 +225,7 @@ class _Flattener:
                                  "into as many names")
             return [s for t, e in zip(target.elts, entry)
                     for s in self.bind_entry(t, e, env, nested, where)]
-        value = const(entry.key) if isinstance(entry, _Key) else name(entry)
+        value = const(entry.key) if isinstance(entry, Key) else name(entry)
         assign = gast.Assign(targets=[copy.deepcopy(target)],
                              value=gast.copy_location(value, where), type_comment=None)
         return self.statement(gast.copy_location(assign, where), env, nested)
@@ -390,7 +249,7 @@ class _Flattener:
                                  f"{len(target.elts)} names")
             out = []
             for elt, child in zip(target.elts, tree.children):
-                if isinstance(child, _Tree):
+                if isinstance(child, Tree):
                     out.extend(self.bind(elt, child, env, nested, where))
                 else:
                     assign = gast.Assign(targets=[elt], value=name(child), type_comment=None)
@@ -402,7 +261,7 @@ class _Flattener:
         """The entries a `for` over a container visits, or None for any other loop:
         a list or tuple, `enumerate` of one, a dict's `keys()`, `values()`, `items()`."""
         tree = self.resolve(expr, env)
-        if isinstance(tree, _Tree):
+        if isinstance(tree, Tree):
             if tree.layout.kind != "sequence":
                 raise self.error(expr, f"cannot iterate over a {self.describe(tree)}",
                                  "iterate over a list or tuple argument, or over a dict's "
@@ -413,14 +272,14 @@ class _Flattener:
         if len(expr.args) == 1 and resolve(self.fn, expr.func, None) is enumerate:
             entries = self.iteration(expr.args[0], env)
             return None if entries is None else \
-                [(_Key(i), entry) for i, entry in enumerate(entries)]
+                [(Key(i), entry) for i, entry in enumerate(entries)]
         if expr.args or not isinstance(expr.func, gast.Attribute):
             return None
         tree = self.resolve(expr.func.value, env)
-        if not isinstance(tree, _Tree) or tree.layout.kind != "dict" or \
+        if not isinstance(tree, Tree) or tree.layout.kind != "dict" or \
                 expr.func.attr not in ("keys", "values", "items"):
             return None
-        keys = [_Key(k) for k in tree.layout.keys]
+        keys = [Key(k) for k in tree.layout.keys]
         return {"keys": keys, "values": list(tree.children),
                 "items": list(zip(keys, tree.children))}[expr.func.attr]
 
@@ -446,12 +305,12 @@ class _Flattener:
 
     # ------------------------------------------------------------ expressions
     def resolve(self, expr, env):
-        """The `_Tree` or leaf name `expr` denotes, or None when it is not a container read."""
+        """The `Tree` or leaf name `expr` denotes, or None when it is not a container read."""
         if isinstance(expr, gast.Name):
             return env.get(expr.id)
         if isinstance(expr, gast.Attribute):
             parent = self.resolve(expr.value, env)
-            if isinstance(parent, _Tree):
+            if isinstance(parent, Tree):
                 if parent.layout.kind != "attrs" or expr.attr not in parent.layout.keys:
                     raise self.error(expr, f"a {self.describe(parent)} has no field "
                                      f"{expr.attr!r} here", "read one of its fields "
@@ -460,15 +319,15 @@ class _Flattener:
             return None
         if isinstance(expr, gast.Subscript):
             parent = self.resolve(expr.value, env)
-            if isinstance(parent, _Tree):
+            if isinstance(parent, Tree):
                 return self.entry(parent, expr)
         return None
 
     def entry(self, tree, expr):
-        key = _constant(expr.slice)
+        key = constant(expr.slice)
         layout = tree.layout
         if layout.kind == "dict":
-            if key is _NOT_CONSTANT or key not in layout.keys:
+            if key is NOT_CONSTANT or key not in layout.keys:
                 raise self.error(expr, "a dict argument can only be read with a constant key "
                                  f"(one of {list(layout.keys)})",
                                  "write params['W'] with a literal key")
@@ -479,11 +338,15 @@ class _Flattener:
                 raise self.error(expr, f"index {key} is out of range for a container of "
                                  f"{len(tree.children)} entries")
             return tree.children[key]
-        if key is _NOT_CONSTANT and self.tuples and _sequences_only(tree):
+        positions = constant_slice(expr.slice, len(tree.children))
+        if layout.kind == "sequence" and positions is not None:
+            return Tree(sliced(layout, positions),
+                         tuple(tree.children[i] for i in positions))
+        if key is NOT_CONSTANT and self.tuples and sequences_only(tree):
             return None                   # a tuple of leaves indexed at run time
         raise self.error(expr, f"a {self.describe(tree)} can only be read with a constant "
-                         "index here", "index it with a literal (layers[0]) or iterate "
-                         "over it (for W, b in layers:)")
+                         "index here", "index it with a literal (layers[0]) or a slice of "
+                         "literals (layers[:-1]), or iterate over it (for W, b in layers:)")
 
     def rewrite(self, value, env):
         if isinstance(value, list):
@@ -496,12 +359,12 @@ class _Flattener:
             found = self.resolve(value, env)
             if isinstance(found, str):
                 return gast.copy_location(name(found), value)
-            if isinstance(found, _Tree):
+            if isinstance(found, Tree):
                 return self.whole(value, found)
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) and \
                 value.func.id == "len" and len(value.args) == 1 and not value.keywords:
             found = self.resolve(value.args[0], env)
-            if isinstance(found, _Tree):
+            if isinstance(found, Tree):
                 return gast.copy_location(const(len(found.children)), value)
         if isinstance(value, gast.Lambda):
             self.refuse_uses(value, env)
@@ -513,51 +376,6 @@ class _Flattener:
         for field, child in gast.iter_fields(value):
             setattr(value, field, self.rewrite(child, env))
         return value
-
-    def passed_on(self, call, env):
-        """`predict(params, x)`: a container handed to a function of the user's becomes its
-        leaves, passed to a variant of the helper whose own container parameters are
-        flattened the same way (so the passes only ever see arrays). None for any other
-        call."""
-        given = call.args + [k.value for k in call.keywords]
-        if not any(isinstance(self.resolve(a, env), _Tree) for a in given):
-            return None
-        obj = resolve(self.fn, call.func, None)
-        helper = _user_helper(obj)
-        if helper is None:
-            return None                   # refused where the container is used whole
-        if helper.node.args.vararg or helper.node.args.kwarg or \
-                any(isinstance(a, gast.Starred) for a in call.args) or \
-                any(k.arg is None for k in call.keywords):
-            raise self.error(call, f"a container is passed to {helper.name}, which takes or "
-                             "is given *args or **kwargs", "name each parameter in its def")
-        call = copy.copy(call)
-        bind_arguments(self.fn, call, helper, self.namer, self.env)
-        found = [self.resolve(a, env) for a in call.args]
-        layouts = tuple(t.layout if isinstance(t, _Tree) else LEAF for t in found)
-        args = []
-        for a, t in zip(call.args, found):
-            args.extend([name(n) for n in _names_in(t)] if isinstance(t, _Tree)
-                        else [self.rewrite(a, env)])
-        variant = self.variant(obj, helper, layouts, call)
-        return gast.copy_location(gast.Call(func=name(variant), args=args, keywords=[]), call)
-
-    def variant(self, obj, helper: Function, layouts, call) -> str:
-        """The name, bound in this function's env, of `helper` (the Function of `obj`)
-        over leaves for `layouts`."""
-        key = (id(obj), layouts)
-        if key not in self.variants:
-            if key in self.active:
-                raise self.error(call, f"{helper.name} passes a container argument on to "
-                                 "itself (recursion over a container is not unrolled)",
-                                 "pass the arrays the recursion needs as separate arguments")
-            fresh = self.namer.fresh(f"{helper.name}_leaves")
-            flat = flatten_parameters(helper, layouts, self.tuples, self.active | {key})
-            node = copy.copy(flat.node)
-            node.name = fresh
-            self.env[fresh] = flat.replace(node=node)
-            self.variants[key] = fresh
-        return self.variants[key]
 
     def target(self, node, env):
         """An assignment target: a container's entry cannot be replaced (the caller's
@@ -575,8 +393,8 @@ class _Flattener:
     def whole(self, expr, tree):
         """A container used as a value: a tuple of leaves if it holds only sequences."""
         if self.tuples and isinstance(getattr(expr, "ctx", None), gast.Load) and \
-                _sequences_only(tree):
-            return _as_tuple(tree, expr)
+                sequences_only(tree):
+            return as_tuple(tree, expr)
         what = expr.id if isinstance(expr, gast.Name) else "this container"
         raise self.error(expr, f"container argument {what!r} ({self.describe(tree)}) is "
                          "used whole here; transformations read its entries, they cannot "
@@ -592,20 +410,7 @@ class _Flattener:
         return {"dict": "dict", "empty": "None"}[kind]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Key:
-    """A key or position a loop over a container binds (a constant in the body)."""
 
-    key: Any
-
-
-_NOT_CONSTANT = object()
-
-
-def _constant(node):
-    if isinstance(node, gast.Constant):
-        return node.value
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) and \
-            isinstance(node.operand, gast.Constant) and isinstance(node.operand.value, int):
-        return -node.operand.value
-    return _NOT_CONSTANT
+    def flatten(self, helper: Function, layouts, active: frozenset) -> Function:
+        """`helper` flattened for `layouts` the way this function is (`ContainerCalls`)."""
+        return flatten_parameters(helper, layouts, self.tuples, active)

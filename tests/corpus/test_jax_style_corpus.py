@@ -146,7 +146,8 @@ def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences
     import pathlib
     text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
-    block = section.split("```python\n")[-1].split("```")[0]
+    block = next(b.split("```")[0] for b in section.split("```python\n")
+                 if "def unpacked" in b)
     (tmp_path / "readme_pytrees.py").write_text(block)
     spec = importlib.util.spec_from_file_location("readme_pytrees", tmp_path / "readme_pytrees.py")
     m = importlib.util.module_from_spec(spec)
@@ -157,3 +158,25 @@ def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences
     assert_tree_close(m.per_example, stacked([tree_fd_grad(m.attrs, (m.Params(m.W, m.b), x))
                                               for x in m.xs]))
     assert_tree_close(m.state, m.step(m.State(m.x, np.zeros(3)), 0.1), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_readme_mlp_tutorial_block_updates_by_the_finite_difference_gradient(tmp_path):
+    import importlib.util
+    import pathlib
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
+    block = next(b.split("```")[0] for b in section.split("```python\n")
+                 if "def predict" in b)
+    path = tmp_path / "readme_mlp.py"
+    path.write_text("import numpy as np\nfrom transformer import grad, jit, vmap\n\n" + block)
+    spec = importlib.util.spec_from_file_location("readme_mlp", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    rng = np.random.default_rng(3)
+    params = [(rng.normal(size=(4, 3)), rng.normal(size=4)),
+              (rng.normal(size=(2, 4)), rng.normal(size=2))]
+    x, y = rng.normal(size=(5, 3)), np.eye(2)[rng.integers(0, 2, 5)]
+    g = tree_fd_grad(m.loss, (params, x, y))
+    assert_tree_close(m.update(params, x, y),
+                      [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, g)])

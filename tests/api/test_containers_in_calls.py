@@ -1,0 +1,176 @@
+"""Containers crossing calls inside a transformed function, as JAX's tutorials write them:
+a slice of the layer list (`params[:-1]`), the parameter tree handed to a vmapped
+`predict`, `grads = grad(loss)(params, x, y)` inside a jitted update, and the new tree
+returned (`return tree_map(...)`). Checked against finite differences and plain Python."""
+import numpy as np
+import pytest
+
+from transformer import TransformError, grad, jit, value_and_grad, vmap
+from transformer.tree_util import tree_map
+
+from tests.tree_checks import assert_tree_close, tree_fd_grad
+
+RNG = np.random.default_rng(7)
+LAYERS = [(RNG.normal(size=(5, 3)), RNG.normal(size=5)),
+          (RNG.normal(size=(4, 5)), RNG.normal(size=4)),
+          (RNG.normal(size=(2, 4)), RNG.normal(size=2))]
+IMAGES = RNG.normal(size=(6, 3))
+TARGETS = np.eye(2)[RNG.integers(0, 2, 6)]
+
+
+# ---------------------------------------------------------------- JAX's MLP tutorial
+def predict(params, image):
+    activations = image
+    for w, b in params[:-1]:
+        activations = np.tanh(np.dot(w, activations) + b)
+    final_w, final_b = params[-1]
+    logits = np.dot(final_w, activations) + final_b
+    return logits - np.log(np.sum(np.exp(logits)))
+
+
+batched_predict = vmap(predict, in_axes=(None, 0))
+
+
+def loss(params, images, targets):
+    return -np.mean(batched_predict(params, images) * targets)
+
+
+def update(params, x, y):
+    grads = grad(loss)(params, x, y)
+    return [(w - 0.1 * dw, b - 0.1 * db) for (w, b), (dw, db) in zip(params, grads)]
+
+
+
+def test_grad_through_a_layer_slice_and_a_vmapped_predict_matches_finite_differences():
+    assert_tree_close(grad(loss)(LAYERS, IMAGES, TARGETS),
+                      tree_fd_grad(loss, (LAYERS, IMAGES, TARGETS)))
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("cpu", marks=pytest.mark.slow)])
+def test_jitted_update_with_grad_inside_matches_plain_python(backend):
+    got = jit(update, backend=backend)(LAYERS, IMAGES, TARGETS)
+    want = update(LAYERS, IMAGES, TARGETS)
+    g = tree_fd_grad(loss, (LAYERS, IMAGES, TARGETS))
+    assert isinstance(got, list) and all(isinstance(layer, tuple) for layer in got)
+    assert_tree_close(got, want, rtol=1e-12, atol=1e-12)
+    assert_tree_close(got, [(w - 0.1 * dw, b - 0.1 * db)
+                            for (w, b), (dw, db) in zip(LAYERS, g)])
+
+
+def inline_vmap_loss(params, images):
+    return np.sum(vmap(predict, in_axes=(None, 0))(params, images) ** 2)
+
+
+def helper_loss(params, image):
+    return np.sum(predict(params, image) ** 2)
+
+
+@pytest.mark.parametrize("f, data", [(inline_vmap_loss, IMAGES), (helper_loss, IMAGES[0])],
+                         ids=["inline vmap", "helper"])
+def test_containers_handed_on_differentiate(f, data):
+    assert_tree_close(grad(f)(LAYERS, data), tree_fd_grad(f, (LAYERS, data)))
+
+
+def slices(params, x):
+    a = x
+    for w, b in params[1:]:
+        a = np.sin(np.dot(w, a[:w.shape[1]]) + b)
+    w0, b0 = params[::2][0]
+    wl, bl = params[::-1][0]
+    return np.sum(a) + np.sum(w0) * np.sum(bl) + len(params[-2:]) * np.sum(wl)
+
+
+def test_constant_slices_select_the_entries_python_selects():
+    x = RNG.normal(size=5)
+    assert grad(slices)(LAYERS, x)[0][0].shape == (5, 3)
+    assert_tree_close(grad(slices)(LAYERS, x), tree_fd_grad(slices, (LAYERS, x)))
+
+
+# ---------------------------------------------------------------- dict parameters
+PARAMS = {"W1": RNG.normal(size=(4, 3)), "b1": RNG.normal(size=4),
+          "W2": RNG.normal(size=(2, 4))}
+X, Y = RNG.normal(size=3), RNG.normal(size=2)
+
+
+def dict_loss(params, x, y):
+    h = np.tanh(params["W1"] @ x + params["b1"])
+    return np.sum((params["W2"] @ h - y) ** 2)
+
+
+def sgd_step(params, x, y):
+    grads = grad(dict_loss)(params, x, y)
+    return tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+
+def sgd_step_with_value(params, x, y):
+    value, grads = value_and_grad(dict_loss)(params, x, y)
+    new = tree_map(lambda p, g: p - 0.1 * g, params, grads)
+    return value, new
+
+
+def gradient_norm(params, x, y):
+    g = grad(dict_loss)(params, x, y)
+    return np.sum(g["W1"] ** 2) + np.sum(g["b1"] ** 2) + np.sum(g["W2"] ** 2)
+
+
+def _expected_step():
+    g = tree_fd_grad(dict_loss, (PARAMS, X, Y))
+    return {k: PARAMS[k] - 0.1 * g[k] for k in PARAMS}
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_a_step_returning_tree_map_of_the_gradient(compiled):
+    step = jit(sgd_step) if compiled else sgd_step
+    assert_tree_close(step(PARAMS, X, Y), _expected_step())
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_value_and_grad_inside_returns_the_value_and_the_new_tree(compiled):
+    step = jit(sgd_step_with_value) if compiled else sgd_step_with_value
+    value, new = step(PARAMS, X, Y)
+    assert value == pytest.approx(dict_loss(PARAMS, X, Y), rel=1e-12)
+    assert_tree_close(new, _expected_step())
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_grad_of_a_function_of_grad_matches_finite_differences(compiled):
+    second = jit(grad(gradient_norm)) if compiled else grad(gradient_norm)
+    assert_tree_close(second(PARAMS, X, Y), tree_fd_grad(gradient_norm, (PARAMS, X, Y)),
+                      rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- refused, located
+def grad_used_in_an_expression(params, x, y):
+    return np.sum(grad(dict_loss)(params, x, y)["W1"])
+
+
+def grad_bound_in_a_loop(params, x, y):
+    total = 0.0
+    for _ in range(2):
+        g = grad(dict_loss)(params, x, y)
+        total = total + np.sum(g["b1"])
+    return total
+
+
+@pytest.mark.parametrize("f, hint", [
+    (grad_used_in_an_expression, "assign its result to a name first"),
+    (grad_bound_in_a_loop, "bind it before the branch")])
+def test_a_container_result_used_another_way_is_refused_at_the_call(f, hint):
+    with pytest.raises(TransformError) as info:
+        grad(f)(PARAMS, X, Y)
+    assert info.value.filename == __file__
+    assert "grad(dict_loss)(params, x, y)" in info.value.line
+    assert hint in info.value.hint
+
+
+def hinted(params, x, y):
+    g = grad(dict_loss)(params, x, y)
+    return np.sum(g["W1"])
+
+
+def test_the_hint_for_an_expression_works():
+    assert_tree_close(grad(hinted)(PARAMS, X, Y), tree_fd_grad(hinted, (PARAMS, X, Y)),
+                      rtol=1e-4, atol=1e-5)

@@ -1,0 +1,177 @@
+"""Containers crossing a call inside a flattened body: handed to a function of the user's
+or to a transformation of one (`predict(params, x)`, `vmap(predict, in_axes=(None, 0))(params,
+xs)`, `grad(loss)(params, x)`), and returned under jit (`return tree_map(f, params, grads)`).
+
+`ContainerCalls` is a part of `pytrees._Flattener`; it relies on the flattener's
+`resolve`, `rewrite`, `bind`, `statement`, `tree_map`, `error` and `flatten`.
+Invariant: every call it emits passes leaves only, to a Function over leaves bound in the
+flattener's env; a transformation's container result is bound leaf by leaf.
+"""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+from codegen.backends import is_user_function
+
+from . import tree_util
+from .bound_calls import bind_arguments
+from .function import Function, resolve
+from .pytree_layouts import (LEAF, Flat, FlatResult, Tree, layout_of, leaf_names, literal,
+                             literal_kinds, locate, names_in)
+from .syntax import const, name
+
+
+def user_helper(obj) -> Function | None:
+    """The Function of a function of the user's (or a generated one), else None."""
+    if isinstance(obj, Function):
+        return obj
+    if not is_user_function(obj):
+        return None
+    from .frontend import parse
+    return parse(obj)
+
+
+
+class ContainerCalls:
+    """Calls given containers, and containers returned (see the module docstring)."""
+
+    def passed_on(self, call, env):
+        """`predict(params, x)`: a container handed to a function of the user's, or to a
+        transformation of one (`vmap(predict, in_axes=(None, 0))`), becomes its leaves,
+        passed to a variant flattened the same way (so the passes only ever see arrays).
+        None for any other call."""
+        found = self.leaf_call(call, env)
+        if found is None:
+            return None
+        leaf_call, flat = found
+        if flat is not None and flat.rebuild is not None:
+            raise self.error(call, "a transformation given container arguments returns a "
+                             "container here", "assign its result to a name first "
+                             "(grads = grad(loss)(params, x)), then read that name")
+        return leaf_call
+
+    def leaf_call(self, call, env):
+        """(the call of the variant over leaves, the transformation's Flat or None for a
+        plain helper) when `call` hands a container to a function secant transforms."""
+        given = call.args + [k.value for k in call.keywords]
+        if not any(isinstance(self.resolve(a, env), Tree) for a in given):
+            return None
+        obj = resolve(self.fn, call.func, None)
+        helper = user_helper(obj)
+        transformed = helper is None and hasattr(obj, "__secant_flat__") and \
+            hasattr(obj, "__secant_signature_function__")
+        if transformed:
+            helper = obj.__secant_signature_function__()
+        if helper is None:
+            return None                   # refused where the container is used whole
+        if helper.node.args.vararg or helper.node.args.kwarg or \
+                any(isinstance(a, gast.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords):
+            raise self.error(call, f"a container is passed to {helper.name}, which takes or "
+                             "is given *args or **kwargs", "name each parameter in its def")
+        call = copy.copy(call)
+        bind_arguments(self.fn, call, helper, self.namer, self.env)
+        found = [self.resolve(a, env) for a in call.args]
+        layouts = tuple(t.layout if isinstance(t, Tree) else LEAF for t in found)
+        args = []
+        for a, t in zip(call.args, found):
+            args.extend([name(n) for n in names_in(t)] if isinstance(t, Tree)
+                        else [self.rewrite(a, env)])
+        variant = self.variant(obj, helper, layouts, call)
+        flat = self.flats.get(variant)
+        return gast.copy_location(gast.Call(func=name(variant), args=args, keywords=[]),
+                                  call), flat
+
+    def container_result(self, stmt, env, nested):
+        """`grads = grad(loss)(params, x)` (or `value, grads = value_and_grad(...)`): a
+        transformation given containers whose result is a container. The variant's flat
+        result is bound to a name, each leaf of the rebuilt container to a name of its
+        own, and the target to the container of those names. None for any other
+        statement."""
+        call = stmt.value
+        found = self.leaf_call(call, env) if isinstance(call, gast.Call) else None
+        if found is None or found[1] is None or found[1].rebuild is None:
+            return None
+        leaf_call, flat = found
+        try:
+            rebuilt = flat.rebuild(FlatResult())
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None                   # refused where the result is used
+        result = self.namer.fresh("result")
+        out = [gast.copy_location(gast.Assign(targets=[name(result, gast.Store())],
+                                              value=leaf_call, type_comment=None), stmt)]
+        leaves = tree_util.tree_leaves(rebuilt)
+        if not all(isinstance(leaf, FlatResult) for leaf in leaves):
+            return None
+        tree = leaf_names(result, layout_of(rebuilt), self.namer)
+        for leaf_name, leaf in zip(names_in(tree), leaves):
+            value = name(result)
+            for i in leaf.path:
+                value = gast.Subscript(value=value, slice=const(i), ctx=gast.Load())
+            out.append(gast.copy_location(gast.Assign(
+                targets=[name(leaf_name, gast.Store())], value=value, type_comment=None),
+                stmt))
+        for line in out:
+            locate(line, stmt)
+        if isinstance(tree, str):
+            assign = gast.Assign(targets=stmt.targets, value=name(tree), type_comment=None)
+            return out + self.statement(gast.copy_location(assign, stmt), env, nested)
+        return out + self.bind(stmt.targets[0], tree, env, nested, stmt)
+
+    def variant(self, obj, helper: Function, layouts, call) -> str:
+        """The name, bound in this function's env, of `helper` (the Function of `obj`)
+        over leaves for `layouts`; for a transformation, its Flat is kept in `flats`."""
+        key = (id(obj), layouts)
+        if key not in self.variants:
+            if key in self.active:
+                raise self.error(call, f"{helper.name} passes a container argument on to "
+                                 "itself (recursion over a container is not unrolled)",
+                                 "pass the arrays the recursion needs as separate arguments")
+            fresh = self.namer.fresh(f"{helper.name}_leaves")
+            if hasattr(obj, "__secant_flat__") and user_helper(obj) is None:
+                self.flats[fresh] = self.transformed_flat(obj, layouts, call)
+                self.env[fresh] = self.flats[fresh].function
+            else:
+                flat = self.flatten(helper, layouts, self.active | {key})
+                node = copy.copy(flat.node)
+                node.name = fresh
+                self.env[fresh] = flat.replace(node=node)
+            self.variants[key] = fresh
+        return self.variants[key]
+
+    def transformed_flat(self, obj, layouts, call) -> Flat:
+        """What a transformation (`vmap(predict, in_axes=(None, 0))`, `grad(loss)`)
+        answers for containers laid out as `layouts`."""
+        try:
+            return obj.__secant_flat__(layouts)
+        except ValueError as exc:          # in_axes that are not a prefix of the structure
+            raise self.error(call, str(exc), "give in_axes one entry per argument: None, "
+                             "an int, or a prefix of that argument's structure") from None
+
+    def returned_literal(self, stmt, env, nested):
+        """Under jit of the function itself, `return new` or `return value, new` with `new`
+        a dict, tuple or list of leaves (`new = tree_map(f, params, grads)`, or that call
+        returned directly) returns the literal of that container, which `pytree_returns`
+        hands back whole. None when nothing returned is such a container."""
+        lines, value = [], stmt.value
+        if isinstance(value, gast.Call):
+            held = self.namer.fresh("returned")
+            assign = gast.copy_location(gast.Assign(targets=[name(held, gast.Store())],
+                                                    value=value, type_comment=None), stmt)
+            lines = self.tree_map(assign, env, nested)
+            if lines is None:
+                return None
+            value = name(held)
+        items = value.elts if isinstance(value, gast.Tuple) else [value]
+        trees = [self.resolve(item, env) for item in items]
+        if not any(isinstance(t, Tree) and literal_kinds(t) for t in trees):
+            return None if not lines else lines + self.statement(
+                gast.copy_location(gast.Return(value=value), stmt), env, nested)
+        literals = [literal(t, item) if isinstance(t, Tree) and literal_kinds(t)
+                    else self.rewrite(item, env) for t, item in zip(trees, items)]
+        value = gast.Tuple(elts=literals, ctx=gast.Load()) \
+            if isinstance(value, gast.Tuple) else literals[0]
+        return lines + [gast.copy_location(gast.Return(value=value), stmt)]
+
