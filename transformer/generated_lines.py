@@ -95,10 +95,25 @@ def _equal_renamed(function: ast.FunctionDef, value: ast.expr) -> list:
 
 def _renamed(node: ast.AST) -> str:
     """`ast.dump(node)` with each name replaced by the order of its first appearance, so
-    two expressions give the same text exactly when one renames the other one to one."""
+    two expressions give the same text exactly when one renames the other one to one. A
+    constant-key read of a name (`p["W"]`, `p.W`, nested) counts as one name: a container
+    argument's leaf is a parameter of its own in generated code (`p_W`)."""
     order: dict[str, str] = {}
+
+    class Collapse(ast.NodeTransformer):
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            if isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
+                return ast.Name(id=f"{node.value.id}[{node.slice.value!r}]", ctx=ast.Load())
+            return node
+
+        def visit_Attribute(self, node):
+            self.generic_visit(node)
+            if isinstance(node.value, ast.Name):
+                return ast.Name(id=f"{node.value.id}.{node.attr}", ctx=ast.Load())
+            return node
 
     class Rename(ast.NodeTransformer):
         def visit_Name(self, name):
             return ast.Name(id=order.setdefault(name.id, f"_{len(order)}"), ctx=ast.Load())
-    return ast.dump(Rename().visit(copy.deepcopy(node)))
+    return ast.dump(Rename().visit(Collapse().visit(copy.deepcopy(node))))

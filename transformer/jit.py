@@ -488,6 +488,9 @@ class Jitted(ShowsSource):
 
     def _typing_error(self, exc, dynamic, function) -> TransformError:
         names = [n for n in self.signature.parameters if n not in self.static_names]
+        if len(names) != len(dynamic):      # container arguments: name their leaves
+            flat = getattr(function, "py_func", None)
+            names = list(inspect.signature(flat).parameters) if flat else names
         return numba_errors.typing_error(self.__name__, names, exc, dynamic, function)
 
     # ------------------------------------------------------------------ inspecting

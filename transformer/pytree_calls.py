@@ -152,15 +152,17 @@ class ContainerCalls:
 
     def returned_literal(self, stmt, env, nested):
         """Under jit of the function itself, `return new` or `return value, new` with `new`
-        a dict, tuple or list of leaves (`new = tree_map(f, params, grads)`, or that call
-        returned directly) returns the literal of that container, which `pytree_returns`
-        hands back whole. None when nothing returned is such a container."""
+        a dict, tuple or list of leaves (`new = tree_map(f, params, grads)`, or that call,
+        or a transformation's container result, returned directly) returns the literal
+        of that container, which `pytree_returns` hands back whole. None when nothing
+        returned is such a container."""
         lines, value = [], stmt.value
         if isinstance(value, gast.Call):
             held = self.namer.fresh("returned")
             assign = gast.copy_location(gast.Assign(targets=[name(held, gast.Store())],
                                                     value=value, type_comment=None), stmt)
-            lines = self.tree_map(assign, env, nested)
+            lines = self.tree_map(assign, env, nested) or \
+                self.container_result(assign, env, nested)
             if lines is None:
                 return None
             value = name(held)

@@ -1,8 +1,9 @@
 """Containers returned under jit: returned as tuples, which Numba can box, and rebuilt.
 
-A compiled function cannot return a dict, a namedtuple or a dataclass; `returned_containers`
-rewrites the returns of such literals into tuples of their entries and gives back the
-function that rebuilds them in Python (the other half of the pytree boundary in
+A compiled function cannot return a dict, a namedtuple or a dataclass, nor a list of arrays
+of different types; `returned_containers` rewrites the returns of such literals (nested in
+one another and in tuples) into tuples of their entries and gives back the function that
+rebuilds them in Python (the other half of the pytree boundary in
 `pytrees.py`, which flattens containers passed in).
 """
 from __future__ import annotations
@@ -17,40 +18,41 @@ from .function import Function, resolve
 
 
 def returned_containers(fn: Function):
-    """(new Function, rebuild) when every return is a container literal of one shape - a
-    dict literal with constant keys, or a call of a namedtuple or dataclass class
-    (`State(x, v)`) - or a tuple of one length whose items at some positions are such
-    literals (`return value, {"w": bw}` from value_and_grad): the new Function returns
-    tuples in their place, which Numba can box, and `rebuild(result)` makes the
-    containers again. (fn, None) otherwise."""
+    """(new Function, rebuild) when every return is a literal of one container shape: a
+    dict literal with constant keys, a list or tuple literal, or a call of a namedtuple or
+    dataclass class (`State(x, v)`), nested (`return value, [{"W": w, "b": b}]`), holding
+    at least one that is not a plain tuple. The new Function returns nested tuples in
+    their place, which Numba can box, and `rebuild(result)` makes the containers again.
+    (fn, None) otherwise."""
     returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
-    values = [r.value for r in returns]
-    whole = _common_shape(fn, values)
-    if whole is not None:
-        return _as_tuples(fn, None), functools.partial(_rebuild, whole)
-    if not all(isinstance(v, gast.Tuple) for v in values) or \
-            len({len(v.elts) for v in values}) != 1:
+    shapes = {_shape(fn, r.value) for r in returns}
+    if len(shapes) != 1:
         return fn, None
-    per_item = []
-    for items in zip(*(v.elts for v in values)):
-        shape = _common_shape(fn, items)
-        if shape is None and any(_shape(fn, item) is not None for item in items):
-            return fn, None
-        per_item.append(shape)
-    if all(shape is None for shape in per_item):
+    shape = shapes.pop()
+    if not _rebuilds(shape):
         return fn, None
-    return _as_tuples(fn, per_item), functools.partial(_rebuild_items, tuple(per_item))
+    node = copy.deepcopy(fn.node)
+    for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
+        r.value = _as_tuples(r.value, shape)
+    return fn.replace(node=node), functools.partial(_rebuild, shape)
 
 
 def _shape(fn: Function, node):
-    """("dict", keys) or ("call", class, positional count, keyword names) for a container
-    literal jit can return as a tuple; None for anything else."""
+    """The container shape of a returned literal, nested: ("dict", keys, children),
+    ("list", children), ("tuple", children) or ("call", class, positional count, keyword
+    names, children); None for anything else (a value returned as it is)."""
     if isinstance(node, gast.Dict):
         if all(isinstance(k, gast.Constant) for k in node.keys):
-            return "dict", tuple(k.value for k in node.keys)
+            return ("dict", tuple(k.value for k in node.keys),
+                    tuple(_shape(fn, v) for v in node.values))
         return None
+    if isinstance(node, (gast.List, gast.Tuple)):
+        if any(isinstance(e, gast.Starred) for e in node.elts):
+            return None
+        return ("list" if isinstance(node, gast.List) else "tuple",
+                tuple(_shape(fn, e) for e in node.elts))
     if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args) \
             or any(k.arg is None for k in node.keywords):
         return None
@@ -58,42 +60,41 @@ def _shape(fn: Function, node):
     if not isinstance(cls, type) or not (dataclasses.is_dataclass(cls) or
                                          (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
         return None
-    return "call", cls, len(node.args), tuple(k.arg for k in node.keywords)
+    return ("call", cls, len(node.args), tuple(k.arg for k in node.keywords),
+            tuple(_shape(fn, e) for e in _entries(node)))
 
 
-def _common_shape(fn: Function, nodes):
-    shapes = {_shape(fn, node) for node in nodes}
-    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+def _rebuilds(shape) -> bool:
+    """Whether `shape` holds a container Numba cannot return as it is (not only tuples)."""
+    return shape is not None and (shape[0] != "tuple" or any(_rebuilds(c) for c in shape[-1]))
 
 
 def _entries(node) -> list:
     if isinstance(node, gast.Dict):
         return list(node.values)
+    if isinstance(node, (gast.List, gast.Tuple)):
+        return list(node.elts)
     return list(node.args) + [k.value for k in node.keywords]
 
 
-def _as_tuples(fn: Function, per_item: list | None) -> Function:
-    """`fn` with each returned container literal (the whole value, or the items of the
-    returned tuple marked in `per_item`) replaced by the tuple of its entries."""
-    def as_tuple(node):
-        return gast.copy_location(gast.Tuple(elts=_entries(node), ctx=gast.Load()), node)
-    node = copy.deepcopy(fn.node)
-    for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
-        if per_item is None:
-            r.value = as_tuple(r.value)
-        else:
-            r.value.elts = [as_tuple(e) if shape is not None else e
-                            for e, shape in zip(r.value.elts, per_item)]
-    return fn.replace(node=node)
+def _as_tuples(node, shape):
+    """The returned literal `node` with each container of `shape` a tuple of its entries."""
+    if shape is None:
+        return node
+    entries = [_as_tuples(e, s) for e, s in zip(_entries(node), shape[-1])]
+    return gast.copy_location(gast.Tuple(elts=entries, ctx=gast.Load()), node)
 
 
-def _rebuild(shape: tuple, result):
-    if shape[0] == "dict":
-        return dict(zip(shape[1], result))
-    _, cls, positional, keywords = shape
-    return cls(*result[:positional], **dict(zip(keywords, result[positional:])))
-
-
-def _rebuild_items(per_item: tuple, result) -> tuple:
-    return tuple(item if shape is None else _rebuild(shape, item)
-                 for item, shape in zip(result, per_item))
+def _rebuild(shape, result):
+    if shape is None:
+        return result
+    items = [_rebuild(s, r) for s, r in zip(shape[-1], result)]
+    kind = shape[0]
+    if kind == "dict":
+        return dict(zip(shape[1], items))
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return tuple(items)
+    _, cls, positional, keywords, _ = shape
+    return cls(*items[:positional], **dict(zip(keywords, items[positional:])))

@@ -174,3 +174,51 @@ def hinted(params, x, y):
 def test_the_hint_for_an_expression_works():
     assert_tree_close(grad(hinted)(PARAMS, X, Y), tree_fd_grad(hinted, (PARAMS, X, Y)),
                       rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- an optimizer step, jitted
+def mlp(layers, x):
+    for layer in layers[:-1]:
+        x = np.maximum(0.0, x @ layer["W"] + layer["b"])
+    return x @ layers[-1]["W"] + layers[-1]["b"]
+
+
+def mse(layers, x, y):
+    return np.mean((mlp(layers, x) - y) ** 2)
+
+
+def adam_step(params, m, v, x, y, t):
+    value, g = value_and_grad(mse)(params, x, y)
+    m = tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+    v = tree_map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
+    params = tree_map(lambda p, a, b: p - 0.01 * (a / (1 - 0.9 ** t)) /
+                      (np.sqrt(b / (1 - 0.999 ** t)) + 1e-8), params, m, v)
+    return params, m, v, value
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("cpu", marks=pytest.mark.slow)])
+def test_a_jitted_adam_step_returns_lists_of_dicts_as_plain_python_does(backend):
+    layers = [{"W": RNG.normal(size=(3, 4)), "b": np.zeros(4)},
+              {"W": RNG.normal(size=(4, 1)), "b": np.zeros(1)}]
+    zeros = tree_map(np.zeros_like, layers)
+    x, y = RNG.normal(size=(8, 3)), RNG.normal(size=(8, 1))
+    step = jit(adam_step, backend=backend)
+    got, want = (layers, zeros, zeros), (layers, zeros, zeros)
+    for t in (1, 2):
+        got = step(*got[:3], x, y, t)
+        want = adam_step(*want[:3], x, y, t)
+    assert isinstance(got[0], list) and isinstance(got[0][0], dict)
+    assert_tree_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def unsupported_with_containers(p, x):
+    return np.tensordot(p["W"], x, 1) + p["b"]
+
+
+def test_a_numba_refusal_with_container_arguments_names_their_leaves_at_the_users_line():
+    with pytest.raises(TransformError) as info:
+        jit(unsupported_with_containers)({"W": np.ones((2, 2)), "b": np.ones(2)}, np.ones(2))
+    err = info.value
+    assert err.filename == __file__
+    assert err.line.strip() == 'return np.tensordot(p["W"], x, 1) + p["b"]'
+    assert "p_W: array(float64, 2d, C), p_b: array(float64, 1d, C), x: " in err.message
