@@ -112,9 +112,48 @@ def closure_reads_value_at_call(x):
     return np.sum(first * lax.fori_loop(0, 2, body, x))
 
 
+# ------------------------------------------------------------------ called directly
+def called_directly(x):
+    s = x[0]
+
+    def g(v, k=2.0):
+        t = np.sin(v) * s
+        t = t * k                 # a parameter-free local rebound
+        return t + v
+    y = g(x)
+    s = x[1]                      # read by the next calls: the value at the call
+    if np.sum(g(y, k=0.5)) > 0.0:
+        y = y * g(x)
+    return np.sum(y) + np.sum(g(y) + g(2.0 * x))
+
+
+def directly_in_a_loop(x):
+    def smooth(v):
+        v = v * 0.5               # a parameter rebound in the body
+        w = np.tanh(v)
+        return w * v
+
+    def energy(u):
+        e = np.sum(smooth(u) ** 2)
+        return e + u[0]
+    total = 0.0
+    for i in range(3):
+        total = total + energy(x * (i + 1.0))
+    return total
+
+
+def called_from_a_lambda_in_lax(x):
+    def pair(a, b):
+        p = a * b
+        return p + np.sin(a), b * 0.9
+    a, b = lax.fori_loop(0, 3, lambda i, c: pair(c[0], c[1]), (x, x + 1.0))
+    return np.sum(a * b)
+
+
 PROGRAMS = [scan_tuple_carry, fori_carry_items, while_cond_and_body, cond_local_branches,
             scan_lambda_name, lax_inside_local, default_and_rebound_parameter,
-            closure_reads_value_at_call]
+            closure_reads_value_at_call, called_directly, directly_in_a_loop,
+            called_from_a_lambda_in_lax]
 ids = [f.__name__ for f in PROGRAMS]
 
 
@@ -388,3 +427,79 @@ def test_refused_local_functions_are_located_and_their_hint_runs(f, rewritten, m
     assert (error.line + "\n")[error.col:].startswith(caret), (error.line, error.col)
     assert hint in error.hint
     assert_gradient_close(grad(rewritten)(x), numerical_grad(_plain(rewritten), (x,)))
+
+
+def conditional_call(x):
+    def g(v):
+        t = v * v
+        return np.sum(t)
+    return g(x) if x[0] > 0.0 else 0.0
+
+
+def conditional_call_rewritten(x):
+    def g(v):
+        t = v * v
+        return np.sum(t)
+    t = g(x)
+    return t if x[0] > 0.0 else 0.0
+
+
+def call_after_or(x):
+    def g(v):
+        t = v * v
+        return np.sum(t) > 0.5
+    if x[0] > 0.0 or g(x):
+        return np.sum(x)
+    return 0.0
+
+
+def call_after_or_rewritten(x):
+    def g(v):
+        t = v * v
+        return np.sum(t) > 0.5
+    t = g(x)
+    if x[0] > 0.0 or t:
+        return np.sum(x)
+    return 0.0
+
+
+def call_in_while_test(x):
+    def small(v):
+        s = np.sum(v * v)
+        return s < 4.0
+    while small(x):
+        x = x * 1.5
+    return np.sum(x)
+
+
+def call_in_while_test_rewritten(x):
+    def small(v):
+        s = np.sum(v * v)
+        return s < 4.0
+    t = small(x)
+    while t:
+        x = x * 1.5
+        t = small(x)
+    return np.sum(x)
+
+
+@pytest.mark.every_case
+@pytest.mark.parametrize("f, rewritten, where, caret", [
+    (conditional_call, conditional_call_rewritten, "`x if c else y`", "g(x) if"),
+    (call_after_or, call_after_or_rewritten, "`or`", "g(x):"),
+    (call_in_while_test, call_in_while_test_rewritten, "a `while` condition", "small(x):"),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_direct_call_that_might_not_run_is_refused_and_its_hint_runs(f, rewritten, where,
+                                                                     caret):
+    x = POINTS[0]
+    assert f(x) == pytest.approx(rewritten(x), rel=1e-12)
+    with pytest.raises(TransformError) as info:
+        grad(f)(x)
+    error = info.value
+    assert f"in {where}, where it might not run" in error.message
+    assert error.filename == __file__
+    assert error.line[error.col:].startswith(caret), (error.line, error.col)
+    assert "assign `t = " in error.hint
+    assert_gradient_close(grad(rewritten)(x), numerical_grad(rewritten, (x,)))
+    np.testing.assert_allclose(vmap(rewritten)(np.stack(POINTS)),
+                               [rewritten(p) for p in POINTS], rtol=1e-12)
