@@ -27,7 +27,16 @@ import numpy as np
 from . import lax
 from .local_functions import defined_name, definition, instance
 from .names import assigned_names
-from .syntax import assign, call, const, name, store, subscript
+from .syntax import (
+    assign,
+    call,
+    const,
+    map_own_expressions,
+    name,
+    rewrite_block,
+    store,
+    subscript,
+)
 
 _LAX = {getattr(lax, k): k for k in ("cond", "switch", "select", "fori_loop", "while_loop",
                                      "scan")}
@@ -41,7 +50,7 @@ def lower_lax_calls(node, fn, origin, namer):
     lowering = _Lowering(fn, origin, namer, node)
     out = []
     for stmt in node.body:
-        out.extend(lowering.statement(stmt))
+        out.extend(lowering.block([stmt]))
         if defined_name(stmt) is not None:
             lowering.defined[defined_name(stmt)] = stmt
     node.body = [stmt for stmt in out if not _unused_local(stmt, lowering, node)]
@@ -78,28 +87,17 @@ class _Lowering(gast.NodeTransformer):
 
     # ------------------------------------------------------------ statements
     def block(self, stmts):
-        out = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt))
-        return out
+        return rewrite_block(stmts, self.statement)
 
     def statement(self, stmt):
-        for field in ("body", "orelse"):
-            if isinstance(getattr(stmt, field, None), list):
-                setattr(stmt, field, self.block(getattr(stmt, field)))
+        """`stmt` (its nested blocks already lowered) after the statements its lax calls
+        lower to."""
         if isinstance(stmt, gast.While) and self._has_lax(stmt.test):
             raise self.origin.error(stmt.test, "a transformer.lax call in a `while` condition",
                                     "assign its result to a variable before the loop and "
                                     "again at the end of the loop body")
         saved, self.pending = self.pending, []
-        for field, value in gast.iter_fields(stmt):
-            if field in ("body", "orelse"):
-                continue
-            if isinstance(value, gast.AST):
-                setattr(stmt, field, self.visit(value))
-            elif isinstance(value, list):
-                setattr(stmt, field, [self.visit(v) if isinstance(v, gast.AST) else v
-                                      for v in value])
+        map_own_expressions(stmt, self.visit)
         hoisted, self.pending = self.pending, saved
         return hoisted + [stmt]
 

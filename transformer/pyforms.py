@@ -30,7 +30,16 @@ from .function import Function, resolve
 from .local_functions import LocalFunction, definition, instance
 from .names import Namer
 from .star_helpers import inline_star_helpers
-from .syntax import assign, const, located, name, store, subscript
+from .syntax import (
+    assign,
+    const,
+    located,
+    map_own_expressions,
+    name,
+    rewrite_block,
+    store,
+    subscript,
+)
 
 # NumPy functions that read their first argument as one array (a list literal there is
 # `np.array(list)`); functions taking a sequence of arrays (np.stack) are not among them
@@ -378,26 +387,12 @@ class _Hoister:
         self.depth = depth
 
     def block(self, stmts):
-        out = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt))
-        return out
+        return rewrite_block(stmts, self.statement)
 
     def statement(self, stmt):
-        if isinstance(stmt, gast.FunctionDef):
-            return [stmt]                     # refused by the caller, located
-        for field in ("body", "orelse"):
-            if isinstance(getattr(stmt, field, None), list):
-                setattr(stmt, field, self.block(getattr(stmt, field)))
         calls = _CallsBefore(self, isinstance(stmt, gast.While))
-        fields = [f for f, _ in gast.iter_fields(stmt) if f not in ("body", "orelse")]
-        for field in sorted(fields, key=lambda f: f != "value"):  # Python's order: value first
-            value = getattr(stmt, field)
-            if isinstance(value, gast.AST):
-                setattr(stmt, field, calls.visit(value))
-            elif isinstance(value, list):
-                setattr(stmt, field, [calls.visit(v) if isinstance(v, gast.AST) else v
-                                      for v in value])
+        if not isinstance(stmt, gast.FunctionDef):     # refused by the caller, located
+            map_own_expressions(stmt, calls.visit)
         return calls.hoisted + [stmt]
 
     def expand(self, call):
