@@ -396,3 +396,7 @@ def test_readme_lax_example_runs_and_matches_finite_differences(tmp_path):
     np.testing.assert_allclose(
         namespace["d_rewards"],
         numerical_grad(lambda r: namespace["discounted"](r, 0.9), (np.ones(5),)), rtol=1e-6)
+    xs = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(
+        namespace["d_w"], numerical_grad(lambda w: namespace["rnn_loss"](w, xs), (0.5,)),
+        rtol=1e-6)
