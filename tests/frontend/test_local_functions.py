@@ -150,10 +150,32 @@ def called_from_a_lambda_in_lax(x):
     return np.sum(a * b)
 
 
+def used_by_lax_and_directly(x):
+    def f(c, xi):
+        y = c * xi
+        return c + y, y
+    c, ys = lax.scan(f, 0.3, x)
+    a, b = f(c, x[0])
+    return a + b + np.sum(ys)
+
+
+def branches_inside_a_step(x):
+    def step(c, xi):
+        if xi > 0.35:             # under vmap, the batch takes both ways
+            d = c * xi
+        else:
+            d = c - xi
+        for k in range(2):
+            d = d * 0.9 + k
+        return d, d * d
+    c, ys = lax.scan(step, 1.0, x)
+    return c + np.sum(ys)
+
+
 PROGRAMS = [scan_tuple_carry, fori_carry_items, while_cond_and_body, cond_local_branches,
             scan_lambda_name, lax_inside_local, default_and_rebound_parameter,
             closure_reads_value_at_call, called_directly, directly_in_a_loop,
-            called_from_a_lambda_in_lax]
+            called_from_a_lambda_in_lax, used_by_lax_and_directly, branches_inside_a_step]
 ids = [f.__name__ for f in PROGRAMS]
 
 
@@ -207,18 +229,17 @@ def test_hessian_of_a_scan_step_matches_finite_differences_of_the_gradient():
 # ------------------------------------------------------------------ compiled (Numba)
 JIT_GRAD = {f.__name__: jit(grad(f)) for f in PROGRAMS}
 JIT = jit(scan_tuple_carry)
-QUICK_JIT = (scan_tuple_carry,)
 
 
-@pytest.mark.parametrize("f", [f if f in QUICK_JIT else pytest.param(f, marks=pytest.mark.slow)
-                               for f in PROGRAMS], ids=ids)
-@pytest.mark.every_case
+@pytest.mark.parametrize("f", PROGRAMS, ids=ids)
+@pytest.mark.slow
 def test_jit_of_grad_matches_finite_differences(f):
     for x in POINTS:
         assert_gradient_close(JIT_GRAD[f.__name__](x), numerical_grad(_plain(f), (x,)),
                               f.__name__)
 
 
+@pytest.mark.slow
 def test_jit_matches_plain_python():
     for x in POINTS:
         assert JIT(x) == pytest.approx(_plain(scan_tuple_carry)(x), rel=1e-12)
@@ -276,10 +297,13 @@ jax_modules = pytest.fixture(scope="module")(jax_with_x64)
 
 
 # JAX traces `body` once per function object and reuses that trace, so its second call in
-# closure_reads_value_at_call still sees the first `a`; Python (and secant) read the new one
-@pytest.mark.every_case
-@pytest.mark.parametrize("f", [f for f in PROGRAMS if f is not closure_reads_value_at_call],
-                         ids=[i for i in ids if i != "closure_reads_value_at_call"])
+# closure_reads_value_at_call still sees the first `a` (Python and secant read the new one);
+# a Python `if` on a traced value (branches_inside_a_step) is a TracerBoolConversionError
+FOR_JAX = [f for f in PROGRAMS if f not in (closure_reads_value_at_call,
+                                            branches_inside_a_step)]
+
+
+@pytest.mark.parametrize("f", FOR_JAX, ids=[f.__name__ for f in FOR_JAX])
 def test_values_and_gradients_match_jax(f, jax_modules):
     assert_matches_jax(f, _with(f, jax_modules.lax, jax_modules.numpy), POINTS, jax_modules)
 
