@@ -327,6 +327,26 @@ def early_return_rewritten(x):
     return np.sum(lax.fori_loop(0, 3, body, x))
 
 
+def early_return_called_directly(x):
+    def clipped(v):
+        s = np.sum(v)
+        if s > 1.0:
+            return v / s
+        return v
+    return np.sum(clipped(x) * x)
+
+
+def early_return_called_directly_rewritten(x):
+    def clipped(v):
+        s = np.sum(v)
+        if s > 1.0:
+            out = v / s
+        else:
+            out = v
+        return out
+    return np.sum(clipped(x) * x)
+
+
 def nonlocal_total(x):
     total = 0.0
 
@@ -425,6 +445,8 @@ def read_before_assigned_rewritten(x):
 @pytest.mark.parametrize("f, rewritten, message, caret, hint", [
     (early_return, early_return_rewritten, "a `return` before the end", "return v * 2.0",
      "in each branch"),
+    (early_return_called_directly, early_return_called_directly_rewritten,
+     "a `return` before the end", "return v / s", "in each branch"),
     (nonlocal_total, nonlocal_total_rewritten, "`nonlocal` in local function 'step'",
      "nonlocal total", "return the new value"),
     (def_inside_local, def_inside_local_rewritten, "a function defined inside local "
