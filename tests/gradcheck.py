@@ -27,6 +27,42 @@ def assert_gradient_close(got, expected, what=""):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6 * scale, err_msg=what)
 
 
+def assert_jvp_matches_differences(transformed_jvp, reference, x, t):
+    """`transformed_jvp(x, t)` gives (value, tangent) of `reference` at `x` along `t`: the
+    value as `reference` computes it, the tangent as central differences along `t`."""
+    value, tangent = transformed_jvp(x, t)
+    eps = 1e-6
+    expected = (reference(x + eps * t) - reference(x - eps * t)) / (2 * eps)
+    np.testing.assert_allclose(value, reference(x), rtol=1e-12)
+    np.testing.assert_allclose(tangent, expected, rtol=1e-5, atol=1e-7)
+
+
+def assert_hessian_matches_differences(hessian_f, reference, x):
+    """`hessian_f(x)` agrees with central differences of the central-difference gradient
+    of `reference` at `x`."""
+    from transformer.test_util import numerical_jacobian
+    expected = numerical_jacobian(lambda v: central_differences(reference, (v,), eps=1e-4),
+                                  x, eps=1e-4)
+    np.testing.assert_allclose(hessian_f(x), expected, rtol=1e-4, atol=1e-5)
+
+
+def jax_with_x64():
+    """The jax module in 64-bit mode (the test is skipped without JAX)."""
+    import pytest
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def assert_matches_jax(f, jax_f, points, jax):
+    """`f` and secant's `grad(f)` agree with the same program run by JAX (`jax_f`)."""
+    from transformer import grad
+    for x in points:
+        np.testing.assert_allclose(f(x), jax_f(jax.numpy.asarray(x)), rtol=1e-12)
+        np.testing.assert_allclose(grad(f)(x), jax.jacfwd(jax_f)(jax.numpy.asarray(x)),
+                                   rtol=1e-10, atol=1e-12)
+
+
 def smooth_differences(fn, args, argnums):
     """Central differences of `fn` at `args` for each of `argnums`, or None when a coarser
     step disagrees (a branch threshold near the point: no derivative to compare with)."""

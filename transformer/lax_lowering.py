@@ -4,13 +4,16 @@
 (parsed from Python function `fn`), every call that resolves to `lax.cond`, `switch`,
 `select`, `fori_loop`, `while_loop` or `scan` into statements placed before the statement
 that held the call, and the call itself into the name (or tuple of names) holding its
-result. Callees are lambdas written in the call (inlined: their parameters are replaced
-by the names holding the arguments) or functions resolvable now (module-level, closure
-cells; called by name). Carries given as tuple literals are kept as one name per leaf.
+result. Callees are lambdas written in the call and local functions passed by name (a
+`def` or `g = lambda` at the top of the body, `transformer.local_functions`), both
+inlined: their parameters are replaced by the names holding the arguments, a local
+function's statements are placed in the loop or branch with fresh names for its own
+locals; or functions resolvable now (module-level, closure cells; called by name).
+Carries given as tuple literals are kept as one name per leaf.
 
 Invariant of the output: no call to a `transformer.lax` function is left; the lambdas
-passed to them are gone; everything else is unchanged. Anything not lowerable raises a
-located TransformError.
+passed to them are gone, and so are local functions used only there; everything else is
+unchanged. Anything not lowerable raises a located TransformError.
 """
 from __future__ import annotations
 
@@ -22,51 +25,79 @@ import gast
 import numpy as np
 
 from . import lax
+from .local_functions import defined_name, definition, instance
 from .names import assigned_names
-from .syntax import assign, call, const, name, store, subscript
+from .syntax import (
+    assign,
+    call,
+    const,
+    map_own_expressions,
+    name,
+    rewrite_block,
+    store,
+    subscript,
+)
 
 _LAX = {getattr(lax, k): k for k in ("cond", "switch", "select", "fori_loop", "while_loop",
                                      "scan")}
-_HINT = ("pass the function as a lambda written in the call (`lambda i, c: c * x`) or "
-         "define it with `def` at module level")
+_HINT = ("pass the function as a lambda written in the call (`lambda i, c: c * x`), or "
+         "define it with `def` once, at the top of the transformed function before the "
+         "call, or at module level")
 
 
 def lower_lax_calls(node, fn, origin, namer):
     """`node` with its lax calls lowered (see the module docstring); `node` is modified."""
-    lowering = _Lowering(fn, origin, namer, assigned_names(node))
-    node.body = lowering.block(node.body)
+    lowering = _Lowering(fn, origin, namer, node)
+    out = []
+    for stmt in node.body:
+        out.extend(lowering.block([stmt]))
+        if defined_name(stmt) is not None:
+            lowering.defined[defined_name(stmt)] = stmt
+    node.body = [stmt for stmt in out if not _unused_local(stmt, lowering, node)]
     return node
 
 
+def _bindings(node, local: str) -> int:
+    """How many times `local` is bound in `node` (assigned, or defined by a `def`)."""
+    return sum(1 for sub in gast.walk(node) if
+               isinstance(sub, gast.Name) and sub.id == local and
+               isinstance(sub.ctx, gast.Store) or
+               isinstance(sub, gast.FunctionDef) and sub.name == local)
+
+
+def _unused_local(stmt, lowering, node) -> bool:
+    """Whether `stmt` defines a local function inlined into lax calls and read nowhere
+    else (its own body aside)."""
+    local = next((k for k, v in lowering.defined.items() if v is stmt), None)
+    if local is None or local not in lowering.inlined:
+        return False
+    own = {id(sub) for sub in gast.walk(stmt)}
+    return not any(isinstance(sub, gast.Name) and sub.id == local and id(sub) not in own
+                   for sub in gast.walk(node))
+
+
 class _Lowering(gast.NodeTransformer):
-    def __init__(self, fn, origin, namer, local_names):
-        self.fn, self.origin, self.namer, self.locals = fn, origin, namer, local_names
+    def __init__(self, fn, origin, namer, node):
+        self.fn, self.origin, self.namer, self.node = fn, origin, namer, node
+        self.locals = assigned_names(node)
         self.pending: list = []
+        self.defined: dict = {}      # local function name -> its top-level definition
+        self.inlined: set = set()
+        self.depth = 0
 
     # ------------------------------------------------------------ statements
     def block(self, stmts):
-        out = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt))
-        return out
+        return rewrite_block(stmts, self.statement)
 
     def statement(self, stmt):
-        for field in ("body", "orelse"):
-            if isinstance(getattr(stmt, field, None), list):
-                setattr(stmt, field, self.block(getattr(stmt, field)))
+        """`stmt` (its nested blocks already lowered) after the statements its lax calls
+        lower to."""
         if isinstance(stmt, gast.While) and self._has_lax(stmt.test):
             raise self.origin.error(stmt.test, "a transformer.lax call in a `while` condition",
                                     "assign its result to a variable before the loop and "
                                     "again at the end of the loop body")
         saved, self.pending = self.pending, []
-        for field, value in gast.iter_fields(stmt):
-            if field in ("body", "orelse"):
-                continue
-            if isinstance(value, gast.AST):
-                setattr(stmt, field, self.visit(value))
-            elif isinstance(value, list):
-                setattr(stmt, field, [self.visit(v) if isinstance(v, gast.AST) else v
-                                      for v in value])
+        map_own_expressions(stmt, self.visit)
         hoisted, self.pending = self.pending, saved
         return hoisted + [stmt]
 
@@ -174,6 +205,8 @@ class _Lowering(gast.NodeTransformer):
         lowering of a lambda body needs are appended to `out`."""
         if isinstance(callee, gast.Lambda):
             return self._inline(callee, args, out)
+        if isinstance(callee, gast.Name) and callee.id in self.locals:
+            return self._inline_local(callee, args, out)
         target = self.resolve(callee)
         if not (inspect.isfunction(target) or hasattr(target, "py_func")
                 or hasattr(target, "__secant_function__")):
@@ -206,6 +239,57 @@ class _Lowering(gast.NodeTransformer):
         out.extend(self.pending)
         self.pending = saved
         return body
+
+    def _local(self, callee):
+        """The LocalFunction `callee` names; refused unless defined once, at the top of
+        the body, before this call."""
+        stmt = self.defined.get(callee.id)
+        if stmt is None or _bindings(self.node, callee.id) > 1:
+            raise self.origin.error(callee, f"{callee.id!r} cannot be resolved when the "
+                                    "function is transformed: it is a local name, but not "
+                                    "a function defined once at the top of the body before "
+                                    "this transformer.lax call", _HINT)
+        return definition(stmt, self.origin)
+
+    def _returned(self, callee):
+        """The expression `callee` (a lambda or local function) returns; None if unknown."""
+        if isinstance(callee, gast.Lambda):
+            return callee.body
+        if isinstance(callee, gast.Name) and callee.id in self.defined:
+            return definition(self.defined[callee.id], self.origin).returned
+        return None
+
+    def _inline_local(self, callee, args, out):
+        """A local function's statements appended to `out`, with fresh names for its own;
+        its returned expression, lowered."""
+        local = self._local(callee)
+        if len(args) > len(local.params) or \
+                len(args) < len(local.params) - len(local.defaults):
+            raise self.origin.error(callee, f"{local.name} takes {len(local.params)} "
+                                    f"arguments but the lax call passes {len(args)}",
+                                    "match its parameters to JAX's calling convention")
+        if self.depth > 20:
+            raise self.origin.error(callee, "a local function passed to a transformer.lax "
+                                    "call inside itself", "define it at module level")
+        self.inlined.add(local.name)
+        passed = dict(zip(local.params, args))
+        kept = set(passed) - local.bound_in_body()
+        renames, statements, returned = instance(local, self.namer, kept)
+        for param in local.params:
+            if param in renames:        # rebound in the body, or left to its default
+                value = self.value(passed[param]) if param in passed else \
+                    copy.deepcopy(local.defaults[param])
+                out.append(self._at(assign(store(renames[param]), value), callee))
+        substitute = _Substitute({p: passed[p] for p in kept}, self)
+        self.depth += 1
+        for stmt in statements:
+            out.extend(self.block([substitute.visit(stmt)]))
+        saved, self.pending = self.pending, []
+        returned = self.visit(substitute.visit(returned))
+        out.extend(self.pending)
+        self.pending = saved
+        self.depth -= 1
+        return returned
 
     # ------------------------------------------------------------ the six primitives
     def _emit(self, stmts):
@@ -266,8 +350,8 @@ class _Lowering(gast.NodeTransformer):
 
     def _branches(self, node, callees, ops, tests, out):
         """if tests[0]: r = callees[0](*ops) elif ...: else: r = callees[-1](*ops)."""
-        arity = {len(c.body.elts) if isinstance(c, gast.Lambda) and
-                 isinstance(c.body, gast.Tuple) else None for c in callees}
+        arity = {len(r.elts) if isinstance(r, gast.Tuple) else None
+                 for r in map(self._returned, callees)}
         k = arity.pop() if len(arity) == 1 else None
         result = tuple(self.fresh("branch_out") for _ in range(k)) if k else \
             self.fresh("branch_out")
@@ -300,8 +384,9 @@ class _Lowering(gast.NodeTransformer):
         xs = None if isinstance(xs_expr, gast.Constant) and xs_expr.value is None else \
             self.hold(xs_expr, "xs", out)
         n = self._scan_length(node, b, xs, out)
-        y_body = b["f"].body.elts[1] if isinstance(b["f"], gast.Lambda) and \
-            isinstance(b["f"].body, gast.Tuple) and len(b["f"].body.elts) == 2 else None
+        returned = self._returned(b["f"])
+        y_body = returned.elts[1] if isinstance(returned, gast.Tuple) and \
+            len(returned.elts) == 2 else None
 
         def step(index, block):
             x = None if xs is None else self._slice(xs, index, block, node)

@@ -27,9 +27,19 @@ import gast
 import numpy as np
 
 from .function import Function, resolve
+from .local_functions import LocalFunction, definition, instance
 from .names import Namer
 from .star_helpers import inline_star_helpers
-from .syntax import const, located, name, subscript
+from .syntax import (
+    assign,
+    const,
+    located,
+    map_own_expressions,
+    name,
+    rewrite_block,
+    store,
+    subscript,
+)
 
 # NumPy functions that read their first argument as one array (a list literal there is
 # `np.array(list)`); functions taking a sequence of arrays (np.stack) are not among them
@@ -279,18 +289,11 @@ class _Comprehensions(gast.NodeTransformer):
 
 # ---------------------------------------------------------------- local functions
 
-class _Local:
-    """A local function: parameter names, constant defaults, and its returned expression."""
-
-    def __init__(self, name_, params, defaults, body):
-        self.name, self.params, self.defaults, self.body = name_, params, defaults, body
-
-
 def _inline_local_functions(fn, node):
     locals_ = {}
     body = []
     for stmt in node.body:
-        local = _local_definition(fn, stmt)
+        local = definition(stmt, fn.origin)
         if local is None:
             body.append(stmt)
         else:
@@ -299,8 +302,12 @@ def _inline_local_functions(fn, node):
                                       "give each local function its own name")
             locals_[local.name] = local
     node.body = body
-    inliner = _Inliner(fn, locals_)
+    inliner = _Inliner(fn, {k: v for k, v in locals_.items() if not v.statements},
+                       {k for k, v in locals_.items() if v.statements})
     node.body = [inliner.visit(stmt) for stmt in node.body]
+    hoister = _Hoister(fn, {k: v for k, v in locals_.items() if v.statements}, inliner,
+                       Namer.for_function(fn.replace(node=node)))
+    node.body = hoister.block(node.body)
     for sub in gast.walk(node):
         if isinstance(sub, gast.Lambda):
             raise fn.origin.error(sub, "a lambda that is not called where it is defined, nor "
@@ -314,57 +321,24 @@ def _inline_local_functions(fn, node):
     return node
 
 
-def _local_definition(fn, stmt):
-    """The _Local that a top-level `def h(...)` or `g = lambda ...` defines, or None."""
-    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Lambda):
-        args, body, where = stmt.value.args, stmt.value.body, stmt.value
-        local_name = stmt.targets[0].id
-    elif isinstance(stmt, gast.FunctionDef):
-        args, where, local_name = stmt.args, stmt, stmt.name
-        statements = [s for s in stmt.body if not (
-            isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]   # docstring
-        if stmt.decorator_list:
-            raise fn.origin.error(stmt, "a decorated local function is not supported by "
-                                  "secant", "define it at module level")
-        if len(statements) != 1 or not isinstance(statements[0], gast.Return) or \
-                statements[0].value is None:
-            raise fn.origin.error(stmt, "a local function is supported when its body is one "
-                                  "`return <expression>`", "compute inside it with one "
-                                  "expression, or define it at module level (secant "
-                                  "transforms module-level helpers it calls)")
-        body = statements[0].value
-    else:
-        return None
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-        raise fn.origin.error(where, "a local function with *args, **kwargs or keyword-only "
-                              "parameters is not supported by secant",
-                              "name each parameter, or define it at module level")
-    if not all(isinstance(d, gast.Constant) for d in args.defaults):
-        raise fn.origin.error(where, "a local function's default values must be literals",
-                              "pass the value at each call")
-    params = [a.id for a in args.args]
-    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
-    return _Local(local_name, params, defaults, body)
-
-
 class _Inliner(gast.NodeTransformer):
     """Replaces each call of a local function by its body, parameters bound to arguments."""
 
-    def __init__(self, fn, locals_, depth: int = 0):
-        self.fn, self.locals, self.depth = fn, locals_, depth
+    def __init__(self, fn, locals_, hoisted=frozenset(), depth: int = 0):
+        self.fn, self.locals, self.hoisted, self.depth = fn, locals_, hoisted, depth
 
     def visit_Call(self, node):
         node.args = [self.visit(a) for a in node.args]
         node.keywords = [self.visit(k) for k in node.keywords]
-        if not (isinstance(node.func, gast.Name) and node.func.id in self.locals):
+        if not (isinstance(node.func, gast.Name) and
+                node.func.id in self.locals.keys() | self.hoisted):
             node.func = self.visit(node.func)
         if isinstance(node.func, gast.Lambda):
             args = node.func.args
-            local = _Local("<lambda>", [a.id for a in args.args],
-                           dict(zip([a.id for a in args.args][len(args.args) -
-                                                              len(args.defaults):],
-                                    args.defaults)), node.func.body)
+            local = LocalFunction("<lambda>", node.func, [a.id for a in args.args],
+                                  dict(zip([a.id for a in args.args][len(args.args) -
+                                                                     len(args.defaults):],
+                                           args.defaults)), [], node.func.body)
         elif isinstance(node.func, gast.Name) and node.func.id in self.locals:
             local = self.locals[node.func.id]
         else:
@@ -373,8 +347,8 @@ class _Inliner(gast.NodeTransformer):
             raise self.fn.origin.error(node, "a recursive local function is not supported by "
                                        "secant", "define it at module level")
         mapping = self.arguments(node, local)
-        body = located(substitute(local.body, mapping), node)
-        return _Inliner(self.fn, self.locals, self.depth + 1).visit(body)
+        body = located(substitute(local.returned, mapping), node)
+        return _Inliner(self.fn, self.locals, self.hoisted, self.depth + 1).visit(body)
 
     def arguments(self, node, local) -> dict:
         if len(node.args) > len(local.params) or \
@@ -395,12 +369,89 @@ class _Inliner(gast.NodeTransformer):
         return mapping
 
     def visit_Name(self, node):
-        if node.id in self.locals and isinstance(node.ctx, gast.Load):
+        if node.id in self.locals.keys() | self.hoisted and isinstance(node.ctx, gast.Load):
             raise self.fn.origin.error(node, f"the local function {node.id!r} is used as a "
                                        "value here; secant inlines local functions only where "
                                        "they are called", "call it directly, or define it at "
                                        "module level to pass it on")
         return node
+
+
+class _Hoister:
+    """Direct calls of local functions with statements: the function's statements, with
+    fresh names for its own, go before the statement holding the call, and the call
+    becomes the name holding its value. The call must run whenever that statement does."""
+
+    def __init__(self, fn, locals_, inliner, namer, depth: int = 0):
+        self.fn, self.locals, self.inliner, self.namer = fn, locals_, inliner, namer
+        self.depth = depth
+
+    def block(self, stmts):
+        return rewrite_block(stmts, self.statement)
+
+    def statement(self, stmt):
+        calls = _CallsBefore(self, isinstance(stmt, gast.While))
+        if not isinstance(stmt, gast.FunctionDef):     # refused by the caller, located
+            map_own_expressions(stmt, calls.visit)
+        return calls.hoisted + [stmt]
+
+    def expand(self, call):
+        """(statements computing `call`, the name holding its value)."""
+        local = self.locals[call.func.id]
+        if self.depth > 20:
+            raise self.fn.origin.error(call, "a recursive local function is not supported by "
+                                       "secant", "define it at module level")
+        mapping = self.inliner.arguments(call, local)
+        kept = {p for p, arg in mapping.items() if p not in local.bound_in_body() and
+                isinstance(arg, (gast.Name, gast.Constant))}
+        renames, statements, returned = instance(local, self.namer, kept)
+        kept_args = {p: mapping[p] for p in kept}
+        result = self.namer.fresh(local.name)
+        body = [located(assign(store(renames[p]), mapping[p]), call)
+                for p in local.params if p not in kept]
+        body += [substitute(stmt, kept_args) for stmt in statements]
+        body.append(located(assign(store(result), substitute(returned, kept_args)), call))
+        inner = _Hoister(self.fn, self.locals, self.inliner, self.namer, self.depth + 1)
+        return inner.block([self.inliner.visit(stmt) for stmt in body]), result
+
+
+class _CallsBefore(gast.NodeTransformer):
+    """Calls of local functions with statements in one statement's own expressions,
+    replaced by their values' names; their statements gathered in `hoisted`, in the
+    order Python evaluates the calls. A call that might not run is refused."""
+
+    def __init__(self, hoister, in_while_test):
+        self.hoister, self.hoisted = hoister, []
+        self.where = "a `while` condition" if in_while_test else None
+
+    def _maybe(self, nodes, where):
+        saved, self.where = self.where, self.where or where
+        nodes = [self.visit(n) for n in nodes]
+        self.where = saved
+        return nodes
+
+    def visit_IfExp(self, node):
+        node.test = self.visit(node.test)
+        node.body, node.orelse = self._maybe([node.body, node.orelse], "`x if c else y`")
+        return node
+
+    def visit_BoolOp(self, node):
+        node.values = [self.visit(node.values[0])] + \
+            self._maybe(node.values[1:], f"`{type(node.op).__name__.lower()}`")
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not (isinstance(node.func, gast.Name) and node.func.id in self.hoister.locals):
+            return node
+        if self.where is not None:
+            raise self.hoister.fn.origin.error(
+                node, f"a call of local function {node.func.id!r} in {self.where}, where it "
+                "might not run (its statements run before the statement that holds it)",
+                f"assign `t = {node.func.id}(...)` first, where it always runs, and use `t`")
+        statements, result = self.hoister.expand(node)
+        self.hoisted.extend(statements)
+        return located(name(result), node)
 
 
 # ---------------------------------------------------------------- local dicts

@@ -100,3 +100,27 @@ def is_mask(value, name_is_mask, call_is_mask=lambda call: False) -> bool:
     if isinstance(value, gast.Call):
         return call_is_mask(value)
     return False
+
+
+def rewrite_block(stmts, statement) -> list:
+    """What `statement(stmt)` (a list of statements) gives for each of `stmts`, in order,
+    each after the blocks nested in it (`body`, `orelse`) are rewritten the same way."""
+    out = []
+    for stmt in stmts:
+        for field in ("body", "orelse"):
+            if isinstance(getattr(stmt, field, None), list):
+                setattr(stmt, field, rewrite_block(getattr(stmt, field), statement))
+        out.extend(statement(stmt))
+    return out
+
+
+def map_own_expressions(stmt, visit) -> None:
+    """Replace each node of `stmt` outside its nested blocks by `visit(node)`, in the order
+    Python evaluates them (an assignment's value before its targets)."""
+    fields = [f for f, _ in gast.iter_fields(stmt) if f not in ("body", "orelse")]
+    for field in sorted(fields, key=lambda f: f != "value"):
+        value = getattr(stmt, field)
+        if isinstance(value, gast.AST):
+            setattr(stmt, field, visit(value))
+        elif isinstance(value, list):
+            setattr(stmt, field, [visit(v) if isinstance(v, gast.AST) else v for v in value])

@@ -14,9 +14,15 @@ import numpy as np
 import pytest
 
 from transformer import TransformError, grad, hessian, jit, jvp, lax, vmap
-from transformer.test_util import numerical_grad, numerical_jacobian
+from transformer.test_util import numerical_grad
 
-from tests.gradcheck import assert_gradient_close
+from tests.gradcheck import (
+    assert_gradient_close,
+    assert_jvp_matches_differences,
+    assert_matches_jax,
+    assert_hessian_matches_differences,
+    jax_with_x64,
+)
 
 
 def step(i, c):
@@ -157,20 +163,13 @@ def test_vmap_matches_each_row(f):
 @pytest.mark.parametrize("f", PROGRAMS, ids=ids)
 @pytest.mark.slow
 def test_hessian_matches_finite_differences_of_the_gradient(f):
-    x = POINTS[0]
-    expected = numerical_jacobian(lambda v: numerical_grad(_reference(f), (v,), eps=1e-4), x,
-                                  eps=1e-4)
-    np.testing.assert_allclose(hessian(f)(x), expected, rtol=1e-4, atol=1e-5)
+    assert_hessian_matches_differences(hessian(f), _reference(f), POINTS[0])
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=ids)
 def test_jvp_matches_finite_differences(f):
-    x, t = POINTS[0], np.array([0.2, -0.4, 0.9])
-    value, tangent = jvp(f, (x,), (t,))
-    eps = 1e-6
-    expected = (_reference(f)(x + eps * t) - _reference(f)(x - eps * t)) / (2 * eps)
-    np.testing.assert_allclose(value, _reference(f)(x), rtol=1e-12)
-    np.testing.assert_allclose(tangent, expected, rtol=1e-5, atol=1e-7)
+    assert_jvp_matches_differences(lambda x, t: jvp(f, (x,), (t,)), _reference(f), POINTS[0],
+                                   np.array([0.2, -0.4, 0.9]))
 
 
 @pytest.mark.parametrize("k", [-3, 0, 1, 2, 7])
@@ -357,21 +356,12 @@ def test_unlowerable_calls_are_refused_at_their_line(f, message, hint):
 
 
 # ------------------------------------------------------------------ JAX, same programs
-@pytest.fixture(scope="module")
-def jax_modules():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
+jax_modules = pytest.fixture(scope="module")(jax_with_x64)
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=ids)
 def test_values_and_gradients_match_jax(f, jax_modules):
-    jax = jax_modules
-    jf = _with(f, jax.lax, jax.numpy)
-    for x in POINTS:
-        np.testing.assert_allclose(f(x), jf(jax.numpy.asarray(x)), rtol=1e-12)
-        np.testing.assert_allclose(grad(f)(x), jax.jacfwd(jf)(jax.numpy.asarray(x)),
-                                   rtol=1e-10, atol=1e-12)
+    assert_matches_jax(f, _with(f, jax_modules.lax, jax_modules.numpy), POINTS, jax_modules)
 
 
 @pytest.mark.parametrize("k", [-3, 1, 7])
@@ -412,3 +402,7 @@ def test_readme_lax_example_runs_and_matches_finite_differences(tmp_path):
     np.testing.assert_allclose(
         namespace["d_rewards"],
         numerical_grad(lambda r: namespace["discounted"](r, 0.9), (np.ones(5),)), rtol=1e-6)
+    xs = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(
+        namespace["d_w"], numerical_grad(lambda w: namespace["rnn_loss"](w, xs), (0.5,)),
+        rtol=1e-6)

@@ -157,19 +157,11 @@ def calls_forwarder_with_statements(x):
     return np.sum(forward_with_statements(x, x))
 
 
-def local_with_statements(x):
-    def h(v):
-        w = v * 2.0
-        return w * w
-    return np.sum(h(x))
-
-
 @pytest.mark.parametrize("f, words, caret", [
     (over_parameter, "length is not known before the run", "x]"),
     (condition_on_values, "condition that depends on array values", "x[i] > 0"),
     (star_of_parameter, "star-arguments", "*x"),
     (local_passed_on, "used as a value", "g)"),
-    (local_with_statements, "one `return <expression>`", "def h"),
     (calls_forwarder_with_statements, "*args / **kwargs parameters", "args"),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_unsupported_forms_are_located_errors_with_hints(f, words, caret):
