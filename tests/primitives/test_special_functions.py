@@ -90,6 +90,39 @@ def test_vmap_of_a_reduction_matches_a_loop_over_examples(f):
     np.testing.assert_allclose(vmap(f)(xs), [f(x) for x in xs], rtol=1e-13)
 
 
+def log_softmax_all(x):
+    return np.sum(log_softmax(x) * np.cos(x))
+
+
+lse_each, softmax_each, log_softmax_each = (vmap(lse_all), vmap(softmax_all),
+                                            vmap(log_softmax_all))
+
+
+def vmapped_lse(xs):                 # grad of a vmap: the per-example forms' own rules
+    return np.sum(np.sin(lse_each(xs)))
+
+
+def vmapped_softmax(xs):
+    return np.sum(np.sin(softmax_each(xs)))
+
+
+def vmapped_log_softmax(xs):
+    return np.sum(np.sin(log_softmax_each(xs)))
+
+
+@pytest.mark.parametrize("f", [vmapped_lse, vmapped_softmax, vmapped_log_softmax],
+                         ids=lambda f: f.__name__)
+def test_derivatives_through_a_vmap_of_a_whole_array_reduction(f):
+    xs = np.random.default_rng(2).normal(size=(4, 3, 2))
+    check_vjp(f, [xs])
+    check_jvp(f, [xs])
+    h = hessian(f)(xs[:2]).reshape(12, 12)
+    fd = np.stack([(grad(f)(xs[:2] + 1e-5 * e.reshape(2, 3, 2)) -
+                    grad(f)(xs[:2] - 1e-5 * e.reshape(2, 3, 2))).ravel() / 2e-5
+                   for e in np.eye(12)], axis=1)
+    np.testing.assert_allclose(h, fd, atol=1e-6)
+
+
 def test_hessian_of_logsumexp_is_the_softmax_covariance():
     x = X[0]
     p = sp.softmax(x)

@@ -5,7 +5,8 @@ derivatives are written with the result `z` (the max shift cancels in them).
   `d log_softmax = dx - sum(exp(z) dx)`; written with primitives that have rules, so
   `hessian` works. `b=` and `return_sign=` are refused with a hint (a located error).
 - vmap: an int axis shifts by one; `axis=None` becomes the per-example form
-  (`transformer.runtime.softmax`); anything else runs a loop over the examples.
+  (`transformer.runtime.softmax`), which has derivative rules of its own (grad of a
+  vmap); anything else runs a loop over the examples.
 - jit: the runtime forms (Numba cannot call SciPy). CUDA: refused (a reduction).
 """
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import gast
 
 from transformer.rules import batching as batching_rules
+from transformer.runtime import examples
 from transformer.runtime import softmax as forms
+from transformer.runtime.batching import sum_examples
 from transformer.templates import ADJOINTS, CALL_CHECKS, TANGENTS, MissingRule, rule_from_source
 
 from . import registry
@@ -41,6 +44,26 @@ _RULES = {
         f"d[z] = d[x] - {_KEPT.format('np.exp(z) * d[x]')}",
         forms.log_softmax_examples),
 }
+
+# the per-example forms vmap gives `axis=None` (each example reduced over all its axes):
+# the same derivatives, with `spread_examples` (an example's scalar over the example) and
+# `sum_examples` in place of the axis' broadcast and sum, so grad of a vmap works
+_PER_EXAMPLE = {
+    forms.logsumexp_examples: (
+        "a",
+        "d[a] += spread_examples(d[z], a) * np.exp(a - spread_examples(z, a))",
+        "d[z] = sum_examples(d[a] * np.exp(a - spread_examples(z, a)))"),
+    forms.softmax_examples: (
+        "x",
+        "d[x] += z * (d[z] - spread_examples(sum_examples(z * d[z]), x))",
+        "d[z] = z * (d[x] - spread_examples(sum_examples(z * d[x]), x))"),
+    forms.log_softmax_examples: (
+        "x",
+        "d[x] += d[z] - np.exp(z) * spread_examples(sum_examples(d[z]), x)",
+        "d[z] = d[x] - spread_examples(sum_examples(np.exp(z) * d[x]), x)"),
+}
+_PER_EXAMPLE_SCOPE = dict(RULE_GLOBALS, spread_examples=examples.spread_examples,
+                          sum_examples=sum_examples)
 
 _CUDA = ("a reduction along an axis has no form in CUDA kernels; write the loop (m = the "
          "maximum, then s += math.exp(x[i] - m))")
@@ -76,6 +99,11 @@ def describe(special) -> None:
         r.kind, r.float_result = "reduction", True
         registry.named(key, f"scipy.special.{name}")
         registry.unsupported(key, "cuda", _CUDA)
+    for key, (param, adjoint, tangent) in _PER_EXAMPLE.items():
+        ADJOINTS[key] = rule_from_source(f"def rule(z, {param}):\n    {adjoint}\n",
+                                         _PER_EXAMPLE_SCOPE)
+        TANGENTS[key] = rule_from_source(f"def rule(z, {param}):\n    {tangent}\n",
+                                         _PER_EXAMPLE_SCOPE)
     CALL_CHECKS[special.logsumexp] = _check_logsumexp
     # the calls tests/primitives/test_registry_structural.py generates its tests from
     registry.add_sample(special.logsumexp, "scipy.special.logsumexp(x, axis=0)", x=(3, 4))
