@@ -36,6 +36,7 @@ import numpy as np
 from codegen import emit
 
 from . import einsum, random_sites, runtime
+from .runtime import batch_products, examples
 from .function import Function, hashable, resolve
 from .fusion import fuse_elementwise
 from .names import Namer
@@ -90,6 +91,20 @@ class _Lowering(gast.NodeTransformer):
         new = gast.Call(func=self.bind(obj, base), args=list(args), keywords=[])
         return gast.copy_location(new, origin)
 
+    def summed_product(self, node):
+        """`sum_batch(left_of_right(g, a, b))` (or `right_of_left`) -> one product
+        (`runtime.batch_products`); None for any other call."""
+        inner = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        if not isinstance(inner, gast.Call) or inner.keywords or len(inner.args) != 3 or \
+                resolve(self.fn, node.func, None) is not examples.sum_batch:
+            return None
+        each = resolve(self.fn, inner.func, None)
+        for make, summed in ((batch_products.left_of_right, batch_products.sum_left_of_right),
+                             (batch_products.right_of_left, batch_products.sum_right_of_left)):
+            if each is make():
+                return self.call(summed, summed.__name__, inner.args, node)
+        return None
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, gast.MatMult):
@@ -142,6 +157,9 @@ class _Lowering(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        summed = self.summed_product(node)
+        if summed is not None:
+            return summed
         target = resolve(self.fn, node.func, None)
         if target is None:
             return node
