@@ -140,18 +140,24 @@ def test_hessian_agrees_with_jax(name, jax_module):
 
 # ---------------------------------------------------------------- the README's pytree block
 
-@pytest.mark.slow
-def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences(tmp_path):
+def _readme_pytree_block(tmp_path, marker: str, prelude: str = ""):
+    """The README's Pytrees code block holding `marker`, run as a module."""
     import importlib.util
     import pathlib
     text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
-    block = next(b.split("```")[0] for b in section.split("```python\n")
-                 if "def unpacked" in b)
-    (tmp_path / "readme_pytrees.py").write_text(block)
-    spec = importlib.util.spec_from_file_location("readme_pytrees", tmp_path / "readme_pytrees.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    block = next(b.split("```")[0] for b in section.split("```python\n") if marker in b)
+    name = f"readme_{marker.split()[-1]}"
+    (tmp_path / f"{name}.py").write_text(prelude + block)
+    spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences(tmp_path):
+    m = _readme_pytree_block(tmp_path, "def unpacked")
     assert_tree_close(m.g_tuple, tree_fd_grad(m.unpacked, ((m.W, m.b), m.x)))
     assert_tree_close(m.g_layers, tree_fd_grad(m.mlp, (m.layers, m.x)))
     assert_tree_close(m.g_shrunk, tree_fd_grad(m.shrunk, ({"W": m.W, "b": m.b}, m.x)))
@@ -162,17 +168,8 @@ def test_the_readme_pytree_block_runs_and_its_gradients_match_finite_differences
 
 @pytest.mark.slow
 def test_the_readme_mlp_tutorial_block_updates_by_the_finite_difference_gradient(tmp_path):
-    import importlib.util
-    import pathlib
-    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("\n## Pytrees\n")[1].split("\n## ")[0]
-    block = next(b.split("```")[0] for b in section.split("```python\n")
-                 if "def predict" in b)
-    path = tmp_path / "readme_mlp.py"
-    path.write_text("import numpy as np\nfrom transformer import grad, jit, vmap\n\n" + block)
-    spec = importlib.util.spec_from_file_location("readme_mlp", path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    m = _readme_pytree_block(tmp_path, "def predict",
+                             "import numpy as np\nfrom transformer import grad, jit, vmap\n\n")
     rng = np.random.default_rng(3)
     params = [(rng.normal(size=(4, 3)), rng.normal(size=4)),
               (rng.normal(size=(2, 4)), rng.normal(size=2))]

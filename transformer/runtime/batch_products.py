@@ -52,17 +52,17 @@ def _matrices(*args) -> bool:
                for x in args) and len({x.dtype for x in args}) == 1
 
 
-@overload(sum_left_of_right)
-def _sum_left_of_right_nb(g, a, b):
-    if _matrices(g, a, b):
-        return lambda g, a, b: np.dot(np.ascontiguousarray(g.T), np.ascontiguousarray(b))
-    each = left_of_right()
-    return lambda g, a, b: sum_batch(each(g, a, b))
+def _summed(make, product):
+    """The Numba form of a summed product: `product` for matrices, else the stack summed."""
+    def typer(g, a, b):
+        if _matrices(g, a, b):
+            return product
+        each = make()
+        return lambda g, a, b: sum_batch(each(g, a, b))
+    return typer
 
 
-@overload(sum_right_of_left)
-def _sum_right_of_left_nb(g, a, b):
-    if _matrices(g, a, b):
-        return lambda g, a, b: np.dot(np.ascontiguousarray(a.T), np.ascontiguousarray(g))
-    each = right_of_left()
-    return lambda g, a, b: sum_batch(each(g, a, b))
+overload(sum_left_of_right)(_summed(left_of_right, lambda g, a, b: np.dot(
+    np.ascontiguousarray(g.T), np.ascontiguousarray(b))))
+overload(sum_right_of_left)(_summed(right_of_left, lambda g, a, b: np.dot(
+    np.ascontiguousarray(a.T), np.ascontiguousarray(g))))
