@@ -4,6 +4,9 @@
         secant jit(vmap(matvec, in_axes=(None, 0)))  vs NumPy V @ M.T  vs JAX jit(vmap)
     W2  per-example gradients of the MLP 784-256-10, B = 128, float32
         secant jit(vmap(grad(loss)))  vs hand-batched NumPy backprop  vs JAX jit(vmap(grad))
+    W2b the batch gradient of the same MLP as JAX's tutorial writes it, the mean of a vmap
+        of the one-example loss: secant jit(grad(batch_loss))  vs NumPy backprop with one
+        product per layer  vs JAX jit(grad)
     W6  one order-book message on each of 100,000 books
         secant jit(vmap(book_step), parallel=True)  vs hand Numba prange  vs JAX jit(vmap)
 
@@ -77,6 +80,38 @@ def bench_w2(repeat: int) -> list[Row]:
     return rows
 
 
+example_losses = vmap(workloads.mlp_loss, in_axes=(None, 0, 0))
+
+
+def batch_loss(params, X, Y):
+    """W2b: the mean of the per-example losses, through a vmap (JAX's MLP tutorial)."""
+    return np.mean(example_losses(params, X, Y))
+
+
+def bench_w2b(repeat: int) -> list[Row]:
+    params, X, Y = workloads.mlp_inputs(batch=128)
+    size = "784-256-10 B=128"
+    hand = peers.mlp_batch_grad_numpy
+    secant = jit(grad(batch_loss))
+    compile_s = _first_call(secant, params, X, Y)
+    expected, got = hand(params, X, Y), secant(params, X, Y)
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=2e-3, atol=1e-6)
+    fns = {"numpy hand backprop": hand, "secant jit(grad)": secant}
+    medians = timing.interleaved_medians(fns, (params, X, Y), repeat, 3)
+    rows = [Row("W2b batch grad", size, label, medians[label],
+                compile_s if label.startswith("secant") else None) for label in fns]
+    try:
+        jax_grad = peers.mlp_batch_grad_jax()
+    except ImportError:
+        return rows
+    compile_s = _first_call(jax_grad, params, X, Y)
+    rows.append(Row("W2b batch grad", size, "jax jit(grad)",
+                    timing.median_time(jax_grad, params, X, Y, repeat=repeat, number=3),
+                    compile_s))
+    return rows
+
+
 def _median_fresh_books(fn, books, messages, repeat: int) -> float:
     """Median time of `fn` on fresh copies of the books (the copy is not timed)."""
     times = []
@@ -127,13 +162,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, fewer books")
-    parser.add_argument("--only", nargs="*", choices=["W2", "W3", "W6"],
+    parser.add_argument("--only", nargs="*", choices=["W2", "W2b", "W3", "W6"],
                         help="run only these workloads")
     args = parser.parse_args()
     warnings.simplefilter("ignore")     # Numba's notes on parallel=True and caching
     repeat = 5 if args.quick else 15
     benches = [("W3", lambda: bench_w3(repeat), "numpy V @ M.T"),
                ("W2", lambda: bench_w2(repeat), "numpy hand-batched"),
+               ("W2b", lambda: bench_w2b(repeat), "numpy hand backprop"),
                ("W6", lambda: bench_w6(repeat, 10_000 if args.quick else 100_000),
                 "hand numba prange")]
     tables = [(name, bench(), baseline) for name, bench, baseline in benches

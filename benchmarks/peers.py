@@ -243,6 +243,32 @@ def mlp_per_example_grads_jax() -> Callable:
     return jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
 
 
+def mlp_batch_grad_numpy(params, X, Y) -> dict[str, np.ndarray]:
+    """The gradient of the mean of `workloads.mlp_loss` over the batch, backprop by hand
+    with one matrix product per layer (W2b)."""
+    H = np.tanh(X @ params["W1"].T + params["b1"])
+    logits = H @ params["W2"].T + params["b2"]
+    z = logits - logits.max(axis=1, keepdims=True)
+    probs = np.exp(z)
+    probs /= probs.sum(axis=1, keepdims=True)
+    dlogits = probs
+    dlogits[np.arange(X.shape[0]), Y] -= 1.0
+    dlogits /= X.shape[0]
+    dpre = (dlogits @ params["W2"]) * (1.0 - H * H)
+    return {"W1": dpre.T @ X, "b1": dpre.sum(axis=0), "W2": dlogits.T @ H,
+            "b2": dlogits.sum(axis=0)}
+
+
+def mlp_batch_grad_jax() -> Callable:
+    """jit(grad(mean of vmap(mlp_loss))): JAX's MLP tutorial form."""
+    jax = _jax()
+    loss = on_array_module(workloads.mlp_loss, jax.numpy)
+
+    def batch_loss(params, X, Y):
+        return jax.numpy.mean(jax.vmap(loss, in_axes=(None, 0, 0))(params, X, Y))
+    return jax.jit(jax.grad(batch_loss))
+
+
 # ---------------------------------------------------------------------------------------
 # W6 order book
 # ---------------------------------------------------------------------------------------
