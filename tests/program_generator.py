@@ -1,16 +1,17 @@
 """Random programs written as source text, for the tests that run them through secant.
 
 Hypothesis draws a small program of the constructs users write - scalar arithmetic, tuple
-swaps, `if/else` on values, `for` and `while` loops with `break`/`continue`, in-place writes
-into a work array - and, when a `Grammar` asks for them, early `return`, whole-vector math
-(`np.dot`, `np.sum`, slices, `for e in w`), `w` rebound to a new array (`w = np.cos(w) *
-...`), calls to the module's own functions, `min`/`max`/`abs`, aliases updated in place
-(`z = w; z += ...`), indices at and past the bounds, values that change type between
-assignments (`c = 1` then floats, `n = len(v)` read as a number, a flag `x > 0.1` later
-rebound to a float), integer exponents, `//` and `%` of floats and `np.where(.., 1, ..)`
-mixing an int with a float; `whole_programs` adds decorators
-(`functools.wraps`), keyword-only parameters and defaults, module attributes read through
-an imported module (`cfg.SCALE`) and module globals.
+swaps, `if/else` on values, `for` and `while` loops with `break`/`continue`, in-place
+writes into a work array - and, when a `Grammar` asks for them, early `return`, whole-
+vector math (`np.dot`, `np.sum`, slices, reversed views, `+=` on a slice, `axis=-1,
+keepdims=True`, `for e in w`), `w` rebound to a new array (`w = np.cos(w) * ...`), calls
+to the module's own functions, `min`/`max`/`abs`, aliases updated in place (`z = w; z +=
+...`), indices at and past the bounds, values that change type between assignments (`c =
+1` then floats, `n = len(v)` read as a number, a flag `x > 0.1` later rebound to a float),
+integer exponents, `//` and `%` of floats and `np.where(.., 1, ..)` mixing an int with a
+float; `whole_programs` adds decorators (`functools.wraps`), keyword-only parameters and
+defaults, module attributes read through an imported module (`cfg.SCALE`) and module
+globals.
 
 Contract of every program: `def program(x, v, ...)` with `x` a number and `v` a float
 vector of `grammar.size` elements; it never writes into `v` (it works on `w = v.copy()`) and
@@ -107,10 +108,13 @@ def expressions(draw, loop_var=None, depth=2, grammar=Grammar()):
 
 @st.composite
 def _reductions(draw, scalar):
-    """A scalar from the whole work vector, scaled by `scalar`; O(size) in magnitude."""
+    """A scalar from the whole work vector, scaled by `scalar`; O(size) in magnitude
+    (a reversed view, `axis=-1` with `keepdims=True` among them)."""
     form = draw(st.sampled_from(("np.sum(w * {})", "np.dot(w, v) * {}",
                                  "np.sum(np.cos(w) * v) + {}", "np.sum(w) * np.tanh({})",
-                                 "np.sum(w[1:] * v[:-1]) - {}", "np.max(w) * {}")))
+                                 "np.sum(w[1:] * v[:-1]) - {}", "np.max(w) * {}",
+                                 "np.sum(w[::-1] * v) * {}",
+                                 "np.sum(w * {}, axis=-1, keepdims=True)[0]")))
     return "(" + form.format(scalar) + ")"
 
 
@@ -191,7 +195,8 @@ def _extra_kinds(grammar):
 
 @st.composite
 def _extra_statement(draw, kind, expr, grammar):
-    """Early return, whole-vector math (a slice write reading a view of `w` among it),
+    """Early return, whole-vector math (a slice write reading a view of `w` among it, an
+    in-place `+=` on a slice, a write through a reversed view),
     `w` rebound to a new array, or an alias of `w`
     updated in place."""
     if kind == "return":
@@ -205,6 +210,8 @@ def _extra_statement(draw, kind, expr, grammar):
     if kind == "vector":
         form = draw(st.sampled_from(("w[:] = np.tanh(w - {} * v)",
                                      "w[1:] = np.tanh(w[:-1] * {} + v[1:])",
+                                     "w[1:] += 0.5 * np.tanh(w[:-1] * {})",
+                                     "w[::-1] = np.tanh(w * {} + v)",
                                      "for e in w:\n    b = np.tanh(b + e * {})")))
         return form.format(expr).split("\n")
     op = draw(st.sampled_from(("+=", "-=", "*=")))

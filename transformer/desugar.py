@@ -1,6 +1,7 @@
 """Desugar: rewrite convenient syntax into the small core the other passes handle.
 
 Invariant of the output (on top of the frontend's):
+- no branch on a constant: `if 0.25 > 0.5:` keeps the branch taken (`fold_constants`);
 - no augmented assignment: `x += v` is `x = x + v`, `y[i] += v` is `y[i] = y[i] + v`;
   where another name may hold the same array as `x` (`z = y`, `z = y[1:]`, `for row in Y`,
   `np.reshape(y, ...)`: see `shared_names`), `x += v` is
@@ -26,6 +27,7 @@ from . import pyforms
 from .function import Function, resolve
 from .names import Namer, assigned_names
 from .runtime import update_in_place
+from .specialize import fold_constants
 from .syntax import as_load, assign, call, const, located, name, store, subscript
 
 # ndarray method -> NumPy function taking the array first
@@ -68,7 +70,7 @@ def python_forms(fn: Function) -> Function:
 
 
 def desugar(fn: Function) -> Function:
-    fn = python_forms(fn)
+    fn = fold_constants(python_forms(fn))
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = copy.deepcopy(fn.node)
     node = _Methods(fn, env, namer).visit(node)

@@ -6,7 +6,15 @@ so `range(n)` gets a literal bound; other hashable values are bound in the envir
 Then constant expressions are folded and `if` statements on constants lose their dead
 branch, which `secant show --static` makes visible.
 
-Invariant of the output: no parameter named in `values`; no `if` whose test is a Constant.
+`fold_constants` is that folding alone; `desugar` runs it on every function a
+transformation reads. Numba prunes a branch on a constant itself, and when it does so
+after building SSA form (a condition name bound twice, as a generated gradient binds it
+in both sweeps) it keeps the phi nodes of names bound only in the dead branch: a name
+whose every binding is gone then has no type ("Type of variable ... cannot be
+determined"). A branch folded here is gone before any sweep mirrors it.
+
+Invariant of the output: no parameter named in `values`; no `if` or `while` whose test
+is a Constant, but `while True`.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ import operator
 import gast
 
 from .function import Function
-from .names import assigned_names
+from .names import assigned_names, loaded_names
 from .syntax import assign, const, store
 
 _LITERALS = (bool, int, float, complex, str, type(None))
@@ -63,9 +71,67 @@ def specialize(fn: Function, values: dict) -> Function:
 
 
 def fold_constants(fn: Function) -> Function:
+    """`fn` with constant expressions folded and its branches on constants pruned.
+
+    A test is constant when it reads literals and names whose value is known before the
+    run: a global or closure value that is a literal and that the body never binds (a
+    rebinding makes the transformed function rebuild), or a local name whose one
+    reaching binding is a literal (`k = 2` earlier in the block or an enclosing one,
+    with no rebinding between; in a loop, none in the loop). Numba folds those alike.
+
+    A name bound only in a dead branch and read elsewhere would be free once the branch
+    is gone (Python raises UnboundLocalError at that read): such a function is kept as
+    written.
+    """
     node = copy.deepcopy(fn.node)
+    bound = assigned_names(node)
+    frozen = {key: value for key, value in fn.env.items()
+              if key not in bound and type(value) in _LITERALS}
+    _StaticTests(frozen).block(node.body, {})
     node.body = _Fold({}).visit_block(node.body) or [gast.Pass()]
+    if (assigned_names(fn.node) - assigned_names(node)) & loaded_names(node):
+        return fn
     return fn.replace(node=node)
+
+
+class _StaticTests:
+    """Replaces each `if` and `while` test whose value is known before the run by it."""
+
+    def __init__(self, frozen: dict):
+        self.frozen = frozen
+
+    def block(self, stmts: list, known: dict) -> None:
+        known = dict(known)
+        for stmt in stmts:
+            self.statement(stmt, known)
+            for bound in assigned_names(stmt):
+                known.pop(bound, None)
+            if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], gast.Name):
+                ok, value = _constant_value(self.value(stmt.value, known))
+                if ok:
+                    known[stmt.targets[0].id] = value
+
+    def statement(self, stmt, known: dict) -> None:
+        if isinstance(stmt, gast.If):
+            stmt.test = self.value(stmt.test, known)
+            self.block(stmt.body, known)
+            self.block(stmt.orelse, known)
+        elif isinstance(stmt, (gast.For, gast.While)):
+            rebound = assigned_names(stmt)       # at every trip, what the loop binds
+            inner = {key: v for key, v in known.items() if key not in rebound}
+            if isinstance(stmt, gast.While):
+                stmt.test = self.value(stmt.test, inner)
+            self.block(stmt.body, inner)
+            self.block(stmt.orelse, inner)
+
+    def value(self, expr, known: dict):
+        """`expr` folded to a Constant if the known names make it one, else as it was."""
+        folded = _Substituted({**self.frozen, **known}).visit(copy.deepcopy(expr))
+        if isinstance(folded, gast.Constant) or \
+                not any(getattr(sub, "secant_substituted", False) for sub in gast.walk(folded)):
+            return folded
+        return expr                   # a known name feeds a value that is not constant
 
 
 def _drop_params(args, names: set) -> None:
@@ -141,7 +207,11 @@ class _Fold(gast.NodeTransformer):
 
     def visit_While(self, node):
         node.test = self.visit(node.test)
+        ok, value = _constant_value(node.test)
+        if ok and not value:           # never entered: only its `else` runs
+            return self.visit_block(node.orelse) or None
         node.body = self.visit_block(node.body) or [gast.Pass()]
+        node.orelse = self.visit_block(node.orelse)
         return node
 
     def visit_IfExp(self, node):
@@ -161,18 +231,30 @@ class _Fold(gast.NodeTransformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) != 1:
-            return node
-        return self._fold(node, _CMPOPS.get(type(node.ops[0])), node.left, node.comparators[0])
+        operands = [node.left, *node.comparators]
+        result = True
+        for op, left, right in zip(node.ops, operands, operands[1:]):   # a < b < c
+            folded = self._fold(node, _CMPOPS.get(type(op)), left, right)
+            if folded is node:
+                return node
+            result = result and folded.value
+        return gast.copy_location(const(result), node)
 
     def visit_BoolOp(self, node):
+        """Leading constant operands go as Python evaluates them: `False and x` is False,
+        `True and x` is x (`or` alike)."""
         self.generic_visit(node)
-        values = [_constant_value(v) for v in node.values]
-        if all(ok for ok, _ in values):
-            result = values[0][1]
-            for _, v in values[1:]:
-                result = (result and v) if isinstance(node.op, gast.And) else (result or v)
-            return gast.copy_location(const(result), node)
+        values = list(node.values)
+        while values:
+            ok, value = _constant_value(values[0])
+            if not ok:
+                break
+            if len(values) == 1 or bool(value) != isinstance(node.op, gast.And):
+                return gast.copy_location(_literal_node(value), node)
+            values.pop(0)
+        if len(values) == 1:
+            return values[0]
+        node.values = values
         return node
 
     @staticmethod
@@ -189,3 +271,13 @@ class _Fold(gast.NodeTransformer):
         if not is_literal(value):
             return node
         return gast.copy_location(_literal_node(value), node)
+
+
+class _Substituted(_Fold):
+    """`_Fold` that marks the literals it puts for names, to tell whether all folded."""
+
+    def visit_Name(self, node):
+        new = super().visit_Name(node)
+        if new is not node:
+            new.secant_substituted = True
+        return new
