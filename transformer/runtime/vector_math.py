@@ -16,11 +16,13 @@ Contract:
   patterns, denormals, the thresholds; tests/compiled/test_vector_math.py): within
   `ULPS[name]` units in the last place; the special values are NumPy's (inf, -inf, nan,
   signed zeros, exp's overflow and underflow thresholds).
-- `KERNELS[dtype][name]` are the scalar kernels, callable from compiled code only.
+- `_forms(dtype).kernels[name]` are the scalar kernels, callable from compiled code only;
+  the forms of a type are built when the first compile needs them.
 """
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import NamedTuple
 
@@ -312,12 +314,12 @@ def kernel_statements(name: str, dtype, value: str, result: str, tag: str) -> li
     """`result = <name>(value)` as statements (the kernel of `dtype` written out, see
     `_statements_of`), for a loop that LLVM should vectorize; `kernel_namespace(dtype)`
     holds the names they read."""
-    return _statements_of(name, _BY_TYPE[dtype].texts[name], value, result, tag)
+    return _statements_of(name, _forms(dtype).texts[name], value, result, tag)
 
 
 def kernel_namespace(dtype) -> dict:
     """The constants and intrinsics `kernel_statements` of `dtype` read."""
-    return _BY_TYPE[dtype].namespace
+    return _forms(dtype).namespace
 
 
 def _loop_form(name: str, kernel_text: str) -> str:
@@ -333,10 +335,13 @@ def _loop_form(name: str, kernel_text: str) -> str:
             + "    return out_.reshape(x.shape)\n")
 
 
-_BY_TYPE = {np.float64: _kernels(_F64, np.float64, np.int64),
-            np.float32: _kernels(_F32, np.float32, np.int32)}
-KERNELS = {dtype: forms.kernels for dtype, forms in _BY_TYPE.items()}
-_LOOPS = {dtype: forms.loops for dtype, forms in _BY_TYPE.items()}
+@functools.cache
+def _forms(dtype) -> _TypeForms:
+    """The forms of float type `dtype`, made on first use: building them (texts, kernels,
+    loops) is a sixth of `import transformer`, and only compiling reads them."""
+    if dtype is np.float64:
+        return _kernels(_F64, np.float64, np.int64)
+    return _kernels(_F32, np.float32, np.int32)
 
 
 # ---------------------------------------------------------------- the public forms
@@ -347,13 +352,13 @@ def _expit_numpy(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+_FLOAT_OF_BITS = {32: np.float32, 64: np.float64}
+
+
 def _vector_form(name: str, numpy_fn):
     """`vector_<name>(x)`: NumPy's `numpy_fn` in Python; under Numba the kernel of x's float
     type on a number or on every element of an array (a new array of x's shape and dtype);
     integers and booleans as float64; every other type (complex, float16) as `numpy_fn`."""
-    k64, k32 = KERNELS[np.float64][name], KERNELS[np.float32][name]
-    l64, l32 = _LOOPS[np.float64][name], _LOOPS[np.float32][name]
-
     def python(x):
         return numpy_fn(x)
 
@@ -363,13 +368,14 @@ def _vector_form(name: str, numpy_fn):
     @overload(python, jit_options={"fastmath": False})    # the kernels' rounding tricks
     def _nb(x):
         if isinstance(x, types.Float) and x.bitwidth in (32, 64):
-            kernel = k32 if x.bitwidth == 32 else k64
+            kernel = _forms(_FLOAT_OF_BITS[x.bitwidth]).kernels[name]
             return lambda x: kernel(x)
         if isinstance(x, (types.Integer, types.Boolean)):
+            k64 = _forms(np.float64).kernels[name]
             return lambda x: k64(np.float64(x))
         if isinstance(x, types.Array) and isinstance(x.dtype, types.Float) \
                 and x.dtype.bitwidth in (32, 64):
-            return l32 if x.dtype.bitwidth == 32 else l64
+            return _forms(_FLOAT_OF_BITS[x.dtype.bitwidth]).loops[name]
         return lambda x: numpy_fn(x)
     return python
 
