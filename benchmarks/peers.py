@@ -215,11 +215,9 @@ def matvec_batched_jax() -> Callable:
 # ---------------------------------------------------------------------------------------
 
 
-def mlp_per_example_grads_numpy(params, X, Y) -> dict[str, np.ndarray]:
-    """Gradients of `workloads.mlp_loss` for each example, batched backprop by hand.
-
-    Returns a dict shaped like `params` with a leading batch axis on every array.
-    """
+def _mlp_backprop(params, X, Y, scale: float):
+    """(hidden activations H, d loss / d logits, d loss / d pre-activations) of
+    `workloads.mlp_loss` for every example, each example's loss weighted by `scale`."""
     H = np.tanh(X @ params["W1"].T + params["b1"])
     logits = H @ params["W2"].T + params["b2"]
     z = logits - logits.max(axis=1, keepdims=True)
@@ -227,7 +225,17 @@ def mlp_per_example_grads_numpy(params, X, Y) -> dict[str, np.ndarray]:
     probs /= probs.sum(axis=1, keepdims=True)
     dlogits = probs
     dlogits[np.arange(X.shape[0]), Y] -= 1.0
+    dlogits *= scale
     dpre = (dlogits @ params["W2"]) * (1.0 - H * H)
+    return H, dlogits, dpre
+
+
+def mlp_per_example_grads_numpy(params, X, Y) -> dict[str, np.ndarray]:
+    """Gradients of `workloads.mlp_loss` for each example, batched backprop by hand.
+
+    Returns a dict shaped like `params` with a leading batch axis on every array.
+    """
+    H, dlogits, dpre = _mlp_backprop(params, X, Y, 1.0)
     return {
         "W1": dpre[:, :, None] * X[:, None, :],
         "b1": dpre,
@@ -246,15 +254,7 @@ def mlp_per_example_grads_jax() -> Callable:
 def mlp_batch_grad_numpy(params, X, Y) -> dict[str, np.ndarray]:
     """The gradient of the mean of `workloads.mlp_loss` over the batch, backprop by hand
     with one matrix product per layer (W2b)."""
-    H = np.tanh(X @ params["W1"].T + params["b1"])
-    logits = H @ params["W2"].T + params["b2"]
-    z = logits - logits.max(axis=1, keepdims=True)
-    probs = np.exp(z)
-    probs /= probs.sum(axis=1, keepdims=True)
-    dlogits = probs
-    dlogits[np.arange(X.shape[0]), Y] -= 1.0
-    dlogits /= X.shape[0]
-    dpre = (dlogits @ params["W2"]) * (1.0 - H * H)
+    H, dlogits, dpre = _mlp_backprop(params, X, Y, 1.0 / X.shape[0])
     return {"W1": dpre.T @ X, "b1": dpre.sum(axis=0), "W2": dlogits.T @ H,
             "b2": dlogits.sum(axis=0)}
 

@@ -404,26 +404,24 @@ class _Lowering(gast.NodeTransformer):
         first_index = self.fresh("index")
         out.append(self._at(assign(first_index, at(const(0))), node))
         ys = self._names_like(y_body, "ys")
+        def numpy(attr, *args):
+            return call(gast.Attribute(value=name(np_name), attr=attr, ctx=gast.Load()), *args)
+
         for stacked, y0 in zip(_leaves(ys), step(first_index, out)):
             shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
-                               right=call(gast.Attribute(value=name(np_name), attr="shape",
-                                                         ctx=gast.Load()), name(y0)))
+                               right=numpy("shape", name(y0)))
             # the stack keeps a float32 or complex y's dtype, as JAX's scan does; an int
             # or bool first y is stacked as floats, since later ys may be floats (`c = 0`
             # then `c + x`) and would be truncated: the dtype of `one / one`, for `one`
             # an array of y0's dtype, is that type in NumPy and Numba alike (float64 for
             # int64; Numba gives float32 for bool and small ints)
-            def numpy(attr, *args):
-                return call(gast.Attribute(value=name(np_name), attr=attr, ctx=gast.Load()),
-                            *args)
             one = self.fresh("one")
             out.append(self._at(assign(one, numpy("ones", const(1), gast.Attribute(
                 value=numpy("asarray", name(y0)), attr="dtype", ctx=gast.Load()))), node))
             dtype = gast.Attribute(value=gast.BinOp(left=name(one), op=gast.Div(),
                                                     right=name(one)),
                                    attr="dtype", ctx=gast.Load())
-            out.append(self._at(assign(stacked, call(gast.Attribute(
-                value=name(np_name), attr="zeros", ctx=gast.Load()), shape, dtype)), node))
+            out.append(self._at(assign(stacked, numpy("zeros", shape, dtype)), node))
             out.append(self._at(assign(subscript(name(stacked), name(first_index),
                                                  gast.Store()), name(y0)), node))
         k, index, body = self.fresh("k"), self.fresh("index"), []
