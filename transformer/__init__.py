@@ -4,22 +4,40 @@
     forces = jit(grad(energy))
     print(transformer.source(grad(energy)))
 """
-from .primitives.catalog import primitives  # first: fills the primitive registry
-from . import random, test_util, tree_util
-from . import lax
-from .api_batching import all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap, vmap
-from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize, show_hessian,
-                          show_jvp)
-from .callbacks import ShapeDtypeStruct, io_callback, pure_callback
-from . import debug
-from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
-from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name, checkpoint_policies,
-                         checkpoint_range, remat)
-from .errors import TransformError
-from .inspection import source
-from .jit import jit
-from .nan_checks import config
-from .pmap import Mesh, devices, pmap, ppermute, shard_map, show_pmap
+import importlib as _importlib
+
+from .collector import paused as _paused
+
+with _paused():     # see transformer.collector: a fifth of the import's time otherwise
+    from .primitives.catalog import primitives  # first: fills the primitive registry
+    from . import test_util, tree_util
+    from . import lax
+    from .api_batching import (all_gather, axis_index, pmax, pmean, pmin, psum, show_vmap,
+                               vmap)
+    from .api_forward import (custom_jvp, hessian, jacfwd, jacrev, jvp, linearize,
+                              show_hessian, show_jvp)
+    from .callbacks import ShapeDtypeStruct, io_callback, pure_callback
+    from . import debug
+    from .api_reverse import custom_vjp, defadjoint, grad, stop_gradient, value_and_grad, vjp
+    from .checkpoint import (checkpoint, checkpoint_loop, checkpoint_name,
+                             checkpoint_policies, checkpoint_range, remat)
+    from .errors import TransformError
+    from .inspection import source
+    from .jit import jit
+    from .nan_checks import config
+    from .pmap import Mesh, devices, pmap, ppermute, shard_map, show_pmap
+
+
+def __getattr__(name):
+    # `transformer.random` is imported on first use (its samplers register themselves then)
+    if name == "random":
+        return _importlib.import_module(".random", __name__)
+    raise AttributeError(f"module 'transformer' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"random"})
+
 
 __all__ = [
     "TransformError", "all_gather", "axis_index", "custom_jvp", "custom_vjp", "defadjoint",

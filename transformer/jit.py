@@ -41,7 +41,7 @@ import numpy as np
 from codegen import backends, compile_log
 from codegen.backends import Options
 
-from . import (bounds, broadcast_errors, captured_arrays, freshness, materialize,
+from . import (bounds, broadcast_errors, captured_arrays, collector, freshness, materialize,
                numba_errors, tiered)
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
@@ -320,8 +320,10 @@ class Jitted(ShowsSource):
 
     def _first_call(self, spec_key, dynamic, layouts, static):
         """Compile a new specialization and run it: one timed compile, whose Numba part
-        happens in the first run (see codegen.compile_log)."""
-        with compile_log.compiling(self.__name__, self.options.backend) as timing:
+        happens in the first run (see codegen.compile_log), with the garbage collector
+        paused (`collector`)."""
+        with collector.paused(), \
+                compile_log.compiling(self.__name__, self.options.backend) as timing:
             with timing.transforming():
                 compiled = self._compile_once(spec_key, static, layouts)
             # parsing and transforming `fun` happened once, before the first compile

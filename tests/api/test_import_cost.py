@@ -1,6 +1,7 @@
 """`import transformer` stays cheap: rule templates are parsed on first use, and the
-source printer, the cache-directory lookup, SciPy's submodules and the CLI load only
-when needed. Checked by what a fresh process holds after the import, never by time."""
+source printer, the cache-directory lookup, SciPy's submodules, `transformer.random` and the
+CLI load only when needed; the garbage collector is paused while it runs. Checked by what a
+fresh process holds after the import, never by time."""
 import subprocess
 import sys
 import textwrap
@@ -13,12 +14,22 @@ from transformer.primitives import registry
 from transformer.templates import Template, rule_from_source
 
 LAZY_MODULES = ("astor", "platformdirs", "codegen.cli", "scipy.special", "scipy.linalg",
-                "numba.cuda", "jax")
+                "numba.cuda", "jax", "transformer.random", "transformer.runtime.random")
 
 
 def _fresh_process(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True,
                           capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def _fresh_script(tmp_path, code: str) -> str:
+    """`_fresh_process` for code that transforms its own functions (their source is read
+    from a file)."""
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent(code))
+    done = subprocess.run([sys.executable, str(script)], check=True, capture_output=True,
+                          text=True)
     return done.stdout.strip()
 
 
@@ -43,6 +54,57 @@ def test_import_loads_no_lazy_module_and_parses_no_rule_template():
     assert int(count) > 100          # the registry is filled ...
     assert int(parsed) == 0          # ... but no template is parsed yet
     assert loaded == "[]"
+
+
+def test_random_loaded_on_first_use_registers_its_samplers_before_a_pass_looks(tmp_path):
+    """Each way a user reaches `transformer.random` after `import transformer`: its samplers
+    are primitives by the time a transformation meets them (nondifferentiable under grad,
+    lowered under jit, listed in the table), and the collector is on after the import."""
+    out = _fresh_script(tmp_path, """
+        import gc
+        import numpy as np
+        import transformer
+        from transformer import grad, jit
+        assert gc.isenabled()
+        import transformer.random as jr           # the module's own import statement
+
+        def noisy(w, key):
+            return np.sum(w * jr.normal(key, (3,)))
+        key = jr.PRNGKey(0)
+        g = grad(noisy)(np.ones(3), key)
+        assert np.allclose(g, jr.normal(key, (3,))), g
+        assert np.allclose(jit(noisy)(np.ones(3), key), noisy(np.ones(3), key))
+        names = [row["name"] for row in transformer.primitives()]
+        print(transformer.random is jr, "transformer.random.gamma" in names)
+    """)
+    assert out == "True True"
+    assert _fresh_process("""
+        from transformer import random
+        print(random.__name__, "random" in dir(__import__("transformer")))
+    """) == "transformer.random True"
+
+
+def test_collector_pause_restores_the_state_it_found():
+    import gc
+
+    from transformer.collector import paused
+    assert gc.isenabled()
+    with paused():
+        assert not gc.isenabled()
+        with paused():                       # nested: leaves the outer pause in charge
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()            # a caller's own choice is kept
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError), paused():
+        1 / 0
+    assert gc.isenabled()
 
 
 def test_every_builtin_rule_template_parses_with_its_parameters():

@@ -2,19 +2,28 @@
 functions users call and which transformations support each.
 
 Importing this module fills the registry (the family modules, then the hand-written rules
-of `transformer.rules`); `import transformer` does it before any pass runs.
+of `transformer.rules`); `import transformer` does it before any pass runs. The samplers of
+`transformer.random` are registered when that module is first imported: a function that
+draws random numbers names the module, so its records exist before any pass looks them up.
 """
 from __future__ import annotations
 
-import json
+import importlib
 
 from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F401
 
-from . import (binary, elementwise, per_example, random_numbers, registry,  # noqa: F401
-               structural)
-from . import (checkpoints, host_calls, linalg, random_heavy, softmax, special,  # noqa: F401
+from . import binary, elementwise, per_example, registry, structural  # noqa: F401
+from . import (checkpoints, host_calls, linalg, softmax, special,  # noqa: F401
                structural_more)
 from .registry import TRANSFORMS
+
+
+def _register_random(_module) -> None:
+    for name in ("random_numbers", "random_heavy"):
+        importlib.import_module(f"{__package__}.{name}")
+
+
+registry.defer("transformer.random", _register_random)
 
 
 def primitives() -> list[dict]:
@@ -38,6 +47,7 @@ def primitives() -> list[dict]:
 def format_table(rows: list[dict], fmt: str = "text") -> str:
     """`rows` of `primitives()` as JSON, a Markdown table or an aligned text table."""
     if fmt == "json":
+        import json
         return json.dumps(rows, indent=1)
     if fmt == "markdown":
         return _markdown(rows)
