@@ -47,8 +47,8 @@ KNOWN_BUGS: dict = {
         "integer_start", ("jit_vmap",), description=(
             "`c = 1` then `c = np.tanh(x - c)` in a loop: vmap broadcasts the int to an "
             "int64 array, so jit(vmap(f)) refuses what jit(f) compiles ('c' is "
-            "array(int64) in one place and array(float64) in another); behind a decorator "
-            "the error names the generated module and a mangled name, not the user's line")),
+            "array(int64) in one place and array(float64) in another); the refusal is a "
+            "TransformError at the user's loop whose hint (start from 1.0) works")),
     "flag_carried_under_jit_vmap": Bug(
         "boolean_flag", ("jit_vmap",), description=(
             "`flag = x > c` then `flag = flag * 0.5 + ...` in a loop: the same refusal, "

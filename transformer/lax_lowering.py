@@ -410,17 +410,18 @@ class _Lowering(gast.NodeTransformer):
         for stacked, y0 in zip(_leaves(ys), step(first_index, out)):
             shape = gast.BinOp(left=gast.Tuple(elts=[name(n)], ctx=gast.Load()), op=gast.Add(),
                                right=numpy("shape", name(y0)))
-            # the stack keeps a float32 or complex y's dtype, as JAX's scan does; an int
-            # or bool first y is stacked as floats, since later ys may be floats (`c = 0`
-            # then `c + x`) and would be truncated: the dtype of `one / one`, for `one`
-            # an array of y0's dtype, is that type in NumPy and Numba alike (float64 for
-            # int64; Numba gives float32 for bool and small ints)
+            # the stack keeps a float or complex y's dtype, as JAX's scan does; an int or
+            # bool first y is stacked as float64, since later ys may be floats (`c = 0`
+            # then `c + x`) and would be truncated or rounded. `one * 1 / 1`, for `one` an
+            # array of y0's dtype, has that type in NumPy and Numba alike (`* 1` lifts a
+            # bool to an int; Numba's `one / one` is float32 for bool and small ints)
             one = self.fresh("one")
             out.append(self._at(assign(one, numpy("ones", const(1), gast.Attribute(
                 value=numpy("asarray", name(y0)), attr="dtype", ctx=gast.Load()))), node))
-            dtype = gast.Attribute(value=gast.BinOp(left=name(one), op=gast.Div(),
-                                                    right=name(one)),
-                                   attr="dtype", ctx=gast.Load())
+            floats = gast.BinOp(left=gast.BinOp(left=name(one), op=gast.Mult(),
+                                                right=const(1)),
+                                op=gast.Div(), right=const(1))
+            dtype = gast.Attribute(value=floats, attr="dtype", ctx=gast.Load())
             out.append(self._at(assign(stacked, numpy("zeros", shape, dtype)), node))
             out.append(self._at(assign(subscript(name(stacked), name(first_index),
                                                  gast.Store()), name(y0)), node))

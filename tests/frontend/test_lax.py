@@ -247,6 +247,30 @@ def test_jit_scan_stacks_integer_outputs_as_floats_exactly():
     np.testing.assert_array_equal(got, scan_of_products(x))
 
 
+def running_sums(start, xs):
+    c, ys = lax.scan(lambda c, xi: (c + xi, c), start, xs)
+    return ys
+
+
+RUNNING_SUMS = jit(running_sums)
+
+
+@pytest.mark.parametrize("start", [
+    np.int8(3), np.array([True, False]),
+    pytest.param(np.int16(-2), marks=pytest.mark.slow),
+    pytest.param(np.uint8(7), marks=pytest.mark.slow)], ids=repr)
+def test_jit_scan_stacks_a_small_int_or_bool_first_y_as_float64(start):
+    """The first y is the int8/int16/uint8/bool start, the later ys are its float64 sums:
+    the stack is float64, as NumPy's stack of the ys (it was float32, which rounded every
+    later y)."""
+    xs = np.array([0.1, 1e-9, 2.0 / 3.0])
+    if np.ndim(start):
+        xs = np.stack([xs, 3 * xs], axis=1)
+    got, expected = RUNNING_SUMS(start, xs), running_sums(start, xs)
+    assert got.dtype == expected.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+
+
 # ------------------------------------------------------------------ plain Python semantics
 def test_plain_scan_stacks_pytree_outputs_and_visits_in_reverse():
     seen = []
