@@ -25,7 +25,7 @@ import gast
 import numpy as np
 
 from . import lax
-from .local_functions import defined_name, definition, instance
+from .local_functions import defined_name, definition, instance, module_function
 from .names import assigned_names
 from .syntax import (
     assign,
@@ -74,6 +74,13 @@ def _unused_local(stmt, lowering, node) -> bool:
     own = {id(sub) for sub in gast.walk(stmt)}
     return not any(isinstance(sub, gast.Name) and sub.id == local and id(sub) not in own
                    for sub in gast.walk(node))
+
+
+_FOREIGN_TUPLE = ("a tuple carry or operand passed to a function called from a "
+                  "transformer.lax call, defined in another module (or nested, or decorated)")
+_FOREIGN_TUPLE_HINT = ("define the step function in this module, write it as a lambda in "
+                       "the call, reading the tuple's items (`lambda i, c: (c[0] * x, "
+                       "c[1] + c[0])`), or carry a single array")
 
 
 class _Lowering(gast.NodeTransformer):
@@ -214,11 +221,10 @@ class _Lowering(gast.NodeTransformer):
                                     "cannot be resolved when the function is transformed",
                                     _HINT)
         if any(isinstance(a, tuple) for a in args):
-            raise self.origin.error(where, "a tuple carry or operand passed to a function "
-                                    "called from a transformer.lax call",
-                                    "write the callee as a lambda in the call, reading the "
-                                    "tuple's items (`lambda i, c: (c[0] * x, c[1] + c[0])`), "
-                                    "or carry a single array")
+            local = module_function(target, self.fn, self.origin, self.locals)
+            if local is None:
+                raise self.origin.error(where, _FOREIGN_TUPLE, _FOREIGN_TUPLE_HINT)
+            return self._inline_definition(local, callee, args, out)
         return self._at(call(copy.deepcopy(callee), *[self.value(a) for a in args]), where)
 
     def _inline(self, lam, args, out):
@@ -251,18 +257,23 @@ class _Lowering(gast.NodeTransformer):
                                     "this transformer.lax call", _HINT)
         return definition(stmt, self.origin)
 
-    def _returned(self, callee):
-        """The expression `callee` (a lambda or local function) returns; None if unknown."""
+    def _returned(self, callee, tupled: bool = False):
+        """The expression `callee` (a lambda or local function, or with `tupled`, a tuple
+        among its arguments, a module function inlined) returns; None if unknown."""
         if isinstance(callee, gast.Lambda):
             return callee.body
         if isinstance(callee, gast.Name) and callee.id in self.defined:
             return definition(self.defined[callee.id], self.origin).returned
-        return None
+        local = module_function(self.resolve(callee), self.fn, self.origin, self.locals) \
+            if tupled else None
+        return None if local is None else local.returned
 
     def _inline_local(self, callee, args, out):
+        return self._inline_definition(self._local(callee), callee, args, out)
+
+    def _inline_definition(self, local, callee, args, out):
         """A local function's statements appended to `out`, with fresh names for its own;
         its returned expression, lowered."""
-        local = self._local(callee)
         if len(args) > len(local.params) or \
                 len(args) < len(local.params) - len(local.defaults):
             raise self.origin.error(callee, f"{local.name} takes {len(local.params)} "
@@ -384,7 +395,7 @@ class _Lowering(gast.NodeTransformer):
         xs = None if isinstance(xs_expr, gast.Constant) and xs_expr.value is None else \
             self.hold(xs_expr, "xs", out)
         n = self._scan_length(node, b, xs, out)
-        returned = self._returned(b["f"])
+        returned = self._returned(b["f"], isinstance(carry, tuple) or isinstance(xs, tuple))
         y_body = returned.elts[1] if isinstance(returned, gast.Tuple) and \
             len(returned.elts) == 2 else None
 

@@ -6,6 +6,11 @@ what cannot be inlined: a `return` before the last statement, `global`/`nonlocal
 function defined inside it, a local read where it may not be assigned yet (Python would
 raise UnboundLocalError; a copy placed in a loop would read the last iteration's value).
 
+`module_function(target, caller, origin, caller_locals)` reads a function defined at the top
+level of the caller's own module the same way, for a lax call that hands it a tuple carry
+(`lax.scan(step, (h, c), xs)`, JAX's RNN idiom): its free names are the module's globals,
+which a copy placed in the caller reads alike unless the caller binds one of them itself.
+
 `instance(local, namer, kept)` is a copy of its statements and returned expression for
 one call: each name it binds (its parameters but those in `kept`, its assigned locals)
 gets a fresh name, so the copy can be placed among the enclosing function's statements;
@@ -16,6 +21,7 @@ for functions passed to lax calls, `transformer.pyforms` for direct calls).
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import NamedTuple
 
 import gast
@@ -71,6 +77,43 @@ def definition(stmt, origin) -> LocalFunction | None:
     defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
     local = LocalFunction(local_name, where, params, defaults, statements, returned)
     _check_assigned_before_read(local, origin)
+    return local
+
+
+def module_function(target, caller, origin, caller_locals) -> LocalFunction | None:
+    """`target` read as a local function of `caller` (a transformed function whose source
+    is at `origin`), or None when it is not a plain function defined at the top level of
+    the caller's module, in the same file. Refused, located, when the copy would read
+    another value than the call: `caller` binds a name the function reads from the
+    module."""
+    if not inspect.isfunction(target) or hasattr(target, "__wrapped__") or \
+            target.__globals__ is not caller.__globals__ or \
+            target.__qualname__ != target.__name__ or target.__code__.co_freevars:
+        return None
+    try:
+        if inspect.getsourcefile(target) != origin.filename:
+            return None
+        lines, first = inspect.getsourcelines(target.__code__)
+        module = gast.parse("".join(lines))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    stmt = module.body[0] if len(module.body) == 1 else None
+    if not isinstance(stmt, gast.FunctionDef) or stmt.name != target.__name__:
+        return None
+    for node in gast.walk(module):
+        if getattr(node, "lineno", None) is not None:
+            node.lineno += first - 1
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += first - 1
+    local = definition(stmt, origin)
+    free = {use.id for part in (*local.statements, local.returned)
+            for use in _reads(part)} - local.bound_in_body() - set(local.params)
+    shadowed = sorted(free & (set(caller_locals) | set(caller.__code__.co_freevars)))
+    if shadowed:
+        raise origin.error(stmt, f"{local.name} reads the module's {shadowed[0]!r}, which "
+                           f"the function calling it through a transformer.lax call "
+                           "binds too; the carry is a tuple, so the call is inlined there",
+                           f"rename {shadowed[0]!r} in one of the two functions")
     return local
 
 

@@ -41,3 +41,27 @@ def test_vmap_of_jvp_under_a_batched_branch_returns_a_tuple():
         for k in range(2):
             assert got[k].shape == (5,)
             np.testing.assert_allclose(got[k], [w[k] for w in want], rtol=1e-12)
+
+
+def rnn_cell(carry, x):
+    h, c = carry
+    h = np.tanh(h * 0.5 + x + c)
+    return (h, c + 0.1 * h), h
+
+
+def cell_twice(h0, x):
+    state = (h0, 0.25)
+    state, y = rnn_cell(state, x)
+    (h, c), y2 = rnn_cell(state, -x)
+    return y + y2 * h - c
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_vmap_of_a_helper_taking_a_tuple_of_batched_values(compiled):
+    # The batched helper took the tuple for one array with a batch axis (`carry[:, 0]`)
+    # and failed with AttributeError inside the generated code; such a call now runs the
+    # loop strategy, one example per row.
+    hs = np.array([0.3, -0.4, 1.2])
+    batched = vmap(cell_twice, in_axes=(0, None))
+    got = (jit(batched) if compiled else batched)(hs, 0.7)
+    np.testing.assert_allclose(got, [cell_twice(h, 0.7) for h in hs], rtol=1e-13)

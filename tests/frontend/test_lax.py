@@ -322,6 +322,14 @@ def step_pair(c, xi):
     return c, xi
 
 
+def test_tuple_carry_to_a_module_function_is_inlined():
+    """It was refused; a function of this module is now inlined like a local one (the
+    rest: tests/frontend/test_local_functions.py)."""
+    x = POINTS[0]
+    assert_gradient_close(grad(scan_state_to_function)(x),
+                          numerical_grad(scan_state_to_function, (x,)))
+
+
 def switch_branches_from_a_variable(x):
     branches = [np.sin, np.cos]
     return lax.switch(1, branches, x)
@@ -363,7 +371,6 @@ def wrong_arity(x):
 
 
 @pytest.mark.parametrize("f, message, hint", [
-    (scan_state_to_function, "tuple carry", "lambda"),
     (switch_branches_from_a_variable, "list or tuple written in the call", "lax.switch(i, ["),
     (while_condition_calls_lax, "`while` condition", "assign its result"),
     (local_callee, "cannot be resolved", "module level"),

@@ -172,10 +172,38 @@ def branches_inside_a_step(x):
     return c + np.sum(ys)
 
 
+# module-level step functions handed a tuple carry (JAX's RNN idiom): inlined like local
+# ones; their free names are the module's
+W_REC = 0.8
+
+
+def rnn_step(carry, xi):
+    h, c = carry
+    h = np.tanh(W_REC * h + xi + 0.1 * c)
+    c = c + h * h
+    return (h, c), (h, c * 0.5)
+
+
+def scan_module_step(x):
+    (h, c), (hs, cs) = lax.scan(rnn_step, (x[0], 0.0), x)     # the caller's own h and c
+    return c + np.sum(hs) + np.sum(cs * x) + h
+
+
+def shift_body(i, state):
+    a, b = state
+    return a * 0.5 + np.sin(b) * i, b + a * 0.1
+
+
+def fori_module_body(x):
+    a, b = lax.fori_loop(0, 3, shift_body, (x, x * 2.0))
+    return np.sum(a * b)
+
+
 PROGRAMS = [scan_tuple_carry, fori_carry_items, while_cond_and_body, cond_local_branches,
             scan_lambda_name, lax_inside_local, default_and_rebound_parameter,
             closure_reads_value_at_call, called_directly, directly_in_a_loop,
-            called_from_a_lambda_in_lax, used_by_lax_and_directly, branches_inside_a_step]
+            called_from_a_lambda_in_lax, used_by_lax_and_directly, branches_inside_a_step,
+            scan_module_step, fori_module_body]
 ids = [f.__name__ for f in PROGRAMS]
 
 
@@ -299,8 +327,10 @@ jax_modules = pytest.fixture(scope="module")(jax_with_x64)
 # JAX traces `body` once per function object and reuses that trace, so its second call in
 # closure_reads_value_at_call still sees the first `a` (Python and secant read the new one);
 # a Python `if` on a traced value (branches_inside_a_step) is a TracerBoolConversionError
+# (the module-level steps read this module's `np`, which no swap of `f`'s globals reaches)
 FOR_JAX = [f for f in PROGRAMS if f not in (closure_reads_value_at_call,
-                                            branches_inside_a_step)]
+                                            branches_inside_a_step, scan_module_step,
+                                            fori_module_body)]
 
 
 @pytest.mark.parametrize("f", FOR_JAX, ids=[f.__name__ for f in FOR_JAX])
@@ -441,6 +471,32 @@ def read_before_assigned_rewritten(x):
     return np.sum(lax.fori_loop(0, 3, body, x))
 
 
+def shadows_a_global_of_the_step(x):
+    W_REC = x[1]                  # rnn_step reads the module's W_REC, not this one
+    (h, c), ys = lax.scan(rnn_step, (x[0], 0.0), x)
+    return c * W_REC
+
+
+def shadows_a_global_of_the_step_rewritten(x):
+    w_rec = x[1]
+    (h, c), ys = lax.scan(rnn_step, (x[0], 0.0), x)
+    return c * w_rec
+
+
+# the same step with globals of its own, as a function from another module has
+foreign_step = types.FunctionType(rnn_step.__code__, dict(rnn_step.__globals__), "rnn_step")
+
+
+def step_from_another_module(x):
+    (h, c), ys = lax.scan(foreign_step, (x[0], 0.0), x)
+    return c
+
+
+def step_from_another_module_rewritten(x):
+    (h, c), ys = lax.scan(rnn_step, (x[0], 0.0), x)
+    return c
+
+
 @pytest.mark.every_case
 @pytest.mark.parametrize("f, rewritten, message, caret, hint", [
     (early_return, early_return_rewritten, "a `return` before the end", "return v * 2.0",
@@ -457,6 +513,12 @@ def read_before_assigned_rewritten(x):
      "body, x)", "at the top of the transformed function"),
     (read_before_assigned, read_before_assigned_rewritten, "'previous' may be read before "
      "it is assigned", "previous\n", "before the `if`"),
+    (shadows_a_global_of_the_step, shadows_a_global_of_the_step_rewritten,
+     "rnn_step reads the module's 'W_REC'", "def rnn_step", "rename 'W_REC'"),
+    (step_from_another_module, step_from_another_module_rewritten,
+     "a tuple carry or operand passed to a function called from a transformer.lax call, "
+     "defined in another module", "lax.scan(foreign_step", "define the step function in "
+     "this module"),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_refused_local_functions_are_located_and_their_hint_runs(f, rewritten, message,
                                                                  caret, hint):

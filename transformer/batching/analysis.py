@@ -11,6 +11,8 @@ Also the flags of the parameters, from `in_axes`.
 """
 from __future__ import annotations
 
+import collections
+
 from typing import Any
 
 import gast
@@ -332,17 +334,36 @@ def _callee_function(target) -> Function | None:
 
 
 def _output_structure(fn: Function):
-    """`(True,) * k` if every return of `fn` is a k-tuple literal, else `True`."""
+    """The flag of `fn`'s result: the structure of tuple literals every return shares,
+    nested (`return (h, c), y` is `((True, True), True)`), its leaves batched; `True`
+    when the returns differ or return something else. A returned name stands for the
+    structure its assignments share (`True` if one is not a plain `name = value`)."""
     prepared = prepare(fn)
     returns = [n for n in gast.walk(prepared.node) if isinstance(n, gast.Return)]
-    bound = {n.targets[0].id: n.value for n in gast.walk(prepared.node)
-             if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name)}
-    sizes = set()
-    for r in returns:
-        value = bound.get(r.value.id) if isinstance(r.value, gast.Name) else r.value
-        sizes.add(len(value.elts) if isinstance(value, gast.Tuple) else None)
-    if len(sizes) == 1 and None not in sizes:
-        return (True,) * sizes.pop()
+    stores = collections.Counter(n.id for n in gast.walk(prepared.node)
+                                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store))
+    assigned = collections.defaultdict(list)
+    for n in gast.walk(prepared.node):
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Name):
+            assigned[n.targets[0].id].append(n.value)
+
+    def structure(value, depth=0):
+        if depth > 20:
+            return True
+        if isinstance(value, gast.Name) and value.id in assigned and \
+                len(assigned[value.id]) == stores[value.id]:
+            return _shared({structure(v, depth + 1) for v in assigned[value.id]})
+        if isinstance(value, gast.Tuple):
+            return tuple(structure(e, depth + 1) for e in value.elts)
+        return True
+
+    return _shared({structure(r.value) if r.value is not None else None for r in returns})
+
+
+def _shared(shapes: set):
+    """The one tuple structure in `shapes`, else True."""
+    if len(shapes) == 1 and isinstance(next(iter(shapes)), tuple):
+        return next(iter(shapes))
     return True
 
 

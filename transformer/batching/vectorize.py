@@ -302,6 +302,10 @@ class _Vectorizer(_Emitter):
             return node, False
         callee = _callee_function(target)
         if callee is not None:
+            if any(not isinstance(f, bool) and any_batched(f) for f in flags):
+                # the batched callee would take the tuple for one array with a batch axis
+                raise NeedsLoop("a tuple, list or dict holding batched values is passed to "
+                                f"{callee.name}", stmt)
             return self.user_call(target, callee, node), self.flag(node)
         if target is None:
             raise NeedsLoop(f"the call `{expression_source(node)}` has batched arguments and "
