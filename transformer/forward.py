@@ -46,7 +46,8 @@ from . import basis, runtime, templates
 from .anf import anf
 from .callbacks import refuse_in_vjp_rule
 from .checkpoint_names import refuse_saved_stack
-from .aliases import write_through, written_alias_groups, written_params
+from .aliases import (write_through, written_alias_groups, written_params,
+                      written_params_of_source)
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
 from .forward_tidy import drop_unread
@@ -524,7 +525,8 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
-        written = written_params(function)
+        # of the source: `p *= k` on a parameter writes the caller's array too
+        written = written_params_of_source(function)
         if written and not hasattr(callee, "__secant_jvp__"):
             hint = f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and " \
                 "return the result"

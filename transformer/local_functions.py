@@ -42,6 +42,11 @@ class LocalFunction(NamedTuple):
         """Names the statements assign (comprehension variables are their own scope)."""
         return _stored(self.statements)
 
+    def free_names(self) -> set:
+        """Names it reads from where it is defined: neither parameters nor its own."""
+        return {use.id for part in (*self.statements, self.returned)
+                for use in _reads(part)} - self.bound_in_body() - set(self.params)
+
 
 def defined_name(stmt) -> str | None:
     """The name of the local function `stmt` defines, unchecked; None if it defines none."""
@@ -106,9 +111,7 @@ def module_function(target, caller, origin, caller_locals) -> LocalFunction | No
             if getattr(node, "end_lineno", None) is not None:
                 node.end_lineno += first - 1
     local = definition(stmt, origin)
-    free = {use.id for part in (*local.statements, local.returned)
-            for use in _reads(part)} - local.bound_in_body() - set(local.params)
-    shadowed = sorted(free & (set(caller_locals) | set(caller.__code__.co_freevars)))
+    shadowed = sorted(local.free_names() & (set(caller_locals) | set(caller.__code__.co_freevars)))
     if shadowed:
         raise origin.error(stmt, f"{local.name} reads the module's {shadowed[0]!r}, which "
                            f"the function calling it through a transformer.lax call "

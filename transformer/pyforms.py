@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
+import textwrap
 from typing import Callable
 
 import gast
 import numpy as np
+
+from codegen.backends import is_user_function
+from codegen.emit import expression_source
 
 from .function import Function, resolve
 from .local_functions import LocalFunction, definition, instance
@@ -423,6 +428,7 @@ class _CallsBefore(gast.NodeTransformer):
     def __init__(self, hoister, in_while_test):
         self.hoister, self.hoisted = hoister, []
         self.where = "a `while` condition" if in_while_test else None
+        self.done: list = []           # the other calls visited so far, in Python's order
 
     def _maybe(self, nodes, where):
         saved, self.where = self.where, self.where or where
@@ -443,7 +449,20 @@ class _CallsBefore(gast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         if not (isinstance(node.func, gast.Name) and node.func.id in self.hoister.locals):
+            self.done.append(node)
             return node
+        own = {id(sub) for sub in gast.walk(node)}
+        reads = self.hoister.locals[node.func.id].free_names() | _names(node)
+        earlier = [c for c in self.done if id(c) not in own and
+                   _may_write(self.hoister.fn, c) and _names(c) & reads]
+        if earlier:
+            # Python runs `earlier` first, and it is handed an array the local function
+            # reads; the hoisted statements would run before it
+            raise self.hoister.fn.origin.error(
+                node, f"local function {node.func.id!r} is called after "
+                f"`{expression_source(earlier[0])}` in the same statement, which may change "
+                "an array in place, and its statements run before the statement that holds "
+                "it", f"call `{expression_source(earlier[0])}` on a line of its own first")
         if self.where is not None:
             raise self.hoister.fn.origin.error(
                 node, f"a call of local function {node.func.id!r} in {self.where}, where it "
@@ -452,6 +471,52 @@ class _CallsBefore(gast.NodeTransformer):
         statements, result = self.hoister.expand(node)
         self.hoisted.extend(statements)
         return located(name(result), node)
+
+
+def _names(node) -> set:
+    return {sub.id for sub in gast.walk(node) if isinstance(sub, gast.Name)}
+
+
+def _may_write(fn: Function, call) -> bool:
+    """Whether `call` may change an array in place: a method of a value (`buf.fill(0.0)`),
+    a function held in a local name, an `out=` argument, or a user function whose source
+    writes (`_writes_in_place`)."""
+    if any(k.arg == "out" for k in call.keywords):
+        return True
+    target = resolve(fn, call.func, None)
+    return target is None or is_user_function(target) and _writes_in_place(target)
+
+
+_MUTATORS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield", "copyto",
+             "place", "putmask", "fill_diagonal", "at"}
+
+
+def _writes_in_place(target, depth: int = 0) -> bool:
+    """Whether user function `target`'s source (or a user function it calls by a global
+    name) may write into an array: an augmented assignment to a parameter, a store into
+    a subscript or attribute, an `out=` argument, or a method or NumPy function that
+    writes (`.fill`, `np.copyto`, `np.add.at`). True when the source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+    params = set(inspect.signature(target).parameters)
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.AugAssign) and (not isinstance(sub.target, ast.Name) or
+                                                sub.target.id in params):
+            return True
+        if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
+            return True
+        if isinstance(sub, ast.Call):
+            if any(k.arg == "out" for k in sub.keywords) or \
+                    isinstance(sub.func, ast.Attribute) and sub.func.attr in _MUTATORS:
+                return True
+            callee = target.__globals__.get(sub.func.id) if isinstance(sub.func, ast.Name) \
+                else None
+            if is_user_function(callee) and callee is not target and \
+                    (depth > 5 or _writes_in_place(callee, depth + 1)):
+                return True
+    return False
 
 
 # ---------------------------------------------------------------- local dicts

@@ -172,6 +172,23 @@ def branches_inside_a_step(x):
     return c + np.sum(ys)
 
 
+def squared_norm(v):
+    total = 0.0
+    for vi in v:
+        total += vi * vi          # a local accumulator: not a write into `v`
+    return total
+
+
+def helper_beside_local(x):
+    w = x * 2.0
+
+    def g(v):
+        t = np.tanh(v * w)
+        return np.sum(t)
+    return squared_norm(w) + g(x)     # a user helper handed `w`, which g reads, that
+    #                                   does not write it: g's statements may go first
+
+
 # module-level step functions handed a tuple carry (JAX's RNN idiom): inlined like local
 # ones; their free names are the module's
 W_REC = 0.8
@@ -203,7 +220,7 @@ PROGRAMS = [scan_tuple_carry, fori_carry_items, while_cond_and_body, cond_local_
             scan_lambda_name, lax_inside_local, default_and_rebound_parameter,
             closure_reads_value_at_call, called_directly, directly_in_a_loop,
             called_from_a_lambda_in_lax, used_by_lax_and_directly, branches_inside_a_step,
-            scan_module_step, fori_module_body]
+            scan_module_step, fori_module_body, helper_beside_local]
 ids = [f.__name__ for f in PROGRAMS]
 
 
@@ -481,6 +498,48 @@ def shadows_a_global_of_the_step_rewritten(x):
     w_rec = x[1]
     (h, c), ys = lax.scan(rnn_step, (x[0], 0.0), x)
     return c * w_rec
+
+
+def scale_in_place(buf, k):
+    buf *= k
+    return 0.0
+
+
+def written_before_the_call(x):
+    buf = x * 1.0
+
+    def total(v):
+        s = np.sum(buf)
+        return v * s
+    return np.sum(scale_in_place(buf, 3.0) + total(x))   # Python scales buf first
+
+
+def written_before_the_call_rewritten(x):
+    buf = x * 1.0
+
+    def total(v):
+        s = np.sum(buf)
+        return v * s
+    t = scale_in_place(buf, 3.0)
+    return np.sum(t + total(x))
+
+
+def test_a_local_call_after_a_write_in_its_statement_is_refused_and_its_hint_runs():
+    """`total`'s statements run before the statement holding its call; Python runs
+    `scale_in_place(buf, 3.0)`, which scales the `buf` total reads, first. jit gave
+    12.25 where Python gives 36.75. (grad refuses the rewrite: the helper writes into its
+    argument, tests/api/test_argument_writes.py.)"""
+    x = POINTS[0]
+    assert written_before_the_call(x) == pytest.approx(written_before_the_call_rewritten(x))
+    with pytest.raises(TransformError) as info:
+        vmap(written_before_the_call)(np.stack(POINTS))
+    error = info.value
+    assert "local function 'total' is called after `scale_in_place(buf, 3.0)`" in \
+        error.message
+    assert error.filename == __file__ and error.line[error.col:].startswith("total(x))")
+    assert "on a line of its own" in error.hint
+    np.testing.assert_allclose(vmap(written_before_the_call_rewritten)(np.stack(POINTS)),
+                               [written_before_the_call(x) for x in POINTS], rtol=1e-14)
 
 
 # the same step with globals of its own, as a function from another module has

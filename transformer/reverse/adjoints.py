@@ -20,6 +20,7 @@ import numpy as np
 from codegen import emit
 
 from .. import runtime
+from ..aliases import written_params_of_source
 from ..errors import TransformError
 from ..function import Function, resolve
 from ..callbacks import refuse_in_vjp_rule
@@ -409,14 +410,17 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
     """A callee's vjp runs its forward code again: writing into an argument would then
     write twice, so it is refused."""
     params = set(callee.params)
-    for sub in gast.walk(callee.node):
-        if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
-                isinstance(sub.value, gast.Name) and sub.value.id in params:
-            raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
-                                      f"{sub.value.id!r}; reverse mode cannot differentiate "
-                                      "a call that changes its arguments",
-                                      f"copy inside {callee.name} ({sub.value.id} = "
-                                      f"{sub.value.id}.copy()) and return the result")
+    written = [sub.value.id for sub in gast.walk(callee.node)
+               if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and
+               isinstance(sub.value, gast.Name) and sub.value.id in params]
+    # `p *= k` on a parameter, or a write through a name sharing its array
+    written += written_params_of_source(callee)
+    if written:
+        raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
+                                  f"{written[0]!r}; reverse mode cannot differentiate a call "
+                                  "that changes its arguments",
+                                  f"copy inside {callee.name} ({written[0]} = "
+                                  f"{written[0]}.copy()) and return the result")
 
 
 def _primal_params(obj) -> list:
