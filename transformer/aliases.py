@@ -41,9 +41,11 @@ def written_alias_groups(fn: Function, effects=(), call_writes=None) -> list[set
     return [g for g in groups.values() if len(g) > 1 and g & written]
 
 
-def _links(fn: Function):
+def _links(fn: Function, leave_out=None):
     returned_only = _returned_only(fn)
     for node in gast.walk(fn.node):
+        if node is leave_out:
+            continue
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             sources = view_sources(fn, node.value)
             # a tuple that is only returned (a jvp's `(y, dy)`) makes no name share its
@@ -150,3 +152,91 @@ def _rebound_first(fn: Function, param: str) -> bool:
                 isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id == param \
                 and param not in view_sources(fn, stmt.value)
     return False
+
+
+# what to write instead, formatted with the parameter and the function's name
+READ_AFTER_HINT = ("end {1} with `return {0}` and read its result where the array is read "
+                   "after the call (`x = {1}(x, ...)`), or copy inside {1} ({0} = {0}.copy())")
+
+
+def writes_read_by_caller(callee: Function, call, call_stmt, caller: Function) -> list[str]:
+    """The parameters `callee` writes in place (`written_params_of_source`: `p *= k`, or a
+    write through a name sharing `p`'s array) whose array the caller may read after
+    `call`, a Call in `call_stmt` of `caller`: the derivative of the write would not reach
+    those reads. An argument is safe when it is a temporary (not a name), or a name that
+    shares its array with no other name of the caller and is not read after the statement
+    (`p = wrap(p, box)`, then only `p`'s new value is read). A number rebinds rather than
+    writes, but its type is not known here, so it is counted as an array."""
+    written = written_params_of_source(callee)
+    if not written:
+        return []
+    bound = dict(zip(callee.params, call.args))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    shared = _sharing_names(caller, call_stmt)
+    read_after = []
+    for param in written:
+        arg = bound.get(param)
+        if arg is not None and not isinstance(arg, gast.Name):
+            continue                       # a temporary: nothing else holds its array
+        if isinstance(arg, gast.Name) and arg.id not in shared and \
+                not _read_after(caller, call_stmt, arg.id):
+            continue
+        read_after.append(param)
+    return read_after
+
+
+def _read_after(fn: Function, stmt, name: str) -> bool:
+    """Whether `fn` may read `name`'s array after statement `stmt` runs: in a later
+    statement, in `stmt` itself outside its call, or anywhere in a loop holding `stmt`;
+    never when `stmt` rebinds `name`."""
+    order: list = []                # (statement, the loops holding it), in program order
+
+    def visit(stmts, loops):
+        for s in stmts:
+            order.append((s, loops))
+            inner = loops + (s,) if isinstance(s, (gast.For, gast.While)) else loops
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(s, field, None)
+                if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                    visit(block, inner)
+
+    def reads(node) -> bool:
+        return any(isinstance(n, gast.Name) and n.id == name and
+                   isinstance(n.ctx, gast.Load) for n in gast.walk(node))
+
+    visit(fn.node.body, ())
+    # `stmt`, or the statement of `fn` it was copied from (holding the same value)
+    value = getattr(stmt, "value", None)
+    index = next((i for i, (s, _) in enumerate(order) if s is stmt or
+                  value is not None and getattr(s, "value", None) is value), None)
+    if index is None:
+        return True
+    stmt = order[index][0]
+    if any(isinstance(t, gast.Name) and t.id == name for t in getattr(stmt, "targets", ())):
+        return False                 # `p = wrap(p, box)`: later reads see the result
+    loops = order[index][1]
+    if loops and reads(loops[0]):
+        return True
+    value = getattr(stmt, "value", None)
+    if value is not None and not isinstance(value, gast.Call) and reads(value):
+        return True                  # `wrap(p) + p`: the second read comes after the call
+    return any(reads(s) for s, _ in order[index + 1:])
+
+
+def _sharing_names(fn: Function, leave_out) -> set[str]:
+    """The names of `fn` that may share an array with another name (`q = p`, a view),
+    links made by statement `leave_out` aside."""
+    parent: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        while parent.setdefault(n, n) != n:
+            n = parent[n]
+        return n
+
+    for target, sources in _links(fn, leave_out):
+        for source in sources:
+            parent[find(source)] = find(target)
+    sizes: dict[str, int] = {}
+    for n in list(parent):
+        sizes[find(n)] = sizes.get(find(n), 0) + 1
+    return {n for n in parent if sizes[find(n)] > 1}

@@ -46,8 +46,8 @@ from . import basis, runtime, templates
 from .anf import anf
 from .callbacks import refuse_in_vjp_rule
 from .checkpoint_names import refuse_saved_stack
-from .aliases import (write_through, written_alias_groups, written_params,
-                      written_params_of_source)
+from .aliases import (READ_AFTER_HINT, write_through, writes_read_by_caller,
+                      written_alias_groups, written_params)
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
 from .forward_tidy import drop_unread
@@ -525,11 +525,13 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
-        # of the source: `p *= k` on a parameter writes the caller's array too
-        written = written_params_of_source(function)
+        written = written_params(function)
+        hint = f"copy inside {function.name} ({{0}} = {{0}}.copy()) and return the result"
+        if not written:                                                  # `p *= k`
+            written = writes_read_by_caller(function, value, stmt, self.fn)
+            hint = READ_AFTER_HINT.format("{0}", function.name)
         if written and not hasattr(callee, "__secant_jvp__"):
-            hint = f"copy inside {function.name} ({written[0]} = {written[0]}.copy()) and " \
-                "return the result"
+            hint = hint.format(written[0])
             if function.name.startswith("vjp_"):
                 # reverse mode's vjp of a helper that fills an array (forward over reverse)
                 hint = "take this second derivative forward over forward, jacfwd(jacfwd(f)), " \

@@ -174,3 +174,33 @@ def test_a_helper_scaling_its_argument_in_place_is_refused_and_its_hint_runs(tra
     assert info.value.filename == __file__ and "buf = buf.copy()" in info.value.hint
     np.testing.assert_allclose(transform(scaled_then_read_rewritten)(x),
                                numerical_grad(scaled_then_read, (x,)), rtol=1e-6)
+
+
+def wrap_into_box(pos, box):
+    pos -= box * np.floor(pos / box)
+    return pos
+
+
+def energy_of_wrapped(x):
+    p = x * 1.0
+    p = wrap_into_box(p, 2.0)         # the written array is read only through the result
+    return np.sum(np.sin(p) * p)
+
+
+def energy_reading_the_argument_again(x):
+    p = x * 1.0
+    q = wrap_into_box(p, 2.0)
+    return np.sum(np.sin(p) * q)      # `p` is the wrapped array too
+
+
+@pytest.mark.parametrize("transform", [grad, jacfwd])
+def test_a_helper_writing_its_argument_differentiates_when_only_its_result_is_read(
+        transform):
+    x = np.array([0.3, 2.5, -0.7])
+    np.testing.assert_allclose(transform(energy_of_wrapped)(x),
+                               numerical_grad(energy_of_wrapped, (x,)), rtol=1e-6)
+    with pytest.raises(TransformError, match="wrap_into_box writes into its argument") as info:
+        transform(energy_reading_the_argument_again)(x)
+    assert "return pos" in info.value.hint
+    # the hint: read the result where the array is read after the call
+    assert energy_reading_the_argument_again(x) == pytest.approx(energy_of_wrapped(x))

@@ -20,7 +20,7 @@ import numpy as np
 from codegen import emit
 
 from .. import runtime
-from ..aliases import written_params_of_source
+from ..aliases import READ_AFTER_HINT, writes_read_by_caller
 from ..errors import TransformError
 from ..function import Function, resolve
 from ..callbacks import refuse_in_vjp_rule
@@ -408,19 +408,21 @@ def _without_effects(fn: Function) -> Function:
 
 def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> None:
     """A callee's vjp runs its forward code again: writing into an argument would then
-    write twice, so it is refused."""
+    write twice, so it is refused; so is `p *= k` on an argument the caller reads again
+    (`aliases.writes_read_by_caller`): the write's derivative would not reach those reads."""
     params = set(callee.params)
     written = [sub.value.id for sub in gast.walk(callee.node)
                if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and
                isinstance(sub.value, gast.Name) and sub.value.id in params]
-    # `p *= k` on a parameter, or a write through a name sharing its array
-    written += written_params_of_source(callee)
+    hint = f"copy inside {callee.name} ({{0}} = {{0}}.copy()) and return the result"
+    call = next((n for n in gast.walk(call_stmt) if isinstance(n, gast.Call)), None)
+    if not written and call is not None:
+        written = writes_read_by_caller(callee, call, call_stmt, caller)
+        hint = READ_AFTER_HINT.format("{0}", callee.name)
     if written:
         raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
                                   f"{written[0]!r}; reverse mode cannot differentiate a call "
-                                  "that changes its arguments",
-                                  f"copy inside {callee.name} ({written[0]} = "
-                                  f"{written[0]}.copy()) and return the result")
+                                  "that changes its arguments", hint.format(written[0]))
 
 
 def _primal_params(obj) -> list:
