@@ -8,7 +8,7 @@ import importlib as _importlib
 
 from .collector import paused as _paused
 
-with _paused():     # see transformer.collector: a fifth of the import's time otherwise
+with _paused(keep=True):     # see transformer.collector
     from .primitives.catalog import primitives  # first: fills the primitive registry
     from . import test_util, tree_util
     from . import lax
