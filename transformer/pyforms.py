@@ -493,14 +493,18 @@ _MUTATORS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield"
 
 def _writes_in_place(target, depth: int = 0) -> bool:
     """Whether user function `target`'s source (or a user function it calls by a global
-    name) may write into an array: an augmented assignment to a parameter, a store into
-    a subscript or attribute, an `out=` argument, or a method or NumPy function that
-    writes (`.fill`, `np.copyto`, `np.add.at`). True when the source cannot be read."""
+    name) may write into an array: an augmented assignment to a parameter (or to a name
+    bound to one, `z = p; z += v`), a store into a subscript or attribute, an `out=`
+    argument, or a method or NumPy function that writes (`.fill`, `np.copyto`,
+    `np.add.at`). True when the source cannot be read."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
     except (OSError, TypeError, SyntaxError):
         return True
     params = set(inspect.signature(target).parameters)
+    params |= {t.id for sub in ast.walk(tree) if isinstance(sub, ast.Assign) and      # z = p
+               isinstance(sub.value, ast.Name) and sub.value.id in params
+               for t in sub.targets if isinstance(t, ast.Name)}
     for sub in ast.walk(tree):
         if isinstance(sub, ast.AugAssign) and (not isinstance(sub.target, ast.Name) or
                                                 sub.target.id in params):

@@ -524,6 +524,27 @@ def written_before_the_call_rewritten(x):
     return np.sum(t + total(x))
 
 
+def bump_through_a_name(buf):
+    z = buf
+    z += 1.0                      # writes the caller's array through `z`
+    return 0.0
+
+
+def bumped_before_the_call(x):
+    buf = x * 1.0
+
+    def total(v):
+        s = np.sum(buf)
+        return v * s
+    return np.sum(bump_through_a_name(buf) + total(x))
+
+
+def test_a_write_through_a_helpers_local_name_counts_as_a_write():
+    x = POINTS[0]
+    with pytest.raises(TransformError, match="called after `bump_through_a_name"):
+        jit(bumped_before_the_call)(x)
+
+
 def test_a_local_call_after_a_write_in_its_statement_is_refused_and_its_hint_runs():
     """`total`'s statements run before the statement holding its call; Python runs
     `scale_in_place(buf, 3.0)`, which scales the `buf` total reads, first. jit gave
