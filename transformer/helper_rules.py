@@ -17,6 +17,7 @@ from . import basis, reverse, tape
 from .primitives.families import RULE_GLOBALS
 from .primitives.per_example import linear_form, register_grad_right
 from .syntax import const
+from .runtime.batching import align, align_batched
 from .runtime.examples import unbroadcast_examples
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -63,6 +64,11 @@ linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
+
+# vmap's operand alignment, linear in `x` (its own rules: rules/batching.py), recorded so
+# that its per-example form, `align_each` of a vmap inside a vmap, has rules too
+for _align in (align, align_batched):
+    linear_form(_align, "x, ref", "reshape_like(G, x)")
 
 
 # `z += v` on a name that may share its array: forward mode carries the tangent of the

@@ -86,6 +86,13 @@ class Adjoints(Classify, abc.ABC):
         refuse_in_vjp_rule(self.fn, stmt, prim.key)
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
+        if getattr(prim.key, "__secant_rebuild__", None) is not None:
+            # a runtime helper of vmap applied example by example: a vmap inside a vmap
+            raise self.fn.origin.error(stmt, f"no adjoint rule for {what}, which a vmap "
+                                       "inside a vmap makes of this line",
+                                       "give the outer vmap method='loop' (vmap(vmap(f, "
+                                       "...), ..., method='loop')), or write the inner map "
+                                       "with broadcasting (x[:, None] - x[None, :])")
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
