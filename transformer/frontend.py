@@ -31,6 +31,7 @@ from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin
 from .inline_transforms import bind_callees
+from .lambda_source import lambdas_of
 from .lax_lowering import lower_lax_calls
 from .names import Namer, assigned_names, free_names, loaded_names
 
@@ -160,8 +161,7 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
     try:
         module = gast.parse(dedented)
     except SyntaxError:
-        # a lambda inside a larger expression spanning lines: parse the statement's line
-        module = gast.parse(_wrap_fragment(dedented))
+        module = _fragment(dedented, fn.__code__.co_name == "<lambda>")
     _shift_positions(module, first - 1, indent)
     # the code's name: a wrapper made by functools.wraps carries the wrapped one's __name__
     code_name = fn.__code__.co_name
@@ -175,6 +175,18 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
                                "transform a plain (non-async) function")
     raise TransformError(f"could not find the definition of {code_name} in its source",
                          filename=origin.filename, lineno=first, col=0)
+
+
+def _fragment(text: str, is_lambda: bool) -> gast.Module:
+    """The module of source `text` that does not parse as it is: a lambda inside a larger
+    expression spanning lines parses in parentheses; one in a compound statement's header
+    (`for f in [lambda x: x * x]:`) or in a cut-off expression is cut out by its tokens."""
+    try:
+        return gast.parse(_wrap_fragment(text))
+    except SyntaxError:
+        if not is_lambda:
+            raise
+    return lambdas_of(text)
 
 
 def _wrap_fragment(text: str) -> str:
