@@ -52,6 +52,7 @@ from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
 from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
+from .function_arguments import refuse_parameter_call
 from .names import Namer, assigned_names
 from .primitives import registry
 from .runtime import tapes
@@ -472,6 +473,8 @@ class _Forward:
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except templates.MissingRule as exc:
             refuse_in_vjp_rule(self.fn, stmt, key)
+            if isinstance(value, gast.Call):
+                refuse_parameter_call(self.fn, stmt, value.func)
             raise self.fn.origin.error(stmt, f"cannot differentiate this (forward mode): {exc}",
                                        exc.hint or "register a rule with transformer."
                                        "templates.tangent, or wrap it in a function with "

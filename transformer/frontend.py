@@ -17,6 +17,7 @@ import builtins
 import copy
 import functools
 import inspect
+import sys
 import textwrap
 import types
 
@@ -30,8 +31,10 @@ from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin
+from .function_arguments import bind_function_arguments
 from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
+from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
 from .names import Namer, assigned_names, free_names, loaded_names
 
@@ -60,6 +63,8 @@ def unwrap(obj):
 
 def parse(fn) -> Function:
     """The Function for Python callable `fn`; TransformError if it has no Python source."""
+    if is_library_primitive(fn):           # grad(np.tanh): through a one-line wrapper
+        fn = wrapper_for(fn)
     fn = unwrap(fn)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
@@ -69,7 +74,8 @@ def parse(fn) -> Function:
             hint="transform a module-level function and pass the object's arrays (or a "
                  "dataclass or dict of them, a pytree) as arguments")
     if not inspect.isfunction(fn):
-        if hasattr(fn, "__wrapped__"):
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        if hasattr(fn, "__wrapped__") and not (module and is_library_module(module)):
             raise _opaque_wrapper(fn)
         raise TransformError(
             f"cannot transform {fn!r}: it is not a Python function with source code",
@@ -117,6 +123,7 @@ def parse(fn) -> Function:
     env = _resolve_env(fn, node, origin, extra, bindings)
     # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
     env = bind_callees(node, env, origin, namer)
+    env = bind_function_arguments(node, env, namer, parse)
     env = lower_checkpoint_loops(node, env, origin, namer, getattr(fn, "__module__", ""))
     freshness.note(bindings)
     return Function(node, env, origin)

@@ -48,6 +48,7 @@ from .display import ShowsSource, SourceCode
 from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, positional_parameters, signature
+from .function_arguments import is_function
 from .index_checks import with_source_line
 from .runtime.tapes import located_message
 from .numba_dtypes import refuse_argument_dtypes, refuse_numba_dtypes
@@ -202,11 +203,8 @@ class Jitted(ShowsSource):
 
     # ------------------------------------------------------------------ protocol
     def __secant_function__(self) -> Function:
-        if self.static_names:
-            raise TransformError(f"{self.__name__} has static arguments "
-                                 f"{sorted(self.static_names)} and cannot be transformed or "
-                                 "called from compiled code as a whole",
-                                 hint="transform the undecorated function instead")
+        # called from a transformed function, a static argument is an ordinary one: the
+        # caller's own transformation (or jit) specializes the whole program
         return self.base_function
 
     @property
@@ -288,7 +286,8 @@ class Jitted(ShowsSource):
             spec_key, dynamic, layouts, static = self._bind(args, kwargs)
             compiled, hidden = self._lookup(spec_key)
         if compiled is None and self.options.backend != "python":
-            names = [n for n in self.signature.parameters if n not in self.static_names]
+            names = [n for n in self.signature.parameters
+                     if n not in self.static_names and n not in static]
             refuse_argument_dtypes(self._binding_function, self.__name__, names, dynamic)
         return spec_key, dynamic, layouts, static, compiled, hidden
 
@@ -368,7 +367,10 @@ class Jitted(ShowsSource):
         values = self._binder(*args, **kwargs)      # Python's binding, defaults filled in
         static, dynamic, layouts = {}, [], []
         for name, value in zip(self._binding_function.params, values):
-            if name in self.static_names:
+            # a function argument is static without being declared so: compiled code
+            # cannot take one, and each function is its own specialization (jax.jit
+            # needs static_argnums for it)
+            if name in self.static_names or is_function(value):
                 try:
                     hash(value)
                 except TypeError:
@@ -625,7 +627,8 @@ def _then(first, second):
 def _all_leaves(args) -> bool:
     if all(type(a) in _PLAIN_TYPES for a in args):
         return True
-    return not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) for a in args)
+    return not any(isinstance(a, (dict, list, tuple)) or _is_dataclass(a) or is_function(a)
+                   for a in args)
 
 
 def _is_dataclass(value) -> bool:

@@ -23,6 +23,7 @@ from .. import runtime
 from ..aliases import READ_AFTER_HINT, writes_read_by_caller
 from ..errors import TransformError
 from ..function import Function, resolve
+from ..function_arguments import refuse_parameter_call
 from ..callbacks import refuse_in_vjp_rule
 from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
@@ -84,6 +85,7 @@ class Adjoints(Classify, abc.ABC):
         if prim.kind in ("tuple", "none", "item"):
             return []
         refuse_in_vjp_rule(self.fn, stmt, prim.key)
+        refuse_parameter_call(self.fn, stmt, prim.key)
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
         if getattr(prim.key, "__secant_rebuild__", None) is not None:

@@ -1,0 +1,127 @@
+"""Functions handed to functions, as JAX users write them: a helper called with a NumPy or
+module function (`apply(np.sin, x)`), an activation as a default (`def layer(x,
+act=np.tanh)`), a function handed down through two helpers; `jit` of a function called
+with a function (static without static_argnums); a `jit(..., static_argnums=...)` function
+called inside a transformation.
+
+Oracles: central differences of the plain Python function, NumPy, and the analytic
+derivative.
+"""
+import numpy as np
+import pytest
+
+from transformer import TransformError, grad, hessian, jacfwd, jit, jvp, vmap
+from transformer.test_util import numerical_grad
+
+X = np.array([0.3, -0.7, 1.1, 2.0])
+
+
+def square(v):
+    return v * v
+
+
+def apply(fn, x):
+    return np.sum(fn(x))
+
+
+def layer(x, act=np.tanh):
+    return np.sum(act(x) * x)
+
+
+def twice(x, fn):
+    return apply(fn, x) + apply(fn, 2.0 * x)      # the function handed down
+
+
+def handed(x):
+    return apply(np.sin, x) + apply(square, x) + layer(x) + layer(x, act=np.exp) + \
+        twice(x, np.cos)
+
+
+def handed_grad(x):
+    return np.cos(x) + 2 * x + (1 - np.tanh(x) ** 2) * x + np.tanh(x) + \
+        np.exp(x) * x + np.exp(x) - np.sin(x) - 2 * np.sin(2 * x)
+
+
+def test_grad_of_helpers_handed_functions_matches_analytic_and_differences():
+    got = grad(handed)(X)
+    assert np.allclose(got, handed_grad(X))
+    assert np.allclose(got, numerical_grad(handed, (X,)), atol=1e-6)
+
+
+def small(x):
+    return apply(np.sin, x) + layer(x)
+
+
+@pytest.mark.parametrize("transform", ["jvp", "vmap", "hessian"])
+def test_helpers_handed_functions_under_each_transformation(transform):
+    if transform == "jvp":
+        t = np.array([1.0, 0.5, -2.0, 0.25])
+        assert np.allclose(jvp(handed, (X,), (t,))[1], handed_grad(X) @ t)
+    elif transform == "vmap":
+        xs = np.stack([X, 2 * X, -X])
+        assert np.allclose(vmap(handed)(xs), [handed(x) for x in xs])
+    else:
+        def small_grad(v):
+            return np.cos(v) + (1 - np.tanh(v) ** 2) * v + np.tanh(v)
+        rows = [numerical_grad(lambda v, k=k: small_grad(v)[k], (X,)) for k in range(len(X))]
+        assert np.allclose(hessian(small)(X), np.array(rows), atol=1e-5)
+
+
+def test_each_function_is_its_own_specialization():
+    """Two calls of one helper with two functions: each calls its own (no mix-up), also
+    compiled."""
+    def both(x):
+        return apply(np.sin, x) * apply(np.cos, x)
+    want = np.cos(X) * np.sum(np.cos(X)) - np.sin(X) * np.sum(np.sin(X))
+    assert np.allclose(grad(both)(X), want)
+    assert np.allclose(jit(grad(both))(X), want)
+
+
+def test_calling_a_parameter_under_grad_is_refused_with_a_hint_that_works():
+    with pytest.raises(TransformError) as caught:
+        grad(layer)(X)
+    err = caught.value
+    assert err.filename.endswith("test_function_arguments.py") and "act" in err.message
+    assert "grad(lambda x: layer(x, np.tanh))" in err.hint
+    with pytest.raises(TransformError, match="calls its parameter 'act'"):
+        jacfwd(layer)(X)
+    followed = grad(lambda x: layer(x, np.tanh))(X)
+    assert np.allclose(followed, (1 - np.tanh(X) ** 2) * X + np.tanh(X))
+
+
+def test_jit_takes_a_function_argument_as_static():
+    jitted = jit(layer)
+    assert np.isclose(jitted(X), layer(X))                    # the default
+    assert np.isclose(jitted(X, np.sin), layer(X, np.sin))    # positional
+    assert np.isclose(jitted(X, act=square), layer(X, square))
+    assert np.isclose(jitted(X), layer(X))
+    assert jitted._misses == 3                                # one per function
+
+
+def power(x, n):
+    out = np.ones_like(x)
+    for _ in range(n):
+        out = out * x
+    return out
+
+
+power_jit = jit(power, static_argnums=1)
+
+
+def act_of(x, kind):
+    if kind == "tanh":
+        return np.tanh(x)
+    return np.maximum(x, 0.0)
+
+
+act_jit = jit(act_of, static_argnames="kind")
+
+
+def test_jit_with_static_arguments_called_inside_transformations():
+    assert np.allclose(grad(lambda x: np.sum(power_jit(x, 3)))(X), 3 * X ** 2)
+    assert np.allclose(jit(grad(lambda x: np.sum(power_jit(x, 3))))(X), 3 * X ** 2)
+    assert np.isclose(jit(lambda x: np.sum(power_jit(x, 2)))(X), np.sum(X ** 2))
+    assert np.allclose(vmap(lambda x: power_jit(x, 2))(np.stack([X, X])), [X ** 2] * 2)
+    assert np.allclose(grad(lambda x: np.sum(act_jit(x, kind="tanh")))(X),
+                       1 - np.tanh(X) ** 2)
+    assert np.isclose(grad(power_jit)(2.0, 3), 12.0)
