@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from transformer import grad, vmap
 from transformer.aliases import written_params_of_source, writes_into_arguments
 from transformer.frontend import parse
 
@@ -65,6 +66,12 @@ def fill_through_a_row(p, q):
     return np.sum(q)
 
 
+def writes_the_real_part(p, q):
+    re = p.real
+    re[0] += 0.5
+    return np.sum(q)
+
+
 def scale_first(a, k):
     a *= k
     return 0.0
@@ -109,7 +116,7 @@ def calls_a_writer_on_a_temporary(p, q):
 
 
 HELPERS = [fill_method, sort_method, put_method, copyto, out_keyword, ufunc_at, numpy_put,
-           putmask, fill_diagonal, fill_through_a_row, calls_a_writer,
+           putmask, fill_diagonal, fill_through_a_row, writes_the_real_part, calls_a_writer,
            calls_a_writer_by_keyword, calls_a_writer_through_a_name, writes_a_copy,
            sorts_a_new_array, counts_down, calls_a_writer_on_a_temporary]
 
@@ -135,3 +142,20 @@ def test_a_function_without_source_may_write_into_its_arguments():
     exec_scope: dict = {}
     exec("def doubles(v):\n    return v * 2.0\n", exec_scope)
     assert writes_into_arguments(exec_scope["doubles"])
+
+
+def bumps_a_copy_through_its_real_part(x):
+    q = x * 1.0
+    z = q.real                # a view: `+=` writes q
+    z += 1.0
+    return np.sum(q * x)
+
+
+def test_an_update_through_a_real_view_writes_the_array_it_views():
+    xs = np.array([[0.3, 0.5], [0.6, 0.1]])
+    np.testing.assert_allclose(vmap(bumps_a_copy_through_its_real_part)(xs),
+                               [bumps_a_copy_through_its_real_part(x) for x in xs],
+                               rtol=1e-14)
+    with pytest.raises(ValueError, match="'q' shares its array with 'z'") as info:
+        grad(bumps_a_copy_through_its_real_part)(xs[0])      # located, with a hint
+    assert f"{__file__}:" in str(info.value) and "copy()" in str(info.value)
