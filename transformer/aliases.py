@@ -11,10 +11,18 @@ groups to treat every member alike, or to refuse.
 """
 from __future__ import annotations
 
-import gast
+import types
 
+import gast
+import numpy as np
+
+from codegen.backends import is_user_function
+
+from . import pyforms
 from .anf import anf
 from .desugar import desugar, view_sources
+from .errors import TransformError
+from .frontend import parse
 from .function import Function, resolve
 from .param_updates import updates_in_place
 from .runtime import update_in_place
@@ -84,9 +92,9 @@ def _writes_of(fn: Function, node, effects, call_writes) -> set[str]:
     """The names one node (a subscript assignment, a call) writes in place through."""
     if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript):
         return view_sources(fn, node.targets[0].value)
-    if isinstance(node, gast.Call) and node.args:
+    if isinstance(node, gast.Call):
         func = resolve(fn, node.func, None)
-        if func is update_in_place or any(func is e for e in effects):
+        if node.args and (func is update_in_place or any(func is e for e in effects)):
             return view_sources(fn, node.args[0])
         if call_writes is not None:
             return call_writes(node)
@@ -119,10 +127,80 @@ def written_params(fn: Function, effects=(), call_writes=None) -> list[str]:
     return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
 
 
-def written_params_of_source(fn: Function) -> list[str]:
+def written_params_of_source(fn: Function, seen: frozenset = frozenset()) -> list[str]:
     """`written_params` of a Function as parsed, not yet normalized: its augmented
-    assignments (`z = p; z += v`) become the in-place updates the analysis sees."""
-    return written_params(anf(desugar(updates_in_place(fn))))
+    assignments (`z = p; z += v`) become the in-place updates the analysis sees, and so do
+    NumPy's writes (`np.copyto(p, v)`, `out=p`, `np.add.at(p, i, v)`), those of array
+    methods (`p.fill(v)`) and those of the user functions it calls (`seen`: the functions
+    whose analysis holds this one, a recursive call's writes are found there)."""
+    prepared = anf(desugar(updates_in_place(fn)))
+    return written_params(prepared, _WRITING_FUNCTIONS,
+                          _source_call_writes(prepared, seen | {fn.origin.describe()}))
+
+
+# NumPy functions that write into their first argument, and array methods that write into
+# the array they are called on
+_WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
+_WRITING_METHODS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield"}
+
+
+def _source_call_writes(fn: Function, seen: frozenset):
+    """`call_writes` for `written_params_of_source`: the names a call writes into through
+    an `out=` argument, a writing method, a ufunc's `.at`, or a user function's parameter
+    (every array argument of one whose source cannot be read)."""
+    def writes(node: gast.Call) -> set:
+        written = set().union(*(view_sources(fn, k.value) for k in node.keywords
+                                if k.arg == "out"))
+        func = node.func
+        if isinstance(func, gast.Attribute):
+            owner = resolve(fn, func.value, None)
+            if func.attr in _WRITING_METHODS and not isinstance(owner, types.ModuleType):
+                written |= view_sources(fn, func.value)
+            elif func.attr == "at" and isinstance(owner, np.ufunc) and node.args:
+                written |= view_sources(fn, node.args[0])
+        target = resolve(fn, func, None)
+        if is_user_function(target):
+            written |= _arguments_written(fn, node, target, seen)
+        return written
+    return writes
+
+
+def _arguments_written(fn: Function, node: gast.Call, target, seen: frozenset) -> set:
+    """The names of `fn` that call `node` of user function `target` passes to parameters
+    `target` writes in place."""
+    arguments = node.args + [k.value for k in node.keywords]
+    try:
+        callee = parse(target)
+    except TransformError:                  # no source to read: it may write any of them
+        callee = None
+    if callee is None or any(isinstance(a, gast.Starred) for a in node.args) or \
+            any(k.arg is None for k in node.keywords):
+        return set().union(*(view_sources(fn, a) for a in arguments))
+    if callee.origin.describe() in seen:
+        return set()
+    written = set(written_params_of_source(callee, seen))
+    return set().union(*(view_sources(fn, a) for p, a in _bound(callee, node).items()
+                         if p in written))
+
+
+def _bound(callee: Function, call: gast.Call) -> dict:
+    """Parameter of `callee` -> the expression `call` passes it (`**kwargs` aside)."""
+    bound = dict(zip(callee.params, call.args))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    return bound
+
+
+def writes_into_arguments(target) -> bool:
+    """Whether a call of user function `target` may write into an array passed to it:
+    a parameter it writes in place (`written_params_of_source`), or a source that cannot
+    be read."""
+    try:
+        return bool(written_params_of_source(parse(target)))
+    except TransformError:
+        return True
+
+
+pyforms.ARGUMENT_WRITES.append(writes_into_arguments)
 
 
 def written_names(fn: Function, effects=(), call_writes=None) -> set[str]:
@@ -170,8 +248,7 @@ def writes_read_by_caller(callee: Function, call, call_stmt, caller: Function) -
     written = written_params_of_source(callee)
     if not written:
         return []
-    bound = dict(zip(callee.params, call.args))
-    bound.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    bound = _bound(callee, call)
     shared = _sharing_names(caller, call_stmt)
     read_after = []
     for param in written:

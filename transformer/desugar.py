@@ -85,6 +85,10 @@ _VIEW_FUNCTIONS = (update_in_place, np.transpose, np.reshape, np.ravel, np.asarr
                    np.atleast_2d, np.atleast_3d)
 
 
+# attributes of an array that are views of it (`.T` is `np.transpose` by now)
+_VIEW_ATTRIBUTES = ("real", "imag", "flat")
+
+
 def shared_names(fn: Function, node) -> set:
     """Names that may hold the same array as another name: one bound to another name,
     to an item or slice of it, to a view of it (`_VIEW_FUNCTIONS`), or to a row of a
@@ -117,7 +121,8 @@ def view_sources(fn: Function, value) -> set:
     """Names whose array the value of expression `value` may share."""
     if isinstance(value, gast.Name):
         return {value.id}
-    if isinstance(value, gast.Subscript):
+    if isinstance(value, gast.Subscript) or isinstance(value, gast.Attribute) and \
+            value.attr in _VIEW_ATTRIBUTES and resolve(fn, value, None) is None:
         return view_sources(fn, value.value)
     if isinstance(value, (gast.Tuple, gast.List)):
         return set().union(*(view_sources(fn, e) for e in value.elts))

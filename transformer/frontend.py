@@ -37,6 +37,7 @@ from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
 from .names import Namer, assigned_names, free_names, loaded_names
+from .syntax import shift_positions
 
 # wrappers that return exactly what the function under them returns
 _TRANSPARENT = tuple(t for t in (getattr(functools, "_lru_cache_wrapper", None),)
@@ -169,7 +170,7 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
         module = gast.parse(dedented)
     except SyntaxError:
         module = _fragment(dedented, fn.__code__.co_name == "<lambda>")
-    _shift_positions(module, first - 1, indent)
+    shift_positions(module, first - 1, indent)
     # the code's name: a wrapper made by functools.wraps carries the wrapped one's __name__
     code_name = fn.__code__.co_name
     if code_name == "<lambda>":
@@ -203,18 +204,6 @@ def _wrap_fragment(text: str) -> str:
 def _common_indent(text: str) -> int:
     widths = [len(line) - len(line.lstrip()) for line in text.splitlines() if line.strip()]
     return min(widths) if widths else 0
-
-
-def _shift_positions(tree, line_offset: int, col_offset: int) -> None:
-    for node in gast.walk(tree):
-        if hasattr(node, "lineno") and node.lineno is not None:
-            node.lineno += line_offset
-            if getattr(node, "end_lineno", None) is not None:
-                node.end_lineno += line_offset
-        if hasattr(node, "col_offset") and node.col_offset is not None:
-            node.col_offset += col_offset
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset += col_offset
 
 
 def _lambda_node(fn, module, origin) -> gast.FunctionDef:

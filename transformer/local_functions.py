@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import gast
 
+from .syntax import shift_positions
+
 _NESTED = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 _SCOPES = (gast.Lambda, gast.ListComp, gast.DictComp, gast.SetComp, gast.GeneratorExp)
 
@@ -105,11 +107,7 @@ def module_function(target, caller, origin, caller_locals) -> LocalFunction | No
     stmt = module.body[0] if len(module.body) == 1 else None
     if not isinstance(stmt, gast.FunctionDef) or stmt.name != target.__name__:
         return None
-    for node in gast.walk(module):
-        if getattr(node, "lineno", None) is not None:
-            node.lineno += first - 1
-            if getattr(node, "end_lineno", None) is not None:
-                node.end_lineno += first - 1
+    shift_positions(module, first - 1)
     local = definition(stmt, origin)
     shadowed = sorted(local.free_names() & (set(caller_locals) | set(caller.__code__.co_freevars)))
     if shadowed:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
-import textwrap
 from typing import Callable
 
 import gast
@@ -479,48 +477,20 @@ def _names(node) -> set:
 
 def _may_write(fn: Function, call) -> bool:
     """Whether `call` may change an array in place: a method of a value (`buf.fill(0.0)`),
-    a function held in a local name, an `out=` argument, or a user function whose source
-    writes (`_writes_in_place`)."""
+    a function held in a local name, an `out=` argument, or a user function that writes
+    into its arguments (the last registered of `ARGUMENT_WRITES` tells)."""
     if any(k.arg == "out" for k in call.keywords):
         return True
     target = resolve(fn, call.func, None)
-    return target is None or is_user_function(target) and _writes_in_place(target)
+    return target is None or is_user_function(target) and \
+        (not ARGUMENT_WRITES or ARGUMENT_WRITES[-1](target))
 
 
-_MUTATORS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield", "copyto",
-             "place", "putmask", "fill_diagonal", "at"}
-
-
-def _writes_in_place(target, depth: int = 0) -> bool:
-    """Whether user function `target`'s source (or a user function it calls by a global
-    name) may write into an array: an augmented assignment to a parameter (or to a name
-    bound to one, `z = p; z += v`), a store into a subscript or attribute, an `out=`
-    argument, or a method or NumPy function that writes (`.fill`, `np.copyto`,
-    `np.add.at`). True when the source cannot be read."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
-    except (OSError, TypeError, SyntaxError):
-        return True
-    params = set(inspect.signature(target).parameters)
-    params |= {t.id for sub in ast.walk(tree) if isinstance(sub, ast.Assign) and      # z = p
-               isinstance(sub.value, ast.Name) and sub.value.id in params
-               for t in sub.targets if isinstance(t, ast.Name)}
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.AugAssign) and (not isinstance(sub.target, ast.Name) or
-                                                sub.target.id in params):
-            return True
-        if isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(sub.ctx, ast.Store):
-            return True
-        if isinstance(sub, ast.Call):
-            if any(k.arg == "out" for k in sub.keywords) or \
-                    isinstance(sub.func, ast.Attribute) and sub.func.attr in _MUTATORS:
-                return True
-            callee = target.__globals__.get(sub.func.id) if isinstance(sub.func, ast.Name) \
-                else None
-            if is_user_function(callee) and callee is not target and \
-                    (depth > 5 or _writes_in_place(callee, depth + 1)):
-                return True
-    return False
+# `writes(target) -> bool`: whether user function `target` may write into an array passed
+# to it. Reading that needs the parser, which sits above this pass (frontend -> desugar ->
+# pyforms): `transformer.aliases` registers `writes_into_arguments` when it is imported.
+# Before then every user function may write.
+ARGUMENT_WRITES: list[Callable[[object], bool]] = []
 
 
 # ---------------------------------------------------------------- local dicts

@@ -74,6 +74,20 @@ def parsed_at(text: str, old):
     return located(node, old)
 
 
+def shift_positions(tree, line_offset: int, col_offset: int = 0) -> None:
+    """Move every node of `tree` down `line_offset` lines and right `col_offset` columns:
+    source parsed on its own, placed where it stands in the user's file."""
+    for node in gast.walk(tree):
+        if getattr(node, "lineno", None) is not None:
+            node.lineno += line_offset
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += line_offset
+        if getattr(node, "col_offset", None) is not None:
+            node.col_offset += col_offset
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset += col_offset
+
+
 def located(new, old):
     """Give `new` and its descendants without a position the source position of `old`."""
     for sub in gast.walk(new):

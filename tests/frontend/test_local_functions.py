@@ -544,6 +544,60 @@ def test_a_write_through_a_helpers_local_name_counts_as_a_write():
         jit(bumped_before_the_call)(x)
 
 
+def fill_in_place(buf, k):
+    buf.fill(k)
+    return 0.0
+
+
+def add_into(buf, k):
+    np.add(buf, k, out=buf)
+    return 0.0
+
+
+def add_at_first(buf, k):
+    np.add.at(buf, 0, k)
+    return 0.0
+
+
+def scale_through_a_helper(buf, k):
+    return scale_in_place(buf, k)
+
+
+def scale_a_copy(buf, k):
+    t = buf.copy()
+    t.fill(k)
+    return np.sum(t) * 0.0
+
+
+def _with_helper(helper):
+    """`written_before_the_call` with its `scale_in_place` bound to `helper`."""
+    return types.FunctionType(written_before_the_call.__code__,
+                              dict(written_before_the_call.__globals__,
+                                   scale_in_place=helper), "written_before_the_call")
+
+
+@pytest.mark.every_case
+@pytest.mark.parametrize("helper", [fill_in_place, add_into, add_at_first,
+                                    scale_through_a_helper],
+                         ids=lambda h: h.__name__)
+def test_a_helper_writing_its_argument_in_any_form_before_a_local_call_is_refused(helper):
+    program = _with_helper(helper)
+    x = POINTS[0]
+    buf = x * 1.0
+    helper(buf, 3.0)                         # what Python hands `total`
+    assert program(x) == pytest.approx(np.sum(x * np.sum(buf)))
+    assert not np.allclose(buf, x)
+    with pytest.raises(TransformError, match="called after `scale_in_place"):
+        jit(program)(x)
+
+
+def test_a_helper_writing_only_its_own_copy_lets_the_local_call_run():
+    program = _with_helper(scale_a_copy)
+    x = POINTS[0]
+    assert jit(program)(x) == pytest.approx(np.sum(x * np.sum(x)), rel=1e-14)
+    assert jit(program)(x) == pytest.approx(program(x), rel=1e-14)
+
+
 def test_a_local_call_after_a_write_in_its_statement_is_refused_and_its_hint_runs():
     """`total`'s statements run before the statement holding its call; Python runs
     `scale_in_place(buf, 3.0)`, which scales the `buf` total reads, first. jit gave

@@ -263,6 +263,8 @@ def _call_writes(fn: Function, seen: frozenset):
     """`call_writes` for `aliases`: the names a call of a user function passes to
     parameters it writes in place (itself or through the functions it calls)."""
     def writes(node: gast.Call) -> set:
+        if not node.args:               # the writes read here are positional
+            return set()
         positions = _written_positions(resolve(fn, node.func, None), seen)
         return set().union(*(view_sources(fn, a) for k, a in enumerate(node.args)
                              if k in positions))
