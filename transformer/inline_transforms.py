@@ -65,7 +65,22 @@ def bind_callees(node: gast.FunctionDef, env: dict, origin, namer: Namer) -> dic
             value = _through_module(call.func, env)
             if value is not None:
                 call.func = _bound_name(call.func, value, call.func.attr, namer, env)
+        _bind_transformed_arguments(call, env, origin, namer)
     return env
+
+
+def _bind_transformed_arguments(call: gast.Call, env: dict, origin, namer: Namer) -> None:
+    """`apply(grad(energy), x)`: an inline transformation handed to a call as an argument
+    is evaluated and bound to a fresh name too (a helper handed it is then specialized to
+    it, `function_arguments`)."""
+    def bound(arg):
+        transform = _transform_of(arg.func, env) if isinstance(arg, gast.Call) else None
+        if transform is None or transform.__name__ in _PULLBACKS:
+            return arg
+        return _bound_name(arg, _evaluate(arg, env, origin), _label(arg), namer, env)
+    call.args = [bound(a) for a in call.args]
+    for keyword in call.keywords:
+        keyword.value = bound(keyword.value)
 
 
 def _curry_jvp(call: gast.Call, env: dict, origin, namer: Namer) -> None:

@@ -125,3 +125,22 @@ def test_jit_with_static_arguments_called_inside_transformations():
     assert np.allclose(grad(lambda x: np.sum(act_jit(x, kind="tanh")))(X),
                        1 - np.tanh(X) ** 2)
     assert np.isclose(grad(power_jit)(2.0, 3), 12.0)
+
+
+def energy(x):
+    return np.sum(np.sin(x) * x)
+
+
+force = grad(energy)
+
+
+def force_norm(fn, x):
+    return np.sum(fn(x) ** 2)
+
+
+def test_a_transformation_handed_to_a_helper_by_name_or_inline():
+    want = numerical_grad(lambda v: np.sum((np.cos(v) * v + np.sin(v)) ** 2), (X,))
+    assert np.allclose(grad(lambda x: force_norm(force, x))(X), want, atol=1e-5)
+    assert np.allclose(grad(lambda x: force_norm(grad(energy), x))(X), want, atol=1e-5)
+    assert np.allclose(vmap(grad(lambda x: force_norm(force, x)))(np.stack([X, X]))[1], want,
+                       atol=1e-5)
