@@ -126,3 +126,38 @@ def test_a_per_example_collective_without_a_rule_names_the_loop_strategy_which_d
     assert "method='loop'" in info.value.hint and info.value.filename == __file__
     np.testing.assert_allclose(grad(total({"method": "loop"}))(x),
                                numerical_grad(loop, (x,)), rtol=1e-6, atol=1e-9)
+
+
+XP = np.array([0.0, 0.5, 1.0, 2.0])
+
+
+def ranked(a):
+    return np.sum(np.sort(a) * np.arange(3.0))
+
+
+def sampled(a):
+    return np.sum(np.interp(a[:2], XP, a[2] * XP))
+
+
+def pair_ranked(a, b):
+    return ranked(a * b)
+
+
+@pytest.mark.parametrize("fn", [ranked, sampled], ids=lambda f: f.__name__)
+def test_grad_of_a_vmap_of_sort_or_interp_matches_finite_differences(fn):
+    # vmap runs np.sort and np.interp example by example (sort_each, interp_each), whose
+    # rules come from those of the runtime forms np.sort's and np.interp's rules now cover
+    x = rng.uniform(0.1, 1.9, size=(4, 3))
+    mapped = vmap(fn)
+
+    def total(x):
+        return np.sum(mapped(x) ** 2)
+    np.testing.assert_allclose(grad(total)(x),
+                               numerical_grad(lambda x: sum(fn(a) ** 2 for a in x), (x,)),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_a_summed_pairwise_sort_matches_finite_differences():
+    np.testing.assert_allclose(grad(summed(pair_ranked))(POS),
+                               numerical_grad(loop_total(pair_ranked), (POS,)),
+                               rtol=1e-6, atol=1e-8)
