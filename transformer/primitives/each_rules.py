@@ -28,7 +28,7 @@ import textwrap
 from transformer import runtime
 from transformer.runtime import examples
 from transformer.runtime.batching import align, align_batched
-from transformer.templates import ADJOINTS, TANGENTS, rule_from_source
+from transformer.templates import ADJOINTS, CALL_CHECKS, TANGENTS, rule_from_source
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 _COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -45,6 +45,13 @@ class _PerExample(ast.NodeTransformer):
     def __init__(self, glb: dict, batched: dict, scope: dict):
         self.glb, self.batched, self.scope = glb, batched, scope
         self.params = set(batched)
+        self.hoisted: list = []         # temporaries the statement being rewritten reads
+
+    def statements(self, stmt: ast.stmt, result: str, broadcast: bool) -> list:
+        """`stmt` for the batch, after the temporaries it reads."""
+        self.hoisted = []
+        rewritten = self.statement(stmt, result, broadcast)
+        return self.hoisted + [rewritten]
 
     # ------------------------------------------------------------ statements
 
@@ -103,7 +110,8 @@ class _PerExample(ast.NodeTransformer):
     def aligned(self, operands: list) -> list:
         """The operands of an elementwise operator, each batched one padded so that examples
         broadcast against the others (vmap's `aligned`)."""
-        pairs = [self.expr(op) for op in operands]
+        pairs = [(self.hoist(node, batched), batched)
+                 for node, batched in map(self.expr, operands)]
         out = []
         for i, (node, batched) in enumerate(pairs):
             for j, (other, other_batched) in enumerate(pairs):
@@ -113,12 +121,26 @@ class _PerExample(ast.NodeTransformer):
             out.append(node)
         return out
 
+    def hoist(self, node: ast.expr, batched: bool) -> ast.expr:
+        """`node` as a temporary when an alignment would evaluate it a second time; one that
+        reads a derivative stays in place (the expander finds derivatives in the statement)."""
+        if isinstance(node, (ast.Name, ast.Constant)) or \
+                any(_is_derivative(n) for n in ast.walk(node)):
+            return node
+        name = f"each_operand_{len(self.batched)}"
+        self.batched[name] = batched
+        self.hoisted.append(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                       value=node))
+        return _name(name)
+
     def call_node(self, node: ast.Call) -> ast.expr:
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             raise _Unmapped("a call with keywords or *arguments")
         return self.each_call(self.callee(node.func), node.args)
 
     def callee(self, func: ast.expr):
+        if any(isinstance(n, ast.Name) and n.id in self.batched for n in ast.walk(func)):
+            raise _Unmapped("a method of a value")         # `x.sum(...)`, not a function
         try:
             return eval(compile(ast.Expression(body=func), "<rule>", "eval"),  # noqa: S307
                         dict(self.glb))
@@ -200,8 +222,9 @@ def per_example_rule(template, flags: tuple):
     scope = dict(template.globals)
     rewrite = _PerExample(template.globals, batched, scope)
     try:
-        fdef.body = [rewrite.statement(s, names[0], template.broadcast) for s in fdef.body
-                     if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        fdef.body = [out for s in fdef.body
+                     if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                     for out in rewrite.statements(s, names[0], template.broadcast)]
     except _Unmapped:
         return None
     return rule_from_source(ast.unparse(ast.fix_missing_locations(fdef)), scope)
@@ -210,6 +233,8 @@ def per_example_rule(template, flags: tuple):
 def derive(key, flags: tuple, helper) -> bool:
     """Register the rules of `helper` (`key` of each example, `flags`: which arguments are
     batched) derived from `key`'s own; whether any was."""
+    if key in CALL_CHECKS:          # a call its rules refuse: the check needs the call
+        return False
     made = False
     for table in (ADJOINTS, TANGENTS):
         if helper not in table and key in table:
