@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from transformer import TransformError, grad, hessian, jacrev, jit, psum, vmap
+from transformer.primitives.each_rules import per_example_rule
+from transformer.templates import rule_from_source
 from transformer.test_util import numerical_grad
 
 rng = np.random.default_rng(11)
@@ -76,6 +78,26 @@ def test_jacrev_of_pairwise_row_sums_of_an_asymmetric_product(pair):
     want = np.stack([numerical_grad(lambda x, i=i: sum(pair(x[i], b) for b in x), (POS,))
                      for i in range(len(POS))])
     np.testing.assert_allclose(jacrev(row_sums)(POS), want, rtol=1e-6, atol=1e-8)
+
+
+def pair_through(a, b, w):
+    return np.tanh(np.dot(w @ a, b))
+
+
+@pytest.mark.parametrize("inner, outer", [((0, None, None), (None, 0, None)),
+                                          ((None, 0, None), (0, None, None))])
+def test_grad_wrt_a_matrix_both_levels_share_sums_over_every_pair(inner, outer):
+    mapped = vmap(vmap(pair_through, in_axes=inner), in_axes=outer)
+
+    def total(x, w):
+        return np.sum(mapped(x, x, w) ** 2)
+
+    def loop(x, w):
+        return sum(pair_through(a, b, w) ** 2 for a in x for b in x)
+    got = grad(total, argnums=(0, 1))(POS, M)
+    for argnum, g in enumerate(got):
+        np.testing.assert_allclose(g, numerical_grad(loop, (POS, M), argnum),
+                                   rtol=1e-6, atol=1e-8)
 
 
 def test_hessian_of_a_summed_pairwise_bilinear_form_matches_finite_differences_of_grad():
@@ -161,3 +183,21 @@ def test_grad_of_a_summed_pairwise_sort_matches_finite_differences():
     np.testing.assert_allclose(grad(summed(pair_ranked))(POS),
                                numerical_grad(loop_total(pair_ranked), (POS,)),
                                rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("body", ["d[x] += d[z] * x.shape[0]",
+                                  "d[x] += d[z] if x > 0.0 else 0.0",
+                                  "d[x] += d[z][0]",
+                                  "d[x] += np.sum(d[z], axis=0)"])
+def test_a_rule_without_a_per_example_form_derives_none(body):
+    # the batch axis would read as an example axis: such a helper keeps the refusal
+    rule = rule_from_source(f"def rule(z, x):\n    {body}\n", {"np": np})
+    assert per_example_rule(rule, (True,)) is None
+
+
+def test_a_derived_adjoint_sums_what_a_shared_parameter_receives_over_the_batch():
+    rule = rule_from_source("def rule(z, x, y):\n    d[x] += np.dot(d[z], y)\n"
+                            "    d[y] += np.dot(x, d[z])\n", {"np": np})
+    source = per_example_rule(rule, (True, False))._source
+    shared = source.splitlines()[2]
+    assert shared.startswith("    d[y] += sum_batch") and "dot_each" in shared
