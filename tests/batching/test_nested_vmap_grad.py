@@ -165,10 +165,38 @@ def pair_ranked(a, b):
     return ranked(a * b)
 
 
-@pytest.mark.parametrize("fn", [ranked, sampled], ids=lambda f: f.__name__)
-def test_grad_of_a_vmap_of_sort_or_interp_matches_finite_differences(fn):
-    # vmap runs np.sort and np.interp example by example (sort_each, interp_each), whose
-    # rules come from those of the runtime forms np.sort's and np.interp's rules now cover
+def diagonal(a):
+    return np.sum(np.diag(a) @ a)
+
+
+def kronecker(a):
+    return np.sum(np.kron(a, a) ** 2)
+
+
+def differences(a):
+    return np.sum(np.diff(a) ** 2)
+
+
+def convolved(a):
+    return np.sum(np.convolve(a, np.array([0.5, -1.0])) ** 2)
+
+
+trapezoid = getattr(np, "trapezoid", None) or np.trapz      # NumPy 2 renamed it
+
+
+def integrated(a):
+    return trapezoid(a ** 2)
+
+
+def lower(a):
+    return np.sum(np.tril(np.outer(a, a)) ** 2)
+
+
+@pytest.mark.parametrize("fn", [ranked, sampled, diagonal, kronecker, differences, convolved,
+                                integrated, lower], ids=lambda f: f.__name__)
+def test_grad_of_a_vmap_of_a_structural_function_matches_finite_differences(fn):
+    # vmap runs np.sort, np.interp, np.diag, ... example by example (sort_each, ...), whose
+    # rules come from the function's own; np.outer of a batch (outer_both) takes np.outer's
     x = rng.uniform(0.1, 1.9, size=(4, 3))
     mapped = vmap(fn)
 

@@ -38,7 +38,7 @@ class _Unmapped(Exception):
     """A construct of the base rule that has no safe per-example form."""
 
 
-class _PerExample(ast.NodeTransformer):
+class _PerExample:
     """Rewrites one rule template's statements for the batch (see the module docstring).
     `batched`: parameter and temporary name -> whether it holds one value per example."""
 
