@@ -15,9 +15,10 @@ from numba.extending import overload
 
 from . import basis, reverse, tape
 from .primitives.families import RULE_GLOBALS
-from .primitives.per_example import linear_form, register_grad_right
+from .primitives.each_rules import per_example_rule
+from .primitives.per_example import derive_made, linear_form, register_grad_right
 from .syntax import const
-from .runtime.batching import align, align_batched
+from .runtime.batching import align, align_batched, outer_both, outer_left, outer_right
 from .runtime.examples import unbroadcast_examples
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
@@ -366,5 +367,18 @@ def _first_of(rule, fallback):
 
 
 _register_batching()
+
+
+def _register_outer_products() -> None:
+    """vmap's `np.outer` (`outer_left`, ...) has the adjoint of `np.outer` for each example;
+    then every per-example helper made while modules imported gets its derived rules."""
+    from .rules.adjoints import outer as _loaded       # noqa: F401  (np.outer's adjoint)
+    for key, flags in [(outer_left, (True, False)), (outer_right, (False, True)),
+                       (outer_both, (True, True))]:
+        ADJOINTS[key] = per_example_rule(ADJOINTS[np.outer], flags)
+    derive_made()
+
+
+_register_outer_products()
 
 __all__ = ["linear"]

@@ -15,8 +15,10 @@ Two kinds of helper:
   the tangent of `h_each(g, ...)` is `h_each(d[g], ...)` (the other arguments give shapes
   only), its adjoint the transpose of `h` applied example by example (summed over the
   batch where `g` itself is not batched).
-  A helper without a recorded linear form, or whose transpose is not one helper call,
-  gets no rule: differentiating it is the located "no adjoint rule" error.
+  A helper without a recorded linear form takes rules derived from `h`'s own rule
+  templates instead (`each_rules`: vmap's `dot_left` of each example of an outer vmap);
+  one whose rule has no per-example form gets none: differentiating it is the located
+  "no adjoint rule" error.
 
 `basis_ones` (the identity basis jacfwd pushes) reads only the shape of its argument.
 """
@@ -35,6 +37,8 @@ from transformer.runtime.batching import (identity_batch, identity_batch_last, i
 from transformer.templates import (ADJOINTS, TANGENTS, is_nondifferentiable, nondifferentiable,
                                   rule_from_source)
 
+from . import each_rules
+from .each_rules import scope_name
 from .families import RULE_GLOBALS
 
 _SCOPE = dict(RULE_GLOBALS, sum_examples=sum_examples, mean_examples=mean_examples,
@@ -67,16 +71,6 @@ def _register_linear(key, params: str, transpose: str | None, scope: dict) -> No
         back = re.sub(r"\bG\b", "d[z]", transpose)
         ADJOINTS[key] = rule_from_source(f"def rule(z, {params}):\n    d[{first}] += {back}\n",
                                          scope)
-
-
-def scope_name(key, scope: dict) -> str:
-    """The name `key` goes by in the rules' `scope` (added under a unique name if absent)."""
-    for name, value in scope.items():
-        if value is key:
-            return name
-    name = f"{key.__name__}_{len(scope)}"
-    scope[name] = key
-    return name
 
 
 # the identity basis jacfwd pushes through vmap (`e_k * v` for every k), and the per-example
@@ -193,6 +187,17 @@ def _on_made(key, flags: tuple, helper) -> None:
         nondifferentiable(helper)
     elif key in _LINEAR:
         _derive(key, flags, helper)
+    elif each_rules.derive(key, flags, helper):
+        derive_made(helper)
+
+
+def derive_made(base=None) -> None:
+    """Derive the rules of the per-example helpers made before their base helper had rules
+    (of `base` only, when given): rules are registered as modules import."""
+    for (key, flags), helper in list(_MADE.items()):
+        if (base is None or key is base) and key not in _LINEAR and \
+                not is_nondifferentiable(key) and each_rules.derive(key, flags, helper):
+            derive_made(helper)
 
 
 def _derive(key, flags: tuple, helper) -> None:

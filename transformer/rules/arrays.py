@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from transformer.runtime import cast_like, unbroadcast
+from transformer.runtime.sampled import interp as sampled_interp
 from transformer.runtime.sampled import (convolve, convolve_grad, interp_grad_fp,
                                          interp_grad_x, interp_grad_xp, interp_outside,
                                          interp_tangent_fp, interp_tangent_outside,
@@ -19,6 +20,7 @@ from transformer.runtime.sampled import (convolve, convolve_grad, interp_grad_fp
                                          trapezoid_grad_dx, trapezoid_grad_x, trapezoid_grad_y)
 from transformer.runtime.structure import (diag_adjoint, diff, diff_adjoint, kron_grad_left,
                                            kron_grad_right, sort_adjoint, sort_tangent)
+from transformer.runtime.structure import sort as structure_sort
 from transformer.templates import adjoint, tangent
 
 TRAPEZOID = tuple(getattr(np, n) for n in ("trapezoid", "trapz") if hasattr(np, n))
@@ -66,12 +68,14 @@ def triu_t(z, m, k=0):
     d[z] = np.triu(d[m], k)
 
 
-@adjoint(np.sort)
+# structure.sort (vmap's per-example np.sort) takes (a, axis, kind, stable): the rules read
+# only its first two parameters, which np.sort's share
+@adjoint(np.sort, structure_sort)
 def sort(z, a, axis=-1, kind=None, order=None, stable=None):
     d[a] += sort_adjoint(d[z], a, axis)
 
 
-@tangent(np.sort)
+@tangent(np.sort, structure_sort)
 def sort_t(z, a, axis=-1, kind=None, order=None, stable=None):
     d[z] = sort_tangent(d[a], a, axis)
 
@@ -118,7 +122,7 @@ def convolve_t(z, a, v, mode="full"):
 # ---------------------------------------------------------------- sampled functions
 
 
-@adjoint(np.interp)
+@adjoint(np.interp, sampled_interp)
 def interp(z, x, xp, fp, left=None, right=None):
     d[x] += interp_grad_x(d[z], x, xp, fp)
     d[xp] += interp_grad_xp(d[z], x, xp, fp)
@@ -127,7 +131,7 @@ def interp(z, x, xp, fp, left=None, right=None):
     d[right] += interp_outside(d[z], x, xp, False)
 
 
-@tangent(np.interp)
+@tangent(np.interp, sampled_interp)
 def interp_t(z, x, xp, fp, left=None, right=None):
     d[z] = interp_tangent_x(d[x], x, xp, fp)
     d[z] = interp_tangent_xp(d[xp], x, xp, fp)
