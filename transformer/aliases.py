@@ -25,6 +25,7 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, resolve
 from .param_updates import updates_in_place
+from .rebind import split_rebound_names
 from .runtime import update_in_place
 
 
@@ -132,8 +133,10 @@ def written_params_of_source(fn: Function, seen: frozenset = frozenset()) -> lis
     assignments (`z = p; z += v`) become the in-place updates the analysis sees, and so do
     NumPy's writes (`np.copyto(p, v)`, `out=p`, `np.add.at(p, i, v)`), those of array
     methods (`p.fill(v)`) and those of the user functions it calls (`seen`: the functions
-    whose analysis holds this one, a recursive call's writes are found there)."""
-    prepared = anf(desugar(updates_in_place(fn)))
+    whose analysis holds this one, a recursive call's writes are found there). A name
+    rebound in straight-line code is one name per binding first (`a = p; a = a + 1.0;
+    a += v` writes into a new array, not into `p`)."""
+    prepared = anf(split_rebound_names(desugar(updates_in_place(fn))))
     return written_params(prepared, _WRITING_FUNCTIONS,
                           _source_call_writes(prepared, seen | {fn.origin.describe()}))
 

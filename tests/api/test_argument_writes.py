@@ -204,3 +204,29 @@ def test_a_helper_writing_its_argument_differentiates_when_only_its_result_is_re
     assert "return pos" in info.value.hint
     # the hint: read the result where the array is read after the call
     assert energy_reading_the_argument_again(x) == pytest.approx(energy_of_wrapped(x))
+
+
+def shifted_then_updated(x, v):
+    a = x
+    a = a + 0.5          # a new array: the update below never reaches x
+    a += 0.25 * v
+    return np.sum(a * a) + np.sum(v * v) * np.sum(x)
+
+
+def twice_shifted(x, v):
+    return 2.0 * shifted_then_updated(x, v) + 0.5
+
+
+def test_a_name_rebound_before_its_update_is_not_a_write_into_the_argument():
+    """Forward mode over reverse (hessian, the jvp of a grad) refuses a helper writing
+    into its argument; `a = x; a = a + 0.5; a += v` writes into a new array and is
+    differentiated, matching finite differences of the gradient."""
+    from transformer import hessian, jvp
+    x, v = np.array([0.3, -0.2]), np.array([0.5, 0.1])
+    want = numerical_jacobian(lambda p: grad(twice_shifted)(p, v), x)
+    assert np.allclose(hessian(twice_shifted)(x, v), want, atol=1e-5)
+    want_v = numerical_jacobian(lambda p: grad(twice_shifted, argnums=1)(x, p), v)
+    got_v = jacfwd(lambda p: grad(twice_shifted, argnums=1)(x, p))(v)
+    assert np.allclose(got_v, want_v, atol=1e-5)
+    tangent = jvp(grad(twice_shifted), (x, v), (np.ones(2), np.zeros(2)))[1]
+    assert np.allclose(tangent, hessian(twice_shifted)(x, v) @ np.ones(2))
