@@ -56,13 +56,16 @@ class Options:
             return None
         # no cache=True: secant attaches its own sealed disk cache; nogil: pmap's worker
         # threads run shards of one compiled function side by side (not for a function
-        # that calls back into Python: its object-mode blocks take the GIL anyway)
-        flags = [] if holds_gil else ["nogil=True"]
+        # that calls back into Python: its object-mode blocks take the GIL anyway);
+        # no_cfunc_wrapper: generated functions are called by name, never passed as
+        # first-class function values, so Numba's C-callable wrapper would be dead code
+        # lowered, optimized and emitted with each (transformer/runtime/numba_api.py)
+        flags = ([] if holds_gil else ["nogil=True"]) + ["no_cfunc_wrapper=True"]
         if self.parallel:
             flags.append("parallel=True")
         if self.fastmath:
             flags.append("fastmath=True")
-        return f"@numba.njit({', '.join(flags)})" if flags else "@numba.njit"
+        return f"@numba.njit({', '.join(flags)})"
 
 
 @dataclasses.dataclass

@@ -43,7 +43,7 @@ templates.nondifferentiable(stop_gradient)
 
 
 def _register_stop_gradient_for_numba():
-    from numba.extending import overload
+    from transformer.runtime.numba_api import overload
 
     @overload(stop_gradient)
     def _stop_gradient_nb(x):

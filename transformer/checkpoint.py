@@ -126,7 +126,7 @@ def checkpoint_name(x, name):
 def _register_checkpoint_name_for_numba():
     from numba import types
     from numba.core.errors import TypingError
-    from numba.extending import overload
+    from transformer.runtime.numba_api import overload
 
     @overload(checkpoint_name)
     def _checkpoint_name_nb(x, name):

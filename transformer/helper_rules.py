@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 from . import basis, reverse, tape
 from .primitives.families import RULE_GLOBALS

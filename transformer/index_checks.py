@@ -33,7 +33,7 @@ import re
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 from .error_flags import where_of
 from .runtime import getitem_mask

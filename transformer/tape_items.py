@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from . import tape
 from .runtime import scatter_add

@@ -39,7 +39,8 @@ def test_header_names_origin_chain_backend_and_versions():
     assert lines[2] == (f"# backend: cpu; secant {backends.VERSION}, numba {numba.__version__}, "
                         f"numpy {np.__version__}" + (f", NUMBA_OPT={level}" if level != 3 else ""))
     assert lines[3].startswith("# uses sqdist: generated ")
-    assert "@numba.njit(nogil=True)" in lines   # secant attaches its own disk cache
+    # secant attaches its own disk cache
+    assert "@numba.njit(nogil=True, no_cfunc_wrapper=True)" in lines
 
 
 def test_modules_calling_the_runtime_are_renamed_when_secant_changes(monkeypatch):

@@ -48,7 +48,7 @@ def test_show_pmap_lists_the_stages_and_the_reductions_between_them():
     assert "psum_out_1 = psum(psum_in_1)" in text
     assert "all_gather_out_5 = all_gather(all_gather_in_5)" in text
     assert "def every_collective_stage3(" in text
-    assert "pmap_axis_index" in text and "@numba.njit(nogil=True)" in text
+    assert "pmap_axis_index" in text and "@numba.njit(nogil=True, no_cfunc_wrapper=True)" in text
 
 
 def test_devices_are_the_cores_of_this_process():

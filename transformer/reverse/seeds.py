@@ -34,7 +34,7 @@ def float_zeros(x, label):
 def _install_overloads():
     from numba import types
     from numba.core.errors import TypingError
-    from numba.extending import overload
+    from transformer.runtime.numba_api import overload
 
     @overload(unit_cotangent)
     def _unit_nb(out):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 
 class Widening:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 from .examples import over_examples, sum_batch
 from .linalg import matmul_grad_left, matmul_grad_right

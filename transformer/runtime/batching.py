@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
 
@@ -401,28 +401,28 @@ def outer_both(a, b):
 # secant's backend gives them a sealed disk cache inside its cache directory
 # (codegen/cache_numba.py), so nothing is written into the installed package.
 
-@numba.njit
+@numba.njit(no_cfunc_wrapper=True)
 def _empty3_float64(shape):
     with numba.objmode(out="float64[:, :, ::1]"):
         out = np.empty(shape, np.float64)
     return out
 
 
-@numba.njit
+@numba.njit(no_cfunc_wrapper=True)
 def _empty3_float32(shape):
     with numba.objmode(out="float32[:, :, ::1]"):
         out = np.empty(shape, np.float32)
     return out
 
 
-@numba.njit
+@numba.njit(no_cfunc_wrapper=True)
 def _product_float64(a, b):
     with numba.objmode(out="float64[:, ::1]"):
         out = np.ascontiguousarray(a @ b)
     return out
 
 
-@numba.njit
+@numba.njit(no_cfunc_wrapper=True)
 def _product_float32(a, b):
     with numba.objmode(out="float32[:, ::1]"):
         out = np.ascontiguousarray(a @ b)

@@ -12,7 +12,7 @@ Matrices are 2-D (vmap runs over a stack example by example).
 from __future__ import annotations
 
 import numpy as np
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 
 def cholesky(a, upper=False):

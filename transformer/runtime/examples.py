@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.np.numpy_support import as_dtype
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
                        broadcast_batch, identity_batch, outer_both, outer_left)

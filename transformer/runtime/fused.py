@@ -27,7 +27,7 @@ import hashlib
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 from . import vector_math
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .casts import _is_none
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 from .kernels import axis_mask
 from .shapes import moveaxis, squeeze

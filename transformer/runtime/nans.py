@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 __all__ = ["finite_check", "nan_check"]
 

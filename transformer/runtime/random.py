@@ -23,7 +23,7 @@ import operator
 import numpy as np
 from numba import from_dtype, types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .xla_math import erf_inv32, erf_inv64, fma
 

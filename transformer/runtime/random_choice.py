@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .random import (_bits32, _check_key, _given, _scalar_shape, _uniform32, _uniform64,
                      block, key_words, randint)

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import from_dtype, types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .random import (_check_key, _dtype_of, _given, _normal32, _normal64, _plain_shape,
                      _scalar_shape, _uniform32, _uniform64, block, key_words)

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import from_dtype, types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .random import _check_key, _dtype_of, _given, _plain_shape, _uniform32, block, key_words
 from .random_gamma import _flat_as, _real, _result_shape, _scalar_result

@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import from_dtype, types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .random import (_MASK as _MASK32, _U64, _as_u64, _check_key, _dtype_of, _given, _pick,

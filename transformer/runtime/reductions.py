@@ -4,7 +4,7 @@ cumprod and the cumsum adjoint), which Numba's own versions lack.
 from __future__ import annotations
 
 import numpy as np
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 

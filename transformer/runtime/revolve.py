@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba.extending import overload
+from transformer.runtime.numba_api import overload
 
 ADVANCE, SAVE, RESTORE, REVERSE, DONE = 0, 1, 2, 3, 4
 _STACK = 13                  # where the stack starts in the state array

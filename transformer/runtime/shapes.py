@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .broadcasting import unbroadcast

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import register_jitable
+from transformer.runtime.numba_api import register_jitable
 
 SMALL = 8192        # matrix elements up to which the loops beat the BLAS call
 

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .elementwise import array_form
 

@@ -16,7 +16,7 @@ import re
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from transformer.runtime.numba_api import overload, register_jitable
 
 from .errors import TransformError, copy_hint
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from transformer.runtime.numba_api import intrinsic, overload
 
 # the largest error seen over the sweeps rounded up, in units in the last place (seen:
 # exp 0.86, expm1 1.84, log 0.78, log1p 0.78, tanh 2.34, expit 2.33)

@@ -19,7 +19,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload, register_jitable
+from transformer.runtime.numba_api import intrinsic, overload, register_jitable
 
 # ---------------------------------------------------------------- coefficient tables
 
