@@ -62,8 +62,8 @@ def _parameters(value) -> list[str]:
         return ["x"] if value.nin == 1 else [f"x{k + 1}" for k in range(value.nin)]
     try:
         sig = inspect.signature(value)
-    except (TypeError, ValueError):          # a builtin without a signature: one input
-        return ["x"]
+    except (TypeError, ValueError):          # a C function: NumPy's docstring line
+        return _documented_parameters(value)
     params = []
     for p in sig.parameters.values():
         if p.kind not in _POSITIONAL or p.name == "out":
@@ -101,3 +101,21 @@ def _imported(head: str):
         return importlib.import_module(head)
     except ImportError:
         return None
+
+
+def _documented_parameters(value) -> list[str]:
+    """The required parameters on the first line of a C function's docstring, where older
+    NumPy keeps its signature: `dot(a, b, out=None)` -> a, b; `where(condition, [x, y],
+    /)` -> condition, x, y (bracketed ones count as required, as above); one input when the
+    line says nothing."""
+    name = getattr(value, "__name__", "")
+    first = ((getattr(value, "__doc__", None) or "").strip().splitlines() or [""])[0]
+    if not first.startswith(name + "(") or not first.endswith(")"):
+        return ["x"]
+    params = []
+    for part in first[len(name) + 1:-1].replace("[", "").replace("]", "").split(","):
+        part = part.strip()
+        if not part.isidentifier() or part == "out":
+            break
+        params.append(part)
+    return params or ["x"]

@@ -58,3 +58,17 @@ def test_the_wrapper_is_readable_one_line_source_made_once():
     assert "def grad_tanh(x):" in source and "np.tanh(x)" in source
     assert wrapper_for(np.linalg.norm).__code__.co_varnames[:1] == ("x",)
     assert wrapper_for(np.where).__code__.co_argcount == 3          # condition, x, y
+
+
+def test_parameters_read_from_the_docstring_where_no_signature_is_kept():
+    """Older NumPy keeps a C function's signature only in its docstring's first line."""
+    from transformer.library_functions import _documented_parameters
+
+    class Documented:
+        def __init__(self, name, doc):
+            self.__name__, self.__doc__ = name, doc
+    assert _documented_parameters(Documented("dot", "dot(a, b, out=None)\n\nDot.")) == \
+        ["a", "b"]
+    assert _documented_parameters(Documented("where", "where(condition, [x, y], /)")) == \
+        ["condition", "x", "y"]
+    assert _documented_parameters(Documented("f", "Computes things.")) == ["x"]
