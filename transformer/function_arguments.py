@@ -24,7 +24,7 @@ import numpy as np
 from codegen.backends import is_user_function
 
 from .errors import TransformError
-from .function import Function, signature
+from .function import Function, resolve_in, signature
 from .names import Namer, assigned_names
 from .specialize import specialize
 
@@ -119,13 +119,14 @@ def is_function(value) -> bool:
 
 def _value(expr, env: dict, local: set):
     """The transform-time value of a name or dotted attribute the function reads from its
-    module or closure (None for a local name or any other expression)."""
-    if isinstance(expr, gast.Name):
-        return env.get(expr.id) if expr.id not in local else None
-    if isinstance(expr, gast.Attribute):
-        base = _value(expr.value, env, local)
-        return getattr(base, expr.attr, None) if base is not None else None
-    return None
+    module or closure (None for a local name, an attribute of one, or any other
+    expression)."""
+    root = expr
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    if isinstance(root, gast.Name) and root.id in local:
+        return None
+    return resolve_in(env, expr, None)
 
 
 def _parameters(args) -> list:
