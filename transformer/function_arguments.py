@@ -37,7 +37,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
     to call a specialized copy bound to a fresh name; the env with those names. `parse`
     reads a callee (the frontend's, passed in: the frontend calls this)."""
     env = dict(env)
-    local = assigned_names(node) | {a.id for a in _parameters(node.args)}
+    local = assigned_names(node)             # the parameters among them
     for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
         target = _value(call.func, env, local)
         if not is_user_function(target):
@@ -129,11 +129,6 @@ def _value(expr, env: dict, local: set):
     return resolve_in(env, expr, None)
 
 
-def _parameters(args) -> list:
-    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
-    return args.posonlyargs + args.args + args.kwonlyargs + extra
-
-
 def _label(value) -> str:
     name = getattr(value, "__name__", None) or type(value).__name__
     return "".join(c if c.isalnum() else "_" for c in name)
@@ -143,8 +138,7 @@ def refuse_parameter_call(fn: Function, stmt, func) -> None:
     """A located TransformError if `func`, the callee of a call in `fn` being
     differentiated, is one of `fn`'s parameters: which function it holds is known only
     when `fn` is called, after the derivative was built."""
-    if not isinstance(func, gast.Name) or \
-            func.id not in {a.id for a in _parameters(fn.node.args)}:
+    if not isinstance(func, gast.Name) or func.id not in fn.params:
         return
     raise fn.origin.error(
         stmt, f"{fn.name} calls its parameter {func.id!r}: which function it holds is not "
