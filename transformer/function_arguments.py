@@ -25,7 +25,9 @@ from codegen.backends import is_user_function
 
 from .errors import TransformError
 from .function import Function, resolve_in, signature
+from .library_functions import is_library_primitive
 from .names import Namer, assigned_names
+from .primitives import registry
 from .specialize import specialize
 
 _DEPTH = 8
@@ -109,12 +111,17 @@ def _specialized(callee: Function, functions: dict, parse) -> Function:
 
 
 def is_function(value) -> bool:
-    """A function a helper can be specialized to: not a class, an array or a number."""
+    """A function a helper can be specialized to: a Python function, a C builtin, a ufunc,
+    a secant transformation, a library function secant has rules for (`np.sum`, `np.dot`,
+    whatever type a NumPy version gives them), or another routine the primitive registry
+    says users call from NumPy, SciPy or math (its missing rule is then named where the
+    helper calls it). Not a class, an array, a number or a callable object."""
     if value is None or isinstance(value, (type, np.ndarray, np.generic)):
         return False
     return inspect.isfunction(value) or inspect.isbuiltin(value) or \
         isinstance(value, np.ufunc) or hasattr(value, "__secant_function__") or \
-        type(value).__name__ == "_ArrayFunctionDispatcher"
+        is_library_primitive(value) or \
+        inspect.isroutine(value) and registry.is_user_facing(value)
 
 
 def _value(expr, env: dict, local: set):

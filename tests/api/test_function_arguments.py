@@ -144,3 +144,14 @@ def test_a_transformation_handed_to_a_helper_by_name_or_inline():
     assert np.allclose(grad(lambda x: force_norm(grad(energy), x))(X), want, atol=1e-5)
     assert np.allclose(vmap(grad(lambda x: force_norm(force, x)))(np.stack([X, X]))[1], want,
                        atol=1e-5)
+
+
+def test_a_helper_handed_a_numpy_function_without_a_rule_names_the_missing_rule():
+    """np.median has no adjoint rule: the helper is still specialized to it, so grad names
+    the rule it lacks (not the parameter call), and jit computes what NumPy does."""
+    def use_median(x):
+        return apply(np.median, x)
+    with pytest.raises(TransformError, match="no adjoint rule for numpy.median") as caught:
+        grad(use_median)(X)
+    assert caught.value.filename.endswith("test_function_arguments.py")
+    assert np.isclose(jit(use_median)(X), np.median(X))
