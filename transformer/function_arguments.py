@@ -23,6 +23,7 @@ import numpy as np
 
 from codegen.backends import is_user_function
 
+from . import freshness
 from .errors import TransformError
 from .function import Function, resolve_in, signature
 from .library_functions import is_library_primitive
@@ -48,7 +49,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
         if bound is None:
             continue
         callee, sig, arguments, functions = bound
-        copy = _specialized(callee, functions, parse)
+        copy = _specialized(target, callee, functions, parse)
         fresh = namer.fresh(copy.name)
         env[fresh] = copy
         call.func = gast.copy_location(gast.Name(fresh, gast.Load(), None, None), call.func)
@@ -96,7 +97,14 @@ def _hands_function(call, target, env, local) -> bool:
         any(is_function(d) for d in defaults)
 
 
-def _specialized(callee: Function, functions: dict, parse) -> Function:
+def _specialized(target, callee: Function, functions: dict, parse) -> Function:
+    """The copy of `callee` (parsed from `target`) bound to `functions`, made once per
+    build for that function and those functions."""
+    key = ("specialized", target) + tuple(functions) + tuple(functions.values())
+    return freshness.once_per_build(key, lambda: _specialize(callee, functions, parse))
+
+
+def _specialize(callee: Function, functions: dict, parse) -> Function:
     copy = specialize(callee, functions)
     node = copy.node
     node.name = f"{callee.name}_with_" + "_".join(

@@ -155,3 +155,37 @@ def test_a_helper_handed_a_numpy_function_without_a_rule_names_the_missing_rule(
         grad(use_median)(X)
     assert caught.value.filename.endswith("test_function_arguments.py")
     assert np.isclose(jit(use_median)(X), np.median(X))
+
+
+def test_a_helper_is_parsed_once_however_many_calls_hand_it_functions(monkeypatch):
+    """`handed` calls `apply` twice and `twice` calls it twice more: one parse of `handed`
+    (a build of its own) parses `apply` once and reuses it for every call site."""
+    from transformer import frontend
+    parsed = []
+    parse = frontend.parse
+
+    def counting(fn):
+        parsed.append(fn)
+        return parse(fn)
+    monkeypatch.setattr(frontend, "parse", counting)
+    frontend.parse(handed)
+    assert sum(fn is apply for fn in parsed) == 1
+    assert sum(fn is layer for fn in parsed) == 1
+
+
+SCALE = 2.0
+
+
+def scaled_apply(fn, x):
+    return SCALE * np.sum(fn(x))
+
+
+def test_a_helper_handed_a_function_reads_a_rebound_global_at_the_next_call():
+    global SCALE
+    g = grad(lambda x: scaled_apply(np.sin, x))
+    try:
+        assert np.allclose(g(X), 2.0 * np.cos(X))
+        SCALE = 3.0
+        assert np.allclose(g(X), 3.0 * np.cos(X))
+    finally:
+        SCALE = 2.0
