@@ -10,7 +10,7 @@ derivative.
 import numpy as np
 import pytest
 
-from transformer import TransformError, grad, hessian, jacfwd, jit, jvp, vmap
+from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, vmap
 from transformer.test_util import numerical_grad
 
 X = np.array([0.3, -0.7, 1.1, 2.0])
@@ -189,3 +189,31 @@ def test_a_helper_handed_a_function_reads_a_rebound_global_at_the_next_call():
         assert np.allclose(g(X), 3.0 * np.cos(X))
     finally:
         SCALE = 2.0
+
+
+def layer_of(x, act):
+    y = act(x)
+    return np.sum(y * x)
+
+
+def test_calling_a_parameter_is_refused_alike_by_every_derivative_and_mapped_by_vmap():
+    """grad, jacrev (reverse) and jvp, jacfwd (forward) refuse the active call of parameter
+    `act` with one located message and hint; vmap and jit, which see the function at the
+    call, compute it; a call of the parameter on an inactive value is differentiated."""
+    errors = []
+    for run in (lambda: grad(layer_of)(X, np.tanh), lambda: jacrev(layer_of)(X, np.tanh),
+                lambda: jvp(layer_of, (X, np.tanh), (X, np.tanh)),
+                lambda: jacfwd(layer_of)(X, np.tanh)):
+        with pytest.raises(TransformError, match="calls its parameter 'act'") as caught:
+            run()
+        err = caught.value
+        errors.append((err.message, err.filename, err.lineno, err.col, err.hint))
+    assert len(set(errors)) == 1 and errors[0][1].endswith("test_function_arguments.py")
+    xs = np.stack([X, -X, 0.5 * X])
+    want = [layer_of(x, np.tanh) for x in xs]
+    assert np.allclose(vmap(layer_of, in_axes=(0, None))(xs, np.tanh), want)
+    assert np.isclose(jit(layer_of)(X, np.tanh), want[0])
+
+    def scaled_by_a_call(x, g):
+        return np.sum(x) * g(1.0)
+    assert np.allclose(grad(scaled_by_a_call)(X, np.tanh), np.tanh(1.0) * np.ones_like(X))
