@@ -99,8 +99,10 @@ def _hands_function(call, target, env, local) -> bool:
 
 def _specialized(target, callee: Function, functions: dict, parse) -> Function:
     """The copy of `callee` (parsed from `target`) bound to `functions`, made once per
-    build for that function and those functions."""
-    key = ("specialized", target) + tuple(functions) + tuple(functions.values())
+    build for that function, those functions and the depth (a copy made deeper binds
+    fewer of its own calls)."""
+    depth = f"depth {getattr(_state, 'depth', 0)}"
+    key = ("specialized", depth, target) + tuple(functions) + tuple(functions.values())
     return freshness.once_per_build(key, lambda: _specialize(callee, functions, parse))
 
 
