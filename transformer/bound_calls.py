@@ -20,7 +20,7 @@ from codegen.backends import is_user_function
 
 from .defaults import default_node
 from .errors import TransformError
-from .frontend import parse
+from .frontend import parse_callee
 from .function import Function, positional_parameters, resolve, signature
 from .names import Namer
 
@@ -47,7 +47,7 @@ def compiled_callee(fn: Function, func) -> Function | None:
         return value
     if hasattr(value, "__secant_function__") or is_user_function(value):
         try:
-            return parse(value)
+            return parse_callee(value)
         except TransformError:          # reported where the backend compiles it
             return None
     return None

@@ -9,14 +9,17 @@ python backend reads it live anyway.
 
 Builds run inside `recording(bindings)`; `frontend.parse` reports what it read to every
 recording active on this thread, and a transformed function used inside another one's
-build reports its own bindings the same way (`note`).
+build reports its own bindings the same way (`note`). What a build makes more than once
+(a callee's parse) is made once per build by `once_per_build`, and made again if a
+binding it read has been rebound meanwhile.
 """
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 _MISSING = object()
+_T = TypeVar("_T")
 
 
 class Bindings:
@@ -107,11 +110,15 @@ class recording:
         stack = getattr(_active, "stack", None)
         if stack is None:
             stack = _active.stack = []
+        if not stack:                   # the outermost recording: a build starts
+            _active.made = {}
         stack.append(self.bindings)
         return self.bindings
 
     def __exit__(self, *exc) -> None:
         _active.stack.pop()
+        if not _active.stack:
+            _active.made = None
 
 
 def note(bindings: Bindings) -> None:
@@ -119,6 +126,26 @@ def note(bindings: Bindings) -> None:
     for recorder in _recorders():
         if recorder is not bindings:
             recorder.extend(bindings)
+
+
+def once_per_build(key: tuple, make: Callable[[], _T]) -> _T:
+    """`make()`, made once in the build active on this thread (its outermost recording) for
+    `key` - strings compared by value, other objects by identity - and made again if a
+    binding it read has since been rebound; outside a build, made at each call. A value
+    reused is reported to the recordings active now, as if it had been made again."""
+    made = getattr(_active, "made", None)
+    if made is None:
+        return make()
+    ids = tuple(k if isinstance(k, str) else id(k) for k in key)
+    entry = made.get(ids)
+    if entry is not None and entry[2].current():
+        note(entry[2])
+        return entry[1]
+    read = Bindings()
+    with recording(read):
+        value = make()
+    made[ids] = (key, value, read)      # the key's objects held: their ids stay theirs
+    return value
 
 
 def recording_active() -> bool:

@@ -64,6 +64,9 @@ def unwrap(obj):
 
 def parse(fn) -> Function:
     """The Function for Python callable `fn`; TransformError if it has no Python source."""
+    if not freshness.recording_active():    # a build of its own: each callee parsed once
+        with freshness.recording(freshness.Bindings()):
+            return parse(fn)
     if is_library_primitive(fn):           # grad(np.tanh): through a one-line wrapper
         fn = wrapper_for(fn)
     fn = unwrap(fn)
@@ -124,10 +127,16 @@ def parse(fn) -> Function:
     env = _resolve_env(fn, node, origin, extra, bindings)
     # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
     env = bind_callees(node, env, origin, namer)
-    env = bind_function_arguments(node, env, namer, parse)
+    env = bind_function_arguments(node, env, namer, parse_callee)
     env = lower_checkpoint_loops(node, env, origin, namer, getattr(fn, "__module__", ""))
     freshness.note(bindings)
     return Function(node, env, origin)
+
+
+def parse_callee(fn) -> Function:
+    """`parse(fn)` for a function that a function being transformed calls: parsed once per
+    build (`freshness.once_per_build`), however many callers and passes read it."""
+    return freshness.once_per_build(("parse", fn), lambda: parse(fn))
 
 
 def _origin_name(fn) -> str:

@@ -101,11 +101,18 @@ def resolve(fn: Function, expr, default=_MISSING):
 
     Local variables do not resolve: `default` is returned (or KeyError raised).
     """
+    return resolve_in(fn.env, expr, default)
+
+
+def resolve_in(env: Mapping[str, Any], expr, default=_MISSING):
+    """`resolve` in the environment `env`: the object `expr` (a Name or dotted Attribute)
+    refers to; `default` (or KeyError) for a name `env` does not hold or any other
+    expression. A caller that knows the function's local names refuses those first."""
     if isinstance(expr, gast.Name):
-        if expr.id in fn.env:
-            return fn.env[expr.id]
+        if expr.id in env:
+            return env[expr.id]
     elif isinstance(expr, gast.Attribute):
-        base = resolve(fn, expr.value, None)
+        base = resolve_in(env, expr.value, None)
         if base is not None and hasattr(base, expr.attr):
             return getattr(base, expr.attr)
     if default is _MISSING:

@@ -23,9 +23,12 @@ import numpy as np
 
 from codegen.backends import is_user_function
 
+from . import freshness
 from .errors import TransformError
-from .function import Function, signature
+from .function import Function, resolve_in, signature
+from .library_functions import is_library_primitive
 from .names import Namer, assigned_names
+from .primitives import registry
 from .specialize import specialize
 
 _DEPTH = 8
@@ -37,7 +40,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
     to call a specialized copy bound to a fresh name; the env with those names. `parse`
     reads a callee (the frontend's, passed in: the frontend calls this)."""
     env = dict(env)
-    local = assigned_names(node) | {a.id for a in _parameters(node.args)}
+    local = assigned_names(node)             # the parameters among them
     for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
         target = _value(call.func, env, local)
         if not is_user_function(target):
@@ -46,7 +49,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
         if bound is None:
             continue
         callee, sig, arguments, functions = bound
-        copy = _specialized(callee, functions, parse)
+        copy = _specialized(target, callee, functions, parse)
         fresh = namer.fresh(copy.name)
         env[fresh] = copy
         call.func = gast.copy_location(gast.Name(fresh, gast.Load(), None, None), call.func)
@@ -94,7 +97,16 @@ def _hands_function(call, target, env, local) -> bool:
         any(is_function(d) for d in defaults)
 
 
-def _specialized(callee: Function, functions: dict, parse) -> Function:
+def _specialized(target, callee: Function, functions: dict, parse) -> Function:
+    """The copy of `callee` (parsed from `target`) bound to `functions`, made once per
+    build for that function, those functions and the depth (a copy made deeper binds
+    fewer of its own calls)."""
+    depth = f"depth {getattr(_state, 'depth', 0)}"
+    key = ("specialized", depth, target) + tuple(functions) + tuple(functions.values())
+    return freshness.once_per_build(key, lambda: _specialize(callee, functions, parse))
+
+
+def _specialize(callee: Function, functions: dict, parse) -> Function:
     copy = specialize(callee, functions)
     node = copy.node
     node.name = f"{callee.name}_with_" + "_".join(
@@ -109,28 +121,29 @@ def _specialized(callee: Function, functions: dict, parse) -> Function:
 
 
 def is_function(value) -> bool:
-    """A function a helper can be specialized to: not a class, an array or a number."""
+    """A function a helper can be specialized to: a Python function, a C builtin, a ufunc,
+    a secant transformation, a library function secant has rules for (`np.sum`, `np.dot`,
+    whatever type a NumPy version gives them), or another routine the primitive registry
+    says users call from NumPy, SciPy or math (its missing rule is then named where the
+    helper calls it). Not a class, an array, a number or a callable object."""
     if value is None or isinstance(value, (type, np.ndarray, np.generic)):
         return False
     return inspect.isfunction(value) or inspect.isbuiltin(value) or \
         isinstance(value, np.ufunc) or hasattr(value, "__secant_function__") or \
-        type(value).__name__ == "_ArrayFunctionDispatcher"
+        is_library_primitive(value) or \
+        inspect.isroutine(value) and registry.is_user_facing(value)
 
 
 def _value(expr, env: dict, local: set):
     """The transform-time value of a name or dotted attribute the function reads from its
-    module or closure (None for a local name or any other expression)."""
-    if isinstance(expr, gast.Name):
-        return env.get(expr.id) if expr.id not in local else None
-    if isinstance(expr, gast.Attribute):
-        base = _value(expr.value, env, local)
-        return getattr(base, expr.attr, None) if base is not None else None
-    return None
-
-
-def _parameters(args) -> list:
-    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
-    return args.posonlyargs + args.args + args.kwonlyargs + extra
+    module or closure (None for a local name, an attribute of one, or any other
+    expression)."""
+    root = expr
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    if isinstance(root, gast.Name) and root.id in local:
+        return None
+    return resolve_in(env, expr, None)
 
 
 def _label(value) -> str:
@@ -142,8 +155,7 @@ def refuse_parameter_call(fn: Function, stmt, func) -> None:
     """A located TransformError if `func`, the callee of a call in `fn` being
     differentiated, is one of `fn`'s parameters: which function it holds is known only
     when `fn` is called, after the derivative was built."""
-    if not isinstance(func, gast.Name) or \
-            func.id not in {a.id for a in _parameters(fn.node.args)}:
+    if not isinstance(func, gast.Name) or func.id not in fn.params:
         return
     raise fn.origin.error(
         stmt, f"{fn.name} calls its parameter {func.id!r}: which function it holds is not "

@@ -30,6 +30,7 @@ import gast
 from codegen.backends import is_library_module, is_user_function
 
 from .errors import TransformError
+from .function import resolve_in
 from .names import Namer
 
 _PACKAGE = __name__.rpartition(".")[0]
@@ -144,21 +145,10 @@ def _dotted(expr) -> str:
     return ""
 
 
-def _resolve(expr, env):
-    """The object a Name or attribute path read from the env stands for, or KeyError."""
-    if isinstance(expr, gast.Name):
-        return env[expr.id]
-    if isinstance(expr, gast.Attribute):
-        base = _resolve(expr.value, env)
-        if hasattr(base, expr.attr):
-            return getattr(base, expr.attr)
-    raise KeyError(expr)
-
-
 def _transform_of(expr, env):
     """The secant transformation `expr` names, or None."""
     try:
-        value = _resolve(expr, env)
+        value = resolve_in(env, expr)
     except KeyError:
         return None
     names = _TRANSFORMS.get(getattr(value, "__module__", None), ())
@@ -169,7 +159,7 @@ def _through_module(expr: gast.Attribute, env):
     """The function `mod.f` / `pkg.sub.f` names when `pkg.sub` is a user's module and `f`
     something secant compiles (a user's function, a Numba kernel, a secant wrapper)."""
     try:
-        base = _resolve(expr.value, env)
+        base = resolve_in(env, expr.value)
     except KeyError:
         return None
     if not isinstance(base, types.ModuleType) or is_library_module(base):
@@ -211,7 +201,7 @@ def _constant(expr, env, origin, call):
         return tuple(values) if isinstance(expr, gast.Tuple) else values
     if isinstance(expr, (gast.Name, gast.Attribute)):
         try:
-            return _resolve(expr, env)
+            return resolve_in(env, expr)
         except KeyError:
             pass
     else:

@@ -47,6 +47,7 @@ import gast
 import numpy as np
 
 from . import runtime
+from .function import resolve_in
 from .runtime.tapes import (  # noqa: F401  (re-exported: passes name them tape.<name>)
     MIN_CAPACITY, check_not_shared, check_not_view, check_shape, exact_tape, float_tape,
     items_buffer, own_value, pop_items, push, push_items, range_last, reserve, shape_of,
@@ -342,7 +343,7 @@ def integer_value(value, ints: set, env: dict) -> bool:
     if isinstance(value, gast.Attribute):
         return value.attr in ("ndim", "size")
     if isinstance(value, gast.Call) and not value.keywords:
-        func = resolve_in(env, value.func)
+        func = resolve_in(env, value.func, None)
         if any(func is f for f in INTEGER_RESULTS):
             return True
         return any(func is f for f in (min, max, abs)) and \
@@ -352,7 +353,7 @@ def integer_value(value, ints: set, env: dict) -> bool:
 
 def integer_range(loop, env: dict) -> bool:
     """Whether `for` statement `loop` runs over a `range` (its index an integer)."""
-    return isinstance(loop.iter, gast.Call) and resolve_in(env, loop.iter.func) is range
+    return isinstance(loop.iter, gast.Call) and resolve_in(env, loop.iter.func, None) is range
 
 
 def shape_stable(facts: Facts, anchors: set, env: dict) -> set:
@@ -404,7 +405,7 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
                 isinstance(d, gast.For) for d in facts.defs.get(i.id, [None])))
             for i in index)
     if isinstance(value, gast.Call) and not value.keywords:
-        func = resolve_in(env, value.func)
+        func = resolve_in(env, value.func, None)
         position = SHAPE_FROM.get(func) if callable(func) else None
         if position is not None:
             return position < len(value.args) and ok(value.args[position])
@@ -412,15 +413,6 @@ def _keeps_shape(value, stable: set, facts: Facts, env: dict) -> bool:
             or any(func is f for f in SHAPE_KEEPING)
         return known and all(ok(a) for a in value.args)
     return False
-
-
-def resolve_in(env, func):
-    if isinstance(func, gast.Name):
-        return env.get(func.id)
-    if isinstance(func, gast.Attribute):
-        base = resolve_in(env, func.value)
-        return getattr(base, func.attr, None) if base is not None else None
-    return None
 
 
 INTEGER_RESULTS += [trip_count, range_last]

@@ -10,7 +10,7 @@ derivative.
 import numpy as np
 import pytest
 
-from transformer import TransformError, grad, hessian, jacfwd, jit, jvp, vmap
+from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, vmap
 from transformer.test_util import numerical_grad
 
 X = np.array([0.3, -0.7, 1.1, 2.0])
@@ -144,3 +144,76 @@ def test_a_transformation_handed_to_a_helper_by_name_or_inline():
     assert np.allclose(grad(lambda x: force_norm(grad(energy), x))(X), want, atol=1e-5)
     assert np.allclose(vmap(grad(lambda x: force_norm(force, x)))(np.stack([X, X]))[1], want,
                        atol=1e-5)
+
+
+def test_a_helper_handed_a_numpy_function_without_a_rule_names_the_missing_rule():
+    """np.median has no adjoint rule: the helper is still specialized to it, so grad names
+    the rule it lacks (not the parameter call), and jit computes what NumPy does."""
+    def use_median(x):
+        return apply(np.median, x)
+    with pytest.raises(TransformError, match="no adjoint rule for numpy.median") as caught:
+        grad(use_median)(X)
+    assert caught.value.filename.endswith("test_function_arguments.py")
+    assert np.isclose(jit(use_median)(X), np.median(X))
+
+
+def test_a_helper_is_parsed_once_however_many_calls_hand_it_functions(monkeypatch):
+    """`handed` calls `apply` twice and `twice` calls it twice more: one parse of `handed`
+    (a build of its own) parses `apply` once and reuses it for every call site."""
+    from transformer import frontend
+    parsed = []
+    parse = frontend.parse
+
+    def counting(fn):
+        parsed.append(fn)
+        return parse(fn)
+    monkeypatch.setattr(frontend, "parse", counting)
+    frontend.parse(handed)
+    assert sum(fn is apply for fn in parsed) == 1
+    assert sum(fn is layer for fn in parsed) == 1
+
+
+SCALE = 2.0
+
+
+def scaled_apply(fn, x):
+    return SCALE * np.sum(fn(x))
+
+
+def test_a_helper_handed_a_function_reads_a_rebound_global_at_the_next_call():
+    global SCALE
+    g = grad(lambda x: scaled_apply(np.sin, x))
+    try:
+        assert np.allclose(g(X), 2.0 * np.cos(X))
+        SCALE = 3.0
+        assert np.allclose(g(X), 3.0 * np.cos(X))
+    finally:
+        SCALE = 2.0
+
+
+def layer_of(x, act):
+    y = act(x)
+    return np.sum(y * x)
+
+
+def test_calling_a_parameter_is_refused_alike_by_every_derivative_and_mapped_by_vmap():
+    """grad, jacrev (reverse) and jvp, jacfwd (forward) refuse the active call of parameter
+    `act` with one located message and hint; vmap and jit, which see the function at the
+    call, compute it; a call of the parameter on an inactive value is differentiated."""
+    errors = []
+    for run in (lambda: grad(layer_of)(X, np.tanh), lambda: jacrev(layer_of)(X, np.tanh),
+                lambda: jvp(layer_of, (X, np.tanh), (X, np.tanh)),
+                lambda: jacfwd(layer_of)(X, np.tanh)):
+        with pytest.raises(TransformError, match="calls its parameter 'act'") as caught:
+            run()
+        err = caught.value
+        errors.append((err.message, err.filename, err.lineno, err.col, err.hint))
+    assert len(set(errors)) == 1 and errors[0][1].endswith("test_function_arguments.py")
+    xs = np.stack([X, -X, 0.5 * X])
+    want = [layer_of(x, np.tanh) for x in xs]
+    assert np.allclose(vmap(layer_of, in_axes=(0, None))(xs, np.tanh), want)
+    assert np.isclose(jit(layer_of)(X, np.tanh), want[0])
+
+    def scaled_by_a_call(x, g):
+        return np.sum(x) * g(1.0)
+    assert np.allclose(grad(scaled_by_a_call)(X, np.tanh), np.tanh(1.0) * np.ones_like(X))

@@ -33,6 +33,7 @@ from codegen.backends import is_user_function
 
 from .. import runtime, tape
 from ..callbacks import pure_callback
+from ..function import resolve_in
 from ..runtime import host
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
@@ -78,7 +79,7 @@ def pure_calls(env: dict, user: Callable = lambda obj: False) -> Callable[[gast.
     `env`; a local or unknown function is not pure, a user's function when `user` says
     so)."""
     def pure(node: gast.Call) -> bool:
-        obj = _resolve(node.func, env)
+        obj = resolve_in(env, node.func, None)
         if obj is None or any(k.arg == "out" for k in node.keywords) or \
                 any(obj is f for f in _MUTATING):
             return False
@@ -87,7 +88,7 @@ def pure_calls(env: dict, user: Callable = lambda obj: False) -> Callable[[gast.
         if obj is pure_callback:       # its result may be dropped, as in JAX
             return True
         if obj is host.host_call:      # the same, lowered
-            site = _resolve(node.args[0], env) if node.args else None
+            site = resolve_in(env, node.args[0], None) if node.args else None
             return isinstance(site, host.HostSite) and site.kind == "pure"
         if isinstance(obj, np.ufunc) or any(obj is f for f in _PURE_HELPERS | _PURE_BUILTINS):
             return True
@@ -95,15 +96,6 @@ def pure_calls(env: dict, user: Callable = lambda obj: False) -> Callable[[gast.
         return module == "math" or \
             (module == "numpy" or module.startswith("numpy.")) and "random" not in module
     return pure
-
-
-def _resolve(expr, env):
-    if isinstance(expr, gast.Name):
-        return env.get(expr.id)
-    if isinstance(expr, gast.Attribute):
-        base = _resolve(expr.value, env)
-        return getattr(base, expr.attr, None) if base is not None else None
-    return None
 
 
 # ---------------------------------------------------------------- liveness

@@ -23,6 +23,7 @@ from codegen.backends import is_user_function
 
 from .. import tape
 from ..errors import TransformError
+from ..function import resolve_in
 from ..templates import has_adjoint, is_nondifferentiable
 
 _OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
@@ -119,7 +120,7 @@ class _Analysis:
         if call.keywords or any(isinstance(a, gast.Starred) for a in call.args) or \
                 self.depth >= _DEPTH:
             return None
-        obj = tape.resolve_in(self.env, call.func)
+        obj = resolve_in(self.env, call.func, None)
         fn = _helper_function(obj)
         if fn is None:
             return None

@@ -17,7 +17,7 @@ import gast
 import numpy as np
 
 from .. import runtime, tape
-from ..function import resolve
+from ..function import resolve, resolve_in
 from ..syntax import assign, call, const, name
 from .adjoints import Adjoints
 from .dce import pure_calls
@@ -294,7 +294,7 @@ def _shape_follows_operands(value, env) -> bool:
     if isinstance(value, gast.UnaryOp):
         return atom(value.operand)
     if isinstance(value, gast.Call) and not value.keywords:
-        func = tape.resolve_in(env, value.func)
+        func = resolve_in(env, value.func, None)
         return (isinstance(func, np.ufunc) or any(func is f for f in tape.SHAPE_KEEPING)) \
             and all(atom(a) for a in value.args)
     return False
