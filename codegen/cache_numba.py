@@ -22,6 +22,19 @@ so a function loaded from disk in a new process would find that global empty and
 error. `_Impl` therefore saves a stand-in for each such environment (its constants, the
 globals of this module - nopython code reads no globals through it), and refuses to save
 a function one of whose environments is gone or holds constants that cannot be pickled.
+
+secant's runtime helpers. The module-level Numba functions of `transformer` and `codegen`
+and the implementations their `@overload`s pick (`transformer/runtime/numba_api.py` marks
+those) are cached in the same directory, so a new function compiled in a later process
+links the helpers it shares with earlier ones instead of compiling them again. Their stamp
+is `runtime_stamp()`, a hash of all of secant's source and of the versions and Numba
+settings compiled code depends on: a helper's machine code includes the helpers it calls,
+so a change anywhere in secant invalidates them all. Numba keys a function by its
+bytecode and a pickle of its closure; overload implementations are closures built per
+call and some capture other dispatchers, whose pickle differs in every process, so
+`SealedCache` keys by a stable fingerprint instead (`_fingerprint`): bytecode, constants
+and names of the function and of every function it captures, and the value of every other
+captured constant. A closure holding anything else is not cached.
 """
 from __future__ import annotations
 
@@ -34,6 +47,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 _CacheLocator)
 from numba.core.environment import Environment, lookup_environment
@@ -43,6 +57,10 @@ from . import cache_files, cache_store, cache_trust
 _SECANT_PACKAGES = ("transformer", "codegen")
 _ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
 _enable_lock = threading.Lock()
+_helper_root: Path | None = None     # where overload implementations are cached, once known
+_stamp: str | None = None
+_NUMBA_SETTINGS = ("OPT", "BOUNDSCHECK", "DEBUGINFO_DEFAULT", "ENABLE_AVX", "CPU_NAME",
+                   "CPU_FEATURES")
 
 
 def enable(dispatcher, root: Path, stamp: str) -> None:
@@ -55,13 +73,44 @@ def enable(dispatcher, root: Path, stamp: str) -> None:
 
 def enable_runtime_helpers(root: Path) -> None:
     """A sealed cache in `root` for secant's own module-level Numba helpers (runtime code
-    called from generated functions), which are therefore defined without `cache=True`."""
+    called from generated functions), which are therefore defined without `cache=True`,
+    and for the overload implementations compiled from now on (`helper_cache`)."""
+    global _helper_root
     with _enable_lock:
+        _helper_root = Path(root)
         for module in [m for name, m in list(sys.modules.items())
                        if name.partition(".")[0] in _SECANT_PACKAGES and m is not None]:
             for value in list(vars(module).values()):
                 if _is_own_dispatcher(value, module.__name__):
-                    enable(value, root, _source_stamp(module))
+                    enable(value, root, runtime_stamp())
+
+
+def helper_cache(py_func) -> SealedCache | None:
+    """The cache for an overload implementation of secant's runtime: in the directory of
+    the latest compile, or None before any (the helper is then compiled in memory)."""
+    root = _helper_root
+    if root is None or not _fingerprintable(py_func):
+        return None
+    return SealedCache(py_func, root, runtime_stamp(), stable_key=True)
+
+
+def runtime_stamp() -> str:
+    """A hash of secant's source and of what its compiled helpers depend on: the Python,
+    NumPy and Numba versions and Numba's code-generation settings."""
+    global _stamp
+    if _stamp is None:
+        import numba
+        import numpy
+        settings = [getattr(numba.config, name, None) for name in _NUMBA_SETTINGS]
+        digest = hashlib.sha256(repr((sys.version, numpy.__version__, numba.__version__,
+                                      settings)).encode())
+        top = Path(__file__).resolve().parent.parent       # transformer/ and codegen/
+        for package in _SECANT_PACKAGES:
+            for path in sorted((top / package).rglob("*.py")):
+                digest.update(str(path.relative_to(top)).encode())
+                digest.update(cache_files.read_regular(path) or b"")
+        _stamp = digest.hexdigest()
+    return _stamp
 
 
 def _is_own_dispatcher(value, module_name: str) -> bool:
@@ -70,9 +119,57 @@ def _is_own_dispatcher(value, module_name: str) -> bool:
             and getattr(py_func, "__module__", None) == module_name)
 
 
-def _source_stamp(module) -> str:
-    data = cache_files.read_regular(getattr(module, "__file__", None) or "") or b""
-    return hashlib.sha256(data).hexdigest()
+# ---------------------------------------------------------------- stable keys
+
+
+class _Unkeyable(Exception):
+    """A captured value with no stable fingerprint: the function is not cached."""
+
+
+def _fingerprintable(py_func) -> bool:
+    try:
+        _fingerprint(py_func)
+    except _Unkeyable:
+        return False
+    return True
+
+
+def _fingerprint(value, seen: frozenset = frozenset()) -> str:
+    """A text naming `value` the same way in every process, for a cache key (see the
+    module doc); raises `_Unkeyable` for a value it cannot name."""
+    py_func = getattr(value, "py_func", None)        # a Numba dispatcher
+    if py_func is not None:
+        return "dispatcher " + _fingerprint(py_func, seen)
+    if inspect.isfunction(value):
+        if id(value) in seen:
+            return "recursion"
+        seen = seen | {id(value)}
+        cells = [_fingerprint(cell.cell_contents, seen) for cell in value.__closure__ or ()]
+        defaults = _fingerprint(value.__defaults__, seen)
+        return (f"function {value.__module__}.{value.__qualname__} "
+                f"{_code_fingerprint(value.__code__)} {defaults} [{', '.join(cells)}]")
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}({', '.join(_fingerprint(v, seen) for v in value)})"
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return repr(value)
+    if isinstance(value, type) and value.__module__ in ("numpy", "builtins"):
+        return f"class {value.__module__}.{value.__qualname__}"
+    if isinstance(value, np.ndarray):
+        return (f"ndarray {value.dtype.str} {value.shape} "
+                f"{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}")
+    module = type(value).__module__ or ""
+    if module.partition(".")[0] in ("numba", "numpy") and " at 0x" not in repr(value):
+        # Numba types are named by their key; NumPy dtypes and scalars by their repr
+        return f"{module}.{type(value).__qualname__} {value!r}"
+    raise _Unkeyable(type(value))
+
+
+def _code_fingerprint(code) -> str:
+    consts = [_code_fingerprint(c) if inspect.iscode(c) else repr(c) for c in code.co_consts]
+    digest = hashlib.sha256(code.co_code)
+    digest.update(repr((consts, code.co_names, code.co_varnames, code.co_freevars,
+                        code.co_filename, code.co_firstlineno)).encode())
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- Numba's cache classes
@@ -151,6 +248,19 @@ class _SealedFile(IndexDataCacheFile):
         super().__init__(cache_path, filename_base, source_stamp)
         self._root = root
 
+    def save(self, key, data):
+        """Numba's save, but the data file is named by a hash of `key`, not by a count:
+        two processes adding different keys to one index at once (test workers, a
+        user's pool) then never write each other's data file under a name the other's
+        index lists. The data is written before the index that names it."""
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+        data_name = f"{self._index_name[:-len('.nbi')]}.{digest}.nbc"
+        self._save_data(data_name, data)
+        overloads = self._load_index()
+        if overloads.get(key) != data_name:
+            overloads[key] = data_name
+            self._save_index(overloads)
+
     def _load_index(self):
         payload = self._read(self._index_name)
         if payload is None:
@@ -196,7 +306,8 @@ class _SealedFile(IndexDataCacheFile):
 class SealedCache(FunctionCache):
     """A Numba function cache in `root/__pycache__` made of sealed files."""
 
-    def __init__(self, py_func, root: Path, stamp: str):
+    def __init__(self, py_func, root: Path, stamp: str, stable_key: bool = False):
+        self._stable_key = stable_key
         self._name = repr(py_func)
         self._py_func = py_func
         self.root = root
@@ -206,6 +317,15 @@ class SealedCache(FunctionCache):
         self._cache_file = _SealedFile(self._cache_path, self._impl.filename_base, stamp,
                                        Path(root))
         self.enable()
+
+    def _index_key(self, sig, codegen):
+        """Numba's key; for a runtime helper (`stable_key`) the function is named by
+        `_fingerprint` (stable across processes) instead of its bytecode and a pickle of
+        its closure."""
+        if not self._stable_key:
+            return super()._index_key(sig, codegen)
+        return (sig, codegen.magic_tuple(),
+                hashlib.sha256(_fingerprint(self._py_func).encode()).hexdigest())
 
     def holds(self, sig, target_context) -> bool:
         """Whether the index on disk lists machine code for `sig` (nothing is loaded)."""

@@ -1,0 +1,137 @@
+"""secant's runtime helpers (the implementations its `@overload`s pick) are cached on disk
+with the generated code: a new function in a later process loads the helpers an earlier
+one compiled, keyed so that a different helper never loads another's machine code."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+
+from codegen import cache_files, cache_numba
+
+
+def _closure(scale):
+    return lambda x: x * scale
+
+
+def _plain(x):
+    return x * 2.0
+
+
+def _other_constant(x):
+    return x * 3.0
+
+
+def test_fingerprint_tells_apart_captured_values_and_constants():
+    fp = cache_numba._fingerprint
+    assert fp(_closure(2.0)) == fp(_closure(2.0))
+    assert fp(_closure(2.0)) != fp(_closure(3.0))
+    assert fp(_closure(np.float32(2.0))) != fp(_closure(2.0))
+    # same bytecode, different constant: Numba's own key (bytecode only) would not see it
+    assert _plain.__code__.co_code == _other_constant.__code__.co_code
+    assert fp(_plain) != fp(_other_constant)
+    assert fp(_closure(np.arange(3.0))) != fp(_closure(np.arange(3.0) + 1))
+    assert fp(_closure(numba.types.float32)) != fp(_closure(numba.types.float64))
+
+
+def test_fingerprint_of_a_captured_dispatcher_is_stable():
+    first, second = numba.njit(_plain), numba.njit(_plain)
+    assert cache_numba._fingerprint(_closure(first)) == \
+        cache_numba._fingerprint(_closure(second))
+    assert cache_numba._fingerprint(_closure(first)) != \
+        cache_numba._fingerprint(_closure(numba.njit(_other_constant)))
+
+
+def test_a_helper_capturing_an_unnamed_object_is_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_numba, "_helper_root", tmp_path)
+    assert cache_numba.helper_cache(_closure(object())) is None
+    assert isinstance(cache_numba.helper_cache(_closure(2.0)), cache_numba.SealedCache)
+
+
+def test_runtime_stamp_covers_sources_and_numba_settings(monkeypatch):
+    monkeypatch.setattr(cache_numba, "_stamp", None)
+    base = cache_numba.runtime_stamp()
+    monkeypatch.setattr(cache_numba, "_stamp", None)
+    monkeypatch.setattr(numba.config, "OPT", 1 if numba.config.OPT != 1 else 2)
+    assert cache_numba.runtime_stamp() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(cache_numba, "_stamp", None)
+    read = cache_files.read_regular
+
+    def edited(path):
+        data = read(path)
+        return data + b"\n# edited" if str(path).endswith("broadcasting.py") else data
+    monkeypatch.setattr(cache_files, "read_regular", edited)
+    assert cache_numba.runtime_stamp() != base
+
+
+_PROGRAM = textwrap.dedent("""
+    import json, sys
+    import numba.core.event as ev
+    import numpy as np
+    from transformer import grad, jit
+
+    compiled = []
+    class Listener(ev.Listener):
+        def on_start(self, event):
+            pass
+        def on_end(self, event):
+            py_func = event.data["dispatcher"].py_func
+            if getattr(py_func, "__secant_helper__", False):
+                compiled.append(py_func.__qualname__)
+    ev.register("numba:compile", Listener())
+
+    scale = float(sys.argv[1])
+    sys.path.insert(0, sys.argv[2])
+    energy = __import__(f"energy_{sys.argv[1].replace('.', '_')}").energy
+    x = np.linspace(-1.0, 1.0, 7)
+    got = jit(grad(energy))(x)
+    want = scale * 2 * np.tanh(x) * (1 - np.tanh(x) ** 2)
+    print(json.dumps({"helpers": compiled, "error": float(np.max(np.abs(got - want)))}))
+""")
+
+
+@pytest.mark.slow
+def test_a_new_function_in_a_new_process_loads_the_helpers(tmp_path):
+    script = tmp_path / "program.py"
+    script.write_text(_PROGRAM)
+    env = dict(os.environ, SECANT_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
+    runs = []
+    for scale in ("2.0", "3.0"):        # two functions: the second is not in the cache
+        (tmp_path / f"energy_{scale.replace('.', '_')}.py").write_text(
+            f"import numpy as np\n\ndef energy(x):\n"
+            f"    return np.sum(np.tanh(x) ** 2) * {scale}\n")
+        done = subprocess.run([sys.executable, str(script), scale, str(tmp_path)], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0]["helpers"], "the first process compiles the helpers"
+    assert not set(runs[0]["helpers"]) & set(runs[1]["helpers"])
+    assert max(run["error"] for run in runs) < 1e-12
+
+
+def test_concurrent_writers_of_one_index_never_swap_data(tmp_path, monkeypatch):
+    """Two processes add different keys to one index at once: the second saves its whole
+    entry while the first is between its index and its data. No key may then name the
+    other's machine code (with data files numbered by count, both took `.1.nbc`)."""
+    folder = tmp_path / "__pycache__"
+    folder.mkdir()
+    files = [cache_numba._SealedFile(str(folder), "helpers.f-1.py311", "stamp", tmp_path)
+             for _ in range(3)]
+    first, second, reader = files
+    monkeypatch.setattr(second, "_load_index", lambda: {})    # read before `first` saved
+    save_data = first._save_data
+
+    def interleaved(name, data):
+        monkeypatch.setattr(first, "_save_data", save_data)
+        second.save(("key b",), {"code": "b"})
+        save_data(name, data)
+    monkeypatch.setattr(first, "_save_data", interleaved)
+    first.save(("key a",), {"code": "a"})
+    assert reader.load(("key b",)) in (None, {"code": "b"})
+    assert reader.load(("key a",)) in (None, {"code": "a"})
