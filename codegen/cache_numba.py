@@ -30,11 +30,8 @@ links the helpers it shares with earlier ones instead of compiling them again. T
 is `runtime_stamp()`, a hash of all of secant's source and of the versions and Numba
 settings compiled code depends on: a helper's machine code includes the helpers it calls,
 so a change anywhere in secant invalidates them all. Numba keys a function by its
-bytecode and a pickle of its closure; overload implementations are closures built per
-call and some capture other dispatchers, whose pickle differs in every process, so
-`SealedCache` keys by a stable fingerprint instead (`_fingerprint`): bytecode, constants
-and names of the function and of every function it captures, and the value of every other
-captured constant. A closure holding anything else is not cached.
+bytecode and a pickle of its closure, which is neither stable across processes nor enough
+for helpers exec'd from text; `SealedCache` keys a helper by `cache_keys.fingerprint`.
 """
 from __future__ import annotations
 
@@ -47,12 +44,11 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexDataCacheFile,
                                 _CacheLocator)
 from numba.core.environment import Environment, lookup_environment
 
-from . import cache_files, cache_store, cache_trust
+from . import cache_files, cache_keys, cache_store, cache_trust
 
 _SECANT_PACKAGES = ("transformer", "codegen")
 _ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
@@ -89,9 +85,13 @@ def helper_cache(py_func) -> SealedCache | None:
     """The cache for an overload implementation of secant's runtime: in the directory of
     the latest compile, or None before any (the helper is then compiled in memory)."""
     root = _helper_root
-    if root is None or not _fingerprintable(py_func):
+    if root is None:
         return None
-    return SealedCache(py_func, root, runtime_stamp(), stable_key=True)
+    try:
+        name = cache_keys.fingerprint(py_func)
+    except cache_keys.Unkeyable:
+        return None
+    return SealedCache(py_func, root, runtime_stamp(), stable_name=name)
 
 
 def runtime_stamp() -> str:
@@ -117,59 +117,6 @@ def _is_own_dispatcher(value, module_name: str) -> bool:
     py_func = getattr(value, "py_func", None)
     return (hasattr(value, "_cache") and hasattr(value, "enable_caching")
             and getattr(py_func, "__module__", None) == module_name)
-
-
-# ---------------------------------------------------------------- stable keys
-
-
-class _Unkeyable(Exception):
-    """A captured value with no stable fingerprint: the function is not cached."""
-
-
-def _fingerprintable(py_func) -> bool:
-    try:
-        _fingerprint(py_func)
-    except _Unkeyable:
-        return False
-    return True
-
-
-def _fingerprint(value, seen: frozenset = frozenset()) -> str:
-    """A text naming `value` the same way in every process, for a cache key (see the
-    module doc); raises `_Unkeyable` for a value it cannot name."""
-    py_func = getattr(value, "py_func", None)        # a Numba dispatcher
-    if py_func is not None:
-        return "dispatcher " + _fingerprint(py_func, seen)
-    if inspect.isfunction(value):
-        if id(value) in seen:
-            return "recursion"
-        seen = seen | {id(value)}
-        cells = [_fingerprint(cell.cell_contents, seen) for cell in value.__closure__ or ()]
-        defaults = _fingerprint(value.__defaults__, seen)
-        return (f"function {value.__module__}.{value.__qualname__} "
-                f"{_code_fingerprint(value.__code__)} {defaults} [{', '.join(cells)}]")
-    if isinstance(value, (tuple, list)):
-        return f"{type(value).__name__}({', '.join(_fingerprint(v, seen) for v in value)})"
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
-        return repr(value)
-    if isinstance(value, type) and value.__module__ in ("numpy", "builtins"):
-        return f"class {value.__module__}.{value.__qualname__}"
-    if isinstance(value, np.ndarray):
-        return (f"ndarray {value.dtype.str} {value.shape} "
-                f"{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}")
-    module = type(value).__module__ or ""
-    if module.partition(".")[0] in ("numba", "numpy") and " at 0x" not in repr(value):
-        # Numba types are named by their key; NumPy dtypes and scalars by their repr
-        return f"{module}.{type(value).__qualname__} {value!r}"
-    raise _Unkeyable(type(value))
-
-
-def _code_fingerprint(code) -> str:
-    consts = [_code_fingerprint(c) if inspect.iscode(c) else repr(c) for c in code.co_consts]
-    digest = hashlib.sha256(code.co_code)
-    digest.update(repr((consts, code.co_names, code.co_varnames, code.co_freevars,
-                        code.co_filename, code.co_firstlineno)).encode())
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- Numba's cache classes
@@ -306,8 +253,9 @@ class _SealedFile(IndexDataCacheFile):
 class SealedCache(FunctionCache):
     """A Numba function cache in `root/__pycache__` made of sealed files."""
 
-    def __init__(self, py_func, root: Path, stamp: str, stable_key: bool = False):
-        self._stable_key = stable_key
+    def __init__(self, py_func, root: Path, stamp: str, stable_name: str | None = None):
+        self._stable_key = None if stable_name is None else \
+            hashlib.sha256(stable_name.encode()).hexdigest()
         self._name = repr(py_func)
         self._py_func = py_func
         self.root = root
@@ -319,13 +267,12 @@ class SealedCache(FunctionCache):
         self.enable()
 
     def _index_key(self, sig, codegen):
-        """Numba's key; for a runtime helper (`stable_key`) the function is named by
-        `_fingerprint` (stable across processes) instead of its bytecode and a pickle of
-        its closure."""
-        if not self._stable_key:
+        """Numba's key; for a runtime helper (`stable_name`) the function is named by
+        `cache_keys.fingerprint` (stable across processes) instead of its bytecode and a
+        pickle of its closure."""
+        if self._stable_key is None:
             return super()._index_key(sig, codegen)
-        return (sig, codegen.magic_tuple(),
-                hashlib.sha256(_fingerprint(self._py_func).encode()).hexdigest())
+        return (sig, codegen.magic_tuple(), self._stable_key)
 
     def holds(self, sig, target_context) -> bool:
         """Whether the index on disk lists machine code for `sig` (nothing is loaded)."""

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pytest
 
-from codegen import cache_files, cache_numba
+from codegen import cache_files, cache_keys, cache_numba
 
 
 def _closure(scale):
@@ -27,7 +27,7 @@ def _other_constant(x):
 
 
 def test_fingerprint_tells_apart_captured_values_and_constants():
-    fp = cache_numba._fingerprint
+    fp = cache_keys.fingerprint
     assert fp(_closure(2.0)) == fp(_closure(2.0))
     assert fp(_closure(2.0)) != fp(_closure(3.0))
     assert fp(_closure(np.float32(2.0))) != fp(_closure(2.0))
@@ -40,10 +40,27 @@ def test_fingerprint_tells_apart_captured_values_and_constants():
 
 def test_fingerprint_of_a_captured_dispatcher_is_stable():
     first, second = numba.njit(_plain), numba.njit(_plain)
-    assert cache_numba._fingerprint(_closure(first)) == \
-        cache_numba._fingerprint(_closure(second))
-    assert cache_numba._fingerprint(_closure(first)) != \
-        cache_numba._fingerprint(_closure(numba.njit(_other_constant)))
+    assert cache_keys.fingerprint(_closure(first)) == \
+        cache_keys.fingerprint(_closure(second))
+    assert cache_keys.fingerprint(_closure(first)) != \
+        cache_keys.fingerprint(_closure(numba.njit(_other_constant)))
+
+
+def _exec_helper(**namespace):
+    """A helper as secant's runtime makes them: exec'd text reading its globals."""
+    exec(compile("def each(x):\n    return helper(x) + 1.0\n", "<batched helper>", "exec"),
+         namespace)
+    return namespace["each"]
+
+
+def test_fingerprint_follows_the_globals_an_exec_helper_reads():
+    fp = cache_keys.fingerprint
+    assert fp(_exec_helper(helper=_plain)) == fp(_exec_helper(helper=_plain))
+    assert fp(_exec_helper(helper=_plain)) != fp(_exec_helper(helper=_other_constant))
+    assert fp(_exec_helper(helper=np.tanh)) != fp(_exec_helper(helper=np.exp))
+    assert fp(_exec_helper(helper=np.max)) == fp(_exec_helper(helper=np.max))
+    with pytest.raises(cache_keys.Unkeyable):
+        fp(_exec_helper(helper=pytest))        # a module outside the libraries
 
 
 def test_a_helper_capturing_an_unnamed_object_is_not_cached(tmp_path, monkeypatch):
