@@ -90,7 +90,7 @@ _PROGRAM = textwrap.dedent("""
     import json, sys
     import numba.core.event as ev
     import numpy as np
-    from transformer import grad, jit
+    from transformer import grad, jit, vmap
 
     compiled = []
     class Listener(ev.Listener):
@@ -99,14 +99,14 @@ _PROGRAM = textwrap.dedent("""
         def on_end(self, event):
             py_func = event.data["dispatcher"].py_func
             if getattr(py_func, "__secant_helper__", False):
-                compiled.append(py_func.__qualname__)
+                compiled.append(f"{py_func.__code__.co_filename}:{py_func.__qualname__}")
     ev.register("numba:compile", Listener())
 
     scale = float(sys.argv[1])
     sys.path.insert(0, sys.argv[2])
-    energy = __import__(f"energy_{sys.argv[1].replace('.', '_')}").energy
-    x = np.linspace(-1.0, 1.0, 7)
-    got = jit(grad(energy))(x)
+    from energy_program import energy
+    x = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    got = jit(vmap(grad(energy)))(x)
     want = scale * 2 * np.tanh(x) * (1 - np.tanh(x) ** 2)
     print(json.dumps({"helpers": compiled, "error": float(np.max(np.abs(got - want)))}))
 """)
@@ -116,19 +116,22 @@ _PROGRAM = textwrap.dedent("""
 def test_a_new_function_in_a_new_process_loads_the_helpers(tmp_path):
     script = tmp_path / "program.py"
     script.write_text(_PROGRAM)
-    env = dict(os.environ, SECANT_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, SECANT_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONDONTWRITEBYTECODE="1")       # the edited file is read again
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")])
     runs = []
-    for scale in ("2.0", "3.0"):        # two functions: the second is not in the cache
-        (tmp_path / f"energy_{scale.replace('.', '_')}.py").write_text(
-            f"import numpy as np\n\ndef energy(x):\n"
-            f"    return np.sum(np.tanh(x) ** 2) * {scale}\n")
+    # the user edits a constant in a helper and runs the script again: the new process
+    # compiles the user's code anew and loads secant's helpers, never the old machine code
+    for scale in ("2.0", "3.0"):
+        (tmp_path / "energy_program.py").write_text(
+            f"import numpy as np\n\ndef scaled(x):\n    return np.tanh(x) ** 2 * {scale}\n\n"
+            f"def energy(x):\n    return np.sum(scaled(x))\n")
         done = subprocess.run([sys.executable, str(script), scale, str(tmp_path)], env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert runs[0]["helpers"], "the first process compiles the helpers"
-    assert not set(runs[0]["helpers"]) & set(runs[1]["helpers"])
+    assert not set(runs[0]["helpers"]) & set(runs[1]["helpers"]), runs
     assert max(run["error"] for run in runs) < 1e-12
 
 

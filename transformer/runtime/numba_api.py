@@ -44,6 +44,9 @@ def overload(func, jit_options=MappingProxyType({}), **kwargs):
             implementation = chosen[1] if isinstance(chosen, tuple) else chosen
             if isinstance(implementation, FunctionType):
                 setattr(implementation, HELPER_MARK, True)
+                # text exec'd in a bare scope: Numba reloads a cached function's globals by
+                # module name, so give the scope the name of the module that made it
+                implementation.__globals__.setdefault("__name__", typer.__module__)
             return chosen
         register(marking_typer)
         return typer
