@@ -1,7 +1,7 @@
 """Where the first call's time goes: a cold-cache compile broken down by stage.
 
     PYTHONPATH=. python benchmarks/bench_compile.py [--cases lj hessian mlp] [--repeat 3]
-        [--clock cpu|wall] [--warm] [--imports]
+        [--clock cpu|wall] [--warm] [--helpers] [--tiered] [--imports]
 
 Each case runs `--repeat` times, each time in a fresh process with a fresh, empty
 SECANT_CACHE_DIR (so nothing comes from secant's or Numba's disk cache), and the table
@@ -33,6 +33,11 @@ add up to the first call:
 
 `import` (seconds to `import transformer` in that process) and `second` (the second call)
 are printed beside them, and the target for each case's first call (issue #16).
+
+With `--helpers`, each case also runs in a second new process on that cache with the
+generated code removed and secant's runtime helpers kept (rows `case+helpers`): the first
+call of a new function once an earlier one, in any process, compiled the helpers it shares
+(`codegen/cache_numba.py`), as when a user edits a function and runs the script again.
 
 With `--tiered`, each case also runs with `jit`'s tiered execution (rows `case+tiered`,
 SECANT_TIERED=1): the first call runs the generated NumPy source while a child process
@@ -198,29 +203,43 @@ def _environment(**extra) -> dict:
 
 
 def run_fresh(name: str, warm: bool = False, clock_name: str = "cpu",
-              tiered: bool = False) -> list[dict]:
-    """`measure(name)` in a new process with an empty cache directory; with `warm`, then
-    again in another new process on the cache the first one filled."""
+              tiered: bool = False, helpers: bool = False) -> dict[str, dict]:
+    """`measure(name)` in a new process with an empty cache directory, by row label; with
+    `warm`, then again in another new process on the cache the first one filled; with
+    `helpers`, again with the generated functions removed from that cache."""
     with tempfile.TemporaryDirectory(prefix="secant-bench-") as cache:
         env = _environment(SECANT_CACHE_DIR=cache, SECANT_BENCH_CLOCK=clock_name,
                            **({"SECANT_TIERED": "1"} if tiered else {}))
-        runs = []
-        for _ in range(2 if warm else 1):
+        runs = {}
+        for label in [name] + [name + "+warm"] * warm + [name + "+helpers"] * helpers:
+            if label.endswith("+helpers"):
+                _remove_generated(cache)
             out = subprocess.run([sys.executable, __file__, "--measure", name], env=env,
                                  check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
+            runs[label] = json.loads(out.strip().splitlines()[-1])
     return runs
+
+
+def _remove_generated(cache: str) -> None:
+    """Remove the generated modules and their Numba files from `cache`, keeping the Numba
+    files of secant's runtime helpers."""
+    sys.path.insert(0, ROOT)
+    from codegen import cache_store
+    for entry_name, entry in cache_store.entries(cache).items():
+        if cache_store.is_module_entry(entry_name):
+            for path in entry.files:
+                os.remove(path)
 
 
 def print_breakdown(results: dict[str, list[dict]], clock_name: str) -> None:
     columns = STAGES + ("first", "import", "second")
     if any("ready" in run for runs in results.values() for run in runs):
         columns += ("ready",)
-    print(f"{'case':<13}" + "".join(f"{c:>10}" for c in columns) + f"{'target':>8}")
+    print(f"{'case':<16}" + "".join(f"{c:>10}" for c in columns) + f"{'target':>8}")
     for name, runs in results.items():
         medians = [statistics.median(r.get(c, float("nan")) for r in runs) for c in columns]
         target = f"{TARGETS[name]:>8.1f}" if name in TARGETS else ""
-        print(f"{name:<13}" + "".join(f"{m:>10.3f}" for m in medians) + target)
+        print(f"{name:<16}" + "".join(f"{m:>10.3f}" for m in medians) + target)
     print(f"({clock_name} seconds, median of {len(next(iter(results.values())))} fresh "
           "processes, cold cache; stages are exclusive and add up to `first`)")
 
@@ -268,6 +287,8 @@ def main(argv=None) -> None:
                         help="CPU time (default: a loaded machine inflates it less) or wall")
     parser.add_argument("--imports", action="store_true",
                         help="also time `import transformer`, with and without bytecode")
+    parser.add_argument("--helpers", action="store_true",
+                        help="also time a new function once the runtime helpers are cached")
     parser.add_argument("--tiered", action="store_true",
                         help="also run each case with jit's tiered execution (SECANT_TIERED)")
     parser.add_argument("--json", help="also write the raw runs here")
@@ -280,11 +301,11 @@ def main(argv=None) -> None:
     results: dict[str, list[dict]] = {}
     for name in args.cases:
         for _ in range(args.repeat):
-            for label, run in zip((name, name + "+warm"),
-                                  run_fresh(name, args.warm, args.clock)):
+            for label, run in run_fresh(name, args.warm, args.clock,
+                                        helpers=args.helpers).items():
                 results.setdefault(label, []).append(run)
             if args.tiered:
-                run, = run_fresh(name, clock_name=args.clock, tiered=True)
+                run, = run_fresh(name, clock_name=args.clock, tiered=True).values()
                 results.setdefault(name + "+tiered", []).append(run)
     print_breakdown(results, args.clock)
     if args.imports:

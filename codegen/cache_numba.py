@@ -22,6 +22,16 @@ so a function loaded from disk in a new process would find that global empty and
 error. `_Impl` therefore saves a stand-in for each such environment (its constants, the
 globals of this module - nopython code reads no globals through it), and refuses to save
 a function one of whose environments is gone or holds constants that cannot be pickled.
+
+secant's runtime helpers. The module-level Numba functions of `transformer` and `codegen`
+and the implementations their `@overload`s pick (`transformer/runtime/numba_api.py` marks
+those) are cached in the same directory, so a new function compiled in a later process
+links the helpers it shares with earlier ones instead of compiling them again. Their stamp
+is `runtime_stamp()`, a hash of all of secant's source and of the versions and Numba
+settings compiled code depends on: a helper's machine code includes the helpers it calls,
+so a change anywhere in secant invalidates them all. Numba keys a function by its
+bytecode and a pickle of its closure, which is neither stable across processes nor enough
+for helpers exec'd from text; `SealedCache` keys a helper by `cache_keys.fingerprint`.
 """
 from __future__ import annotations
 
@@ -38,11 +48,15 @@ from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexData
                                 _CacheLocator)
 from numba.core.environment import Environment, lookup_environment
 
-from . import cache_files, cache_store, cache_trust
+from . import cache_files, cache_keys, cache_store, cache_trust
 
 _SECANT_PACKAGES = ("transformer", "codegen")
 _ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
 _enable_lock = threading.Lock()
+_helper_root: Path | None = None     # where overload implementations are cached, once known
+_stamp: str | None = None
+_NUMBA_SETTINGS = ("OPT", "BOUNDSCHECK", "DEBUGINFO_DEFAULT", "ENABLE_AVX", "CPU_NAME",
+                   "CPU_FEATURES")
 
 
 def enable(dispatcher, root: Path, stamp: str) -> None:
@@ -55,24 +69,54 @@ def enable(dispatcher, root: Path, stamp: str) -> None:
 
 def enable_runtime_helpers(root: Path) -> None:
     """A sealed cache in `root` for secant's own module-level Numba helpers (runtime code
-    called from generated functions), which are therefore defined without `cache=True`."""
+    called from generated functions), which are therefore defined without `cache=True`,
+    and for the overload implementations compiled from now on (`helper_cache`)."""
+    global _helper_root
     with _enable_lock:
+        _helper_root = Path(root)
         for module in [m for name, m in list(sys.modules.items())
                        if name.partition(".")[0] in _SECANT_PACKAGES and m is not None]:
             for value in list(vars(module).values()):
                 if _is_own_dispatcher(value, module.__name__):
-                    enable(value, root, _source_stamp(module))
+                    enable(value, root, runtime_stamp())
+
+
+def helper_cache(py_func) -> SealedCache | None:
+    """The cache for an overload implementation of secant's runtime: in the directory of
+    the latest compile, or None before any (the helper is then compiled in memory)."""
+    root = _helper_root
+    if root is None:
+        return None
+    try:
+        name = cache_keys.fingerprint(py_func)
+    except cache_keys.Unkeyable:
+        return None
+    return SealedCache(py_func, root, runtime_stamp(), stable_name=name)
+
+
+def runtime_stamp() -> str:
+    """A hash of secant's source and of what its compiled helpers depend on: the Python,
+    NumPy and Numba versions and Numba's code-generation settings."""
+    global _stamp
+    if _stamp is None:
+        import numba
+        import numpy
+        settings = [getattr(numba.config, name, None) for name in _NUMBA_SETTINGS]
+        digest = hashlib.sha256(repr((sys.version, numpy.__version__, numba.__version__,
+                                      settings)).encode())
+        top = Path(__file__).resolve().parent.parent       # transformer/ and codegen/
+        for package in _SECANT_PACKAGES:
+            for path in sorted((top / package).rglob("*.py")):
+                digest.update(str(path.relative_to(top)).encode())
+                digest.update(cache_files.read_regular(path) or b"")
+        _stamp = digest.hexdigest()
+    return _stamp
 
 
 def _is_own_dispatcher(value, module_name: str) -> bool:
     py_func = getattr(value, "py_func", None)
     return (hasattr(value, "_cache") and hasattr(value, "enable_caching")
             and getattr(py_func, "__module__", None) == module_name)
-
-
-def _source_stamp(module) -> str:
-    data = cache_files.read_regular(getattr(module, "__file__", None) or "") or b""
-    return hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------- Numba's cache classes
@@ -151,6 +195,19 @@ class _SealedFile(IndexDataCacheFile):
         super().__init__(cache_path, filename_base, source_stamp)
         self._root = root
 
+    def save(self, key, data):
+        """Numba's save, but the data file is named by a hash of `key`, not by a count:
+        two processes adding different keys to one index at once (test workers, a
+        user's pool) then never write each other's data file under a name the other's
+        index lists. The data is written before the index that names it."""
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+        data_name = f"{self._index_name[:-len('.nbi')]}.{digest}.nbc"
+        self._save_data(data_name, data)
+        overloads = self._load_index()
+        if overloads.get(key) != data_name:
+            overloads[key] = data_name
+            self._save_index(overloads)
+
     def _load_index(self):
         payload = self._read(self._index_name)
         if payload is None:
@@ -196,7 +253,9 @@ class _SealedFile(IndexDataCacheFile):
 class SealedCache(FunctionCache):
     """A Numba function cache in `root/__pycache__` made of sealed files."""
 
-    def __init__(self, py_func, root: Path, stamp: str):
+    def __init__(self, py_func, root: Path, stamp: str, stable_name: str | None = None):
+        self._stable_key = None if stable_name is None else \
+            hashlib.sha256(stable_name.encode()).hexdigest()
         self._name = repr(py_func)
         self._py_func = py_func
         self.root = root
@@ -206,6 +265,14 @@ class SealedCache(FunctionCache):
         self._cache_file = _SealedFile(self._cache_path, self._impl.filename_base, stamp,
                                        Path(root))
         self.enable()
+
+    def _index_key(self, sig, codegen):
+        """Numba's key; for a runtime helper (`stable_name`) the function is named by
+        `cache_keys.fingerprint` (stable across processes) instead of its bytecode and a
+        pickle of its closure."""
+        if self._stable_key is None:
+            return super()._index_key(sig, codegen)
+        return (sig, codegen.magic_tuple(), self._stable_key)
 
     def holds(self, sig, target_context) -> bool:
         """Whether the index on disk lists machine code for `sig` (nothing is loaded)."""

@@ -55,6 +55,11 @@ def entry_name(file_name: str) -> str:
     return file_name.split(".", 1)[0]
 
 
+def is_module_entry(name: str) -> bool:
+    """Whether entry `name` is a generated module (not secant's runtime helpers)."""
+    return _MODULE.fullmatch(name + ".py") is not None
+
+
 def touch(path) -> None:
     """Record a use of the entry whose module is `path` (best effort: read-only is fine)."""
     try:
