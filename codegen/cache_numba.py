@@ -295,5 +295,10 @@ class SealedCache(FunctionCache):
             cache_files.warn_unwritable(self.root, exc)
             self.disable()
             return
+        except (TypeError, AttributeError, pickle.PicklingError):
+            # code holding an object Numba cannot pickle (a first-class closure of a
+            # helper): compiled in each process, as Numba's own cache leaves it
+            self.disable()
+            return
         entry = cache_store.entry_name(self._impl.filename_base)
         cache_store.enforce_limit(Path(self.root), keep=entry)

@@ -155,3 +155,15 @@ def test_concurrent_writers_of_one_index_never_swap_data(tmp_path, monkeypatch):
     first.save(("key a",), {"code": "a"})
     assert reader.load(("key b",)) in (None, {"code": "b"})
     assert reader.load(("key a",)) in (None, {"code": "a"})
+
+
+def test_code_that_does_not_pickle_runs_and_is_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_numba, "_helper_root", tmp_path)
+    helper = numba.njit(_closure(2.0))
+    helper._cache = cache_numba.helper_cache(helper.py_func)
+
+    def unpicklable(data):
+        raise TypeError("cannot pickle '_dynfunc._Closure' object")
+    monkeypatch.setattr(cache_numba._SealedFile, "_dump", staticmethod(unpicklable))
+    assert helper(1.5) == 3.0
+    assert not list((tmp_path / "__pycache__").glob("*.nbc"))
