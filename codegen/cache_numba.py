@@ -23,9 +23,10 @@ error. `_Impl` therefore saves a stand-in for each such environment (its constan
 globals of this module - nopython code reads no globals through it), and refuses to save
 a function one of whose environments is gone or holds constants that cannot be pickled.
 
-secant's runtime helpers. The module-level Numba functions of `transformer` and `codegen`
-and the implementations their `@overload`s pick (`transformer/runtime/numba_api.py` marks
-those) are cached in the same directory, so a new function compiled in a later process
+secant's runtime helpers. The module-level Numba functions of `transformer` and `codegen`,
+the implementations their `@overload`s pick (`transformer/runtime/numba_api.py` marks
+those) and Numba's own implementations of NumPy (`np.max`, `np.empty`) are cached in the
+same directory, so a new function compiled in a later process
 links the helpers it shares with earlier ones instead of compiling them again. Their stamp
 is `runtime_stamp()`, a hash of all of secant's source and of the versions and Numba
 settings compiled code depends on: a helper's machine code includes the helpers it calls,

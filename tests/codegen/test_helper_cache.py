@@ -167,3 +167,13 @@ def test_code_that_does_not_pickle_runs_and_is_not_cached(tmp_path, monkeypatch)
     monkeypatch.setattr(cache_numba._SealedFile, "_dump", staticmethod(unpicklable))
     assert helper(1.5) == 3.0
     assert not list((tmp_path / "__pycache__").glob("*.nbc"))
+
+
+def test_numbas_own_implementations_get_the_helper_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_numba, "_helper_root", tmp_path)
+    from numba.np import arraymath
+    from transformer.runtime import numba_api
+    implementation = arraymath.npy_max(numba.types.float64[::1])
+    assert numba_api._numba_library(implementation)
+    assert isinstance(numba.njit(implementation)._cache, cache_numba.SealedCache)
+    assert not isinstance(numba.njit(_plain)._cache, cache_numba.SealedCache)

@@ -70,10 +70,16 @@ def register_jitable(*args, **kwargs):
 def _cached_dispatcher_init(self, py_func, *args, _numba_init=CPUDispatcher.__init__,
                             **kwargs):
     _numba_init(self, py_func, *args, **kwargs)
-    if getattr(py_func, HELPER_MARK, False):
+    if getattr(py_func, HELPER_MARK, False) or _numba_library(py_func):
         cache = cache_numba.helper_cache(py_func)
         if cache is not None:
             self._cache = cache
+
+
+def _numba_library(py_func) -> bool:
+    """Whether `py_func` is one of Numba's own implementations of NumPy and Python (the
+    `np.max` or `np.empty` secant's code calls), cached beside secant's helpers."""
+    return (getattr(py_func, "__module__", None) or "").startswith("numba.")
 
 
 if not hasattr(CPUDispatcher, "_secant_numba_init"):      # once, even if reloaded
