@@ -8,6 +8,11 @@ the groups of names linked by statements that may make two names share an array 
 over-approximates: two names in different groups never share an array that either writes.
 Transformations that keep one derived value per name (a tangent, a batch flag) use the
 groups to treat every member alike, or to refuse.
+
+Whether a call changes its caller's arrays (`written_params_of_source`, read by the
+refusals of calls that write into their arguments) is read along every path instead
+(`argument_writes`): `a = x`, then `a = a + 1.0` on every path, then `a += v` writes a new
+array.
 """
 from __future__ import annotations
 
