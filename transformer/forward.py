@@ -528,9 +528,10 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
-        # an element write (`p[i] = v`) on some path
-        written = [p for p in written_params(function)
-                   if p in written_params_of_source(function)]
+        written = written_params(function)                 # an element write, `p[i] = v`
+        if written:                                         # on some path
+            on_some_path = written_params_of_source(function)
+            written = [p for p in written if p in on_some_path]
         read_after = not written
         if read_after:                                                   # `p *= k`
             written = writes_read_by_caller(function, value, stmt, self.fn)

@@ -316,6 +316,28 @@ def test_a_name_rebound_on_every_path_before_its_update_is_differentiated(f, kin
 
 
 @shifted
+def element_written_after_a_copy_on_every_path(x, v):
+    if v[0] > 0.0:
+        x = x.copy()
+    else:
+        x = x * 2.0
+    x[0] = x[0] * v[1]        # the caller's x is never written
+    return np.sum(x * x)
+
+
+def test_an_element_write_after_a_copy_on_every_path_is_differentiated():
+    """hvp and hessian (and grad, whose vjp of a helper runs its forward code again) of a
+    helper that writes an element of its parameter after rebinding it on both paths."""
+    from transformer import hessian
+    x = np.array([0.3, -0.2])
+    want = _hessian_by_differences(element_written_after_a_copy_on_every_path, x)
+    np.testing.assert_allclose(jvp_of_grad(element_written_after_a_copy_on_every_path, x),
+                               want @ np.ones(2), atol=1e-5)
+    np.testing.assert_allclose(hessian(element_written_after_a_copy_on_every_path)(x, V),
+                               want, atol=1e-5)
+
+
+@shifted
 def updated_where_one_path_keeps_the_argument(x, v):
     a = x
     if v[0] > 0.0:

@@ -424,7 +424,8 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
                if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and
                isinstance(sub.value, gast.Name) and sub.value.id in params]
     if written:                     # on some path, not after `p = p.copy()`
-        written = [p for p in written if p in written_params_of_source(callee)]
+        on_some_path = written_params_of_source(callee)
+        written = [p for p in written if p in on_some_path]
     call = next((n for n in gast.walk(call_stmt) if isinstance(n, gast.Call)), None)
     read_after = not written and call is not None
     if read_after:
