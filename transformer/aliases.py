@@ -8,6 +8,11 @@ the groups of names linked by statements that may make two names share an array 
 over-approximates: two names in different groups never share an array that either writes.
 Transformations that keep one derived value per name (a tangent, a batch flag) use the
 groups to treat every member alike, or to refuse.
+
+Whether a call changes its caller's arrays (`written_params_of_source`, read by the
+refusals of calls that write into their arguments) is read along every path instead
+(`argument_writes`): `a = x`, then `a = a + 1.0` on every path, then `a += v` writes a new
+array.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from codegen.backends import is_user_function
 
 from . import pyforms
 from .anf import anf
+from .argument_writes import argument_writes, write_hint
 from .desugar import desugar, view_sources
 from .errors import TransformError
 from .frontend import parse
@@ -135,10 +141,19 @@ def written_params_of_source(fn: Function, seen: frozenset = frozenset()) -> lis
     methods (`p.fill(v)`) and those of the user functions it calls (`seen`: the functions
     whose analysis holds this one, a recursive call's writes are found there). A name
     rebound in straight-line code is one name per binding first (`a = p; a = a + 1.0;
-    a += v` writes into a new array, not into `p`)."""
+    a += v` writes into a new array, not into `p`), and the reading is path-aware
+    (`argument_writes`): `a = p`, then `a = a + 1.0` in one branch and `a = a * 2.0` in
+    the other, then `a += v` writes into a new array on every path."""
+    return list(dict.fromkeys(w.param for w in argument_writes_of_source(fn, seen)))
+
+
+def argument_writes_of_source(fn: Function, seen: frozenset = frozenset()) -> list:
+    """The `ArgumentWrite`s of a Function as parsed (see `written_params_of_source`),
+    their statements at the user's lines."""
     prepared = anf(split_rebound_names(desugar(updates_in_place(fn))))
-    return written_params(prepared, _WRITING_FUNCTIONS,
-                          _source_call_writes(prepared, seen | {fn.origin.describe()}))
+    call_writes = _source_call_writes(prepared, seen | {fn.origin.describe()})
+    return argument_writes(prepared, lambda node: _writes_of(prepared, node,
+                                                             _WRITING_FUNCTIONS, call_writes))
 
 
 # NumPy functions that write into their first argument, and array methods that write into
@@ -238,6 +253,21 @@ def _rebound_first(fn: Function, param: str) -> bool:
 # what to write instead, formatted with the parameter and the function's name
 READ_AFTER_HINT = ("end {1} with `return {0}` and read its result where the array is read "
                    "after the call (`x = {1}(x, ...)`), or copy inside {1} ({0} = {0}.copy())")
+
+
+def argument_write_hint(callee: Function, param: str, read_after: bool = False) -> str:
+    """The hint for a call of `callee` refused for writing into `param`'s array: the
+    statement writing and what to write there instead; `read_after` (a call refused by
+    `writes_read_by_caller`) adds, for a write through the parameter itself,
+    `READ_AFTER_HINT`."""
+    write = next((w for w in argument_writes_of_source(callee) if w.param == param), None)
+    if write is None:
+        return READ_AFTER_HINT.format(param, callee.name) if read_after else \
+            f"copy inside {callee.name} ({param} = {param}.copy()) and return the result"
+    hint = write_hint(callee, write)
+    if read_after and write.binding is None:
+        hint += "; or " + READ_AFTER_HINT.format(param, callee.name)
+    return hint
 
 
 def writes_read_by_caller(callee: Function, call, call_stmt, caller: Function) -> list[str]:

@@ -46,8 +46,8 @@ from . import basis, runtime, templates
 from .anf import anf
 from .callbacks import refuse_in_vjp_rule
 from .checkpoint_names import refuse_saved_stack
-from .aliases import (READ_AFTER_HINT, write_through, writes_read_by_caller,
-                      written_alias_groups, written_params)
+from .aliases import (argument_write_hint, write_through, writes_read_by_caller,
+                      written_alias_groups, written_params, written_params_of_source)
 from .desugar import desugar, numpy_name, view_sources
 from .errors import copy_hint
 from .forward_tidy import drop_unread
@@ -528,13 +528,15 @@ class _Forward:
     def user_call(self, stmt, target: str, value, callee) -> list:
         """`t = g(a, b)` -> `t_pair = g_jvp(a, b, da, db)`, then t and dt from the pair."""
         function = callee_function(callee)
-        written = written_params(function)
-        hint = f"copy inside {function.name} ({{0}} = {{0}}.copy()) and return the result"
-        if not written:                                                  # `p *= k`
+        written = written_params(function)                 # an element write, `p[i] = v`
+        if written:                                         # on some path
+            on_some_path = written_params_of_source(function)
+            written = [p for p in written if p in on_some_path]
+        read_after = not written
+        if read_after:                                                   # `p *= k`
             written = writes_read_by_caller(function, value, stmt, self.fn)
-            hint = READ_AFTER_HINT.format("{0}", function.name)
+        hint = argument_write_hint(function, written[0], read_after) if written else ""
         if written and not hasattr(callee, "__secant_jvp__"):
-            hint = hint.format(written[0])
             if function.name.startswith("vjp_"):
                 # reverse mode's vjp of a helper that fills an array (forward over reverse)
                 hint = "take this second derivative forward over forward, jacfwd(jacfwd(f)), " \

@@ -6,6 +6,8 @@ the derivative at x[0]**2 (a silently wrong number); the oracle is the analytic 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -230,3 +232,258 @@ def test_a_name_rebound_before_its_update_is_not_a_write_into_the_argument():
     assert np.allclose(got_v, want_v, atol=1e-5)
     tangent = jvp(grad(twice_shifted), (x, v), (np.ones(2), np.zeros(2)))[1]
     assert np.allclose(tangent, hessian(twice_shifted)(x, v) @ np.ones(2))
+
+
+# ------------------------------------------------- a name rebound on every path before its update
+def shifted(fn):
+    """A decorator as users write them: the program is a helper called by the wrapper, so
+    forward mode over reverse asks whether the helper writes into its argument."""
+    @functools.wraps(fn)
+    def wrapper(x, v):
+        return 2.0 * fn(x + 0.25, v) + np.sum(x * v[0])
+    return wrapper
+
+
+@shifted
+def rebound_in_both_branches(x, v):
+    a = x
+    if v[0] > 0.0:
+        a = a + 0.5
+    else:
+        a = a * 2.0
+    a += 0.25 * v[1]          # a new array on either path
+    return np.sum(a * a) + np.sum(x)
+
+
+@shifted
+def rebound_in_every_loop_run(x, v):
+    a = x
+    for _ in range(3):        # runs at least once: `a` is a new array after it
+        a = np.tanh(a) + v[1]
+    a += v[0]
+    return np.sum(a * a)
+
+
+@shifted
+def rebound_before_each_update_in_a_while(x, v):
+    a = x
+    k = 0
+    while k < 2:
+        a = a * 1.5
+        a += v[1]             # `a` is rebound above on every run
+        k += 1
+    return np.sum(a * a) + np.sum(x)
+
+
+@shifted
+def swapped_then_updated(x, v):
+    a = x
+    a = a + 0.5
+    b = v[0] * x
+    if v[1] > 2.0:
+        b, a = a, np.tanh(v[0])
+    else:
+        b -= 0.5 * np.tanh(a)  # `b` never holds x's array
+    return np.sum(a + 2.0 * b)
+
+
+REBOUND = [rebound_in_both_branches, rebound_in_every_loop_run,
+           rebound_before_each_update_in_a_while, swapped_then_updated]
+POINTS = {"float": 0.3, "array": np.array([0.3, -0.2])}
+V = np.array([0.5, 0.1])
+
+
+def _hessian_by_differences(f, x):
+    point, shape, gradient = np.atleast_1d(np.asarray(x, dtype=float)), np.shape(x), grad(f)
+    return numerical_jacobian(lambda p: np.atleast_1d(gradient(p.reshape(shape), V)), point)
+
+
+@pytest.mark.parametrize("kind", sorted(POINTS))
+@pytest.mark.parametrize("f", REBOUND, ids=lambda f: f.__name__)
+def test_a_name_rebound_on_every_path_before_its_update_is_differentiated(f, kind):
+    """hvp (the jvp of a grad) and hessian of a decorated program whose update `a += v`
+    comes after `a` is rebound on every path (both branches, a loop that runs, the
+    statement before in a loop's body) were refused as writes into `x`; they match
+    finite differences of the gradient, for a float and an array."""
+    from transformer import hessian, jvp
+    x = POINTS[kind]
+    want = _hessian_by_differences(f, x)
+    direction = np.ones_like(x)
+    tangent = jvp(grad(f), (x, V), (direction, np.zeros_like(V)))[1]
+    np.testing.assert_allclose(np.atleast_1d(tangent), want @ np.ones(want.shape[1]),
+                               atol=1e-5)
+    np.testing.assert_allclose(np.reshape(hessian(f)(x, V), want.shape), want, atol=1e-5)
+
+
+@shifted
+def element_written_after_a_copy_on_every_path(x, v):
+    if v[0] > 0.0:
+        x = x.copy()
+    else:
+        x = x * 2.0
+    x[0] = x[0] * v[1]        # the caller's x is never written
+    return np.sum(x * x)
+
+
+def test_an_element_write_after_a_copy_on_every_path_is_differentiated():
+    """hvp and hessian (and grad, whose vjp of a helper runs its forward code again) of a
+    helper that writes an element of its parameter after rebinding it on both paths."""
+    from transformer import hessian
+    x = np.array([0.3, -0.2])
+    want = _hessian_by_differences(element_written_after_a_copy_on_every_path, x)
+    np.testing.assert_allclose(jvp_of_grad(element_written_after_a_copy_on_every_path, x),
+                               want @ np.ones(2), atol=1e-5)
+    np.testing.assert_allclose(hessian(element_written_after_a_copy_on_every_path)(x, V),
+                               want, atol=1e-5)
+
+
+@shifted
+def updated_where_one_path_keeps_the_argument(x, v):
+    a = x
+    if v[0] > 0.0:
+        a = a + 0.5
+    a += 0.25 * v[1]          # on the other path, `a` is still x's array
+    return np.sum(a * a)
+
+
+@shifted
+def updated_after_a_loop_that_may_not_run(x, v):
+    a = x
+    k = 0
+    while k < v[0]:
+        a = a * 1.5
+        k += 1
+    a += v[1]
+    return np.sum(a * a)
+
+
+@shifted
+def element_written_where_one_path_keeps_the_argument(x, v):
+    a = x
+    if v[0] > 0.0:
+        a = a + 0.5
+    a[0] = a[0] * v[1]
+    return np.sum(a * a)
+
+
+# each as the refusal's hint says to write it
+@shifted
+def updated_where_one_path_keeps_the_argument_rewritten(x, v):
+    a = x
+    if v[0] > 0.0:
+        a = a + 0.5
+    a = a + 0.25 * v[1]
+    return np.sum(a * a)
+
+
+@shifted
+def updated_after_a_loop_that_may_not_run_rewritten(x, v):
+    a = x
+    k = 0
+    while k < v[0]:
+        a = a * 1.5
+        k += 1
+    a = a + v[1]
+    return np.sum(a * a)
+
+
+@shifted
+def element_written_where_one_path_keeps_the_argument_rewritten(x, v):
+    a = x.copy()
+    if v[0] > 0.0:
+        a = a + 0.5
+    a[0] = a[0] * v[1]
+    return np.sum(a * a)
+
+
+@pytest.mark.parametrize("f, writes, binds, rewrite, fixed", [
+    (updated_where_one_path_keeps_the_argument, "a += 0.25 * v[1]", "a = x",
+     "a = a + 0.25 * v[1]", updated_where_one_path_keeps_the_argument_rewritten),
+    (updated_after_a_loop_that_may_not_run, "a += v[1]", "a = x", "a = a + v[1]",
+     updated_after_a_loop_that_may_not_run_rewritten),
+    (element_written_where_one_path_keeps_the_argument, "a[0] = a[0] * v[1]", "a = x",
+     "a = x.copy()", element_written_where_one_path_keeps_the_argument_rewritten),
+], ids=["branch", "while", "element"])
+def test_a_write_on_some_path_is_refused_with_a_hint_naming_the_line_that_works(
+        f, writes, binds, rewrite, fixed):
+    """A write through a name that holds x's array on some path reaches the caller: hvp
+    refuses it at the call, names the writing line and the binding, and the rewrite it
+    suggests differentiates, matching finite differences."""
+    import inspect
+    x = np.array([0.3, -0.2])
+    with pytest.raises(TransformError, match=f"{f.__name__} writes into its argument 'x'"
+                       ) as info:
+        jvp_of_grad(f, x)
+    lines, first = inspect.getsourcelines(f.__wrapped__)
+    line_of = {text.split("#")[0].strip(): first + k for k, text in enumerate(lines)}
+    hint = info.value.hint
+    assert f"`{writes}` at {__file__}:{line_of[writes]}:" in hint
+    assert f"{__file__}:{line_of[binds]}:" in hint and f"`{rewrite}`" in hint
+    want = _hessian_by_differences(fixed, x)
+    np.testing.assert_allclose(jvp_of_grad(fixed, x), want @ np.ones(2), atol=1e-5)
+
+
+def jvp_of_grad(f, x):
+    from transformer import jvp
+    return jvp(grad(f), (x, V), (np.ones_like(x), np.zeros_like(V)))[1]
+
+
+# ------------------------------------------------------------- the path-aware reading itself
+def rows_updated(X):
+    for row in X:
+        row += 1.0                # each row is a view of the caller's X
+    return X
+
+
+def copied_on_one_path(x, c):
+    if c > 0.0:
+        x = x.copy()
+    x[0] = 1.0
+    return x
+
+
+def written_after_a_break(x, v):
+    a = x
+    for i in range(3):
+        if v[i] > 0.0:
+            break                 # leaves with `a` still x's array
+        a = a * 2.0
+    a += v
+    return a
+
+
+def rebound_before_every_break(x, v):
+    a = x
+    for i in range(3):
+        a = a * 2.0
+        if v[i] > 0.0:
+            break
+    a += v
+    return a
+
+
+def written_on_the_second_run(x, v):
+    a = v * 1.0
+    for _ in range(2):
+        a[0] = 0.5                # x's array from the second run on
+        a = x
+    return a
+
+
+def swapped_away(x, v):
+    a = x
+    b = v * 1.0
+    a, b = b, a
+    a += v                        # `a` is v * 1.0 now; `b` holds x's array, unwritten
+    return a + b
+
+
+@pytest.mark.parametrize("f, written", [
+    (rows_updated, ["X"]), (copied_on_one_path, ["x"]), (written_after_a_break, ["x"]),
+    (rebound_before_every_break, []), (written_on_the_second_run, ["x"]),
+    (swapped_away, []), (shifted_then_updated, []), (scale_in_place, ["buf"]),
+], ids=lambda p: getattr(p, "__name__", None))
+def test_the_arguments_a_function_writes_are_read_along_every_path(f, written):
+    from transformer.aliases import written_params_of_source
+    from transformer.frontend import parse
+    assert written_params_of_source(parse(f)) == written

@@ -20,7 +20,7 @@ import numpy as np
 from codegen import emit
 
 from .. import runtime
-from ..aliases import READ_AFTER_HINT, writes_read_by_caller
+from ..aliases import argument_write_hint, writes_read_by_caller, written_params_of_source
 from ..errors import TransformError
 from ..function import Function, resolve
 from ..function_arguments import refuse_parameter_call
@@ -423,15 +423,18 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
     written = [sub.value.id for sub in gast.walk(callee.node)
                if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and
                isinstance(sub.value, gast.Name) and sub.value.id in params]
-    hint = f"copy inside {callee.name} ({{0}} = {{0}}.copy()) and return the result"
+    if written:                     # on some path, not after `p = p.copy()`
+        on_some_path = written_params_of_source(callee)
+        written = [p for p in written if p in on_some_path]
     call = next((n for n in gast.walk(call_stmt) if isinstance(n, gast.Call)), None)
-    if not written and call is not None:
+    read_after = not written and call is not None
+    if read_after:
         written = writes_read_by_caller(callee, call, call_stmt, caller)
-        hint = READ_AFTER_HINT.format("{0}", callee.name)
     if written:
         raise caller.origin.error(call_stmt, f"{callee.name} writes into its argument "
                                   f"{written[0]!r}; reverse mode cannot differentiate a call "
-                                  "that changes its arguments", hint.format(written[0]))
+                                  "that changes its arguments",
+                                  argument_write_hint(callee, written[0], read_after))
 
 
 def _primal_params(obj) -> list:
