@@ -219,6 +219,7 @@ def twice_shifted(x, v):
     return 2.0 * shifted_then_updated(x, v) + 0.5
 
 
+@pytest.mark.slow
 def test_a_name_rebound_before_its_update_is_not_a_write_into_the_argument():
     """Forward mode over reverse (hessian, the jvp of a grad) refuses a helper writing
     into its argument; `a = x; a = a + 0.5; a += v` writes into a new array and is

@@ -140,6 +140,7 @@ def test_grad_of_jvp_matches_differences_of_jvp():
 
 # ---------------------------------------------------------------- Jacobians of Jacobians
 
+@pytest.mark.slow
 def test_jacfwd_of_jacrev_through_loops_and_branches():
     h = jacfwd(jacrev(loopy))(X)
     np.testing.assert_allclose(h, fd_gradient(grad(loopy), X), rtol=1e-5, atol=1e-7)

@@ -124,6 +124,7 @@ def test_custom_jvp_without_rule_is_a_located_error():
 # ---------------------------------------------------------------- against JAX
 
 
+@pytest.mark.slow
 def test_custom_rules_match_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

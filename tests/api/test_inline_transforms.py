@@ -119,6 +119,7 @@ def test_inline_hessian_and_jacfwd_match_the_analytic_derivatives():
     assert np.isclose(jit(curvature)(X, P), analytic_curvature(X, P))
 
 
+@pytest.mark.slow
 def test_inline_value_and_grad_jvp_and_nested_vmap_of_grad():
     for fun in (with_value, directional):
         assert np.isclose(jit(fun)(X, P), fun(X, P)), fun.__name__
@@ -147,6 +148,7 @@ def test_inline_vjp_and_a_short_jvp_are_located_errors(fun, message, hint):
     assert f"test_inline_transforms.py:{fun.__code__.co_firstlineno + 1}:" in text
 
 
+@pytest.mark.slow
 def test_hessian_of_force_loss_matches_finite_differences_of_its_gradient():
     got = hessian(force_loss)(P, X, F)
     expected = numerical_jacobian(lambda p: grad(force_loss)(p, X, F), P)

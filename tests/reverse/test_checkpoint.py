@@ -80,6 +80,7 @@ def test_checkpointed_helper_gives_the_plain_gradient_and_finite_differences():
             assert_gradient_close(g, central_differences(run_plain, args, k), "fd")
 
 
+@pytest.mark.slow
 def test_checkpoint_loop_value_and_gradient_match_the_plain_loop():
     for steps in (0, 1, 2, 9, 10, 28):
         args = inputs(steps=steps, seed=steps)

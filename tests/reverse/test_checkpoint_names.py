@@ -251,6 +251,7 @@ def one_call_plain_grad_sum(W, xs, h0):
     return np.sum(grad(one_call_plain, argnums=2)(W, xs, h0))
 
 
+@pytest.mark.slow
 def test_second_derivatives_through_a_named_checkpoint_call():
     W, xs, h0 = inputs()
     expected = transformer.hessian(one_call_plain, argnums=2)(W, xs, h0)

@@ -116,6 +116,7 @@ def carried_two_levels(x):
     return loss
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", [carried_revolve, carried_segments, carried_two_levels])
 def test_a_checkpointed_carry_starting_as_an_int_is_differentiated(f):
     x = np.linspace(0.1, 1.0, 3)

@@ -64,6 +64,7 @@ def test_grad_of_a_name_assigned_in_one_branch_of_a_loop_matches_finite_differen
     assert_gradient_close(gv, ev)
 
 
+@pytest.mark.slow
 def test_compiled_grad_of_a_loop_left_before_its_inner_loops_matches_finite_differences():
     x, v = 0.25, np.array([0.79, 0.55, -0.55, -0.4])
     gx, gv = jit(grad(returns_before_the_inner_loops, argnums=(0, 1)))(x, v)
