@@ -74,7 +74,7 @@ def _function(function, seen: frozenset) -> str:
     code = function.__code__
     parts = [f"function {function.__module__}.{function.__qualname__} {_code(code)}",
              "defaults " + fingerprint(function.__defaults__, seen),
-             "cells " + fingerprint(tuple(cell.cell_contents
+             "cells " + fingerprint(tuple(_contents(cell)
                                           for cell in function.__closure__ or ()), seen)]
     if not _in_secant_source(code.co_filename):
         namespace = function.__globals__
@@ -82,6 +82,15 @@ def _function(function, seen: frozenset) -> str:
             if name in namespace:
                 parts.append(f"global {name}=" + fingerprint(namespace[name], seen))
     return "; ".join(parts)
+
+
+def _contents(cell):
+    """A closure cell's value; an empty cell (a name the enclosing function binds later)
+    could hold anything when the helper is compiled, so it has no fingerprint."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        raise Unkeyable("an empty closure cell") from None
 
 
 def _library_name(value) -> str | None:

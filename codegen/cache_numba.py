@@ -92,6 +92,8 @@ def helper_cache(py_func) -> SealedCache | None:
         name = cache_keys.fingerprint(py_func)
     except cache_keys.Unkeyable:
         return None
+    except Exception:       # noqa: BLE001  a value the fingerprint cannot read: compiling
+        return None         # in memory is always right, a failed compile never is
     return SealedCache(py_func, root, runtime_stamp(), stable_name=name)
 
 

@@ -177,3 +177,17 @@ def test_numbas_own_implementations_get_the_helper_cache(tmp_path, monkeypatch):
     assert numba_api._numba_library(implementation)
     assert isinstance(numba.njit(implementation)._cache, cache_numba.SealedCache)
     assert not isinstance(numba.njit(_plain)._cache, cache_numba.SealedCache)
+
+
+def test_a_helper_with_an_empty_closure_cell_is_compiled_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_numba, "_helper_root", tmp_path)
+
+    def outer():
+        def helper(x):
+            return later(x)
+        before = cache_numba.helper_cache(helper)      # `later` is not bound yet
+        later = abs
+        return before, cache_numba.helper_cache(helper)
+    before, after = outer()
+    assert before is None
+    assert isinstance(after, cache_numba.SealedCache)
