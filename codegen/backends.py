@@ -18,17 +18,16 @@ load), so threads making first calls at once compile each module once.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import inspect
 import threading
 import types
-from pathlib import Path
 from typing import Callable
 
 import numba
 import numpy as np
 
+from .cache_keys import SECANT_PACKAGES, secant_sources_hash
 from . import cache_numba, modules
 from .errors import TransformError
 
@@ -37,7 +36,6 @@ BACKENDS = ("python", "cpu", "cuda")
 ORIGIN_PREFIX = "# secant: generated from "
 _LIBRARY_ROOTS = {"numpy", "scipy", "numba", "math", "builtins", "transformer", "codegen",
                   "jax", "jaxlib", "autograd", "cmath", "operator", "functools"}
-_SECANT_ROOTS = ("codegen", "transformer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,20 +195,8 @@ def _runtime_line(values) -> list[str]:
     an edit to secant's own sources must give the module a new name.
     """
     uses_runtime = any((getattr(v, "__module__", None) or "").partition(".")[0]
-                       in _SECANT_ROOTS for v in values)
+                       in SECANT_PACKAGES for v in values)
     return [f"# secant runtime sources: {secant_sources_hash()}"] if uses_runtime else []
-
-
-@functools.lru_cache(maxsize=None)
-def secant_sources_hash() -> str:
-    """One hash of every Python source file of secant's own packages."""
-    digest = hashlib.sha256()
-    for root in _SECANT_ROOTS:
-        package = Path(__file__).resolve().parent.parent / root
-        for path in sorted(package.rglob("*.py")):
-            digest.update(path.relative_to(package.parent).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def import_line(name: str, module: types.ModuleType) -> str:

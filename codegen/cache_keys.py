@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 _SECANT_ROOT = Path(__file__).resolve().parent.parent
-_SECANT_PACKAGES = ("transformer", "codegen")
-_LIBRARIES = _SECANT_PACKAGES + ("numpy", "numba", "scipy", "math", "cmath", "operator",
+SECANT_PACKAGES = ("codegen", "transformer")
+_LIBRARIES = SECANT_PACKAGES + ("numpy", "numba", "scipy", "math", "cmath", "operator",
                                  "builtins", "llvmlite")
 
 
@@ -100,7 +100,7 @@ def _library_name(value) -> str | None:
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if not (isinstance(module_name, str) and isinstance(qualname, str)
             and module_name.partition(".")[0] in _LIBRARIES
-            and module_name.partition(".")[0] not in _SECANT_PACKAGES):
+            and module_name.partition(".")[0] not in SECANT_PACKAGES):
         return None
     found = sys.modules.get(module_name)
     for part in qualname.split("."):
@@ -133,4 +133,16 @@ def _in_secant_source(filename: str) -> bool:
         path = Path(filename).resolve()
     except OSError:
         return False
-    return any(path.is_relative_to(_SECANT_ROOT / package) for package in _SECANT_PACKAGES)
+    return any(path.is_relative_to(_SECANT_ROOT / package) for package in SECANT_PACKAGES)
+
+
+@lru_cache(maxsize=None)
+def secant_sources_hash() -> str:
+    """One hash of every Python source file of secant's own packages."""
+    digest = hashlib.sha256()
+    for root in SECANT_PACKAGES:
+        package = _SECANT_ROOT / root
+        for path in sorted(package.rglob("*.py")):
+            digest.update(path.relative_to(package.parent).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

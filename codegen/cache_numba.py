@@ -51,7 +51,7 @@ from numba.core.environment import Environment, lookup_environment
 
 from . import cache_files, cache_keys, cache_store, cache_trust
 
-_SECANT_PACKAGES = ("transformer", "codegen")
+_SECANT_PACKAGES = cache_keys.SECANT_PACKAGES
 _ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
 _enable_lock = threading.Lock()
 _helper_root: Path | None = None     # where overload implementations are cached, once known
@@ -90,10 +90,8 @@ def helper_cache(py_func) -> SealedCache | None:
         return None
     try:
         name = cache_keys.fingerprint(py_func)
-    except cache_keys.Unkeyable:
-        return None
-    except Exception:       # noqa: BLE001  a value the fingerprint cannot read: compiling
-        return None         # in memory is always right, a failed compile never is
+    except Exception:       # noqa: BLE001  Unkeyable, or a value the fingerprint cannot
+        return None         # read: compiling in memory is always right, failing never is
     return SealedCache(py_func, root, runtime_stamp(), stable_name=name)
 
 
@@ -106,12 +104,7 @@ def runtime_stamp() -> str:
         import numpy
         settings = [getattr(numba.config, name, None) for name in _NUMBA_SETTINGS]
         digest = hashlib.sha256(repr((sys.version, numpy.__version__, numba.__version__,
-                                      settings)).encode())
-        top = Path(__file__).resolve().parent.parent       # transformer/ and codegen/
-        for package in _SECANT_PACKAGES:
-            for path in sorted((top / package).rglob("*.py")):
-                digest.update(str(path.relative_to(top)).encode())
-                digest.update(cache_files.read_regular(path) or b"")
+                                      settings, cache_keys.secant_sources_hash())).encode())
         _stamp = digest.hexdigest()
     return _stamp
 

@@ -43,7 +43,7 @@ def _pad_nb(x, rank: int):
     # broadcast; a shape built by tuple concatenation reads as unknown sizes, and the
     # (B, 1) - (B, k) broadcast failed its size assertion.
     dims = ["x.shape[0]"] + ["1"] * extra + [f"x.shape[{i}]" for i in range(1, _ndim(x))]
-    namespace = {"__name__": __name__, "np": np}
+    namespace = {"np": np}
     exec(f"def impl(x, ref):\n"
          f"    return np.ascontiguousarray(x).reshape(({', '.join(dims)},))\n", namespace)
     return namespace["impl"]
@@ -175,7 +175,7 @@ def _static_transpose(perm: tuple, params: str):
         shape = "".join(f"x.shape[{p}], " for p in perm)
         strides = "".join(f"x.strides[{p}], " for p in perm)
         body = f"as_strided(x, shape=({shape}), strides=({strides}))"
-    scope = {"__name__": __name__, "as_strided": as_strided}
+    scope = {"as_strided": as_strided}
     exec(f"def impl({params}):\n    return {body}\n", scope)
     return scope["impl"]
 
@@ -598,7 +598,7 @@ def _take_example_nb(value, k):
     if isinstance(value, types.BaseTuple):
         n = len(value)
         parts = ", ".join(f"take_example(value[{i}], k)" for i in range(n))
-        scope = {"__name__": __name__, "take_example": take_example}
+        scope = {"take_example": take_example}
         exec(f"def impl(value, k):\n    return ({parts},)\n", scope)
         return scope["impl"]
     return lambda value, k: value[k]

@@ -46,7 +46,7 @@ def kernel(recipe: tuple, where: str = "<fused>"):
     count = 1 + max(_args(recipe))
     params = ", ".join(f"a{k}" for k in range(count))
     label = "fused_" + hashlib.sha256(repr((recipe, where)).encode()).hexdigest()[:16]
-    scope = {"__name__": __name__, "np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
+    scope = {"np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
     exec(compile(f"def {label}({params}):\n    return {_numpy_text(recipe)}\n"
                  f"def typer({params}):\n    return choose(({params},))\n",
                  f"<{label}>", "exec"), scope)
@@ -157,7 +157,7 @@ def _implementation(recipe, where: str, dtype, arrays: tuple, ndim: int = 0):
         return _IMPLEMENTATIONS[key]
     count = 1 + max(_args(recipe))
     params = ", ".join(f"a{k}" for k in range(count))
-    scope = {"__name__": __name__, "np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
+    scope = {"np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
     if dtype is None:
         source = f"def impl({params}):\n    return {_numpy_text(recipe)}\n"
     else:

@@ -247,8 +247,7 @@ _SOURCES = {
 def _namespace(c: dict, ftype, itype) -> dict:
     """The kernels' globals for one type: every constant a typed NumPy scalar, since Numba
     widens a float32 meeting a Python float to float64."""
-    names = {"__name__": __name__, "_bits": _bits, "_float": _float, "_div": _div,
-             "np": np}
+    names = {"_bits": _bits, "_float": _float, "_div": _div, "np": np}
     for key, value in c.items():
         if isinstance(value, list):
             prefix = {"P": "P", "E": "E"}.get(key)
