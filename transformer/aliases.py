@@ -9,9 +9,9 @@ over-approximates: two names in different groups never share an array that eithe
 Transformations that keep one derived value per name (a tangent, a batch flag) use the
 groups to treat every member alike, or to refuse.
 
-Whether a call changes its caller's arrays (`parameter_writes`, `written_params` and
-`written_params_of_source`, read by vmap, CUDA kernels and the refusals of calls that write
-into their arguments) is read along every path instead (`argument_writes`): `a = x`, then
+Whether a call changes its caller's arrays (`parameter_writes`, read by vmap and CUDA
+kernels, and `written_params_of_source`, read by the refusals of calls that write into
+their arguments) is read along every path instead (`argument_writes`): `a = x`, then
 `a = a + 1.0` on every path, then `a += v` writes a new array.
 """
 from __future__ import annotations

@@ -9,9 +9,7 @@ After a branch a name holds a parameter's array if it does on some path; a loop 
 until nothing changes, and after it a name holds what it holds at the end of some run of
 the body, at a `break` or `continue`, or, where the loop may run zero times, before it.
 `writes_of(node)` names the arrays one node writes in place (`a[i] = v`,
-`update_in_place(a, v)`, a writing call). A function defined inside may run wherever it
-is called: its writes are read against every name that holds a parameter's array
-anywhere in `fn`.
+`update_in_place(a, v)`, a writing call).
 
 Invariant: over-approximates on every path, as `aliases.written_alias_groups` does across
 the whole function: a write left out cannot reach the caller's array, whatever path runs.
@@ -41,11 +39,6 @@ def argument_writes(fn: Function, writes_of: Callable) -> list[ArgumentWrite]:
     """The writes into arrays the caller passed, in the order of the source lines."""
     reader = _Reader(fn, writes_of)
     reader.block(fn.node.body, frozenset((p, p, None) for p in fn.params))
-    for inner in reader.inner:
-        for stmt in gast.walk(inner):
-            if isinstance(stmt, gast.stmt) and not isinstance(stmt, _DEFINITIONS):
-                for part in _own_parts(stmt):
-                    reader.note(part, stmt, reader.anywhere)
     return sorted(reader.found.values(), key=lambda w: getattr(w.stmt, "lineno", 0) or 0)
 
 
@@ -57,13 +50,10 @@ class _Reader:
     def __init__(self, fn: Function, writes_of: Callable):
         self.fn, self.writes_of = fn, writes_of
         self.found: dict = {}
-        self.inner: list = []                 # the functions and classes defined inside
-        self.anywhere: frozenset = frozenset()      # every state some statement runs in
 
     def block(self, stmts, state: frozenset):
         breaks, continues = set(), set()
         for stmt in stmts:
-            self.anywhere |= state
             state, b, c = self.statement(stmt, state)
             breaks |= b
             continues |= c
@@ -71,9 +61,7 @@ class _Reader:
 
     def statement(self, stmt, state: frozenset):
         none = frozenset()
-        if isinstance(stmt, _DEFINITIONS):
-            if all(stmt is not s for s in self.inner):
-                self.inner.append(stmt)
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
             return state, none, none
         if isinstance(stmt, gast.If):
             self.note(stmt.test, stmt, state)
@@ -82,7 +70,8 @@ class _Reader:
             return body[0] | orelse[0], body[1] | orelse[1], body[2] | orelse[2]
         if isinstance(stmt, (gast.For, gast.While)):
             return self.loop(stmt, state)
-        if _holds_blocks(stmt):
+        if any(isinstance(getattr(stmt, f, None), list) and getattr(stmt, f)
+               for f in ("body", "orelse", "finalbody", "handlers")):
             return self.other_block(stmt, state), none, none
         self.note(stmt, stmt, state)
         if isinstance(stmt, gast.Break):
@@ -144,22 +133,6 @@ class _Reader:
             if following == state:
                 return state
             state = following
-
-
-_DEFINITIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
-
-
-def _holds_blocks(stmt) -> bool:
-    return any(isinstance(getattr(stmt, f, None), list) and getattr(stmt, f)
-               for f in ("body", "orelse", "finalbody", "handlers"))
-
-
-def _own_parts(stmt) -> list:
-    """What `stmt` runs itself, the statements of its blocks aside: a simple statement
-    whole, the test of an `if`/`while`, the iterable of a `for`."""
-    if not _holds_blocks(stmt):
-        return [stmt]
-    return [getattr(stmt, f) for f in ("test", "iter") if getattr(stmt, f, None) is not None]
 
 
 def _bind(state: frozenset, target: str, sources: set, stmt) -> frozenset:

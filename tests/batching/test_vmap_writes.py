@@ -484,3 +484,18 @@ def test_a_helpers_augmented_element_write_into_a_local_buffer_is_per_example(co
     got = assert_like_loop(jit(batched) if compiled else batched,
                            local_buffer_through_a_helper, (x,), (0,))
     np.testing.assert_array_equal(got[:, 1], 4.0 * x)
+
+
+def written_by_a_local_function(x, h):
+    def put(v):
+        h[0] = h[0] + v
+        return v
+    put(x)
+    return h[0] * 1.0
+
+
+def test_a_local_functions_write_into_an_unmapped_argument_runs_in_order():
+    # the local function is inlined where it is called: its write reaches the caller's `h`
+    f = written_by_a_local_function
+    x, h = _rebound_inputs(shared=True)
+    assert_like_loop(vmap(f, in_axes=(0, None)), f, (x, h), (0, None))

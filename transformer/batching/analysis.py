@@ -81,8 +81,9 @@ class Analysis:
             if not any(any_batched(self.flags.get(n, False)) for n in group):
                 continue
             unbatched = sorted(n for n in group if not any_batched(self.flags.get(n, False)))
-            if any(n in params and n in self.written_params for n in unbatched):
-                self.why(f"`{unbatched[0]}` is an unbatched argument written in place "
+            written = [n for n in unbatched if n in params and n in self.written_params]
+            if written:
+                self.why(f"`{written[0]}` is an unbatched argument written in place "
                          "through another name", write_through(self.fn, group) or self.fn.node)
             for n in unbatched:
                 if isinstance(self.flags.get(n, False), bool) and n not in params:
