@@ -9,6 +9,7 @@ NUMBA_ENABLE_CUDASIM=1, selecting only them. Their oracle is the function called
 Python on each element in turn, on copies of the arguments. The other tests build the
 kernel's source, which needs numba-cuda but no GPU.
 """
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -119,13 +120,16 @@ def test_a_shared_argument_rebound_on_every_path_is_not_refused(case):
 
 @needs_numba_cuda
 @pytest.mark.every_case
-@pytest.mark.parametrize("f, extra", [(copied_on_one_path, (-1.0,)),
-                                      (adds_through_a_helper, ())])
-def test_a_shared_argument_written_on_some_path_is_refused_at_the_write(f, extra):
+@pytest.mark.parametrize("f, extra, line", [
+    (copied_on_one_path, (-1.0,), "h[0] = h[0] + x"),
+    (adds_through_a_helper, (), "add_to_all(h, x)")])
+def test_a_shared_argument_written_on_some_path_is_refused_at_the_write(f, extra, line):
     x, h = _inputs(shared=True)
     in_axes = (0, None) + (None,) * len(extra)
-    with pytest.raises(TransformError, match="would race"):
+    with pytest.raises(TransformError, match="would race") as caught:
         jit(vmap(f, in_axes=in_axes), backend="cuda").source(x, h, *extra)
+    lines, start = inspect.getsourcelines(f)
+    assert caught.value.lineno == start + next(k for k, text in enumerate(lines) if line in text)
 
 
 # ---------------------------------------------------------------- simulator
