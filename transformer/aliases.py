@@ -9,10 +9,10 @@ over-approximates: two names in different groups never share an array that eithe
 Transformations that keep one derived value per name (a tangent, a batch flag) use the
 groups to treat every member alike, or to refuse.
 
-Whether a call changes its caller's arrays (`written_params_of_source`, read by the
-refusals of calls that write into their arguments) is read along every path instead
-(`argument_writes`): `a = x`, then `a = a + 1.0` on every path, then `a += v` writes a new
-array.
+Whether a call changes its caller's arrays (`parameter_writes`, read by vmap and CUDA
+kernels, and `written_params_of_source`, read by the refusals of calls that write into
+their arguments) is read along every path instead (`argument_writes`): `a = x`, then
+`a = a + 1.0` on every path, then `a += v` writes a new array.
 """
 from __future__ import annotations
 
@@ -127,9 +127,25 @@ def _written_expr(fn: Function, stmt: gast.Assign):
     return None
 
 
+def parameter_writes(fn: Function, effects=(), call_writes=None) -> dict:
+    """Each parameter of `fn` whose array it may write in place on some path, directly or
+    through a name holding that array there (`argument_writes`: `x = x.copy()` in one
+    branch and `x = x * 2.0` in the other, then `x[0] = v`, writes a new array), mapped to
+    the first statement writing it; `effects` and `call_writes` as for
+    `written_alias_groups`."""
+    first: dict = {}
+    for write in argument_writes(fn, lambda node: _writes_of(fn, node, effects, call_writes)):
+        first.setdefault(write.param, write.stmt)
+    return {p: first[p] for p in fn.params if p in first}
+
+
 def written_params(fn: Function, effects=(), call_writes=None) -> list[str]:
     """The parameters of `fn` whose arrays it writes in place, directly or through a name
-    sharing their array (the caller's argument changes)."""
+    sharing their array, read across the whole function (`written_names`) unless the first
+    statement naming one binds it to a new array. Forward mode reads it for the tangents
+    it emits beside `fn`'s names (a copy's tangent may be the tangent passed in, so a
+    write after `x = x.copy()` can still reach the caller's tangent); what `fn` itself
+    writes into its caller's arrays is `parameter_writes`."""
     written = written_names(fn, effects, call_writes)
     return [p for p in fn.params if p in written and not _rebound_first(fn, p)]
 

@@ -341,3 +341,161 @@ def test_many_generated_programs_match_the_loop(tmp_path):
 @pytest.mark.parametrize("seed", range(100, 108))
 def test_generated_programs_match_the_loop_under_jit(tmp_path, seed):
     check_program(tmp_path, seed, shared=bool(seed % 2), compiled=True)
+
+
+# ---------------------------------------------------------------- writes read path by path
+# Whether a write reaches the caller's array is read along every path: a name rebound to a
+# new array on every path before the write (`h = h.copy()` in one branch, `h = h * 2.0` in
+# the other; `a = h`, then `a = a * 2.0`) writes a new array, so the examples need not run
+# in order (and `method='vectorize'` batches them); a write that reaches the caller's array
+# on some path (one branch, a later iteration of a loop, a helper's `p[i] += v`) keeps the
+# loop's numbers.
+
+def rebound_in_both_branches(x, h, flag):
+    if flag > 0.0:
+        h = h.copy()
+    else:
+        h = h * 2.0
+    h[0] = x
+    return np.sum(h)
+
+
+def rebound_through_an_alias(x, h):
+    a = h
+    a = a * 2.0
+    a[0] = x
+    return a[0] + a[1]
+
+
+def rebinding_helper(h, v):
+    if v > 100.0:
+        h = h.copy()
+    else:
+        h = h + 0.0
+    h[1] = v
+    return np.sum(h)
+
+
+def calls_a_rebinding_helper(x, h):
+    return rebinding_helper(h, x) + h[1]
+
+
+def copied_on_one_path(x, h, flag):
+    if flag > 0.0:
+        h = h.copy()
+    h[0] = h[0] + x
+    return np.sum(h)
+
+
+def written_in_a_later_iteration(x, h):
+    a = np.zeros(3)
+    for _ in range(2):
+        a[0] = a[0] + x                 # the second iteration writes into h
+        a = h
+    return a[0] * 2.0
+
+
+def add_in_place(h, v):
+    h[1] += v
+
+
+def local_buffer_through_a_helper(x):
+    buf = np.zeros(3)
+    add_in_place(buf, x)
+    add_in_place(buf, x)
+    return buf * 2.0
+
+
+def _rebound_inputs(shared: bool):
+    x = rng.normal(size=4)
+    h = rng.normal(size=3) if shared else rng.normal(size=(4, 3))
+    return x, h
+
+
+REBOUND_CASES = {
+    "both_branches": (rebound_in_both_branches, (None,), (1.0,)),
+    "both_branches_else": (rebound_in_both_branches, (None,), (-1.0,)),
+    "alias_rebound": (rebound_through_an_alias, (), ()),
+    "helper_rebinds": (calls_a_rebinding_helper, (), ()),
+}
+
+
+def _rebound_case(case: str, shared: bool):
+    f, extra_axes, extra = REBOUND_CASES[case]
+    x, h = _rebound_inputs(shared)
+    return f, (x, h, *extra), (0, None if shared else 0, *extra_axes)
+
+
+@pytest.mark.every_case
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("case", sorted(REBOUND_CASES))
+def test_a_name_rebound_on_every_path_before_the_write_is_vectorized(case, shared):
+    f, args, in_axes = _rebound_case(case, shared)
+    assert_like_loop(vmap(f, in_axes=in_axes, method="vectorize"), f, args, in_axes)
+    strategy = next(line for line in vmap(f, in_axes=in_axes).source().splitlines()
+                    if "# vmap:" in line)
+    assert "vectorize strategy" in strategy, strategy
+
+
+@pytest.mark.parametrize("case", ["both_branches", "helper_rebinds"])
+def test_a_name_rebound_on_every_path_before_the_write_under_jit(case):
+    f, args, in_axes = _rebound_case(case, shared=True)
+    assert_like_loop(jit(vmap(f, in_axes=in_axes)), f, args, in_axes)
+
+
+@pytest.mark.every_case
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_write_into_the_callers_array_on_one_path_runs_in_order(flag):
+    f = copied_on_one_path
+    x, h = _rebound_inputs(shared=True)
+    assert_like_loop(vmap(f, in_axes=(0, None, None)), f, (x, h, flag), (0, None, None))
+    with pytest.raises(TransformError, match="written in place"):
+        vmap(f, in_axes=(0, None, None), method="vectorize")(x, h, flag)
+    flags = np.array([1.0, -1.0, -1.0, 1.0])        # the write reaches `h` on some examples
+    assert_like_loop(vmap(f, in_axes=(0, None, 0)), f, (x, h, flags), (0, None, 0))
+    x, rows = _rebound_inputs(shared=False)
+    assert_like_loop(vmap(f, in_axes=(0, 0, 0)), f, (x, rows, flags), (0, 0, 0))
+
+
+def test_a_write_on_one_path_under_jit_keeps_the_loops_numbers():
+    x, h = _rebound_inputs(shared=True)
+    flags = np.array([1.0, -1.0, -1.0, 1.0])
+    batched = jit(vmap(copied_on_one_path, in_axes=(0, None, 0)))
+    assert_like_loop(batched, copied_on_one_path, (x, h, flags), (0, None, 0))
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_write_in_a_later_iteration_of_a_loop_reaches_the_caller(shared):
+    f = written_in_a_later_iteration
+    x, h = _rebound_inputs(shared)
+    in_axes = (0, None if shared else 0)
+    assert_like_loop(vmap(f, in_axes=in_axes), f, (x, h), in_axes)
+    if shared:
+        with pytest.raises(TransformError, match="written in place"):
+            vmap(f, in_axes=in_axes, method="vectorize")(x, h)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_helpers_augmented_element_write_into_a_local_buffer_is_per_example(compiled):
+    # each example has its own buffer: the helper's `h[1] += v` must not add every
+    # example's value into one row
+    batched = vmap(local_buffer_through_a_helper)
+    x = np.arange(1.0, 5.0)
+    got = assert_like_loop(jit(batched) if compiled else batched,
+                           local_buffer_through_a_helper, (x,), (0,))
+    np.testing.assert_array_equal(got[:, 1], 4.0 * x)
+
+
+def written_by_a_local_function(x, h):
+    def put(v):
+        h[0] = h[0] + v
+        return v
+    put(x)
+    return h[0] * 1.0
+
+
+def test_a_local_functions_write_into_an_unmapped_argument_runs_in_order():
+    # the local function is inlined where it is called: its write reaches the caller's `h`
+    f = written_by_a_local_function
+    x, h = _rebound_inputs(shared=True)
+    assert_like_loop(vmap(f, in_axes=(0, None)), f, (x, h), (0, None))

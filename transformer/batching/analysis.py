@@ -22,8 +22,8 @@ import numpy as np
 from codegen.backends import is_user_function
 from codegen.emit import expression_source
 
-from ..aliases import (first_write, write_through, written_alias_groups, written_names,
-                       written_params)
+from ..aliases import (first_write, parameter_writes, write_through, written_alias_groups,
+                       written_names)
 from ..anf import anf
 from ..desugar import desugar, view_sources
 from ..errors import TransformError
@@ -59,6 +59,9 @@ class Analysis:
         self.literals = {k: v for k, v in self.literals.items()
                          if counts[k] == 1 and k not in params}
         self.groups = written_alias_groups(fn, tuple(rules.MUTATES))
+        # parameter -> the first statement that may write its array, on some path
+        self.written_params = parameter_writes(fn, tuple(rules.MUTATES),
+                                               _call_writes(fn, frozenset()))
         for _ in range(50):
             before = (dict(self.flags), self.output)
             self.block(fn.node.body, False)
@@ -66,18 +69,21 @@ class Analysis:
             if (self.flags, self.output) == before:
                 break
         self.check_shared_views()
-        self.shared_write = _shared_write(fn, params)
+        self.shared_write = _shared_write(fn, params, self.written_params)
 
     def batch_shared(self, params: dict) -> None:
         """Names that may share an array written in place are batched alike: a write of
         batched values through one must reach the others, so all hold the batch axis
-        (an unbatched array is broadcast once, where it is made)."""
+        (an unbatched array is broadcast once, where it is made). A parameter whose array
+        is written on no path (every name holding it is rebound before the write) is only
+        read through the others."""
         for group in self.groups:
             if not any(any_batched(self.flags.get(n, False)) for n in group):
                 continue
             unbatched = sorted(n for n in group if not any_batched(self.flags.get(n, False)))
-            if any(n in params for n in unbatched):
-                self.why(f"`{unbatched[0]}` is an unbatched argument written in place "
+            written = [n for n in unbatched if n in params and n in self.written_params]
+            if written:
+                self.why(f"`{written[0]}` is an unbatched argument written in place "
                          "through another name", write_through(self.fn, group) or self.fn.node)
             for n in unbatched:
                 if isinstance(self.flags.get(n, False), bool) and n not in params:
@@ -225,7 +231,7 @@ class Analysis:
             return False
         callee = _callee_function(target)
         if callee is not None:
-            written = written_params(callee)
+            written = _callee_writes(callee, frozenset())
             if written:
                 self.why(f"{callee.name} writes into its argument {written[0]!r}", node)
             return _output_structure(callee)
@@ -235,28 +241,31 @@ class Analysis:
         return True if node.keywords else _linear_flag(target, flags)
 
 
-def _shared_write(fn: Function, params: dict):
+def _shared_write(fn: Function, params: dict, written_params: dict):
     """(why, statement) when `fn` may write in place into an array every example shares
-    (an unbatched argument, a global or closure array), else None. Example by example,
-    each write reaches the caller and the later examples; only the examples run in order
-    give those numbers."""
+    (an unbatched argument among `written_params`, a global or closure array), else None.
+    Example by example, each write reaches the caller and the later examples; only the
+    examples run in order give those numbers."""
     effects, writes = tuple(rules.MUTATES), _call_writes(fn, frozenset())
     written = written_names(fn, effects, writes)
-    unbatched = {p for p in written_params(fn, effects, writes)
-                 if not any_batched(params.get(p, False))}
+    unbatched = {p for p in written_params if not any_batched(params.get(p, False))}
     assigned = {n.id for n in gast.walk(fn.node) if isinstance(n, gast.Name) and
                 isinstance(n.ctx, gast.Store)} | set(fn.params)
     free = {n for n in written - assigned
             if isinstance(resolve(fn, gast.Name(id=n, ctx=gast.Load(), annotation=None,
                                                  type_comment=None), None), np.ndarray)}
-    for shared, kind in ((sorted(unbatched), "an argument not mapped (in_axes None)"),
-                         (sorted(free), "an array the function reads from outside")):
-        if shared:
-            group = set().union({shared[0]}, *(g for g in written_alias_groups(
-                fn, effects, writes) if shared[0] in g))
-            where = first_write(fn, group, effects, writes) or fn.node
-            return f"`{shared[0]}` is {kind}, written in place at {_line(fn, where)}", where
-    return None
+    if unbatched:
+        param = min(unbatched, key=fn.params.index)
+        return f"`{param}` is an argument not mapped (in_axes None), written in place at " \
+            f"{_line(fn, written_params[param])}", written_params[param]
+    if not free:
+        return None
+    outside = min(free)
+    group = set().union({outside}, *(g for g in written_alias_groups(fn, effects, writes)
+                                     if outside in g))
+    where = first_write(fn, group, effects, writes) or fn.node
+    return f"`{outside}` is an array the function reads from outside, written in place at " \
+        f"{_line(fn, where)}", where
 
 
 def _call_writes(fn: Function, seen: frozenset):
@@ -279,13 +288,21 @@ def _written_positions(target, seen: frozenset) -> set:
         return set()
     if callee is None:
         return set()
+    written = _callee_writes(callee, seen)
+    return {k for k, p in enumerate(callee.params) if p in written}
+
+
+def _callee_writes(callee: Function, seen: frozenset) -> list[str]:
+    """The parameters of user function `callee` it may write in place on some path, itself
+    or through the functions it calls, read in the form batching runs it (`prepare`:
+    `p += v` and `p[i] += v` write the caller's array); `seen`: the functions whose
+    reading holds this one."""
     key = callee.origin.describe()
     if key in seen:                 # recursion: its writes are found at the outer call
-        return set()
+        return []
     prepared = prepare(callee)
-    written = written_params(prepared, tuple(rules.MUTATES),
-                             _call_writes(prepared, seen | {key}))
-    return {k for k, p in enumerate(prepared.params) if p in written}
+    return list(parameter_writes(prepared, tuple(rules.MUTATES),
+                                 _call_writes(prepared, seen | {key})))
 
 
 def _linear_flag(key, flags: list):

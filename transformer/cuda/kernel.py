@@ -95,59 +95,48 @@ def build_kernel(jitted, static: dict, arguments: list, probe: bool) -> Kernel:
 
 
 def parameter_writes(fn: Function) -> dict:
-    """Each parameter whose elements `fn` writes, directly or through a view or an alias,
-    mapped to the first statement writing it."""
-    aliases = {p: p for p in fn.params}
-    written: dict = {}
-    for stmt in _statements(fn.node.body):
-        call = getattr(stmt, "value", None)
-        if isinstance(stmt, (gast.Assign, gast.Expr)) and isinstance(call, gast.Call):
-            for arg in _arguments_written_by(fn, call):
-                if arg in aliases:
-                    written.setdefault(aliases[arg], stmt)
-        if not isinstance(stmt, gast.Assign):
-            continue
-        target, value = stmt.targets[0], stmt.value
-        if isinstance(value, gast.Subscript):
-            value = value.value
-        if isinstance(target, gast.Name) and isinstance(value, gast.Name) and \
-                value.id in aliases:
-            aliases[target.id] = aliases[value.id]
-        elif isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
-                and target.value.id in aliases:
-            written.setdefault(aliases[target.value.id], stmt)
-    return written
+    """Each parameter whose elements `fn` may write on some path, directly, through a view
+    or an alias, or passed to a device function writing it, mapped to the first statement
+    writing it (`aliases.parameter_writes`: a name rebound to a new array on every path
+    before the write leaves the caller's array as it was)."""
+    from transformer.aliases import parameter_writes as writes_along_paths
+    return writes_along_paths(fn, (), lambda call: _arguments_written_by(fn, call))
 
 
-def _arguments_written_by(fn: Function, call: gast.Call) -> list:
+def _arguments_written_by(fn: Function, call: gast.Call) -> set:
     """The names passed to a device function (a `Callee`) that writes into them."""
+    from transformer.desugar import view_sources
     callee = fn.env.get(call.func.id) if isinstance(call.func, gast.Name) else None
     if not isinstance(callee, Callee):
-        return []
+        return set()
     positions = _written_positions(callee.function, frozenset())
-    return [a.id for k, a in enumerate(call.args) if k in positions and isinstance(a, gast.Name)]
+    return set().union(*(view_sources(fn, a) for k, a in enumerate(call.args)
+                         if k in positions))
 
 
 def _written_positions(function: Function, seen: frozenset) -> set:
-    """Positions of the parameters `function` writes in place, itself or through the
-    functions it calls (their parameters, passed on by name)."""
-    from transformer.aliases import written_params
+    """Positions of the parameters `function` writes in place on some path, itself or
+    through the functions it calls, read in the form its device function is emitted from
+    (`p += v` on a parameter writes the caller's array)."""
+    from transformer.aliases import parameter_writes as writes_along_paths
     from transformer.anf import anf
-    from transformer.desugar import desugar
+    from transformer.desugar import desugar, view_sources
     from transformer.function import resolve
+    from transformer.param_updates import updates_in_place
     key = function.origin.describe()         # each call site parses its own Function
     if key in seen:                          # recursion: its writes are found at the top
         return set()
-    fn = anf(desugar(function))
-    written = set(written_params(fn))
-    for node in gast.walk(fn.node):
-        target = resolve(fn, node.func, None) if isinstance(node, gast.Call) else None
+    fn = anf(desugar(updates_in_place(function)))
+
+    def call_writes(call: gast.Call) -> set:
+        target = resolve(fn, call.func, None)
         callee = callee_function(target) if target is not None else None
         if callee is None:
-            continue
+            return set()
         inner = _written_positions(callee, seen | {key})
-        written |= {a.id for k, a in enumerate(node.args)
-                    if k in inner and isinstance(a, gast.Name) and a.id in fn.params}
+        return set().union(*(view_sources(fn, a) for k, a in enumerate(call.args)
+                             if k in inner))
+    written = writes_along_paths(fn, (), call_writes)
     return {k for k, p in enumerate(fn.params) if p in written}
 
 
@@ -161,13 +150,6 @@ def _refuse_shared_writes(fn: Function, arguments, writes: dict) -> None:
                 "all threads share (its in_axes entry is None): the writes would race",
                 f"give each element its own copy (in_axes 0 over np.repeat({argument.name}"
                 "[None], n, axis=0)), or return the values and combine them after the call")
-
-
-def _statements(stmts):
-    for stmt in stmts:
-        yield stmt
-        for field in ("body", "orelse"):
-            yield from _statements(getattr(stmt, field, None) or [])
 
 
 def _out_axis(out_axes):
