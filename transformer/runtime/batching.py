@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
@@ -81,12 +82,13 @@ def broadcast_batch(value, size):
 def _broadcast_batch_nb(value, size):
     if isinstance(value, types.Array):
         def impl(value, size):
-            out = np.empty((size,) + value.shape, value.dtype)
+            out = empty_array((size,) + value.shape, value.dtype)
             for b in range(size):
                 out[b] = value
             return out
         return impl
-    return lambda value, size: np.full(size, value)
+    dtype = numba.np.numpy_support.as_dtype(value).type
+    return lambda value, size: full_array(size, value, dtype)
 
 
 def batch_size_of(value):
@@ -225,7 +227,7 @@ def _whole_example(np_fn, name_: str, doc: str):
 
         def impl(x):
             first = np_fn(x[0])
-            out = np.empty(x.shape[0], np.asarray(first).dtype)
+            out = empty_array(x.shape[0], np.asarray(first).dtype)
             out[0] = first
             for b in range(1, x.shape[0]):
                 out[b] = np_fn(x[b])
@@ -245,7 +247,7 @@ all_examples = _whole_example(np.all, "all_examples", "np.all of each example.")
 
 def _arg_nb(np_fn):
     def impl(x):
-        out = np.empty(x.shape[0], np.int64)
+        out = empty_array(x.shape[0], np.int64)
         for b in range(x.shape[0]):
             out[b] = np_fn(x[b])
         return out
@@ -327,7 +329,7 @@ def _dot_left_nb(a, b):
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
             first = np.dot(_contig(a[0]), _contig(b))
-            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
                 out[k] = np.dot(_contig(a[k]), _contig(b))
             return out
@@ -349,7 +351,7 @@ def _dot_right_nb(a, b):
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
         def impl(a, b):
             first = np.dot(_contig(a), _contig(b[0]))
-            out = np.empty((b.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((b.shape[0],) + np.shape(first), first.dtype)
             for k in range(b.shape[0]):
                 out[k] = np.dot(_contig(a), _contig(b[k]))
             return out
@@ -366,7 +368,7 @@ def _dot_both_nb(a, b):
     if _ndim(a) in (2, 3) and _ndim(b) in (2, 3):
         def impl(a, b):
             first = np.dot(_contig(a[0]), _contig(b[0]))
-            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
                 out[k] = np.dot(_contig(a[k]), _contig(b[k]))
             return out
@@ -468,7 +470,7 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
 
 def _generic_empty(dtype):
     def allocate(shape):
-        return np.empty(shape, dtype)
+        return empty_array(shape, dtype)
     return register_jitable(allocate)
 
 
@@ -501,14 +503,14 @@ def _take_batched_nb(x, index):
         raise TypingError("batched indexing: one scalar index per example under Numba")
     if x.ndim == 1 + 1:
         def impl(x, index):
-            out = np.empty(x.shape[0], x.dtype)
+            out = empty_array(x.shape[0], x.dtype)
             for k in range(x.shape[0]):
                 out[k] = x[k, index[k]]
             return out
         return impl
 
     def impl_rows(x, index):
-        out = np.empty((x.shape[0],) + x.shape[2:], x.dtype)
+        out = empty_array((x.shape[0],) + x.shape[2:], x.dtype)
         for k in range(x.shape[0]):
             out[k] = x[k, index[k]]
         return out
@@ -630,13 +632,13 @@ def _identity_nb(d, basis, last: bool):
             if last:
                 return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
             return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
-        return lambda d, basis: np.full(1, d)
+        return lambda d, basis: full_array(1, d, numba.np.numpy_support.as_dtype(d).type)
     # dtype classes and shape tuples, as zeros_like passes: one np.zeros compile for all
     dtype = numba.np.numpy_support.as_dtype(d.dtype if isinstance(d, types.Array) else d).type
     if not isinstance(d, types.Array):
         def scalar(d, basis):
             n = basis.size
-            out = np.zeros((n * n,), dtype)
+            out = zeros_array((n * n,), dtype)
             for k in range(n):
                 out[k * n + k] = d
             return out.reshape(basis.shape + (n,) if last else (n,) + basis.shape)
@@ -650,7 +652,7 @@ def _identity_nb(d, basis, last: bool):
         # the compile of Numba's broadcasting kernels in every caller
         n, m = basis.size, d.size
         values = np.ascontiguousarray(d).ravel()
-        out = np.zeros((m * n,), dtype)
+        out = zeros_array((m * n,), dtype)
         if m == n:                                  # d is shaped like the basis: diagonal
             for k in range(n):
                 out[k * n + k] = values[k]

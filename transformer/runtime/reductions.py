@@ -4,6 +4,7 @@ cumprod and the cumsum adjoint), which Numba's own versions lack.
 from __future__ import annotations
 
 import numpy as np
+from transformer.runtime.allocation import full_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -31,7 +32,7 @@ def _fold_nb(a, axis, keepdims, op):
         mask = axis_mask(a.ndim, axis)
         oshape = shape.copy()
         oshape[mask] = 1
-        res = np.full(np.prod(oshape), start, dtype)
+        res = full_array(np.prod(oshape), start, dtype)
         _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
         return res, (oshape if keep else shape[~mask])
 

@@ -1,0 +1,216 @@
+"""The light compiled forms of secant's runtime helpers agree with NumPy bit for bit.
+
+`runtime.allocation` (new arrays allocated inside the calling helper instead of Numba's
+`np.empty` / `np.zeros` / `np.full` functions) and `runtime.rounding` (`np.round` of a
+number without Numba's any-decimals algorithm) exist to cut the cold compile of `jit(grad(f))`;
+these tests hold them, and the helpers rewritten on them, to NumPy's results and dtypes,
+and the three benchmark cases' derivatives to finite differences.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from benchmarks import workloads
+from transformer import basis, grad, hessian, jit, runtime, vmap
+from transformer.runtime.allocation import empty_array, full_array, zeros_array
+from transformer.runtime.batching import broadcast_batch, identity_batch
+from transformer.runtime.kernels import axis_mask
+from transformer.runtime.rounding import rounded
+
+DTYPES = [np.float32, np.float64]
+
+
+# ---------------------------------------------------------------- allocation
+
+
+@numba.njit
+def _allocations(n, m, value):
+    return (zeros_array((n, m), np.float32), zeros_array(n, np.int64),
+            zeros_array((n, m, 2), np.dtype(np.bool_)), full_array(n, value, np.float64),
+            full_array((n, m), value, np.float32), full_array((m,), 3, np.int32),
+            full_array(n, True, np.bool_), empty_array((n, m), np.float64))
+
+
+def test_allocations_match_numpy_shapes_dtypes_and_values():
+    got = _allocations(3, 4, 2.5)
+    want = (np.zeros((3, 4), np.float32), np.zeros(3, np.int64), np.zeros((3, 4, 2), np.bool_),
+            np.full(3, 2.5, np.float64), np.full((3, 4), 2.5, np.float32),
+            np.full(4, 3, np.int32), np.full(3, True, np.bool_), np.empty((3, 4), np.float64))
+    for ours, theirs in zip(got[:-1], want[:-1]):
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        assert ours.flags.c_contiguous
+        np.testing.assert_array_equal(ours, theirs)
+    assert got[-1].dtype == want[-1].dtype and got[-1].shape == want[-1].shape
+
+
+def test_allocations_refuse_negative_shapes_as_numpy_does():
+    with pytest.raises(ValueError, match="negative dimensions"):
+        np.zeros((-1, 2))
+    with pytest.raises(ValueError, match="negative dimensions"):
+        _allocations(-1, 2, 0.0)
+
+
+def test_zero_size_allocations_are_empty_arrays():
+    got = _allocations(0, 5, 1.0)
+    assert got[0].shape == (0, 5) and got[3].shape == (0,) and got[5].shape == (5,)
+
+
+# ---------------------------------------------------------------- helpers rewritten on them
+
+
+@numba.njit
+def _helpers(x, scalar, flag):
+    return (runtime.zeros_like(x), runtime.broadcast_like(scalar, x),
+            runtime.broadcast_like(flag, x), runtime.broadcast_reduced(scalar, x),
+            basis.basis_ones(x), basis.basis_matrix(x), basis.basis_vector(x, 1),
+            basis.jacobian_alloc(x, x), broadcast_batch(scalar, 3), identity_batch(scalar, x),
+            axis_mask(x.ndim, None))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+@pytest.mark.every_case
+def test_rewritten_helpers_match_their_numpy_forms(dtype, shape):
+    x = np.arange(np.prod(shape), dtype=dtype).reshape(shape) + dtype(0.5)
+    scalar = dtype(1.25)
+    got = _helpers(x, scalar, True)
+    want = (runtime.zeros_like(x), runtime.broadcast_like(scalar, x),
+            runtime.broadcast_like(True, x), runtime.broadcast_reduced(scalar, x),
+            basis.basis_ones(x), basis.basis_matrix(x), basis.basis_vector(x, 1),
+            basis.jacobian_alloc(x, x), broadcast_batch(scalar, 3), identity_batch(scalar, x),
+            axis_mask(x.ndim, None))
+    for ours, theirs in zip(got, want):
+        theirs = np.asarray(theirs)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
+    assert got[5].dtype == dtype and got[4].dtype == dtype     # float32 stays float32
+
+
+@numba.njit
+def _int_helpers(x, k):
+    return runtime.broadcast_like(k, x), broadcast_batch(k, 2), runtime.zeros_like(x)
+
+
+def test_int_scalars_broadcast_as_ints_and_int_arrays_get_float_zeros():
+    x = np.arange(6, dtype=np.int64).reshape(2, 3)
+    got = _int_helpers(x, 7)
+    want = (runtime.broadcast_like(7, x), broadcast_batch(7, 2), runtime.zeros_like(x))
+    for ours, theirs in zip(got, want):
+        assert ours.dtype == np.asarray(theirs).dtype
+        np.testing.assert_array_equal(ours, theirs)
+
+
+# ---------------------------------------------------------------- rounding
+
+
+@numba.njit
+def _round_scalars(values32, values64, ints):
+    out32 = np.empty_like(values32)
+    out64 = np.empty_like(values64)
+    out_int = np.empty_like(ints)
+    for i in range(values32.size):
+        out32[i] = rounded(values32[i])
+        out64[i] = rounded(values64[i])
+    for i in range(ints.size):
+        out_int[i] = rounded(ints[i])
+    return out32, out64, out_int, rounded(values32[0]), rounded(ints[0])
+
+
+HALVES = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.4999, 3.7, -0.2, -0.0, 0.0, 1e300, -7e15 - 0.5,
+          4503599627370495.5, np.inf, -np.inf, np.nan]
+
+
+def test_rounding_numbers_is_numpys_round_half_to_even():
+    values64 = np.array(HALVES, np.float64)
+    with np.errstate(over="ignore"):                   # 1e300 is inf in float32
+        values32 = values64.astype(np.float32)
+    ints = np.array([-3, 0, 7, 2**40], np.int64)
+    out32, out64, out_int, first32, first_int = _round_scalars(values32, values64, ints)
+    for got, x in [(out32, values32), (out64, values64)]:
+        want = np.array([np.round(v) for v in x])
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))      # -0.0 stays -0.0
+    np.testing.assert_array_equal(out_int, [np.round(v) for v in ints])
+    assert numba.typeof(first_int) == numba.int64
+    assert _round_scalars.nopython_signatures[0].return_type[3] == numba.float32
+
+
+@numba.njit
+def _round_other_forms(x, matrix, decimals):
+    out = np.empty_like(matrix)
+    return (rounded(x, decimals), rounded(matrix), rounded(matrix, 2), rounded(x, 0),
+            rounded(matrix, 0, out))
+
+
+@numba.njit
+def _numba_round_forms(x, matrix, decimals):
+    return np.round(x, decimals), np.round(matrix, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.every_case
+def test_rounding_with_decimals_arrays_and_out_is_numpys(dtype):
+    """0 decimals: NumPy's results exactly; other decimals: Numba's np.round, as before
+    (it rounds a float32 in float64, so 2.345 -> 2.35 where NumPy gives 2.34)."""
+    matrix = (np.arange(12, dtype=dtype).reshape(3, 4) - 5.5) * dtype(0.37)
+    x = dtype(2.345)
+    got = _round_other_forms(x, matrix, 2)
+    numba_x, numba_matrix = _numba_round_forms(x, matrix, 2)
+    want = (numba_x, np.round(matrix), numba_matrix, np.round(x, 0), np.round(matrix, 0))
+    for ours, theirs in zip(got, want):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_np_round_in_compiled_code_is_the_light_form_and_keeps_ints():
+    def f(x, n):
+        return np.round(x) * 2.0 + np.round(n) + np.around(x * 3.0)
+
+    source = jit(f).source(2.5, 3)
+    assert "rounded(" in source and "np.round(" not in source
+    for x, n in [(2.5, 3), (-0.5, -4), (1.4999, 0), (np.float32(3.5), 2)]:
+        assert jit(f)(x, n) == f(x, n)
+    assert isinstance(jit(lambda n: np.round(n))(7), int)
+
+
+# ---------------------------------------------------------------- the benchmark cases
+
+
+def _central_difference(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+def test_lj_gradient_matches_finite_differences():
+    pos, eps, sigma, box, rcut = workloads.lj_inputs(8)
+    got = jit(grad(workloads.lj_energy))(pos, eps, sigma, box, rcut)
+    want = _central_difference(lambda p: workloads.lj_energy(p, eps, sigma, box, rcut), pos)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+    np.testing.assert_allclose(got, grad(workloads.lj_energy)(pos, eps, sigma, box, rcut),
+                               rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_hessian_of_sum_tanh_matches_finite_differences():
+    x, _, _ = workloads.hessian_inputs(6)
+    got = jit(hessian(workloads.sum_tanh))(x)
+    slope = grad(workloads.sum_tanh)
+    want = np.stack([_central_difference(lambda v, i=i: slope(v)[i], x) for i in range(x.size)])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_vmapped_mlp_gradient_matches_finite_differences():
+    params, X, Y = workloads.mlp_inputs(batch=3, n_in=5, hidden=4, n_out=3)
+    params = {k: v.astype(np.float64) for k, v in params.items()}
+    X = X.astype(np.float64)
+    got = jit(vmap(grad(workloads.mlp_loss), in_axes=(None, 0, 0)))(params, X, Y)
+    for name in params:
+        def loss(p, b, name=name):
+            return workloads.mlp_loss({**params, name: p}, X[b], Y[b])
+        for b in range(X.shape[0]):
+            want = _central_difference(lambda p, b=b: loss(p, b), params[name])
+            np.testing.assert_allclose(got[name][b], want, rtol=1e-5, atol=1e-7)
