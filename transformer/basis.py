@@ -216,6 +216,15 @@ def jacobian_from_last(columns, out, x):
 @overload(jacobian_from_last)
 def _jacobian_from_last_nb(columns, out, x):
     if isinstance(columns, types.Array) and columns.layout == "C":   # no copy to compile
+        out_array, x_array = isinstance(out, types.Array), isinstance(x, types.Array)
+        # one reshape to the result's shape (jacobian_result's, without compiling it)
+        if out_array and x_array:
+            return lambda columns, out, x: columns.reshape(out.shape + x.shape)
+        if out_array:
+            return lambda columns, out, x: columns.reshape(out.shape)
+        if x_array:
+            return lambda columns, out, x: columns.reshape(x.shape)
+
         def contiguous(columns, out, x):
             flat = columns.reshape((basis_size(out), basis_size(x)))
             return jacobian_result(flat, out, x)

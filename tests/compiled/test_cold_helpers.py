@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from benchmarks import workloads
-from transformer import basis, grad, hessian, jit, runtime, vmap
+from transformer import basis, grad, hessian, jit, runtime, tape, vmap
+from transformer.reverse.seeds import float_zeros
 from transformer.runtime.allocation import empty_array, full_array, zeros_array
-from transformer.runtime.batching import broadcast_batch, identity_batch
+from transformer.runtime.batching import (broadcast_batch, identity_batch, identity_batch_last,
+                                          max_examples, min_examples)
 from transformer.runtime.kernels import axis_mask
 from transformer.runtime.rounding import rounded
 
@@ -214,3 +216,103 @@ def test_vmapped_mlp_gradient_matches_finite_differences():
         for b in range(X.shape[0]):
             want = _central_difference(lambda p, b=b: loss(p, b), params[name])
             np.testing.assert_allclose(got[name][b], want, rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- loops written for one case
+
+
+@numba.njit
+def _identity_vectors(d, basis):
+    return identity_batch(d, basis), identity_batch_last(d, basis)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.every_case
+def test_identity_batches_of_vectors_match_numpy(dtype):
+    d = np.arange(1, 5, dtype=dtype)
+    for unit in (np.zeros(4, dtype), np.zeros(1, dtype)):
+        got, got_last = _identity_vectors(d, unit)
+        want = identity_batch(d, unit)
+        assert got.dtype == want.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_last, identity_batch_last(d, unit))
+    strided = np.arange(8, dtype=dtype)[::2]
+    np.testing.assert_array_equal(_identity_vectors(strided, d)[0], identity_batch(strided, d))
+
+
+@pytest.mark.parametrize("d, basis, message", [
+    (np.ones(1), np.ones(3), "larger shape"), (np.ones(2), np.ones(3), "broadcast together")])
+def test_identity_batches_of_unbroadcastable_vectors_raise(d, basis, message):
+    with pytest.raises(ValueError, match=message):
+        _identity_vectors(d, basis)
+
+
+@numba.njit
+def _extremes(x):
+    return max_examples(x), min_examples(x)
+
+
+def test_max_and_min_of_each_example_are_numpys_including_nan_and_ints():
+    x = np.array([[1.0, 3.0, -2.0], [np.nan, 1.0, 5.0], [4.0, np.nan, -np.inf],
+                  [-0.0, 0.0, -0.0], [2.0, 2.0, 2.0]])
+    for array in (x, x.astype(np.float32), np.asfortranarray(x)):
+        got_max, got_min = _extremes(array)
+        np.testing.assert_array_equal(got_max, np.max(array, axis=1))
+        np.testing.assert_array_equal(got_min, np.min(array, axis=1))
+        assert got_max.dtype == array.dtype
+    ints = np.array([[3, -7, 9], [0, 0, -1]], np.int32)
+    np.testing.assert_array_equal(_extremes(ints)[0], np.max(ints, axis=1))
+    np.testing.assert_array_equal(_extremes(ints)[1], np.min(ints, axis=1))
+    with pytest.raises(ValueError, match="zero-size array"):
+        _extremes(np.zeros((2, 0)))
+
+
+@numba.njit
+def _trip_counts(values):
+    out = np.empty((values.shape[0], 2), np.int64)
+    for k in range(values.shape[0]):
+        start, stop, step = values[k, 0], values[k, 1], values[k, 2]
+        out[k, 0] = tape.trip_count(start, stop, step)
+        out[k, 1] = tape.range_last(start, stop, step)
+    return out
+
+
+def test_trip_counts_and_last_values_of_ranges():
+    cases = np.array([(0, 5, 1), (0, 0, 1), (5, 0, 1), (0, 10, 3), (10, 0, -3), (3, 3, -1),
+                      (-4, 4, 2), (2, -9, -4), (7, 8, 5)], np.int64)
+    got = _trip_counts(cases)
+    for (start, stop, step), (count, last) in zip(cases.tolist(), got.tolist()):
+        values = list(range(start, stop, step))
+        assert count == len(values) == tape.trip_count(start, stop, step)
+        assert last == (values[-1] if values else start - step)
+
+
+@numba.njit
+def _seeds(x):
+    return float_zeros(x, "x")
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [np.int64])
+@pytest.mark.every_case
+def test_float_zeros_of_arrays_are_float_zeros_of_their_shape(dtype):
+    x = np.ones((2, 3), dtype)
+    if dtype is np.int64:                  # grad refuses integer arguments, compiled too
+        with pytest.raises(numba.core.errors.TypingError, match="real-valued inputs"):
+            _seeds(x)
+        return
+    got = _seeds(x)
+    assert got.dtype == dtype and got.shape == (2, 3) and not got.any()
+
+
+@numba.njit
+def _jacobians(columns, out, x):
+    return basis.jacobian_from_last(columns, out, x)
+
+
+def test_jacobian_from_last_reshapes_as_jacobian_result():
+    for out, x in [(np.ones((2, 3)), np.ones(4)), (np.ones(6), 1.0), (1.0, np.ones((3, 2)))]:
+        columns = np.arange(24.0)[:np.size(out) * np.size(x)].reshape(np.shape(out) + (-1,))
+        got = _jacobians(columns, out, x)
+        want = basis.jacobian_from_last(columns, out, x)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
