@@ -17,7 +17,7 @@ from transformer import basis, grad, hessian, jit, runtime, tape, vmap
 from transformer.reverse.seeds import float_zeros
 from transformer.runtime.allocation import empty_array, full_array, zeros_array
 from transformer.runtime.batching import (broadcast_batch, identity_batch, identity_batch_last,
-                                          max_examples, min_examples)
+                                          max_examples, min_examples, sum_examples)
 from transformer.runtime.kernels import axis_mask
 from transformer.runtime.rounding import rounded
 
@@ -316,3 +316,45 @@ def test_jacobian_from_last_reshapes_as_jacobian_result():
         want = basis.jacobian_from_last(columns, out, x)
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- np.sum without its wrapper
+
+
+@numba.njit
+def _sums(x):
+    return (runtime.sum_all(x), np.sum(x), runtime.unbroadcast(x, 1.0), sum_examples(x),
+            runtime.sum_all(x[0]))
+
+
+@numba.njit
+def _numba_row_sums(x):
+    out = np.empty(x.shape[0], x.dtype)
+    for b in range(x.shape[0]):
+        out[b] = np.sum(x[b])
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [np.int32])
+@pytest.mark.every_case
+def test_sum_all_is_numbas_own_np_sum_bit_for_bit(dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((5, 7)) * 1e3).astype(dtype)
+    for array in (x, np.asfortranarray(x), x[:, ::2]):
+        ours, numbas, unbroadcast, each, row = _sums(array)
+        assert ours == numbas and type(ours) is type(numbas)      # the same loop and type
+        assert unbroadcast == np.float64(numbas)
+        assert row == _sums(array[:1])[1]
+        if dtype is not np.int32:
+            np.testing.assert_array_equal(each, _numba_row_sums(array))
+        np.testing.assert_allclose(ours, np.sum(array.astype(np.float64)), rtol=1e-5)
+
+
+def test_np_sum_of_one_array_in_compiled_code_is_sum_all():
+    def f(x):
+        return np.sum(x) + np.sum(x, axis=0)[0] + np.sum(x * 2.0)
+
+    source = jit(f).source(np.ones((2, 3)))
+    assert source.count("sum_all(") == 2
+    x = np.arange(6.0).reshape(2, 3)
+    assert jit(f)(x) == f(x)

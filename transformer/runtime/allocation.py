@@ -84,3 +84,14 @@ def full_array(typingctx, shape, value, dtype):
             context.pack_value(builder, array_type.dtype, element, pointer)
         return ary._getvalue()
     return array_type(shape, value, dtype), codegen
+
+
+@intrinsic
+def dtype_of(typingctx, value):
+    """The dtype of a number, as `np.asarray(value).dtype` (which compiles two functions)."""
+    if not isinstance(value, (types.Number, types.Boolean)):
+        raise TypingError(f"dtype_of: the value must be a number, got {value}")
+
+    def codegen(context, builder, sig, args):
+        return context.get_dummy_value()
+    return types.DType(value)(value), codegen

@@ -15,9 +15,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
-from transformer.runtime.allocation import empty_array, full_array
+from transformer.runtime.allocation import dtype_of, empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 
+from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
 from .identity_batches import identity_batch, identity_batch_last  # noqa: F401
 
@@ -242,8 +243,11 @@ def _extreme_nb(larger: bool, empty: str):
     return impl
 
 
-def _whole_example(np_fn, name_: str, doc: str):
-    """A reduction of each example over all its axes, e.g. `sum_examples(x)`."""
+def _whole_example(np_fn, name_: str, doc: str, compiled=None):
+    """A reduction of each example over all its axes, e.g. `sum_examples(x)`; under Numba
+    `compiled` (same results) reduces each example, if given, else `np_fn`."""
+    each = compiled or np_fn
+
     def python(x):
         return np_fn(x, axis=tuple(range(1, np.ndim(x))))
     python.__name__ = python.__qualname__ = name_
@@ -260,17 +264,17 @@ def _whole_example(np_fn, name_: str, doc: str):
             return _extreme_nb(*_EXTREMES[name_])
 
         def impl(x):
-            first = np_fn(x[0])
-            out = empty_array(x.shape[0], np.asarray(first).dtype)
+            first = each(x[0])
+            out = empty_array(x.shape[0], dtype_of(first))
             out[0] = first
             for b in range(1, x.shape[0]):
-                out[b] = np_fn(x[b])
+                out[b] = each(x[b])
             return out
         return impl
     return python
 
 
-sum_examples = _whole_example(np.sum, "sum_examples", "np.sum of each example.")
+sum_examples = _whole_example(np.sum, "sum_examples", "np.sum of each example.", sum_all)
 mean_examples = _whole_example(np.mean, "mean_examples", "np.mean of each example.")
 prod_examples = _whole_example(np.prod, "prod_examples", "np.prod of each example.")
 max_examples = _whole_example(np.max, "max_examples", "np.max of each example.")
