@@ -28,7 +28,7 @@ def _array_type(shape, dtype, what: str) -> types.Array:
         element = dtype.instance_type
     elif isinstance(dtype, types.DType):
         element = dtype.dtype
-    elif isinstance(dtype, types.Boolean) or getattr(dtype, "typing_key", None) is bool:
+    elif getattr(dtype, "typing_key", None) is bool:          # the builtin `bool`
         element = types.boolean
     else:
         raise TypingError(f"{what}: the dtype must be a NumPy scalar type, got {dtype}")
