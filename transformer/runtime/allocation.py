@@ -17,7 +17,6 @@ from __future__ import annotations
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
-from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
 from transformer.runtime.numba_api import intrinsic
 
@@ -42,6 +41,8 @@ def _array_type(shape, dtype, what: str) -> types.Array:
 
 def _allocate(context, builder, array_type, shape_type, shape):
     """A new array of `array_type` shaped by the lowered `shape` (Numba's np.empty)."""
+    # imported when compiling: numba.np loads Numba's NumPy registries (and SciPy)
+    from numba.np.arrayobj import _empty_nd_impl, _parse_shape
     dims = _parse_shape(context, builder, shape_type, shape)
     return _empty_nd_impl(context, builder, array_type, dims)
 

@@ -9,11 +9,10 @@ from numba import types
 from numba.core.errors import TypingError
 from transformer.runtime.allocation import empty_array, full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
-from numba.np.arraymath import _numpy_sum
 from numba.np.numpy_support import as_dtype
 
 from .casts import _is_none, _is_scalar, _nb_float, cast_like
-from .kernels import _axes, _gather, _reduce_into, axis_mask
+from .kernels import _axes, _gather, _numba_sum, _reduce_into, axis_mask
 
 
 def unbroadcast(g, x):
@@ -37,8 +36,8 @@ def _unbroadcast_nb(g, x):
     if not isinstance(x, types.Array):
         target = as_dtype(_nb_float(x)).type
         if isinstance(g, types.Array):
-            # Numba's np.sum(g) loop itself (reductions.sum_all): no axis checks to compile
-            return lambda g, x: target(_numpy_sum(g, None, None))
+            total = _numba_sum()    # Numba's np.sum(g) loop itself: no axis checks compiled
+            return lambda g, x: target(total(g, None, None))
         return lambda g, x: target(g)
     if not isinstance(g, types.Array) or g.ndim < x.ndim:
         return lambda g, x: broadcast_like(g, x)

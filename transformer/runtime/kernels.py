@@ -114,3 +114,11 @@ def _axis_count_nb(x, axis=None):
         shape = np.asarray(x.shape)
         return np.prod(shape[axis_mask(x.ndim, axis)])
     return impl
+
+
+def _numba_sum():
+    """Numba's own `np.sum(a)` loop (`_numpy_sum(a, None, None)`: its order, its accumulator),
+    imported when compiling: numba.np.arraymath loads Numba's NumPy registries and SciPy, a
+    third of a second of `import transformer`."""
+    from numba.np.arraymath import _numpy_sum
+    return _numpy_sum

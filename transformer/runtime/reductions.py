@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.np.arraymath import _numpy_sum
 from transformer.runtime.allocation import full_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -13,7 +12,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .broadcasting import broadcast_reduced
 from .casts import _is_none, _nb_float, _static
-from .kernels import _reduce_into, _removed, axis_count, axis_mask
+from .kernels import _numba_sum, _reduce_into, _removed, axis_count, axis_mask
 
 _FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
 
@@ -28,7 +27,8 @@ def sum_all(a):
 @overload(sum_all)
 def _sum_all_nb(a):
     if isinstance(a, types.Array):
-        return lambda a: _numpy_sum(a, None, None)
+        total = _numba_sum()
+        return lambda a: total(a, None, None)
     return lambda a: np.sum(a)
 
 
