@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
@@ -49,7 +50,7 @@ def _basis_vector_nb(x, k):
     dtype = _nb_float(x)
     if isinstance(x, types.Array):
         def impl(x, k):
-            e = np.zeros(x.size, dtype)
+            e = zeros_array(x.size, dtype)
             e[k] = 1.0
             return e.reshape(x.shape)
         return impl
@@ -64,7 +65,7 @@ def jacobian_alloc(out, x):
 @overload(jacobian_alloc)
 def _jacobian_alloc_nb(out, x):
     dtype = _nb_float(out)
-    return lambda out, x: np.zeros((basis_size(out), basis_size(x)), dtype)
+    return lambda out, x: zeros_array((basis_size(out), basis_size(x)), dtype)
 
 
 def set_column(jac, t, k) -> None:
@@ -141,8 +142,14 @@ def basis_matrix(x):
 def _basis_matrix_nb(x):
     dtype = _nb_float(x)
     if isinstance(x, types.Array):
-        return lambda x: np.eye(x.size, dtype=dtype).reshape((x.size,) + x.shape)
-    return lambda x: np.ones(1, dtype)
+        def identity(x):
+            n = x.size
+            out = zeros_array((n, n), dtype)
+            for k in range(n):
+                out[k, k] = 1.0
+            return out.reshape((n,) + x.shape)
+        return identity
+    return lambda x: full_array(1, 1.0, dtype)
 
 
 def jacobian_from_columns(columns, out, x):
@@ -190,8 +197,8 @@ def basis_ones(x):
 @overload(basis_ones)
 def _basis_ones_nb(x):
     dtype = _nb_float(x)
-    if isinstance(x, types.Array):     # np.full as broadcast_like fills: one compile for both
-        return lambda x: np.full(x.shape, dtype(1.0))
+    if isinstance(x, types.Array):
+        return lambda x: full_array(x.shape, 1.0, dtype)
     return lambda x: dtype(1.0)
 
 
@@ -209,6 +216,15 @@ def jacobian_from_last(columns, out, x):
 @overload(jacobian_from_last)
 def _jacobian_from_last_nb(columns, out, x):
     if isinstance(columns, types.Array) and columns.layout == "C":   # no copy to compile
+        out_array, x_array = isinstance(out, types.Array), isinstance(x, types.Array)
+        # one reshape to the result's shape (jacobian_result's, without compiling it)
+        if out_array and x_array:
+            return lambda columns, out, x: columns.reshape(out.shape + x.shape)
+        if out_array:
+            return lambda columns, out, x: columns.reshape(out.shape)
+        if x_array:
+            return lambda columns, out, x: columns.reshape(x.shape)
+
         def contiguous(columns, out, x):
             flat = columns.reshape((basis_size(out), basis_size(x)))
             return jacobian_result(flat, out, x)

@@ -56,6 +56,8 @@ _VECTOR_FORMS = {
     np.log1p: vector_math.vector_log1p, math.log1p: vector_math.vector_log1p,
     np.tanh: vector_math.vector_tanh, math.tanh: vector_math.vector_tanh,
     runtime_special.expit: vector_math.vector_expit}
+# one-argument calls Numba compiles with wrappers around the work (np.sum(x): axis checks)
+_PLAIN_FORMS = {np.sum: runtime.sum_all}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
                  runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent"}
 
@@ -179,6 +181,11 @@ class _Lowering(gast.NodeTransformer):
         keywords = {k.arg: k.value for k in node.keywords}
         self.refuse_keywords(node, target, keywords)
         # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
+        if hashable(target) and target in _PLAIN_FORMS and len(node.args) == 1 and not keywords \
+                and not isinstance(node.args[0], gast.Starred):
+            plain = _PLAIN_FORMS[target]
+            node.func = self.bind(plain, plain.__name__)
+            return node
         if not needs_lowering(target, keywords, len(node.args)) or target in PYTHON_ONLY:
             return node     # no compiled equivalent: let Numba name the NumPy call
         replacement = numba_equivalent(target)

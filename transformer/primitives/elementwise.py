@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from transformer.runtime.rounding import rounded
+
 from . import registry
 from .families import elementwise, lowered, nondifferentiable
 
@@ -69,6 +71,8 @@ for _keys, _scalar, _keeps_int in [
         _record.scalar = _scalar
         _record.cuda = "elementwise" if _scalar else None
 registry.record(np.round).unary_only = registry.record(np.around).unary_only = True
+for _key in (np.round, np.around):   # Numba's own compiles every decimals' algorithm
+    lowered(_key, rounded)
 for _key, _hint in [(np.fix, "math.trunc(x)"), (np.trunc, "math.trunc(x)"),
                     (np.sign, "1.0 if x > 0 else -1.0 if x < 0 else 0.0")]:
     registry.unsupported(_key, "cuda", f"no scalar form in CUDA kernels yet; write {_hint}")

@@ -57,6 +57,7 @@ from .reductions import (
     reduce_std,
     reduce_sum,
     reduce_var,
+    sum_all,
 )
 from .shapes import (
     concatenate_part,
@@ -112,6 +113,7 @@ __all__ = [
     "reduce_prod",
     "reduce_std",
     "reduce_sum",
+    "sum_all",
     "reduce_var",
     "repeat",
     "reshape",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import empty_array
 from transformer.runtime.numba_api import overload
 
 
@@ -42,10 +43,10 @@ def batch_empty(size, example, widening=False):
 @overload(batch_empty)
 def _batch_empty_nb(size, example, widening=False):
     if isinstance(example, types.Array):
-        return lambda size, example, widening=False: np.empty((size,) + example.shape,
+        return lambda size, example, widening=False: empty_array((size,) + example.shape,
                                                               example.dtype)
     dtype = numba.np.numpy_support.as_dtype(example)
-    return lambda size, example, widening=False: np.empty(size, dtype)
+    return lambda size, example, widening=False: empty_array(size, dtype)
 
 
 def batch_result(batch):

@@ -15,9 +15,12 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import dtype_of, empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 
+from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
+from .identity_batches import identity_batch, identity_batch_last  # noqa: F401
 
 # ====================================================================== runtime helpers
 
@@ -81,12 +84,13 @@ def broadcast_batch(value, size):
 def _broadcast_batch_nb(value, size):
     if isinstance(value, types.Array):
         def impl(value, size):
-            out = np.empty((size,) + value.shape, value.dtype)
+            out = empty_array((size,) + value.shape, value.dtype)
             for b in range(size):
                 out[b] = value
             return out
         return impl
-    return lambda value, size: np.full(size, value)
+    dtype = numba.np.numpy_support.as_dtype(value).type
+    return lambda value, size: full_array(size, value, dtype)
 
 
 def batch_size_of(value):
@@ -209,8 +213,41 @@ def example_axes(x):
     return tuple(range(1, np.ndim(x)))
 
 
-def _whole_example(np_fn, name_: str, doc: str):
-    """A reduction of each example over all its axes, e.g. `sum_examples(x)`."""
+_EXTREMES = {"max_examples": (True, "zero-size array to reduction operation maximum which "
+                                     "has no identity"),
+             "min_examples": (False, "zero-size array to reduction operation minimum which "
+                                     "has no identity")}
+
+
+def _extreme_nb(larger: bool, empty: str):
+    """`np.max` (`larger`) or `np.min` of each row of a matrix as Numba's own runs it (a NaN
+    is the result as soon as it is met, else the first extreme value), in one loop: Numba's
+    form compiles an `nditer` and `take` per type, a third of a second."""
+    def impl(x):
+        n = x.shape[1]
+        if n == 0:
+            raise ValueError(empty)
+        out = empty_array(x.shape[0], x.dtype)
+        for b in range(x.shape[0]):
+            best = x[b, 0]
+            if best == best:                            # not NaN
+                for i in range(1, n):
+                    v = x[b, i]
+                    if v != v:
+                        best = v
+                        break
+                    if (v > best) if larger else (v < best):
+                        best = v
+            out[b] = best
+        return out
+    return impl
+
+
+def _whole_example(np_fn, name_: str, doc: str, compiled=None):
+    """A reduction of each example over all its axes, e.g. `sum_examples(x)`; under Numba
+    `compiled` (same results) reduces each example, if given, else `np_fn`."""
+    each = compiled or np_fn
+
     def python(x):
         return np_fn(x, axis=tuple(range(1, np.ndim(x))))
     python.__name__ = python.__qualname__ = name_
@@ -222,19 +259,22 @@ def _whole_example(np_fn, name_: str, doc: str):
             if name_ in ("any_examples", "all_examples"):
                 return lambda x: x != 0
             return lambda x: x.copy()
+        if name_ in _EXTREMES and x.ndim == 2 and isinstance(x.dtype, (types.Float,
+                                                                         types.Integer)):
+            return _extreme_nb(*_EXTREMES[name_])
 
         def impl(x):
-            first = np_fn(x[0])
-            out = np.empty(x.shape[0], np.asarray(first).dtype)
+            first = each(x[0])
+            out = empty_array(x.shape[0], dtype_of(first))
             out[0] = first
             for b in range(1, x.shape[0]):
-                out[b] = np_fn(x[b])
+                out[b] = each(x[b])
             return out
         return impl
     return python
 
 
-sum_examples = _whole_example(np.sum, "sum_examples", "np.sum of each example.")
+sum_examples = _whole_example(np.sum, "sum_examples", "np.sum of each example.", sum_all)
 mean_examples = _whole_example(np.mean, "mean_examples", "np.mean of each example.")
 prod_examples = _whole_example(np.prod, "prod_examples", "np.prod of each example.")
 max_examples = _whole_example(np.max, "max_examples", "np.max of each example.")
@@ -245,7 +285,7 @@ all_examples = _whole_example(np.all, "all_examples", "np.all of each example.")
 
 def _arg_nb(np_fn):
     def impl(x):
-        out = np.empty(x.shape[0], np.int64)
+        out = empty_array(x.shape[0], np.int64)
         for b in range(x.shape[0]):
             out[b] = np_fn(x[b])
         return out
@@ -327,7 +367,7 @@ def _dot_left_nb(a, b):
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
             first = np.dot(_contig(a[0]), _contig(b))
-            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
                 out[k] = np.dot(_contig(a[k]), _contig(b))
             return out
@@ -349,7 +389,7 @@ def _dot_right_nb(a, b):
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
         def impl(a, b):
             first = np.dot(_contig(a), _contig(b[0]))
-            out = np.empty((b.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((b.shape[0],) + np.shape(first), first.dtype)
             for k in range(b.shape[0]):
                 out[k] = np.dot(_contig(a), _contig(b[k]))
             return out
@@ -366,7 +406,7 @@ def _dot_both_nb(a, b):
     if _ndim(a) in (2, 3) and _ndim(b) in (2, 3):
         def impl(a, b):
             first = np.dot(_contig(a[0]), _contig(b[0]))
-            out = np.empty((a.shape[0],) + np.shape(first), first.dtype)
+            out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
                 out[k] = np.dot(_contig(a[k]), _contig(b[k]))
             return out
@@ -468,7 +508,7 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
 
 def _generic_empty(dtype):
     def allocate(shape):
-        return np.empty(shape, dtype)
+        return empty_array(shape, dtype)
     return register_jitable(allocate)
 
 
@@ -501,14 +541,14 @@ def _take_batched_nb(x, index):
         raise TypingError("batched indexing: one scalar index per example under Numba")
     if x.ndim == 1 + 1:
         def impl(x, index):
-            out = np.empty(x.shape[0], x.dtype)
+            out = empty_array(x.shape[0], x.dtype)
             for k in range(x.shape[0]):
                 out[k] = x[k, index[k]]
             return out
         return impl
 
     def impl_rows(x, index):
-        out = np.empty((x.shape[0],) + x.shape[2:], x.dtype)
+        out = empty_array((x.shape[0],) + x.shape[2:], x.dtype)
         for k in range(x.shape[0]):
             out[k] = x[k, index[k]]
         return out
@@ -602,85 +642,3 @@ def _take_example_nb(value, k):
         exec(f"def impl(value, k):\n    return ({parts},)\n", scope)
         return scope["impl"]
     return lambda value, k: value[k]
-
-
-# ---------------------------------------------------------------- identity batches
-# jacfwd pushes the identity basis of an argument through vmap. An *identity-batched*
-# value is held as one unbatched array `d`: example k is the k-th unit vector shaped like
-# the basis times `d` (broadcasting), so a chain of linear elementwise steps costs one
-# example's work instead of a batch's. These helpers turn it into an ordinary batch.
-
-
-def identity_batch(d, basis):
-    """The batch `e_k * d` for every unit vector `e_k` shaped like `basis`, on axis 0."""
-    d = np.asarray(d)
-    n = int(np.size(basis))
-    pad = (1,) * (d.ndim - np.ndim(basis))
-    return np.eye(n, dtype=d.dtype).reshape((n,) + pad + np.shape(basis)) * d
-
-
-def identity_batch_last(d, basis):
-    """`identity_batch(d, basis)` with the batch axis last (jacfwd's column layout)."""
-    return np.ascontiguousarray(np.moveaxis(identity_batch(d, basis), 0, -1))
-
-
-def _identity_nb(d, basis, last: bool):
-    if not isinstance(basis, types.Array):          # one basis vector: the scalar 1
-        if isinstance(d, types.Array):
-            if last:
-                return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
-            return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
-        return lambda d, basis: np.full(1, d)
-    # dtype classes and shape tuples, as zeros_like passes: one np.zeros compile for all
-    dtype = numba.np.numpy_support.as_dtype(d.dtype if isinstance(d, types.Array) else d).type
-    if not isinstance(d, types.Array):
-        def scalar(d, basis):
-            n = basis.size
-            out = np.zeros((n * n,), dtype)
-            for k in range(n):
-                out[k * n + k] = d
-            return out.reshape(basis.shape + (n,) if last else (n,) + basis.shape)
-        return scalar
-
-    rank = max(d.ndim, basis.ndim, 1)
-    d_ones, b_ones = (1,) * (rank - d.ndim), (1,) * (rank - basis.ndim)   # padding
-
-    def impl(d, basis):
-        # one flat array filled by direct loops: a broadcast product per column would cost
-        # the compile of Numba's broadcasting kernels in every caller
-        n, m = basis.size, d.size
-        values = np.ascontiguousarray(d).ravel()
-        out = np.zeros((m * n,), dtype)
-        if m == n:                                  # d is shaped like the basis: diagonal
-            for k in range(n):
-                out[k * n + k] = values[k]
-        else:                                       # e_k * d keeps d's shape: one column
-            dims, bdims = d_ones + d.shape, b_ones + basis.shape
-            size = 1
-            for a in range(rank):
-                if bdims[a] != 1 and dims[a] != 1 and bdims[a] != dims[a]:
-                    raise ValueError("identity batch: the basis and the value do not "
-                                     "broadcast together")
-                size *= dims[a] if bdims[a] == 1 else bdims[a]
-            if size != m:
-                raise ValueError("identity batch: the basis broadcasts the value to a "
-                                 "larger shape")
-            for r in range(m):                      # d[r] lands on basis element j
-                j, rest, stride = 0, r, 1
-                for a in range(rank - 1, -1, -1):
-                    j += (rest % dims[a]) % bdims[a] * stride
-                    rest //= dims[a]
-                    stride *= bdims[a]
-                out[r * n + j if last else j * m + r] = values[r]
-        return out.reshape(d.shape + (n,)) if last else out.reshape((n,) + d.shape)
-    return impl
-
-
-@overload(identity_batch)
-def _identity_batch_nb(d, basis):
-    return _identity_nb(d, basis, False)
-
-
-@overload(identity_batch_last)
-def _identity_batch_last_nb(d, basis):
-    return _identity_nb(d, basis, True)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from .casts import _is_none, _is_scalar, _nb_float, cast_like
-from .kernels import _axes, _gather, _reduce_into, axis_mask
+from .kernels import _axes, _gather, _numba_sum, _reduce_into, axis_mask
 
 
 def unbroadcast(g, x):
@@ -35,7 +36,8 @@ def _unbroadcast_nb(g, x):
     if not isinstance(x, types.Array):
         target = as_dtype(_nb_float(x)).type
         if isinstance(g, types.Array):
-            return lambda g, x: target(np.sum(g))
+            total = _numba_sum()    # Numba's np.sum(g) loop itself: no axis checks compiled
+            return lambda g, x: target(total(g, None, None))
         return lambda g, x: target(g)
     if not isinstance(g, types.Array) or g.ndim < x.ndim:
         return lambda g, x: broadcast_like(g, x)
@@ -53,7 +55,7 @@ def _unbroadcast_nb(g, x):
         return same_rank_strided
 
     def impl(g, x):
-        out = np.zeros(x.size, g.dtype)
+        out = zeros_array(x.size, g.dtype)
         _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape), out,
                      _padded_shape(x.shape, g.ndim), 0)
         return out.reshape(x.shape)
@@ -81,7 +83,7 @@ def _fold_same_rank_nb(g, shape):
     dtype = as_dtype(g.dtype).type   # a class, as zeros_like passes: one np.zeros compile
     if g.ndim == 1:
         def vector(g, shape):
-            out = np.zeros(shape, dtype)
+            out = zeros_array(shape, dtype)
             n = shape[0]
             for i in range(g.shape[0]):
                 out[i % n] += g[i]
@@ -89,7 +91,7 @@ def _fold_same_rank_nb(g, shape):
         return vector
     if g.ndim == 2:
         def matrix(g, shape):
-            out = np.zeros(shape, dtype)
+            out = zeros_array(shape, dtype)
             n0, n1 = shape
             for i in range(g.shape[0]):
                 for j in range(g.shape[1]):
@@ -98,7 +100,7 @@ def _fold_same_rank_nb(g, shape):
         return matrix
 
     def any_rank(g, shape):
-        out = np.zeros(shape, dtype)
+        out = zeros_array(shape, dtype)
         _reduce_into(np.ascontiguousarray(g).ravel(), np.asarray(g.shape),
                      out.reshape(out.size), np.asarray(shape), 0)
         return out
@@ -124,14 +126,15 @@ def _broadcast_like_nb(t, z):
     if not isinstance(z, types.Array):
         return lambda t, z: t
     if not isinstance(t, types.Array):
-        return lambda t, z: np.full(z.shape, t)
+        scalar = as_dtype(t).type
+        return lambda t, z: full_array(z.shape, t, scalar)
     # ranks 1 and 2 by direct loops: the generic gather below costs ~1 s of compile in
     # every caller (its helpers are compiled, linked and optimized again at each level)
     dtype = as_dtype(t.dtype).type   # a class and a shape tuple, as zeros_like passes:
     if z.ndim == 1 and t.ndim == 1:  # one np.empty compile serves them all
         def vector(t, z):
             n, m = z.shape[0], t.shape[0]
-            out = np.empty((n,), dtype)
+            out = empty_array((n,), dtype)
             if m == n:                  # a copy: no division per element
                 for i in range(n):
                     out[i] = t[i]
@@ -144,7 +147,7 @@ def _broadcast_like_nb(t, z):
         def matrix(t, z):
             n0, n1 = z.shape
             m0, m1 = t.shape
-            out = np.empty((n0, n1), dtype)
+            out = empty_array((n0, n1), dtype)
             for i in range(n0):
                 row = i % m0
                 if m1 == n1:
@@ -159,7 +162,7 @@ def _broadcast_like_nb(t, z):
         def rows(t, z):
             n0, n1 = z.shape
             m = t.shape[0]
-            out = np.empty((n0, n1), dtype)
+            out = empty_array((n0, n1), dtype)
             for i in range(n0):
                 if m == n1:
                     for j in range(n1):
@@ -171,7 +174,7 @@ def _broadcast_like_nb(t, z):
         return rows
 
     def impl(t, z):
-        out = np.empty(z.size, t.dtype)
+        out = empty_array(z.size, t.dtype)
         _gather(np.ascontiguousarray(t).ravel(), _padded_shape(t.shape, z.ndim), out,
                 np.asarray(z.shape))
         return out.reshape(z.shape)
@@ -193,7 +196,8 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
     if not isinstance(x, types.Array):
         return lambda g, x, axis=None, keepdims=False: g
     if not isinstance(g, types.Array):
-        return lambda g, x, axis=None, keepdims=False: np.full(x.shape, g)
+        scalar = as_dtype(g).type
+        return lambda g, x, axis=None, keepdims=False: full_array(x.shape, g, scalar)
     # direct loops for ranks 1 and 2 (the generic gather costs over a second of compile):
     # `g` of `x`'s rank kept the reduced axes, so it spreads as `broadcast_like` spreads it
     if g.ndim == x.ndim and x.ndim <= 2:
@@ -204,7 +208,7 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
         def dropped(g, x, axis=None, keepdims=False):
             n0, n1 = x.shape
             rows = axis % 2 == 0        # axis 0 reduced: g holds one value per column
-            out = np.empty((n0, n1), dtype)
+            out = empty_array((n0, n1), dtype)
             for i in range(n0):
                 for j in range(n1):
                     out[i, j] = g[j] if rows else g[i]
@@ -215,7 +219,7 @@ def _broadcast_reduced_nb(g, x, axis=None, keepdims=False):
         shape = np.asarray(x.shape)
         gshape = shape.copy()
         gshape[axis_mask(x.ndim, axis)] = 1
-        out = np.empty(x.size, g.dtype)
+        out = empty_array(x.size, g.dtype)
         _gather(np.ascontiguousarray(g).ravel(), gshape, out, shape)
         return out.reshape(x.shape)
     return impl

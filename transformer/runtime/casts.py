@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import zeros_array
 from transformer.runtime.numba_api import overload
 from numba.np.numpy_support import as_dtype
 
@@ -83,7 +84,7 @@ def _zeros_like_nb(x):
         return eval(f"lambda x: ({parts})", {"zeros_like": zeros_like})
     target = as_dtype(_nb_float(x)).type
     if isinstance(x, types.Array):
-        return lambda x: np.zeros(x.shape, target)
+        return lambda x: zeros_array(x.shape, target)
     return lambda x: target(0.0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import zeros_array
 from transformer.runtime.numba_api import overload
 from numba.np.numpy_support import as_dtype
 
@@ -70,4 +71,4 @@ def einsum_zeros(shape, operands):
 def _einsum_zeros_nb(shape, operands):
     dtype = np.result_type(*[as_dtype(t.dtype if isinstance(t, types.Array) else t)
                              for t in operands]).type
-    return lambda shape, operands: np.zeros(shape, dtype)
+    return lambda shape, operands: zeros_array(shape, dtype)

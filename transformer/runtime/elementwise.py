@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import empty_array
 from transformer.runtime.numba_api import overload
 
 _FORMS: dict = {}
@@ -36,7 +37,7 @@ def array_form(scalar_fn):
 
         def impl(x):
             flat = np.ascontiguousarray(x).ravel()
-            out = np.empty(flat.shape, np.float64)
+            out = empty_array(flat.shape, np.float64)
             for i in range(flat.size):
                 out[i] = scalar_fn(flat[i])
             return out.reshape(x.shape)

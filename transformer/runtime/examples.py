@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.np.numpy_support import as_dtype
+from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 
 from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
@@ -273,7 +274,7 @@ def _unbroadcast_nb(g, x, batched_x: bool):
             if g.shape[skip:] == x.shape:
                 return g
             n = x.shape[-1]
-            out = np.zeros((g.shape[0], n), dtype)
+            out = zeros_array((g.shape[0], n), dtype)
             for k in range(g.shape[0]):
                 for i in range(g.shape[1]):
                     out[k, i % n] += g[k, i]
@@ -284,7 +285,7 @@ def _unbroadcast_nb(g, x, batched_x: bool):
             if g.shape[skip:] == x.shape:
                 return g
             n0, n1 = x.shape[-2], x.shape[-1]
-            out = np.zeros((g.shape[0], n0, n1), dtype)
+            out = zeros_array((g.shape[0], n0, n1), dtype)
             for k in range(g.shape[0]):
                 for i in range(g.shape[1]):
                     for j in range(g.shape[2]):
@@ -365,7 +366,7 @@ def spread_examples(g, x):
 @overload(spread_examples)
 def _spread_examples_nb(g, x):
     def impl(g, x):
-        out = np.empty(x.shape, g.dtype)
+        out = empty_array(x.shape, g.dtype)
         for k in range(x.shape[0]):
             out[k] = g[k]
         return out
@@ -412,8 +413,8 @@ def _identity_batch_grad_nb(g, d, basis):
         return lambda g, d, basis: unbroadcast(g[0], d)
 
     def impl(g, d, basis):
-        total = np.zeros(g.shape[1:], g.dtype)
-        unit = np.zeros(basis.size, g.dtype)
+        total = zeros_array(g.shape[1:], g.dtype)
+        unit = zeros_array(basis.size, g.dtype)
         for k in range(basis.size):
             unit[k] = 1.0
             total += unit.reshape(basis.shape) * g[k]
@@ -461,7 +462,7 @@ def _scatter_examples(index_of, name_: str, doc: str):
         scatter = _runtime().scatter_add
 
         def impl(g, x, index):
-            out = np.zeros(x.shape, g.dtype)
+            out = zeros_array(x.shape, g.dtype)
             for k in range(x.shape[0]):
                 scatter(out[k], index_of(index, k), g[k])
             return out

@@ -27,6 +27,7 @@ import hashlib
 
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import empty_array
 from transformer.runtime.numba_api import overload
 
 from . import vector_math
@@ -157,7 +158,8 @@ def _implementation(recipe, where: str, dtype, arrays: tuple, ndim: int = 0):
         return _IMPLEMENTATIONS[key]
     count = 1 + max(_args(recipe))
     params = ", ".join(f"a{k}" for k in range(count))
-    scope = {"np": np, **{f"vector_{n}": f for n, f in CALLS.items()}}
+    scope = {"np": np, "empty_array": empty_array,
+             **{f"vector_{n}": f for n, f in CALLS.items()}}
     if dtype is None:
         source = f"def impl({params}):\n    return {_numpy_text(recipe)}\n"
     else:
@@ -190,7 +192,7 @@ def _loop_source(recipe, dtype, params: str, arrays: tuple, ndim: int, scope: di
     out_dtype = "np.bool_" if recipe[0] == "cmp" else "F"
     scope["F"] = dtype
     first = arrays[0]
-    lines += [f"    out = np.empty(f{first}.size, {out_dtype})",
+    lines += [f"    out = empty_array(f{first}.size, {out_dtype})",
               f"    for i in range(f{first}.size):"]
     body: list = []
     result = _statements(recipe, dtype, arrays, scope, body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
+from transformer.runtime.allocation import full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 
 from .casts import _is_none
@@ -77,16 +78,16 @@ def axis_mask(ndim, axis):
 @overload(axis_mask)
 def _axis_mask_nb(ndim, axis):
     if _is_none(axis):
-        return lambda ndim, axis: np.ones(ndim, np.bool_)
+        return lambda ndim, axis: full_array(ndim, True, np.bool_)
     if isinstance(axis, types.Integer):
         def one(ndim, axis):
-            mask = np.zeros(ndim, np.bool_)
+            mask = zeros_array(ndim, np.bool_)
             mask[axis % ndim] = True
             return mask
         return one
 
     def several(ndim, axis):
-        mask = np.zeros(ndim, np.bool_)
+        mask = zeros_array(ndim, np.bool_)
         for a in axis:
             mask[a % ndim] = True
         return mask
@@ -113,3 +114,11 @@ def _axis_count_nb(x, axis=None):
         shape = np.asarray(x.shape)
         return np.prod(shape[axis_mask(x.ndim, axis)])
     return impl
+
+
+def _numba_sum():
+    """Numba's own `np.sum(a)` loop (`_numpy_sum(a, None, None)`: its order, its accumulator),
+    imported when compiling: numba.np.arraymath loads Numba's NumPy registries and SciPy, a
+    third of a second of `import transformer`."""
+    from numba.np.arraymath import _numpy_sum
+    return _numpy_sum

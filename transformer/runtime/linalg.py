@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
@@ -57,7 +58,7 @@ def _matmul_nb(a, b):
     def batched(a, b):
         n = max(_batch_len(a), _batch_len(b))
         first = np.dot(_batch_item(a, 0), _batch_item(b, 0))
-        out = np.empty((n,) + first.shape, first.dtype)
+        out = empty_array((n,) + first.shape, first.dtype)
         for i in range(n):
             out[i] = np.dot(_batch_item(a, i), _batch_item(b, i))
         return out
@@ -117,7 +118,7 @@ def _outer_nb(u, v):
 
     @register_jitable
     def outer(u, v):
-        out = np.empty((u.shape[0], v.shape[0]), dtype)
+        out = empty_array((u.shape[0], v.shape[0]), dtype)
         for i in range(u.shape[0]):
             ui = u[i]
             for j in range(v.shape[0]):
@@ -313,7 +314,8 @@ def _as_matrix(g, rows, cols):
 def _as_matrix_nb(g, rows, cols):
     if isinstance(g, types.Array):
         return lambda g, rows, cols: np.ascontiguousarray(g).reshape((rows, cols))
-    return lambda g, rows, cols: np.full((rows, cols), g)
+    dtype = as_dtype(g).type
+    return lambda g, rows, cols: full_array((rows, cols), g, dtype)
 
 
 def _rank(ty) -> int:

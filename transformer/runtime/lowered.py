@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload
 
 from .kernels import axis_mask
@@ -58,7 +59,7 @@ def _setitem_mask_nb(x, index, values):
         flat = values.ravel() if vector else values
         # The count lives in an array: a local assigned twice (`n = 0`, `n += 1`) makes
         # Numba's SSA repair warn (NumbaIRAssumptionWarning) when this body is inlined twice.
-        n = np.zeros(1, np.intp)
+        n = zeros_array(1, np.intp)
         for at in np.ndindex(x.shape):      # row-major, as NumPy assigns
             if index[at]:
                 x[at] = flat[n[0]] if vector else flat
@@ -77,7 +78,7 @@ def _stack_nb(arrays, axis=0):
 
     def from_list(arrays, axis=0):
         first = arrays[0]
-        out = np.empty((len(arrays),) + first.shape, first.dtype)
+        out = empty_array((len(arrays),) + first.shape, first.dtype)
         for k in range(len(arrays)):
             if arrays[k].shape != first.shape:
                 raise ValueError("all input arrays must have the same shape")

@@ -4,15 +4,32 @@ cumprod and the cumsum adjoint), which Numba's own versions lack.
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+from transformer.runtime.allocation import full_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .broadcasting import broadcast_reduced
 from .casts import _is_none, _nb_float, _static
-from .kernels import _reduce_into, _removed, axis_count, axis_mask
+from .kernels import _numba_sum, _reduce_into, _removed, axis_count, axis_mask
 
 _FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
+
+
+def sum_all(a):
+    """`np.sum(a)`. Under Numba, of an array: the one loop Numba's `np.sum(a)` runs (its
+    `_numpy_sum`, same order, same accumulator), without compiling the wrapper that checks
+    an axis and a dtype there are none of (three compiles per array type)."""
+    return np.sum(a)
+
+
+@overload(sum_all)
+def _sum_all_nb(a):
+    if isinstance(a, types.Array):
+        total = _numba_sum()
+        return lambda a: total(a, None, None)
+    return lambda a: np.sum(a)
 
 
 _FOLDS = {0: np.sum, 1: np.prod, 2: np.max, 3: np.min}
@@ -31,7 +48,7 @@ def _fold_nb(a, axis, keepdims, op):
         mask = axis_mask(a.ndim, axis)
         oshape = shape.copy()
         oshape[mask] = 1
-        res = np.full(np.prod(oshape), start, dtype)
+        res = full_array(np.prod(oshape), start, dtype)
         _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
         return res, (oshape if keep else shape[~mask])
 

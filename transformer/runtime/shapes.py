@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
@@ -77,7 +78,7 @@ def _moveaxis_nb(a, source, destination):
     n = a.ndim
 
     def impl(a, source, destination):
-        order = np.empty(n, np.int64)
+        order = empty_array(n, np.int64)
         src, dst = source % n, destination % n
         k = 0
         for axis in range(n):
@@ -158,7 +159,7 @@ def _tile_nb(a, reps):
 
     def impl(a, reps):
         padded, full = _tile_shapes(np.asarray(a.shape), np.asarray(reps).reshape(-1))
-        out = np.empty(np.prod(full), a.dtype)
+        out = empty_array(np.prod(full), a.dtype)
         _gather(np.ascontiguousarray(a).ravel(), padded, out, full)
         return out.reshape(to_fixed_tuple(full, rank))
     return impl
@@ -180,7 +181,7 @@ def untile(g, x, reps):
 def _untile_nb(g, x, reps):
     def impl(g, x, reps):
         padded, full = _tile_shapes(np.asarray(x.shape), np.asarray(reps).reshape(-1))
-        out = np.zeros(x.size, g.dtype)
+        out = zeros_array(x.size, g.dtype)
         _reduce_into(np.ascontiguousarray(g).ravel(), full, out, padded, 0)
         return out.reshape(x.shape)
     return impl
@@ -230,7 +231,7 @@ def _repeat_nb(a, repeats, axis=None):
         shape = np.asarray(src.shape) if flat else np.asarray(a.shape)
         ax = 0 if flat else axis % a.ndim
         full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
-        out = np.empty(np.prod(full), a.dtype)
+        out = empty_array(np.prod(full), a.dtype)
         for i in range(out.shape[0]):
             out[i] = src[_repeat_source(i, full, fstrides, sstrides, ax, repeats)]
         return out.reshape(to_fixed_tuple(full, rank))
@@ -246,7 +247,7 @@ def _unrepeat_nb(g, x, repeats, axis=None):
         shape = np.asarray((x.size,)) if flat else np.asarray(x.shape)
         ax = 0 if flat else axis % x.ndim
         full, fstrides, sstrides = _repeat_shapes(shape, repeats, ax)
-        out = np.zeros(x.size, g.dtype)
+        out = zeros_array(x.size, g.dtype)
         for i in range(src.shape[0]):
             out[_repeat_source(i, full, fstrides, sstrides, ax, repeats)] += src[i]
         return out.reshape(x.shape)

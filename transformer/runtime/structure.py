@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
@@ -107,7 +108,7 @@ def _diff_nb(a, n=1, axis=-1):
     def impl(a, n=1, axis=-1):
         rows, shape = to_rows(a, axis)
         width = max(rows.shape[1] - n, 0)
-        out = np.empty((rows.shape[0], width), rows.dtype)
+        out = empty_array((rows.shape[0], width), rows.dtype)
         for r in range(rows.shape[0]):
             _diff_row(rows[r], out[r], n)
         return from_rows(out, shape, axis)
@@ -121,7 +122,7 @@ def _diff_adjoint_nb(g, x, n=1, axis=-1):
 
     def impl(g, x, n=1, axis=-1):
         rows, shape = to_rows(g, axis)
-        out = np.empty((rows.shape[0], rows.shape[1] + n), rows.dtype)
+        out = empty_array((rows.shape[0], rows.shape[1] + n), rows.dtype)
         for r in range(rows.shape[0]):
             _diff_adjoint_row(rows[r], out[r], n)
         return from_rows(out, shape, axis)
@@ -204,7 +205,7 @@ def _permuted_nb(kernel, ndim):
     def impl(g, x, axis=-1):
         g_rows, _ = to_rows(g, axis)
         x_rows, shape = to_rows(x, axis)
-        out = np.zeros(g_rows.shape, g_rows.dtype)
+        out = zeros_array(g_rows.shape, g_rows.dtype)
         for r in range(x_rows.shape[0]):
             kernel(g_rows[r], x_rows[r], out[r])
         return from_rows(out, shape, axis)
@@ -215,7 +216,7 @@ def _permuted_nb(kernel, ndim):
 def _sort_adjoint_nb(g, x, axis=-1):
     if _is_none(axis):
         def flat(g, x, axis=-1):
-            out = np.zeros(x.size, g.dtype)
+            out = zeros_array(x.size, g.dtype)
             _scatter_row(np.ascontiguousarray(g).ravel(), np.ascontiguousarray(x).ravel(), out)
             return out.reshape(x.shape)
         return flat
@@ -227,7 +228,7 @@ def _sort_adjoint_nb(g, x, axis=-1):
 def _sort_tangent_nb(t, x, axis=-1):
     if _is_none(axis):
         def flat(t, x, axis=-1):
-            out = np.zeros(x.size, t.dtype)
+            out = zeros_array(x.size, t.dtype)
             _gather_row(np.ascontiguousarray(t).ravel(), np.ascontiguousarray(x).ravel(), out)
             return out
         return flat
@@ -255,7 +256,7 @@ def _diag_adjoint_nb(g, x, k=0):
         return lambda g, x, k=0: np.diag(g, k)
 
     def impl(g, x, k=0):
-        out = np.zeros(x.shape, g.dtype)
+        out = zeros_array(x.shape, g.dtype)
         start = max(-k, 0)
         for i in range(g.shape[0]):
             out[start + i, start + i + k] = g[i]
@@ -293,7 +294,7 @@ def _kron_grad_nb(left: bool):
         if a.ndim == 1:
             def vectors(g, a, b):
                 n = b.shape[0]
-                out = np.zeros(a.shape if left else b.shape, g.dtype)
+                out = zeros_array(a.shape if left else b.shape, g.dtype)
                 for i in range(a.shape[0]):
                     for k in range(n):
                         if left:
@@ -305,7 +306,7 @@ def _kron_grad_nb(left: bool):
 
         def matrices(g, a, b):
             p, q = b.shape
-            out = np.zeros(a.shape if left else b.shape, g.dtype)
+            out = zeros_array(a.shape if left else b.shape, g.dtype)
             for i in range(a.shape[0]):
                 for j in range(a.shape[1]):
                     for k in range(p):

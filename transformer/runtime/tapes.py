@@ -16,6 +16,7 @@ import re
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from transformer.runtime.allocation import empty_array
 from transformer.runtime.numba_api import overload, register_jitable
 
 from .errors import TransformError, copy_hint
@@ -239,8 +240,8 @@ def _tape_overload(promote):
     def typer(value, capacity):
         dtype = _tape_dtype(value, promote)
         if isinstance(value, types.Array):
-            return lambda value, capacity: np.empty((max(capacity, 1),) + value.shape, dtype)
-        return lambda value, capacity: np.empty(max(capacity, 1), dtype)
+            return lambda value, capacity: empty_array((max(capacity, 1),) + value.shape, dtype)
+        return lambda value, capacity: empty_array(max(capacity, 1), dtype)
     return typer
 
 
@@ -296,7 +297,7 @@ def pop_items(buf, n, like):
 @overload(items_buffer)
 def _items_buffer_nb(array, capacity):
     dtype = array.dtype
-    return lambda array, capacity: np.empty(max(capacity, MIN_CAPACITY), dtype)
+    return lambda array, capacity: empty_array(max(capacity, MIN_CAPACITY), dtype)
 
 
 @overload(push_items)
@@ -350,9 +351,8 @@ def _reserve_nb(tape, n):
 @register_jitable
 def trip_count(start, stop, step):
     """How many times `for i in range(start, stop, step)` runs."""
-    if step > 0:
-        return max(0, (stop - start + step - 1) // step)
-    return max(0, (start - stop - step - 1) // (-step))
+    count = (stop - start + step - 1) // step if step > 0 else (start - stop - step - 1) // (-step)
+    return count if count > 0 else 0       # not max(0, count): one compile fewer
 
 
 @register_jitable

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba import types
+from transformer.runtime.allocation import empty_array
 from transformer.runtime.numba_api import intrinsic, overload
 
 # the largest error seen over the sweeps rounded up, in units in the last place (seen:
@@ -247,7 +248,8 @@ _SOURCES = {
 def _namespace(c: dict, ftype, itype) -> dict:
     """The kernels' globals for one type: every constant a typed NumPy scalar, since Numba
     widens a float32 meeting a Python float to float64."""
-    names = {"_bits": _bits, "_float": _float, "_div": _div, "np": np}
+    names = {"_bits": _bits, "_float": _float, "_div": _div, "np": np,
+             "empty_array": empty_array}
     for key, value in c.items():
         if isinstance(value, list):
             prefix = {"P": "P", "E": "E"}.get(key)
@@ -329,7 +331,7 @@ def _loop_form(name: str, kernel_text: str) -> str:
     body = _statements_of(name, kernel_text, "flat_[i_]", "out_[i_]", "k")
     return (f"def {name}_elements(x):\n"
             "    flat_ = x.ravel()                      # a view when x is contiguous\n"
-            "    out_ = np.empty(flat_.size, x.dtype)\n"
+            "    out_ = empty_array(flat_.size, x.dtype)\n"
             "    for i_ in range(flat_.size):\n"
             + "".join(f"    {line}\n" for line in body)
             + "    return out_.reshape(x.shape)\n")
