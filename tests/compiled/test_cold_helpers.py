@@ -358,3 +358,15 @@ def test_np_sum_of_one_array_in_compiled_code_is_sum_all():
     assert source.count("sum_all(") == 2
     x = np.arange(6.0).reshape(2, 3)
     assert jit(f)(x) == f(x)
+
+
+def test_sum_falls_back_to_numbas_np_sum_without_its_private_loop(monkeypatch):
+    import sys
+    import types as pytypes
+    from transformer.runtime import kernels
+    with monkeypatch.context() as patched:      # a Numba whose arraymath lacks the name
+        patched.setitem(sys.modules, "numba.np.arraymath", pytypes.ModuleType("arraymath"))
+        total = kernels._numba_sum()
+    assert total is kernels._public_sum
+    x = np.arange(7.0).reshape(7, 1)
+    assert numba.njit(lambda a: total(a, None, None))(x) == np.sum(x)

@@ -120,5 +120,13 @@ def _numba_sum():
     """Numba's own `np.sum(a)` loop (`_numpy_sum(a, None, None)`: its order, its accumulator),
     imported when compiling: numba.np.arraymath loads Numba's NumPy registries and SciPy, a
     third of a second of `import transformer`."""
-    from numba.np.arraymath import _numpy_sum
+    try:
+        from numba.np.arraymath import _numpy_sum
+    except ImportError:         # a Numba without that private name: its public np.sum
+        return _public_sum
     return _numpy_sum
+
+
+@register_jitable
+def _public_sum(a, axis, dtype):
+    return np.sum(a)
