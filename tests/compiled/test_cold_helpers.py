@@ -146,23 +146,47 @@ def _round_other_forms(x, matrix, decimals):
             rounded(matrix, 0, out))
 
 
-@numba.njit
-def _numba_round_forms(x, matrix, decimals):
-    return np.round(x, decimals), np.round(matrix, 2)
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.every_case
 def test_rounding_with_decimals_arrays_and_out_is_numpys(dtype):
-    """0 decimals: NumPy's results exactly; other decimals: Numba's np.round, as before
-    (it rounds a float32 in float64, so 2.345 -> 2.35 where NumPy gives 2.34)."""
+    """NumPy's results exactly, with any decimals: a float32 is scaled and rounded in float32
+    (2.345 -> 2.34, where Numba's own np.round, scaling in float64, gives 2.35)."""
     matrix = (np.arange(12, dtype=dtype).reshape(3, 4) - 5.5) * dtype(0.37)
     x = dtype(2.345)
     got = _round_other_forms(x, matrix, 2)
-    numba_x, numba_matrix = _numba_round_forms(x, matrix, 2)
-    want = (numba_x, np.round(matrix), numba_matrix, np.round(x, 0), np.round(matrix, 0))
+    want = (np.round(x, 2), np.round(matrix), np.round(matrix, 2), np.round(x, 0),
+            np.round(matrix, 0))
     for ours, theirs in zip(got, want):
         np.testing.assert_array_equal(ours, theirs)
+    assert got[2].dtype == dtype
+
+
+@numba.njit
+def _round_with(x, decimals):
+    return rounded(x, decimals)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rounding_half_way_values_with_decimals_is_numpys(dtype):
+    """Half-way values at 1-3 decimals, tens and hundreds, large decimals, overflow (NumPy
+    gives inf), inf, nan and -0.0, as numbers, strided arrays and 0-d arrays."""
+    rng = np.random.default_rng(3)
+    for decimals in (1, 2, 3, -1, -2, 12, 25):
+        halves = (rng.integers(0, 100000, 400) + 0.5) / 10.0 ** min(decimals, 6)
+        with np.errstate(over="ignore"):
+            values = np.concatenate([halves, -halves, [0.0, -0.0, np.inf, np.nan, 1e300,
+                                                       3e38]]).astype(dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            want = np.round(values, decimals)
+            got = _round_with(values, decimals)
+            got_strided = _round_with(values[::3], decimals)
+            got_numbers = np.array([_round_with(v, decimals) for v in values[:60]], dtype)
+        assert got.dtype == want.dtype
+        for ours, theirs in [(got, want), (got_strided, want[::3]), (got_numbers, want[:60])]:
+            np.testing.assert_array_equal(ours, theirs)
+            assert np.array_equal(np.signbit(ours), np.signbit(theirs))
+    zero_d = np.array(dtype(84.1355))
+    np.testing.assert_array_equal(_round_with(zero_d, 3), np.round(zero_d, 3))
 
 
 def test_np_round_in_compiled_code_is_the_light_form_and_keeps_ints():
