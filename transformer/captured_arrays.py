@@ -20,7 +20,6 @@ call, as Python would see it (`reader`).
 """
 from __future__ import annotations
 
-import copy
 from typing import Callable, Sequence
 
 import gast
@@ -28,6 +27,7 @@ import numba
 import numpy as np
 
 from .names import Namer, assigned_names, loaded_names
+from .nodes import copy_tree, walk
 
 
 def is_hidden_array(value) -> bool:
@@ -45,9 +45,9 @@ def is_hidden_array(value) -> bool:
 def called_only(node: gast.FunctionDef, name: str) -> bool:
     """Whether every read of `name` in `node` is the callee of a call (`name(...)`) without
     starred arguments or keywords, so that arguments can be appended to each."""
-    calls = {id(call.func) for call in gast.walk(node) if isinstance(call, gast.Call)
+    calls = {id(call.func) for call in walk(node) if isinstance(call, gast.Call)
              and not call.keywords and not any(isinstance(a, gast.Starred) for a in call.args)}
-    return all(id(sub) in calls for sub in gast.walk(node)
+    return all(id(sub) in calls for sub in walk(node)
                if isinstance(sub, gast.Name) and sub.id == name)
 
 
@@ -60,7 +60,7 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
     callee name -> the arrays that callee takes hidden (each callee `called_only`).
     `node` is not changed.
     """
-    node = copy.deepcopy(node)
+    node = copy_tree(node)
     namer = Namer(assigned_names(node) | loaded_names(node) | set(env))
     names: list[str] = []
     arrays: list = []
@@ -75,7 +75,7 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
                 by_id[id(array)] = namer.fresh("captured")
                 names.append(by_id[id(array)])
                 arrays.append(array)
-    for call in gast.walk(node):
+    for call in walk(node):
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) \
                 and call.func.id in callee_arrays:
             call.args = call.args + [_load(by_id[id(a)]) for a in callee_arrays[call.func.id]]

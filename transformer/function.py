@@ -11,7 +11,6 @@ function); the backend compiles such values before it loads the module that uses
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import linecache
@@ -20,6 +19,7 @@ from typing import Any, Mapping
 import gast
 
 from .errors import TransformError
+from .nodes import copy_tree, walk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Function:
         return Function(node, merged, self.origin, self.chain + (label,))
 
     def copy_node(self) -> gast.FunctionDef:
-        return copy.deepcopy(self.node)
+        return copy_tree(self.node)
 
 
 _MISSING = object()
@@ -194,9 +194,9 @@ def call_arguments(fn: Function) -> str:
 def same_parameters(node: gast.FunctionDef, fn: Function) -> dict:
     """Give generated `node` (whose parameters are `fn.params`, in order) `fn`'s kinds and
     defaults; returns the env entries the defaults read."""
-    node.args = copy.deepcopy(fn.node.args)
+    node.args = copy_tree(fn.node.args)
     defaults = [d for d in node.args.defaults + node.args.kw_defaults if d is not None]
-    return {n.id: fn.env[n.id] for d in defaults for n in gast.walk(d)
+    return {n.id: fn.env[n.id] for d in defaults for n in walk(d)
             if isinstance(n, gast.Name) and n.id in fn.env}
 
 

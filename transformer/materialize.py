@@ -33,6 +33,7 @@ from .frontend import parse
 from .host_calls import lower_host_calls
 from .function import Function
 from .names import free_names
+from .nodes import walk
 
 _guard = threading.local()          # ids of the Functions this thread is compiling
 
@@ -131,11 +132,11 @@ def _inlinable_body(node) -> bool:
     refused = (gast.With, gast.Try, gast.Lambda, gast.Yield, gast.YieldFrom)
     return not any(isinstance(sub, refused) or
                    (isinstance(sub, gast.FunctionDef) and sub is not node)
-                   for sub in gast.walk(node))
+                   for sub in walk(node))
 
 
 def _call_sites(node, name: str) -> int:
-    return sum(1 for sub in gast.walk(node) if isinstance(sub, gast.Call)
+    return sum(1 for sub in walk(node) if isinstance(sub, gast.Call)
                and isinstance(sub.func, gast.Name) and sub.func.id == name)
 
 
@@ -147,7 +148,7 @@ def _module_reads(node, env) -> list[tuple[str, str]]:
     froze the value it read - unchanged.
     """
     reads = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if not isinstance(sub, gast.Attribute):
             continue
         module, path = _module_path(sub.value, env)

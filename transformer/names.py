@@ -6,12 +6,14 @@ import re
 
 import gast
 
+from .nodes import walk
+
 
 def assigned_names(node) -> set[str]:
     """Every name stored anywhere under `node` (targets, loop variables, parameters,
     local functions `def h` inside it - not `node`'s own name)."""
     found = set()
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.FunctionDef) and sub is not node:
             found.add(sub.name)
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param, gast.Del)):
@@ -20,7 +22,7 @@ def assigned_names(node) -> set[str]:
 
 
 def loaded_names(node) -> set[str]:
-    return {sub.id for sub in gast.walk(node)
+    return {sub.id for sub in walk(node)
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)}
 
 

@@ -15,6 +15,7 @@ from codegen.backends import is_user_function
 
 from .errors import TransformError
 from .function import Function, resolve
+from .nodes import walk
 
 
 def refuse_recursion(fn: Function) -> None:
@@ -44,7 +45,7 @@ def _visit(fn: Function, stack: list, done: set) -> None:
 def user_calls(fn: Function):
     """(call node, callee Function) for each call of a user function in `fn`."""
     from .frontend import parse
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if not isinstance(node, gast.Call):
             continue
         target = resolve(fn, node.func, None)

@@ -11,7 +11,6 @@ left alone and is refused with the fence's message where it is parsed.
 from __future__ import annotations
 
 import builtins
-import copy
 import inspect
 import textwrap
 
@@ -19,6 +18,7 @@ import gast
 
 from .function import Function, resolve
 from .names import assigned_names, loaded_names
+from .nodes import copy_tree, walk
 
 _MISSING = object()
 _LIBRARIES = {"numpy", "scipy", "math", "numba", "transformer", "codegen", "jax"}
@@ -59,7 +59,7 @@ def inline_star_helpers(fn: Function, node, env: dict, instantiate) -> object:
             mapping = dict(zip(params, call.args))
             mapping[rest] = gast.Tuple(elts=list(call.args[len(params):]), ctx=gast.Load())
             inlined = instantiate(body, mapping)
-            for sub in gast.walk(inlined):
+            for sub in walk(inlined):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, call)       # errors point at the call
             self.depth += 1
@@ -94,4 +94,4 @@ def _forwarding_helper(obj):
     if fdef.decorator_list or len(body) != 1 or not isinstance(body[0], gast.Return) or \
             body[0].value is None or fdef.args.posonlyargs:
         return None
-    return [a.id for a in fdef.args.args], fdef.args.vararg.id, copy.deepcopy(body[0].value)
+    return [a.id for a in fdef.args.args], fdef.args.vararg.id, copy_tree(body[0].value)

@@ -24,6 +24,7 @@ from codegen.backends import is_user_function
 from .. import tape
 from ..errors import TransformError
 from ..function import resolve_in
+from ..nodes import walk
 from ..templates import has_adjoint, is_nondifferentiable
 
 _OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
@@ -233,12 +234,12 @@ def _other_targets(stmt) -> list:
     imports): never integers here."""
     if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
         found = []
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, gast.NamedExpr) and isinstance(node.target, gast.Name):
                 found.append(node.target.id)
         return found
     found = []
-    for node in gast.walk(stmt) if not isinstance(stmt, (gast.If, gast.While, gast.Try))\
+    for node in walk(stmt) if not isinstance(stmt, (gast.If, gast.While, gast.Try))\
             else []:
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             found.append(node.id)
