@@ -42,13 +42,18 @@ def is_hidden_array(value) -> bool:
     return True
 
 
-def called_only(node: gast.FunctionDef, name: str) -> bool:
-    """Whether every read of `name` in `node` is the callee of a call (`name(...)`) without
-    starred arguments or keywords, so that arguments can be appended to each."""
-    calls = {id(call.func) for call in walk(node) if isinstance(call, gast.Call)
-             and not call.keywords and not any(isinstance(a, gast.Starred) for a in call.args)}
-    return all(id(sub) in calls for sub in walk(node)
-               if isinstance(sub, gast.Name) and sub.id == name)
+def not_called_only(node: gast.FunctionDef) -> set[str]:
+    """The names read in `node` other than as the callee of a call (`name(...)`) without
+    starred arguments or keywords: every other name's calls can take appended arguments."""
+    calls = set()
+    names = []
+    for sub in walk(node):
+        if isinstance(sub, gast.Call) and not sub.keywords and \
+                not any(isinstance(a, gast.Starred) for a in sub.args):
+            calls.add(id(sub.func))
+        elif isinstance(sub, gast.Name):
+            names.append(sub)
+    return {sub.id for sub in names if id(sub) not in calls}
 
 
 def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
@@ -57,7 +62,7 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
     """(new node, the hidden parameter names, the arrays they hold, in order).
 
     `own`: the free names of `node` bound to hidden arrays in `env`; `callee_arrays`:
-    callee name -> the arrays that callee takes hidden (each callee `called_only`).
+    callee name -> the arrays that callee takes hidden (none in `not_called_only`).
     `node` is not changed.
     """
     node = copy_tree(node)

@@ -87,6 +87,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     # Only the top function is parallel: a parallel helper nested inside a parallel
     # caller gains nothing and trips Numba's parfors passes.
     dependency_options = dataclasses.replace(options, parallel=False)
+    not_called_only = captured_arrays.not_called_only(node)
+    call_sites = _call_sites(node)
     for name in sorted(free_names(node)):
         value = fn.env[name]
         if isinstance(value, types.ModuleType):
@@ -98,9 +100,10 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             own.append(name)
             fingerprints.append(f"# takes {name}: {captured_arrays.describe(value)}")
             continue
-        freeze = hide and not captured_arrays.called_only(node, name)
+        freeze = hide and name in not_called_only
+        called_once = call_sites.get(name) == 1 and name not in not_called_only
         materialized, fingerprint_, hidden = _materialize(
-            value, _dependency_options(dependency_options, options, node, name), freeze)
+            value, _dependency_options(dependency_options, options, called_once), freeze)
         if hidden:
             callee_arrays[name] = hidden
         namespace[name] = materialized
@@ -116,13 +119,13 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     return text, namespace, hidden
 
 
-def _dependency_options(dependency: Options, options: Options, node, name: str) -> Options:
-    """`dependency`, inlined into `node` where that saves Numba a whole compile: on the cpu
-    backend, into a caller that is not parallel (an inlined `prange` would become parallel
-    there), for a callee called at exactly one place and never used as a value (inlining at
-    several places would make Numba compile its body once per place)."""
-    inline = (options.backend == "cpu" and not options.parallel
-              and _call_sites(node, name) == 1 and captured_arrays.called_only(node, name))
+def _dependency_options(dependency: Options, options: Options, called_once: bool) -> Options:
+    """`dependency`, inlined into its caller where that saves Numba a whole compile: on the
+    cpu backend, into a caller that is not parallel (an inlined `prange` would become
+    parallel there), for a callee `called_once` - called at exactly one place and never used
+    as a value (inlining at several places would make Numba compile its body once per
+    place)."""
+    inline = options.backend == "cpu" and not options.parallel and called_once
     return dataclasses.replace(dependency, inline=inline) if inline else dependency
 
 
@@ -135,9 +138,13 @@ def _inlinable_body(node) -> bool:
                    for sub in walk(node))
 
 
-def _call_sites(node, name: str) -> int:
-    return sum(1 for sub in walk(node) if isinstance(sub, gast.Call)
-               and isinstance(sub.func, gast.Name) and sub.func.id == name)
+def _call_sites(node) -> dict[str, int]:
+    """Name -> how many calls in `node` call it by that name."""
+    counts: dict[str, int] = {}
+    for sub in walk(node):
+        if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
+            counts[sub.func.id] = counts.get(sub.func.id, 0) + 1
+    return counts
 
 
 def _module_reads(node, env) -> list[tuple[str, str]]:
