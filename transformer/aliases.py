@@ -28,7 +28,7 @@ from .anf import anf
 from .argument_writes import argument_writes, write_hint
 from .desugar import desugar, view_sources
 from .errors import TransformError
-from .frontend import parse
+from .frontend import parse_callee
 from .function import Function, resolve
 from .nodes import walk
 from .param_updates import updates_in_place
@@ -189,7 +189,7 @@ def _arguments_written(fn: Function, node: gast.Call, target, seen: frozenset) -
     `target` writes in place."""
     arguments = node.args + [k.value for k in node.keywords]
     try:
-        callee = parse(target)
+        callee = parse_callee(target)
     except TransformError:                  # no source to read: it may write any of them
         callee = None
     if callee is None or any(isinstance(a, gast.Starred) for a in node.args) or \
@@ -214,7 +214,7 @@ def writes_into_arguments(target) -> bool:
     a parameter it writes in place (`written_params_of_source`), or a source that cannot
     be read."""
     try:
-        return bool(written_params_of_source(parse(target)))
+        return bool(written_params_of_source(parse_callee(target)))
     except TransformError:
         return True
 

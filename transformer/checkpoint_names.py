@@ -175,11 +175,11 @@ def _names_saved_in(obj, saves, checkpoint_name, depth: int = 4):
     checkpointed or custom-rule callee decides for itself)."""
     from codegen.backends import is_user_function
 
-    from .frontend import parse
+    from .frontend import parse_callee
     if depth <= 0 or not is_user_function(obj):
         return None
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except Exception:       # noqa: BLE001 (no source to read: nothing named there)
         return None
     for sub in walk(fn.node):

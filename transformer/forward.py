@@ -128,15 +128,15 @@ def callee_function(value) -> Function | None:
     """The Function a called object stands for, if secant can differentiate through it."""
     from codegen.backends import is_user_function
 
-    from .frontend import parse
+    from .frontend import parse_callee
     if isinstance(value, Function):
         return value
     if hasattr(value, "__secant_function__"):
         return value.__secant_function__()
     if hasattr(value, "py_func") and inspect.isfunction(value.py_func):
-        return parse(value)
+        return parse_callee(value)
     if is_user_function(value):
-        return parse(value)
+        return parse_callee(value)
     return None
 
 

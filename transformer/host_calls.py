@@ -237,7 +237,7 @@ def reaches_host(obj, depth: int = 6) -> bool:
     `debug.callback`, `debug.print`), through user functions and custom rules' `fwd` up to
     `depth` calls deep. Reverse mode keeps a looped custom_vjp's residuals only for such
     rules, so the callback runs once per evaluation; False when unsure (source unread)."""
-    from .frontend import parse
+    from .frontend import parse_callee
     if obj in _KINDS:
         return True
     if depth <= 0 or not callable(obj):
@@ -247,7 +247,7 @@ def reaches_host(obj, depth: int = 6) -> bool:
     if inner:
         return any(reaches_host(f, depth - 1) for f in inner)
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except (TransformError, SyntaxError, OSError, TypeError):   # no source: not followed
         return False
     return any(reaches_host(resolve(fn, node.func, None), depth - 1)

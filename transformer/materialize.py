@@ -29,7 +29,7 @@ from codegen.backends import Compiled, Options, fingerprint, is_library_module, 
 
 from . import bounds, captured_arrays, freshness, lowering, nan_checks
 from .bound_calls import bind_calls
-from .frontend import parse
+from .frontend import parse_callee
 from .host_calls import lower_host_calls
 from .function import Function
 from .names import free_names
@@ -210,7 +210,7 @@ def _function_of(value) -> Function | None:
     if hasattr(value, "__secant_function__"):
         return value.__secant_function__()
     if is_user_function(value):
-        return parse(value)
+        return parse_callee(value)
     return None
 
 

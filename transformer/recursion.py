@@ -44,7 +44,7 @@ def _visit(fn: Function, stack: list, done: set) -> None:
 
 def user_calls(fn: Function):
     """(call node, callee Function) for each call of a user function in `fn`."""
-    from .frontend import parse
+    from .frontend import parse_callee
     for node in walk(fn.node):
         if not isinstance(node, gast.Call):
             continue
@@ -54,6 +54,6 @@ def user_calls(fn: Function):
         if not is_user_function(target):
             continue
         try:
-            yield node, target, parse(target)
+            yield node, target, parse_callee(target)
         except TransformError:
             continue                      # no source: compiled as it is, not by secant

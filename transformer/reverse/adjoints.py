@@ -292,7 +292,7 @@ class Adjoints(Classify, abc.ABC):
         return found[target]
 
     def callee_vjp(self, obj, positions, stmt) -> str:
-        from ..frontend import parse
+        from ..frontend import parse_callee
         cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
@@ -300,7 +300,7 @@ class Adjoints(Classify, abc.ABC):
             if custom is not None:
                 generated = custom(positions)
             else:
-                callee = parse(obj)
+                callee = parse_callee(obj)
                 _refuse_argument_writes(callee, stmt, self.fn)
                 # the callee's vjp recomputes its forward values in the reverse sweep;
                 # its prints and host effects already ran in the forward sweep
@@ -438,6 +438,6 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
 
 
 def _primal_params(obj) -> list:
-    from ..frontend import parse
-    return parse(obj).params          # a custom rule's object parses to its primal
+    from ..frontend import parse_callee
+    return parse_callee(obj).params          # a custom rule's object parses to its primal
 

@@ -294,12 +294,12 @@ class Classify(BodyFacts):
     def bind_call(self, obj, value) -> list:
         """The call's arguments, one per parameter of the callee, defaults filled in: the
         callee's vjp takes every primal parameter before the cotangents."""
-        from ..frontend import parse
+        from ..frontend import parse_callee
         from ..function import signature
-        parameters = signature(parse(obj)).parameters
+        parameters = signature(parse_callee(obj)).parameters
         if not value.keywords and len(value.args) == len(parameters):
             return list(value.args)
-        bound = signature(parse(obj)).bind(*value.args,
+        bound = signature(parse_callee(obj)).bind(*value.args,
                                           **{k.arg: k.value for k in value.keywords})
         bound.apply_defaults()
         return [v if isinstance(v, gast.AST) else self.default_atom(name_, v)

@@ -328,11 +328,11 @@ def _cheap_pure_function(obj, depth: int = 0) -> bool:
     """Whether a user function computes its result from its arguments alone and without
     loops: running it again in the reverse sweep costs about what recording it would
     (`minimum_image(d, box)` in a pair loop)."""
-    from ..frontend import parse
+    from ..frontend import parse_callee
     if _custom_vjp_only(obj) or depth > 3:
         return False
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except TransformError:
         return False
     pure = pure_calls(fn.env, lambda callee: _cheap_pure_function(callee, depth + 1))

@@ -146,7 +146,7 @@ def returns_tuple(obj):
 
 def _helper_function(obj):
     """The parsed Function of a plain user helper, or None for anything else."""
-    from ..frontend import parse, unwrap
+    from ..frontend import parse_callee, unwrap
     if obj is None or not callable(obj) or has_adjoint(obj) or is_nondifferentiable(obj):
         return None
     if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__"):
@@ -155,7 +155,7 @@ def _helper_function(obj):
     if not is_user_function(plain):
         return None
     try:
-        return parse(plain)
+        return parse_callee(plain)
     except (TransformError, SyntaxError, OSError, TypeError):
         return None
 
