@@ -26,7 +26,7 @@ import gast
 import numba
 import numpy as np
 
-from .names import Namer, assigned_names, loaded_names
+from .names import Namer, stored_and_loaded
 from .nodes import copy_tree, walk
 
 
@@ -66,7 +66,7 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
     `node` is not changed.
     """
     node = copy_tree(node)
-    namer = Namer(assigned_names(node) | loaded_names(node) | set(env))
+    namer = Namer(set().union(*stored_and_loaded(node), env))
     names: list[str] = []
     arrays: list = []
     by_id: dict[int, str] = {}

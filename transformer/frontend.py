@@ -35,7 +35,7 @@ from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
-from .names import Namer, assigned_names, free_names, loaded_names
+from .names import Namer, free_names, stored_and_loaded
 from .nodes import copy_tree, walk
 from .syntax import shift_positions
 
@@ -101,7 +101,7 @@ def parse(fn) -> Function:
     origin = Origin(filename, _origin_name(fn), first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
-    namer = Namer(assigned_names(node) | loaded_names(node))
+    namer = Namer(set().union(*stored_and_loaded(node)))
     bindings = freshness.Bindings()
     forwarded = decorated.forward_parameters(fn, node, origin, namer, parse) \
         if decorated.is_decorated(fn) else None

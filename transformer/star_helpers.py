@@ -17,7 +17,7 @@ import textwrap
 import gast
 
 from .function import Function, resolve
-from .names import assigned_names, loaded_names
+from .names import loaded_names, stored_and_loaded
 from .nodes import copy_tree, walk
 
 _MISSING = object()
@@ -29,7 +29,7 @@ def inline_star_helpers(fn: Function, node, env: dict, instantiate) -> object:
     expressions read are added to `env`. `instantiate(expr, mapping)` is `expr` with its
     parameters replaced by the mapped expressions and star-arguments over tuple literals
     expanded."""
-    taken = assigned_names(node) | loaded_names(node) | set(env)
+    taken = set().union(*stored_and_loaded(node), env)
 
     class _Inline(gast.NodeTransformer):
         depth = 0
