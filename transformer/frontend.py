@@ -29,7 +29,7 @@ from .checkpoint_for import lower_checkpoint_loops
 from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
-from .function import Function, Origin
+from .function import Function, Origin, source_lines
 from .function_arguments import bind_function_arguments
 from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
@@ -90,8 +90,7 @@ def parse(fn) -> Function:
     try:
         if fn.__code__.co_filename == "<string>":   # exec'd: every such string shares the
             raise OSError("exec'd code keeps no source")   # name, so linecache may lie
-        # through the code object: getsourcelines(fn) would follow `__wrapped__`
-        lines, first = inspect.getsourcelines(fn.__code__)
+        lines, first = source_lines(fn)     # fn's own, not its `__wrapped__`'s
     except (OSError, TypeError) as exc:
         raise TransformError(
             f"cannot read the source of {fn.__qualname__} ({exc})",

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import gast
 
+from .function import source_lines
 from .nodes import copy_tree, walk
 from .syntax import shift_positions
 
@@ -100,7 +101,7 @@ def module_function(target, caller, origin, caller_locals) -> LocalFunction | No
     try:
         if inspect.getsourcefile(target) != origin.filename:
             return None
-        lines, first = inspect.getsourcelines(target.__code__)
+        lines, first = source_lines(target)
         module = gast.parse("".join(lines))
     except (OSError, TypeError, SyntaxError):
         return None

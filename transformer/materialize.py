@@ -16,7 +16,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import hashlib
-import inspect
 import threading
 import types
 from typing import Any
@@ -31,7 +30,7 @@ from . import bounds, captured_arrays, freshness, lowering, nan_checks
 from .bound_calls import bind_calls
 from .frontend import parse_callee
 from .host_calls import lower_host_calls
-from .function import Function
+from .function import Function, source_lines
 from .names import free_names
 from .nodes import walk
 
@@ -232,7 +231,7 @@ def _feed_function(fn, digest, seen: set) -> None:
         return
     seen.add(id(fn))
     try:
-        digest.update(inspect.getsource(fn.__code__).encode())
+        digest.update("".join(source_lines(fn)[0]).encode())
     except (OSError, TypeError):
         digest.update(fn.__code__.co_code)
     for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
