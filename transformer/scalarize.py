@@ -55,7 +55,9 @@ def scalarize(fn: Function, params: dict) -> Function:
     shapes = Shapes(fn, params)
     candidates = {v: s.last for v, s in shapes.of.items()
                   if is_vector(s) and v not in fn.params}
-    candidates = {v: k for v, k in candidates.items() if v not in _mutated(fn, shapes)}
+    if candidates:
+        mutated = _mutated(fn, shapes)
+        candidates = {v: k for v, k in candidates.items() if v not in mutated}
     while candidates:
         rewriter = _Rewriter(fn, shapes, candidates)
         body = rewriter.block(rewriter.node.body)
