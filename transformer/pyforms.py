@@ -74,21 +74,24 @@ def _literal_bindings(fn_node) -> dict:
     """Name -> the Tuple/List/Dict literal it is bound to, for names bound exactly once (a
     top-level `t = (a, b)`), never a parameter and never reached through an attribute
     (`t.append(v)` would change its length)."""
+    bound = [stmt for stmt in fn_node.body if isinstance(stmt, gast.Assign) and
+             len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) and
+             isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict))]
+    if not bound:                           # most functions: no walk needed
+        return {}
     stores: dict = {}
+    attributes = set()
     for sub in walk(fn_node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
             stores[sub.id] = stores.get(sub.id, 0) + 1
-    attributes = {sub.value.id for sub in walk(fn_node)
-                  if isinstance(sub, gast.Attribute) and isinstance(sub.value, gast.Name)}
+        elif isinstance(sub, gast.Attribute) and isinstance(sub.value, gast.Name):
+            attributes.add(sub.value.id)
     found = {}
-    for stmt in fn_node.body:
-        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
-                isinstance(stmt.targets[0], gast.Name) and \
-                isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)):
-            target = stmt.targets[0].id
-            if stores.get(target) == 1 and (target not in attributes or
-                                            isinstance(stmt.value, gast.Dict)):
-                found[target] = stmt.value
+    for stmt in bound:
+        target = stmt.targets[0].id
+        if stores.get(target) == 1 and (target not in attributes or
+                                        isinstance(stmt.value, gast.Dict)):
+            found[target] = stmt.value
     return found
 
 
