@@ -70,6 +70,8 @@ def _sink(stmts: list, zeros: str, adjoint_names: set, mentions: dict) -> None:
         target = _zero_init_target(stmt, zeros)
         if target:
             zero.add(target)
+        elif not zero:                  # no zero adjoint to move or forget: nothing to read
+            pass
         elif isinstance(stmt, gast.If) and not stmt.orelse:
             inside = _written(stmt.body)
             moved = _move_after_branch(stmts, index, zero & inside, zero, adjoint_names,
