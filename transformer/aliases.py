@@ -28,8 +28,9 @@ from .anf import anf
 from .argument_writes import argument_writes, write_hint
 from .desugar import desugar, view_sources
 from .errors import TransformError
-from .frontend import parse
+from .frontend import parse_callee
 from .function import Function, resolve
+from .nodes import walk
 from .param_updates import updates_in_place
 from .rebind import split_rebound_names
 from .runtime import update_in_place
@@ -58,7 +59,7 @@ def written_alias_groups(fn: Function, effects=(), call_writes=None) -> list[set
 
 def _links(fn: Function, leave_out=None):
     returned_only = _returned_only(fn)
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if node is leave_out:
             continue
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
@@ -79,9 +80,9 @@ def _links(fn: Function, leave_out=None):
 
 def _returned_only(fn: Function) -> set[str]:
     """Names read nowhere but as the whole value of a `return`."""
-    returned = {node.value.id for node in gast.walk(fn.node)
+    returned = {node.value.id for node in walk(fn.node)
                 if isinstance(node, gast.Return) and isinstance(node.value, gast.Name)}
-    read_elsewhere = {child.id for node in gast.walk(fn.node) if not isinstance(node, gast.Return)
+    read_elsewhere = {child.id for node in walk(fn.node) if not isinstance(node, gast.Return)
                       for child in gast.iter_child_nodes(node)
                       if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load)}
     return returned - read_elsewhere
@@ -90,7 +91,7 @@ def _returned_only(fn: Function) -> set[str]:
 def _written(fn: Function, effects, call_writes=None) -> set[str]:
     """Names an array is written in place through."""
     written: set[str] = set()
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         written |= _writes_of(fn, node, effects, call_writes)
     return written
 
@@ -110,7 +111,7 @@ def _writes_of(fn: Function, node, effects, call_writes) -> set[str]:
 
 def write_through(fn: Function, names: set[str]):
     """The earliest statement writing in place through one of `names`, or None."""
-    writes = [node for node in gast.walk(fn.node) if isinstance(node, gast.Assign) and
+    writes = [node for node in walk(fn.node) if isinstance(node, gast.Assign) and
               view_sources(fn, _written_expr(fn, node)) & names]
     return min(writes, key=lambda n: getattr(n, "lineno", 0) or 0, default=None)
 
@@ -204,7 +205,7 @@ def _arguments_written(fn: Function, node: gast.Call, target, seen: frozenset) -
     `target` writes in place."""
     arguments = node.args + [k.value for k in node.keywords]
     try:
-        callee = parse(target)
+        callee = parse_callee(target)
     except TransformError:                  # no source to read: it may write any of them
         callee = None
     if callee is None or any(isinstance(a, gast.Starred) for a in node.args) or \
@@ -229,7 +230,7 @@ def writes_into_arguments(target) -> bool:
     a parameter it writes in place (`written_params_of_source`), or a source that cannot
     be read."""
     try:
-        return bool(written_params_of_source(parse(target)))
+        return bool(written_params_of_source(parse_callee(target)))
     except TransformError:
         return True
 
@@ -249,9 +250,9 @@ def written_names(fn: Function, effects=(), call_writes=None) -> set[str]:
 def first_write(fn: Function, names: set[str], effects=(), call_writes=None):
     """The earliest statement that may write in place into an array of `names` (given
     with every name that may share their arrays), or None."""
-    found = [stmt for stmt in gast.walk(fn.node) if isinstance(stmt, (gast.Assign, gast.Expr))
+    found = [stmt for stmt in walk(fn.node) if isinstance(stmt, (gast.Assign, gast.Expr))
              and any(_writes_of(fn, node, effects, call_writes) & names
-                     for node in gast.walk(stmt))]
+                     for node in walk(stmt))]
     return min(found, key=lambda n: getattr(n, "lineno", 0) or 0, default=None)
 
 
@@ -259,7 +260,7 @@ def _rebound_first(fn: Function, param: str) -> bool:
     """Whether the first statement that mentions `param` binds it to a new array
     (`a = a.copy()`), so that no later write reaches the caller's argument."""
     for stmt in fn.node.body:
-        if any(isinstance(n, gast.Name) and n.id == param for n in gast.walk(stmt)):
+        if any(isinstance(n, gast.Name) and n.id == param for n in walk(stmt)):
             return isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
                 isinstance(stmt.targets[0], gast.Name) and stmt.targets[0].id == param \
                 and param not in view_sources(fn, stmt.value)
@@ -328,7 +329,7 @@ def _read_after(fn: Function, stmt, name: str) -> bool:
 
     def reads(node) -> bool:
         return any(isinstance(n, gast.Name) and n.id == name and
-                   isinstance(n.ctx, gast.Load) for n in gast.walk(node))
+                   isinstance(n.ctx, gast.Load) for n in walk(node))
 
     visit(fn.node.body, ())
     # `stmt`, or the statement of `fn` it was copied from (holding the same value)

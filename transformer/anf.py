@@ -29,13 +29,13 @@ Each statement keeps the source position of the statement it came from.
 """
 from __future__ import annotations
 
-import copy
 import types
 
 import gast
 
 from .function import Function, resolve
 from .names import Namer
+from .nodes import copy_tree
 from .syntax import assign, const, located, name, store
 
 _OP_WORDS = {
@@ -48,7 +48,7 @@ _MAX_NAME = 24
 
 
 def anf(fn: Function) -> Function:
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     normalizer = _Normalizer(fn, Namer.for_function(fn))
     node.body = normalizer.block(node.body) or [gast.Pass()]
     return fn.replace(node=node)
@@ -141,12 +141,12 @@ class _Normalizer:
         self.loop_tests.append(test_stmts)
         body = self.block(stmt.body)
         self.loop_tests.pop()
-        body.extend(copy.deepcopy(test_stmts))
+        body.extend(copy_tree(test_stmts))
         return gast.While(test=test, body=body, orelse=[])
 
     def stmt_Continue(self, stmt, out):
         if self.loop_tests and self.loop_tests[-1]:
-            out.extend(copy.deepcopy(self.loop_tests[-1]))
+            out.extend(copy_tree(self.loop_tests[-1]))
         return stmt
 
     def stmt_Break(self, stmt, out):

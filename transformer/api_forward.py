@@ -8,7 +8,6 @@ compiled function, not n Python-level calls.
 """
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Any, Callable, Sequence, overload
 
@@ -26,6 +25,7 @@ from .function import Function, binder, call_arguments, same_parameters, signatu
 from .input_dtypes import check_inputs
 from .materialize import compile_function, module_text
 from .names import Namer
+from .nodes import copy_tree, walk
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
                       layout_of, leaves, unflatten)
 from .transformed import Transformed
@@ -41,7 +41,7 @@ PYTHON = Options(backend="python")
 def generated(base: Function, text: str, env: dict, label: str) -> Function:
     """A Function from the source `text` of one `def`, located at `base`'s definition."""
     node = gast.parse(text).body[0]
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if "lineno" in getattr(sub, "_attributes", ()):
             sub.lineno, sub.col_offset = base.node.lineno, base.node.col_offset
             sub.end_lineno, sub.end_col_offset = base.node.lineno, base.node.col_offset
@@ -624,11 +624,11 @@ class custom_jvp:
         namer = Namer.for_function(rule)
         primals = [namer.fresh(f"primal_{p}") for p in fn.params]
         tangents = [namer.fresh(f"tangent_{p}") for p in fn.params]
-        node = copy.deepcopy(rule.node)
+        node = copy_tree(rule.node)
         pack = gast.parse("".join(f"{packed} = ({', '.join(flat)},)\n" for packed, flat in
                                   zip(rule.params, (primals, tangents)))).body
         for stmt in pack:
-            for sub in gast.walk(stmt):
+            for sub in walk(stmt):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, rule.node)
         node.body = pack + node.body

@@ -20,6 +20,7 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
+from .nodes import walk
 from .pytree_returns import returned_containers
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
                       layout_of, leaves, unflatten)
@@ -356,7 +357,7 @@ def _function_node(primal: Function, fname: str, params, body) -> gast.FunctionD
                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     node = gast.FunctionDef(name=fname, args=args, body=body, decorator_list=[], returns=None,
                             type_comment=None, type_params=[])
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if "lineno" in getattr(sub, "_attributes", ()):
             gast.copy_location(sub, primal.node)
     return node

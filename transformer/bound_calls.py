@@ -23,6 +23,7 @@ from .errors import TransformError
 from .frontend import parse_callee
 from .function import Function, positional_parameters, resolve, signature
 from .names import Namer
+from .nodes import walk
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -32,7 +33,7 @@ def bind_calls(fn: Function) -> Function:
     fn = positional_parameters(fn)
     node, env = fn.node, dict(fn.env)
     namer = Namer.for_function(fn)
-    for call in gast.walk(node):
+    for call in walk(node):
         if isinstance(call, gast.Call):
             callee = compiled_callee(fn, call.func)
             if callee is not None:

@@ -47,6 +47,7 @@ from codegen import emit
 from . import error_flags, index_checks, prange_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
+from .nodes import copy_tree, walk
 from .tape import range_last
 
 # helper -> (position of the array argument, of the index argument, first indexed axis)
@@ -88,7 +89,7 @@ def with_known_lengths(fn: Function, shapes: dict, tuples=()) -> Function:
 
 def check_indices(fn: Function) -> Function:
     """`fn` with every index proved, checked before its loop, or checked in place."""
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     checker = _Checker(fn, _Facts(fn, node))
     node = checker.visit(node)
     flag = getattr(node, error_flags.FLAG_PARAMETER, None)
@@ -112,7 +113,7 @@ class _Facts:
         self.counts = collections.Counter(fn.params)
         self.defs, self.loops = {}, collections.defaultdict(list)
         self.stored_in: dict[int, set] = {}
-        for sub in gast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
                 self.counts[sub.id] += 1
             if isinstance(sub, gast.Assign) and len(sub.targets) == 1 \
@@ -122,7 +123,7 @@ class _Facts:
                     and self.callee(sub.iter) in _RANGES:
                 self.loops[sub.target.id].append(sub)
                 self.stored_in[id(sub)] = {
-                    n.id for s in sub.body for n in gast.walk(s)
+                    n.id for s in sub.body for n in walk(s)
                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         self.top_level = {s.targets[0].id for s in node.body if isinstance(s, gast.Assign)
                           and len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)}
@@ -136,7 +137,7 @@ class _Facts:
         from there on `n` is the length of axis d of x."""
         for stmt in body:
             if any(isinstance(sub, gast.Subscript) and not _is_shape(sub.value)
-                   for sub in gast.walk(stmt)) or isinstance(stmt, _BLOCKS):
+                   for sub in walk(stmt)) or isinstance(stmt, _BLOCKS):
                 return
             call = stmt.value if isinstance(stmt, gast.Expr) else None
             if _qualified(self.callee(call)) == _CHECK_SIZE and len(call.args) >= 2 \
@@ -393,7 +394,7 @@ class _Checker(gast.NodeTransformer):
     def visit_Subscript(self, node):
         # the check reads the array's shape from the expression as written: a view of an
         # unchecked `x[i]` has the right shape, and `x[i]` itself is checked first
-        array = copy.deepcopy(node.value) if _pure(node.value) else None
+        array = copy_tree(node.value) if _pure(node.value) else None
         self.generic_visit(node)
         parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
         if all(isinstance(p, gast.Slice) for p in parts) or self._shape_lookup(node.value):
@@ -464,7 +465,7 @@ class _Checker(gast.NodeTransformer):
 
     def check(self, array, index, axis: int, site):
         call = gast.Call(func=self.bind(index_checks.checked, "checked"),
-                         args=[copy.deepcopy(array), index, gast.Constant(axis, None),
+                         args=[copy_tree(array), index, gast.Constant(axis, None),
                                gast.Constant(self.where(site), None)], keywords=[])
         return gast.copy_location(call, index)
 
@@ -500,8 +501,8 @@ class _Checker(gast.NodeTransformer):
         start, stop = (args[0], args[1]) if len(args) > 1 else (gast.Constant(0, None), args[0])
         step = args[2] if len(args) == 3 else gast.Constant(1, None)
         call = gast.Call(func=self.bind(index_checks.checked_range, "checked_range"),
-                         args=[copy.deepcopy(array), gast.Constant(axis, None),
-                               copy.deepcopy(start), copy.deepcopy(stop), copy.deepcopy(step),
+                         args=[copy_tree(array), gast.Constant(axis, None),
+                               copy_tree(start), copy_tree(stop), copy_tree(step),
                                gast.Constant(offset, None),
                                gast.Constant(self.where(site), None)], keywords=[])
         stmt = gast.copy_location(gast.Expr(value=gast.copy_location(call, loop)), loop)
@@ -570,7 +571,7 @@ class _Checker(gast.NodeTransformer):
 
     def _hoistable(self, loop) -> bool:
         stops = (gast.Break, gast.Continue, gast.Return, gast.Raise, gast.Try, gast.With)
-        return not any(isinstance(n, stops) for s in loop.body for n in gast.walk(s))
+        return not any(isinstance(n, stops) for s in loop.body for n in walk(s))
 
 
 # ---------------------------------------------------------------- small AST helpers
@@ -620,5 +621,5 @@ def _is_shape(node) -> bool:
 
 def _pure(node) -> bool:
     """Evaluating `node` twice is safe: names, constants, attributes, subscripts, arithmetic."""
-    return all(isinstance(n, _PURE_NODES) for n in gast.walk(node))
+    return all(isinstance(n, _PURE_NODES) for n in walk(node))
 

@@ -20,14 +20,14 @@ call, as Python would see it (`reader`).
 """
 from __future__ import annotations
 
-import copy
 from typing import Callable, Sequence
 
 import gast
 import numba
 import numpy as np
 
-from .names import Namer, assigned_names, loaded_names
+from .names import Namer, stored_and_loaded
+from .nodes import copy_tree, walk
 
 
 def is_hidden_array(value) -> bool:
@@ -42,13 +42,18 @@ def is_hidden_array(value) -> bool:
     return True
 
 
-def called_only(node: gast.FunctionDef, name: str) -> bool:
-    """Whether every read of `name` in `node` is the callee of a call (`name(...)`) without
-    starred arguments or keywords, so that arguments can be appended to each."""
-    calls = {id(call.func) for call in gast.walk(node) if isinstance(call, gast.Call)
-             and not call.keywords and not any(isinstance(a, gast.Starred) for a in call.args)}
-    return all(id(sub) in calls for sub in gast.walk(node)
-               if isinstance(sub, gast.Name) and sub.id == name)
+def not_called_only(node: gast.FunctionDef) -> set[str]:
+    """The names read in `node` other than as the callee of a call (`name(...)`) without
+    starred arguments or keywords: every other name's calls can take appended arguments."""
+    calls = set()
+    names = []
+    for sub in walk(node):
+        if isinstance(sub, gast.Call) and not sub.keywords and \
+                not any(isinstance(a, gast.Starred) for a in sub.args):
+            calls.add(id(sub.func))
+        elif isinstance(sub, gast.Name):
+            names.append(sub)
+    return {sub.id for sub in names if id(sub) not in calls}
 
 
 def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
@@ -57,11 +62,11 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
     """(new node, the hidden parameter names, the arrays they hold, in order).
 
     `own`: the free names of `node` bound to hidden arrays in `env`; `callee_arrays`:
-    callee name -> the arrays that callee takes hidden (each callee `called_only`).
+    callee name -> the arrays that callee takes hidden (none in `not_called_only`).
     `node` is not changed.
     """
-    node = copy.deepcopy(node)
-    namer = Namer(assigned_names(node) | loaded_names(node) | set(env))
+    node = copy_tree(node)
+    namer = Namer(set().union(*stored_and_loaded(node), env))
     names: list[str] = []
     arrays: list = []
     by_id: dict[int, str] = {}
@@ -75,7 +80,7 @@ def take_hidden_arrays(node: gast.FunctionDef, env, own: Sequence[str],
                 by_id[id(array)] = namer.fresh("captured")
                 names.append(by_id[id(array)])
                 arrays.append(array)
-    for call in gast.walk(node):
+    for call in walk(node):
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) \
                 and call.func.id in callee_arrays:
             call.args = call.args + [_load(by_id[id(a)]) for a in callee_arrays[call.func.id]]

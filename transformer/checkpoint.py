@@ -33,7 +33,6 @@ in the step's own vjp (which, as for any called function, recomputes its body). 
 """
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Callable, Sequence
 
@@ -42,6 +41,7 @@ import numpy as np
 
 from .errors import TransformError
 from .function import Function
+from .nodes import copy_tree, walk
 from .syntax import parsed_at
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name", "checkpoint_loop",
@@ -201,7 +201,7 @@ class Checkpointed(_Wrapped):
         sites = self.saved_sites()
         marked = sites.marked()
         _refuse_argument_writes(marked)
-        node = copy.deepcopy(marked.node)
+        node = copy_tree(marked.node)
         node.name = f"{marked.name}_checkpointed"
         vjp = reverse_function(marked.replace(node=node), tuple(positions), VJP)
         return substitute(vjp, len(sites.sites))
@@ -219,7 +219,7 @@ class Checkpointed(_Wrapped):
         _refuse_argument_writes(primal)
         _check_names(primal)
         # its own name: grad(checkpoint(f)) differentiates a caller of f named f too
-        node = copy.deepcopy(primal.node)
+        node = copy_tree(primal.node)
         node.name = f"{primal.name}_checkpointed"
         return reverse_function(primal.replace(node=node), tuple(positions), VJP)
 
@@ -243,10 +243,10 @@ remat = checkpoint
 
 
 def _refuse_argument_writes(fn: Function) -> None:
-    rebound = {n.id for n in gast.walk(fn.node)
+    rebound = {n.id for n in walk(fn.node)
                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     params = set(fn.params) - rebound          # `x = x.copy()` first makes x the function's
-    for sub in gast.walk(fn.node):
+    for sub in walk(fn.node):
         if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and \
                 isinstance(sub.value, gast.Name) and sub.value.id in params:
             raise fn.origin.error(sub, f"checkpointed function {fn.name} writes into its "
@@ -260,7 +260,7 @@ def _check_names(fn: Function) -> None:
     """Each `checkpoint_name(x, name)` in `fn` names a value with a string constant, and
     `x` is not a container or string literal (located TransformError otherwise)."""
     from .function import resolve
-    for sub in gast.walk(fn.node):
+    for sub in walk(fn.node):
         if not (isinstance(sub, gast.Call) and
                 resolve(fn, sub.func, None) is checkpoint_name):
             continue
@@ -424,7 +424,7 @@ def _check_budget(caller: str, snapshots, levels, schedule) -> None:
 
 
 def _returns(fn: Function) -> list:
-    return [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
+    return [n for n in walk(fn.node) if isinstance(n, gast.Return)]
 
 
 def _returns_tuple(fn: Function) -> bool:

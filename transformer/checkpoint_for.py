@@ -32,7 +32,6 @@ unchanged.
 """
 from __future__ import annotations
 
-import copy
 import types
 
 import gast
@@ -43,6 +42,7 @@ from .desugar import view_sources
 from .errors import TransformError
 from .function import Function, resolve
 from .names import assigned_names, free_names, loaded_names
+from .nodes import copy_tree, walk
 from .syntax import assign, call, const, located, name, parsed_at, store
 
 __all__ = ["lower_checkpoint_loops"]
@@ -70,11 +70,11 @@ class LoopBody:
         self._compiled = None
 
     def __secant_function__(self) -> Function:
-        return self.fn.replace(node=copy.deepcopy(self.fn.node))
+        return self.fn.replace(node=copy_tree(self.fn.node))
 
     def __call__(self, *args):
         if self._compiled is None:
-            tree = gast.gast_to_ast(gast.Module(body=[copy.deepcopy(self.fn.node)],
+            tree = gast.gast_to_ast(gast.Module(body=[copy_tree(self.fn.node)],
                                                 type_ignores=[]))
             space = dict(self.fn.env)
             exec(compile(tree, self.fn.origin.filename, "exec"), space)
@@ -213,7 +213,7 @@ class _Lowering:
                          for other in params[1:] if other != carry]
             prologue.append(parsed_at(f"{carry} = {own}({carry})\n", stmt))
         returned = ", ".join(carries)
-        node.body = prologue + copy.deepcopy(loop.body) + \
+        node.body = prologue + copy_tree(loop.body) + \
             [parsed_at(f"return {returned}\n", loop)]
         env = {k: self.env[k] for k in free_names(node) if k in self.env}
         env.update(helpers)
@@ -369,7 +369,7 @@ class _Writes:
         own = [stmt] if not isinstance(stmt, (gast.If, gast.For, gast.While)) else \
             [stmt.test if not isinstance(stmt, gast.For) else stmt.iter]
         for part in own:
-            for sub in gast.walk(part):
+            for sub in walk(part):
                 if not isinstance(sub, gast.Call):
                     continue
                 func = resolve(self.fn, sub.func, None)

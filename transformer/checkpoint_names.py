@@ -16,12 +16,12 @@ per call. Elsewhere (in a loop, a branch, inside an expression) it is refused, l
 """
 from __future__ import annotations
 
-import copy
 import re
 
 import gast
 
 from .function import Function, resolve
+from .nodes import copy_tree, walk
 from .syntax import parsed_at
 
 MARK = "__secant_saved_{}"
@@ -43,7 +43,7 @@ class NamedSites:
                     isinstance(stmt.targets[0], gast.Name) and \
                     isinstance(stmt.value, gast.Call):
                 placed[id(stmt.value)] = k
-        for sub in gast.walk(fn.node):
+        for sub in walk(fn.node):
             if not (isinstance(sub, gast.Call) and
                     resolve(fn, sub.func, None) is checkpoint_name):
                 continue
@@ -60,7 +60,7 @@ class NamedSites:
                                       "checkpoint the loop body as a function called in "
                                       "the loop (each call's named values are saved)")
             k = placed[id(sub)]
-            early = [r for s in fn.node.body[:k] for r in gast.walk(s)
+            early = [r for s in fn.node.body[:k] for r in walk(s)
                      if isinstance(r, gast.Return)]
             if early:
                 raise fn.origin.error(early[0], f"{label} saves {named!r}, assigned after "
@@ -69,7 +69,7 @@ class NamedSites:
                                       "the first return")
             self.sites.append((k, fn.node.body[k].targets[0].id, named))
         self.sites.sort()
-        for sub in gast.walk(fn.node):
+        for sub in walk(fn.node):
             if isinstance(sub, gast.Call):
                 callee = _names_saved_in(resolve(fn, sub.func, None), saves,
                                          checkpoint_name)
@@ -85,7 +85,7 @@ class NamedSites:
     def fwd(self) -> Function:
         """`f_fwd(*params)` -> `(f(*params), saved0, ...)`: the body, keeping the saved
         values as they are assigned (a flat tuple: vmap batches each item)."""
-        node = copy.deepcopy(self.fn.node)
+        node = copy_tree(self.fn.node)
         keep = [f"{MARK.format(j)}" for j in range(len(self.sites))]
         for j, (k, var, _) in reversed(list(enumerate(self.sites))):
             node.body.insert(k + 1, parsed_at(f"{keep[j]} = {var}", node.body[k]))
@@ -101,7 +101,7 @@ class NamedSites:
     def marked(self) -> Function:
         """The body taking the saved values as extra parameters (after its own), each saved
         `checkpoint_name` call renamed to a mark that `substitute` finds in its vjp."""
-        node = copy.deepcopy(self.fn.node)
+        node = copy_tree(self.fn.node)
         for j, (k, _, _) in enumerate(self.sites):
             node.body[k].value.args[1] = gast.Constant(value=MARK.format(j), kind=None)
             node.args.args.append(gast.Name(id=MARK.format(j), ctx=gast.Param(),
@@ -113,7 +113,7 @@ def substitute(vjp: Function, count: int) -> Function:
     """`vjp` (of `NamedSites.marked`) with each marked `checkpoint_name` call replaced by
     the saved value it marks, and the code only those calls needed removed."""
     from .reverse import drop_dead_code
-    node = copy.deepcopy(vjp.node)
+    node = copy_tree(vjp.node)
     marks = {MARK.format(j) for j in range(count)}
 
     class Replace(gast.NodeTransformer):
@@ -136,11 +136,11 @@ def substitute(vjp: Function, count: int) -> Function:
     # the named operand (`tanh_pre` of `act = checkpoint_name(tanh_pre, ...)`), assigned
     # once, is the saved value too: an adjoint reading it reads the saved value instead
     stores = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
             stores[sub.id] = stores.get(sub.id, 0) + 1
     same = {v: m for v, m in replace.operands.items() if stores.get(v) == 1}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load) and sub.id in same:
             sub.id = same[sub.id]
     return drop_dead_code(vjp.replace(node=node))
@@ -175,14 +175,14 @@ def _names_saved_in(obj, saves, checkpoint_name, depth: int = 4):
     checkpointed or custom-rule callee decides for itself)."""
     from codegen.backends import is_user_function
 
-    from .frontend import parse
+    from .frontend import parse_callee
     if depth <= 0 or not is_user_function(obj):
         return None
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except Exception:       # noqa: BLE001 (no source to read: nothing named there)
         return None
-    for sub in gast.walk(fn.node):
+    for sub in walk(fn.node):
         if not isinstance(sub, gast.Call):
             continue
         target = resolve(fn, sub.func, None)

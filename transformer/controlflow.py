@@ -17,13 +17,13 @@ with constants; the returned value goes through one variable (`retval`).
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import gast
 
 from .function import Function
 from .names import Namer
+from .nodes import copy_tree, walk
 from .syntax import assign, const, located, name
 
 
@@ -38,7 +38,7 @@ class _Loop:
 def lower_exits(fn: Function) -> Function:
     if not _has_early_exit(fn.node):
         return fn
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     lowering = _Lowering(Namer.for_function(fn), tuple_arity(node))
     body, _ = lowering.block(node.body, None)
     if lowering.returns:
@@ -50,10 +50,10 @@ def lower_exits(fn: Function) -> Function:
 
 
 def _has_early_exit(node) -> bool:
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, (gast.Break, gast.Continue)):
             return True
-    returns = [s for s in gast.walk(node) if isinstance(s, gast.Return)]
+    returns = [s for s in walk(node) if isinstance(s, gast.Return)]
     return len(returns) > 1 or (returns and node.body[-1] is not returns[0])
 
 
@@ -75,7 +75,7 @@ def _tuple_literals(node) -> dict:
     assigned one by the statement just before (ANF writes `result = (a, b); return result`:
     nothing runs in between that could rebind `a` or `b`)."""
     found = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         for block in (getattr(sub, f, None) for f in ("body", "orelse", "finalbody")):
             if not isinstance(block, list):
                 continue
@@ -97,7 +97,7 @@ def tuple_arity(node) -> tuple[int | None, dict]:
     """(n, items) when every `return` returns a tuple of n items: each item then goes
     through its own variable, so the result stays a tuple that the reverse pass follows
     item by item (a helper's `return i + 1, x` in two branches); else (None, {})."""
-    returns = [s for s in gast.walk(node) if isinstance(s, gast.Return)]
+    returns = [s for s in walk(node) if isinstance(s, gast.Return)]
     items = _tuple_literals(node)
     sizes = {len(items[id(r)]) if id(r) in items else None for r in returns}
     if len(sizes) != 1 or None in sizes:
@@ -123,7 +123,7 @@ class _Lowering:
         if not self.items:
             return [assign(self.retval, stmt.value)]
         elts = self.returned_items[id(stmt)]
-        return [assign(v, copy.deepcopy(elt)) for v, elt in zip(self.items, elts)]
+        return [assign(v, copy_tree(elt)) for v, elt in zip(self.items, elts)]
 
     def block(self, stmts, loop: _Loop | None):
         """(lowered statements, whether they may exit early)."""

@@ -24,6 +24,7 @@ import gast
 from .defaults import default_node, take_defaults
 from .function import signature as function_signature
 from .names import Namer
+from .nodes import walk
 from .syntax import name
 
 _KIND = inspect.Parameter
@@ -90,7 +91,7 @@ def _forwarding_call(node, varargs, varkw, origin, fn) -> tuple[int, set]:
     before them, and the keywords they name: the same in every such call, or refused
     (the wrapped function's parameters the forwarded ones fill must be decidable)."""
     shapes = set()
-    for call in gast.walk(node):
+    for call in walk(node):
         if not isinstance(call, gast.Call):
             continue
         stars = [i for i, a in enumerate(call.args) if isinstance(a, gast.Starred)
@@ -182,7 +183,7 @@ def _wrapped_parameters(fn, star, origin, parse) -> tuple[list, tuple]:
 def _check_only_forwarded(node, varargs, varkw, origin, fn) -> None:
     """Refuse any use of `args` / `kwargs` other than `f(*args, **kwargs)`."""
     forwarded = set()
-    for call in gast.walk(node):
+    for call in walk(node):
         if not isinstance(call, gast.Call):
             continue
         for arg in call.args:
@@ -191,7 +192,7 @@ def _check_only_forwarded(node, varargs, varkw, origin, fn) -> None:
         for keyword in call.keywords:
             if keyword.arg is None and _is_name(keyword.value, varkw):
                 forwarded.add(id(keyword.value))
-    for sub in gast.walk(gast.Module(body=node.body, type_ignores=[])):
+    for sub in walk(gast.Module(body=node.body, type_ignores=[])):
         if isinstance(sub, gast.Name) and sub.id in (varargs, varkw) and \
                 id(sub) not in forwarded:
             raise origin.error(sub, f"this decorator wrapper uses {sub.id!r} other than to "
@@ -222,7 +223,7 @@ def _arguments(params, kinds, where, namer, env) -> gast.arguments:
 
 
 def _expand_calls(node, varargs, varkw, by_position, by_keyword) -> None:
-    for call in gast.walk(node):
+    for call in walk(node):
         if not isinstance(call, gast.Call):
             continue
         args = []

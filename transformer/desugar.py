@@ -16,7 +16,6 @@ Invariant of the output (on top of the frontend's):
 """
 from __future__ import annotations
 
-import copy
 import types
 
 import gast
@@ -26,6 +25,7 @@ import numpy as np
 from . import pyforms
 from .function import Function, resolve
 from .names import Namer, assigned_names
+from .nodes import copy_tree, walk
 from .runtime import update_in_place
 from .specialize import fold_constants
 from .syntax import as_load, assign, call, const, located, name, store, subscript
@@ -58,7 +58,7 @@ def methods_to_functions(fn: Function) -> Function:
     """Only the method/property rewrite (what `jit` needs for Numba's missing forms)."""
     fn = python_forms(fn)
     env, namer = dict(fn.env), Namer.for_function(fn)
-    node = _Methods(fn, env, namer).visit(copy.deepcopy(fn.node))
+    node = _Methods(fn, env, namer).visit(copy_tree(fn.node))
     return fn.replace(node=node, env=env)
 
 
@@ -72,7 +72,7 @@ def python_forms(fn: Function) -> Function:
 def desugar(fn: Function) -> Function:
     fn = fold_constants(python_forms(fn))
     env, namer = dict(fn.env), Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     node = _Methods(fn, env, namer).visit(node)
     node = _Statements(fn, env, namer, shared_names(fn, node)).visit(node)
     return fn.replace(node=node, env=env)
@@ -100,7 +100,7 @@ def shared_names(fn: Function, node) -> set:
         sources = view_sources(fn, value)
         if targets and sources:
             shared.update(targets | sources)
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Assign):
             for target in sub.targets:
                 link(target, sub.value)
@@ -211,8 +211,8 @@ class _Statements(gast.NodeTransformer):
             return node
         parts, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
-            parts.append(gast.Compare(left=copy.deepcopy(left), ops=[op],
-                                      comparators=[copy.deepcopy(right)]))
+            parts.append(gast.Compare(left=copy_tree(left), ops=[op],
+                                      comparators=[copy_tree(right)]))
             left = right
         return located(gast.BoolOp(op=gast.And(), values=parts), node)
 

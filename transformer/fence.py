@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 import gast
 
+from .nodes import walk
+
 class Construct(NamedTuple):
     """A refused construct: its name as the subject of the message, and what to write."""
     name: str
@@ -89,10 +91,10 @@ def check_supported(fn) -> None:
     if args.vararg is not None or args.kwarg is not None:
         refuse(fn, args.vararg or args.kwarg, STAR_PARAMETERS)
     # `f(*t)` is expanded by transformer.pyforms when t's length is known before the run
-    call_stars = {id(a) for node in gast.walk(fn.node) if isinstance(node, gast.Call)
+    call_stars = {id(a) for node in walk(fn.node) if isinstance(node, gast.Call)
                   for a in node.args if isinstance(a, gast.Starred)}
     for stmt in fn.node.body:
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if id(node) in call_stars:
                 continue
             construct = refused_construct(node)

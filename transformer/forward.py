@@ -54,6 +54,7 @@ from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .function_arguments import refuse_parameter_call
 from .names import Namer, assigned_names
+from .nodes import copy_tree, walk
 from .primitives import registry
 from .runtime import tapes
 from .syntax import assign, call, const, located, name, store, subscript
@@ -127,15 +128,15 @@ def callee_function(value) -> Function | None:
     """The Function a called object stands for, if secant can differentiate through it."""
     from codegen.backends import is_user_function
 
-    from .frontend import parse
+    from .frontend import parse_callee
     if isinstance(value, Function):
         return value
     if hasattr(value, "__secant_function__"):
         return value.__secant_function__()
     if hasattr(value, "py_func") and inspect.isfunction(value.py_func):
-        return parse(value)
+        return parse_callee(value)
     if is_user_function(value):
-        return parse(value)
+        return parse_callee(value)
     return None
 
 
@@ -324,7 +325,7 @@ class _Forward:
         """A loop body sees only what holds on every iteration: names it assigns (or,
         through aliases, writes in place) are not known zero there."""
         if _inplace_targets(stmt.body) or any(_scatter_target(self.fn, s) is not None
-                                              for s in gast.walk(stmt)):
+                                              for s in walk(stmt)):
             self.zero.clear()
         self.zero -= assigned_names(stmt)
         start = set(self.zero)
@@ -355,14 +356,14 @@ class _Forward:
         if not (isinstance(values, gast.Name) and values.id in self.active):
             return [stmt]
         self.zero.clear()
-        tangent_args = [copy.deepcopy(a) for a in args]
+        tangent_args = [copy_tree(a) for a in args]
         tangent_args[target_at] = name(self.d(target.id))
         tangent_args[value_at] = name(self.d(values.id))
         if function is runtime.scatter_add:
             self.env["accumulated"] = helper_rules.accumulated
             tangent = assign(store(self.d(target.id)), call("accumulated", *tangent_args))
         else:
-            tangent = gast.Expr(value=gast.Call(func=copy.deepcopy(stmt.value.func),
+            tangent = gast.Expr(value=gast.Call(func=copy_tree(stmt.value.func),
                                                 args=tangent_args, keywords=[]))
         return [stmt] + self.tangent_block(stmt, [tangent])
 
@@ -454,7 +455,7 @@ class _Forward:
         if _is_update(self.fn, value):
             # `z += v` on an array another name holds: the tangent is updated in place too
             update = self.helper("update_tangent", runtime.update_tangent)
-            return [assign(store(dt), call(update, copy.deepcopy(value.args[0]),
+            return [assign(store(dt), call(update, copy_tree(value.args[0]),
                                            name(self.d(value.args[0].id)),
                                            self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
@@ -486,10 +487,10 @@ class _Forward:
 
     def structural_tangent(self, value) -> gast.Call:
         slots = STRUCTURAL[resolve(self.fn, value.func, None)]
-        args = [self.tangent_atom(a) if i in slots else copy.deepcopy(a)
+        args = [self.tangent_atom(a) if i in slots else copy_tree(a)
                 for i, a in enumerate(value.args)]
-        return gast.Call(func=copy.deepcopy(value.func), args=args,
-                         keywords=copy.deepcopy(value.keywords))
+        return gast.Call(func=copy_tree(value.func), args=args,
+                         keywords=copy_tree(value.keywords))
 
     def tangent_atom(self, atom):
         """The tangent of an atom: its tangent variable, or zeros for an inactive one."""
@@ -501,7 +502,7 @@ class _Forward:
         parts = [self.tangent_atom(e) for e in
                  (value.values if isinstance(value, gast.Dict) else value.elts)]
         if isinstance(value, gast.Dict):
-            return gast.Dict(keys=copy.deepcopy(value.keys), values=parts)
+            return gast.Dict(keys=copy_tree(value.keys), values=parts)
         return type(value)(elts=parts, ctx=gast.Load())
 
     def helper(self, label: str, obj) -> str:
@@ -510,7 +511,7 @@ class _Forward:
 
     def zeros_expr(self, atom):
         self.env["zeros_like"] = runtime.zeros_like
-        return call("zeros_like", copy.deepcopy(atom))
+        return call("zeros_like", copy_tree(atom))
 
     def differentiable_callee(self, value):
         """For a call to a user function (or custom_jvp): the object called, else None."""
@@ -567,7 +568,7 @@ class _Forward:
         index = target.slice
         try:
             stmts, env = templates.expand_tangent(
-                "setitem", [name(base), copy.deepcopy(index), stmt.value], {}, name(base),
+                "setitem", [name(base), copy_tree(index), stmt.value], {}, name(base),
                 self.tangent_of, self.d(base))
         except templates.MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc)) from None
@@ -630,13 +631,13 @@ def _is_zeros(stmt, env) -> bool:
 
 
 def _read_names(value) -> set[str]:
-    return {n.id for n in gast.walk(value) if isinstance(n, gast.Name)}
+    return {n.id for n in walk(value) if isinstance(n, gast.Name)}
 
 
 def _inplace_targets(stmts) -> set[str]:
     found = set()
     for stmt in stmts:
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
                     and isinstance(node.targets[0].value, gast.Name):
                 found.add(node.targets[0].value.id)
@@ -669,7 +670,7 @@ def _call_parts(value):
 
 
 def _index_value(index):
-    return copy.deepcopy(index)
+    return copy_tree(index)
 
 
 def _bind(fn: Function, stmt, callee: Function, value: gast.Call) -> dict:

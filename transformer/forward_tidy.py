@@ -13,6 +13,8 @@ import gast
 
 from codegen.emit import annotate, comment_of
 
+from .nodes import walk
+
 
 def drop_unread(node: gast.FunctionDef, tangents: set[str],
                 effects: frozenset = frozenset()) -> None:
@@ -21,7 +23,7 @@ def drop_unread(node: gast.FunctionDef, tangents: set[str],
     An assignment from a call of one of `effects` stays: the call writes in place into a
     tangent array another name holds (`update_tangent`), whatever its result."""
     while True:
-        read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+        read = {n.id for n in walk(node) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Load)}
         dead = tangents - read
         removed = _remove_assignments(node, dead, tangents, effects)
@@ -37,7 +39,7 @@ def _writes_in_place(stmt, effects) -> bool:
 
 def _remove_assignments(node, dead: set[str], tangents: set[str], effects) -> bool:
     removed = False
-    for parent in gast.walk(node):
+    for parent in walk(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], gast.stmt):
@@ -58,7 +60,7 @@ def _overwritten(target: str, following) -> bool:
     """Whether the next statement of the block touching `target` assigns it afresh (the
     zeros given to a tangent before a straight-line update replaces them)."""
     for stmt in following:
-        names = [n for n in gast.walk(stmt) if isinstance(n, gast.Name) and n.id == target]
+        names = [n for n in walk(stmt) if isinstance(n, gast.Name) and n.id == target]
         if not names and not isinstance(stmt, (gast.Break, gast.Continue, gast.Return)):
             continue
         return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \

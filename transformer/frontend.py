@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import functools
 import inspect
 import sys
@@ -30,13 +29,14 @@ from .checkpoint_for import lower_checkpoint_loops
 from .defaults import take_defaults
 from .errors import TransformError
 from .fence import check_supported
-from .function import Function, Origin
+from .function import Function, Origin, source_lines
 from .function_arguments import bind_function_arguments
 from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
-from .names import Namer, assigned_names, free_names, loaded_names
+from .names import Namer, free_names, stored_and_loaded
+from .nodes import copy_tree, walk
 from .syntax import shift_positions
 
 # wrappers that return exactly what the function under them returns
@@ -90,8 +90,7 @@ def parse(fn) -> Function:
     try:
         if fn.__code__.co_filename == "<string>":   # exec'd: every such string shares the
             raise OSError("exec'd code keeps no source")   # name, so linecache may lie
-        # through the code object: getsourcelines(fn) would follow `__wrapped__`
-        lines, first = inspect.getsourcelines(fn.__code__)
+        lines, first = source_lines(fn)     # fn's own, not its `__wrapped__`'s
     except (OSError, TypeError) as exc:
         raise TransformError(
             f"cannot read the source of {fn.__qualname__} ({exc})",
@@ -101,7 +100,7 @@ def parse(fn) -> Function:
     origin = Origin(filename, _origin_name(fn), first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
-    namer = Namer(assigned_names(node) | loaded_names(node))
+    namer = Namer(set().union(*stored_and_loaded(node)))
     bindings = freshness.Bindings()
     forwarded = decorated.forward_parameters(fn, node, origin, namer, parse) \
         if decorated.is_decorated(fn) else None
@@ -184,7 +183,7 @@ def _function_node(fn, lines, first, origin) -> gast.FunctionDef:
     code_name = fn.__code__.co_name
     if code_name == "<lambda>":
         return _lambda_node(fn, module, origin)
-    for node in gast.walk(module):
+    for node in walk(module):
         if isinstance(node, gast.FunctionDef) and node.name == code_name:
             return node
         if isinstance(node, gast.AsyncFunctionDef) and node.name == code_name:
@@ -216,7 +215,7 @@ def _common_indent(text: str) -> int:
 
 
 def _lambda_node(fn, module, origin) -> gast.FunctionDef:
-    lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)]
+    lambdas = [n for n in walk(module) if isinstance(n, gast.Lambda)]
     lineno, col = _code_position(fn.__code__)
     chosen = [lam for lam in lambdas
               if _contains(lam.body, lineno, col)] or lambdas
@@ -269,7 +268,7 @@ def _same_code(lambdas, code) -> list:
 
     found = []
     for lam in lambdas:
-        tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Expression(copy.deepcopy(lam))))
+        tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Expression(copy_tree(lam))))
         compiled = compile(tree, "<lambda>", "eval")
         inner = [c for c in compiled.co_consts if isinstance(c, types.CodeType)]
         if inner and signature(inner[0]) == signature(code):
@@ -303,7 +302,7 @@ def _resolve_env(fn, node, origin, extra: dict, bindings: freshness.Bindings) ->
             env[name] = getattr(builtins, name)
             bindings.read_name(fn.__globals__, name, freshness.missing())
         else:
-            use = next(n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == name)
+            use = next(n for n in walk(node) if isinstance(n, gast.Name) and n.id == name)
             raise origin.error(use, f"name {name!r} is not defined",
                                hint="define it before transforming the function")
     _read_through_modules(node, env, bindings)
@@ -312,7 +311,7 @@ def _resolve_env(fn, node, origin, extra: dict, bindings: freshness.Bindings) ->
 
 def _read_through_modules(node, env, bindings: freshness.Bindings) -> None:
     """Record `cfg.SCALE`, `pkg.cfg.SCALE`, ... read through a user's module."""
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if not isinstance(sub, gast.Attribute):
             continue
         base = _module_of(sub.value, env)

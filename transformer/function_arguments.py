@@ -28,6 +28,7 @@ from .errors import TransformError
 from .function import Function, resolve_in, signature
 from .library_functions import is_library_primitive
 from .names import Namer, assigned_names
+from .nodes import walk
 from .primitives import registry
 from .specialize import specialize
 
@@ -41,7 +42,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
     reads a callee (the frontend's, passed in: the frontend calls this)."""
     env = dict(env)
     local = assigned_names(node)             # the parameters among them
-    for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
+    for call in [n for n in walk(node) if isinstance(n, gast.Call)]:
         target = _value(call.func, env, local)
         if not is_user_function(target):
             continue

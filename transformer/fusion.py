@@ -19,7 +19,6 @@ original expression. Anything else is left as it was.
 """
 from __future__ import annotations
 
-import copy
 import sys
 
 import gast
@@ -27,6 +26,7 @@ import numpy as np
 
 from .function import Function, hashable, resolve
 from .names import Namer
+from .nodes import copy_tree, walk
 from .runtime import fused, vector_math
 
 _BINARY = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*"}
@@ -42,7 +42,7 @@ def fuse_elementwise(fn: Function, vector_form) -> Function:
     """`fn` with its elementwise chains as calls of fused kernels (see the module doc);
     `vector_form(target, call)` is None for a call that must keep its own form."""
     fuser = _Fuser(fn, vector_form)
-    node = fuser.visit(copy.deepcopy(fn.node))     # `fn` stays as it was: other backends
+    node = fuser.visit(copy_tree(fn.node))     # `fn` stays as it was: other backends
     return fn.replace(node=node, env=fuser.env) if fuser.changed else fn    # lower it too
 
 
@@ -51,7 +51,7 @@ class _Fuser(gast.NodeTransformer):
         self.fn, self.env = fn, dict(fn.env)
         self.vector_form = vector_form
         self.namer = Namer.for_function(fn)
-        self.local = set(fn.params) | {n.id for n in gast.walk(fn.node)
+        self.local = set(fn.params) | {n.id for n in walk(fn.node)
                                        if isinstance(n, gast.Name)
                                        and isinstance(n.ctx, gast.Store)}
         self.changed = False

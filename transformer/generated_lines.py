@@ -19,10 +19,10 @@ Anything else (no header, several candidates, a file that cannot be read) gives 
 from __future__ import annotations
 
 import ast
-import copy
 import linecache
 import re
 
+from .nodes import copy_tree, walk
 from .random_sites import origin_function
 
 _SITE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
@@ -37,7 +37,7 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
         return None
     filename, function = found
     checked = {(m["file"], int(m["line"]), int(m["col"]) - 1)
-               for node in ast.walk(statement) if isinstance(node, ast.Constant)
+               for node in walk(statement) if isinstance(node, ast.Constant)
                and isinstance(node.value, str) and (m := _SITE.match(node.value))
                and m["file"] == filename}
     if len(checked) == 1:
@@ -60,13 +60,13 @@ def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
         tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
         return None
-    at = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
+    at = [s for s in walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
           and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
     if at:
         return at[-1]
     # a loop's header (Numba types the variables a loop carries there): the loop without
     # its body, compared as such in `user_site`
-    loops = [_header(s) for s in ast.walk(tree)
+    loops = [_header(s) for s in walk(tree)
              if isinstance(s, (ast.For, ast.While)) and s.lineno == lineno]
     return loops[-1] if loops else None
 
@@ -81,15 +81,15 @@ def _header(loop):
 def _equal(function: ast.FunctionDef, node: ast.AST, kind: type) -> list:
     wanted = ast.dump(node)
     if isinstance(node, (ast.For, ast.While)) and not node.body:      # a loop's header
-        return [n for n in ast.walk(function) if isinstance(n, type(node))
+        return [n for n in walk(function) if isinstance(n, type(node))
                 and ast.dump(_header(n)) == wanted]
-    return [n for n in ast.walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]
+    return [n for n in walk(function) if isinstance(n, kind) and ast.dump(n) == wanted]
 
 
 def _equal_renamed(function: ast.FunctionDef, value: ast.expr) -> list:
     """The expressions of `function` that are `value` with its names renamed one to one."""
     wanted = _renamed(value)
-    return [n for n in ast.walk(function) if isinstance(n, type(value))
+    return [n for n in walk(function) if isinstance(n, type(value))
             and _renamed(n) == wanted]
 
 
@@ -116,4 +116,4 @@ def _renamed(node: ast.AST) -> str:
     class Rename(ast.NodeTransformer):
         def visit_Name(self, name):
             return ast.Name(id=order.setdefault(name.id, f"_{len(order)}"), ctx=ast.Load())
-    return ast.dump(Rename().visit(Collapse().visit(copy.deepcopy(node))))
+    return ast.dump(Rename().visit(Collapse().visit(copy_tree(node))))

@@ -21,7 +21,6 @@ and result_shape_dtypes are values bound outside the transformed function.
 """
 from __future__ import annotations
 
-import copy
 import os
 import warnings
 
@@ -34,6 +33,7 @@ from . import callbacks, debug
 from .errors import TransformError
 from .function import Function, resolve
 from .names import Namer
+from .nodes import copy_tree, walk
 from .runtime import host
 from .runtime.host import HostSite, host_call
 from .syntax import assign, call, const, located, name, store, subscript
@@ -51,14 +51,14 @@ _OPTIONS = ("vmap_method", "ordered")
 def lower_host_calls(fn: Function, backend: str) -> Function:
     """`fn` with its host calls lowered for `backend` ("cpu" or "python")."""
     if not any(isinstance(n, gast.Call) and resolve(fn, n.func, None) in _KINDS
-               for n in gast.walk(fn.node) if _resolvable(n)):
+               for n in walk(fn.node) if _resolvable(n)):
         return fn
     # Numba cannot disk-cache object-mode code nor its callers; it says so once per
     # function, which is expected here and no news to the user.
     warnings.filterwarnings("ignore", ".*Cannot cache compiled function .* dynamic globals",
                             numba.NumbaWarning)
     lowering = _Lowering(fn, backend)
-    node = lowering.visit(copy.deepcopy(fn.node))
+    node = lowering.visit(copy_tree(fn.node))
     return fn.replace(node=node, env=lowering.env)
 
 
@@ -237,7 +237,7 @@ def reaches_host(obj, depth: int = 6) -> bool:
     `debug.callback`, `debug.print`), through user functions and custom rules' `fwd` up to
     `depth` calls deep. Reverse mode keeps a looped custom_vjp's residuals only for such
     rules, so the callback runs once per evaluation; False when unsure (source unread)."""
-    from .frontend import parse
+    from .frontend import parse_callee
     if obj in _KINDS:
         return True
     if depth <= 0 or not callable(obj):
@@ -247,8 +247,8 @@ def reaches_host(obj, depth: int = 6) -> bool:
     if inner:
         return any(reaches_host(f, depth - 1) for f in inner)
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except (TransformError, SyntaxError, OSError, TypeError):   # no source: not followed
         return False
     return any(reaches_host(resolve(fn, node.func, None), depth - 1)
-               for node in gast.walk(fn.node) if _resolvable(node))
+               for node in walk(fn.node) if _resolvable(node))

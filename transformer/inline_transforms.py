@@ -32,6 +32,7 @@ from codegen.backends import is_library_module, is_user_function
 from .errors import TransformError
 from .function import resolve_in
 from .names import Namer
+from .nodes import walk
 
 _PACKAGE = __name__.rpartition(".")[0]
 # the transformations that return a callable, by defining module and name
@@ -51,7 +52,7 @@ def bind_callees(node: gast.FunctionDef, env: dict, origin, namer: Namer) -> dic
     """Rewrite, in place, each call of an inline transformation or of a helper reached
     through a user's module in `node` to call a fresh name; the env with those names."""
     env = dict(env)
-    for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
+    for call in [n for n in walk(node) if isinstance(n, gast.Call)]:
         transform = _transform_of(call.func, env)
         if transform is not None and transform.__name__ in _PULLBACKS:
             raise origin.error(call, f"{transform.__name__} inside a transformed function is "

@@ -14,6 +14,8 @@ import tokenize
 
 import gast
 
+from .nodes import walk
+
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -92,7 +94,7 @@ def _parsed(lines: list, start: tuple, end: tuple):
     if not isinstance(statement, gast.Expr) or not isinstance(statement.value, gast.Lambda):
         return None
     if line0 == 1 and col0 == 0:     # no room for the parenthesis before it: one column
-        for node in gast.walk(statement):
+        for node in walk(statement):
             if getattr(node, "lineno", None) == 1 and hasattr(node, "col_offset"):
                 node.col_offset -= 1
                 if getattr(node, "end_lineno", None) == 1:

@@ -18,7 +18,6 @@ unchanged. Anything not lowerable raises a located TransformError.
 from __future__ import annotations
 
 import builtins
-import copy
 import inspect
 
 import gast
@@ -27,6 +26,7 @@ import numpy as np
 from . import lax
 from .local_functions import defined_name, definition, instance, module_function
 from .names import assigned_names
+from .nodes import copy_tree, walk
 from .syntax import (
     assign,
     call,
@@ -59,7 +59,7 @@ def lower_lax_calls(node, fn, origin, namer):
 
 def _bindings(node, local: str) -> int:
     """How many times `local` is bound in `node` (assigned, or defined by a `def`)."""
-    return sum(1 for sub in gast.walk(node) if
+    return sum(1 for sub in walk(node) if
                isinstance(sub, gast.Name) and sub.id == local and
                isinstance(sub.ctx, gast.Store) or
                isinstance(sub, gast.FunctionDef) and sub.name == local)
@@ -71,9 +71,9 @@ def _unused_local(stmt, lowering, node) -> bool:
     local = next((k for k, v in lowering.defined.items() if v is stmt), None)
     if local is None or local not in lowering.inlined:
         return False
-    own = {id(sub) for sub in gast.walk(stmt)}
+    own = {id(sub) for sub in walk(stmt)}
     return not any(isinstance(sub, gast.Name) and sub.id == local and id(sub) not in own
-                   for sub in gast.walk(node))
+                   for sub in walk(node))
 
 
 _FOREIGN_TUPLE = ("a tuple carry or operand passed to a function called from a "
@@ -109,7 +109,7 @@ class _Lowering(gast.NodeTransformer):
         return hoisted + [stmt]
 
     def _has_lax(self, expr) -> bool:
-        return any(isinstance(n, gast.Call) and self._lax_name(n) for n in gast.walk(expr))
+        return any(isinstance(n, gast.Call) and self._lax_name(n) for n in walk(expr))
 
     # ------------------------------------------------------------ expressions
     def visit_IfExp(self, node):
@@ -187,7 +187,7 @@ class _Lowering(gast.NodeTransformer):
         return leaf
 
     def _at(self, new, old):
-        for sub in gast.walk(new):
+        for sub in walk(new):
             if "lineno" in getattr(sub, "_attributes", ()) and \
                     getattr(sub, "lineno", None) is None:
                 gast.copy_location(sub, old)
@@ -225,7 +225,7 @@ class _Lowering(gast.NodeTransformer):
             if local is None:
                 raise self.origin.error(where, _FOREIGN_TUPLE, _FOREIGN_TUPLE_HINT)
             return self._inline_definition(local, callee, args, out)
-        return self._at(call(copy.deepcopy(callee), *[self.value(a) for a in args]), where)
+        return self._at(call(copy_tree(callee), *[self.value(a) for a in args]), where)
 
     def _inline(self, lam, args, out):
         params = lam.args
@@ -239,7 +239,7 @@ class _Lowering(gast.NodeTransformer):
             raise self.origin.error(lam, f"this lambda takes {len(names)} arguments but the "
                                     f"lax call passes {len(args)}",
                                     "match the lambda's parameters to JAX's calling convention")
-        body = _Substitute(dict(zip(names, args)), self).visit(copy.deepcopy(lam.body))
+        body = _Substitute(dict(zip(names, args)), self).visit(copy_tree(lam.body))
         saved, self.pending = self.pending, []
         body = self.visit(body)
         out.extend(self.pending)
@@ -289,7 +289,7 @@ class _Lowering(gast.NodeTransformer):
         for param in local.params:
             if param in renames:        # rebound in the body, or left to its default
                 value = self.value(passed[param]) if param in passed else \
-                    copy.deepcopy(local.defaults[param])
+                    copy_tree(local.defaults[param])
                 out.append(self._at(assign(store(renames[param]), value), callee))
         substitute = _Substitute({p: passed[p] for p in kept}, self)
         self.depth += 1

@@ -20,12 +20,13 @@ for functions passed to lax calls, `transformer.pyforms` for direct calls).
 """
 from __future__ import annotations
 
-import copy
 import inspect
 from typing import NamedTuple
 
 import gast
 
+from .function import source_lines
+from .nodes import copy_tree, walk
 from .syntax import shift_positions
 
 _NESTED = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
@@ -100,7 +101,7 @@ def module_function(target, caller, origin, caller_locals) -> LocalFunction | No
     try:
         if inspect.getsourcefile(target) != origin.filename:
             return None
-        lines, first = inspect.getsourcelines(target.__code__)
+        lines, first = source_lines(target)
         module = gast.parse("".join(lines))
     except (OSError, TypeError, SyntaxError):
         return None
@@ -127,7 +128,7 @@ def _body(stmt, origin):
                            "`return <expression>`",
                            "end it with one `return` of the value it computes")
     for inner in statements[:-1]:
-        for sub in gast.walk(inner):
+        for sub in walk(inner):
             if isinstance(sub, gast.Return):
                 raise origin.error(sub, f"a `return` before the end of local function "
                                    f"{stmt.name!r}", "assign the value to a variable in "
@@ -150,8 +151,8 @@ def instance(local: LocalFunction, namer, kept=frozenset()):
         sorted(local.bound_in_body() - set(local.params))
     renames = {old: namer.fresh(old) for old in bound}
     rename = _Rename(renames)
-    statements = [rename.visit(copy.deepcopy(s)) for s in local.statements]
-    return renames, statements, rename.visit(copy.deepcopy(local.returned))
+    statements = [rename.visit(copy_tree(s)) for s in local.statements]
+    return renames, statements, rename.visit(copy_tree(local.returned))
 
 
 class _Rename(gast.NodeTransformer):
@@ -169,9 +170,9 @@ class _Rename(gast.NodeTransformer):
 def _stored(nodes) -> set:
     names = set()
     for stmt in nodes:
-        scoped = {id(n) for sub in gast.walk(stmt) if isinstance(sub, _SCOPES)
-                  for n in gast.walk(sub)}
-        names |= {sub.id for sub in gast.walk(stmt) if isinstance(sub, gast.Name) and
+        scoped = {id(n) for sub in walk(stmt) if isinstance(sub, _SCOPES)
+                  for n in walk(sub)}
+        names |= {sub.id for sub in walk(stmt) if isinstance(sub, gast.Name) and
                   isinstance(sub.ctx, gast.Store) and id(sub) not in scoped}
     return names
 
@@ -179,13 +180,13 @@ def _stored(nodes) -> set:
 def _reads(node) -> list:
     """Names `node` reads, in order, leaving out those a lambda or comprehension binds."""
     inner = set()
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, _SCOPES):
-            bound = {n.id for n in gast.walk(sub) if isinstance(n, gast.Name) and
+            bound = {n.id for n in walk(sub) if isinstance(n, gast.Name) and
                      isinstance(n.ctx, (gast.Store, gast.Param))}
-            inner |= {id(n) for n in gast.walk(sub) if isinstance(n, gast.Name) and
+            inner |= {id(n) for n in walk(sub) if isinstance(n, gast.Name) and
                       n.id in bound}
-    return [sub for sub in gast.walk(node) if isinstance(sub, gast.Name) and
+    return [sub for sub in walk(node) if isinstance(sub, gast.Name) and
             isinstance(sub.ctx, gast.Load) and id(sub) not in inner]
 
 

@@ -26,7 +26,6 @@ Anything else is left as it was.
 """
 from __future__ import annotations
 
-import copy
 import math
 import sys
 
@@ -36,6 +35,7 @@ import numpy as np
 from codegen import emit
 
 from . import einsum, random_sites, runtime
+from .nodes import copy_tree, walk
 from .runtime import batch_products, examples
 from .function import Function, hashable, resolve
 from .fusion import fuse_elementwise
@@ -65,7 +65,7 @@ _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
 def lower_for_numba(fn: Function) -> Function:
     fn = fuse_elementwise(fn, _vector_form)
     lowering = _Lowering(fn)
-    node = lowering.visit(copy.deepcopy(fn.node))
+    node = lowering.visit(copy_tree(fn.node))
     return fn.replace(node=node, env=lowering.env) if lowering.changed else fn
 
 
@@ -226,7 +226,7 @@ class _Lowering(gast.NodeTransformer):
                                        "the array's shape is", hint="pass axis=... naming "
                                        "the length-1 axes to remove")
         return self.call(runtime.squeeze_known, "squeeze_known",
-                         [source, copy.deepcopy(axis)], node)
+                         [source, copy_tree(axis)], node)
 
     # ------------------------------------------------------------ einsum
     def einsum(self, node, kind: str):
@@ -299,14 +299,14 @@ def _elements(node, count):
         return list(node.elts)
     if count is None:
         return None
-    return [gast.Subscript(value=copy.deepcopy(node), slice=gast.Constant(value=j, kind=None),
+    return [gast.Subscript(value=copy_tree(node), slice=gast.Constant(value=j, kind=None),
                            ctx=gast.Load()) for j in range(count)]
 
 
 def _assignments(node):
     """(name, value) for every binding of a name; value None where it is not a whole
     expression (a tuple element, a loop target, an augmented assignment)."""
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Assign):
             for target in sub.targets:
                 whole = isinstance(target, gast.Name)

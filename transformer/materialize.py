@@ -16,7 +16,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import hashlib
-import inspect
 import threading
 import types
 from typing import Any
@@ -29,10 +28,11 @@ from codegen.backends import Compiled, Options, fingerprint, is_library_module, 
 
 from . import bounds, captured_arrays, freshness, lowering, nan_checks
 from .bound_calls import bind_calls
-from .frontend import parse
+from .frontend import parse_callee
 from .host_calls import lower_host_calls
-from .function import Function
+from .function import Function, source_lines
 from .names import free_names
+from .nodes import walk
 
 _guard = threading.local()          # ids of the Functions this thread is compiling
 
@@ -86,6 +86,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     # Only the top function is parallel: a parallel helper nested inside a parallel
     # caller gains nothing and trips Numba's parfors passes.
     dependency_options = dataclasses.replace(options, parallel=False)
+    not_called_only = captured_arrays.not_called_only(node)
+    call_sites = _call_sites(node)
     for name in sorted(free_names(node)):
         value = fn.env[name]
         if isinstance(value, types.ModuleType):
@@ -97,9 +99,10 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             own.append(name)
             fingerprints.append(f"# takes {name}: {captured_arrays.describe(value)}")
             continue
-        freeze = hide and not captured_arrays.called_only(node, name)
+        freeze = hide and name in not_called_only
+        called_once = call_sites.get(name) == 1 and name not in not_called_only
         materialized, fingerprint_, hidden = _materialize(
-            value, _dependency_options(dependency_options, options, node, name), freeze)
+            value, _dependency_options(dependency_options, options, called_once), freeze)
         if hidden:
             callee_arrays[name] = hidden
         namespace[name] = materialized
@@ -115,13 +118,13 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     return text, namespace, hidden
 
 
-def _dependency_options(dependency: Options, options: Options, node, name: str) -> Options:
-    """`dependency`, inlined into `node` where that saves Numba a whole compile: on the cpu
-    backend, into a caller that is not parallel (an inlined `prange` would become parallel
-    there), for a callee called at exactly one place and never used as a value (inlining at
-    several places would make Numba compile its body once per place)."""
-    inline = (options.backend == "cpu" and not options.parallel
-              and _call_sites(node, name) == 1 and captured_arrays.called_only(node, name))
+def _dependency_options(dependency: Options, options: Options, called_once: bool) -> Options:
+    """`dependency`, inlined into its caller where that saves Numba a whole compile: on the
+    cpu backend, into a caller that is not parallel (an inlined `prange` would become
+    parallel there), for a callee `called_once` - called at exactly one place and never used
+    as a value (inlining at several places would make Numba compile its body once per
+    place)."""
+    inline = options.backend == "cpu" and not options.parallel and called_once
     return dataclasses.replace(dependency, inline=inline) if inline else dependency
 
 
@@ -131,12 +134,16 @@ def _inlinable_body(node) -> bool:
     refused = (gast.With, gast.Try, gast.Lambda, gast.Yield, gast.YieldFrom)
     return not any(isinstance(sub, refused) or
                    (isinstance(sub, gast.FunctionDef) and sub is not node)
-                   for sub in gast.walk(node))
+                   for sub in walk(node))
 
 
-def _call_sites(node, name: str) -> int:
-    return sum(1 for sub in gast.walk(node) if isinstance(sub, gast.Call)
-               and isinstance(sub.func, gast.Name) and sub.func.id == name)
+def _call_sites(node) -> dict[str, int]:
+    """Name -> how many calls in `node` call it by that name."""
+    counts: dict[str, int] = {}
+    for sub in walk(node):
+        if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
+            counts[sub.func.id] = counts.get(sub.func.id, 0) + 1
+    return counts
 
 
 def _module_reads(node, env) -> list[tuple[str, str]]:
@@ -147,7 +154,7 @@ def _module_reads(node, env) -> list[tuple[str, str]]:
     froze the value it read - unchanged.
     """
     reads = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if not isinstance(sub, gast.Attribute):
             continue
         module, path = _module_path(sub.value, env)
@@ -202,7 +209,7 @@ def _function_of(value) -> Function | None:
     if hasattr(value, "__secant_function__"):
         return value.__secant_function__()
     if is_user_function(value):
-        return parse(value)
+        return parse_callee(value)
     return None
 
 
@@ -224,7 +231,7 @@ def _feed_function(fn, digest, seen: set) -> None:
         return
     seen.add(id(fn))
     try:
-        digest.update(inspect.getsource(fn.__code__).encode())
+        digest.update("".join(source_lines(fn)[0]).encode())
     except (OSError, TypeError):
         digest.update(fn.__code__.co_code)
     for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):

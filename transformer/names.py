@@ -6,27 +6,38 @@ import re
 
 import gast
 
+from .nodes import walk
+
 
 def assigned_names(node) -> set[str]:
     """Every name stored anywhere under `node` (targets, loop variables, parameters,
     local functions `def h` inside it - not `node`'s own name)."""
-    found = set()
-    for sub in gast.walk(node):
-        if isinstance(sub, gast.FunctionDef) and sub is not node:
-            found.add(sub.name)
-        if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param, gast.Del)):
-            found.add(sub.id)
-    return found
+    return stored_and_loaded(node)[0]
 
 
 def loaded_names(node) -> set[str]:
-    return {sub.id for sub in gast.walk(node)
+    return {sub.id for sub in walk(node)
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)}
+
+
+def stored_and_loaded(node) -> tuple[set[str], set[str]]:
+    """(`assigned_names(node)`, `loaded_names(node)`), from one walk."""
+    stored, loaded = set(), set()
+    for sub in walk(node):
+        if isinstance(sub, gast.Name):
+            if isinstance(sub.ctx, gast.Load):
+                loaded.add(sub.id)
+            elif isinstance(sub.ctx, (gast.Store, gast.Param, gast.Del)):
+                stored.add(sub.id)
+        elif isinstance(sub, gast.FunctionDef) and sub is not node:
+            stored.add(sub.name)
+    return stored, loaded
 
 
 def free_names(fn_node: gast.FunctionDef) -> set[str]:
     """Names a function reads but never binds: they resolve in its environment."""
-    return loaded_names(fn_node) - assigned_names(fn_node)
+    stored, loaded = stored_and_loaded(fn_node)
+    return loaded - stored
 
 
 class Namer:
@@ -45,7 +56,7 @@ class Namer:
         own name: the emitted module defines `fn` under that name, so a helper bound to it
         (`random.normal` lowered inside a user `def normal`) would call `fn` itself."""
         own = {fn.node.name} if isinstance(fn.node, gast.FunctionDef) else set()
-        return cls(assigned_names(fn.node) | loaded_names(fn.node) | set(fn.env) | own)
+        return cls(set().union(*stored_and_loaded(fn.node), fn.env, own))
 
     def fresh(self, base: str) -> str:
         base = re.sub(r"\W", "_", base).strip("_") or "t"

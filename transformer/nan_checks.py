@@ -22,7 +22,6 @@ the statement it checks; nothing else changes, so without `debug_nans` nothing i
 """
 from __future__ import annotations
 
-import copy
 import math
 import os
 
@@ -32,6 +31,7 @@ from codegen.errors import TransformError
 
 from .function import Function, resolve
 from .names import Namer
+from .nodes import copy_tree, walk
 from .runtime.nans import finite_check, nan_check
 from .syntax import call, const, name
 
@@ -79,7 +79,7 @@ def wanted(debug_nans: bool | None) -> bool:
 def with_nan_checks(fn: Function) -> Function:
     """`fn` with a check after each statement that computes a value (module docstring)."""
     inserter = _Inserter(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     inserter.fn = fn.replace(node=node)
     node.body = inserter.block(node.body)
     return fn.replace(node=node, env=inserter.env) if inserter.inserted else fn
@@ -94,7 +94,7 @@ class _Inserter:
         self.intended = _names_holding_infinity(fn)
         self.reverse_from = _reverse_sweep_start(fn)
         self.reverse_mode = self.reverse_from is not None or \
-            any(getattr(s, ADJOINT, False) for s in gast.walk(fn.node))
+            any(getattr(s, ADJOINT, False) for s in walk(fn.node))
 
     # ------------------------------------------------------------ walking
     def block(self, stmts: list, reverse: bool = False) -> list:
@@ -200,8 +200,8 @@ def _reverse_sweep_start(fn: Function) -> int | None:
 
 def _read(target):
     """A Load of the stored expression `target`."""
-    read = copy.deepcopy(target)
-    for sub in gast.walk(read):
+    read = copy_tree(target)
+    for sub in walk(read):
         if hasattr(sub, "ctx") and isinstance(sub.ctx, gast.Store):
             sub.ctx = gast.Load()
     return read
@@ -228,7 +228,7 @@ def _names_holding_infinity(fn: Function) -> set[str]:
     changed = True
     while changed:
         changed = False
-        for stmt in gast.walk(fn.node):
+        for stmt in walk(fn.node):
             if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
                 continue
             if stmt.targets[0].id not in held and _infinity_value(fn, stmt.value, held):

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import tree_util
 from .function import Function, resolve
+from .nodes import walk
 from .recursion import user_calls
 
 # long double is float64 on some platforms, which Numba compiles
@@ -53,7 +54,7 @@ def refuse_numba_dtypes(fn: Function) -> None:
 
 
 def _visit(fn: Function, done: set) -> None:
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if isinstance(node, gast.Call):
             _refuse_in_call(fn, node)
     for _, code, callee in user_calls(fn):

@@ -6,12 +6,12 @@ the caller the write (vmap, CUDA threads) prepare the function with `updates_in_
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 
 from .function import Function
 from .names import Namer
+from .nodes import copy_tree
 from .runtime import update_in_place
 from .syntax import assign, call, name
 
@@ -26,7 +26,7 @@ def updates_in_place(fn: Function) -> Function:
                and isinstance(n.target, gast.Name) and n.target.id in params]
     if not updates:
         return fn
-    node, env = copy.deepcopy(fn.node), dict(fn.env)
+    node, env = copy_tree(fn.node), dict(fn.env)
     key = next((k for k, v in env.items() if v is update_in_place), None)
     if key is None:
         key = Namer.for_function(fn).fresh("update_in_place")

@@ -34,7 +34,6 @@ their location) before they raise, and so do the functions it calls in turn (`re
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 
@@ -45,6 +44,7 @@ import numpy as np
 from . import error_flags, index_checks
 from .bound_calls import compiled_callee
 from .function import Function, hashable, resolve
+from .nodes import copy_tree, walk
 from .runtime import vector_math
 
 _RECORDING = {
@@ -68,7 +68,7 @@ def record_in_flag(checker, node: gast.FunctionDef, flag: str) -> gast.FunctionD
     its parameter `flag` (site: `error_flags.site_number`) and passing it on."""
     plain = {checker.names[id(obj)]: rec for obj, rec in _RECORDING.items()
              if id(obj) in checker.names}
-    for call in [n for n in gast.walk(node) if isinstance(n, gast.Call)]:
+    for call in [n for n in walk(node) if isinstance(n, gast.Call)]:
         if isinstance(call.func, gast.Name) and call.func.id in plain:
             where = call.args[-1].value
             recording = plain[call.func.id]
@@ -110,14 +110,14 @@ def _statements(checker, body, plain) -> list:
 
 
 def _loop(checker, loop: gast.For, plain, before: list) -> list:
-    calls = [n for s in loop.body + loop.orelse for n in gast.walk(s)
+    calls = [n for s in loop.body + loop.orelse for n in walk(s)
              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id in plain]
     safe = _safe_callees(checker, loop, before)
     rerun = _rerun(checker, loop, safe)
     # a body that can run twice reruns its unfinished trips serially instead: its calls
     # stay as they are (a flag passed to a call in every trip costs W6 about 15%)
-    helpers = [] if rerun else [n for s in loop.body + loop.orelse for n in gast.walk(s)
+    helpers = [] if rerun else [n for s in loop.body + loop.orelse for n in walk(s)
                                 if isinstance(n, gast.Call) and _compiled(checker, n) is not None
                                 and id(checker.facts.callee(n)) not in safe]
     if not calls and not helpers:
@@ -140,7 +140,7 @@ def _loop(checker, loop: gast.For, plain, before: list) -> list:
         args=[_load(err), gast.Constant("\n".join(wheres), None)], keywords=[]))
     for stmt in (before, after):
         gast.copy_location(stmt, loop)
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             gast.copy_location(sub, loop)
     if rerun:
         return [before, *rerun[:2], after, *rerun[2:]]
@@ -157,7 +157,7 @@ def _rerun(checker, loop: gast.For, safe: set) -> list:
         return []
     calls_generated = any(_may_raise(checker.facts.callee(n))
                           and id(checker.facts.callee(n)) not in safe
-                          for s in loop.body for n in gast.walk(s))
+                          for s in loop.body for n in walk(s))
     if not calls_generated or not _idempotent(loop.body):
         return []
     done = checker.namer.fresh("trip_done")
@@ -179,7 +179,7 @@ def _rerun(checker, loop: gast.For, safe: set) -> list:
             value=_load(done), slice=_load(var), ctx=gast.Load())), body=body, orelse=[])],
         orelse=[], type_comment=None)
     for stmt in (before, mark, again):
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             gast.copy_location(sub, loop)
     return [before, loop, again]
 
@@ -214,7 +214,7 @@ def _safe_callees(checker, loop: gast.For, before: list) -> set:
         return set()
     var = loop.target.id
     safe, unsafe = set(), set()
-    for node in (n for s in loop.body for n in gast.walk(s) if isinstance(n, gast.Call)):
+    for node in (n for s in loop.body for n in walk(s) if isinstance(n, gast.Call)):
         callee = checker.facts.callee(node)
         if not _may_raise(callee):
             continue
@@ -227,7 +227,7 @@ def _safe_callees(checker, loop: gast.For, before: list) -> set:
 
 
 def _bound(statements) -> set:
-    return {n.id for s in statements for n in gast.walk(s)
+    return {n.id for s in statements for n in walk(s)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
@@ -239,11 +239,11 @@ def _ran_before(checker, call, callee, before: list, var: str, bound: set) -> bo
         if not isinstance(before[k], (gast.Assign, gast.Expr)):
             continue
         rebound = bound | _bound(before[k + 1:])
-        for early in gast.walk(before[k].value):
+        for early in walk(before[k].value):
             if isinstance(early, gast.Call) and checker.facts.callee(early) is callee \
                     and _same_but_index(checker, call, early, var) \
                     and not any(isinstance(n, gast.Name) and n.id in rebound - {var}
-                                for n in gast.walk(call) if n is not call.func):
+                                for n in walk(call) if n is not call.func):
                 return True
     return False
 
@@ -278,9 +278,9 @@ def _shape_only(fn: Function, depth: int) -> bool:
     """`fn` can raise only where its operands' shapes disagree (a broadcast, the truth of
     an array): it indexes nothing, divides nothing, and calls only elementwise functions
     that never raise and functions of this kind."""
-    called = {id(n) for c in gast.walk(fn.node) if isinstance(c, gast.Call)
-              for n in gast.walk(c.func)}
-    for node in gast.walk(fn.node):
+    called = {id(n) for c in walk(fn.node) if isinstance(c, gast.Call)
+              for n in walk(c.func)}
+    for node in walk(fn.node):
         if node is fn.node or id(node) in called:
             continue
         if not isinstance(node, _SHAPE_ONLY_NODES):
@@ -317,12 +317,12 @@ def _idempotent(body) -> bool:
             return False
     parts = [s.value for s in body] + [s.targets[0].slice for s in body
                                        if isinstance(s.targets[0], gast.Subscript)]
-    read = {n.id for p in parts for n in gast.walk(p) if isinstance(n, gast.Name)}
+    read = {n.id for p in parts for n in walk(p) if isinstance(n, gast.Name)}
     return not (written & read)
 
 
 def _copy(node):
-    return copy.deepcopy(node)
+    return copy_tree(node)
 
 
 def _store(name: str) -> gast.Name:

@@ -20,7 +20,6 @@ TransformError:
 from __future__ import annotations
 
 import ast
-import copy
 from typing import Callable
 
 import gast
@@ -32,6 +31,7 @@ from codegen.emit import expression_source
 from .function import Function, resolve
 from .local_functions import LocalFunction, definition, instance
 from .names import Namer
+from .nodes import copy_tree, walk
 from .star_helpers import inline_star_helpers
 from .syntax import (
     assign,
@@ -57,7 +57,7 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
     also receives the names an inlined forwarding helper (`transformer.star_helpers`)
     reads."""
     fn = fn.replace(env=env)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     literals = _literal_bindings(node)
     expand = _Comprehensions(fn, literals, numpy)
     node = expand.visit(node)
@@ -74,21 +74,24 @@ def _literal_bindings(fn_node) -> dict:
     """Name -> the Tuple/List/Dict literal it is bound to, for names bound exactly once (a
     top-level `t = (a, b)`), never a parameter and never reached through an attribute
     (`t.append(v)` would change its length)."""
+    bound = [stmt for stmt in fn_node.body if isinstance(stmt, gast.Assign) and
+             len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) and
+             isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict))]
+    if not bound:                           # most functions: no walk needed
+        return {}
     stores: dict = {}
-    for sub in gast.walk(fn_node):
+    attributes = set()
+    for sub in walk(fn_node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
             stores[sub.id] = stores.get(sub.id, 0) + 1
-    attributes = {sub.value.id for sub in gast.walk(fn_node)
-                  if isinstance(sub, gast.Attribute) and isinstance(sub.value, gast.Name)}
+        elif isinstance(sub, gast.Attribute) and isinstance(sub.value, gast.Name):
+            attributes.add(sub.value.id)
     found = {}
-    for stmt in fn_node.body:
-        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
-                isinstance(stmt.targets[0], gast.Name) and \
-                isinstance(stmt.value, (gast.Tuple, gast.List, gast.Dict)):
-            target = stmt.targets[0].id
-            if stores.get(target) == 1 and (target not in attributes or
-                                            isinstance(stmt.value, gast.Dict)):
-                found[target] = stmt.value
+    for stmt in bound:
+        target = stmt.targets[0].id
+        if stores.get(target) == 1 and (target not in attributes or
+                                        isinstance(stmt.value, gast.Dict)):
+            found[target] = stmt.value
     return found
 
 
@@ -97,9 +100,9 @@ def substitute(expr, mapping: dict):
     class _Sub(gast.NodeTransformer):
         def visit_Name(self, node):
             if isinstance(node.ctx, gast.Load) and node.id in mapping:
-                return copy.deepcopy(mapping[node.id])
+                return copy_tree(mapping[node.id])
             return node
-    return _Sub().visit(copy.deepcopy(expr))
+    return _Sub().visit(copy_tree(expr))
 
 
 def _static_int(fn, node):
@@ -132,7 +135,7 @@ class _Comprehensions(gast.NodeTransformer):
         if isinstance(expr, gast.Name) and expr.id in self.literals:
             literal = self.literals[expr.id]
             if isinstance(literal, gast.Dict):
-                return [copy.deepcopy(k) for k in literal.keys] \
+                return [copy_tree(k) for k in literal.keys] \
                     if all(isinstance(k, gast.Constant) for k in literal.keys) else None
             return [subscript(name(expr.id), const(k)) for k in range(len(literal.elts))]
         if isinstance(expr, gast.Name):
@@ -180,7 +183,7 @@ class _Comprehensions(gast.NodeTransformer):
                 if not isinstance(mapping, dict):
                     return None
                 keys = [const(k) for k in mapping]
-            values = [subscript(copy.deepcopy(base), copy.deepcopy(k)) for k in keys]
+            values = [subscript(copy_tree(base), copy_tree(k)) for k in keys]
         if any(k is None for k in keys):
             return None                              # `**other` inside the literal
         if method == "keys":
@@ -217,7 +220,7 @@ class _Comprehensions(gast.NodeTransformer):
         elif isinstance(target, (gast.Tuple, gast.List)):
             parts = item.elts if isinstance(item, gast.Tuple) and \
                 len(item.elts) == len(target.elts) else \
-                [subscript(copy.deepcopy(item), const(k)) for k in range(len(target.elts))]
+                [subscript(copy_tree(item), const(k)) for k in range(len(target.elts))]
             for sub, part in zip(target.elts, parts):
                 self.bind(sub, part, mapping)
         else:
@@ -227,7 +230,7 @@ class _Comprehensions(gast.NodeTransformer):
     def condition(self, expr, origin) -> bool:
         """The value of a comprehension's `if`, which must follow from the items alone."""
         if any(isinstance(sub, (gast.Name, gast.Call, gast.Attribute, gast.Subscript))
-               for sub in gast.walk(expr)):
+               for sub in walk(expr)):
             self.refuse(origin, "a comprehension condition that depends on array values is "
                         "not supported by secant", "test only the loop index (`if i % 2`), "
                         "or write a `for` loop with an `if`")
@@ -311,7 +314,7 @@ def _inline_local_functions(fn, node):
     hoister = _Hoister(fn, {k: v for k, v in locals_.items() if v.statements}, inliner,
                        Namer.for_function(fn.replace(node=node)))
     node.body = hoister.block(node.body)
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Lambda):
             raise fn.origin.error(sub, "a lambda that is not called where it is defined, nor "
                                   "bound to a name, is not supported by secant",
@@ -449,7 +452,7 @@ class _CallsBefore(gast.NodeTransformer):
         if not (isinstance(node.func, gast.Name) and node.func.id in self.hoister.locals):
             self.done.append(node)
             return node
-        own = {id(sub) for sub in gast.walk(node)}
+        own = {id(sub) for sub in walk(node)}
         reads = self.hoister.locals[node.func.id].free_names() | _names(node)
         earlier = [c for c in self.done if id(c) not in own and
                    _may_write(self.hoister.fn, c) and _names(c) & reads]
@@ -472,7 +475,7 @@ class _CallsBefore(gast.NodeTransformer):
 
 
 def _names(node) -> set:
-    return {sub.id for sub in gast.walk(node) if isinstance(sub, gast.Name)}
+    return {sub.id for sub in walk(node) if isinstance(sub, gast.Name)}
 
 
 def _may_write(fn: Function, call) -> bool:
@@ -504,9 +507,9 @@ def _split_local_dicts(node, namer: Namer) -> None:
                 all(isinstance(key, gast.Constant) and isinstance(key.value, (str, int))
                     for key in v.keys)}
     uses: dict = {}
-    parents = {id(child): parent for parent in gast.walk(node)
+    parents = {id(child): parent for parent in walk(node)
                for child in gast.iter_child_nodes(parent)}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and sub.id in literals and \
                 isinstance(sub.ctx, gast.Load):
             parent = parents.get(id(sub))

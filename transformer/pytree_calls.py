@@ -29,8 +29,8 @@ def user_helper(obj) -> Function | None:
         return obj
     if not is_user_function(obj):
         return None
-    from .frontend import parse
-    return parse(obj)
+    from .frontend import parse_callee
+    return parse_callee(obj)
 
 
 

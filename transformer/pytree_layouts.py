@@ -16,6 +16,7 @@ import optree
 from . import tree_util
 from .function import Function
 from .names import Namer
+from .nodes import walk
 from .syntax import const, name
 
 # ---------------------------------------------------------------- layouts
@@ -223,7 +224,7 @@ class FlatResult:
 
 
 def locate(node, where):
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if "lineno" in getattr(sub, "_attributes", ()):
             gast.copy_location(sub, where)
 

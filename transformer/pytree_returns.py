@@ -8,13 +8,13 @@ rebuilds them in Python (the other half of the pytree boundary in
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 
 import gast
 
 from .function import Function, resolve
+from .nodes import copy_tree, walk
 
 
 def returned_containers(fn: Function):
@@ -24,7 +24,7 @@ def returned_containers(fn: Function):
     at least one that is not a plain tuple. The new Function returns nested tuples in
     their place, which Numba can box, and `rebuild(result)` makes the containers again.
     (fn, None) otherwise."""
-    returns = [n for n in gast.walk(fn.node) if isinstance(n, gast.Return)]
+    returns = [n for n in walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
     shapes = {_shape(fn, r.value) for r in returns}
@@ -33,8 +33,8 @@ def returned_containers(fn: Function):
     shape = shapes.pop()
     if not _rebuilds(shape):
         return fn, None
-    node = copy.deepcopy(fn.node)
-    for r in (n for n in gast.walk(node) if isinstance(n, gast.Return)):
+    node = copy_tree(fn.node)
+    for r in (n for n in walk(node) if isinstance(n, gast.Return)):
         r.value = _as_tuples(r.value, shape)
     return fn.replace(node=node), functools.partial(_rebuild, shape)
 

@@ -28,7 +28,6 @@ TransformError. (Containers returned under jit: `pytree_returns.py`.)
 """
 from __future__ import annotations
 
-import copy
 from typing import Callable
 
 import gast
@@ -36,6 +35,7 @@ import gast
 from . import tree_util
 from .function import Function, resolve
 from .names import Namer
+from .nodes import copy_tree, walk
 from .pytree_calls import ContainerCalls
 from .pytree_layouts import (LEAF, NOT_CONSTANT, Flat, Key, Layout, Tree, all_leaves,
                              as_tuple, constant, constant_slice, layout_of, leaf_axes,
@@ -90,7 +90,7 @@ def flatten_parameters(fn: Function, layouts, tuples: bool = False,
         tree = leaf_names(p, layout, namer)
         env[p] = tree
         params.extend(names_in(tree))
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     flattener = _Flattener(fn, tuples, namer, active)
     node.body = flattener.statements(node.body, env, nested=False)
     node.args = gast.arguments(args=[name(p, gast.Param()) for p in params], posonlyargs=[],
@@ -163,7 +163,7 @@ class _Flattener(ContainerCalls):
         name would make its uses mean two things."""
         if isinstance(stmt, gast.Assign) and not nested:
             return
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store) and \
                     sub.id in env and not isinstance(stmt, gast.Assign):
                 raise self.error(sub, f"{sub.id!r} names a container argument and is bound "
@@ -172,7 +172,7 @@ class _Flattener(ContainerCalls):
     def forget_rebound(self, stmt, env, nested):
         """A container name assigned another value is no longer that container; inside a
         branch or a loop its meaning would depend on the path taken: refused."""
-        targets = [t for t in gast.walk(stmt) if isinstance(t, gast.Name) and
+        targets = [t for t in walk(stmt) if isinstance(t, gast.Name) and
                    isinstance(t.ctx, gast.Store) and t.id in env]
         for target in targets:
             if nested:
@@ -203,11 +203,11 @@ class _Flattener(ContainerCalls):
         names = [self.namer.fresh(f"{target.id}_{column[0]}") for column in columns]
         lines = [gast.copy_location(gast.Assign(
             targets=[name(n, gast.Store())], type_comment=None,
-            value=gast.Call(func=self.rewrite(copy.deepcopy(call.args[0]), env),
+            value=gast.Call(func=self.rewrite(copy_tree(call.args[0]), env),
                             args=[name(leaf) for leaf in column], keywords=[])), stmt)
             for n, column in zip(names, columns)]
         for line in lines:
-            for sub in gast.walk(line):
+            for sub in walk(line):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, stmt)
         env[target.id] = with_names(trees[0], iter(names))
@@ -226,7 +226,7 @@ class _Flattener(ContainerCalls):
             return [s for t, e in zip(target.elts, entry)
                     for s in self.bind_entry(t, e, env, nested, where)]
         value = const(entry.key) if isinstance(entry, Key) else name(entry)
-        assign = gast.Assign(targets=[copy.deepcopy(target)],
+        assign = gast.Assign(targets=[copy_tree(target)],
                              value=gast.copy_location(value, where), type_comment=None)
         return self.statement(gast.copy_location(assign, where), env, nested)
 
@@ -285,7 +285,7 @@ class _Flattener(ContainerCalls):
 
     def unroll(self, loop, entries, env, nested) -> list:
         """`for W, b in layers:` over a container: one copy of the body per entry."""
-        jumps = [n for stmt in loop.body for n in gast.walk(stmt)
+        jumps = [n for stmt in loop.body for n in walk(stmt)
                  if isinstance(n, (gast.Break, gast.Continue))]
         if jumps:
             raise self.error(jumps[0], "break and continue are not supported in a loop over "
@@ -294,11 +294,11 @@ class _Flattener(ContainerCalls):
         out = []
         for entry in entries:
             out.extend(self.bind_entry(loop.target, entry, env, nested, loop))
-            out.extend(self.statements(copy.deepcopy(loop.body), env, nested))
+            out.extend(self.statements(copy_tree(loop.body), env, nested))
         return out + self.statements(loop.orelse, env, nested)
 
     def refuse_uses(self, node, env):
-        for sub in gast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, gast.Name) and sub.id in env:
                 raise self.error(sub, f"container argument {sub.id!r} is used inside a "
                                  "nested function")

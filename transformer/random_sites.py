@@ -28,6 +28,8 @@ import gast
 
 from codegen.backends import ORIGIN_PREFIX
 
+from .nodes import walk
+
 _SAMPLER = re.compile(r"^random\.(\w+)\b")
 _ORIGIN = re.compile(re.escape(ORIGIN_PREFIX) + r"(?P<file>.+):(?P<line>\d+) \((?P<name>\w+)\)")
 
@@ -45,7 +47,7 @@ def user_site(generated: str, lineno: int, sampler: str) -> tuple[str, int, int]
     if found is None:
         return None
     filename, function = found
-    candidates = [call for call in ast.walk(function) if _callee(call) == sampler]
+    candidates = [call for call in walk(function) if _callee(call) == sampler]
     wanted = _generated_arguments(generated, lineno, sampler)
     same = [call for call in candidates if _arguments(call) == wanted]
     found = same if len(same) == 1 else candidates
@@ -72,7 +74,7 @@ def _function_at(filename: str, def_line: int, name: str):
         tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
         return None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name \
                 and def_line in [node.lineno] + [d.lineno for d in node.decorator_list]:
             return node
@@ -102,7 +104,7 @@ def _generated_arguments(generated: str, lineno: int, sampler: str) -> str | Non
     except (SyntaxError, ValueError):
         return None
     bound = re.compile(rf"^{re.escape(sampler)}(_\d+)?$")
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+    calls = [node for node in walk(tree) if isinstance(node, ast.Call)
              and getattr(node, "lineno", None) == lineno
              and isinstance(node.func, ast.Name) and bound.match(node.func.id)]
     return _arguments(calls[0]) if len(calls) == 1 else None

@@ -11,12 +11,12 @@ The rewrite changes no value: each read still reads the most recent binding.
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 
 from .function import Function
 from .names import Namer
+from .nodes import copy_tree, walk
 
 
 def split_rebound_names(fn: Function) -> Function:
@@ -24,10 +24,10 @@ def split_rebound_names(fn: Function) -> Function:
     if not candidates:
         return fn
     namer = Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     # each statement its own nodes: earlier passes may share one Name node between
     # statements (an unrolled loop's copies), and the renames below are in place
-    node.body = [copy.deepcopy(stmt) for stmt in node.body]
+    node.body = [copy_tree(stmt) for stmt in node.body]
     params = {a.id for a in fn.node.args.args + fn.node.args.kwonlyargs}
     current = {n: n for n in candidates}
     bound = {n for n in candidates if n in params}
@@ -52,7 +52,7 @@ def _straight_line_names(fn_node) -> set:
                 isinstance(stmt.targets[0], gast.Name):
             top[stmt.targets[0].id] = top.get(stmt.targets[0].id, 0) + 1
     everywhere = {}
-    for sub in gast.walk(fn_node):
+    for sub in walk(fn_node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Del)):
             everywhere[sub.id] = everywhere.get(sub.id, 0) + 1
     params = {a.id for a in fn_node.args.args + fn_node.args.kwonlyargs}
@@ -62,7 +62,7 @@ def _straight_line_names(fn_node) -> set:
 
 def _rename_loads(stmt, current: dict) -> None:
     """Point every read in `stmt` (its targets' subscripts included) at the current name."""
-    for sub in gast.walk(stmt):
+    for sub in walk(stmt):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load) and \
                 sub.id in current:
             sub.id = current[sub.id]

@@ -15,6 +15,7 @@ from codegen.backends import is_user_function
 
 from .errors import TransformError
 from .function import Function, resolve
+from .nodes import walk
 
 
 def refuse_recursion(fn: Function) -> None:
@@ -43,8 +44,8 @@ def _visit(fn: Function, stack: list, done: set) -> None:
 
 def user_calls(fn: Function):
     """(call node, callee Function) for each call of a user function in `fn`."""
-    from .frontend import parse
-    for node in gast.walk(fn.node):
+    from .frontend import parse_callee
+    for node in walk(fn.node):
         if not isinstance(node, gast.Call):
             continue
         target = resolve(fn, node.func, None)
@@ -53,6 +54,6 @@ def user_calls(fn: Function):
         if not is_user_function(target):
             continue
         try:
-            yield node, target, parse(target)
+            yield node, target, parse_callee(target)
         except TransformError:
             continue                      # no source: compiled as it is, not by secant

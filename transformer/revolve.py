@@ -23,6 +23,7 @@ from typing import Sequence
 import gast
 
 from .function import Function
+from .nodes import walk
 from .runtime.revolve import (ADVANCE, DONE, RESTORE, REVERSE, SAVE, revolve_actions,
                               revolve_next, revolve_start)
 from .syntax import parsed_at
@@ -60,19 +61,19 @@ def varied_carries(primal: Function, carries: int, positions: Sequence[int]) -> 
     params = primal.params
     varied = {params[p - 1] for p in positions if p >= 2}
     flows = []
-    for node in gast.walk(primal.node):
+    for node in walk(primal.node):
         if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
             value = node.iter if isinstance(node, gast.For) else node.value
-            written = {n.id for t in targets for n in gast.walk(t) if isinstance(n, gast.Name)}
-            read = {n.id for n in gast.walk(value) if isinstance(n, gast.Name)} if value \
+            written = {n.id for t in targets for n in walk(t) if isinstance(n, gast.Name)}
+            read = {n.id for n in walk(value) if isinstance(n, gast.Name)} if value \
                 else set()
             if isinstance(node, gast.AugAssign):
                 read |= written
             flows += [(w, read) for w in written]
         elif isinstance(node, gast.Return) and node.value is not None:
             parts = node.value.elts if isinstance(node.value, gast.Tuple) else [node.value]
-            flows += [(f"carry {j}", {n.id for n in gast.walk(e) if isinstance(n, gast.Name)})
+            flows += [(f"carry {j}", {n.id for n in walk(e) if isinstance(n, gast.Name)})
                       for j, e in enumerate(parts)]
     changed = True
     while changed:

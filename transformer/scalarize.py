@@ -31,7 +31,6 @@ the products left to right, which may round differently from BLAS in the last bi
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
@@ -41,6 +40,7 @@ from codegen import emit
 from .function import Function
 from .names import Namer
 from .anf import _OP_WORDS
+from .nodes import copy_tree, walk
 from .syntax import assign, const, located, name, subscript
 from .vector_shapes import (ALLOCATIONS, DOTS, NORMS, SUMS, Array, Scalar, Shapes,
                             is_elementwise, is_int, is_range, is_vector)
@@ -55,7 +55,9 @@ def scalarize(fn: Function, params: dict) -> Function:
     shapes = Shapes(fn, params)
     candidates = {v: s.last for v, s in shapes.of.items()
                   if is_vector(s) and v not in fn.params}
-    candidates = {v: k for v, k in candidates.items() if v not in _mutated(fn, shapes)}
+    if candidates:
+        mutated = _mutated(fn, shapes)
+        candidates = {v: k for v, k in candidates.items() if v not in mutated}
     while candidates:
         rewriter = _Rewriter(fn, shapes, candidates)
         body = rewriter.block(rewriter.node.body)
@@ -77,7 +79,7 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
     `v = x[i]` sees later writes to `x`, which a copy into scalars would not). Two
     parameters may be one array, so a written parameter makes every parameter written."""
     written, element_stores, links = set(), set(), []
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if _constant_index(node) is not None and isinstance(node.ctx, gast.Store):
             element_stores.add(node.value.id)        # v[0] = x: fine for a fresh vector
         elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) and \
@@ -108,7 +110,7 @@ def _mutated(fn: Function, shapes: Shapes) -> set:
 
 def _target_names(targets) -> set:
     """Every name bound by assignment targets (`a, b = ...` unpacks: each may alias)."""
-    return {n.id for t in targets for n in gast.walk(t)
+    return {n.id for t in targets for n in walk(t)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
@@ -161,7 +163,7 @@ class _Rewriter:
 
     def __init__(self, fn: Function, shapes: Shapes, candidates: dict):
         self.fn, self.shapes, self.candidates = fn, shapes, candidates
-        self.node = copy.deepcopy(fn.node)
+        self.node = copy_tree(fn.node)
         self.failed: set = set()
         self.env = dict(fn.env)
         self.namer = namer = Namer.for_function(fn)
@@ -213,7 +215,7 @@ class _Rewriter:
         if self.hoisted is None:
             raise _NotElementwise(node)
         if id(node) not in self.hoist_names:
-            value = _Reductions(self).visit(copy.deepcopy(node))
+            value = _Reductions(self).visit(copy_tree(node))
             self.hoist_names[id(node)] = self.namer.fresh(_label(node)[:24])
             self.hoisted.append(assign(self.hoist_names[id(node)], value))
         return self.hoist_names[id(node)]
@@ -287,7 +289,7 @@ class _Rewriter:
             return None
         out = []
         for c, element in enumerate(elements):
-            index = gast.Tuple(elts=copy.deepcopy(items) + [const(c)], ctx=gast.Load())
+            index = gast.Tuple(elts=copy_tree(items) + [const(c)], ctx=gast.Load())
             target = subscript(name(buf.id), index, gast.Store())
             new = assign(target, element) if op is None \
                 else gast.AugAssign(target=target, op=op, value=element)
@@ -314,7 +316,7 @@ class _Rewriter:
 
     def check(self, node) -> None:
         """Every candidate still named in `node` is used in a way left as an array."""
-        self.failed |= {n.id for n in gast.walk(node)
+        self.failed |= {n.id for n in walk(node)
                         if isinstance(n, gast.Name) and n.id in self.candidates}
 
     # ------------------------------------------------------------------ expressions
@@ -323,7 +325,7 @@ class _Rewriter:
         shape = self.shapes.expr(node)
         if isinstance(shape, Scalar):
             if _simple(node, self.shapes):
-                return copy.deepcopy(node)
+                return copy_tree(node)
             return name(self.hoist(node))
         if not is_vector(shape, k):
             raise _NotElementwise(node)
@@ -342,7 +344,7 @@ class _Rewriter:
         if not isinstance(node.value, gast.Name) or \
                 not all(_simple(i, self.shapes) for i in items):
             raise _NotElementwise(node)
-        index = gast.Tuple(elts=copy.deepcopy(items) + [const(c)], ctx=gast.Load())
+        index = gast.Tuple(elts=copy_tree(items) + [const(c)], ctx=gast.Load())
         return subscript(name(node.value.id), index)
 
     def _element_BinOp(self, node, c, k):
@@ -365,7 +367,7 @@ class _Rewriter:
         if node.keywords:
             raise _NotElementwise(node)
         if is_elementwise(target):
-            return gast.Call(func=copy.deepcopy(node.func), keywords=[],
+            return gast.Call(func=copy_tree(node.func), keywords=[],
                              args=[self.element(a, c, k) for a in node.args])
         if target is known["unbroadcast"] and len(node.args) == 2:
             return self.element(node.args[0], c, k)
@@ -382,11 +384,11 @@ class _Rewriter:
         if target is known["cast_like"] and len(node.args) == 2:
             like = node.args[1]
             like = self.element(like, c, k) if is_vector(self.shapes.expr(like)) else like
-            return gast.Call(func=copy.deepcopy(node.func), keywords=[],
-                             args=[self.element(node.args[0], c, k), copy.deepcopy(like)])
+            return gast.Call(func=copy_tree(node.func), keywords=[],
+                             args=[self.element(node.args[0], c, k), copy_tree(like)])
         if target in (known["zeros_like"], known["float_zeros"]) and node.args:
-            rest = copy.deepcopy(node.args[1:])
-            return gast.Call(func=copy.deepcopy(node.func), keywords=[],
+            rest = copy_tree(node.args[1:])
+            return gast.Call(func=copy_tree(node.func), keywords=[],
                              args=[self.element(node.args[0], c, k)] + rest)
         raise _NotElementwise(node)
 
@@ -443,7 +445,7 @@ class _Reductions(gast.NodeTransformer):
             vectors = self._vectors(args[0])
             if vectors is not None:
                 from_zero = shapes.expr(args[0]).dtype == "other"
-                return gast.Call(func=copy.deepcopy(node.func), keywords=[],
+                return gast.Call(func=copy_tree(node.func), keywords=[],
                                  args=[_total(vectors[0], from_zero), self.visit(args[1])])
         return None
 
@@ -556,7 +558,7 @@ def _keep_comment(stmt, out: list) -> list:
 
 
 def _reads(node) -> set:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, gast.Name)}
 
 
 def _dot(left: list, right: list):

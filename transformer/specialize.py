@@ -18,13 +18,13 @@ is a Constant, but `while True`.
 """
 from __future__ import annotations
 
-import copy
 import operator
 
 import gast
 
 from .function import Function
 from .names import assigned_names, loaded_names
+from .nodes import copy_tree, walk
 from .syntax import assign, const, store
 
 _LITERALS = (bool, int, float, complex, str, type(None))
@@ -46,7 +46,7 @@ def is_literal(value) -> bool:
 
 
 def specialize(fn: Function, values: dict) -> Function:
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     env = dict(fn.env)
     args = node.args
     _drop_params(args, set(values))
@@ -83,7 +83,7 @@ def fold_constants(fn: Function) -> Function:
     is gone (Python raises UnboundLocalError at that read): such a function is kept as
     written.
     """
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     bound = assigned_names(node)
     frozen = {key: value for key, value in fn.env.items()
               if key not in bound and type(value) in _LITERALS}
@@ -127,9 +127,9 @@ class _StaticTests:
 
     def value(self, expr, known: dict):
         """`expr` folded to a Constant if the known names make it one, else as it was."""
-        folded = _Substituted({**self.frozen, **known}).visit(copy.deepcopy(expr))
+        folded = _Substituted({**self.frozen, **known}).visit(copy_tree(expr))
         if isinstance(folded, gast.Constant) or \
-                not any(getattr(sub, "secant_substituted", False) for sub in gast.walk(folded)):
+                not any(getattr(sub, "secant_substituted", False) for sub in walk(folded)):
             return folded
         return expr                   # a known name feeds a value that is not constant
 

@@ -11,14 +11,14 @@ left alone and is refused with the fence's message where it is parsed.
 from __future__ import annotations
 
 import builtins
-import copy
 import inspect
 import textwrap
 
 import gast
 
 from .function import Function, resolve
-from .names import assigned_names, loaded_names
+from .names import loaded_names, stored_and_loaded
+from .nodes import copy_tree, walk
 
 _MISSING = object()
 _LIBRARIES = {"numpy", "scipy", "math", "numba", "transformer", "codegen", "jax"}
@@ -29,7 +29,7 @@ def inline_star_helpers(fn: Function, node, env: dict, instantiate) -> object:
     expressions read are added to `env`. `instantiate(expr, mapping)` is `expr` with its
     parameters replaced by the mapped expressions and star-arguments over tuple literals
     expanded."""
-    taken = assigned_names(node) | loaded_names(node) | set(env)
+    taken = set().union(*stored_and_loaded(node), env)
 
     class _Inline(gast.NodeTransformer):
         depth = 0
@@ -59,7 +59,7 @@ def inline_star_helpers(fn: Function, node, env: dict, instantiate) -> object:
             mapping = dict(zip(params, call.args))
             mapping[rest] = gast.Tuple(elts=list(call.args[len(params):]), ctx=gast.Load())
             inlined = instantiate(body, mapping)
-            for sub in gast.walk(inlined):
+            for sub in walk(inlined):
                 if "lineno" in getattr(sub, "_attributes", ()):
                     gast.copy_location(sub, call)       # errors point at the call
             self.depth += 1
@@ -94,4 +94,4 @@ def _forwarding_helper(obj):
     if fdef.decorator_list or len(body) != 1 or not isinstance(body[0], gast.Return) or \
             body[0].value is None or fdef.args.posonlyargs:
         return None
-    return [a.id for a in fdef.args.args], fdef.args.vararg.id, copy.deepcopy(body[0].value)
+    return [a.id for a in fdef.args.args], fdef.args.vararg.id, copy_tree(body[0].value)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gast
 
+from .nodes import copy_tree, walk
+
 
 def name(id_: str, ctx=None) -> gast.Name:
     return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
@@ -44,17 +46,15 @@ def subscript(value, index, ctx=None) -> gast.Subscript:
 
 def as_load(node):
     """A copy of a target expression usable as a value."""
-    import copy
-    node = copy.deepcopy(node)
-    for sub in gast.walk(node):
+    node = copy_tree(node)
+    for sub in walk(node):
         if hasattr(sub, "ctx"):
             sub.ctx = gast.Load()
     return node
 
 
 def as_store(node):
-    import copy
-    node = copy.deepcopy(node)
+    node = copy_tree(node)
     node.ctx = gast.Store()
     return node
 
@@ -67,7 +67,7 @@ def parsed_at(text: str, old):
     """The first statement of `text`, every node of it placed at `old`'s position (code
     secant writes for a user's function reports errors at that function's line)."""
     node = gast.parse(text).body[0]
-    for sub in gast.walk(node):
+    for sub in walk(node):
         for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
             if hasattr(sub, attr):
                 setattr(sub, attr, None)
@@ -77,7 +77,7 @@ def parsed_at(text: str, old):
 def shift_positions(tree, line_offset: int, col_offset: int = 0) -> None:
     """Move every node of `tree` down `line_offset` lines and right `col_offset` columns:
     source parsed on its own, placed where it stands in the user's file."""
-    for node in gast.walk(tree):
+    for node in walk(tree):
         if getattr(node, "lineno", None) is not None:
             node.lineno += line_offset
             if getattr(node, "end_lineno", None) is not None:
@@ -90,7 +90,7 @@ def shift_positions(tree, line_offset: int, col_offset: int = 0) -> None:
 
 def located(new, old):
     """Give `new` and its descendants without a position the source position of `old`."""
-    for sub in gast.walk(new):
+    for sub in walk(new):
         if "lineno" in getattr(sub, "_attributes", ()) and getattr(sub, "lineno", None) is None:
             gast.copy_location(sub, old)
     return new

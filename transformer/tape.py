@@ -48,6 +48,7 @@ import numpy as np
 
 from . import runtime
 from .function import resolve_in
+from .nodes import walk
 from .runtime.tapes import (  # noqa: F401  (re-exported: passes name them tape.<name>)
     MIN_CAPACITY, check_not_shared, check_not_view, check_shape, exact_tape, float_tape,
     items_buffer, own_value, pop_items, push, push_items, range_last, reserve, shape_of,
@@ -93,7 +94,7 @@ class Facts:
 
 
 def operand_names(value) -> list[str]:
-    return [n.id for n in gast.walk(value) if isinstance(n, gast.Name)
+    return [n.id for n in walk(value) if isinstance(n, gast.Name)
             and isinstance(n.ctx, gast.Load)]
 
 
@@ -275,7 +276,7 @@ def _nearest(block, index, var):
 
 def _summarize(block, index, var, reads, after, skipped, covered) -> None:
     loop = block[index]
-    defs = [s for s in gast.walk(loop) if isinstance(s, (gast.Assign, gast.For))
+    defs = [s for s in walk(loop) if isinstance(s, (gast.Assign, gast.For))
             and var in _targets(s)]
     if any(not isinstance(d, gast.Assign) for d in defs) or var in _region_reads([loop], reads):
         return
@@ -290,7 +291,7 @@ def _summarize(block, index, var, reads, after, skipped, covered) -> None:
     if not getattr(first, "secant_late_restore", False) and var not in reads(first) and \
             var not in _region_reads(block[start + 1:index], reads):
         skipped.add((var, id(first)))
-    covered.update((var, id(s)) for s in gast.walk(loop) if isinstance(s, gast.For))
+    covered.update((var, id(s)) for s in walk(loop) if isinstance(s, gast.For))
 
 
 def _targets(stmt) -> set:
@@ -301,11 +302,11 @@ def _targets(stmt) -> set:
 
 
 def _assigned(stmt) -> set:
-    return {n for s in gast.walk(stmt) if isinstance(s, gast.stmt) for n in _targets(s)}
+    return {n for s in walk(stmt) if isinstance(s, gast.stmt) for n in _targets(s)}
 
 
 def _region_reads(stmts, reads) -> set:
-    return {n for stmt in stmts for s in gast.walk(stmt) if isinstance(s, gast.stmt)
+    return {n for stmt in stmts for s in walk(stmt) if isinstance(s, gast.stmt)
             for n in reads(s)}
 
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import inspect
 import textwrap
 import threading
@@ -60,6 +59,8 @@ import gast
 
 from transformer import runtime
 from transformer.primitives import registry
+
+from .nodes import copy_tree, walk
 
 __all__ = [
     "MissingRule",
@@ -164,7 +165,7 @@ def _parse_template(source, has_result: bool) -> tuple:
     if callable(source):
         source = inspect.getsource(source)
     fdef = gast.parse(textwrap.dedent(source)).body[0]
-    for node in gast.walk(fdef):    # emitted code takes the user's line, not the rule's
+    for node in walk(fdef):    # emitted code takes the user's line, not the rule's
         for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
             if hasattr(node, attr):
                 setattr(node, attr, None)
@@ -276,17 +277,17 @@ def _call(func: str, *args):
 def _as_value(node):
     """A bound index as an expression: slices outside a subscript become slice() calls."""
     if isinstance(node, gast.Slice):
-        parts = [copy.deepcopy(p) if p is not None else _const(None)
+        parts = [copy_tree(p) if p is not None else _const(None)
                  for p in (node.lower, node.upper, node.step)]
         return _call("slice", *parts)
     if isinstance(node, gast.Tuple):
         return gast.Tuple(elts=[_as_value(e) for e in node.elts], ctx=gast.Load())
-    return copy.deepcopy(node)
+    return copy_tree(node)
 
 
 def _store(node):
-    node = copy.deepcopy(node)
-    for sub in gast.walk(node):
+    node = copy_tree(node)
+    for sub in walk(node):
         if hasattr(sub, "ctx"):
             sub.ctx = gast.Load()
     node.ctx = gast.Store()
@@ -303,7 +304,7 @@ def _is_d(node):
 
 def _first_name(nodes):
     for node in nodes:
-        for sub in gast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, gast.Name):
                 return sub.id
     return None
@@ -403,12 +404,12 @@ class _Expansion:
         return d
 
     def expr(self, node):
-        return _Substitute(self).visit(copy.deepcopy(node))
+        return _Substitute(self).visit(copy_tree(node))
 
     def index(self, node):
         """A subscript's index: a bound index stays a slice rather than a slice() call."""
         if isinstance(node, gast.Name) and node.id in self.binding:
-            return copy.deepcopy(self.binding[node.id])
+            return copy_tree(self.binding[node.id])
         return self.expr(node)
 
     # -- statements
@@ -424,7 +425,7 @@ class _Expansion:
             except _InactiveRead:
                 targets = stmt.targets if isinstance(stmt, gast.Assign) else []
                 for target in targets:
-                    for sub in gast.walk(target):
+                    for sub in walk(target):
                         if isinstance(sub, gast.Name):
                             self.dropped_temps.add(sub.id)
         return out
@@ -447,8 +448,8 @@ class _Expansion:
         return out
 
     def temp_target(self, target):
-        target = copy.deepcopy(target)
-        for sub in gast.walk(target):
+        target = copy_tree(target)
+        for sub in walk(target):
             if isinstance(sub, gast.Name):
                 self.temps.setdefault(sub.id, self.fresh(sub.id))
                 self.dropped_temps.discard(sub.id)
@@ -503,13 +504,13 @@ def _prune_unused_temps(stmts, temps):
     for stmt in reversed(stmts):
         if isinstance(stmt, gast.Assign) and all(
                 isinstance(s, gast.Name) and s.id in temps
-                for t in stmt.targets for s in gast.walk(t) if isinstance(s, gast.Name)):
-            names = {s.id for t in stmt.targets for s in gast.walk(t)
+                for t in stmt.targets for s in walk(t) if isinstance(s, gast.Name)):
+            names = {s.id for t in stmt.targets for s in walk(t)
                      if isinstance(s, gast.Name)}
             if not names & live:
                 continue
         kept.append(stmt)
-        live |= {s.id for s in gast.walk(stmt) if isinstance(s, gast.Name)
+        live |= {s.id for s in walk(stmt) if isinstance(s, gast.Name)
                  and isinstance(s.ctx, gast.Load)}
     return kept[::-1]
 
@@ -528,7 +529,7 @@ def _write_target(x: _Expansion, node):
 
 
 def _subscript(name, index, ctx):
-    return gast.Subscript(value=copy.deepcopy(name), slice=copy.deepcopy(index), ctx=ctx)
+    return gast.Subscript(value=copy_tree(name), slice=copy_tree(index), ctx=ctx)
 
 
 def _check_call(key, call_args, call_keywords) -> None:
@@ -567,7 +568,7 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
             value = x.expr(stmt.value)
             if index is None:
                 return [gast.Assign(targets=[_store(d)], type_comment=None, value=gast.BinOp(
-                    left=copy.deepcopy(d), op=stmt.op, right=value))]
+                    left=copy_tree(d), op=stmt.op, right=value))]
             old = _subscript(d, index, gast.Load())
             return [gast.Assign(targets=[_subscript(d, index, gast.Store())], type_comment=None,
                                 value=gast.BinOp(left=old, op=stmt.op, right=value))]
@@ -592,7 +593,7 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
 
 
 def _used_env(stmts, env):
-    names = {n.id for s in stmts for n in gast.walk(s) if isinstance(n, gast.Name)}
+    names = {n.id for s in stmts for n in walk(s) if isinstance(n, gast.Name)}
     return {k: v for k, v in env.items() if k in names}
 
 
@@ -645,13 +646,13 @@ def expand_tangent(key, call_args: list[gast.expr], call_keywords: dict[str, gas
         d = x.derivative(primal)
         out = []
         if d is None:
-            out.append(gast.Assign(targets=[copy.deepcopy(target)], value=x.zeros(primal),
+            out.append(gast.Assign(targets=[copy_tree(target)], value=x.zeros(primal),
                                    type_comment=None))
             d = _name(result_tangent)
         out.append(gast.Assign(targets=[_subscript(d, index, gast.Store())],
                                value=x.expr(value), type_comment=None))
         if d.id != result_tangent:
-            out.append(gast.Assign(targets=[copy.deepcopy(target)], value=d, type_comment=None))
+            out.append(gast.Assign(targets=[copy_tree(target)], value=d, type_comment=None))
         return out
 
     stmts = x.expand(template.body, statement)

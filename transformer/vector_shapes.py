@@ -31,6 +31,7 @@ import numpy as np
 
 from . import runtime
 from .function import Function, resolve
+from .nodes import walk
 from .primitives import registry
 
 MAX_LENGTH = 4   # longest trailing axis recorded in a specialization
@@ -389,7 +390,7 @@ def _reduction(node, args, target):
 
 def _definitions(node, shapes: Shapes):
     """(name, value) for every binding of a name: an expression, or a fixed class."""
-    for stmt in gast.walk(node):
+    for stmt in walk(node):
         if isinstance(stmt, gast.Assign):
             for target in stmt.targets:
                 if isinstance(target, gast.Name):
@@ -416,6 +417,6 @@ def _definitions(node, shapes: Shapes):
 
 def _unknown_names(node):
     nodes = node if isinstance(node, list) else [node]
-    for sub in (sub for n in nodes if n is not None for sub in gast.walk(n)):
+    for sub in (sub for n in nodes if n is not None for sub in walk(n)):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Del, gast.Param)):
             yield sub.id, UNKNOWN

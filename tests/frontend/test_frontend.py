@@ -1,4 +1,6 @@
 """Frontend: source of every kind of callable in, a Function with resolved names out."""
+import functools
+import inspect
 import math
 import sys
 
@@ -10,6 +12,7 @@ from codegen import backends
 from transformer import TransformError, jit
 from transformer import materialize
 from transformer.frontend import parse
+from transformer.function import source_lines
 
 PYTHON = backends.Options(backend="python")
 
@@ -144,3 +147,27 @@ def test_undefined_name_is_located():
 
 def uses_undefined(x):
     return undefined_thing + x  # noqa: F821
+
+
+def _wrapping(fn):
+    @functools.wraps(fn)                  # sets __wrapped__: inspect would follow it
+    def wrapper(x):
+        return 2.0 * fn(x)
+    return wrapper
+
+
+@_wrapping
+def _doubled(x):
+    return x + 1.0
+
+
+def _closure(k):
+    return lambda x: k * x
+
+
+@pytest.mark.parametrize("fn", [_doubled, _closure(3.0), programs.pair_sum],
+                         ids=["decorated", "closure", "other-module"])
+def test_source_lines_are_a_functions_own_as_inspect_reads_them_from_its_code(fn):
+    assert source_lines(fn) == inspect.getsourcelines(fn.__code__)
+    text = "".join(source_lines(fn)[0])
+    assert ("def wrapper" in text) == (fn is _doubled) and "def _doubled" not in text

@@ -4,7 +4,6 @@ their `out_axes` (identity batches expanded first).
 """
 from __future__ import annotations
 
-import copy
 import math
 import types
 
@@ -17,6 +16,7 @@ from ..basis import basis_size
 from ..errors import TransformError
 from ..function import Function
 from ..names import Namer
+from ..nodes import copy_tree
 from ..rules import batching as rules
 from ..syntax import assign, call, const, name, store, subscript
 from .analysis import Analysis
@@ -117,7 +117,7 @@ class _Emitter:
         return body
 
     def function(self, body: list) -> Function:
-        node = copy.deepcopy(self.fn.node)
+        node = copy_tree(self.fn.node)
         node.name = self.namer.fresh(f"{self.fn.name}_vmap")
         node.body = body
         identity = "" if self.spec.identity is None else \

@@ -8,13 +8,13 @@ runs both branches for one example.
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numba
 
 from ..function import Function, resolve
 from ..names import Namer
+from ..nodes import copy_tree, walk
 from ..rules import batching as rules
 from ..syntax import assign, call, const, name, store, subscript
 from .analysis import _axis_name_of, _collective_kind
@@ -38,7 +38,7 @@ class _Looper(_Emitter):
                 _reads_index(self.fn, self.spec.axis_name):
             self.index = self.namer.fresh("batch_index")
         elif _uses_collectives(self.fn, self.spec.axis_name):
-            node = next(n for n in gast.walk(self.fn.node) if isinstance(n, gast.Call) and
+            node = next(n for n in walk(self.fn.node) if isinstance(n, gast.Call) and
                         _collective_kind(resolve(self.fn, n.func, None)) is not None)
             raise self.fn.origin.error(
                 node, f"vmap of {self.fn.name} needs the loop strategy ({self.reason}), "
@@ -75,7 +75,7 @@ class _Looper(_Emitter):
     def refuse_what_rules_refuse(self) -> None:
         """A call whose batching rule refuses it (a pure_callback without vmap_method)
         is refused in the loop too, located; nothing is emitted while asking."""
-        for node in gast.walk(self.fn.node):
+        for node in walk(self.fn.node):
             key = resolve(self.fn, node.func, None) if isinstance(node, gast.Call) else None
             if key is None or key not in rules.ASKED_IN_LOOPS:
                 continue
@@ -103,7 +103,7 @@ class _Looper(_Emitter):
                 else:
                     args.append(value)
         if self.index is not None:
-            keywords.append(gast.keyword(arg=self.index, value=copy.deepcopy(b)))
+            keywords.append(gast.keyword(arg=self.index, value=copy_tree(b)))
         return gast.Call(func=name(example), args=args, keywords=keywords)
 
     def example_arguments(self, param: str, axes, b) -> list:
@@ -114,7 +114,7 @@ class _Looper(_Emitter):
             for key, leaf in self.leaves[param]:
                 value = subscript(name(param), const(key))
                 leaf_axes = axes.get(key) if isinstance(axes, dict) else axes
-                out.append((leaf, subscript(value, copy.deepcopy(b))
+                out.append((leaf, subscript(value, copy_tree(b))
                             if leaf_axes is not None else value))
             return out
         value = name(param)
@@ -148,13 +148,13 @@ class _Looper(_Emitter):
             body.append(assign(store(result), self.helper(rules.batch_empty, self.size, part,
                                                           const(True))))
             body.append(assign(gast.Subscript(value=name(result), slice=const(0),
-                                              ctx=gast.Store()), copy.deepcopy(part)))
+                                              ctx=gast.Store()), copy_tree(part)))
             results[path] = result
         return results
 
     def store(self, results: dict, out: str, b, step: list) -> None:
         for path, result in results.items():
-            step.append(assign(gast.Subscript(value=name(result), slice=copy.deepcopy(b),
+            step.append(assign(gast.Subscript(value=name(result), slice=copy_tree(b),
                                               ctx=gast.Store()), self.part(out, path)))
 
     def collect(self, results: dict, structure: dict, first: str, out_axes, path=(),
@@ -211,11 +211,11 @@ def _paths(flags, out_axes, top=False) -> list:
 
 def _flatten_example(fn: Function):
     """(example Function, {param: [(key, leaf parameter)]}, {result key: position})."""
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     namer = Namer.for_function(fn)
     leaves = {}
     for param in _container_params(node):
-        keys = sorted({sub.slice.value for sub in gast.walk(node)
+        keys = sorted({sub.slice.value for sub in walk(node)
                        if _is_constant_read(sub, param)}, key=repr)
         leaves[param] = [(key, namer.fresh(f"{param}_{key}")) for key in keys]
     _read_leaves(node, {p: dict(pairs) for p, pairs in leaves.items()})
@@ -239,10 +239,10 @@ def _container_params(node) -> list:
         {a.id for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
     out = []
     for param in [a.id for a in positional + args.kwonlyargs]:
-        reads = [sub.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
-        uses = [n for n in gast.walk(gast.Module(body=node.body, type_ignores=[]))
+        reads = [sub.value for sub in walk(node) if _is_constant_read(sub, param)]
+        uses = [n for n in walk(gast.Module(body=node.body, type_ignores=[]))
                 if isinstance(n, gast.Name) and n.id == param]
-        keys = [sub.slice.value for sub in gast.walk(node) if _is_constant_read(sub, param)]
+        keys = [sub.slice.value for sub in walk(node) if _is_constant_read(sub, param)]
         if reads and len(reads) == len(uses) and param not in with_default and \
                 all(isinstance(k, str) for k in keys):
             out.append(param)
@@ -250,7 +250,7 @@ def _container_params(node) -> list:
 
 
 def _read_leaves(node, leaves: dict) -> None:
-    for sub in gast.walk(node):
+    for sub in walk(node):
         for field, value in gast.iter_fields(sub):
             if isinstance(value, list):
                 for i, item in enumerate(value):
@@ -284,10 +284,10 @@ def _dict_results_as_tuples(node) -> dict:
     """Rewrite `r = {k: v, ...}; return r` into a tuple when every return is such a dict
     with the same keys; the keys' positions, or {} when nothing was rewritten."""
     bound = {}
-    for stmt in gast.walk(node):
+    for stmt in walk(node):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
             bound.setdefault(stmt.targets[0].id, []).append(stmt)
-    returns = [n for n in gast.walk(node) if isinstance(n, gast.Return)]
+    returns = [n for n in walk(node) if isinstance(n, gast.Return)]
     literals = []
     for r in returns:
         stmts = bound.get(r.value.id, []) if isinstance(r.value, gast.Name) else []
@@ -308,7 +308,7 @@ def _uses_collectives(fn: Function, axis_name, only=None) -> bool:
     """Whether `fn` calls a collective over `axis_name` (with `only`: only those kinds)."""
     if axis_name is None:
         return False
-    kinds = {_collective_kind(resolve(fn, n.func, None)) for n in gast.walk(fn.node)
+    kinds = {_collective_kind(resolve(fn, n.func, None)) for n in walk(fn.node)
              if isinstance(n, gast.Call) and _axis_name_of(n) == axis_name}
     kinds.discard(None)
     return bool(kinds) and (only is None or kinds <= set(only))
@@ -329,7 +329,7 @@ def _reads_index(fn: Function, axis_name, seen=None) -> bool:
 
 
 def _called_functions(fn: Function) -> list:
-    return [callee for n in gast.walk(fn.node) if isinstance(n, gast.Call)
+    return [callee for n in walk(fn.node) if isinstance(n, gast.Call)
             for callee in [resolve(fn, n.func, None)] if isinstance(callee, Function)]
 
 
@@ -338,7 +338,7 @@ def _index_parameter(fn: Function, axis_name, index: str) -> Function:
     in the batch, read wherever it called `axis_index(axis_name)` (debug printing of the
     batch index in a loop), and passed on to each generated function it calls that reads
     it (an inner vmap's example function: the outer axis's index is this one)."""
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     env = dict(fn.env)
     namer = Namer.for_function(fn)
 

@@ -17,6 +17,7 @@ from codegen.emit import annotate, expression_source
 
 from ..function import Function, resolve
 from ..nan_checks import ADJOINT
+from ..nodes import copy_tree, walk
 from ..rules import batching as rules
 from ..runtime.examples import example_values
 from ..syntax import assign, located, name, store
@@ -95,10 +96,10 @@ class _Vectorizer(_Emitter):
     def statement(self, stmt) -> list:
         if id(stmt) in self.fresh_accumulators:
             first = self.fresh_accumulators[id(stmt)]
-            return [] if first is None else [assign(copy.deepcopy(stmt.targets[0]), name(first))]
+            return [] if first is None else [assign(copy_tree(stmt.targets[0]), name(first))]
         if self.on_identity(stmt):
             target = stmt.targets[0].id if isinstance(stmt, gast.Assign) else None
-            return [copy.deepcopy(stmt)] + self.expanded_once(target)
+            return [copy_tree(stmt)] + self.expanded_once(target)
         before: list = []
         stmt = self.expand_operands(stmt, before)
         return before + self.batched_statement(stmt)
@@ -120,7 +121,7 @@ class _Vectorizer(_Emitter):
         batch is built once, where they are defined, and not again at each use (a read
         `dx[i]` inside a loop would otherwise build it on every iteration)."""
         counts: dict[str, int] = {}
-        for node in gast.walk(self.fn.node):
+        for node in walk(self.fn.node):
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
                 counts[node.id] = counts.get(node.id, 0) + 1
         top = {s.targets[0].id for s in self.fn.node.body
@@ -207,7 +208,7 @@ class _Vectorizer(_Emitter):
             return [gast.Expr(value=value)]
         if isinstance(stmt, gast.Assert) and any_batched(self.flag(stmt.test)):
             return [gast.Assert(test=self.helper(np.all, stmt.test), msg=stmt.msg)]
-        return [copy.deepcopy(stmt)]
+        return [copy_tree(stmt)]
 
     def assign(self, stmt) -> list:
         target = stmt.targets[0]
@@ -224,14 +225,14 @@ class _Vectorizer(_Emitter):
                     not (isinstance(flag, bool) and not flag):
                 raise NeedsLoop(f"`{target.id}` holds containers batched in different ways",
                                 stmt)
-            return [assign(copy.deepcopy(target), value)]
+            return [assign(copy_tree(target), value)]
         base = target.value
         if not any_batched(self.analysis.flags.get(base.id, False)):
-            return [assign(copy.deepcopy(target), value)]
+            return [assign(copy_tree(target), value)]
         index = self.example_index(target.slice, stmt)
-        place = gast.Subscript(value=copy.deepcopy(base), slice=index, ctx=gast.Store())
+        place = gast.Subscript(value=copy_tree(base), slice=index, ctx=gast.Store())
         if any_batched(flag):
-            view = gast.Subscript(value=copy.deepcopy(base), slice=copy.deepcopy(index),
+            view = gast.Subscript(value=copy_tree(base), slice=copy_tree(index),
                                   ctx=gast.Load())
             value = self.helper(rules.align_batched, value, view)
         return [assign(place, value)]
@@ -244,7 +245,7 @@ class _Vectorizer(_Emitter):
         # example: a view, as in NumPy (and a copy there lost writes under jit's checks)
         return target in self.written_shared and target not in self.written_itself and \
             isinstance(value, gast.Subscript) and \
-            not any(isinstance(n, gast.Slice) for n in gast.walk(value.slice)) and \
+            not any(isinstance(n, gast.Slice) for n in walk(value.slice)) and \
             self.flag(value.value) is True and not self.analysis.index_flag(value.slice)
 
     # ---------------------------------------------------------------- expressions
@@ -441,7 +442,7 @@ def _fresh_accumulators(fn: Function, analysis: Analysis, written: set) -> dict:
                     analysis.flags.get(first) is True:
                 found[id(stmt)], found[id(later)] = None, first
                 break
-            if target in {n.id for n in gast.walk(later) if isinstance(n, gast.Name)}:
+            if target in {n.id for n in walk(later) if isinstance(n, gast.Name)}:
                 break
     return found
 
@@ -488,7 +489,7 @@ def _first_contribution(fn, stmt, target, source, calls, table):
 def _written_in_place(fn: Function) -> set:
     """Names written through an index or by a helper that writes into an argument."""
     out = set()
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
                 and isinstance(node.targets[0].value, gast.Name):
             out.add(node.targets[0].value.id)

@@ -22,6 +22,7 @@ from transformer.primitives import registry
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
 from codegen import emit
+from ..nodes import copy_tree, walk
 from .types import (ALLOCATIONS, ELEMENTWISE, LIKE_ALLOCATIONS, PRODUCTS, REDUCTIONS,
                          Binder, Inference, Spec, allocation_dtype_node, indexed_shape,
                          StatementRewriter, local_array)
@@ -33,7 +34,7 @@ def lower_arrays(fn: Function, specs: dict, float_dtype) -> Function:
     walker = Inference(fn, dict(specs), np.dtype(float_dtype))
     walker.block(fn.node.body)            # keeps tuple literals' Specs, for np.array(...)
     lowering = LowerArrays(fn, walker.info, binder, float_dtype)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     node.body = lowering.block(node.body)
     return fn.replace(node=node, env=binder.env)
 
@@ -139,13 +140,13 @@ class LowerArrays(StatementRewriter):
         """`atom` at `indices` of a result of `shape` (broadcasting), read into a temp."""
         spec = self.spec(atom)
         if spec is None or not spec.is_array:
-            return copy.deepcopy(atom)
+            return copy_tree(atom)
         skip = len(shape) - len(spec.shape)
         parts = [const(0) if dim == 1 and shape[skip + k] != 1 else name(indices[skip + k])
                  for k, dim in enumerate(spec.shape)]
         index = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
         temp = self.binder.namer.fresh(f"{atom.id}_elt")
-        out.append(assign(store(temp), subscript(copy.deepcopy(atom), index)))
+        out.append(assign(store(temp), subscript(copy_tree(atom), index)))
         return name(temp)
 
     def write(self, target, indices, value) -> gast.stmt:
@@ -202,7 +203,7 @@ class LowerArrays(StatementRewriter):
         spec = self._result(stmt, target, value)
         elements = self.literals[value.args[0].id]
         return [self.local_array(target, spec)] + [
-            assign(subscript(name(target), const(k), gast.Store()), copy.deepcopy(e))
+            assign(subscript(name(target), const(k), gast.Store()), copy_tree(e))
             for k, e in enumerate(elements)]
 
     def reduce(self, stmt, target, value, func) -> list:
@@ -292,7 +293,7 @@ class LowerArrays(StatementRewriter):
     def _read(self, atom, indices):
         parts = [name(i) for i in indices]
         key = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
-        return subscript(copy.deepcopy(atom), key)
+        return subscript(copy_tree(atom), key)
 
     def _times(self, left, left_index, right, right_index, out):
         items = []
@@ -300,7 +301,7 @@ class LowerArrays(StatementRewriter):
             temp = self.binder.namer.fresh(f"{atom.id}_elt")
             parts = [name(i) for i in index]
             key = parts[0] if len(parts) == 1 else gast.Tuple(elts=parts, ctx=gast.Load())
-            out.append(assign(store(temp), subscript(copy.deepcopy(atom), key)))
+            out.append(assign(store(temp), subscript(copy_tree(atom), key)))
             items.append(name(temp))
         product = self.binder.namer.fresh("product")
         out.append(assign(store(product), gast.BinOp(left=items[0], op=gast.Mult(),
@@ -310,7 +311,7 @@ class LowerArrays(StatementRewriter):
     def _extremum(self, target, source, shape, is_max) -> list:
         origin = const(0) if len(shape) == 1 else \
             gast.Tuple(elts=[const(0)] * len(shape), ctx=gast.Load())
-        first = subscript(copy.deepcopy(source), origin)
+        first = subscript(copy_tree(source), origin)
 
         def body(indices):
             out = []
@@ -337,7 +338,7 @@ class LowerArrays(StatementRewriter):
         if shape == ():
             return [stmt]
         view = self.binder.namer.fresh(f"{target.value.id}_view")
-        load = subscript(copy.deepcopy(target.value), copy.deepcopy(target.slice))
+        load = subscript(copy_tree(target.value), copy_tree(target.slice))
 
         def body(indices):
             out = []
@@ -350,7 +351,7 @@ def _argument_views(fn: Function) -> set:
     """Parameters and the names that only ever hold them or views of them."""
     views = set(fn.params)
     sources: dict = {}
-    for stmt in gast.walk(fn.node):
+    for stmt in walk(fn.node):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
             value = stmt.value.value if isinstance(stmt.value, gast.Subscript) else stmt.value
             source = value.id if isinstance(value, gast.Name) else None

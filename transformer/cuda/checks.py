@@ -27,13 +27,13 @@ indices).
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 
 from .. import error_flags
 from ..function import Function, resolve
 from ..names import Namer
+from ..nodes import copy_tree, walk
 from ..syntax import call, const, name
 
 _HINT = "use jit(..., backend='cuda', boundscheck=False) to run it unchecked"
@@ -50,7 +50,7 @@ def flag_failed_indices(fn: Function, info: dict, callees: set, trusted=(),
     left as it is when it has nothing to check and calls no device function.
     """
     from . import flag as cuda_flag     # imports numba.cuda
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     namer = Namer.for_function(fn)
     env = dict(fn.env)
     names = {}
@@ -127,15 +127,15 @@ class _Checker:
         for axis, part, n in self.parts(target):
             if self.proved(part, n, loops):
                 continue
-            index = copy.deepcopy(part)
+            index = copy_tree(part)
             below = gast.UnaryOp(op=gast.USub(), operand=_length(n)) \
                 if not isinstance(n, int) else const(-n)
             test = gast.BoolOp(op=gast.Or(), values=[
                 gast.Compare(left=index, ops=[gast.Lt()], comparators=[below]),
-                gast.Compare(left=copy.deepcopy(index), ops=[gast.GtE()],
+                gast.Compare(left=copy_tree(index), ops=[gast.GtE()],
                              comparators=[_length(n)])])
             record = call(name(self.names["record_failure"]), name(self.flag),
-                          const(self.site(target)), copy.deepcopy(index), const(axis),
+                          const(self.site(target)), copy_tree(index), const(axis),
                           _length(n))
             failures.append((test, record))
             self.checks += 1
@@ -208,7 +208,7 @@ class _Checker:
             return False
         var = loop.target.id
         if any(isinstance(sub, gast.Name) and sub.id == var and
-               not isinstance(sub.ctx, gast.Load) for s in loop.body for sub in gast.walk(s)):
+               not isinstance(sub.ctx, gast.Load) for s in loop.body for sub in walk(s)):
             return False
         bounds = [self.constant(a) for a in loop.iter.args]
         if loop.iter.keywords or not 1 <= len(bounds) <= 3 or None in bounds \
@@ -260,7 +260,7 @@ class _Reads(gast.NodeTransformer):
 def _int_constants(node) -> dict:
     """Names assigned exactly once, to an int constant: name -> value."""
     counts, values = {}, {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and not isinstance(sub.ctx, gast.Load):
             counts[sub.id] = counts.get(sub.id, 0) + 1
         if isinstance(sub, gast.Assign) and len(sub.targets) == 1 \
@@ -279,7 +279,7 @@ def _runtime_length(array: str, axis: int, length: str):
 
 
 def _length(n):
-    return const(n) if isinstance(n, int) else copy.deepcopy(n)
+    return const(n) if isinstance(n, int) else copy_tree(n)
 
 
 def _is_constant(node, values) -> bool:
@@ -287,6 +287,6 @@ def _is_constant(node, values) -> bool:
 
 
 def _locate(new, old):
-    for sub in gast.walk(new):
+    for sub in walk(new):
         if "lineno" in getattr(sub, "_attributes", ()) and getattr(sub, "lineno", None) is None:
             gast.copy_location(sub, old)

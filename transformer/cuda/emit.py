@@ -20,7 +20,6 @@ as writes, typed constants (here). Output invariant:
 """
 from __future__ import annotations
 
-import copy
 import math
 
 import gast
@@ -38,6 +37,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 
 from codegen import emit
 from .arrays import LowerArrays, lower_arrays
+from ..nodes import copy_tree, walk
 from .random_forms import lower_random
 from .refusals import refuse_calls_without_cuda_form
 from .runtime import lower_runtime
@@ -76,9 +76,9 @@ def specialize_callees(fn: Function, specs: dict, float_dtype) -> Function:
     walker = Inference(fn, dict(specs), np.dtype(float_dtype))
     walker.block(fn.node.body)
     binder = Binder(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     bound: dict = {}
-    for site in gast.walk(node):
+    for site in walk(node):
         if not isinstance(site, gast.Call):
             continue
         target = resolve(fn, site.func, None)
@@ -101,7 +101,7 @@ LOCAL_MEMORY_LIMIT = 512 * 1024
 def check_local_memory(fn: Function) -> None:
     """A TransformError naming the largest local array when a thread would need too much."""
     arrays = []
-    for stmt in gast.walk(fn.node):
+    for stmt in walk(fn.node):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) and \
                 is_local_array(fn, stmt.value.func):
             shape = constant_shape(stmt.value.args[0])
@@ -124,7 +124,7 @@ def fold_shapes(fn: Function, specs: dict, float_dtype) -> Function:
         before = emit.to_source(fn.node)
         binder = Binder(fn)
         info = infer(fn, specs, float_dtype)
-        node = copy.deepcopy(fn.node)
+        node = copy_tree(fn.node)
         _FoldShapes(fn, info, binder, _single_constants(fn)).visit(node)
         fn = fold_constants(fn.replace(node=node, env=binder.env))
         if emit.to_source(fn.node) == before:
@@ -136,8 +136,8 @@ def _drop_unread_constants(fn: Function) -> Function:
     """Remove `n = 3`-style assignments whose name was folded away everywhere."""
     read = loaded_names(fn.node)
     constants = _single_constants(fn)
-    node = copy.deepcopy(fn.node)
-    for parent in gast.walk(node):
+    node = copy_tree(fn.node)
+    for parent in walk(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if not isinstance(stmts, list):
@@ -154,11 +154,11 @@ def _drop_unread_constants(fn: Function) -> Function:
 def _single_constants(fn: Function) -> dict:
     """Names assigned exactly once, to a literal or a global reference: name -> node."""
     counts: dict = {}
-    for sub in gast.walk(fn.node):
+    for sub in walk(fn.node):
         if isinstance(sub, gast.Name) and not isinstance(sub.ctx, gast.Load):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     found = {}
-    for stmt in gast.walk(fn.node):
+    for stmt in walk(fn.node):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
                 counts.get(stmt.targets[0].id) == 1 and _is_literal(fn, stmt.value):
             found[stmt.targets[0].id] = stmt.value
@@ -186,7 +186,7 @@ class _FoldShapes(gast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.constants:
-            return gast.copy_location(copy.deepcopy(self.constants[node.id]), node)
+            return gast.copy_location(copy_tree(self.constants[node.id]), node)
         return node
 
     def visit_Attribute(self, node):
@@ -216,7 +216,7 @@ class _FoldShapes(gast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Tuple) and \
                 isinstance(node.slice, gast.Constant) and isinstance(node.slice.value, int):
-            return gast.copy_location(copy.deepcopy(node.value.elts[node.slice.value]), node)
+            return gast.copy_location(copy_tree(node.value.elts[node.slice.value]), node)
         return node
 
 
@@ -229,13 +229,13 @@ def _scalar_form(func, nargs: int):
     if found is None or found.scalar is None or registry.reason(func, "cuda"):
         return None
     expr = gast.parse(found.scalar, mode="eval").body
-    params = sorted({n.id for n in gast.walk(expr) if isinstance(n, gast.Name)} & {"x", "y"})
+    params = sorted({n.id for n in walk(expr) if isinstance(n, gast.Name)} & {"x", "y"})
     return expr if len(params) == nargs else None
 
 def scalar_math(fn: Function, float_dtype=np.float64) -> Function:
     """NumPy calls on scalars become `math.*`, builtins and operators."""
     binder = Binder(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     node.body = _ScalarMath(fn, binder, np.dtype(float_dtype)).block(node.body)
     return fn.replace(node=node, env=binder.env)
 
@@ -273,7 +273,7 @@ class _ScalarMath(StatementRewriter):
         square = base if n == 2 else name(self.binder.namer.fresh(f"{_word(base)}_squared"))
 
         def times(a, b):
-            return gast.BinOp(left=copy.deepcopy(a), op=gast.Mult(), right=copy.deepcopy(b))
+            return gast.BinOp(left=copy_tree(a), op=gast.Mult(), right=copy_tree(b))
         if n == 2:
             return [assign(stmt.targets[0], times(base, base))]
         first = assign(store(square.id), times(base, base))
@@ -289,11 +289,11 @@ class _ScalarMath(StatementRewriter):
             stmt.value = self.instantiate(form, args)
         elif func is np.clip:
             low = call(name(self.binder.bind(max, "max")), args[0], args[1])
-            return [assign(copy.deepcopy(target), low),
+            return [assign(copy_tree(target), low),
                     assign(target, call(name(self.binder.bind(min, "min")),
                                         _as_load(target), args[2]))]
         elif func is np.where:
-            return [gast.If(test=args[0], body=[assign(copy.deepcopy(target), args[1])],
+            return [gast.If(test=args[0], body=[assign(copy_tree(target), args[1])],
                             orelse=[assign(target, args[2])])]
         return [stmt]
 
@@ -308,9 +308,9 @@ class _ScalarMath(StatementRewriter):
         class Bind(gast.NodeTransformer):
             def visit_Name(inner, node):
                 if node.id in params:
-                    return copy.deepcopy(params[node.id])
+                    return copy_tree(params[node.id])
                 return name(self.binder.bind(scope[node.id], node.id))
-        return Bind().visit(copy.deepcopy(form))
+        return Bind().visit(copy_tree(form))
 
 
 def _word(atom) -> str:
@@ -326,7 +326,7 @@ def _as_load(target):
 def destination_passing(fn: Function, outputs: list, float_dtype) -> Function:
     """Add one output view per result; each `return v` writes into them instead."""
     binder = Binder(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     params = [binder.namer.fresh(f"out{k}") for k in range(len(outputs))]
     node.args.args = node.args.args + [name(p, gast.Param()) for p in params]
     lowering = LowerArrays(fn, {}, binder, float_dtype)
@@ -354,7 +354,7 @@ def _writes(stmt, outputs, params, lowering: LowerArrays) -> list:
         item = value
         if len(outputs) > 1:
             item = name(lowering.binder.namer.fresh(f"result{k}"))
-            out.append(assign(store(item.id), subscript(copy.deepcopy(value), const(k))))
+            out.append(assign(store(item.id), subscript(copy_tree(value), const(k))))
         if not spec.is_array:
             out.append(assign(subscript(name(param), const(0), gast.Store()), item))
             continue
@@ -383,7 +383,7 @@ def typed_constants(fn: Function, specs: dict, float_dtype) -> Function:
     binder = Binder(fn)
     cast = binder.bind(np.float32, "float32")
     info = infer(fn, specs, np.float32)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     _TypeConstants(fn, info, cast).visit(node)
     return fn.replace(node=node, env=binder.env)
 

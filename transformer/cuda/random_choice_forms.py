@@ -19,7 +19,6 @@ Everything else is a TransformError at the user's line saying which part to chan
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
@@ -28,6 +27,7 @@ from transformer import random
 from transformer.runtime import random_samplers as samplers
 from transformer.syntax import assign, call, const, located, name, store
 
+from ..nodes import copy_tree
 from .random_heavy_forms import _filled
 from .random_sampler_forms import bound_arguments
 
@@ -102,14 +102,14 @@ def draw_categorical(draws, stmt, site, device_function) -> list:
         element = thread.categorical_element(tuple(logits.shape), axis, tuple(dims), gumbel)
         n_noise = int(np.prod(dims, dtype=np.int64)) * n_cat
         return _emit(draws, stmt, target, dims, _I64, element, device_function, words,
-                     copy.deepcopy(args["logits"]), const(n_noise))
+                     copy_tree(args["logits"]), const(n_noise))
     if pre < 0 or tuple(dims[pre:]) != batch or int(np.prod(dims[:pre])) > n_cat:
         raise draws.refuse(site, f"random.categorical without replacement: shape {dims} "
                                  f"must be (k,) + the logits' batch shape {batch} with k at "
                                  f"most the {n_cat} categories")
     element = thread.categorical_top_element(tuple(logits.shape), axis, gumbel, dt)
     return _emit(draws, stmt, target, dims, _I32, element, device_function, words,
-                 copy.deepcopy(args["logits"]), const(0))
+                 copy_tree(args["logits"]), const(0))
 
 
 def _is_none(node) -> bool:
@@ -140,7 +140,7 @@ def draw_permutation(draws, stmt, site, device_function) -> list:
     dt = _I64 if spec is None else np.dtype(spec.dtype)
     element = thread.shuffle_element(n, spec is not None)
     words = draws.key_words(site, "random.permutation", args.get("key", args.get("k")))
-    a = const(0) if spec is None else copy.deepcopy(args["x"])
+    a = const(0) if spec is None else copy_tree(args["x"])
     return _emit(draws, stmt, target, (n,), dt, element, device_function, words, a, const(0))
 
 
@@ -158,7 +158,7 @@ def draw_choice(draws, stmt, site, device_function) -> list:
                                  f"{'' if replace else ' without replacement'}")
     values = spec is not None
     dt = np.dtype(spec.dtype) if values else _I64
-    a = copy.deepcopy(args["a"]) if values else const(0)
+    a = copy_tree(args["a"]) if values else const(0)
     p = None if "p" not in args or _is_none(args["p"]) else args["p"]
     if p is None:
         element = (thread.uniform_choice_element if replace else thread.shuffle_element)(
@@ -171,7 +171,7 @@ def draw_choice(draws, stmt, site, device_function) -> list:
                                      f"of a; got {weights.shape}")
         builder = thread.weighted_choice_element if replace else thread.weighted_top_element
         element = builder(n, np.dtype(weights.dtype), values)
-        b = copy.deepcopy(p)
+        b = copy_tree(p)
     words = draws.key_words(site, "random.choice", args.get("key", args.get("k")))
     return _emit(draws, stmt, target, shape, dt, element, device_function, words, a, b)
 

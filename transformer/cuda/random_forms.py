@@ -21,7 +21,6 @@ rounds twice).
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import itertools
 import types
@@ -39,6 +38,7 @@ from transformer.syntax import assign, call, const, located, name, store, subscr
 from . import random_choice_forms as choice_forms
 from . import random_heavy_forms as heavy
 from . import random_sampler_forms as sampler_forms
+from ..nodes import copy_tree, walk
 from .types import Binder, StatementRewriter, infer
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -117,7 +117,7 @@ def lower_random(fn: Function, specs: dict, float_dtype) -> Function:
     `specs` are the thread's view of the parameters (a key must be an array of shape (2,))."""
     binder = Binder(fn)
     rewriter = _Draws(fn, binder, lambda: infer(fn, specs, float_dtype))
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     node.body = rewriter.block(node.body)
     return fn.replace(node=node, env=binder.env) if rewriter.changed else fn
 
@@ -141,7 +141,7 @@ class _Draws(StatementRewriter):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
                 self.is_split_key(stmt.value):
             self.derived_keys.add(stmt.targets[0].id)       # k1 = ks[0]: a key
-        for site in gast.walk(stmt):
+        for site in walk(stmt):
             if isinstance(site, gast.Call):
                 target = resolve(self.fn, site.func, None)
                 if hashable(target) and \
@@ -209,7 +209,7 @@ class _Draws(StatementRewriter):
                                        f"{label} in a CUDA kernel needs a key it can follow",
                                        hint="pass keys from random.split(key, n) with vmap "
                                             "over their first axis")
-        return [subscript(copy.deepcopy(key), const(i)) for i in (0, 1)]
+        return [subscript(copy_tree(key), const(i)) for i in (0, 1)]
 
     def is_split_key(self, node) -> bool:
         """`ks[i]` with a constant `i` of an array of keys this pass allocated."""
@@ -244,7 +244,7 @@ class _Draws(StatementRewriter):
             loops.append(gast.For(
                 target=store(index), iter=call(name(self.binder.bind(range, "range")),
                                                const(num.value)),
-                body=[assign(target, call(element, *copy.deepcopy(words), name(index),
+                body=[assign(target, call(element, *copy_tree(words), name(index),
                                           const(word), const(0)))],
                 orelse=[], type_comment=None))
         return [located(s, stmt) for s in [assign(store(out), alloc), *loops]]
@@ -307,12 +307,12 @@ class _Draws(StatementRewriter):
             return heavy.parameters(self, site, target, args, dtype)
         if target is random.randint:        # bounds beyond int64 need the plain form
             int64 = name(self.binder.bind(np.int64, "int64"))
-            return (call(int64, copy.deepcopy(args["minval"])),
-                    call(int64, copy.deepcopy(args["maxval"])))
+            return (call(int64, copy_tree(args["minval"])),
+                    call(int64, copy_tree(args["maxval"])))
         cast = self.binder.bind(np.float32 if dtype == _F32 else np.float64, f"{dtype.name}")
         if target is random.uniform:
             lo, hi = args.get("minval", const(0.0)), args.get("maxval", const(1.0))
-            return call(name(cast), copy.deepcopy(lo)), call(name(cast), copy.deepcopy(hi))
+            return call(name(cast), copy_tree(lo)), call(name(cast), copy_tree(hi))
         if target is random.bernoulli:
-            return call(name(cast), copy.deepcopy(args.get("p", const(0.5)))), const(0)
+            return call(name(cast), copy_tree(args.get("p", const(0.5)))), const(0)
         return const(0), const(0)

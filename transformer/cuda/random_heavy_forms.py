@@ -21,7 +21,6 @@ row's log-gammas. Other call forms are refused at the user's line.
 """
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
@@ -33,6 +32,7 @@ from transformer.function import resolve
 from transformer.runtime import random_gamma, random_poisson
 from transformer.syntax import assign, call, const, located, name, store
 
+from ..nodes import copy_tree
 from .random_sampler_forms import bound_arguments
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -63,9 +63,9 @@ def parameters(draws, site, target, args, dtype) -> tuple:
     if target is random.poisson:
         size = math.prod(draws.shape(site, target, args))
         cast = draws.binder.bind(np.float32, "float32")
-        return call(name(cast), copy.deepcopy(values[0])), const(size)
+        return call(name(cast), copy_tree(values[0])), const(size)
     cast = draws.binder.bind(dtype.type, dtype.name)
-    calls = [call(name(cast), copy.deepcopy(v)) for v in values]
+    calls = [call(name(cast), copy_tree(v)) for v in values]
     return calls[0], calls[1] if len(calls) > 1 else const(0)
 
 
@@ -139,7 +139,7 @@ def draw_multivariate_normal(draws, stmt, site, device_function) -> list:
                                      f"multivariate_normal_{n}"))
     words = draws.key_words(site, "random.multivariate_normal", args["key"])
     return _filled(draws, stmt, shape, dt, element, words,
-                   copy.deepcopy(args["mean"]), copy.deepcopy(args["cov"]))
+                   copy_tree(args["mean"]), copy_tree(args["cov"]))
 
 
 def draw_dirichlet(draws, stmt, site, device_function) -> list:
@@ -160,7 +160,7 @@ def draw_dirichlet(draws, stmt, site, device_function) -> list:
     element = name(draws.binder.bind(device_function(random_gamma.ELEMENTS[dt][2]),
                                      "dirichlet_element"))
     words = draws.key_words(site, "random.dirichlet", args["key"])
-    return _filled(draws, stmt, shape, dt, element, words, copy.deepcopy(args["alpha"]),
+    return _filled(draws, stmt, shape, dt, element, words, copy_tree(args["alpha"]),
                    const(0))
 
 

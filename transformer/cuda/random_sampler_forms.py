@@ -11,7 +11,6 @@ thread as split keys are. `categorical`, `permutation` and `choice` are drawn wh
 """
 from __future__ import annotations
 
-import copy
 import inspect
 
 import gast
@@ -20,6 +19,8 @@ import numpy as np
 from transformer import random
 from transformer.runtime import random_samplers as samplers
 from transformer.syntax import assign, call, const, located, name, store, subscript
+
+from ..nodes import copy_tree
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 _ONE_DRAW = {random.exponential: "exponential", random.laplace: "laplace",
@@ -56,7 +57,7 @@ def parameters(rewriter, site, target, args, shape, dtype):
             if spec is not None and spec.shape:
                 raise rewriter.refuse(site, f"random.truncated_normal takes a scalar {bound} "
                                             "in a thread (one draw per element of x: loop)")
-            bounds.append(call(name(cast), copy.deepcopy(args[bound])))
+            bounds.append(call(name(cast), copy_tree(args[bound])))
         return tuple(bounds)
     if target in _ONE_DRAW:
         return const(0), const(0)
@@ -85,14 +86,14 @@ def make_key(rewriter, stmt, site, target) -> list:
     if target is random.fold_in:
         words = rewriter.key_words(site, label, args["k"])
         fn = binder.bind(rewriter.device(samplers._fold_in_word), "fold_in_word")
-        word_of = [call(name(fn), *copy.deepcopy(words), copy.deepcopy(args["data"]),
+        word_of = [call(name(fn), *copy_tree(words), copy_tree(args["data"]),
                         const(w), const(0)) for w in (0, 1)]
     else:
         seed = args["seed"]
         if isinstance(seed, gast.Constant) and not isinstance(seed.value, int):
             raise rewriter.refuse(site, f"{label} takes an integer seed")
         fn = binder.bind(rewriter.device(samplers._seed_word), "seed_word")
-        word_of = [call(name(fn), copy.deepcopy(seed), const(w)) for w in (0, 1)]
+        word_of = [call(name(fn), copy_tree(seed), const(w)) for w in (0, 1)]
     out = stmt.targets[0].id
     rewriter.derived_keys.add(out)
     rewriter.changed = True

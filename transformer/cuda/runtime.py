@@ -19,7 +19,6 @@ shapes do not allow a per-thread form is a TransformError at the user's line.
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
@@ -30,6 +29,7 @@ from transformer.function import Function, hashable, resolve
 from transformer.runtime.errors import copy_hint
 from transformer.syntax import assign, call, const, located, name, store, subscript
 
+from ..nodes import copy_tree, walk
 from .refusals import missing_form_error
 from .types import Spec, StatementRewriter, infer, local_array
 
@@ -38,7 +38,7 @@ def lower_runtime(fn: Function, specs: dict, float_dtype, binder) -> Function:
     """Rewrite every call to a runtime helper into per-thread NumPy statements."""
     info = infer(fn, specs, float_dtype)
     rewriter = _Runtime(fn, info, binder, np.dtype(float_dtype))
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     tapes = plan_tapes(rewriter, node.body)
     node.body = [local_array(binder, t, spec) for t, spec in tapes.items()] + \
         rewriter.block(node.body)
@@ -146,9 +146,9 @@ def _scatter_add(rt: _Runtime, stmt, target, args):
         rt.refuse(stmt, "scatter_add", "adds at an array of indices")
     old = rt.binder.namer.fresh(f"{array.id}_item")
     new = rt.binder.namer.fresh(f"{array.id}_sum")
-    return [assign(store(old), subscript(copy.deepcopy(array), copy.deepcopy(index))),
+    return [assign(store(old), subscript(copy_tree(array), copy_tree(index))),
             assign(store(new), gast.BinOp(left=name(old), op=gast.Add(), right=values)),
-            assign(subscript(copy.deepcopy(array), copy.deepcopy(index), gast.Store()),
+            assign(subscript(copy_tree(array), copy_tree(index), gast.Store()),
                    name(new))]
 
 
@@ -188,9 +188,9 @@ def _overwrite(rt: _Runtime, stmt, target, held, into, value) -> list:
             f"{given.dtype} dtype")
     whole = [gast.Slice(lower=None, upper=None, step=None) for _ in spec.shape]
     index = whole[0] if len(whole) == 1 else gast.Tuple(elts=whole, ctx=gast.Load())
-    stmts = [assign(subscript(copy.deepcopy(into), index, gast.Store()), value)]
+    stmts = [assign(subscript(copy_tree(into), index, gast.Store()), value)]
     if target != into.id:
-        stmts.append(assign(store(target), copy.deepcopy(into)))
+        stmts.append(assign(store(target), copy_tree(into)))
     return stmts
 
 
@@ -226,7 +226,7 @@ def _inside(rt: _Runtime, stmt, target, args):
         if isinstance(bound, gast.Constant) and bound.value is None:
             continue
         test = rt.binder.namer.fresh(f"{target}_bound")
-        stmts.append(assign(store(test), gast.Compare(left=copy.deepcopy(x), ops=[op],
+        stmts.append(assign(store(test), gast.Compare(left=copy_tree(x), ops=[op],
                                                       comparators=[bound])))
         stmts.append(gast.If(test=name(test), body=[gast.Pass()],
                              orelse=[assign(store(target), const(False))]))
@@ -306,10 +306,10 @@ def _dropped(rt: _Runtime, stmt, target, args):
 
 def _push(rt: _Runtime, stmt, target, args):
     tape_name, top, value = args[:3]                 # args[3]: the shape error's location
-    stmts = [assign(subscript(copy.deepcopy(tape_name), copy.deepcopy(top), gast.Store()),
+    stmts = [assign(subscript(copy_tree(tape_name), copy_tree(top), gast.Store()),
                     value)]
     if target != tape_name.id:
-        stmts.append(assign(store(target), copy.deepcopy(tape_name)))
+        stmts.append(assign(store(target), copy_tree(tape_name)))
     return stmts
 
 
@@ -323,16 +323,16 @@ def _push_items(rt: _Runtime, stmt, target, args):
     if spec is None:
         rt.refuse(stmt, "push_items", "records values of unknown shape")
     size = int(np.prod(spec.shape))
-    index = copy.deepcopy(top)
+    index = copy_tree(top)
     if spec.is_array:
-        index = gast.Slice(lower=copy.deepcopy(top), upper=_plus(top, size), step=None)
+        index = gast.Slice(lower=copy_tree(top), upper=_plus(top, size), step=None)
         flat = rt.binder.namer.fresh(f"{buffer.id}_items")
         stmts = [assign(store(flat), call(rt.numpy("ravel"), value))]
         value = name(flat)
     else:
         stmts = []
-    stmts.append(assign(subscript(copy.deepcopy(buffer), index, gast.Store()), value))
-    return stmts + [assign(store(target), gast.Tuple(elts=[copy.deepcopy(buffer),
+    stmts.append(assign(subscript(copy_tree(buffer), index, gast.Store()), value))
+    return stmts + [assign(store(target), gast.Tuple(elts=[copy_tree(buffer),
                                                            _plus(top, size)],
                                                      ctx=gast.Load()))]
 
@@ -344,7 +344,7 @@ def _pop_items(rt: _Runtime, stmt, target, args):
         rt.refuse(stmt, "pop_items", "restores values of unknown shape")
     if not spec.is_array:
         item = rt.binder.namer.fresh(f"{buffer.id}_item")
-        return [assign(store(item), subscript(copy.deepcopy(buffer), _plus(top, -1))),
+        return [assign(store(item), subscript(copy_tree(buffer), _plus(top, -1))),
                 assign(store(target), gast.Tuple(elts=[name(item), _plus(top, -1)],
                                                  ctx=gast.Load()))]
     rt.refuse(stmt, "pop_items", "restores a whole sub-array")
@@ -352,9 +352,9 @@ def _pop_items(rt: _Runtime, stmt, target, args):
 
 def _plus(atom, amount: int):
     if amount == 0:
-        return copy.deepcopy(atom)
+        return copy_tree(atom)
     op = gast.Add() if amount > 0 else gast.Sub()
-    return gast.BinOp(left=copy.deepcopy(atom), op=op, right=const(abs(amount)))
+    return gast.BinOp(left=copy_tree(atom), op=op, right=const(abs(amount)))
 
 
 def _loop_bound(rt: _Runtime, stmt, target, args, last: bool):
@@ -427,7 +427,7 @@ def _check_shape(rt: _Runtime, stmt, target, args):
 
 
 def _assignments(fn: Function, name_: str):
-    return [s for s in gast.walk(fn.node) if isinstance(s, gast.Assign) and
+    return [s for s in walk(fn.node) if isinstance(s, gast.Assign) and
             isinstance(s.targets[0], gast.Name) and s.targets[0].id == name_]
 
 

@@ -24,6 +24,8 @@ from transformer.names import Namer
 from transformer.primitives import registry
 from transformer.syntax import dotted
 
+from ..nodes import walk
+
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
@@ -135,7 +137,7 @@ def call_result(callee: Function, args: list, float_dtype):
         walker = Inference(fn, {p: a for p, a in zip(fn.params, args) if a is not None},
                            np.dtype(float_dtype))
         walker.block(fn.node.body)
-        results = [walker.atom(stmt.value) for stmt in gast.walk(fn.node)
+        results = [walker.atom(stmt.value) for stmt in walk(fn.node)
                    if isinstance(stmt, gast.Return) and stmt.value is not None]
     finally:
         _calls_in_progress.discard(id(callee))

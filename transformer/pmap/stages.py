@@ -35,6 +35,7 @@ from ..errors import TransformError, error_at
 from ..frontend import parse
 from ..function import Function, resolve
 from . import collectives
+from ..nodes import walk
 
 AXIS_INDEX = "pmap_axis_index"
 
@@ -123,11 +124,11 @@ class _Splitter:
         hoisted = self._hoistable(stmt)
         top = getattr(stmt, hoisted[1]) if hoisted and hoisted[1] else stmt if hoisted \
             else None
-        allowed = {id(n) for n in gast.walk(top)} if top is not None else set()
-        scoped = {id(n) for s in gast.walk(stmt) if isinstance(
+        allowed = {id(n) for n in walk(top)} if top is not None else set()
+        scoped = {id(n) for s in walk(stmt) if isinstance(
             s, (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp,
-                gast.FunctionDef)) for n in gast.walk(s) if n is not s}
-        for node in gast.walk(stmt):
+                gast.FunctionDef)) for n in walk(s) if n is not s}
+        for node in walk(stmt):
             kind = self._kind(node)
             if kind is None or kind == "axis_index":
                 continue
@@ -148,7 +149,7 @@ class _Splitter:
     def _refuse_in_callees(self, stmt) -> None:
         """A user function called here that reaches a collective on this axis cannot be
         split: refused at the call, not at the generated line Numba rejects."""
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, gast.Call):
                 target = resolve(self.fn, node.func, None)
                 kind = _collective_reached(target, self.axis_name, set())
@@ -250,7 +251,7 @@ def _collective_reached(target, axis_name, seen: set) -> str | None:
         fn = parse(target)
     except TransformError:          # no source: the compile reports it at the call
         return None
-    for node in gast.walk(fn.node):
+    for node in walk(fn.node):
         if isinstance(node, gast.Call):
             callee = resolve(fn, node.func, None)
             kind = collectives.kind_of(callee)
@@ -328,7 +329,7 @@ def _live_in_each(pieces: list, params: list) -> list:
     for body, boundaries in pieces:
         defined_before.append(list(bound))
         for stmt in body:
-            for n in gast.walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) \
                         and n.id not in bound:
                     bound.append(n.id)
@@ -343,7 +344,7 @@ def _live_in_each(pieces: list, params: list) -> list:
 
 
 def _stored(body) -> set:
-    return {n.id for stmt in body for n in gast.walk(stmt)
+    return {n.id for stmt in body for n in walk(stmt)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
@@ -359,7 +360,7 @@ def _must_bind(stmt) -> set:
 def _reads(stmt) -> set:
     simple = isinstance(stmt, (gast.Assign, gast.AnnAssign, gast.Expr, gast.Return))
     names = set()
-    for n in gast.walk(stmt):
+    for n in walk(stmt):
         if isinstance(n, gast.Name) and (not simple or not isinstance(n.ctx, gast.Store)):
             names.add(n.id)
     return names
@@ -367,7 +368,7 @@ def _reads(stmt) -> set:
 
 def _refuse_return(fn: Function, body) -> None:
     for stmt in body:
-        for n in gast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, gast.Return):
                 raise error_at(fn, n, "return before a collective: pmap splits the "
                                "function at its collectives and only the last stage may "

@@ -30,6 +30,8 @@ from transformer.runtime import examples
 from transformer.runtime.batching import align, align_batched
 from transformer.templates import ADJOINTS, CALL_CHECKS, TANGENTS, rule_from_source
 
+from ..nodes import walk
+
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 _COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -83,7 +85,7 @@ class _PerExample:
 
     def expr(self, node: ast.expr) -> tuple[ast.expr, bool]:
         """(the node for the batch, whether its value is batched)."""
-        if not any(self.reads_batched(n) for n in ast.walk(node)):
+        if not any(self.reads_batched(n) for n in walk(node)):
             return node, False
         if _is_derivative(node) or isinstance(node, ast.Name):
             return node, True
@@ -125,7 +127,7 @@ class _PerExample:
         """`node` as a temporary when an alignment would evaluate it a second time; one that
         reads a derivative stays in place (the expander finds derivatives in the statement)."""
         if isinstance(node, (ast.Name, ast.Constant)) or \
-                any(_is_derivative(n) for n in ast.walk(node)):
+                any(_is_derivative(n) for n in walk(node)):
             return node
         name = f"each_operand_{len(self.batched)}"
         self.batched[name] = batched
@@ -139,7 +141,7 @@ class _PerExample:
         return self.each_call(self.callee(node.func), node.args)
 
     def callee(self, func: ast.expr):
-        if any(isinstance(n, ast.Name) and n.id in self.batched for n in ast.walk(func)):
+        if any(isinstance(n, ast.Name) and n.id in self.batched for n in walk(func)):
             raise _Unmapped("a method of a value")         # `x.sum(...)`, not a function
         try:
             return eval(compile(ast.Expression(body=func), "<rule>", "eval"),  # noqa: S307

@@ -38,7 +38,6 @@ the tape plan), `forward_sweep.ForwardSweep` and `reverse_sweep.ReverseSweep` (e
 from __future__ import annotations
 
 import builtins
-import copy
 import threading
 
 import gast
@@ -46,6 +45,7 @@ import gast
 from .. import runtime
 from ..function import Function
 from ..names import free_names
+from ..nodes import copy_tree, walk
 from ..syntax import located
 from .classify import GRAD, VALUE_AND_GRAD, VJP
 from .dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
@@ -83,7 +83,7 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
 
 
 def _loop_count(node) -> int:
-    return sum(isinstance(n, (gast.For, gast.While)) for n in gast.walk(node))
+    return sum(isinstance(n, (gast.For, gast.While)) for n in walk(node))
 
 
 class _Reverse(ReverseSweep):
@@ -95,7 +95,7 @@ class _Reverse(ReverseSweep):
     def build(self, label: str) -> Function:
         forward = self.tape_setup() + self.forward_block(self.body)
         reverse = self.reverse_block(self.body, top=True)
-        node = copy.deepcopy(self.fn.node)
+        node = copy_tree(self.fn.node)
         prefix = {GRAD: "grad", VALUE_AND_GRAD: "value_and_grad", VJP: "vjp"}[self.mode]
         node.name = self.namer.fresh(f"{prefix}_{self.fn.name}")
         if self.mode == VJP:      # called positionally: every primal, then the cotangents
@@ -111,7 +111,7 @@ class _Reverse(ReverseSweep):
         forward += self.keep_returned_values()
         node.body = forward + reverse + [located(self.final_return(), self.ret)]
         if "zeros_like" in self.env:
-            adjoint_names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+            adjoint_names = {n.id for n in walk(node) if isinstance(n, gast.Name)}
             adjoint_names -= set(self.defs) | set(self.env)
             owned = {self.adjoint[v] for v in self.wrt if v in self.adjoint and
                      v not in self.elements}
@@ -132,7 +132,7 @@ class _Reverse(ReverseSweep):
 
 def drop_dead_code(fn: Function) -> Function:
     """`fn` (generated) without the statements whose results nobody reads."""
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     eliminate_dead_code(node.body, pure_calls(fn.env, _cheap_pure_function))
     return fn.replace(node=node)
 

@@ -11,7 +11,6 @@ zeroed again (`reset`). A statement without a rule raises a located error naming
 from __future__ import annotations
 
 import abc
-import copy
 import re
 
 import gast
@@ -27,6 +26,7 @@ from ..function_arguments import refuse_parameter_call
 from ..callbacks import refuse_in_vjp_rule
 from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
+from ..nodes import copy_tree, walk
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
 from ..templates import MissingRule, describe, expand_adjoint
@@ -174,7 +174,7 @@ class Adjoints(Classify, abc.ABC):
         items = self.rule_result(name(target)) if prim.kind == "template" else None
         try:
             stmts, env = expand_adjoint(
-                prim.key, copy.deepcopy(prim.args), copy.deepcopy(prim.keywords),
+                prim.key, copy_tree(prim.args), copy_tree(prim.keywords),
                 items if items is not None else name(target), self.adjoint.get,
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except MissingRule as exc:
@@ -190,7 +190,7 @@ class Adjoints(Classify, abc.ABC):
                 renames[key] = bound
         if renames:
             for stmt in stmts:
-                for sub in gast.walk(stmt):
+                for sub in walk(stmt):
                     if isinstance(sub, gast.Name) and sub.id in renames:
                         sub.id = renames[sub.id]
         return stmts
@@ -224,10 +224,10 @@ class Adjoints(Classify, abc.ABC):
                         for k in range(len(stacks))]
             # a custom_vjp's bwd takes its residuals; a checkpoint saving named values
             # gives the vjp of its body, which reads the arguments and the saved values
-            args = [] if _is_custom_vjp(prim.key) else [copy.deepcopy(a) for a in prim.args]
+            args = [] if _is_custom_vjp(prim.key) else [copy_tree(a) for a in prim.args]
             out = [assign(grads, call(name(bwd), *args, *kept, *cotangents))]
         else:
-            args = [copy.deepcopy(a) for a in prim.args] + cotangents
+            args = [copy_tree(a) for a in prim.args] + cotangents
             out = [assign(grads, call(name(vjp_name), *args))]
         for k, position in enumerate(positions):
             out.append(self.accumulate(prim.args[position].id,
@@ -292,7 +292,7 @@ class Adjoints(Classify, abc.ABC):
         return found[target]
 
     def callee_vjp(self, obj, positions, stmt) -> str:
-        from ..frontend import parse
+        from ..frontend import parse_callee
         cache = self.callees
         key = (id(obj), positions)
         if key not in cache:
@@ -300,7 +300,7 @@ class Adjoints(Classify, abc.ABC):
             if custom is not None:
                 generated = custom(positions)
             else:
-                callee = parse(obj)
+                callee = parse_callee(obj)
                 _refuse_argument_writes(callee, stmt, self.fn)
                 # the callee's vjp recomputes its forward values in the reverse sweep;
                 # its prints and host effects already ran in the forward sweep
@@ -405,8 +405,8 @@ def _without_effects(fn: Function) -> Function:
         found = registry.lookup(resolve(fn, stmt.value.func, None))
         return found is not None and found.kind in ("effect", "callback")
 
-    node = copy.deepcopy(fn.node)
-    for sub in gast.walk(node):
+    node = copy_tree(fn.node)
+    for sub in walk(node):
         for field in ("body", "orelse"):
             block = getattr(sub, field, None)
             if isinstance(block, list) and any(effect(s) for s in block):
@@ -420,13 +420,13 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
     write twice, so it is refused; so is `p *= k` on an argument the caller reads again
     (`aliases.writes_read_by_caller`): the write's derivative would not reach those reads."""
     params = set(callee.params)
-    written = [sub.value.id for sub in gast.walk(callee.node)
+    written = [sub.value.id for sub in walk(callee.node)
                if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store) and
                isinstance(sub.value, gast.Name) and sub.value.id in params]
     if written:                     # on some path, not after `p = p.copy()`
         on_some_path = written_params_of_source(callee)
         written = [p for p in written if p in on_some_path]
-    call = next((n for n in gast.walk(call_stmt) if isinstance(n, gast.Call)), None)
+    call = next((n for n in walk(call_stmt) if isinstance(n, gast.Call)), None)
     read_after = not written and call is not None
     if read_after:
         written = writes_read_by_caller(callee, call, call_stmt, caller)
@@ -438,6 +438,6 @@ def _refuse_argument_writes(callee: Function, call_stmt, caller: Function) -> No
 
 
 def _primal_params(obj) -> list:
-    from ..frontend import parse
-    return parse(obj).params          # a custom rule's object parses to its primal
+    from ..frontend import parse_callee
+    return parse_callee(obj).params          # a custom rule's object parses to its primal
 

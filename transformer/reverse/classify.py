@@ -20,6 +20,7 @@ from codegen.backends import is_user_function
 from .. import activity, tape
 from ..checkpoint_names import refuse_saved_stack
 from ..function import resolve
+from ..nodes import walk
 from ..primitives import registry
 from ..specialize import is_literal
 from ..syntax import const, name, subscript
@@ -69,7 +70,7 @@ def _result_items_read(obj) -> int:
         return isinstance(node, gast.Name) and node.id == result or \
             isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name) and \
             node.value.id == "d" and is_result(node.slice)
-    return max([node.slice.value + 1 for stmt in template.body for node in gast.walk(stmt)
+    return max([node.slice.value + 1 for stmt in template.body for node in walk(stmt)
                 if isinstance(node, gast.Subscript) and is_result(node.value) and
                 isinstance(node.slice, gast.Constant) and isinstance(node.slice.value, int)],
                default=0)
@@ -98,7 +99,7 @@ class Classify(BodyFacts):
         """A call made for its effect passes no derivative through the analysis: refuse
         it rather than return zeros (`prepare.py` turns in-place accumulations,
         `scatter_add(bx, i, v)` and `np.add.at`, into assignments first)."""
-        for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
+        for stmt in walk(gast.Module(body=self.body, type_ignores=[])):
             if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
                 continue
             refuse_saved_stack(self.fn, stmt)
@@ -293,12 +294,12 @@ class Classify(BodyFacts):
     def bind_call(self, obj, value) -> list:
         """The call's arguments, one per parameter of the callee, defaults filled in: the
         callee's vjp takes every primal parameter before the cotangents."""
-        from ..frontend import parse
+        from ..frontend import parse_callee
         from ..function import signature
-        parameters = signature(parse(obj)).parameters
+        parameters = signature(parse_callee(obj)).parameters
         if not value.keywords and len(value.args) == len(parameters):
             return list(value.args)
-        bound = signature(parse(obj)).bind(*value.args,
+        bound = signature(parse_callee(obj)).bind(*value.args,
                                           **{k.arg: k.value for k in value.keywords})
         bound.apply_defaults()
         return [v if isinstance(v, gast.AST) else self.default_atom(name_, v)

@@ -34,6 +34,7 @@ from codegen.backends import is_user_function
 from .. import runtime, tape
 from ..callbacks import pure_callback
 from ..function import resolve_in
+from ..nodes import walk
 from ..runtime import host
 
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
@@ -54,7 +55,7 @@ def weak_reads_bound(body: list, params) -> bool:
 
 def forget_weak_reads(node) -> None:
     """Unmark the weak reads under `node`: their guarantee holds for this code only."""
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and hasattr(sub, "secant_weak"):
             del sub.secant_weak
 
@@ -145,7 +146,7 @@ def _defined(stmt):
         return None
     names = set()
     for target in stmt.targets:
-        for node in gast.walk(target):
+        for node in walk(target):
             if isinstance(node, (gast.Subscript, gast.Attribute, gast.Starred)):
                 return None
             if isinstance(node, gast.Name):
@@ -164,7 +165,7 @@ def _if(stmt, live, pure, sweep):
 
 
 def _for(stmt, live, pure, sweep):
-    targets = {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)}
+    targets = {n.id for n in walk(stmt.target) if isinstance(n, gast.Name)}
     carried: set = set()
     while True:                      # least fixpoint: what the next trip reads
         inside = _block(stmt.body, live | carried, pure, sweep=False) - targets
@@ -195,7 +196,7 @@ def _while(stmt, live, pure, sweep):
 def _uses(node) -> set:
     """Names read; a weak read as `_weakly(name)`, which only a weak definition serves."""
     return {_weakly(n.id) if getattr(n, "secant_weak", False) else n.id
-            for n in gast.walk(node) if isinstance(n, gast.Name) and
+            for n in walk(node) if isinstance(n, gast.Name) and
             isinstance(n.ctx, gast.Load)}
 
 
@@ -204,7 +205,7 @@ def _weakly(name: str) -> str:
 
 
 def _effectful(expr, pure) -> bool:
-    for node in gast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, gast.Call) and not pure(node):
             return True
         if isinstance(node, (gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr)):
@@ -240,7 +241,7 @@ def _bound_block(stmts: list, bound: set):
             bound = body & orelse
         elif isinstance(stmt, (gast.For, gast.While)):
             head = stmt.iter if isinstance(stmt, gast.For) else stmt.test
-            targets = {n.id for n in gast.walk(stmt.target) if isinstance(n, gast.Name)} \
+            targets = {n.id for n in walk(stmt.target) if isinstance(n, gast.Name)} \
                 if isinstance(stmt, gast.For) else set()
             if not _weak_ok(head, bound) or \
                     _bound_block(stmt.body, bound | targets) is None:
@@ -253,5 +254,5 @@ def _bound_block(stmts: list, bound: set):
 
 
 def _weak_ok(node, bound: set) -> bool:
-    return all(n.id in bound for n in gast.walk(node)
+    return all(n.id in bound for n in walk(node)
                if isinstance(n, gast.Name) and getattr(n, "secant_weak", False))

@@ -16,6 +16,7 @@ from .. import tape
 from ..errors import TransformError, copy_hint
 from ..function import Function, resolve
 from ..names import Namer
+from ..nodes import walk
 from ..syntax import is_mask
 from .dce import pure_calls
 
@@ -23,7 +24,7 @@ from .dce import pure_calls
 def _names(nodes) -> tuple:
     found = []
     for node in nodes:
-        for sub in gast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
                 found.append(sub.id)
     return tuple(found)
@@ -275,7 +276,7 @@ def _carried(loop) -> set:
     the value of the previous trip (`if i > 0: s = s + t` then `t = x * i`)."""
     entry = {loop.target.id} if isinstance(loop, gast.For) else set()
     exposed, _ = _exposed(loop.body, entry)
-    return exposed & {n.id for s in loop.body for n in gast.walk(s)
+    return exposed & {n.id for s in loop.body for n in walk(s)
                       if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
@@ -327,15 +328,15 @@ def _cheap_pure_function(obj, depth: int = 0) -> bool:
     """Whether a user function computes its result from its arguments alone and without
     loops: running it again in the reverse sweep costs about what recording it would
     (`minimum_image(d, box)` in a pair loop)."""
-    from ..frontend import parse
+    from ..frontend import parse_callee
     if _custom_vjp_only(obj) or depth > 3:
         return False
     try:
-        fn = parse(obj)
+        fn = parse_callee(obj)
     except TransformError:
         return False
     pure = pure_calls(fn.env, lambda callee: _cheap_pure_function(callee, depth + 1))
-    for node in gast.walk(gast.Module(body=fn.node.body, type_ignores=[])):
+    for node in walk(gast.Module(body=fn.node.body, type_ignores=[])):
         if isinstance(node, (gast.For, gast.While, gast.Global, gast.Nonlocal, gast.Raise,
                              gast.Assert, gast.FunctionDef, gast.Lambda, gast.Try,
                              gast.With)) or \

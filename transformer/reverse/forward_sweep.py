@@ -10,11 +10,11 @@ names assigned only inside a branch. Every emitted statement is located at its s
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 
 from .. import tape
+from ..nodes import copy_tree
 from ..syntax import assign, call, const, located, name, store, subscript
 from .adjoints import fwd_rule
 from .reads import Reads
@@ -59,15 +59,15 @@ class ForwardSweep(Reads):
                     else []
                 records = self.record(target.value.id, stmt) if id(stmt) in self.plan.writes \
                     else []
-                return guards + saves + [copy.deepcopy(stmt)] + records
+                return guards + saves + [copy_tree(stmt)] + records
             skipped = (target.id, id(stmt)) in self.plan.skipped
             records = self.record(target.id, stmt) if target.id in self.plan.taped and \
                 not skipped else []
-            primal = copy.deepcopy(stmt)
+            primal = copy_tree(stmt)
             if self.runs_fwd(stmt):
                 pair = self.fwd_result(target.id)
                 fwd = self.helper(target.id + "_fwd_rule", fwd_rule(self.prims[id(stmt)].key))
-                primal = [located(assign(pair, call(name(fwd), *[copy.deepcopy(a) for a in
+                primal = [located(assign(pair, call(name(fwd), *[copy_tree(a) for a in
                                                                   stmt.value.args])), stmt),
                           located(assign(target.id, subscript(name(pair), const(0))), stmt)]
                 stacks = self.residual_stacks(target.id, self.prims[id(stmt)].key) \
@@ -86,22 +86,22 @@ class ForwardSweep(Reads):
                 self.shape_guard(target.id, stmt) + \
                 self.summary_guard(target.id, stmt)
         if isinstance(stmt, gast.If):
-            return [located(gast.If(test=copy.deepcopy(stmt.test),
+            return [located(gast.If(test=copy_tree(stmt.test),
                                     body=self.forward_block(stmt.body) or [gast.Pass()],
                                     orelse=self.forward_block(stmt.orelse)), stmt)]
         if isinstance(stmt, gast.For):
             reserve = self.reserve_before(stmt)
-            loop = gast.For(target=copy.deepcopy(stmt.target), iter=copy.deepcopy(stmt.iter),
+            loop = gast.For(target=copy_tree(stmt.target), iter=copy_tree(stmt.iter),
                             body=self.forward_block(stmt.body) or [gast.Pass()], orelse=[],
                             type_comment=None)
             records = [r for var in sorted(self.plan.after.get(id(stmt), ()))
                        for r in self.record(var, stmt)]
             return reserve + [located(loop, stmt)] + records
         if isinstance(stmt, gast.While):
-            return [located(gast.While(test=copy.deepcopy(stmt.test),
+            return [located(gast.While(test=copy_tree(stmt.test),
                                        body=self.forward_block(stmt.body) or [gast.Pass()],
                                        orelse=[]), stmt)]
-        return [copy.deepcopy(stmt)]
+        return [copy_tree(stmt)]
 
     def view_guards(self, stmt) -> list:
         """`check_not_view(v, y, 'v', 'y')` before an in-place write to `y` (see view_checks)."""
@@ -151,7 +151,7 @@ class ForwardSweep(Reads):
         return const(1 if not loops else tape.MIN_CAPACITY)
 
     def trip_count(self, loop):
-        args = [copy.deepcopy(a) for a in loop.iter.args]
+        args = [copy_tree(a) for a in loop.iter.args]
         if len(args) == 1:
             args = [const(0)] + args
         if len(args) == 2:
@@ -200,7 +200,7 @@ class ForwardSweep(Reads):
         target = stmt.targets[0]
         var = target.value.id
         buf, top = self.counter(var, "items")
-        old = subscript(name(var), copy.deepcopy(target.slice))
+        old = subscript(name(var), copy_tree(target.slice))
         create = gast.If(test=gast.Compare(left=name(top), ops=[gast.Eq()],
                                            comparators=[const(0)]),
                          body=[assign(buf, call(name(self.helper("items_buffer",

@@ -24,6 +24,7 @@ from codegen.backends import is_user_function
 from .. import tape
 from ..errors import TransformError
 from ..function import resolve_in
+from ..nodes import walk
 from ..templates import has_adjoint, is_nondifferentiable
 
 _OPS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
@@ -145,7 +146,7 @@ def returns_tuple(obj):
 
 def _helper_function(obj):
     """The parsed Function of a plain user helper, or None for anything else."""
-    from ..frontend import parse, unwrap
+    from ..frontend import parse_callee, unwrap
     if obj is None or not callable(obj) or has_adjoint(obj) or is_nondifferentiable(obj):
         return None
     if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__"):
@@ -154,7 +155,7 @@ def _helper_function(obj):
     if not is_user_function(plain):
         return None
     try:
-        return parse(plain)
+        return parse_callee(plain)
     except (TransformError, SyntaxError, OSError, TypeError):
         return None
 
@@ -233,12 +234,12 @@ def _other_targets(stmt) -> list:
     imports): never integers here."""
     if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
         found = []
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, gast.NamedExpr) and isinstance(node.target, gast.Name):
                 found.append(node.target.id)
         return found
     found = []
-    for node in gast.walk(stmt) if not isinstance(stmt, (gast.If, gast.While, gast.Try))\
+    for node in walk(stmt) if not isinstance(stmt, (gast.If, gast.While, gast.Try))\
             else []:
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             found.append(node.id)

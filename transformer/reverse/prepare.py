@@ -36,7 +36,6 @@ controlflow.py still holds.
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
@@ -48,6 +47,7 @@ from ..desugar import desugar, view_sources
 from ..errors import copy_hint
 from ..function import Function, resolve
 from ..names import Namer, assigned_names
+from ..nodes import copy_tree, walk
 from ..rebind import split_rebound_names
 from ..runtime import update_in_place
 from ..syntax import assign, call, const, located, name
@@ -58,7 +58,7 @@ def prepare(fn: Function) -> Function:
     # a name rebound to another shape (`x = np.sum(x)`) is one variable per binding
     fn = lower_exits(anf(split_rebound_names(unroll_short_loops(desugar(fn)))))
     namer = Namer.for_function(fn)
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     env = dict(fn.env)
     _Unshare(fn, env, namer).run(node.body, fn.params)
     _effects_as_assignments(fn.replace(node=node, env=env), namer, node.body)
@@ -103,7 +103,7 @@ def _split_reused_names(namer: Namer, node, params: set) -> None:
             for var in _bound_name(stmt):
                 sites.setdefault(var, []).append((block, k))
     reads: dict = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
             reads[sub.id] = reads.get(sub.id, 0) + 1
     for var, defs in sites.items():
@@ -137,7 +137,7 @@ def _owned_reads(var: str, binding, rest: list):
     later = gast.Module(body=region, type_ignores=[])
     if var in assigned_names(later) or var in tape.operand_names(source):
         return None
-    return [n for n in gast.walk(later) if isinstance(n, gast.Name) and n.id == var and
+    return [n for n in walk(later) if isinstance(n, gast.Name) and n.id == var and
             isinstance(n.ctx, gast.Load)]
 
 
@@ -159,11 +159,11 @@ def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
     for part in parts:
         helper = bind_helper(fn.env, namer, part.__name__, part)
         names.append(namer.fresh(f"{pair}_{len(names)}"))
-        args = [copy.deepcopy(a) for a in stmt.value.args]
+        args = [copy_tree(a) for a in stmt.value.args]
         if part is parts[1]:
             args = args[1:]                 # the length needs no buffer
         out.append(located(assign(names[-1], call(name(helper), *args)), stmt))
-    for sub in gast.walk(fn.node):
+    for sub in walk(fn.node):
         if isinstance(sub, gast.Assign) and isinstance(sub.value, gast.Subscript) and \
                 isinstance(sub.value.value, gast.Name) and sub.value.value.id == pair and \
                 isinstance(sub.value.slice, gast.Constant):
@@ -173,7 +173,7 @@ def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
 
 def _store_counts(node) -> dict:
     counts: dict = {}
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
             counts[sub.id] = counts.get(sub.id, 0) + 1
     return counts
@@ -278,8 +278,8 @@ class _Prepare:
         index = loop.target.id
         last = self.namer.fresh(index + "_last")
         prelude = located(assign(last, call(name(self.helper("range_last", tape.range_last)),
-                                             copy.deepcopy(start), copy.deepcopy(stop),
-                                             copy.deepcopy(step))), loop)
+                                             copy_tree(start), copy_tree(stop),
+                                             copy_tree(step))), loop)
         tail = loop.body[-1] if loop.body else None
         if isinstance(tail, gast.If) and isinstance(tail.body[-1], gast.Break):
             tail.body.insert(0, located(assign(last, name(index)), tail))
@@ -423,7 +423,7 @@ class _Unshare:
 
 
 def _read_names(node) -> frozenset:
-    return frozenset(n.id for n in gast.walk(node) if isinstance(n, gast.Name) and
+    return frozenset(n.id for n in walk(node) if isinstance(n, gast.Name) and
                      isinstance(n.ctx, gast.Load))
 
 
@@ -436,7 +436,7 @@ def _unpaired(pairs: frozenset, var: str) -> frozenset:
 
 
 def _rename_loads(node, old: str, new: str) -> None:
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Name) and sub.id == old and isinstance(sub.ctx, gast.Load):
             sub.id = new
 

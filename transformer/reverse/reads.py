@@ -11,13 +11,13 @@ accumulated in place for its values is refused with a located error.
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
 
 from .. import runtime, tape
 from ..function import resolve, resolve_in
+from ..nodes import copy_tree, walk
 from ..syntax import assign, call, const, name
 from .adjoints import Adjoints
 from .dce import pure_calls
@@ -168,15 +168,15 @@ class Reads(Adjoints):
                 site = self.copy_source(d)
             if not self.adjoints.get(id(site)) or \
                     any(isinstance(n, gast.Call) and not pure(n) or
-                        isinstance(n, (gast.Dict, gast.List)) for n in gast.walk(site.value)):
+                        isinstance(n, (gast.Dict, gast.List)) for n in walk(site.value)):
                 return None
             sites.append((site, site.value))
         return sites
 
     def shape_check(self, var: str, expr) -> list:
         """`t = <expr>; check_shape(t, var_shape)`, `var` read in `expr` only weakly."""
-        expr = copy.deepcopy(expr)
-        for node in gast.walk(expr):
+        expr = copy_tree(expr)
+        for node in walk(expr):
             if isinstance(node, gast.Name) and node.id == var:
                 node.secant_weak = True
         checked = self.namer.fresh(var + "_checked")
@@ -188,7 +188,7 @@ class Reads(Adjoints):
         """Shape and float-type reads of guarded accumulators, where any of their values
         serves; and of values computed from them only for such reads (`out = 0.5 * e`
         read by the seed alone), whose assignments read their operands weakly in turn."""
-        positions = {id(sub.args[k]) for sub in gast.walk(node)
+        positions = {id(sub.args[k]) for sub in walk(node)
                      if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name)
                      for k in [_WEAK_ARGUMENTS.get(self.env.get(sub.func.id))]
                      if k is not None and k < len(sub.args) and
@@ -198,8 +198,8 @@ class Reads(Adjoints):
             if self._weak_definition(node, stmt, positions):
                 stmt.secant_weak_definition = True
                 weak.add(stmt.targets[0].id)
-                positions |= {id(n) for n in gast.walk(stmt.value) if isinstance(n, gast.Name)}
-        for sub in gast.walk(node):
+                positions |= {id(n) for n in walk(stmt.value) if isinstance(n, gast.Name)}
+        for sub in walk(node):
             if isinstance(sub, gast.Name) and id(sub) in positions and sub.id in weak:
                 sub.secant_weak = True
 
@@ -210,7 +210,7 @@ class Reads(Adjoints):
                 _shape_follows_operands(stmt.value, self.env)):
             return False
         var = stmt.targets[0].id
-        names = [n for n in gast.walk(node) if isinstance(n, gast.Name) and n.id == var]
+        names = [n for n in walk(node) if isinstance(n, gast.Name) and n.id == var]
         return sum(not isinstance(n.ctx, gast.Load) for n in names) == 1 and \
             all(id(n) in positions for n in names if isinstance(n.ctx, gast.Load))
 
@@ -246,7 +246,7 @@ class Reads(Adjoints):
         return None
 
     def _control_reads(self):
-        for stmt in gast.walk(gast.Module(body=self.body, type_ignores=[])):
+        for stmt in walk(gast.Module(body=self.body, type_ignores=[])):
             if isinstance(stmt, gast.If):
                 yield id(stmt), set(_names([stmt.test])) & set(self.defs)
             elif isinstance(stmt, gast.For):
@@ -315,7 +315,7 @@ def _reads(stmts, env) -> tuple[set, set]:
     """(names whose values the statements read, names read only for their shape)."""
     skipped, shape_reads = set(), {}
     for stmt in stmts:
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Name):
                 helper = env.get(sub.func.id)
                 for table, shape in ((_DTYPE_ARGUMENTS, False), (_SHAPE_ARGUMENTS, True)):
@@ -325,7 +325,7 @@ def _reads(stmts, env) -> tuple[set, set]:
                         skipped.add(id(sub.args[position]))
                         if shape:
                             shape_reads[id(sub.args[position])] = sub.args[position].id
-    loads = [sub for stmt in stmts for sub in gast.walk(stmt)
+    loads = [sub for stmt in stmts for sub in walk(stmt)
              if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)]
     return {n.id for n in loads if id(n) not in skipped}, set(shape_reads.values())
 

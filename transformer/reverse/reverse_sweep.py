@@ -10,7 +10,6 @@ seeded from the output (`unit_cotangent`, or the vjp's cotangent parameters); an
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 import numpy as np
@@ -19,6 +18,7 @@ from codegen import emit
 
 from .. import runtime, tape
 from ..nan_checks import ADJOINT
+from ..nodes import copy_tree
 from ..syntax import assign, call, const, located, name, store, subscript
 from .classify import GRAD, VALUE_AND_GRAD, VJP
 from .forward_sweep import ForwardSweep
@@ -36,7 +36,7 @@ class ReverseSweep(ForwardSweep):
             body.extend(self.reverse_statement(stmt, comment))
         if not body and not top:
             return []
-        prefix = [copy.deepcopy(s) for s in stmts if isinstance(s, gast.Assign) and
+        prefix = [copy_tree(s) for s in stmts if isinstance(s, gast.Assign) and
                   isinstance(s.targets[0], gast.Name) and s.targets[0].id in
                   self.plan.recomputed]
         inits = self.inits(id(stmts), top)
@@ -46,7 +46,7 @@ class ReverseSweep(ForwardSweep):
 
     def reverse_statement(self, stmt, comment) -> list:
         if isinstance(stmt, gast.Assign):
-            out = [copy.deepcopy(s) for s in self.adjoints[id(stmt)]]
+            out = [copy_tree(s) for s in self.adjoints[id(stmt)]]
             text = self.fn.origin.source_line(getattr(stmt, "lineno", None))
             if out and text and text.strip() != comment[0]:
                 comment[0] = text.strip()
@@ -71,7 +71,7 @@ class ReverseSweep(ForwardSweep):
             if not body and not orelse:
                 return []
             comment[0] = None
-            return [located(gast.If(test=copy.deepcopy(stmt.test), body=body or [gast.Pass()],
+            return [located(gast.If(test=copy_tree(stmt.test), body=body or [gast.Pass()],
                                     orelse=orelse), stmt)]
         if isinstance(stmt, gast.For):
             restores = [located(s, stmt) for var in sorted(self.plan.after.get(id(stmt), ()))
@@ -90,12 +90,12 @@ class ReverseSweep(ForwardSweep):
         if isinstance(start, gast.Constant) and isinstance(step, gast.Constant):
             stop = const(start.value - step.value)
         else:
-            stop = gast.BinOp(left=copy.deepcopy(start), op=gast.Sub(),
-                              right=copy.deepcopy(step))
+            stop = gast.BinOp(left=copy_tree(start), op=gast.Sub(),
+                              right=copy_tree(step))
         back = const(-step.value) if isinstance(step, gast.Constant) else \
-            gast.UnaryOp(op=gast.USub(), operand=copy.deepcopy(step))
+            gast.UnaryOp(op=gast.USub(), operand=copy_tree(step))
         header = call(name(self.helper("range", range)), name(last), stop, back)
-        rev = gast.For(target=copy.deepcopy(loop.target), iter=header, body=body, orelse=[],
+        rev = gast.For(target=copy_tree(loop.target), iter=header, body=body, orelse=[],
                        type_comment=None)
         return [located(rev, loop)]
 
@@ -132,8 +132,8 @@ class ReverseSweep(ForwardSweep):
         old = self.namer.fresh(var + "_old")
         pop = assign(gast.Tuple(elts=[store(old), store(top)], ctx=gast.Store()),
                      call(name(self.helper("pop_items", tape.pop_items)), name(buf), name(top),
-                          subscript(name(var), copy.deepcopy(target.slice))))
-        write = assign(subscript(name(var), copy.deepcopy(target.slice), gast.Store()),
+                          subscript(name(var), copy_tree(target.slice))))
+        write = assign(subscript(name(var), copy_tree(target.slice), gast.Store()),
                        name(old))
         return [pop, write]
 
@@ -185,7 +185,7 @@ class ReverseSweep(ForwardSweep):
                 seed = name(cot)
             else:
                 seed = call(name(self.helper("unit_cotangent", unit_cotangent)),
-                            copy.deepcopy(atom))
+                            copy_tree(atom))
             if isinstance(atom, gast.Name) and atom.id in self.active:
                 out.append(self.accumulate(atom.id, seed))
         return out
@@ -210,12 +210,12 @@ class ReverseSweep(ForwardSweep):
         value = grads[0] if len(grads) == 1 and not self.tuple_grads else \
             gast.Tuple(elts=grads, ctx=gast.Load())
         if self.has_aux:
-            aux = copy.deepcopy(self.aux)
+            aux = copy_tree(self.aux)
             if self.mode == GRAD:
                 return gast.Return(value=gast.Tuple(elts=[value, aux], ctx=gast.Load()))
-            out = gast.Tuple(elts=[copy.deepcopy(self.out_atom), aux], ctx=gast.Load())
+            out = gast.Tuple(elts=[copy_tree(self.out_atom), aux], ctx=gast.Load())
             return gast.Return(value=gast.Tuple(elts=[out, value], ctx=gast.Load()))
         if self.mode == GRAD:
             return gast.Return(value=value)
-        return gast.Return(value=gast.Tuple(elts=[copy.deepcopy(self.out_atom), value],
+        return gast.Return(value=gast.Tuple(elts=[copy_tree(self.out_atom), value],
                                             ctx=gast.Load()))

@@ -28,6 +28,7 @@ import gast
 from codegen import emit
 
 from ..nan_checks import ADJOINT
+from ..nodes import walk
 
 
 def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = frozenset()) -> None:
@@ -45,7 +46,7 @@ def tidy_reverse(stmts: list, zeros: str, adjoint_names: set, owned: set = froze
 def _mention_counts(stmts: list) -> dict:
     counts: dict = {}
     for stmt in stmts:
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, gast.Name):
                 counts[sub.id] = counts.get(sub.id, 0) + 1
     return counts
@@ -69,6 +70,8 @@ def _sink(stmts: list, zeros: str, adjoint_names: set, mentions: dict) -> None:
         target = _zero_init_target(stmt, zeros)
         if target:
             zero.add(target)
+        elif not zero:                  # no zero adjoint to move or forget: nothing to read
+            pass
         elif isinstance(stmt, gast.If) and not stmt.orelse:
             inside = _written(stmt.body)
             moved = _move_after_branch(stmts, index, zero & inside, zero, adjoint_names,
@@ -144,7 +147,7 @@ def _item_accumulation(stmt) -> bool:
 
 def _reads(node, adjoint_names: set) -> set:
     nodes = node if isinstance(node, list) else [node]
-    return {n.id for part in nodes for n in gast.walk(part)
+    return {n.id for part in nodes for n in walk(part)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
             and n.id in adjoint_names}
 
@@ -152,7 +155,7 @@ def _reads(node, adjoint_names: set) -> set:
 def _written(stmts) -> set:
     found = set()
     for stmt in stmts:
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
                 found.add(sub.id)
             elif isinstance(sub, gast.Call) and sub.args and \
@@ -165,7 +168,7 @@ def _written(stmts) -> set:
 
 
 def _mentions(stmt, names: set) -> bool:
-    return any(isinstance(n, gast.Name) and n.id in names for n in gast.walk(stmt))
+    return any(isinstance(n, gast.Name) and n.id in names for n in walk(stmt))
 
 
 def _sink_inits(stmts: list, zeros: str, mentions: dict) -> None:
@@ -224,7 +227,7 @@ def _zero_init_target(stmt, zeros):
 
 def _first_mention(stmts, start, var):
     for k in range(start, len(stmts)):
-        if any(isinstance(n, gast.Name) and n.id == var for n in gast.walk(stmts[k])):
+        if any(isinstance(n, gast.Name) and n.id == var for n in walk(stmts[k])):
             return k
     return None
 
@@ -237,7 +240,7 @@ def _accumulates(stmt, var) -> bool:
             stmt.value.left.id == var):
         return False
     return not any((isinstance(n, gast.Name) and n.id == var) or isinstance(n, gast.Subscript)
-                   for n in gast.walk(stmt.value.right))
+                   for n in walk(stmt.value.right))
 
 
 

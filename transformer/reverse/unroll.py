@@ -26,11 +26,11 @@ Output: the same Function with those loops replaced by their copies; nothing els
 """
 from __future__ import annotations
 
-import copy
 
 import gast
 
 from ..function import Function, resolve
+from ..nodes import copy_tree, walk
 from ..syntax import const
 
 MAX_TRIPS = 4
@@ -44,9 +44,9 @@ _REFUSED = (gast.For, gast.While, gast.Break, gast.Continue, gast.Return, gast.Y
 
 def unroll_short_loops(fn: Function) -> Function:
     """`fn` with each short constant `for` loop written out (see the module docstring)."""
-    if not any(_trips(fn, loop) for loop in gast.walk(fn.node) if isinstance(loop, gast.For)):
+    if not any(_trips(fn, loop) for loop in walk(fn.node) if isinstance(loop, gast.For)):
         return fn
-    node = copy.deepcopy(fn.node)
+    node = copy_tree(fn.node)
     _unroll_block(fn, node, node.body)
     return fn.replace(node=node)
 
@@ -72,7 +72,7 @@ def _copies(fn: Function, root, loop) -> list | None:
     trips = _trips(fn, loop)
     if not trips or not _body_allows(loop) or _read_elsewhere(root, loop.target.id):
         return None
-    return [_Substitute(loop.target.id, value).visit(copy.deepcopy(stmt))
+    return [_Substitute(loop.target.id, value).visit(copy_tree(stmt))
             for value in trips for stmt in loop.body]
 
 
@@ -103,7 +103,7 @@ def _body_allows(loop) -> bool:
     index = loop.target.id
     statements = 0
     for stmt in loop.body:
-        for sub in gast.walk(stmt):
+        for sub in walk(stmt):
             if isinstance(sub, _REFUSED):
                 return False
             if isinstance(sub, gast.stmt):
@@ -121,19 +121,19 @@ def _read_elsewhere(root, index: str) -> bool:
     """Whether `index` is read (or bound other than as a loop index) outside loops over it."""
     inside: set = set()
     targets: set = set()
-    for loop in gast.walk(root):
+    for loop in walk(root):
         if isinstance(loop, gast.For) and isinstance(loop.target, gast.Name) and \
                 loop.target.id == index:
             targets.add(id(loop.target))
             for stmt in loop.body:
-                inside |= {id(sub) for sub in gast.walk(stmt)}
+                inside |= {id(sub) for sub in walk(stmt)}
     params = root.args
     for arg in params.posonlyargs + params.args + params.kwonlyargs + \
             [a for a in (params.vararg, params.kwarg) if a is not None]:
         if arg.id == index:
             return True
     return any(isinstance(sub, gast.Name) and sub.id == index and id(sub) not in inside
-               and id(sub) not in targets for sub in gast.walk(root))
+               and id(sub) not in targets for sub in walk(root))
 
 
 class _Substitute(gast.NodeTransformer):

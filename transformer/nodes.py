@@ -1,0 +1,75 @@
+"""Walking and copying gast (and ast) trees: what every pass does, made cheap.
+
+`walk` visits exactly the nodes of `ast.walk`, in its order (breadth first, each node's
+children in field order), without the two generators per node `ast.walk` stacks up.
+`copy_tree` returns exactly what `copy.deepcopy` returns for a tree - every node copied
+once, a node or list met twice copied once and shared, any other value deep-copied - with
+a direct copy of each node's fields instead of the pickle protocol. Passes spend a third
+of secant's transformation time in these two operations.
+"""
+from __future__ import annotations
+
+import copy
+from collections import deque
+from typing import Iterator, TypeVar
+
+import gast
+
+_AST = gast.AST
+_ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None), type(Ellipsis)})
+_T = TypeVar("_T")
+
+
+def walk(node) -> Iterator:
+    """Every node under `node` (itself first), in `ast.walk`'s order."""
+    todo = deque((node,))
+    pop, push = todo.popleft, todo.append
+    while todo:
+        node = pop()
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _AST):
+                push(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, _AST):
+                        push(item)
+        yield node
+
+
+def copy_tree(value: _T) -> _T:
+    """`copy.deepcopy(value)` for a tree, a list of trees or any value, faster on trees."""
+    return _copy(value, {})
+
+
+def _copy(value, memo: dict):
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if isinstance(value, _AST):
+        found = memo.get(id(value))
+        if found is not None:
+            return found
+        new = kind.__new__(kind)
+        memo[id(value)] = new
+        _keep_alive(value, memo)
+        new.__dict__.update({k: _copy(v, memo) for k, v in value.__dict__.items()})
+        return new
+    if kind is list:
+        found = memo.get(id(value))
+        if found is not None:
+            return found
+        new = memo[id(value)] = []
+        _keep_alive(value, memo)
+        new.extend(_copy(item, memo) for item in value)
+        return new
+    return copy.deepcopy(value, memo)
+
+
+def _keep_alive(value, memo: dict) -> None:
+    """Hold `value` for as long as `memo`, as `copy.deepcopy` does: an id in the memo must
+    not be reused by a temporary made during the copy."""
+    try:
+        memo[id(memo)].append(value)
+    except KeyError:
+        memo[id(memo)] = [value]
