@@ -6,7 +6,7 @@ checked against the hand derivative."""
 import numpy as np
 import pytest
 
-from transformer import frontend, grad, jit, jvp, value_and_grad
+from transformer import frontend, grad, jit, jvp, value_and_grad, vmap
 
 X = np.array([0.5, -1.0, 2.0])
 
@@ -56,6 +56,13 @@ def test_a_helper_is_parsed_once_per_build_by_every_pass(parsed, transform):
 def test_forward_mode_parses_a_helper_once(parsed):
     _, tangent = jvp(energy, (X,), (np.ones_like(X),))
     assert np.isclose(tangent, np.sum(energy_grad(X)))
+    assert sum(fn is square for fn in parsed) == 1
+
+
+def test_vmap_of_grad_parses_a_helper_once(parsed):
+    batch = np.stack([X, 2.0 * X])
+    got = jit(vmap(grad(energy)), backend="python")(batch)
+    assert np.allclose(got, [energy_grad(row) for row in batch])
     assert sum(fn is square for fn in parsed) == 1
 
 

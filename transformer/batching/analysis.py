@@ -27,7 +27,7 @@ from ..aliases import (first_write, parameter_writes, write_through, written_ali
 from ..anf import anf
 from ..desugar import desugar, view_sources
 from ..errors import TransformError
-from ..frontend import parse
+from ..frontend import parse_callee
 from ..function import Function, resolve
 from ..param_updates import updates_in_place
 from ..rules import batching as rules
@@ -348,7 +348,7 @@ def _callee_function(target) -> Function | None:
     if hasattr(target, "__secant_function__"):
         return target.__secant_function__()
     if is_user_function(target) or isinstance(target, numba.core.dispatcher.Dispatcher):
-        return parse(target)
+        return parse_callee(target)
     return None
 
 
