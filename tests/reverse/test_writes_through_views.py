@@ -1,4 +1,5 @@
-"""Reverse mode refuses a write through a view (`row = P[i]; row[0] = v`, `head = h[:2]`)
+"""Reverse mode refuses a write through a view (`row = P[i]; row[0] = v`, `head = h[:2]`,
+a reshape, transpose or ravel, a tuple or list holding the array, a name unpacked from one)
 when the viewed array is read afterwards: the write changes that array, and reverse mode,
 which keeps one adjoint and one record of writes per name, would not see it (it gave a
 silently wrong gradient). The refusal is located and its hint works. Oracle: central
@@ -35,6 +36,62 @@ def view_of_view(W, h0):
     head = h[:3]
     first = head[:1]
     first[0] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
+def reshaped_view(W, h0):
+    h = h0 * 2.0
+    column = h.reshape(4, 1)
+    column[1, 0] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
+def transposed_view(W, h0):
+    P = np.outer(h0, h0) + W
+    Q = P.T
+    Q[0, 1] = 7.0
+    return np.sum(np.tanh(P))
+
+
+def raveled_view(W, h0):
+    P = np.outer(h0, h0) + W
+    flat = np.ravel(P)
+    flat[5] = 7.0
+    return np.sum(np.tanh(P))
+
+
+def tuple_holding_the_array(W, h0):
+    h = h0 * 2.0
+    pair = (h, 2.0)
+    pair[0][1] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
+def list_holding_the_array(W, h0):
+    h = h0 * 2.0
+    held = [h]
+    held[0][0] *= 3.0
+    return np.sum(np.tanh(W @ h))
+
+
+def unpacked_alias(W, h0):
+    h = h0 * 2.0
+    a, b = h, 2.0
+    a[1] = 7.0 * b
+    return np.sum(np.tanh(W @ h))
+
+
+def reshaped_copy(W, h0):               # the hint's rewrite of reshaped_view
+    h = h0 * 2.0
+    column = h.reshape(4, 1).copy()
+    column[1, 0] = 7.0
+    return np.sum(np.tanh(W @ h)) + np.sum(column)
+
+
+def tuple_of_a_copy(W, h0):             # ... of tuple_holding_the_array
+    h = h0 * 2.0
+    pair = (h.copy(), 2.0)
+    pair[0][1] = 7.0
     return np.sum(np.tanh(W @ h))
 
 
@@ -83,6 +140,12 @@ def assert_gradients_match_differences(f):
     (row_view, "row[0] = row[2] * 3.0"),
     (slice_view_in_loop, "head[0] = head[1] * 0.5"),
     (view_of_view, "first[0] = 7.0"),
+    (reshaped_view, "column[1, 0] = 7.0"),
+    (transposed_view, "Q[0, 1] = 7.0"),
+    (raveled_view, "flat[5] = 7.0"),
+    (tuple_holding_the_array, "pair[0][1] = 7.0"),
+    (list_holding_the_array, "held[0][0] *= 3.0"),
+    (unpacked_alias, "a[1] = 7.0 * b"),
 ])
 def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f, line):
     for transform in (grad, lambda g: jit(grad(g))):
@@ -90,11 +153,13 @@ def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f
             transform(f)(W.copy(), H0.copy())
         err = info.value
         assert err.filename == __file__ and err.line.strip() == line
-        assert "is a view into" in err.message and "write into" in err.hint
+        assert "is a view into" in err.message and "write into" in err.hint or \
+            "are the same array here" in err.message and ".copy()" in err.hint
 
 
 @pytest.mark.parametrize("f", [row_written_directly, loop_written_directly, row_copied,
-                               mask_selection_written, view_written_base_not_read])
+                               mask_selection_written, view_written_base_not_read,
+                               reshaped_copy, tuple_of_a_copy])
 def test_the_hints_rewrites_and_copies_get_the_finite_difference_gradient(f):
     assert_gradients_match_differences(f)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gast
 
 from .. import tape
+from ..desugar import view_sources
 from ..errors import TransformError, copy_hint
 from ..function import Function, resolve
 from ..names import Namer
@@ -98,9 +99,7 @@ class BodyFacts:
         record of writes."""
         copies = [s for s in self.simple
                   if isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Name)]
-        views = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
-                 isinstance(s.value, gast.Subscript) and isinstance(s.value.value, gast.Name)
-                 and not self._selects_by_mask(s.value.slice)]
+        views = self._views()
         through: dict = {}      # name -> the writes that change its array
         for stmt in self.simple:
             if isinstance(stmt.targets[0], gast.Subscript):
@@ -111,18 +110,43 @@ class BodyFacts:
             for stmt in copies:
                 pair = {stmt.targets[0].id, stmt.value.id}
                 if pair & self.written and not pair <= self.written:
-                    self._refuse_observed_alias(stmt)
+                    self._refuse_observed_alias(stmt, through)
                     self.written |= pair
+                    # a write through either name after the copy writes both: `a_1 = y;
+                    # a = a_1; a[1] = v` writes y
+                    after = [w for n in pair for w in through.get(n, [])
+                             if self.order[id(w)] > self.order[id(stmt)]]
+                    for n in pair:
+                        known = set(map(id, through.setdefault(n, [])))
+                        through[n].extend(w for w in after if id(w) not in known)
                     changed = True
-            for stmt in views:      # `row = P[i]; row[0] = v` writes P as well
-                view, base = stmt.targets[0].id, stmt.value.value.id
+            for stmt, view, base in views:  # `row = P[i]; row[0] = v` writes P as well
                 if view in self.written and base not in self.written:
                     writes = [w for w in through.get(view, [])
                               if self.order[id(w)] > self.order[id(stmt)]]
-                    self._refuse_write_through_view(writes, view, base)
+                    self._refuse_write_through_view(writes, view, base, stmt)
                     through.setdefault(base, []).extend(writes)
                     self.written.add(base)
                     changed = True
+
+    def _views(self) -> list:
+        """(statement, view, base) for each `view = ...` whose array may be `base`'s or a
+        part of it: an item or slice (`P[i]`, not a boolean mask's copy), a reshape,
+        transpose, ravel or other view (`desugar.view_sources`), or a tuple or list
+        holding it (`t = (y, 2.0)`, then `t[0][1] = v` writes `y`)."""
+        views = []
+        for stmt in self.simple:
+            target, value = stmt.targets[0], stmt.value
+            if not isinstance(target, gast.Name) or isinstance(value, gast.Name):
+                continue
+            if isinstance(value, gast.Subscript):
+                if isinstance(value.value, gast.Name) and \
+                        not self._selects_by_mask(value.slice):
+                    views.append((stmt, target.id, value.value.id))
+                continue
+            views.extend((stmt, target.id, base)
+                         for base in sorted(view_sources(self.fn, value)))
+        return views
 
     def _selects_by_mask(self, index) -> bool:
         """Whether `x[index]` is a copy for sure: a boolean mask computed in the body (a
@@ -135,22 +159,29 @@ class BodyFacts:
             isinstance(d, gast.Assign) and is_mask(d.value, self._selects_by_mask)
             for d in definitions)
 
-    def _refuse_write_through_view(self, writes: list, view: str, base: str) -> None:
-        """Refuse `writes` through `view` (bound to `base[...]` before them) when `base`
-        is read after one: the write changes `base`, which reverse mode, keeping one
-        adjoint and one record of writes per name, would not see."""
+    def _refuse_write_through_view(self, writes: list, view: str, base: str,
+                                   binding) -> None:
+        """Refuse `writes` through `view` (bound to a view of `base` by `binding`, before
+        them) when `base` is read after one: the write changes `base`, which reverse mode,
+        keeping one adjoint and one record of writes per name, would not see."""
         for write in writes:
             at, loops = self.order[id(write)], set(map(id, self.loops_of[id(write)]))
             later = [u for u in self.loads.get(base, []) if self.order[id(u)] > at
                      or loops & set(map(id, self.loops_of.get(id(u), ())))]
-            if later:
-                raise self.fn.origin.error(
-                    write, f"{view!r} is a view into {base!r} (`{view} = {base}[...]`), "
-                    f"written here and {base!r} read afterwards: reverse mode does not follow "
-                    f"a write into {base!r} made through another name",
-                    f"write into {base!r} itself (`{base}[...] = ...` at the same elements), "
-                    f"or, if {base!r} must not change, make {view!r} its own array: "
-                    f"`{view} = {base}[...].copy()`")
+            if not later:
+                continue
+            if isinstance(binding.value, gast.Subscript):
+                bound, own = f"(`{view} = {base}[...]`)", f"`{view} = {base}[...].copy()`"
+            else:
+                line = getattr(binding, "lineno", None)
+                bound = f"(bound from {base!r}" + (f" at line {line})" if line else ")")
+                own = f"`.copy()` where {view!r} is bound from {base!r}"
+            raise self.fn.origin.error(
+                write, f"{view!r} is a view into {base!r} {bound}, written here and "
+                f"{base!r} read afterwards: reverse mode does not follow a write into "
+                f"{base!r} made through another name",
+                f"write into {base!r} itself (`{base}[...] = ...` at the same elements), "
+                f"or, if {base!r} must not change, make {view!r} its own array: {own}")
 
     def _views_read_across_writes(self) -> dict:
         """id(write) -> names read from the written array before it and used after it:
@@ -187,15 +218,17 @@ class BodyFacts:
             return value.args[0].id, value.args[1]
         return None
 
-    def _refuse_observed_alias(self, stmt) -> None:
+    def _refuse_observed_alias(self, stmt, through: dict) -> None:
+        """Refuse the copy `stmt` when its array is written through one of its two names
+        (or a name sharing it, `through`) after it and read through the other."""
         target, source = stmt.targets[0].id, stmt.value.id
         for name_ in (target, source):
             other = source if name_ == target else target
             later = [u for u in self.loads.get(other, [])
                      if self.order[id(u)] > self.order[id(stmt)]]
-            writes = [u for u in self.simple if isinstance(u.targets[0], gast.Subscript)
-                      and u.targets[0].value.id == name_ and
-                      self.order[id(u)] > self.order[id(stmt)]]
+            writes = sorted((u for u in through.get(name_, [])
+                             if self.order[id(u)] > self.order[id(stmt)]),
+                            key=lambda u: self.order[id(u)])
             if writes and later:
                 raise self.fn.origin.error(
                     writes[0], f"{name_!r} and {other!r} are the same array here, written "
