@@ -81,8 +81,16 @@ def desugar(fn: Function) -> Function:
 # calls whose result may be a view of (share memory with) their first argument
 _VIEW_FUNCTIONS = (update_in_place, np.transpose, np.reshape, np.ravel, np.asarray,
                    np.asanyarray, np.squeeze, np.expand_dims, np.swapaxes, np.moveaxis,
-                   np.flip, np.diagonal, np.real, np.imag, np.broadcast_to, np.atleast_1d,
-                   np.atleast_2d, np.atleast_3d)
+                   np.flip, np.fliplr, np.flipud, np.rot90, np.diagonal, np.real, np.imag,
+                   np.broadcast_to, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+                   # lists of views of their first argument
+                   np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+                   np.lib.stride_tricks.as_strided) + tuple(
+    getattr(np, name) for name in ("matrix_transpose", "permute_dims", "unstack")
+    if hasattr(np, name))                               # NumPy 2 names
+
+# array methods that return a view and that desugaring leaves as methods
+_VIEW_METHODS = ("view",)
 
 
 # attributes of an array that are views of it (`.T` is `np.transpose` by now)
@@ -128,6 +136,9 @@ def view_sources(fn: Function, value) -> set:
         return set().union(*(view_sources(fn, e) for e in value.elts))
     if isinstance(value, gast.IfExp):
         return view_sources(fn, value.body) | view_sources(fn, value.orelse)
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+            value.func.attr in _VIEW_METHODS and resolve(fn, value.func, None) is None:
+        return view_sources(fn, value.func.value)
     if isinstance(value, gast.Call) and value.args:
         func = resolve(fn, value.func, None)
         if any(func is f for f in _VIEW_FUNCTIONS):

@@ -81,6 +81,20 @@ def unpacked_alias(W, h0):
     return np.sum(np.tanh(W @ h))
 
 
+def view_method(W, h0):
+    h = h0 * 2.0
+    same = h.view()
+    same[1] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
+def split_parts(W, h0):
+    h = h0 * 2.0
+    first, second = np.split(h, 2)
+    second[0] = 7.0
+    return np.sum(np.tanh(W @ h))
+
+
 def reshaped_copy(W, h0):               # the hint's rewrite of reshaped_view
     h = h0 * 2.0
     column = h.reshape(4, 1).copy()
@@ -146,6 +160,8 @@ def assert_gradients_match_differences(f):
     (tuple_holding_the_array, "pair[0][1] = 7.0"),
     (list_holding_the_array, "held[0][0] *= 3.0"),
     (unpacked_alias, "a[1] = 7.0 * b"),
+    (view_method, "same[1] = 7.0"),
+    (split_parts, "second[0] = 7.0"),
 ])
 def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f, line):
     for transform in (grad, lambda g: jit(grad(g))):
