@@ -394,3 +394,18 @@ def test_sum_falls_back_to_numbas_np_sum_without_its_private_loop(monkeypatch):
     assert total is kernels._public_sum
     x = np.arange(7.0).reshape(7, 1)
     assert numba.njit(lambda a: total(a, None, None))(x) == np.sum(x)
+
+
+@numba.njit
+def _identity_of_numbers(d, basis):
+    return identity_batch(d, basis), identity_batch_last(d, basis)
+
+
+@pytest.mark.parametrize("d", [0.7, np.float32(0.7), 3, True])
+def test_identity_batch_of_a_number_on_a_scalar_basis_is_numpys(d):
+    """hessian with tuple argnums pushes a scalar's one basis vector through vmap."""
+    got, got_last = _identity_of_numbers(d, 1.0)
+    want = identity_batch(d, 1.0)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_last, identity_batch_last(d, 1.0))
+    assert got.dtype == want.dtype

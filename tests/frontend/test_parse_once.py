@@ -43,11 +43,18 @@ def parsed(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("transform", [
-    grad,
-    lambda f: jit(grad(f), backend="python"),
-    lambda f: jit(lambda x: value_and_grad(f)(x)[1], backend="python"),
-], ids=["grad", "jit-grad", "jit-value-and-grad"])
+def _jit_grad(f):
+    return jit(grad(f), backend="python")
+
+
+def _jit_value_and_grad(f):
+    def gradient(x):        # a def: Python 3.10 cannot tell two lambdas on a line apart
+        return value_and_grad(f)(x)[1]
+    return jit(gradient, backend="python")
+
+
+@pytest.mark.parametrize("transform", [grad, _jit_grad, _jit_value_and_grad],
+                         ids=["grad", "jit-grad", "jit-value-and-grad"])
 def test_a_helper_is_parsed_once_per_build_by_every_pass(parsed, transform):
     assert np.allclose(transform(energy)(X), energy_grad(X))
     assert sum(fn is square for fn in parsed) == 1

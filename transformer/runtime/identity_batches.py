@@ -42,7 +42,8 @@ def _identity_nb(d, basis, last: bool):
             if last:
                 return lambda d, basis: np.ascontiguousarray(d).copy().reshape(d.shape + (1,))
             return lambda d, basis: np.ascontiguousarray(d).copy().reshape((1,) + d.shape)
-        return lambda d, basis: full_array(1, d, numba.np.numpy_support.as_dtype(d).type)
+        value_type = numba.np.numpy_support.as_dtype(types.unliteral(d)).type
+        return lambda d, basis: full_array(1, d, value_type)
     # dtype classes and shape tuples, as zeros_like passes: one np.zeros compile for all
     dtype = numba.np.numpy_support.as_dtype(d.dtype if isinstance(d, types.Array) else d).type
     if not isinstance(d, types.Array):
