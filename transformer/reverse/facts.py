@@ -137,13 +137,9 @@ class BodyFacts:
         views = []
         for stmt in self.simple:
             target, value = stmt.targets[0], stmt.value
-            if not isinstance(target, gast.Name) or isinstance(value, gast.Name):
-                continue
-            if isinstance(value, gast.Subscript):
-                if isinstance(value.value, gast.Name) and \
-                        not self._selects_by_mask(value.slice):
-                    views.append((stmt, target.id, value.value.id))
-                continue
+            if not isinstance(target, gast.Name) or isinstance(value, gast.Name) or \
+                    isinstance(value, gast.Subscript) and self._selects_by_mask(value.slice):
+                continue        # a copy (followed above), or a mask's selection: a new array
             views.extend((stmt, target.id, base)
                          for base in sorted(view_sources(self.fn, value)))
         return views
