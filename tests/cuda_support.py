@@ -19,6 +19,15 @@ HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
 NO_NUMBA_CUDA = "numba-cuda is not installed (pip install 'secant[cuda]')"
 
 on_simulator = pytest.mark.skipif(not SIMULATED, reason="runs in the simulator process")
+needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+# The real CUDA target's compiler (kernel source, PTX): not the simulator's Python kernels.
+needs_cuda_target = pytest.mark.skipif(not HAS_NUMBA_CUDA or SIMULATED,
+                                       reason="numba-cuda is not installed, or this is the "
+                                              "simulator process")
+# A test that starts `run_on_simulator`: from the host process only.
+launches_simulator = pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
+                                        reason="numba-cuda is not installed, or this is the "
+                                               "simulator process")
 
 
 @functools.lru_cache(maxsize=None)

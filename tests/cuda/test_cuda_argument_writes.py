@@ -15,15 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, run_on_simulator
+from cuda_support import launches_simulator, needs_numba_cuda, on_simulator, run_on_simulator
 from transformer import TransformError, jit, vmap
 
-needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
-                    reason="numba-cuda is not installed, or this is the simulator process")
+@launches_simulator
 def test_argument_write_kernels_on_the_simulator(tmp_path):
     run_on_simulator(tmp_path, "--runslow", "-k", "test_kernel_", str(Path(__file__)))
 

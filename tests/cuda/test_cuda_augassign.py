@@ -17,20 +17,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, ptx_missing, run_on_simulator
+from cuda_support import (launches_simulator, needs_cuda_target, on_simulator,
+                          ptx_missing, run_on_simulator)
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.primitives import registry
 from transformer.runtime.tapes import own_value
 from transformer.test_util import numerical_grad, numerical_jvp
 
-needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA or SIMULATED,
-                                      reason="numba-cuda is not installed (or simulator run)")
 needs_ptx = pytest.mark.skipif(ptx_missing() is not None, reason=ptx_missing() or "")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
-                    reason="numba-cuda is not installed, or this is the simulator process")
+@launches_simulator
 def test_augmented_assignment_kernels_on_the_simulator(tmp_path):
     run_on_simulator(tmp_path, "--runslow", "-k", "test_kernel_", str(Path(__file__)))
 
@@ -315,7 +313,7 @@ def test_kernel_update_of_a_batched_array_argument_reaches_the_caller():
 
 # ---------------------------------------------------------------- source and PTX
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_update_of_a_number_another_name_held_is_plain_arithmetic_in_the_kernel():
     ask, bid, buy, sell = _books(4)
     source = jit(vmap(order_book_step), backend="cuda").source(ask, bid, buy, sell)
@@ -345,7 +343,7 @@ def test_order_book_step_and_derivatives_of_updates_compile_to_ptx():
 
 # ---------------------------------------------------------------- refusals, located
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_primitive_without_cuda_form_is_refused_at_its_statement_with_the_registry_reason():
     x, take = _inputs()
     with pytest.raises(TransformError) as caught:
@@ -360,7 +358,7 @@ def test_primitive_without_cuda_form_is_refused_at_its_statement_with_the_regist
     assert "np.sign" not in source                # the hint's form is accepted
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_in_place_update_of_an_int_array_with_floats_is_refused_at_its_line():
     x = np.array([0.25, 0.75])                    # the first element skips the update
     take = np.ones(2)
@@ -372,7 +370,7 @@ def test_in_place_update_of_an_int_array_with_floats_is_refused_at_its_line():
     assert "alias = alias + ..." in caught.value.hint
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_gradient_of_an_update_to_a_shared_local_array_is_refused_at_its_line():
     x = np.array([0.5, 0.75])
     t = np.array([1.0, 2.0])                      # the first element skips the update
@@ -384,7 +382,7 @@ def test_gradient_of_an_update_to_a_shared_local_array_is_refused_at_its_line():
     assert ".copy()" in caught.value.hint
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_helper_without_cuda_form_is_refused_at_its_first_use_not_the_def():
     x, take = _inputs()
     with pytest.raises(TransformError, match="own_value, which has no CUDA form") as caught:
@@ -394,7 +392,7 @@ def test_helper_without_cuda_form_is_refused_at_its_first_use_not_the_def():
     assert "backend='cpu'" in caught.value.hint
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_update_of_an_array_every_thread_shares_is_refused_at_its_line():
     x = np.linspace(0.0, 1.4, 10)
     with pytest.raises(TransformError, match="every CUDA thread writes 'hist'") as caught:
@@ -403,7 +401,7 @@ def test_update_of_an_array_every_thread_shares_is_refused_at_its_line():
     assert "np.repeat(hist[None], n, axis=0)" in caught.value.hint
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_whole_array_update_of_an_array_every_thread_shares_is_refused_at_its_line():
     # `hist += x` on an argument writes the caller's array (it is not a rebinding)
     x = np.linspace(0.0, 1.4, 10)
@@ -412,7 +410,7 @@ def test_whole_array_update_of_an_array_every_thread_shares_is_refused_at_its_li
     assert caught.value.lineno == _statement_line(spread_step, "hist += x")
 
 
-@needs_numba_cuda
+@needs_cuda_target
 def test_array_every_thread_shares_written_by_a_called_helper_is_refused_at_the_call():
     book, _, qty, _ = _books(4)
     with pytest.raises(TransformError, match="every CUDA thread writes 'book'") as caught:

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, SIMULATED, on_simulator, run_on_simulator
+from cuda_support import (HAS_NUMBA_CUDA, SIMULATED, launches_simulator,
+                          on_simulator, run_on_simulator)
 from transformer import grad, jit, vmap
 
 
-@pytest.mark.skipif(SIMULATED or not HAS_NUMBA_CUDA,
-                    reason="numba-cuda is not installed, or this is the simulator process")
+@launches_simulator
 @pytest.mark.slow
 def test_cuda_index_checks_on_the_simulator(tmp_path):
     run_on_simulator(tmp_path, "-m", "not slow", "-k", "not on_the_simulator",

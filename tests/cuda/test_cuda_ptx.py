@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 
 import cuda_kernels as K
-from cuda_support import HAS_NUMBA_CUDA, ptx_missing
+from cuda_support import needs_numba_cuda, ptx_missing
 from codegen import cuda as secant_cuda
 from codegen.cuda import CudaUnavailableError
 from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.cuda.jitted import cuda_jit, show_cuda
 
-needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason="numba-cuda is not installed")
 PTX_MISSING = ptx_missing()
 needs_ptx = pytest.mark.skipif(PTX_MISSING is not None, reason=PTX_MISSING or "")
 

@@ -5,12 +5,11 @@ CUDA form, and the simulator cases of tests/cuda_sim_random_heavy_cases.py (slow
 import numpy as np
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, ptx_missing, run_on_simulator
+from cuda_support import ROOT, needs_numba_cuda, ptx_missing, run_on_simulator
 from transformer import TransformError, jit, random, vmap
 
 KEYS = random.split(random.PRNGKey(0), 4)
 COV = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]])
-needs_numba_cuda = pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
 
 
 def rejection_draws(x, k, cov):

@@ -8,7 +8,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA
+from cuda_support import needs_numba_cuda
 from transformer import TransformError, jit, vmap
 from transformer.primitives import registry
 
@@ -47,7 +47,7 @@ def test_the_registry_has_sampled_primitives_without_a_cuda_form():
 
 
 @pytest.mark.every_case
-@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+@needs_numba_cuda
 @pytest.mark.parametrize("item", REFUSED, ids=lambda item: item[0].name)
 def test_a_primitive_without_a_cuda_form_is_refused_at_the_users_line(kernels, item):
     module, path = kernels
@@ -65,7 +65,7 @@ def test_a_primitive_without_a_cuda_form_is_refused_at_the_users_line(kernels, i
         assert r.reason("cuda").split(";")[0] in message, message
 
 
-@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+@needs_numba_cuda
 def test_a_factorization_in_a_kernel_is_refused_with_the_registrys_reason(tmp_path):
     path = tmp_path / "factor_kernel.py"
     path.write_text("import numpy as np\n\n\ndef factor(a):\n"

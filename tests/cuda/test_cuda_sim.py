@@ -6,10 +6,10 @@ the cases run in a pytest process of their own; this process is left as it was.
 
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, run_on_simulator
+from cuda_support import ROOT, needs_numba_cuda, run_on_simulator
 
 
-@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+@needs_numba_cuda
 @pytest.mark.parametrize("selection", [
     pytest.param(["-m", "not slow"], id="quick"),
     pytest.param(["--runslow", "-m", "slow"], id="slow", marks=pytest.mark.slow),

@@ -2,10 +2,10 @@
 its own, the way tests/cuda does."""
 import pytest
 
-from cuda_support import HAS_NUMBA_CUDA, NO_NUMBA_CUDA, ROOT, run_on_simulator
+from cuda_support import ROOT, needs_numba_cuda, run_on_simulator
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_NUMBA_CUDA, reason=NO_NUMBA_CUDA)
+@needs_numba_cuda
 def test_pmap_cuda_cases_on_the_simulator(tmp_path):
     run_on_simulator(tmp_path, str(ROOT / "tests" / "pmap" / "cuda_sim_pmap_cases.py"))
