@@ -97,6 +97,8 @@ def check_supported(fn) -> None:
         for node in walk(stmt):
             if id(node) in call_stars:
                 continue
+            if isinstance(node, gast.Starred) and isinstance(node.ctx, gast.Store):
+                continue        # `first, *rest = v`: unpacked by pytrees or pyforms
             construct = refused_construct(node)
             if construct is not None:
                 refuse(fn, node, construct)

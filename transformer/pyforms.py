@@ -13,6 +13,9 @@ TransformError:
   a module-level helper that forwards `*args` is its returned expression;
 - a dict bound once to a literal with constant keys and read only by constant keys
   (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
+- `first, *rest = (a, b, c)` over such a sequence binds each name to its item and the
+  starred name to the list of the items between (over a container argument, the pytree
+  boundary unpacked it before); any other starred target is refused;
 - a list literal (or a name bound once to one) passed to a NumPy reduction or ufunc
   (`np.sum([1, a * a, 2])`) is `np.array([...])`, whose adjoint splits per item (a
   sequence argument has none).
@@ -260,6 +263,42 @@ class _Comprehensions(gast.NodeTransformer):
                 isinstance(node.slice, gast.Constant) and type(node.slice.value) is int and \
                 -len(node.value.elts) <= node.slice.value < len(node.value.elts):
             return node.value.elts[node.slice.value]          # (a, b)[0], from `args[0]`
+        return node
+
+    # ------------------------------------------------------------ starred unpacking
+    def visit_Assign(self, node):
+        """`first, *rest = (a, b, c)` over a sequence whose length the source states: each
+        name bound to its item, the starred one to the list of the items between."""
+        node.value = self.visit(node.value)
+        target = node.targets[0]
+        stars = [i for i, t in enumerate(getattr(target, "elts", ()))
+                 if isinstance(t, gast.Starred)]
+        items = self.items(node.value) if len(node.targets) == 1 and len(stars) == 1 \
+            else None
+        if items is None:               # a starred target left is refused (visit_Starred)
+            node.targets = [self.visit(t) for t in node.targets]
+            return node
+        star, names = stars[0], len(target.elts)
+        after = names - star - 1
+        if len(items) < names - 1:
+            self.refuse(target, f"cannot unpack {len(items)} values into {names - 1} names "
+                        "and a starred name", "unpack as many values as there are names")
+        rest = gast.List(elts=items[star:len(items) - after], ctx=gast.Load())
+        values = items[:star] + [located(rest, node.value)] + items[len(items) - after:]
+        target.elts[star] = target.elts[star].value
+        node.value = located(gast.Tuple(elts=values, ctx=gast.Load()), node.value)
+        node.targets = [self.visit(t) for t in node.targets]
+        return node
+
+    def visit_Starred(self, node):
+        """A starred target neither the rewrite above nor the pytree boundary (`first,
+        *rest = layers` over a container argument) took: its value's length is unknown."""
+        if isinstance(node.ctx, gast.Store):
+            self.refuse(node, "unpacking into a starred name (`first, *rest = x`) is "
+                        "supported for a tuple or list argument and a tuple or list "
+                        "literal, not for a value whose length is not known before the run",
+                        "index it instead: `first, rest = x[0], x[1:]`")
+        self.generic_visit(node)
         return node
 
     # ------------------------------------------------------------ calls

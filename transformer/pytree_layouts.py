@@ -198,10 +198,12 @@ def constant_slice(node, length: int) -> list[int] | None:
     return list(range(length))[slice(*bounds)]
 
 
-def sliced(layout: Layout, positions: list[int]) -> Layout:
-    """The layout of the tuple or list of `layout`'s entries at `positions`."""
+def sliced(layout: Layout, positions: list[int], as_list: bool = False) -> Layout:
+    """The layout of the tuple or list of `layout`'s entries at `positions` (a list with
+    `as_list`, as a starred name receives: `first, *rest = layers`)."""
     children = tuple(layout.children[i] for i in positions)
-    example = layout.structure.type(unflatten(c, [0] * c.leaf_count) for c in children)
+    kind = list if as_list else layout.structure.type
+    example = kind(unflatten(c, [0] * c.leaf_count) for c in children)
     return Layout("sequence", tuple(range(len(children))), children,
                   tree_util.tree_structure(example))
 

@@ -239,16 +239,14 @@ class _Flattener(ContainerCalls):
             env[target.id] = tree
             return []
         if isinstance(target, (gast.Tuple, gast.List)):
-            if tree.layout.kind not in ("sequence", "attrs") or \
-                    any(isinstance(t, gast.Starred) for t in target.elts):
+            stars = [i for i, t in enumerate(target.elts) if isinstance(t, gast.Starred)]
+            if tree.layout.kind not in ("sequence", "attrs") or len(stars) > 1:
                 raise self.error(target, f"cannot unpack a {self.describe(tree)} here",
                                  "unpack a tuple, list or namedtuple into as many names "
                                  "as it has entries, or read a dict by its keys")
-            if len(target.elts) != len(tree.children):
-                raise self.error(target, f"cannot unpack {len(tree.children)} entries into "
-                                 f"{len(target.elts)} names")
+            pairs = self.unpacked(target, stars[0] if stars else None, tree)
             out = []
-            for elt, child in zip(target.elts, tree.children):
+            for elt, child in pairs:
                 if isinstance(child, Tree):
                     out.extend(self.bind(elt, child, env, nested, where))
                 else:
@@ -256,6 +254,27 @@ class _Flattener(ContainerCalls):
                     out.extend(self.statement(gast.copy_location(assign, where), env, nested))
             return out
         raise self.error(target, f"a {self.describe(tree)} cannot be assigned to this target")
+
+    def unpacked(self, target, star, tree) -> list:
+        """(target, entry) pairs of `a, b = tree`, or of `first, *rest = tree`, where the
+        starred name (index `star`) receives the list of the entries between, as in
+        Python."""
+        names, entries = len(target.elts), len(tree.children)
+        if star is None:
+            if names != entries:
+                raise self.error(target, f"cannot unpack {entries} entries into "
+                                 f"{names} names")
+            return list(zip(target.elts, tree.children))
+        after = names - star - 1
+        if entries < names - 1:
+            raise self.error(target, f"cannot unpack {entries} entries into {names - 1} "
+                             "names and a starred name")
+        middle = list(range(star, entries - after))
+        rest = Tree(sliced(tree.layout, middle, as_list=True),
+                    tuple(tree.children[i] for i in middle))
+        return list(zip(target.elts[:star], tree.children[:star])) + \
+            [(target.elts[star].value, rest)] + \
+            list(zip(target.elts[star + 1:], tree.children[entries - after:]))
 
     def iteration(self, expr, env):
         """The entries a `for` over a container visits, or None for any other loop:
