@@ -156,13 +156,13 @@ def _from_array(x):
 def _in_a_loop_target(x):
     total = 0.0
     for a, *b in x:
-        total += a
+        total += a * len(b)
     return total
 
 
 def _too_few(x):
     a, *b, c, d = (x, x)
-    return a
+    return a + c + d + len(b)
 
 
 @pytest.mark.parametrize("f, line, message", [

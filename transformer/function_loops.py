@@ -1,0 +1,148 @@
+"""Loops over a tuple of functions, unrolled: `for act in (np.tanh, relu): h = act(W @ h)`.
+
+JAX traces such a loop away; Numba cannot iterate over functions, and a transformation
+must know which function each call is to differentiate or batch it. So a `for` whose
+sequence is a tuple or list of functions known before the run - a literal, a name bound
+once to one in the function, or a module-level tuple or list - becomes one copy of the
+body per function, the loop variable replaced by that function. A local name bound to such
+a literal and read nowhere else is dropped with it.
+
+Output invariant: no `for` loop of the function walks a sequence of known functions,
+except one refused at its line (a `break`/`continue` in it, or its loop variable assigned
+or read outside the body), whose unrolling would change what the code means.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from .function import Function, resolve
+from .names import Namer, stored_and_loaded
+from .nodes import copy_tree, walk
+from .syntax import located, name
+
+
+def unroll_function_loops(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
+    """`node` (a copy of `fn.node`, rewritten in place) with each loop over known
+    functions unrolled; `fn.env` receives a name for each function of a module-level
+    sequence."""
+    loops = [n for n in walk(node) if isinstance(n, gast.For) and _maybe_functions(n.iter)]
+    if not loops:
+        return node
+    unroller = _Unroller(fn, node)
+    node = unroller.visit(node)
+    _drop_consumed_literals(node, unroller.consumed)
+    return node
+
+
+def _maybe_functions(expr) -> bool:
+    return isinstance(expr, (gast.Tuple, gast.List, gast.Name, gast.Attribute))
+
+
+def _is_function(value) -> bool:
+    return callable(value) and not isinstance(value, (type, np.ndarray))
+
+
+class _Unroller(gast.NodeTransformer):
+    def __init__(self, fn: Function, node):
+        self.fn, self.namer = fn, Namer.for_function(fn)
+        self.stored, _ = stored_and_loaded(node)
+        self.literals = {stmt.targets[0].id: stmt.value for stmt in node.body
+                         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and
+                         isinstance(stmt.targets[0], gast.Name) and
+                         isinstance(stmt.value, (gast.Tuple, gast.List))}
+        self.loads = _load_counts(node)
+        self.consumed: set = set()
+
+    def functions(self, expr) -> list | None:
+        """The expressions naming each function `expr` holds, or None when `expr` is not a
+        sequence of functions known before the run."""
+        if isinstance(expr, (gast.Tuple, gast.List)):
+            items = list(expr.elts)
+            known = [self.known(item) for item in items]
+            return items if items and all(known) else None
+        if isinstance(expr, gast.Name) and expr.id in self.literals and \
+                _stored_once(self.fn.node, expr.id):
+            return self.functions(self.literals[expr.id])
+        if isinstance(expr, gast.Name) and expr.id in self.stored:
+            return None                              # a local of another kind
+        value = resolve(self.fn, expr, None)
+        if not isinstance(value, (tuple, list)) or not value or \
+                not all(_is_function(v) for v in value):
+            return None
+        items = []
+        for k, v in enumerate(value):                # a module-level sequence
+            fresh = self.namer.fresh(f"{getattr(expr, 'id', getattr(expr, 'attr', 'f'))}_{k}")
+            self.fn.env[fresh] = v
+            items.append(name(fresh))
+        return items
+
+    def known(self, item) -> bool:
+        if isinstance(item, gast.Name) and item.id in self.stored:
+            return False
+        return isinstance(item, (gast.Name, gast.Attribute)) and \
+            _is_function(resolve(self.fn, item, None))
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        items = self.functions(node.iter) if _maybe_functions(node.iter) else None
+        if items is None:
+            return node
+        target = node.target
+        if not isinstance(target, gast.Name) or node.orelse:
+            raise self.fn.origin.error(node, "a loop over functions is unrolled: its target "
+                                       "must be one name, with no `else`",
+                                       "write `for f in functions:` and test after the loop")
+        jumps = [n for stmt in node.body for n in walk(stmt)
+                 if isinstance(n, (gast.Break, gast.Continue))]
+        if jumps:
+            raise self.fn.origin.error(jumps[0], "break and continue are not supported in a "
+                                       "loop over functions (the loop is unrolled)",
+                                       "use an if around the rest of the body")
+        body_loads = sum(_load_counts(stmt).get(target.id, 0) for stmt in node.body)
+        if self.loads.get(target.id, 0) != body_loads or \
+                any(target.id in stored_and_loaded(stmt)[0] for stmt in node.body):
+            raise self.fn.origin.error(target, f"the loop variable {target.id!r} of a loop "
+                                       "over functions is assigned in the loop or read "
+                                       "after it", "give the other value another name")
+        if isinstance(node.iter, gast.Name):
+            self.consumed.add(node.iter.id)
+        out = []
+        for item in items:
+            for stmt in node.body:
+                out.append(_replaced(stmt, target.id, item))
+        return out
+
+
+def _replaced(stmt, var: str, item):
+    class _Sub(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, gast.Load) and node.id == var:
+                return located(copy_tree(item), node)
+            return node
+    return _Sub().visit(copy_tree(stmt))
+
+
+def _load_counts(node) -> dict:
+    counts: dict = {}
+    for sub in walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
+
+
+def _stored_once(node, var: str) -> bool:
+    return sum(1 for sub in walk(node) if isinstance(sub, gast.Name) and sub.id == var and
+               isinstance(sub.ctx, (gast.Store, gast.Param))) == 1
+
+
+def _drop_consumed_literals(node, consumed: set) -> None:
+    """`acts = (np.tanh, relu)` read by unrolled loops only: a tuple of functions Numba
+    could not hold."""
+    if not consumed:
+        return
+    loads = _load_counts(node)
+    node.body = [stmt for stmt in node.body
+                 if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and
+                         isinstance(stmt.targets[0], gast.Name) and
+                         stmt.targets[0].id in consumed and not loads.get(stmt.targets[0].id))]
