@@ -235,7 +235,7 @@ class _Normalizer:
                                       ctx=gast.Load())
             else:
                 raise self.fn.origin.error(expr, "this call target is not supported",
-                                           "call a function by its name")
+                                           _call_target_hint(self.fn, func))
         args = [self.atom(a, out, "arg") for a in expr.args]
         keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value, out, k.arg))
                     for k in expr.keywords]
@@ -317,3 +317,13 @@ def _word(atom) -> str:
     if isinstance(atom, gast.Constant):
         return str(atom.value).replace("-", "m").replace(".", "_")
     return "v"
+
+
+def _call_target_hint(fn, func) -> str:
+    """What to write instead of calling `func`: for `ACT[name](x)` over a dict of
+    functions, a key known before the run."""
+    if isinstance(func, gast.Subscript) and isinstance(resolve(fn, func.value, None), dict):
+        return ("read the dict with a literal key (`ACT['relu'](x)`), or make the key a "
+                "static argument of the function itself (`jit(f, static_argnums=...)`), "
+                "or test it: `relu(x) if name == 'relu' else np.tanh(x)`")
+    return "call a function by its name"

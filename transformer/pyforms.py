@@ -6,8 +6,11 @@ TransformError:
 - a list or dict comprehension over a sequence whose length the source states (`range`
   of literal ints, a tuple/list/dict literal, a name bound once to one, `enumerate`/`zip`
   of those, `d.items()/keys()/values()`) becomes the list/dict literal of its items;
+- a constant-key read of a dict from the env (`CONFIG["lr"]`, `ACT["relu"]`) whose value
+  is a literal or a function is that value (`transformer.dict_reads`);
 - a `for` over a tuple or list of functions known before the run is unrolled
-  (`transformer.function_loops`);
+  (`transformer.function_values`), and a local name bound once to a function
+  (`act = np.tanh`) is that function;
 - a local function (`g = lambda v: ...`, a nested `def h(v): return ...`) is inlined at
   each call: its parameters are replaced by the call's arguments, and its free names are
   the enclosing function's, read when it is called, as Python's closures read them;
@@ -33,8 +36,9 @@ import numpy as np
 from codegen.backends import is_user_function
 from codegen.emit import expression_source
 
+from .dict_reads import fold_dict_reads
 from .function import Function, resolve
-from .function_loops import unroll_function_loops
+from .function_values import bind_function_values
 from .local_functions import LocalFunction, definition, instance
 from .names import Namer
 from .nodes import copy_tree, walk
@@ -63,7 +67,7 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
     also receives the names an inlined forwarding helper (`transformer.star_helpers`)
     reads."""
     fn = fn.replace(env=env)
-    node = unroll_function_loops(fn, copy_tree(fn.node))
+    node = bind_function_values(fn, fold_dict_reads(fn, copy_tree(fn.node)))
     literals = _literal_bindings(node)
     expand = _Comprehensions(fn, literals, numpy)
     node = expand.visit(node)

@@ -1,0 +1,91 @@
+"""Constant-key reads of a dict the function does not bind: `CONFIG["lr"]`, `ACT["relu"]`.
+
+A module-level (or closed-over) dict of settings or of functions, read with a literal key
+(written so, or made so by `static_argnums`: `ACT[name]` with `name` static), is read when
+the function is transformed, as a module attribute (`cfg.SCALE`) is: Numba cannot hold a
+Python dict, and a transformation must know which function `ACT["relu"](x)` calls.
+
+`fold_dict_reads` replaces each such read whose value is a literal (a number, bool, str,
+None or a tuple of those) by that literal, and one whose value is a function by a fresh
+name bound to it in the env; any other value (an array) is left to be read as before. Each
+item folded is reported to the recordings active on this thread (`freshness.note`), keyed
+by the dict and the key, so assigning `CONFIG["lr"] = 0.2` later makes `grad`, `vmap`, ...
+rebuild and a new `jit` specialization read the new value, exactly as rebinding a global
+does.
+
+Output invariant: no Load of `d[k]` with `d` a dict from the env (not a local) and `k` a
+literal present in it whose value is a literal or a function.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from . import freshness
+from .function import Function, resolve
+from .names import Namer, stored_and_loaded
+from .nodes import walk
+from .syntax import const, name
+
+
+def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
+    """`node` (a copy of `fn.node`), rewritten in place; `fn.env` receives the names of
+    the functions read."""
+    reads = [sub for sub in walk(node) if isinstance(sub, gast.Subscript) and
+             isinstance(sub.ctx, gast.Load) and isinstance(sub.value, gast.Name) and
+             isinstance(sub.slice, gast.Constant)]
+    if not reads:
+        return node
+    stored, _ = stored_and_loaded(node)
+    folded: dict = {}
+    bindings = freshness.Bindings()
+    namer = None
+    for read in reads:
+        mapping = resolve(fn, read.value, None)
+        key = read.slice.value
+        if read.value.id in stored or not isinstance(mapping, dict) or \
+                not _hashable(key) or key not in mapping:
+            continue
+        value = mapping[key]
+        if _is_literal(value):
+            replacement = const(value) if not isinstance(value, tuple) else \
+                gast.Tuple(elts=[const(v) for v in value], ctx=gast.Load())
+        elif callable(value) and not isinstance(value, (type, np.ndarray)):
+            namer = namer or Namer.for_function(fn)
+            fresh = namer.fresh(f"{read.value.id}_{key}" if isinstance(key, str) and
+                                key.isidentifier() else read.value.id)
+            fn.env[fresh] = value
+            replacement = name(fresh)
+        else:
+            continue
+        bindings.read_name(mapping, key, value)
+        folded[id(read)] = gast.copy_location(replacement, read)
+    if folded:
+        freshness.note(bindings)
+        _Replace(folded).visit(node)
+    return node
+
+
+def _hashable(key) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_literal(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_literal(v) and not isinstance(v, tuple) for v in value)
+    return value is None or type(value) in (bool, int, float, complex, str)
+
+
+class _Replace(gast.NodeTransformer):
+    def __init__(self, folded: dict):
+        self.folded = folded
+
+    def visit_Subscript(self, node):
+        if id(node) in self.folded:
+            return self.folded[id(node)]
+        self.generic_visit(node)
+        return node
