@@ -14,7 +14,9 @@ rebuild and a new `jit` specialization read the new value, exactly as rebinding 
 does.
 
 Output invariant: no Load of `d[k]` with `d` a dict from the env (not a local) and `k` a
-literal present in it whose value is a literal or a function.
+literal present in it whose value is a literal or a function, where every use of `d` in
+the function is such a read (a dict it writes, `d["n"] += 1`, or hands on whole is read
+at each read).
 """
 from __future__ import annotations
 
@@ -37,13 +39,18 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
     if not reads:
         return node
     stored, _ = stored_and_loaded(node)
+    # a dict the function writes, or hands on whole, is read as it is at each read
+    read_ids = {id(read.value) for read in reads}
+    other_uses = {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
+                  id(sub) not in read_ids}
     folded: dict = {}
     bindings = freshness.Bindings()
     namer = None
     for read in reads:
         mapping = resolve(fn, read.value, None)
         key = read.slice.value
-        if read.value.id in stored or not isinstance(mapping, dict) or \
+        if read.value.id in stored or read.value.id in other_uses or \
+                not isinstance(mapping, dict) or \
                 not _hashable(key) or key not in mapping:
             continue
         value = mapping[key]

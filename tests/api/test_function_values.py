@@ -191,3 +191,17 @@ def test_settings_read_from_a_dict_follow_its_changes_as_globals_do():
         np.testing.assert_allclose(jit(scaled)(x), x * 3.0 - 1)
     finally:
         CONFIG["scale"] = 2.0
+
+
+COUNTS = {"calls": 0.0}
+
+
+def counts_its_calls(x):
+    COUNTS["calls"] = COUNTS["calls"] + 1.0
+    return x * COUNTS["calls"]
+
+
+def test_a_dict_the_function_writes_is_read_at_each_read():
+    COUNTS["calls"] = 0.0
+    assert grad(counts_its_calls)(2.0) == pytest.approx(1.0)
+    assert grad(counts_its_calls)(2.0) == pytest.approx(2.0)
