@@ -336,6 +336,11 @@ class Classify(BodyFacts):
         for atom in atoms:
             if isinstance(atom, gast.Name) and atom.id in self.defs:
                 continue
+            if isinstance(atom, (gast.Tuple, gast.List, gast.Dict)):
+                raise self.fn.origin.error(self.ret, "a container nested in the returned "
+                                           "tuple cannot be differentiated through",
+                                           "return one flat tuple (`return l, a, b`) and "
+                                           "group its entries where it is used")
             if not isinstance(atom, gast.Constant):
                 raise self.fn.origin.error(self.ret, "this returned value cannot be "
                                            "differentiated", "return a variable")
