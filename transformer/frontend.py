@@ -31,6 +31,7 @@ from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin, source_lines
 from .function_arguments import bind_function_arguments
+from .helper_returns import flatten_helper_returns
 from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
@@ -127,6 +128,8 @@ def parse(fn) -> Function:
     # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
     env = bind_callees(node, env, origin, namer)
     env = bind_function_arguments(node, env, namer, parse_callee)
+    # a helper returning a dict or a nested tuple: its leaves, read by position
+    env = flatten_helper_returns(Function(node, env, origin), namer, parse_callee)
     env = lower_checkpoint_loops(node, env, origin, namer, getattr(fn, "__module__", ""))
     freshness.note(bindings)
     return Function(node, env, origin)

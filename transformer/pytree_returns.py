@@ -27,7 +27,7 @@ def returned_containers(fn: Function):
     returns = [n for n in walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
-    shapes = {_shape(fn, r.value) for r in returns}
+    shapes = {container_shape(fn, r.value) for r in returns}
     if len(shapes) != 1:
         return fn, None
     shape = shapes.pop()
@@ -39,20 +39,20 @@ def returned_containers(fn: Function):
     return fn.replace(node=node), functools.partial(_rebuild, shape)
 
 
-def _shape(fn: Function, node):
+def container_shape(fn: Function, node):
     """The container shape of a returned literal, nested: ("dict", keys, children),
     ("list", children), ("tuple", children) or ("call", class, positional count, keyword
     names, children); None for anything else (a value returned as it is)."""
     if isinstance(node, gast.Dict):
         if all(isinstance(k, gast.Constant) for k in node.keys):
             return ("dict", tuple(k.value for k in node.keys),
-                    tuple(_shape(fn, v) for v in node.values))
+                    tuple(container_shape(fn, v) for v in node.values))
         return None
     if isinstance(node, (gast.List, gast.Tuple)):
         if any(isinstance(e, gast.Starred) for e in node.elts):
             return None
         return ("list" if isinstance(node, gast.List) else "tuple",
-                tuple(_shape(fn, e) for e in node.elts))
+                tuple(container_shape(fn, e) for e in node.elts))
     if not isinstance(node, gast.Call) or any(isinstance(a, gast.Starred) for a in node.args) \
             or any(k.arg is None for k in node.keywords):
         return None
@@ -61,7 +61,7 @@ def _shape(fn: Function, node):
                                          (issubclass(cls, tuple) and hasattr(cls, "_fields"))):
         return None
     return ("call", cls, len(node.args), tuple(k.arg for k in node.keywords),
-            tuple(_shape(fn, e) for e in _entries(node)))
+            tuple(container_shape(fn, e) for e in literal_entries(node)))
 
 
 def _rebuilds(shape) -> bool:
@@ -69,7 +69,7 @@ def _rebuilds(shape) -> bool:
     return shape is not None and (shape[0] != "tuple" or any(_rebuilds(c) for c in shape[-1]))
 
 
-def _entries(node) -> list:
+def literal_entries(node) -> list:
     if isinstance(node, gast.Dict):
         return list(node.values)
     if isinstance(node, (gast.List, gast.Tuple)):
@@ -81,7 +81,7 @@ def _as_tuples(node, shape):
     """The returned literal `node` with each container of `shape` a tuple of its entries."""
     if shape is None:
         return node
-    entries = [_as_tuples(e, s) for e, s in zip(_entries(node), shape[-1])]
+    entries = [_as_tuples(e, s) for e, s in zip(literal_entries(node), shape[-1])]
     return gast.copy_location(gast.Tuple(elts=entries, ctx=gast.Load()), node)
 
 

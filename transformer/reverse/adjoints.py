@@ -99,9 +99,11 @@ class Adjoints(Classify, abc.ABC):
             kind = "dict" if isinstance(prim.key, gast.Dict) else "list"
             raise self.fn.origin.error(stmt, f"a {kind} built in a differentiated function "
                                        f"({what}) cannot be differentiated through",
-                                       f"return its entries in one flat tuple (`return l, m`) "
-                                       f"and build the {kind} where it is used; a {kind} "
-                                       "passed in as an argument (a pytree) is differentiated")
+                                       "read it where the function that builds it is "
+                                       "called, by constant keys (`r = f(x)`, then "
+                                       "`r['loss']`) or by unpacking, instead of handing it on "
+                                       f"whole; a {kind} passed in as an argument (a pytree) "
+                                       "is differentiated")
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")

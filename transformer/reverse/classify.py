@@ -339,8 +339,9 @@ class Classify(BodyFacts):
             if isinstance(atom, (gast.Tuple, gast.List, gast.Dict)):
                 raise self.fn.origin.error(self.ret, "a container nested in the returned "
                                            "tuple cannot be differentiated through",
-                                           "return one flat tuple (`return l, a, b`) and "
-                                           "group its entries where it is used")
+                                           "read it where the function is called, by "
+                                           "unpacking (`l, (a, b) = f(x)`) or constant "
+                                           "indices, instead of handing it on whole")
             if not isinstance(atom, gast.Constant):
                 raise self.fn.origin.error(self.ret, "this returned value cannot be "
                                            "differentiated", "return a variable")
