@@ -146,6 +146,7 @@ class _Impl(CompileResultCacheImpl):
     def __init__(self, py_func, locator: _Locator):
         self._lineno = py_func.__code__.co_firstlineno
         self._locator = locator
+        self._checked = None      # (the result `check_cachable` passed, its stand-ins)
         modname = os.path.splitext(os.path.basename(inspect.getfile(py_func)))[0]
         qualname = getattr(py_func, "__qualname__", py_func.__name__)
         self._filename_base = self.get_filename_base(f"{modname}.{qualname}",
@@ -153,12 +154,20 @@ class _Impl(CompileResultCacheImpl):
 
     def check_cachable(self, cres):
         """Numba's checks, and every environment the code refers to can be restored."""
-        return super().check_cachable(cres) and _stand_ins(cres) is not None
+        if not super().check_cachable(cres):
+            return False
+        stand_ins = _stand_ins(cres)
+        # Numba reduces the same result right after this check: kept for `reduce`, which
+        # then does not list the module's globals and pickle the constants a second time
+        self._checked = (cres, stand_ins) if stand_ins is not None else None
+        return stand_ins is not None
 
     def reduce(self, cres):
         """Numba's payload, its referenced environments extended by `_stand_ins`."""
+        checked, self._checked = self._checked, None
+        stand_ins = checked[1] if checked is not None and checked[0] is cres else _stand_ins(cres)
         payload = super().reduce(cres)
-        return payload[:-1] + (tuple(payload[-1]) + tuple(_stand_ins(cres) or ()),)
+        return payload[:-1] + (tuple(payload[-1]) + tuple(stand_ins or ()),)
 
 
 def _stand_ins(cres) -> list | None:

@@ -39,7 +39,9 @@ def walk(node) -> Iterator:
 
 def copy_tree(value: _T) -> _T:
     """`copy.deepcopy(value)` for a tree, a list of trees or any value, faster on trees."""
-    return _copy(value, {})
+    memo: dict = {}
+    memo[id(memo)] = []      # what `copy.deepcopy` keeps alive, as it keeps it
+    return _copy(value, memo)
 
 
 def _copy(value, memo: dict):
@@ -52,24 +54,19 @@ def _copy(value, memo: dict):
             return found
         new = kind.__new__(kind)
         memo[id(value)] = new
-        _keep_alive(value, memo)
-        new.__dict__.update({k: _copy(v, memo) for k, v in value.__dict__.items()})
+        # held for as long as `memo`, as `copy.deepcopy` does: an id in the memo must
+        # not be reused by a temporary made during the copy
+        memo[id(memo)].append(value)
+        fields = new.__dict__
+        for key, item in value.__dict__.items():
+            fields[key] = item if type(item) in _ATOMIC else _copy(item, memo)
         return new
     if kind is list:
         found = memo.get(id(value))
         if found is not None:
             return found
         new = memo[id(value)] = []
-        _keep_alive(value, memo)
-        new.extend(_copy(item, memo) for item in value)
+        memo[id(memo)].append(value)
+        new.extend([item if type(item) in _ATOMIC else _copy(item, memo) for item in value])
         return new
     return copy.deepcopy(value, memo)
-
-
-def _keep_alive(value, memo: dict) -> None:
-    """Hold `value` for as long as `memo`, as `copy.deepcopy` does: an id in the memo must
-    not be reused by a temporary made during the copy."""
-    try:
-        memo[id(memo)].append(value)
-    except KeyError:
-        memo[id(memo)] = [value]

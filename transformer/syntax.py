@@ -59,6 +59,9 @@ def as_store(node):
     return node
 
 
+_POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
 def is_atom(node) -> bool:
     return isinstance(node, (gast.Name, gast.Constant))
 
@@ -90,9 +93,15 @@ def shift_positions(tree, line_offset: int, col_offset: int = 0) -> None:
 
 def located(new, old):
     """Give `new` and its descendants without a position the source position of `old`."""
+    # what `gast.copy_location(sub, old)` copies, read from `old` once
+    where = [(attr, getattr(old, attr)) for attr in _POSITION
+             if attr in old._attributes and hasattr(old, attr)]
     for sub in walk(new):
-        if "lineno" in getattr(sub, "_attributes", ()) and getattr(sub, "lineno", None) is None:
-            gast.copy_location(sub, old)
+        attributes = getattr(sub, "_attributes", ())
+        if "lineno" in attributes and getattr(sub, "lineno", None) is None:
+            for attr, value in where:
+                if attr in attributes:
+                    setattr(sub, attr, value)
     return new
 
 

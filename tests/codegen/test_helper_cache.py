@@ -186,3 +186,19 @@ def test_a_helper_with_an_empty_closure_cell_is_compiled_not_cached(tmp_path, mo
     before, after = outer()
     assert before is None
     assert isinstance(after, cache_numba.SealedCache)
+
+
+def test_a_save_works_out_the_environments_once_and_writes_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_numba, "_helper_root", tmp_path)
+    helper = numba.njit(_closure(4.0))
+    helper._cache = cache_numba.helper_cache(helper.py_func)
+    calls = []
+    stand_ins = cache_numba._stand_ins
+    monkeypatch.setattr(cache_numba, "_stand_ins",
+                        lambda cres: calls.append(cres) or stand_ins(cres))
+    assert helper(1.5) == 6.0
+    assert len(calls) == 1            # the check's result is what the save writes
+    assert list((tmp_path / "__pycache__").glob("*.nbc"))
+    reloaded = numba.njit(_closure(4.0))
+    reloaded._cache = cache_numba.helper_cache(reloaded.py_func)
+    assert reloaded(2.0) == 8.0 and reloaded.stats.cache_hits
