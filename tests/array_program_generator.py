@@ -254,7 +254,8 @@ def array_programs(draw, max_statements=6):
                 + "def f_batched(params, xs):\n"
                 + "    return {np}.sum({vmap}(f, in_axes=(None, 0))(params, xs))\n\n\n"
                 + "def f_gg(params, x):\n"
-                + "    return {np}.sum({grad}(f, argnums=1)(params, x) ** 2)\n")
+                + "    gx = {grad}(f, argnums=1)(params, x)\n"
+                + "    return {np}.sum(gx ** 2)\n")
     return ArrayProgram(template, pytree)
 
 

@@ -34,7 +34,7 @@ def _hunt(tmp_path, examples, seed, names):
 
 
 QUICK = ("grad0", "grad01", "value_and_grad_aux", "jvp", "vjp", "vmap0", "vmap1_out1",
-         "vmap_grad", "jit_python:grad0")
+         "vmap_grad", "grad_grad", "jit_python:grad0")
 
 
 def test_generated_programs_agree_with_jax(tmp_path):
