@@ -37,6 +37,7 @@ ARRAY_METHODS = {
     "flatten": "ravel", "copy": "copy", "clip": "clip", "any": "any", "all": "all",
     "argmax": "argmax", "argmin": "argmin", "squeeze": "squeeze", "swapaxes": "swapaxes",
     "conj": "conj", "round": "round", "trace": "trace", "nonzero": "nonzero",
+    "repeat": "repeat",
 }
 # methods whose positional arguments form one shape tuple: x.reshape(2, 3)
 SHAPE_METHODS = {"reshape": "reshape", "transpose": "transpose"}
@@ -172,6 +173,10 @@ class _Methods(gast.NodeTransformer):
             target = f"{self.np}.{ARRAY_METHODS[func.attr]}"
             return located(call(target, func.value, *node.args,
                                 **{k.arg: k.value for k in node.keywords}), node)
+        if func.attr == "view" and not node.args and not node.keywords:
+            # `x.view()`: the same memory, the same values - a view as np.asarray is one
+            # for the write analyses, and the identity for the derivative rules
+            return located(call(f"{self.np}.asarray", func.value), node)
         if func.attr in SHAPE_METHODS and not node.keywords:
             args = node.args
             if len(args) > 1:

@@ -195,13 +195,20 @@ def _effect(fn, stmt):
     return None
 
 
+METHOD_HINT = ("call the NumPy function instead (`np.repeat(v, 2)` for `v.repeat(2)`) where "
+               "secant has a rule for it, wrap the call in a function with custom_jvp, or "
+               "apply stop_gradient to the array")
+
+
 def _operands(value) -> list:
     if isinstance(value, gast.BinOp):
         return [value.left, value.right]
     if isinstance(value, gast.UnaryOp):
         return [value.operand]
     if isinstance(value, gast.Call):
-        return list(value.args) + [k.value for k in value.keywords]
+        # a method of a local value (`v.take(i)`, `w.fill(0.0)`) reads its receiver
+        receiver = [value.func.value] if isinstance(value.func, gast.Attribute) else []
+        return receiver + list(value.args) + [k.value for k in value.keywords]
     if isinstance(value, gast.Subscript):
         return [value.value]
     if isinstance(value, (gast.Tuple, gast.List)):
@@ -460,6 +467,10 @@ class _Forward:
                                            self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
             return [assign(store(dt), self.structural_tangent(value))]
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+                resolve(self.fn, value.func, None) is None:
+            raise self.fn.origin.error(stmt, f"no tangent rule for the method .{value.func.attr}"
+                                       "() of an array being differentiated", METHOD_HINT)
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",
