@@ -75,7 +75,8 @@ def desugar(fn: Function) -> Function:
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = copy_tree(fn.node)
     node = _Methods(fn, env, namer).visit(node)
-    node = _Statements(fn, env, namer, shared_names(fn, node)).visit(node)
+    node = _Statements(fn, env, namer, shared_names(fn, node),
+                       container_names(node)).visit(node)
     return fn.replace(node=node, env=env)
 
 
@@ -116,6 +117,18 @@ def shared_names(fn: Function, node) -> set:
         elif isinstance(sub, gast.For) and not _is_call_to(fn, sub.iter, range):
             link(sub.target, sub.iter)
     return shared
+
+
+def container_names(node) -> set:
+    """Names bound to a list or tuple literal somewhere in the function: their items may
+    be arrays, which `lst[0] += v` updates in place."""
+    found = set()
+    for sub in walk(node):
+        if isinstance(sub, gast.Assign) and isinstance(sub.value, (gast.List, gast.Tuple)):
+            for target in sub.targets:
+                if isinstance(target, gast.Name):
+                    found.add(target.id)
+    return found
 
 
 def _bound_names(target) -> set:
@@ -193,11 +206,19 @@ class _Methods(gast.NodeTransformer):
         return node
 
 
+def _item_of(target, containers) -> bool:
+    """Whether `target` is an item of a list or tuple literal's name (`lst[0]`)."""
+    return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
+        target.value.id in containers
+
+
 class _Statements(gast.NodeTransformer):
     """Statement-level rewrites; each visit returns a list of statements."""
 
-    def __init__(self, fn, env, namer, shared: set = frozenset()):
+    def __init__(self, fn, env, namer, shared: set = frozenset(),
+                 containers: set = frozenset()):
         self.fn, self.env, self.namer, self.shared = fn, env, namer, shared
+        self.containers = containers
 
     def builtin(self, obj) -> str:
         """A name bound to builtin `obj` in the new environment (added if missing)."""
@@ -217,8 +238,12 @@ class _Statements(gast.NodeTransformer):
             raise self.fn.origin.error(node, "augmented assignment to this target is "
                                        "not supported", "assign to a variable or an element")
         value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
-        if isinstance(target, gast.Name) and target.id in self.shared:
-            value = call(name(self.builtin(update_in_place)), name(target.id), value)
+        if isinstance(target, gast.Name) and target.id in self.shared or \
+                _item_of(target, self.containers):
+            # NumPy updates an array in place, whichever name or list holds it (`lst[0] *=
+            # k` changes the array `lst[0]` is): `lst[0] = lst[0] * k` left it as it was
+            value = call(name(self.builtin(update_in_place)), as_load(copy_tree(target)),
+                         value)
         return [located(assign(target, value), node)]
 
     def visit_Compare(self, node):
