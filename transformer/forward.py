@@ -56,6 +56,7 @@ from .function_arguments import refuse_parameter_call
 from .names import Namer, assigned_names
 from .nodes import copy_tree, walk
 from .primitives import registry
+from .spelling import spelled, user_names
 from .runtime import tapes
 from .syntax import assign, call, const, located, name, store, subscript
 
@@ -436,12 +437,18 @@ class _Forward:
                 _is_update(self.fn, value):
             return
         source = sorted(sources)[0]
-        of = "its previous array" if source == target else repr(source)
+        names = user_names(self.fn)
+        shown, of = spelled(self.fn, target, names), spelled(self.fn, source, names)
+        if source == target:
+            of = "its previous array"
+        hint = copy_hint(target, source)
+        if not shown.startswith("'"):       # a view the user wrote inline and wrote into
+            hint = f"write into {of} itself at the same elements (`{source}[...] = ...`)" \
+                if of.startswith("'") else f"make {of} its own array: `{of[1:-1]}.copy()`"
         raise self.fn.origin.error(
             write_through(self.fn, {target}) or stmt,
-            f"{target!r} may be a view of {of} and is written in place: forward mode "
-            f"cannot make its tangent the same view of the tangent of {of}",
-            copy_hint(target, source))
+            f"{shown} may be a view of {of} and is written in place: forward mode "
+            f"cannot make its tangent the same view of the tangent of {of}", hint)
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
