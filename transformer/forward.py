@@ -49,14 +49,13 @@ from .checkpoint_names import refuse_saved_stack
 from .aliases import (argument_write_hint, write_through, writes_read_by_caller,
                       written_alias_groups, written_params, written_params_of_source)
 from .desugar import desugar, numpy_name, view_sources
-from .errors import copy_hint
+from .forward_refusals import method_error, shared_view_error
 from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .function_arguments import refuse_parameter_call
 from .names import Namer, assigned_names
 from .nodes import copy_tree, walk
 from .primitives import registry
-from .spelling import spelled, user_names
 from .runtime import tapes
 from .syntax import assign, call, const, located, name, store, subscript
 
@@ -194,11 +193,6 @@ def _effect(fn, stmt):
     if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
         return EFFECTS.get(resolve(fn, stmt.value.func, None))
     return None
-
-
-METHOD_HINT = ("call the NumPy function instead (`np.repeat(v, 2)` for `v.repeat(2)`) where "
-               "secant has a rule for it, wrap the call in a function with custom_jvp, or "
-               "apply stop_gradient to the array")
 
 
 def _operands(value) -> list:
@@ -436,19 +430,8 @@ class _Forward:
         if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List)) or \
                 _is_update(self.fn, value):
             return
-        source = sorted(sources)[0]
-        names = user_names(self.fn)
-        shown, of = spelled(self.fn, target, names), spelled(self.fn, source, names)
-        if source == target:
-            of = "its previous array"
-        hint = copy_hint(target, source)
-        if not shown.startswith("'"):       # a view the user wrote inline and wrote into
-            hint = f"write into {of} itself at the same elements (`{source}[...] = ...`)" \
-                if of.startswith("'") else f"make {of} its own array: `{of[1:-1]}.copy()`"
-        raise self.fn.origin.error(
-            write_through(self.fn, {target}) or stmt,
-            f"{shown} may be a view of {of} and is written in place: forward mode "
-            f"cannot make its tangent the same view of the tangent of {of}", hint)
+        raise shared_view_error(self.fn, write_through(self.fn, {target}) or stmt, target,
+                                sorted(sources)[0])
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
@@ -476,8 +459,7 @@ class _Forward:
             return [assign(store(dt), self.structural_tangent(value))]
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
                 resolve(self.fn, value.func, None) is None:
-            raise self.fn.origin.error(stmt, f"no tangent rule for the method .{value.func.attr}"
-                                       "() of an array being differentiated", METHOD_HINT)
+            raise method_error(self.fn, stmt, value.func.attr)
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",
