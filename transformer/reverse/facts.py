@@ -193,18 +193,20 @@ class BodyFacts:
         """id(write) -> names read from the written array before it and used after it:
         each may be a view the write changes, which the forward sweep checks."""
         checks: dict = {}
-        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
-                 isinstance(s.value, gast.Subscript) and
-                 isinstance(s.value.value, gast.Name)]
+        # an item or slice `y[i]`, or a reshape, transpose, ravel, .view() of `y` (whose
+        # overlap with the write is not known: checked too); not a tuple holding `y`
+        reads = [(stmt, base) for stmt, _, base in self._views()
+                 if not isinstance(stmt.value, (gast.Tuple, gast.List))]
         for write in self.simple:
             site = self._write_site(write)
             if site is None:
                 continue
-            (base, index), at = site, self.order[id(write)]
-            for read in reads:
+            (written, index), at = site, self.order[id(write)]
+            for read, base in reads:
                 var = read.targets[0].id
-                if read.value.value.id == base and self.order[id(read)] < at and \
-                        _may_overlap(read.value.slice, index) and \
+                overlap = not isinstance(read.value, gast.Subscript) or \
+                    _may_overlap(read.value.slice, index)
+                if base == written and self.order[id(read)] < at and overlap and \
                         len(self.defs.get(var, [])) == 1 and \
                         self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
                         self.chain_of[id(read)] and \
