@@ -148,6 +148,8 @@ def view_sources(fn: Function, value) -> set:
         return view_sources(fn, value.value)
     if isinstance(value, (gast.Tuple, gast.List)):
         return set().union(*(view_sources(fn, e) for e in value.elts))
+    if isinstance(value, gast.Dict):                  # `d = {"k": h}`: d["k"] is h
+        return set().union(*(view_sources(fn, e) for e in value.values))
     if isinstance(value, gast.IfExp):
         return view_sources(fn, value.body) | view_sources(fn, value.orelse)
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \

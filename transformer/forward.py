@@ -427,7 +427,7 @@ class _Forward:
         array as the primals share theirs; a tangent of another view (`reshape`,
         `transpose`) need not be a view of the operand's tangent."""
         sources = view_sources(self.fn, value)
-        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List)) or \
+        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List, gast.Dict)) or \
                 _is_update(self.fn, value):
             return
         raise shared_view_error(self.fn, write_through(self.fn, {target}) or stmt, target,
