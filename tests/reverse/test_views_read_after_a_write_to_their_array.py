@@ -49,6 +49,13 @@ def ravel_of_a_strided_array(x, v):
     return np.sum(f * f) + np.sum(g)
 
 
+def view_of_a_view(x, v):
+    g = v * 0.5
+    f = g[None][0]
+    g[1] = x
+    return np.sum(f * v)
+
+
 def fixed_by_the_hint(x, v):
     g = v * 0.5
     f = np.ravel(g).copy()
@@ -58,7 +65,7 @@ def fixed_by_the_hint(x, v):
 
 V = np.linspace(-1.0, 1.0, 6)
 X = 0.3
-REFUSED = {"ravel": 7, "view": 14, "reshape": 21, "transpose": 28}
+REFUSED = {"ravel": 7, "view": 14, "reshape": 21, "transpose": 28, "view_of_a_view": 42}
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,17 @@ def _names(nodes) -> tuple:
     return tuple(found)
 
 
+def _ancestors(parents: dict, name: str) -> set:
+    """`name` and every array it may be a view of, through `parents` (view -> bases)."""
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo.extend(parents.get(current, ()))
+    return found
+
+
 class BodyFacts:
     """Walks the body once and records where every statement and name sits."""
 
@@ -195,16 +206,22 @@ class BodyFacts:
         checks: dict = {}
         # an item or slice `y[i]`, or a reshape, transpose, ravel, .view() of `y` (whose
         # overlap with the write is not known: checked too); not a tuple holding `y`
-        reads = [(stmt, base) for stmt, _, base in self._views()
+        views = [(stmt, base) for stmt, _, base in self._views()
                  if not isinstance(stmt.value, (gast.Tuple, gast.List))]
+        # a view of a view of `y` (`f = y[None][0]`) views `y` too
+        parents: dict = {}
+        for stmt, base in views:
+            parents.setdefault(stmt.targets[0].id, set()).add(base)
+        reads = [(stmt, root, root == base) for stmt, base in views
+                 for root in _ancestors(parents, base)]
         for write in self.simple:
             site = self._write_site(write)
             if site is None:
                 continue
             (written, index), at = site, self.order[id(write)]
-            for read, base in reads:
+            for read, base, direct in reads:
                 var = read.targets[0].id
-                overlap = not isinstance(read.value, gast.Subscript) or \
+                overlap = not (direct and isinstance(read.value, gast.Subscript)) or \
                     _may_overlap(read.value.slice, index)
                 if base == written and self.order[id(read)] < at and overlap and \
                         len(self.defs.get(var, [])) == 1 and \
