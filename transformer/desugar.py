@@ -37,6 +37,7 @@ ARRAY_METHODS = {
     "flatten": "ravel", "copy": "copy", "clip": "clip", "any": "any", "all": "all",
     "argmax": "argmax", "argmin": "argmin", "squeeze": "squeeze", "swapaxes": "swapaxes",
     "conj": "conj", "round": "round", "trace": "trace", "nonzero": "nonzero",
+    "repeat": "repeat",
 }
 # methods whose positional arguments form one shape tuple: x.reshape(2, 3)
 SHAPE_METHODS = {"reshape": "reshape", "transpose": "transpose"}
@@ -74,7 +75,8 @@ def desugar(fn: Function) -> Function:
     env, namer = dict(fn.env), Namer.for_function(fn)
     node = copy_tree(fn.node)
     node = _Methods(fn, env, namer).visit(node)
-    node = _Statements(fn, env, namer, shared_names(fn, node)).visit(node)
+    node = _Statements(fn, env, namer, shared_names(fn, node),
+                       container_names(node)).visit(node)
     return fn.replace(node=node, env=env)
 
 
@@ -117,6 +119,18 @@ def shared_names(fn: Function, node) -> set:
     return shared
 
 
+def container_names(node) -> set:
+    """Names bound to a list or tuple literal somewhere in the function: their items may
+    be arrays, which `lst[0] += v` updates in place."""
+    found = set()
+    for sub in walk(node):
+        if isinstance(sub, gast.Assign) and isinstance(sub.value, (gast.List, gast.Tuple)):
+            for target in sub.targets:
+                if isinstance(target, gast.Name):
+                    found.add(target.id)
+    return found
+
+
 def _bound_names(target) -> set:
     if isinstance(target, gast.Name):
         return {target.id}
@@ -134,6 +148,8 @@ def view_sources(fn: Function, value) -> set:
         return view_sources(fn, value.value)
     if isinstance(value, (gast.Tuple, gast.List)):
         return set().union(*(view_sources(fn, e) for e in value.elts))
+    if isinstance(value, gast.Dict):                  # `d = {"k": h}`: d["k"] is h
+        return set().union(*(view_sources(fn, e) for e in value.values))
     if isinstance(value, gast.IfExp):
         return view_sources(fn, value.body) | view_sources(fn, value.orelse)
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
@@ -172,6 +188,10 @@ class _Methods(gast.NodeTransformer):
             target = f"{self.np}.{ARRAY_METHODS[func.attr]}"
             return located(call(target, func.value, *node.args,
                                 **{k.arg: k.value for k in node.keywords}), node)
+        if func.attr == "view" and not node.args and not node.keywords:
+            # `x.view()`: the same memory, the same values - a view as np.asarray is one
+            # for the write analyses, and the identity for the derivative rules
+            return located(call(f"{self.np}.asarray", func.value), node)
         if func.attr in SHAPE_METHODS and not node.keywords:
             args = node.args
             if len(args) > 1:
@@ -188,11 +208,19 @@ class _Methods(gast.NodeTransformer):
         return node
 
 
+def _item_of(target, containers) -> bool:
+    """Whether `target` is an item of a list or tuple literal's name (`lst[0]`)."""
+    return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
+        target.value.id in containers
+
+
 class _Statements(gast.NodeTransformer):
     """Statement-level rewrites; each visit returns a list of statements."""
 
-    def __init__(self, fn, env, namer, shared: set = frozenset()):
+    def __init__(self, fn, env, namer, shared: set = frozenset(),
+                 containers: set = frozenset()):
         self.fn, self.env, self.namer, self.shared = fn, env, namer, shared
+        self.containers = containers
 
     def builtin(self, obj) -> str:
         """A name bound to builtin `obj` in the new environment (added if missing)."""
@@ -212,8 +240,12 @@ class _Statements(gast.NodeTransformer):
             raise self.fn.origin.error(node, "augmented assignment to this target is "
                                        "not supported", "assign to a variable or an element")
         value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
-        if isinstance(target, gast.Name) and target.id in self.shared:
-            value = call(name(self.builtin(update_in_place)), name(target.id), value)
+        if isinstance(target, gast.Name) and target.id in self.shared or \
+                _item_of(target, self.containers):
+            # NumPy updates an array in place, whichever name or list holds it (`lst[0] *=
+            # k` changes the array `lst[0]` is): `lst[0] = lst[0] * k` left it as it was
+            value = call(name(self.builtin(update_in_place)), as_load(copy_tree(target)),
+                         value)
         return [located(assign(target, value), node)]
 
     def visit_Compare(self, node):

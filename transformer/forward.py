@@ -49,7 +49,7 @@ from .checkpoint_names import refuse_saved_stack
 from .aliases import (argument_write_hint, write_through, writes_read_by_caller,
                       written_alias_groups, written_params, written_params_of_source)
 from .desugar import desugar, numpy_name, view_sources
-from .errors import copy_hint
+from .forward_refusals import method_error, shared_view_error
 from .forward_tidy import drop_unread
 from .function import Function, resolve, signature
 from .function_arguments import refuse_parameter_call
@@ -201,7 +201,9 @@ def _operands(value) -> list:
     if isinstance(value, gast.UnaryOp):
         return [value.operand]
     if isinstance(value, gast.Call):
-        return list(value.args) + [k.value for k in value.keywords]
+        # a method of a local value (`v.take(i)`, `w.fill(0.0)`) reads its receiver
+        receiver = [value.func.value] if isinstance(value.func, gast.Attribute) else []
+        return receiver + list(value.args) + [k.value for k in value.keywords]
     if isinstance(value, gast.Subscript):
         return [value.value]
     if isinstance(value, (gast.Tuple, gast.List)):
@@ -425,16 +427,11 @@ class _Forward:
         array as the primals share theirs; a tangent of another view (`reshape`,
         `transpose`) need not be a view of the operand's tangent."""
         sources = view_sources(self.fn, value)
-        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List)) or \
+        if not sources or isinstance(value, _VIEW_VALUES + (gast.Tuple, gast.List, gast.Dict)) or \
                 _is_update(self.fn, value):
             return
-        source = sorted(sources)[0]
-        of = "its previous array" if source == target else repr(source)
-        raise self.fn.origin.error(
-            write_through(self.fn, {target}) or stmt,
-            f"{target!r} may be a view of {of} and is written in place: forward mode "
-            f"cannot make its tangent the same view of the tangent of {of}",
-            copy_hint(target, source))
+        raise shared_view_error(self.fn, write_through(self.fn, {target}) or stmt, target,
+                                sorted(sources)[0])
 
     def known_zero(self, value) -> bool:
         """A primitive (operator or rule) whose active operands all have zero tangents."""
@@ -460,6 +457,9 @@ class _Forward:
                                            self.tangent_atom(value.args[1])))]
         if isinstance(value, gast.Call) and resolve(self.fn, value.func, None) in STRUCTURAL:
             return [assign(store(dt), self.structural_tangent(value))]
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+                resolve(self.fn, value.func, None) is None:
+            raise method_error(self.fn, stmt, value.func.attr)
         if isinstance(value, gast.Attribute):
             raise self.fn.origin.error(stmt, f"no tangent for attribute .{value.attr} of an "
                                        "array being differentiated",

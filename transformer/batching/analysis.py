@@ -135,6 +135,9 @@ class Analysis:
         index = self.index_flag(target.slice)
         if index:
             self.why("a batched index is used in a write", stmt)
+        if isinstance(self.flags.get(target.value.id, False), (tuple, dict)):
+            # `lst[1] = h * 2`, `lst[1] *= k`: an item of a list, not a slice of one array
+            self.why(f"an item of `{target.value.id}` is assigned", stmt)
         self.set(target.value.id, bool(control or index or any_batched(value)))
 
     def batched_test(self, stmt, keyword: str) -> bool:

@@ -86,6 +86,14 @@ class Adjoints(Classify, abc.ABC):
             return []
         refuse_in_vjp_rule(self.fn, stmt, prim.key)
         refuse_parameter_call(self.fn, stmt, prim.key)
+        if isinstance(prim.key, gast.Attribute) and isinstance(stmt.value, gast.Call):
+            # a method of a local value: its receiver may be a name secant made
+            raise self.fn.origin.error(stmt, f"no adjoint rule for the method .{prim.key.attr}"
+                                       "() of an array being differentiated",
+                                       "call the NumPy function instead (`np.repeat(v, 2)` "
+                                       "for `v.repeat(2)`) where secant has a rule for it, "
+                                       "wrap the call in a function with custom_vjp, or "
+                                       "apply stop_gradient to the array")
         what = describe(prim.key) if not isinstance(prim.key, gast.AST) else \
             emit.expression_source(prim.key)
         if getattr(prim.key, "__secant_rebuild__", None) is not None:

@@ -111,7 +111,8 @@ class Classify(BodyFacts):
                 values = stmt.value.args + [k.value for k in stmt.value.keywords]
                 if set(_names(values)) & varied:
                     raise self.fn.origin.error(stmt, registry.reason(callee, "grad"))
-            if set(_names(stmt.value.args)) & varied:
+            receiver = [stmt.value.func] if callee is None else []    # `w.fill(0.0)`
+            if set(_names(receiver + stmt.value.args)) & varied:
                 raise self.fn.origin.error(
                     stmt, "reverse mode cannot differentiate a call made for its effect on "
                     "a differentiated value", "assign its result, or use forward mode over "
@@ -282,7 +283,11 @@ class Classify(BodyFacts):
         obj = resolve(self.fn, value.func, None)
         keywords = {k.arg: k.value for k in value.keywords}
         if obj is None:
-            return Prim("opaque", t, _names(value.args + list(keywords.values())), value.func)
+            # a method of a local value (`v.take(i)`) reads its receiver: a varied one
+            # makes the result varied, refused for want of a rule rather than taken as a
+            # constant (it gave zeros)
+            return Prim("opaque", t, _names([value.func, *value.args, *keywords.values()]),
+                        value.func)
         if has_adjoint(obj) or is_nondifferentiable(obj):
             return self.rule(t, obj, list(value.args), keywords)
         if hasattr(obj, "__secant_vjp__") or hasattr(obj, "__secant_function__") or \

@@ -18,6 +18,7 @@ from ..errors import TransformError, copy_hint
 from ..function import Function, resolve
 from ..names import Namer
 from ..nodes import walk
+from ..spelling import spelled, user_names
 from ..syntax import is_mask
 from .dce import pure_calls
 
@@ -29,6 +30,17 @@ def _names(nodes) -> tuple:
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
                 found.append(sub.id)
     return tuple(found)
+
+
+def _ancestors(parents: dict, name: str) -> set:
+    """`name` and every array it may be a view of, through `parents` (view -> bases)."""
+    found, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo.extend(parents.get(current, ()))
+    return found
 
 
 class BodyFacts:
@@ -166,35 +178,52 @@ class BodyFacts:
                      or loops & set(map(id, self.loops_of.get(id(u), ())))]
             if not later:
                 continue
+            names = user_names(self.fn)
+            shown, of = spelled(self.fn, view, names), spelled(self.fn, base, names)
             if isinstance(binding.value, gast.Subscript):
                 bound, own = f"(`{view} = {base}[...]`)", f"`{view} = {base}[...].copy()`"
             else:
                 line = getattr(binding, "lineno", None)
-                bound = f"(bound from {base!r}" + (f" at line {line})" if line else ")")
-                own = f"`.copy()` where {view!r} is bound from {base!r}"
+                bound = f"(bound from {of}" + (f" at line {line})" if line else ")")
+                own = f"`.copy()` where {shown} is bound from {of}"
+            if not shown.startswith("'"):   # written where the user made it, inline
+                bound, own = "", ""
+            elif not of.startswith("'"):
+                own = f"`.copy()` where {shown} is bound"
+            hint = f"write into {of} itself at the same elements"
+            if of.startswith("'"):
+                hint += f" (`{base}[...] = ...`)"
+            if own:
+                hint += f", or, if {of} must not change, make {shown} its own array: {own}"
             raise self.fn.origin.error(
-                write, f"{view!r} is a view into {base!r} {bound}, written here and "
-                f"{base!r} read afterwards: reverse mode does not follow a write into "
-                f"{base!r} made through another name",
-                f"write into {base!r} itself (`{base}[...] = ...` at the same elements), "
-                f"or, if {base!r} must not change, make {view!r} its own array: {own}")
+                write, f"{shown} is a view into {of} {bound}".rstrip() + ", written here "
+                f"and {of} read afterwards: reverse mode does not follow a write into "
+                f"{of} made through another name", hint)
 
     def _views_read_across_writes(self) -> dict:
         """id(write) -> names read from the written array before it and used after it:
         each may be a view the write changes, which the forward sweep checks."""
         checks: dict = {}
-        reads = [s for s in self.simple if isinstance(s.targets[0], gast.Name) and
-                 isinstance(s.value, gast.Subscript) and
-                 isinstance(s.value.value, gast.Name)]
+        # an item or slice `y[i]`, or a reshape, transpose, ravel, .view() of `y` (whose
+        # overlap with the write is not known: checked too); not a tuple holding `y`
+        views = [(stmt, base) for stmt, _, base in self._views()
+                 if not isinstance(stmt.value, (gast.Tuple, gast.List))]
+        # a view of a view of `y` (`f = y[None][0]`) views `y` too
+        parents: dict = {}
+        for stmt, base in views:
+            parents.setdefault(stmt.targets[0].id, set()).add(base)
+        reads = [(stmt, root, root == base) for stmt, base in views
+                 for root in _ancestors(parents, base)]
         for write in self.simple:
             site = self._write_site(write)
             if site is None:
                 continue
-            (base, index), at = site, self.order[id(write)]
-            for read in reads:
+            (written, index), at = site, self.order[id(write)]
+            for read, base, direct in reads:
                 var = read.targets[0].id
-                if read.value.value.id == base and self.order[id(read)] < at and \
-                        _may_overlap(read.value.slice, index) and \
+                overlap = not (direct and isinstance(read.value, gast.Subscript)) or \
+                    _may_overlap(read.value.slice, index)
+                if base == written and self.order[id(read)] < at and overlap and \
                         len(self.defs.get(var, [])) == 1 and \
                         self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
                         self.chain_of[id(read)] and \
@@ -226,10 +255,17 @@ class BodyFacts:
                              if self.order[id(u)] > self.order[id(stmt)]),
                             key=lambda u: self.order[id(u)])
             if writes and later:
+                names = user_names(self.fn)
+                written, read = spelled(self.fn, name_, names), spelled(self.fn, other, names)
+                hint = copy_hint(target, source)
+                if not (spelled(self.fn, target, names) == repr(target) and
+                        spelled(self.fn, source, names) == repr(source)):
+                    hint = f"make {spelled(self.fn, target, names)} its own array where it " \
+                        f"is assigned from {spelled(self.fn, source, names)}, with `.copy()`"
                 raise self.fn.origin.error(
-                    writes[0], f"{name_!r} and {other!r} are the same array here, written "
-                    f"through {name_!r} and read through {other!r}: reverse mode keeps one "
-                    "adjoint per name", copy_hint(target, source))
+                    writes[0], f"{written} and {read} are the same array here, written "
+                    f"through {written} and read through {read}: reverse mode keeps one "
+                    "adjoint per name", hint)
 
     def loads_add(self, stmt, names) -> None:
         for n in names:

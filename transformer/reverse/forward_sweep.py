@@ -15,6 +15,7 @@ import gast
 
 from .. import tape
 from ..nodes import copy_tree
+from ..spelling import label, user_names
 from ..syntax import assign, call, const, located, name, store, subscript
 from .adjoints import fwd_rule
 from .reads import Reads
@@ -110,8 +111,10 @@ class ForwardSweep(Reads):
         base = self._write_site(stmt)[0]
         check = self.helper("check_not_view", tape.check_not_view)
         where = const(self.fn.origin.where(stmt))
-        return [located(gast.Expr(value=call(name(check), name(var), name(base), const(var),
-                                             const(base), where)), stmt)
+        names = user_names(self.fn)
+        return [located(gast.Expr(value=call(name(check), name(var), name(base),
+                                             const(label(self.fn, var, names)),
+                                             const(label(self.fn, base, names)), where)), stmt)
                 for var in self.view_checks[id(stmt)]]
 
     def shape_guard(self, var: str, stmt) -> list:

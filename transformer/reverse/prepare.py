@@ -50,6 +50,7 @@ from ..names import Namer, assigned_names
 from ..nodes import copy_tree, walk
 from ..rebind import split_rebound_names
 from ..runtime import update_in_place
+from ..spelling import label, user_names
 from ..syntax import assign, call, const, located, name
 from .unroll import unroll_short_loops
 
@@ -416,9 +417,10 @@ class _Unshare:
                     f"{copy_hint(held, other, either=True)}; or rebind ({held} = {held} + ...)")
             check = name(bind_helper(self.env, self.namer, "check_not_shared",
                                      tape.check_not_shared))
+            names = user_names(self.fn)
             checks.append(located(gast.Expr(value=call(
-                check, name(other), name(held), const(other), const(held),
-                const(self.fn.origin.where(stmt)))), stmt))
+                check, name(other), name(held), const(label(self.fn, other, names)),
+                const(label(self.fn, held, names)), const(self.fn.origin.where(stmt)))), stmt))
         return checks
 
 
