@@ -6,7 +6,7 @@ line that produced it.
 """
 from __future__ import annotations
 
-import ast
+import copy
 import re
 
 import gast
@@ -29,15 +29,10 @@ def comment_of(stmt) -> str | None:
 def to_source(node) -> str:
     """Python source for a gast module, function or statement, with its comments."""
     comments: list[str] = []
-    swapped = _insert_markers(node, comments)
-    try:
-        tree = gast.gast_to_ast(node)      # a new tree: nothing in it is shared with `node`
-    finally:
-        for parent, field, stmts in reversed(swapped):
-            setattr(parent, field, stmts)
+    marked = _negative_constants_as_negation(_insert_markers(node, comments))
     import astor    # on first use: `import transformer` does not need the printer
 
-    text = astor.to_source(_Negation().visit(tree))
+    text = astor.to_source(gast.gast_to_ast(marked))
     return _MARKER_LINE.sub(lambda m: m.group(1) + "# " + comments[int(m.group(2))], text)
 
 
@@ -47,23 +42,24 @@ def expression_source(node) -> str:
     return astor.to_source(gast.gast_to_ast(gast.Expr(value=node))).strip()
 
 
-class _Negation(ast.NodeTransformer):
-    """astor prints Constant(-2) bare, so `(-2) ** k` would read `-2 ** k`; as a negation
-    node it gets the parentheses its precedence needs."""
-
+class _Negation(gast.NodeTransformer):
     def visit_Constant(self, node):
         value = node.value
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=-value, kind=None))
+            return gast.UnaryOp(op=gast.USub(), operand=gast.Constant(value=-value, kind=None))
         return node
 
 
-def _insert_markers(node, comments) -> list:
-    """Put a marker line before each annotated statement of `node`, in place, and return
-    what to put back afterwards: (parent, field, original statements) for each list
-    replaced. Cheaper than copying the tree, which `gast_to_ast` copies anyway."""
-    swapped = []
-    for parent in _walk(node):
+def _negative_constants_as_negation(node):
+    """astor prints Constant(-2) bare, so `(-2) ** k` would read `-2 ** k`; as a negation
+    node it gets the parentheses its precedence needs."""
+    return _Negation().visit(node)
+
+
+def _insert_markers(node, comments):
+    """A copy of `node` where each annotated statement is preceded by a marker line."""
+    node = copy.deepcopy(node)
+    for parent in gast.walk(node):
         for field in ("body", "orelse"):
             stmts = getattr(parent, field, None)
             if not isinstance(stmts, list) or not any(comment_of(s) for s in stmts):
@@ -78,21 +74,5 @@ def _insert_markers(node, comments) -> list:
                                            ctx=gast.Load(), annotation=None, type_comment=None)
                         out.append(gast.Expr(value=marker))
                 out.append(stmt)
-            swapped.append((parent, field, stmts))
             setattr(parent, field, out)
-    return swapped
-
-
-def _walk(node):
-    """Every node under `node`, as `ast.walk` (each node's children are listed before it
-    is handed out, so a list replaced then is not walked)."""
-    todo = [node]
-    while todo:
-        node = todo.pop()
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, gast.AST):
-                todo.append(value)
-            elif isinstance(value, list):
-                todo.extend(item for item in value if isinstance(item, gast.AST))
-        yield node
+    return node
