@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 import tempfile
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for entry in (ROOT, ROOT / "tests"):            # run as a script from anywhere
-    if str(entry) not in sys.path:
-        sys.path.insert(0, str(entry))
-os.environ.setdefault("NUMBA_OPT", "0")
-os.environ.setdefault("SECANT_CACHE_DIR", tempfile.mkdtemp(prefix="secant-jaxhunt-cache-"))
+from hunting import prepare  # noqa: E402  (benchmarks/, the script's folder)
+
+prepare("secant-jaxhunt-cache-")
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 

@@ -31,12 +31,9 @@ import tempfile
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for entry in (ROOT, ROOT / "tests"):            # run as a script from anywhere
-    if str(entry) not in sys.path:
-        sys.path.insert(0, str(entry))
-os.environ.setdefault("NUMBA_OPT", "0")
-os.environ.setdefault("SECANT_CACHE_DIR", tempfile.mkdtemp(prefix="secant-hunt-cache-"))
+from hunting import checks_argument, prepare  # noqa: E402  (benchmarks/, the script's folder)
+
+prepare("secant-hunt-cache-")
 
 from differential import CHECKS, KNOWN_BUGS, allowed_features, check_program  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
@@ -58,10 +55,7 @@ def _arguments(argv=None):
     parser.add_argument("--isolate", action="store_true",
                         help="run each example in a forked child, so a crash is reported")
     args = parser.parse_args(argv)
-    args.checks = [c for c in args.checks.split(",") if c]
-    unknown = set(args.checks) - set(CHECKS)
-    if unknown:
-        parser.error(f"unknown checks {sorted(unknown)}; choose from {CHECKS}")
+    args.checks = checks_argument(parser, args, CHECKS)
     return args
 
 

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 import tempfile
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for entry in (ROOT, ROOT / "tests"):            # run as a script from anywhere
-    if str(entry) not in sys.path:
-        sys.path.insert(0, str(entry))
-os.environ.setdefault("NUMBA_OPT", "0")
-os.environ.setdefault("SECANT_CACHE_DIR", tempfile.mkdtemp(prefix="secant-hunt-cache-"))
+from hunting import checks_argument, prepare  # noqa: E402  (benchmarks/, the script's folder)
+
+prepare("secant-hunt-cache-")
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from write_checks import CHECKS, check_program  # noqa: E402
@@ -41,10 +37,7 @@ def _arguments(argv=None):
     parser.add_argument("--refusals", action="store_true",
                         help="also list the refusals, most frequent first")
     args = parser.parse_args(argv)
-    args.checks = [c for c in args.checks.split(",") if c]
-    unknown = set(args.checks) - set(CHECKS)
-    if unknown:
-        parser.error(f"unknown checks {sorted(unknown)}; choose from {CHECKS}")
+    args.checks = checks_argument(parser, args, CHECKS)
     return args
 
 

@@ -27,7 +27,7 @@ import gast
 import numpy as np
 
 from .function import Function, resolve
-from .names import Namer, stored_and_loaded
+from .names import Namer, name_counts, stored_and_loaded
 from .nodes import copy_tree, walk
 from .syntax import located, name
 
@@ -216,11 +216,7 @@ def _replace_loads(stmt, var: str, item):
 
 
 def _load_counts(node) -> dict:
-    counts: dict = {}
-    for sub in walk(node):
-        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load):
-            counts[sub.id] = counts.get(sub.id, 0) + 1
-    return counts
+    return name_counts(node, gast.Load)
 
 
 def _stored_once(node, var: str) -> bool:

@@ -20,6 +20,16 @@ def loaded_names(node) -> set[str]:
             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)}
 
 
+def name_counts(node, ctx: type) -> dict[str, int]:
+    """How many times each name is read (`ctx=gast.Load`) or bound (`gast.Store`) under
+    `node`."""
+    counts: dict = {}
+    for sub in walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, ctx):
+            counts[sub.id] = counts.get(sub.id, 0) + 1
+    return counts
+
+
 def stored_and_loaded(node) -> tuple[set[str], set[str]]:
     """(`assigned_names(node)`, `loaded_names(node)`), from one walk."""
     stored, loaded = set(), set()

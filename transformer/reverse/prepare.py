@@ -46,7 +46,7 @@ from ..controlflow import lower_exits
 from ..desugar import desugar, view_sources
 from ..errors import copy_hint
 from ..function import Function, resolve
-from ..names import Namer, assigned_names
+from ..names import Namer, assigned_names, name_counts
 from ..nodes import copy_tree, walk
 from ..rebind import split_rebound_names
 from ..runtime import update_in_place
@@ -173,11 +173,7 @@ def _split_pair(fn: Function, namer: Namer, stmt, parts) -> list:
 
 
 def _store_counts(node) -> dict:
-    counts: dict = {}
-    for sub in walk(node):
-        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
-            counts[sub.id] = counts.get(sub.id, 0) + 1
-    return counts
+    return name_counts(node, gast.Store)
 
 
 class _Prepare:
