@@ -28,6 +28,8 @@ from numba.extending import overload as _numba_overload
 
 from codegen import cache_numba
 
+from . import dead_writes  # noqa: F401  (Numba keeps writes into arrays a call may share)
+
 _OPTIONS = MappingProxyType({"no_cfunc_wrapper": True})
 HELPER_MARK = "__secant_helper__"
 
