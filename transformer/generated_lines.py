@@ -8,7 +8,8 @@ Contract: the generated module's header names the user's file, the line of the f
 `def` and its name (`codegen.backends.ORIGIN_PREFIX`, read by
 `random_sites.origin_function`). Within that function the site is, in order:
 1. the location a check on that line reports (`'file:line:col'`, a string constant of
-   the generated statement naming the user's file: an index check's site);
+   the generated statement naming the user's file: an index check's site; several checks
+   of one user line give that line, at the first of their columns);
 2. the one statement whose syntax equals the generated statement's;
 3. the one expression whose syntax equals the value the generated statement assigns or
    returns (a transformation names intermediate values: `t_times_y = t * y`);
@@ -40,8 +41,8 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
                for node in walk(statement) if isinstance(node, ast.Constant)
                and isinstance(node.value, str) and (m := _SITE.match(node.value))
                and m["file"] == filename}
-    if len(checked) == 1:
-        return checked.pop()
+    if len({(file, line) for file, line, _ in checked}) == 1:
+        return min(checked, key=lambda site: site[2])   # checks of one line: its first
     same = _equal(function, statement, ast.stmt)
     value = getattr(statement, "value", None)
     if len(same) != 1 and isinstance(value, ast.expr):

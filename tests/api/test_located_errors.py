@@ -103,3 +103,20 @@ def test_jit_grad_with_code_after_an_unconditional_return():
     np.testing.assert_allclose(jit(grad(code_after_return))(X), expected, rtol=1e-6)
     np.testing.assert_allclose(jit(grad(code_after_return))(X), np.cos(X) * X + np.sin(X),
                                rtol=1e-14)
+
+
+def _several_checks_on_one_line(x, v):
+    h = np.zeros(6) + x
+    t = (v, x)
+    held = [x, h]
+    for _ in range(2):
+        held[1][3] = np.tanh(t[0][4] / (1.5 + t[0][4] * t[0][4]))
+    return np.sum(h)
+
+
+def test_numbas_refusal_of_a_line_with_several_index_checks_is_at_the_users_line():
+    with pytest.raises(TransformError) as info:
+        jit(_several_checks_on_one_line)(0.3, np.linspace(-1.0, 1.0, 6))
+    assert info.value.filename == __file__
+    assert info.value.line.strip() == "held[1][3] = np.tanh(t[0][4] / (1.5 + t[0][4] * t[0][4]))"
+    assert "backend='python'" in info.value.hint
