@@ -27,7 +27,8 @@ from . import freshness
 from .function import Function, resolve
 from .names import Namer, stored_and_loaded
 from .nodes import walk
-from .syntax import const, name
+from .specialize import is_literal, literal_node
+from .syntax import name
 
 
 def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
@@ -54,9 +55,8 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
                 not _hashable(key) or key not in mapping:
             continue
         value = mapping[key]
-        if _is_literal(value):
-            replacement = const(value) if not isinstance(value, tuple) else \
-                gast.Tuple(elts=[const(v) for v in value], ctx=gast.Load())
+        if is_literal(value):
+            replacement = literal_node(value)
         elif callable(value) and not isinstance(value, (type, np.ndarray)):
             namer = namer or Namer.for_function(fn)
             fresh = namer.fresh(f"{read.value.id}_{key}" if isinstance(key, str) and
@@ -79,12 +79,6 @@ def _hashable(key) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _is_literal(value) -> bool:
-    if isinstance(value, tuple):
-        return all(_is_literal(v) and not isinstance(v, tuple) for v in value)
-    return value is None or type(value) in (bool, int, float, complex, str)
 
 
 class _Replace(gast.NodeTransformer):

@@ -55,12 +55,13 @@ def _bind_function_names(fn: Function, node) -> None:
     if not candidates:
         return
     stored, _ = stored_and_loaded(node)
+    bindings = _bindings(node)
     assigned = {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
                 isinstance(sub.ctx, gast.Store)}
     dropped = set()
     for i, stmt in candidates:
         var, value = stmt.targets[0].id, stmt.value
-        if not _stored_once(node, var) or \
+        if bindings.get(var) != 1 or \
                 any(_load_counts(before).get(var) for before in node.body[:i]):
             continue                      # read before it is bound: Python's error stays
         if isinstance(value, gast.IfExp):
@@ -134,6 +135,7 @@ class _Unroller(gast.NodeTransformer):
     def __init__(self, fn: Function, node):
         self.fn, self.namer = fn, Namer.for_function(fn)
         self.stored, _ = stored_and_loaded(node)
+        self.bindings = _bindings(fn.node)
         self.literals = {stmt.targets[0].id: stmt.value for stmt in node.body
                          if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and
                          isinstance(stmt.targets[0], gast.Name) and
@@ -149,7 +151,7 @@ class _Unroller(gast.NodeTransformer):
             known = [self.known(item) for item in items]
             return items if items and all(known) else None
         if isinstance(expr, gast.Name) and expr.id in self.literals and \
-                _stored_once(self.fn.node, expr.id):
+                self.bindings.get(expr.id) == 1:
             return self.functions(self.literals[expr.id])
         if isinstance(expr, gast.Name) and expr.id in self.stored:
             return None                              # a local of another kind
@@ -219,9 +221,8 @@ def _load_counts(node) -> dict:
     return name_counts(node, gast.Load)
 
 
-def _stored_once(node, var: str) -> bool:
-    return sum(1 for sub in walk(node) if isinstance(sub, gast.Name) and sub.id == var and
-               isinstance(sub.ctx, (gast.Store, gast.Param))) == 1
+def _bindings(node) -> dict:
+    return name_counts(node, (gast.Store, gast.Param))
 
 
 def _drop_consumed_literals(node, consumed: set) -> None:

@@ -33,7 +33,7 @@ from codegen.backends import is_user_function
 
 from .errors import TransformError
 from .function import Function, resolve, source_lines
-from .names import Namer
+from .names import Namer, name_counts
 from .nodes import copy_tree, walk
 from .pytree_returns import container_shape, literal_entries
 from .syntax import const, name
@@ -185,11 +185,7 @@ class _Rewrite:
         self.variants: dict = {}
 
     def run(self) -> None:
-        stores: dict = {}
-        for sub in walk(self.node):
-            if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
-                stores[sub.id] = stores.get(sub.id, 0) + 1
-        self.stores = stores
+        self.stores = name_counts(self.node, (gast.Store, gast.Param))
         original = copy_tree(self.node)
         try:
             self.block(self.node.body, {})

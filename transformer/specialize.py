@@ -59,7 +59,7 @@ def specialize(fn: Function, values: dict) -> Function:
                 raise fn.origin.error(fn.node, f"static argument {param!r} is reassigned "
                                       "in the body and is not a literal",
                                       "do not reassign static arguments")
-            prologue.append(assign(store(param), _literal_node(value)))
+            prologue.append(assign(store(param), literal_node(value)))
         elif is_literal(value):
             literal[param] = value
         else:
@@ -153,9 +153,10 @@ def _drop_params(args, names: set) -> None:
     args.kw_defaults = [d for _, d in kw]
 
 
-def _literal_node(value):
+def literal_node(value):
+    """The expression of literal `value` (`is_literal`), tuples nested."""
     if isinstance(value, tuple):
-        return gast.Tuple(elts=[_literal_node(v) for v in value], ctx=gast.Load())
+        return gast.Tuple(elts=[literal_node(v) for v in value], ctx=gast.Load())
     return const(value)
 
 
@@ -187,7 +188,7 @@ class _Fold(gast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.literal:
-            return gast.copy_location(_literal_node(self.literal[node.id]), node)
+            return gast.copy_location(literal_node(self.literal[node.id]), node)
         return node
 
     def visit_If(self, node):
@@ -250,7 +251,7 @@ class _Fold(gast.NodeTransformer):
             if not ok:
                 break
             if len(values) == 1 or bool(value) != isinstance(node.op, gast.And):
-                return gast.copy_location(_literal_node(value), node)
+                return gast.copy_location(literal_node(value), node)
             values.pop(0)
         if len(values) == 1:
             return values[0]
@@ -270,7 +271,7 @@ class _Fold(gast.NodeTransformer):
             return node
         if not is_literal(value):
             return node
-        return gast.copy_location(_literal_node(value), node)
+        return gast.copy_location(literal_node(value), node)
 
 
 class _Substituted(_Fold):
