@@ -23,8 +23,10 @@ add up to the first call:
     emit       gast to source text (`codegen.emit.to_source`)
     load       writing the module and executing it (`codegen.modules.load_module`)
     init       Numba's loading of its implementation registries, once per process on the
-               first compile or cache load (`numba.np.arraymath` imports SciPy for BLAS):
-               the same with `numba.njit(cache=True)`, and not secant's cache
+               first compile or cache load: the same with `numba.njit(cache=True)`, and
+               not secant's cache (`numba.np.arraymath`'s import-time SciPy BLAS check is
+               deferred by `codegen/numba_startup.py`: SciPy's import is counted under
+               typing, when a BLAS function is typed, and not at all for a program without)
     typing     Numba's type inference passes
     lower      Numba's lowering, LLVM optimization and machine code (`native_lowering`)
     numba      the rest of Numba's compile (under its compiler lock): other passes, dispatch
