@@ -5,8 +5,9 @@ Invariant of the output:
 - every Call whose function has an entry in the lowering table calls the runtime
   equivalent instead (e.g. `np.mean(x, axis=0)`), bound in the environment under a fresh
   name; `a @ b` is a call to `runtime.matmul` (Numba's `@` stops at rank 2);
-- `np.einsum` with constant subscripts, and the `einsum_grad` / `einsum_tangent` calls its
-  derivatives make, call loop functions generated from the subscripts (`transformer.einsum`);
+- `np.einsum` with constant subscripts, and the `einsum_grad` / `einsum_tangent` /
+  `einsum_grad_tangent` calls its derivatives make, call loop functions generated from the
+  subscripts (`transformer.einsum`);
 - `np.squeeze(a)` without an axis names the axes `a` was given by `np.expand_dims`
   (the result's rank must be static), checked at run time to be its only length-1 axes;
 - `x[m]` where `m` may be a boolean mask (a comparison, a logical combination of masks,
@@ -59,7 +60,8 @@ _VECTOR_FORMS = {
 # one-argument calls Numba compiles with wrappers around the work (np.sum(x): axis checks)
 _PLAIN_FORMS = {np.sum: runtime.sum_all}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
-                 runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent"}
+                 runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent",
+                 runtime.einsum_grad_tangent: "adjoint tangent"}
 
 
 def lower_for_numba(fn: Function) -> Function:
@@ -247,6 +249,8 @@ class _Lowering(gast.NodeTransformer):
         if kind != "forward":
             k = node.args[1].value
             operands = _elements(node.args[3], len(spec.inputs))
+        if kind == "adjoint tangent":
+            return self.adjoint_tangent(node, spec, k, operands)
         if kind == "adjoint":
             loops, operands = einsum.adjoint_function(spec, k), [node.args[2]] + operands
         else:
@@ -254,6 +258,24 @@ class _Lowering(gast.NodeTransformer):
         if kind == "tangent":
             operands[k] = node.args[2]
         return self.call(loops, loops.name, operands, node)
+
+    def adjoint_tangent(self, node, spec, k, operands):
+        """`einsum_grad_tangent(s, k, g, operands, tangents)`: the sum over j != k of the
+        adjoint loops of operand k with operand j replaced by its tangent."""
+        tangents = _elements(node.args[4], len(operands))
+        g, loops, total = node.args[2], einsum.adjoint_function(spec, k), None
+        for j in range(len(operands)):
+            if j != k:
+                varied = [copy_tree(a) for a in operands]
+                varied[j] = copy_tree(tangents[j])
+                part = self.call(loops, loops.name, [copy_tree(g)] + varied, node)
+                total = part if total is None else gast.BinOp(left=total, op=gast.Add(),
+                                                              right=part)
+        if total is None:   # one operand: the adjoint reads only its shape
+            shape = gast.Attribute(value=copy_tree(operands[k]), attr="shape", ctx=gast.Load())
+            return self.call(runtime.einsum_zeros, "einsum_zeros",
+                             [shape, gast.Tuple(elts=[copy_tree(g)], ctx=gast.Load())], node)
+        return gast.copy_location(total, node)
 
 
 # ---------------------------------------------------------------- analysis helpers

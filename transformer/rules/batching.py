@@ -375,6 +375,14 @@ def _each_rule(site: Site):
     return site.helper(helper, *site.args), not site.statement
 
 
+def _einsum_derivative_rule(site: Site):
+    # the operands come as one tuple (or two: einsum_grad_tangent's tangents): one holding
+    # batched arrays has no batch axis of its own to index, so the loop strategy runs it
+    if any(site.batched[3:]):
+        return None
+    return _each_rule(site)
+
+
 def _cast_like_rule(site: Site):
     if site.keywords or len(site.args) != 2:
         return None
@@ -385,6 +393,8 @@ def _register_runtime_rules():
     for helper_name in runtime.__all__:
         BATCHERS.setdefault(getattr(runtime, helper_name), _each_rule)
     BATCHERS[runtime.cast_like] = _cast_like_rule
+    for key in (runtime.einsum_grad, runtime.einsum_tangent, runtime.einsum_grad_tangent):
+        BATCHERS[key] = _einsum_derivative_rule
     RESULT_FLAGS[runtime.cast_like] = lambda flags: flags[0]
     preserving(runtime.zeros_like)
     for key, whole in [(runtime.reduce_sum, sum_examples), (runtime.reduce_mean, mean_examples),

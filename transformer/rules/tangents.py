@@ -15,6 +15,8 @@ from transformer.runtime import (
     broadcast_reduced,
     cast_like,
     cumsum,
+    einsum_grad,
+    einsum_grad_tangent,
     einsum_tangent,
     inner,
     inner_grad_left,
@@ -156,6 +158,13 @@ def vdot(z, x, y):
 def einsum(z, subscripts, *operands):
     for k in range(len(operands)):
         d[z] = einsum_tangent(subscripts, k, d[operands[k]], operands)
+
+
+@tangent(einsum_grad)
+def einsum_grad_(z, subscripts, k, g, operands):
+    # linear in g and in each operand but the k-th
+    d[z] = einsum_grad(subscripts, k, d[g], operands)
+    d[z] = einsum_grad_tangent(subscripts, k, g, operands, d[operands])
 
 
 @tangent(np.linalg.inv)

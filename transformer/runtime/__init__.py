@@ -10,8 +10,9 @@ float32); a scalar's gradient is a scalar, never a 0-d array.
 
 Plain NumPy only for now: ``tensordot``, ``squeeze`` without an axis (the lowering passes
 the axes it can prove to ``squeeze_known``), and ``matmul`` with its adjoints for operands of
-rank above 3. ``einsum``, ``einsum_grad`` and ``einsum_tangent`` are plain NumPy here; the
-lowering replaces their calls with loops generated from the subscripts (``transformer.einsum``).
+rank above 3. ``einsum``, ``einsum_grad``, ``einsum_grad_tangent`` and ``einsum_tangent`` are
+plain NumPy here; the lowering replaces their calls with loops generated from the subscripts
+(``transformer.einsum``).
 
 Modules by concern (each imports only NumPy, Numba, `math` and its siblings; this package
 re-exports every public helper, so generated code and rules name them `runtime.<name>`):
@@ -29,7 +30,8 @@ from .broadcasting import broadcast_like, broadcast_reduced, inside, scatter_add
 from .casts import cast_like, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import own_copy, update_in_place, update_tangent  # noqa: F401
-from .contractions import einsum, einsum_grad, einsum_tangent, einsum_zeros
+from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
+                           einsum_zeros)
 from .kernels import axis_count
 from .kernels import axis_mask  # noqa: F401
 from .linalg import (
@@ -90,6 +92,7 @@ __all__ = [
     "digamma",
     "einsum",
     "einsum_grad",
+    "einsum_grad_tangent",
     "einsum_tangent",
     "einsum_zeros",
     "flip",

@@ -62,6 +62,22 @@ def einsum_tangent(subscripts, k, t, operands):
     operands[k] = t
     return np.einsum(subscripts, *operands)
 
+
+def einsum_grad_tangent(subscripts, k, g, operands, tangents):
+    """The tangent of ``einsum_grad(subscripts, k, g, operands)`` from the operands' tangents:
+    it is linear in each operand but the ``k``-th, whose value it never reads."""
+    total = None
+    for j in range(len(operands)):
+        if j != k:
+            varied = list(operands)
+            varied[j] = tangents[j]
+            part = einsum_grad(subscripts, k, g, varied)
+            total = part if total is None else total + part
+    if total is None:       # one operand: einsum_grad reads only its shape
+        total = np.zeros(np.shape(operands[k]), np.result_type(g))
+    return total
+
+
 def einsum_zeros(shape, operands):
     """Zeros of ``shape`` in the type NumPy gives the product of the ``operands``."""
     return np.zeros(shape, np.result_type(*operands))
