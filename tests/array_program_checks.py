@@ -1,7 +1,8 @@
 """Checks of a generated array program (tests/array_program_generator.py) against JAX: each
 check applies one secant transformation to the NumPy rendering and the same JAX one to the
-`jax.numpy` rendering, and compares values (rtol 1e-9 in float64), shapes, dtypes and
-pytree structure.
+`jax.numpy` rendering, and compares values (rtol 1e-9 in float64, 1e-4 where JAX's result
+is float32: its and NumPy's float32 kernels round differently), shapes, dtypes and pytree
+structure.
 
 An outcome is "ok", "refused" (a `TransformError`: allowed, counted apart) or a `Finding`
 (a wrong value, shape, dtype or structure, or any other exception from secant).
@@ -126,7 +127,8 @@ def compare(expected, got, path="out") -> str | None:
         return f"{path}: shape {g.shape} != JAX {e.shape}"
     if e.dtype != g.dtype:
         return f"{path}: dtype {g.dtype} != JAX {e.dtype}"
-    if not np.allclose(g, e, rtol=1e-9, atol=1e-11, equal_nan=True):
+    rtol, atol = (1e-4, 1e-5) if e.dtype == np.float32 else (1e-9, 1e-11)
+    if not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True):
         return f"{path}: value {g.ravel()[:6]} != JAX {e.ravel()[:6]}"
     return None
 

@@ -15,14 +15,14 @@ import array_program_checks as checks  # noqa: E402
 from array_program_generator import ArrayProgram, array_programs, load  # noqa: E402
 
 
-def _hunt(tmp_path, examples, seed, names):
+def _hunt(tmp_path, examples, seed, names, float32=False):
     findings, outcomes = [], []
 
     @settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(array_programs(max_statements=4))
     def one(program):
-        for result in checks.check_program(program, names, tmp_path, seed).values():
+        for result in checks.check_program(program, names, tmp_path, seed, float32).values():
             outcomes.append(result)
             if isinstance(result, checks.Finding):
                 findings.append(str(result))
@@ -64,6 +64,21 @@ def test_the_checker_sees_a_wrong_value_a_dtype_and_a_structure():
     assert "shape" in checks.compare(np.ones(2), np.ones((1, 2)))
     assert "structure" in checks.compare({"w": 1.0}, (1.0,))
     assert "structure" in checks.compare((1.0, 2.0), (1.0,))
+
+
+def test_the_checker_allows_float32_rounding_but_not_a_wrong_float32_value_or_dtype():
+    jax32 = np.array([-0.7649381, -0.8658218], np.float32)       # from a drawn program
+    ours = np.array([-0.7649381, -0.8658217], np.float32)        # NumPy rounds one ulp apart
+    assert checks.compare(jax32, ours) is None
+    assert "value" in checks.compare(jax32, ours * np.float32(1.001))
+    assert "dtype" in checks.compare(jax32, ours.astype(np.float64))
+    assert "value" in checks.compare(jax32.astype(np.float64), ours.astype(np.float64))
+
+
+@pytest.mark.slow
+def test_generated_programs_agree_with_jax_on_float32_arguments(tmp_path):
+    outcomes = _hunt(tmp_path, 4, 41, ["vmap0", "jvp", "vjp", "vmap_grad", "grad_grad"], True)
+    assert sum(outcome == "ok" for outcome in outcomes) > len(outcomes) // 2
 
 
 def test_both_renderings_compute_the_same_function(tmp_path):
