@@ -171,3 +171,18 @@ def test_update_in_a_while_test_is_refused_and_out_of_bounds_raises():
         grad(in_while_test)(X.copy())
     with pytest.raises(IndexError):
         grad(out_of_bounds)(X.copy())
+
+
+def pytree_loss(params, x):
+    W = params["W"].at[0].set(0.0)
+    return np.sum((W @ x) ** 2)
+
+
+def test_update_of_a_pytree_leaf_and_the_python_backend():
+    params = {"W": np.arange(6.0).reshape(2, 3) / 5}
+    x = np.array([1.0, -2.0, 0.5])
+    expected = jax.grad(on_jax(pytree_loss))({"W": jnp.asarray(params["W"])}, jnp.asarray(x))
+    np.testing.assert_allclose(grad(pytree_loss)(params, x)["W"], expected["W"], rtol=1e-12)
+    assert jit(pytree_loss, backend="python")(params, x) == pytest.approx(
+        float(on_jax(pytree_loss)({"W": jnp.asarray(params["W"])}, jnp.asarray(x))), rel=1e-12)
+    np.testing.assert_array_equal(params["W"], np.arange(6.0).reshape(2, 3) / 5)
