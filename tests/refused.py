@@ -130,12 +130,3 @@ def uses_while_else(x):
 
 async def uses_await(x):  # refused
     return await x
-
-
-def uses_at_set(x):
-    y = x.at[0].set(2.0)  # refused
-    return np.sum(y ** 2)
-
-
-def uses_at_add(x, i):
-    return np.sum(x.at[i].add(1.0))  # refused

@@ -61,24 +61,6 @@ STAR_ARGUMENTS = many("star-arguments (`*x`)",
                       "pass the elements explicitly or pass the tuple itself")
 KEYWORD_UNPACKING = one("`**kwargs` in a call", "pass the keyword arguments by name")
 LOOP_ELSE = one("`else` on a loop", "set a flag before `break` and test it after the loop")
-# JAX's functional index update, `x.at[i].set(v)`: NumPy arrays have no `.at`
-_AT_METHODS = {"set": "x[i] = v", "add": "x[i] += v", "multiply": "x[i] *= v",
-               "divide": "x[i] /= v", "power": "x[i] **= v",
-               "min": "x[i] = np.minimum(x[i], v)", "max": "x[i] = np.maximum(x[i], v)",
-               "get": "x[i]", "apply": "x[i] = f(x[i])"}
-
-
-def _at_update(method: str) -> Construct:
-    write = _AT_METHODS[method]
-    if method == "get":
-        return one("JAX's `x.at[i].get()`", "read it as NumPy does: `x[i]`")
-    hint = (f"write it as NumPy does, on a copy: `x = x.copy(); {write}` (secant "
-            "differentiates in-place writes)")
-    if method == "add":
-        hint += "; where an index array repeats an index, `np.add.at(x, i, v)` adds each"
-    return one(f"JAX's functional update `x.at[i].{method}(v)`", hint)
-
-
 if hasattr(gast, "Match"):
     REFUSED[gast.Match] = many("`match` statements", "use if/elif/else")
 if hasattr(gast, "TryStar"):
@@ -114,11 +96,6 @@ def refused_construct(node) -> Construct | None:
         return KEYWORD_UNPACKING
     if isinstance(node, (gast.For, gast.While)) and node.orelse:
         return LOOP_ELSE
-    if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) and \
-            node.func.attr in _AT_METHODS and isinstance(node.func.value, gast.Subscript) and \
-            isinstance(node.func.value.value, gast.Attribute) and \
-            node.func.value.value.attr == "at":
-        return _at_update(node.func.attr)
     return None
 
 
