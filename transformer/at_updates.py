@@ -1,7 +1,8 @@
 """At updates: JAX's functional index updates `x.at[i].set(v)` as writes on a fresh copy.
 
-Runs in `desugar.python_forms`, on statements. Output invariant: no `<expr>.at[i].<m>(...)`
-call with `m` one of `AT_METHODS` remains; each is
+Runs in `frontend.parse` (every function secant reads, callees included), on statements.
+Output invariant: no `<expr>.at[i].<m>(...)` call with `m` one of `AT_METHODS` remains;
+each is
 - `get()`: the read `x[i]`;
 - `set(v)`: `t = np.copy(x); t[i] = v`, then `t` where the call was (x unchanged, as in JAX);
 - `add(v)`: on the copy, `np.add.at(t, i, v)`, which adds every update of a repeated index

@@ -23,7 +23,6 @@ import numba
 import numpy as np
 
 from . import pyforms
-from .at_updates import rewrite_at_updates
 from .function import Function, resolve
 from .names import Namer, assigned_names
 from .nodes import copy_tree, walk
@@ -69,7 +68,6 @@ def python_forms(fn: Function) -> Function:
     (`transformer.pyforms`); numpy is added to the env when a rewrite needs it."""
     env, namer = dict(fn.env), Namer.for_function(fn)
     fn = pyforms.normalize(fn, lambda: numpy_name(fn, env, namer), env)
-    rewrite_at_updates(fn, fn.node, lambda: numpy_name(fn, env, namer))
     return fn.replace(env=env)
 
 

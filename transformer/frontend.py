@@ -26,7 +26,9 @@ from codegen.backends import is_library_module
 
 from . import decorated, freshness
 from .checkpoint_for import lower_checkpoint_loops
+from .at_updates import rewrite_at_updates
 from .defaults import take_defaults
+from .desugar import numpy_name
 from .errors import TransformError
 from .fence import check_supported
 from .function import Function, Origin, source_lines
@@ -125,6 +127,11 @@ def parse(fn) -> Function:
             raise
         raise _in_wrapper(exc, fn) from None
     env = _resolve_env(fn, node, origin, extra, bindings)
+    # JAX's `x.at[i].set(v)` becomes a write on a copy here, so that every function secant
+    # reads has it rewritten: a helper the transformed function calls as well as itself
+    env = dict(env)
+    parsed = Function(node, env, origin)
+    rewrite_at_updates(parsed, node, lambda: numpy_name(parsed, env, namer))
     # after the reads are recorded: `grad(energy)(x)`, `mod.f(x)` then call a bound name
     env = bind_callees(node, env, origin, namer)
     env = bind_function_arguments(node, env, namer, parse_callee)

@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import pytest
 
-from transformer import TransformError, grad, hessian, jit, jvp, vmap
+from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, vmap
 from transformer.test_util import numerical_grad
 
 jax = pytest.importorskip("jax")
@@ -186,3 +186,38 @@ def test_update_of_a_pytree_leaf_and_the_python_backend():
     assert jit(pytree_loss, backend="python")(params, x) == pytest.approx(
         float(on_jax(pytree_loss)({"W": jnp.asarray(params["W"])}, jnp.asarray(x))), rel=1e-12)
     np.testing.assert_array_equal(params["W"], np.arange(6.0).reshape(2, 3) / 5)
+
+
+def zeroed_first(v):
+    return v.at[0].set(v[1] * 3.0)
+
+
+def through_helper(x):
+    return np.sin(zeroed_first(x)) * x[2]
+
+
+def test_an_update_in_a_helper_and_jacrev_run_the_rewritten_helper():
+    """A helper the transformed function calls is rewritten too (it was called as written:
+    AttributeError on `.at` under jit, grad, vmap), and so is the primal jacrev runs."""
+    scope = {"np": jnp}
+    for fun in (zeroed_first, through_helper):
+        exec(inspect.getsource(fun), scope)
+    oracle, x = scope["through_helper"], X.copy()
+    expected = np.asarray(oracle(jnp.asarray(X)))
+    for backend in ("python", "cpu"):
+        np.testing.assert_allclose(jit(through_helper, backend=backend)(x), expected,
+                                   rtol=1e-12)
+    weights = np.array([0.5, -2.0, 1.5])
+    np.testing.assert_allclose(
+        grad(lambda v: np.sum(through_helper(v) * weights))(x),
+        jax.grad(lambda v: jnp.sum(oracle(v) * weights))(jnp.asarray(X)), rtol=1e-12)
+    jacobian = np.asarray(jax.jacrev(oracle)(jnp.asarray(X)))
+    np.testing.assert_allclose(jacrev(through_helper)(x), jacobian, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(jacrev(zeroed_first)(x),
+                               np.asarray(jax.jacrev(scope["zeroed_first"])(jnp.asarray(X))),
+                               atol=1e-15)
+    np.testing.assert_allclose(jacfwd(through_helper)(x), jacobian, rtol=1e-12, atol=1e-15)
+    batch = np.stack([X, 2 * X, X - 1])
+    np.testing.assert_allclose(vmap(through_helper)(batch.copy()),
+                               np.stack([oracle(jnp.asarray(b)) for b in batch]), rtol=1e-12)
+    np.testing.assert_array_equal(x, X)
