@@ -21,9 +21,13 @@ from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
 from .frontend import parse
-from .function import Function, binder, call_arguments, same_parameters, signature
+from .function import Function, binder, same_parameters, signature
 from .input_dtypes import check_inputs
 from .materialize import compile_function, module_text
+from .jacobian_loops import (batched_rows, block_names, forward_loops, jacobian_blocks,
+                             results, reverse_loops)
+from .jacobian_outputs import (LEAF_OUT, container_returned as _container_returned,
+                               output_tree, unknown_outputs as _unknown_outputs)
 from .names import Namer
 from .nodes import copy_tree, walk
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
@@ -210,14 +214,20 @@ class Jacobian(Transformed):
         groups = leaf_groups(layouts)
         wrt = tuple(i for a in nums for i in groups[a])
         fn = _jacobian(_FunctionRef(self.fun, inner.function), wrt, self.has_aux, self.mode)
+        outputs = output_tree(inner.function, self.has_aux, self.mode)
         return Flat(fn, functools.partial(_rebuild_jacobian, tuple(layouts[a] for a in nums),
                                           isinstance(self.argnums, int), self.has_aux,
-                                          inner.rebuild))
+                                          inner.rebuild, outputs))
 
 
-def _rebuild_jacobian(layouts, single: bool, has_aux: bool, inner, result):
-    """Per-leaf Jacobians -> per argument, the output tree of argument trees."""
+def _rebuild_jacobian(layouts, single: bool, has_aux: bool, inner, outputs, result):
+    """Per-leaf Jacobians -> per argument, the output tree of argument trees. With a tuple
+    output (`outputs`), the result comes output-major: each output leaf holds the tuple
+    of its Jacobians per argument leaf."""
     jacs, aux = (result[0], result[1]) if has_aux else (result, None)
+    if outputs is not None:
+        count = len(_first_leaf(outputs, jacs))
+        jacs = [_leaf_of(outputs, jacs, k) for k in range(count)]
     jacs, trees, k = tuple(jacs), [], 0
     for layout in layouts:
         tree = _tree_product(jacs[k:k + layout.leaf_count], layout)
@@ -225,6 +235,19 @@ def _rebuild_jacobian(layouts, single: bool, has_aux: bool, inner, result):
         k += layout.leaf_count
     value = trees[0] if single else tuple(trees)
     return (value, aux) if has_aux else value
+
+
+def _leaf_of(tree, value, k):
+    """The output-major `value` shaped like `tree` with each leaf's `k`-th entry."""
+    if tree is LEAF_OUT:
+        return value[k]
+    return tuple(_leaf_of(child, v, k) for child, v in zip(tree, value))
+
+
+def _first_leaf(tree, value):
+    while tree is not LEAF_OUT:
+        tree, value = tree[0], value[0]
+    return value
 
 
 class _FunctionRef:
@@ -332,10 +355,22 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     fn = parse(fun)
     nums = _argnums(fn, argnums)
     active = tuple(fn.params[i] for i in nums)
+    outputs = output_tree(fn, has_aux, mode) if outputs is None else \
+        (LEAF_OUT,) * outputs if isinstance(outputs, int) else outputs
     namer = Namer(set(fn.params) | set(_HELPERS) |
                   {"zeros_like", "derivative", "range", "own_value"})
-    inner = tangent_function(fun, active) if mode == "fwd" else \
-        cotangent_function(fun, nums, has_aux)
+    if mode == "rev" and outputs is None and _container_returned(fn, has_aux):
+        raise _unknown_outputs(fn, mode)
+    if mode == "fwd":
+        inner = tangent_function(fun, active)
+    elif has_aux and outputs is not None:
+        raise fn.origin.error(
+            fn.node, f"jacrev(has_aux=True) of {fn.name}: its output is a tuple, which "
+            "reverse mode cannot pull back beside an aux",
+            f"take each output's Jacobian: jacrev(lambda *args: ({fn.name}(*args)[0][0], "
+            f"{fn.name}(*args)[1]), has_aux=True), or use jacfwd")
+    else:
+        inner = cotangent_function(fun, nums, has_aux)
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
                primal=fun, own_value=tape.own_value)
     try:
@@ -346,10 +381,13 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
         body = _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs)
     except TransformError:
         # some statement has no batching rule: one derivative call per basis vector
-        body = _forward_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs) \
-            if mode == "fwd" else _reverse_loops(fn, active, Namer(set(namer.taken)), has_aux)
+        if outputs is None and _container_returned(fn, has_aux):
+            raise _unknown_outputs(fn, mode) from None
+        body = forward_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs) \
+            if mode == "fwd" else \
+            reverse_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs)
     single = isinstance(argnums, int)
-    body[-1] = _results(body[-1], single, outputs, has_aux)
+    body[-1] = results(body[-1], single, outputs, has_aux)
     name = f"{fn.name}_{label or 'jac' + mode}"
     text = f"def {name}({', '.join(fn.params)}):\n" + "".join("    " + line + "\n"
                                                               for line in body)
@@ -372,8 +410,9 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list
     from .api_batching import vmap
     derivative = Transformed(fn, lambda: inner, "derivative")
     if mode == "rev":
-        return _batched_rows(fn, active, namer, has_aux, vmap(
-            derivative, in_axes=(None,) * len(fn.params) + (0,), out_axes=0), env)
+        return batched_rows(fn, active, namer, has_aux, outputs, vmap(
+            derivative, in_axes=(None,) * len(fn.params) +
+            (0,) * (len(inner.params) - len(fn.params)), out_axes=0), env)
     params = ", ".join(fn.params)
     out, aux = namer.fresh("out"), namer.fresh("aux")
     lines, jacs = [], []
@@ -395,9 +434,9 @@ def _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs) -> list
             lines.append(f"{out} = {primal}")
             if has_aux:
                 lines.append(f"{aux} = {pair}[0][1]")
-        blocks = _blocks(namer, p, outputs, columns, out)
+        blocks = jacobian_blocks(namer, p, outputs, columns, out)
         lines += [f"{j} = {assemble}({c}, {o}, {p})" for j, c, o in blocks]
-        jacs.append(_block_names(blocks, outputs))
+        jacs.append(block_names(blocks, outputs))
     lines.append((jacs, aux))
     return lines
 
@@ -416,120 +455,12 @@ def _identity_push(fn, inner, in_axes, has_aux, p):
     return pushed, "basis_ones", "jacobian_from_last"
 
 
-def _blocks(namer, p, outputs, columns: str, out: str) -> list[tuple[str, str, str]]:
-    """(Jacobian name, its columns, its output) per Jacobian in `p`: one, or one per
-    output when the function returns a tuple of `outputs` arrays."""
-    if outputs is None:
-        return [(namer.fresh("jac_" + p), columns, out)]
-    return [(namer.fresh(f"jac{i}_{p}"), f"{columns}[{i}]", f"{out}[{i}]")
-            for i in range(outputs)]
-
-
-def _block_names(blocks, outputs):
-    return blocks[0][0] if outputs is None else [j for j, _, _ in blocks]
-
-
-def _batched_rows(fn, active, namer, has_aux, batched, env) -> list[str]:
-    """Lines of a jacrev body pulling all output basis vectors at once through vmap."""
-    batched.__secant_function__()                      # fails here if vmap cannot batch
-    out, aux, rows, mapped = (namer.fresh(n) for n in ("out", "aux", "rows", "mapped"))
-    env[mapped] = batched
-    lines, params = _arguments_at_call(fn, namer)
-    lines += _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
-    lines.append(f"{rows} = {mapped}({params}, basis_matrix({out}))")
-    jacs = []
-    for i, p in enumerate(active):
-        jac = namer.fresh("jac_" + p)
-        jacs.append(jac)
-        lines.append(f"{jac} = jacobian_from_rows({rows}[{i}], {out}, {p})")
-    lines.append((jacs, aux))
-    return lines
-
-
-def _arguments_at_call(fn, namer) -> tuple[list[str], str]:
-    """(lines copying each array argument before the function runs, the copies' names
-    joined for a call). jacrev's rows are pulled through the vjp, which re-runs the
-    function: on copies of these (the vjp writes into the arrays it is given, as the
-    function does), each row differentiates at the arguments as they were at the call, and
-    the caller's arrays change once, by the one call of the function itself."""
-    copies = [namer.fresh(p + "_at_call") for p in fn.params]
-    lines = [f"{c} = own_value({p})" for c, p in zip(copies, fn.params)]
-    return lines, ", ".join(copies)
-
-
-def _primal_lines(arguments, out, aux, has_aux, namer) -> list[str]:
-    """Run the function itself once (`arguments` pass each parameter on): its output
-    fixes the cotangent basis."""
-    if not has_aux:
-        return [f"{out} = primal({arguments})"]
-    pair = namer.fresh("value")
-    return [f"{pair} = primal({arguments})", f"{out} = {pair}[0]", f"{aux} = {pair}[1]"]
-
-
 def cotangent_function(fun, argnums: tuple[int, ...], has_aux: bool) -> Function:
     """The vjp Function of `fun`: `(*params, cotangent) -> (bar_p for p in argnums)`."""
     from .api_reverse import _base_function
     from .reverse import VJP, reverse_function
     return reverse_function(_base_function(fun), argnums, VJP, has_aux,
                             f"vjp(argnums={argnums})")
-
-
-def _results(last, single: bool, outputs, has_aux: bool) -> str:
-    """The return line from `last = (jacs, aux)`: one Jacobian (an int argnums) or a tuple
-    of them (a tuple argnums); per output first when there are `outputs` (H[i][j]), with
-    aux after."""
-    jacs, aux_expr = last
-    if outputs is not None:
-        jacs = ["(" + ", ".join(per_arg[i] for per_arg in jacs) + ",)"
-                for i in range(outputs)]
-        single = False
-    value = jacs[0] if single else "(" + ", ".join(jacs) + ",)"
-    return f"return {value}, {aux_expr}" if has_aux else f"return {value}"
-
-
-def _forward_loops(fn, active, namer, has_aux, outputs) -> list[str]:
-    """Lines of a jacfwd body: for each argument, push its basis through `derivative`.
-    The first push runs on the arguments themselves (the caller's arrays change once, as by
-    one call of the function), each later one on copies of them as they were at the call."""
-    copies, at_call = _arguments_at_call(fn, namer)
-    params = ", ".join(fn.params)
-    fresh = ", ".join(f"own_value({c})" for c in at_call.split(", "))
-    start, out, k, pair = (namer.fresh(n) for n in ("start", "out", "k", "pair"))
-    zeros = ", ".join(f"zeros_like({p})" for p in active)
-    out_of = (lambda e: f"{e}[0]") if has_aux else (lambda e: e)
-    lines = copies + [f"{start} = derivative({params}, {zeros})",
-                      f"{out} = {out_of(start + '[0]')}"]
-    jacs = []
-    for p in active:
-        tangents = ", ".join(f"basis_vector({p}, {k})" if q == p else f"zeros_like({q})"
-                             for q in active)
-        blocks = _blocks(namer, p, outputs, out_of(pair + "[1]"), out)
-        lines += [f"{j} = jacobian_alloc({o}, {p})" for j, _, o in blocks]
-        lines += [f"for {k} in range(basis_size({p})):",
-                  f"    {pair} = derivative({fresh}, {tangents})"]
-        lines += [f"    set_column({j}, {c}, {k})" for j, c, _ in blocks]
-        lines += [f"{j} = jacobian_result({j}, {o}, {p})" for j, _, o in blocks]
-        jacs.append(_block_names(blocks, outputs))
-    lines.append((jacs, f"{start}[0][1]"))
-    return lines
-
-
-def _reverse_loops(fn, active, namer, has_aux) -> list[str]:
-    """Lines of a jacrev body: pull each output basis vector through `derivative`, the
-    vjp Function `(*params, cotangent) -> (bar_p, ...)` of the active parameters."""
-    out, aux, k, grads = (namer.fresh(n) for n in ("out", "aux", "k", "grads"))
-    lines, params = _arguments_at_call(fn, namer)
-    lines += _primal_lines(call_arguments(fn), out, aux, has_aux, namer)
-    jacs = [namer.fresh("jac_" + p) for p in active]
-    lines += [f"{jac} = jacobian_alloc({out}, {p})" for jac, p in zip(jacs, active)]
-    lines.append(f"for {k} in range(basis_size({out})):")
-    fresh = ", ".join(f"own_value({c})" for c in params.split(", "))
-    lines.append(f"    {grads} = derivative({fresh}, basis_vector({out}, {k}))")
-    for i, jac in enumerate(jacs):
-        lines.append(f"    set_row({jac}, {grads}[{i}], {k})")
-    lines += [f"{jac} = jacobian_result({jac}, {out}, {p})" for jac, p in zip(jacs, active)]
-    lines.append((jacs, aux))
-    return lines
 
 
 # ---------------------------------------------------------------- custom_jvp

@@ -13,8 +13,16 @@ from transformer.runtime.allocation import full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
+from .errors import TransformError
+
 
 def _float(x):
+    if isinstance(x, (tuple, list, dict)):
+        raise TransformError(
+            f"a Jacobian of a function returning a {type(x).__name__} whose structure was "
+            "not known when the Jacobian was transformed",
+            hint="return a tuple literal in every return (`return a, b`), or take each "
+            "output's Jacobian: jacrev(lambda x: f(x)[0])")
     dtype = np.result_type(x)
     return dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
 
@@ -152,6 +160,20 @@ def _basis_matrix_nb(x):
     return lambda x: full_array(1, 1.0, dtype)
 
 
+def basis_zeros(x, n):
+    """`n` zero tangents of `x` stacked on a leading axis, in its float type (vmap's batch
+    of cotangents of an output whose basis is not pulled)."""
+    return np.zeros((int(n),) + np.shape(x), _float(x))
+
+
+@overload(basis_zeros)
+def _basis_zeros_nb(x, n):
+    dtype = _nb_float(x)
+    if isinstance(x, types.Array):
+        return lambda x, n: zeros_array((n,) + x.shape, dtype)
+    return lambda x, n: zeros_array(n, dtype)
+
+
 def jacobian_from_columns(columns, out, x):
     """The Jacobian `shape(out) + shape(x)` from `columns[k]`, the tangent of basis `k`;
     for a tuple or dict output (python backend), one Jacobian per output."""
@@ -250,6 +272,7 @@ def _jacobian_from_rows_nb(rows, out, x):
     return impl
 
 
-__all__ = ["basis_matrix", "basis_ones", "basis_size", "basis_vector", "columns_of_jacobian",
+__all__ = ["basis_matrix", "basis_ones", "basis_size", "basis_vector", "basis_zeros",
+           "columns_of_jacobian",
            "jacobian_alloc", "jacobian_from_columns", "jacobian_from_last", "jacobian_from_rows",
            "jacobian_result", "set_column", "set_row"]

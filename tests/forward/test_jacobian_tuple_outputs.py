@@ -1,0 +1,253 @@
+"""jacfwd / jacrev of functions returning a tuple: JAX's structure, one Jacobian per output
+(output-major with a tuple argnums), on the batched path and the loop path (a function
+writing into its argument), under jit, with has_aux and pytree arguments; checked against
+central differences, and against JAX where it is installed."""
+import numpy as np
+import pytest
+
+from transformer import TransformError, hessian, jacfwd, jacrev, jit
+from transformer.test_util import numerical_jacobian
+
+try:
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+except ImportError:                                     # pragma: no cover
+    jax = None
+needs_jax = pytest.mark.skipif(jax is None, reason="JAX is not installed")
+
+JACS = {"fwd": jacfwd, "rev": jacrev}
+
+
+def two(x):
+    return np.sin(x), np.cos(x) * 2
+
+
+def two_written(x):
+    x[0] = x[0] * 1.0                 # a write into the argument: the loop path
+    return np.sin(x), np.cos(x) * 2
+
+
+def three(x, y):
+    return x * y, np.sum(x ** 2) * y[0], np.tanh(x)[1]
+
+
+def three_written(x, y):
+    x[0] = x[0] * 1.0
+    return x * y, np.sum(x ** 2) * y[0], np.tanh(x)[1]
+
+
+def one(x):
+    return (np.sin(x) * x,)
+
+
+def one_written(x):
+    x[0] = x[0] * 1.0
+    return (np.sin(x) * x,)
+
+
+def with_aux(x):
+    return (np.sin(x), np.cos(x)[0]), np.sum(x)
+
+
+def with_aux_written(x):
+    x[0] = x[0] * 1.0
+    return (np.sin(x), np.cos(x)[0]), np.sum(x)
+
+
+def quadratic(A, x):
+    return (A @ x) @ x
+
+
+def _numerical(f, args, out_index, arg_index):
+    """Central differences of output `out_index` of `f` in argument `arg_index`."""
+    def part(v):
+        args_v = [np.array(a, dtype=float) for a in args]
+        args_v[arg_index] = v
+        return f(*args_v)[out_index]
+    return numerical_jacobian(part, np.array(args[arg_index], dtype=float))
+
+
+def _args(n):
+    rng = np.random.default_rng(n)
+    return rng.normal(size=3) + 0.5, rng.normal(size=3) + 0.5
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("f", [two, two_written])
+def test_int_argnums_gives_the_tuple_of_the_outputs_jacobians(mode, f):
+    x = _args(0)[0]
+    J = JACS[mode](f)(x.copy())
+    assert isinstance(J, tuple) and len(J) == 2
+    for i in range(2):
+        np.testing.assert_allclose(J[i], _numerical(f, [x], i, 0), atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("f", [three, three_written])
+def test_tuple_argnums_nests_output_major(mode, f):
+    x, y = _args(1)
+    J = JACS[mode](f, argnums=(0, 1))(x.copy(), y.copy())
+    assert len(J) == 3 and all(len(row) == 2 for row in J)
+    for i in range(3):
+        for j in range(2):
+            np.testing.assert_allclose(J[i][j], _numerical(f, [x, y], i, j), atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("f", [one, one_written])
+def test_a_one_element_tuple_output(mode, f):
+    x = _args(2)[0]
+    J = JACS[mode](f)(x.copy())
+    assert isinstance(J, tuple) and len(J) == 1
+    np.testing.assert_allclose(J[0], _numerical(f, [x], 0, 0), atol=1e-7)
+
+
+@pytest.mark.parametrize("f", [with_aux, with_aux_written])
+def test_has_aux_with_a_tuple_output(f):
+    x = _args(3)[0]
+    J, aux = jacfwd(f, has_aux=True)(x.copy())
+    np.testing.assert_allclose(aux, np.sum(x))
+    for i in range(2):
+        np.testing.assert_allclose(J[i], _numerical(lambda v: f(v)[0], [x], i, 0), atol=1e-7)
+
+
+def test_jacrev_has_aux_with_a_tuple_output_is_refused_with_a_hint_that_works():
+    x = _args(3)[0]
+    with pytest.raises(TransformError, match="each output") as info:
+        jacrev(with_aux, has_aux=True)(x)
+    assert "test_jacobian_tuple_outputs.py" in str(info.value)
+    J, aux = jacrev(lambda v: (with_aux(v)[0][0], with_aux(v)[1]), has_aux=True)(x)
+    np.testing.assert_allclose(J, np.diag(np.cos(x)), atol=1e-12)
+    np.testing.assert_allclose(aux, np.sum(x))
+
+
+def test_jacfwd_of_jacrev_in_a_tuple_argnums_is_the_hessian():
+    A, x = np.eye(3) + 0.1, np.arange(3.0)
+    H = jacfwd(jacrev(quadratic, argnums=(0, 1)), argnums=(0, 1))(A, x)
+    expected = hessian(quadratic, argnums=(0, 1))(A, x)
+    # independent: d2/dA dx of x^T A x is the symmetric product, d2/dx2 = A + A^T
+    np.testing.assert_allclose(H[1][1], A + A.T)
+    np.testing.assert_allclose(H[0][0], np.zeros((3, 3, 3, 3)))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(H[i][j], expected[i][j], atol=1e-12)
+    grad_x = lambda A_: jacrev(quadratic, argnums=1)(A_, x)           # noqa: E731
+    np.testing.assert_allclose(H[1][0], numerical_jacobian(grad_x, A), atol=1e-6)
+
+
+def nested(x):
+    return np.sin(x), (np.cos(x) * 2, x[0] * x)
+
+
+def nested_written(x):
+    x[0] = x[0] * 1.0
+    return np.sin(x), (np.cos(x) * 2, x[0] * x)
+
+
+@pytest.mark.parametrize("nested", [nested, nested_written])
+def test_nested_tuple_output_forward(nested):
+    x = _args(4)[0]
+    J = jacfwd(nested)(x.copy())
+    assert isinstance(J[1], tuple) and len(J[1]) == 2
+    np.testing.assert_allclose(J[0], _numerical(nested, [x], 0, 0), atol=1e-7)
+    for i in range(2):
+        np.testing.assert_allclose(J[1][i], _numerical(lambda v: nested(v)[1], [x], i, 0),
+                                   atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_returned_dict_the_loop_path_cannot_build_is_refused_located(mode):
+    def as_dict(x):
+        x[0] = x[0] * 1.0
+        return {"s": np.sin(x)}
+    with pytest.raises(TransformError, match="jac" + mode) as info:
+        JACS[mode](as_dict)(_args(5)[0])
+    assert "test_jacobian_tuple_outputs.py" in str(info.value)
+    assert "each output" in str(info.value)
+
+
+def test_returns_of_different_structures_are_refused_located():
+    def mixed(x):
+        if x[0] > 0:
+            return np.sin(x), x
+        return np.sin(x)
+    with pytest.raises(TransformError, match="jacrev of mixed") as info:
+        jacrev(mixed)(_args(6)[0])
+    assert "test_jacobian_tuple_outputs.py" in str(info.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("f", [three, three_written])
+def test_under_jit(mode, f):
+    x, y = _args(7)
+    J = jit(JACS[mode](f, argnums=(0, 1)))(x.copy(), y.copy())
+    for i in range(3):
+        for j in range(2):
+            np.testing.assert_allclose(J[i][j], _numerical(f, [x, y], i, j), atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_pytree_argument(mode):
+    def f(p, x):
+        return p["w"] * x, np.sum(p["b"] * x)
+    p, x = {"w": np.array([1.0, 2.0, 3.0]), "b": np.array([0.5, -1.0, 2.0])}, _args(8)[0]
+    J = JACS[mode](f)(p, x)
+    assert isinstance(J, tuple) and set(J[0]) == {"w", "b"}
+    np.testing.assert_allclose(J[0]["w"], np.diag(x))
+    np.testing.assert_allclose(J[0]["b"], np.zeros((3, 3)))
+    np.testing.assert_allclose(J[1]["w"], np.zeros(3))
+    np.testing.assert_allclose(J[1]["b"], x)
+
+
+@needs_jax
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_matches_jax(mode):
+    x, y = _args(9)
+    jax_f = lambda a, b: (a * b, jnp.sum(a ** 2) * b[0], jnp.tanh(a)[1])    # noqa: E731
+    jax_jac = {"fwd": jax.jacfwd, "rev": jax.jacrev}[mode]
+    for argnums in (0, (0, 1), (1,)):
+        ours = JACS[mode](three, argnums=argnums)(x, y)
+        theirs = jax_jac(jax_f, argnums=argnums)(x, y)
+        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+            np.testing.assert_allclose(a, b, atol=1e-12)
+    A = np.eye(3) + 0.1
+    ours = jacfwd(jacrev(quadratic, argnums=(0, 1)), argnums=(0, 1))(A, x)
+    theirs = jax.hessian(lambda A_, x_: (A_ @ x_) @ x_, argnums=(0, 1))(A, x)
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def named(x):
+    t = np.sin(x), np.cos(x)
+    return t
+
+
+def named_written(x):
+    x[0] = x[0] * 1.0
+    t = np.sin(x), np.cos(x)
+    return t
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+@pytest.mark.parametrize("f", [named, named_written])
+def test_a_tuple_bound_to_a_name_then_returned(mode, f):
+    x = _args(10)[0]
+    J = JACS[mode](f)(x.copy())
+    assert isinstance(J, tuple) and len(J) == 2
+    for i in range(2):
+        np.testing.assert_allclose(J[i], _numerical(f, [x], i, 0), atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_tuple_of_structure_unknown_when_transforming_is_refused_with_a_hint(mode):
+    def chosen(x):
+        x[0] = x[0] * 1.0
+        t = (np.sin(x), x) if x[0] > 0 else (x, np.sin(x))
+        return t
+    with pytest.raises(TransformError, match="not known when") as info:
+        JACS[mode](chosen)(_args(11)[0])
+    assert "each output's Jacobian" in str(info.value)
