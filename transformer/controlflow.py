@@ -13,7 +13,8 @@ made explicit. Input: A-normal form (`anf.py`). Output invariant, on top of ANF:
   are exactly those the source ran.
 
 A function without early exits comes back unchanged. Flags are plain booleans, assigned
-with constants; the returned value goes through one variable (`retval`).
+with constants (`stop` as `not live`, which is True); the returned value goes through
+one variable (`retval`).
 """
 from __future__ import annotations
 
@@ -171,8 +172,12 @@ class _Lowering:
         return [assign(loop.live, const(False))]
 
     def break_stmts(self, loop: _Loop):
+        # `stop = not live`, not `stop = True`: Numba folds `if stop: break` after a
+        # constant, and then refuses a name the loop body assigns and later code reads
+        # (jit(grad) of `for ...: s = ...; break`: "Unsupported assignment ... Undefined")
         loop.uses_stop = True
-        return [assign(loop.live, const(False)), assign(loop.stop, const(True))]
+        return [assign(loop.live, const(False)),
+                assign(loop.stop, gast.UnaryOp(op=gast.Not(), operand=name(loop.live)))]
 
     def guarded(self, rest, loop, origin, otherwise, flag=None):
         lowered, _ = self.block(rest, loop)

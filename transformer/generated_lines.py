@@ -56,13 +56,17 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
 
 
 def _statement_at(filename: str, lineno: int) -> ast.stmt | None:
-    """The innermost simple statement starting at `lineno` of `filename`."""
+    """The innermost simple statement starting at `lineno` of `filename`, else the one
+    that line continues (Numba names the line of the expression it refused, which in a
+    long statement the code printer wrapped is a later line of the statement)."""
     try:
         tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
         return None
-    at = [s for s in walk(tree) if isinstance(s, ast.stmt) and s.lineno == lineno
-          and not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
+    simple = [s for s in walk(tree) if isinstance(s, ast.stmt) and not isinstance(
+        s, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
+    at = [s for s in simple if s.lineno == lineno] or \
+        [s for s in simple if s.lineno < lineno <= (s.end_lineno or s.lineno)]
     if at:
         return at[-1]
     # a loop's header (Numba types the variables a loop carries there): the loop without

@@ -247,3 +247,25 @@ def test_an_index_numba_cannot_type_is_refused_at_the_subscript_with_its_reason(
     assert err.line[err.col:].startswith("x[0, None, 1]")
     assert "cannot index array(float64, 1d, C) with 2 indices" in err.message
     assert jit(programs.uses_tensordot, backend="python")(np.ones(3), np.ones(3)) == 12.0
+
+
+def _mixed_list_in_a_long_line(x, v):
+    lst = [x, v]
+    h = v.copy()
+    h[0] *= (0.5 + 0.25 * np.tanh((x + (np.sum(np.tanh(v)) / (1.5 + np.sum(np.tanh(lst[1])) * np.sum(np.tanh(v)))))))  # noqa: E501
+    return np.sum(h)
+
+
+def test_a_refused_expression_on_a_wrapped_generated_line_is_told_at_the_users_line():
+    """Numba names the line of the refused expression, a continuation line of a long
+    generated statement; the error is still at the user's statement, not the generated
+    module."""
+    with pytest.raises(TransformError) as info:
+        jit(_mixed_list_in_a_long_line)(0.3, np.ones(3))
+    err = info.value
+    assert err.filename == __file__
+    assert err.line.strip().startswith("h[0] *= (0.5 + 0.25")
+    assert err.line[err.col:].startswith("lst[1]")
+    assert "Cannot __getitem__ on a literal list" in err.message
+    generated = re.search(r"line (\d+) of the generated module (\S+):", err.hint)
+    assert generated and "lst[" in linecache.getline(generated[2], int(generated[1]))
