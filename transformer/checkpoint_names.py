@@ -21,7 +21,7 @@ import re
 import gast
 
 from .function import Function, resolve
-from .nodes import copy_tree, walk
+from .nodes import copy_tree, own_returns, walk
 from .syntax import parsed_at
 
 MARK = "__secant_saved_{}"
@@ -89,7 +89,7 @@ class NamedSites:
         keep = [f"{MARK.format(j)}" for j in range(len(self.sites))]
         for j, (k, var, _) in reversed(list(enumerate(self.sites))):
             node.body.insert(k + 1, parsed_at(f"{keep[j]} = {var}", node.body[k]))
-        for ret in _own_returns(node):
+        for ret in own_returns(node):
             value = ret.value or gast.Constant(value=None, kind=None)
             ret.value = gast.Tuple(elts=[value] + [
                 gast.Name(id=v, ctx=gast.Load(), annotation=None, type_comment=None)
@@ -204,12 +204,3 @@ def _name_of(call: gast.Call):
     return None
 
 
-def _own_returns(node) -> list:
-    found, todo = [], list(node.body)
-    while todo:
-        sub = todo.pop()
-        if isinstance(sub, gast.Return):
-            found.append(sub)
-        if not isinstance(sub, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-            todo.extend(gast.iter_child_nodes(sub))
-    return found

@@ -13,6 +13,8 @@ import gast
 
 from .errors import TransformError
 from .function import Function
+from .names import name_counts
+from .nodes import own_returns, walk
 from .pytree_returns import container_shape
 
 LEAF_OUT = None          # one array output, a leaf of the output tree
@@ -22,7 +24,7 @@ def _returned(fn: Function, has_aux: bool) -> list:
     """The returned output expressions of `fn` (each return's first entry with has_aux);
     None for one that cannot be read (`return pair` with has_aux)."""
     values, bound = [], _bound_once(fn.node)
-    for node in _returns(fn.node):
+    for node in own_returns(fn.node):
         value = node.value
         if isinstance(value, gast.Name) and value.id in bound:   # t = a, b; return t
             value = bound[value.id]
@@ -34,37 +36,13 @@ def _returned(fn: Function, has_aux: bool) -> list:
 
 
 def _bound_once(node) -> dict:
-    """Names assigned once in the function `node`, that assignment a tuple literal:
-    their values."""
-    counts, values = {}, {}
-    for sub in _statements(node):
-        targets = sub.targets if isinstance(sub, gast.Assign) else \
-            [sub.target] if isinstance(sub, (gast.AugAssign, gast.AnnAssign, gast.For)) else []
-        for target in targets:
-            for n in gast.walk(target):
-                if isinstance(n, gast.Name):
-                    counts[n.id] = counts.get(n.id, 0) + 1
-        if isinstance(sub, gast.Assign) and len(sub.targets) == 1 and \
-                isinstance(sub.targets[0], gast.Name) and isinstance(sub.value, gast.Tuple):
-            values[sub.targets[0].id] = sub.value
-    return {k: v for k, v in values.items() if counts[k] == 1}
-
-
-def _statements(node) -> list:
-    """Every node of the function `node`, not of functions defined inside it."""
-    found, pending = [], list(node.body)
-    while pending:
-        sub = pending.pop()
-        found.append(sub)
-        if not isinstance(sub, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
-                                gast.ClassDef)):
-            pending.extend(gast.iter_child_nodes(sub))
-    return found
-
-
-def _returns(node) -> list:
-    """The return statements of the function `node`, not of functions defined inside it."""
-    return [sub for sub in _statements(node) if isinstance(sub, gast.Return)]
+    """Names bound once in the function `node`, by an assignment of a tuple literal: their
+    values."""
+    counts = name_counts(node, gast.Store)
+    return {sub.targets[0].id: sub.value for sub in walk(node)
+            if isinstance(sub, gast.Assign) and len(sub.targets) == 1 and
+            isinstance(sub.targets[0], gast.Name) and isinstance(sub.value, gast.Tuple)
+            and counts.get(sub.targets[0].id) == 1}
 
 
 def _tuple_tree(shape):
@@ -104,7 +82,7 @@ def container_returned(fn: Function, has_aux: bool) -> bool:
 
 def unknown_outputs(fn: Function, mode: str) -> TransformError:
     """A TransformError at `fn`'s first container return: a Jacobian needs its structure."""
-    node = next((r for r in _returns(fn.node) if r.value is not None and
+    node = next((r for r in own_returns(fn.node) if r.value is not None and
                  container_shape(fn, r.value) is not None), fn.node)
     return fn.origin.error(
         node, f"jac{mode} of {fn.name}: its returns are not tuples of arrays of one "

@@ -37,6 +37,20 @@ def walk(node) -> Iterator:
         yield node
 
 
+def own_returns(node) -> list:
+    """The return statements of the function `node`, not those of functions, lambdas or
+    classes defined inside it."""
+    found, todo = [], list(node.body)
+    while todo:
+        sub = todo.pop()
+        if isinstance(sub, gast.Return):
+            found.append(sub)
+        if not isinstance(sub, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                                gast.ClassDef)):
+            todo.extend(gast.iter_child_nodes(sub))
+    return found
+
+
 def copy_tree(value: _T) -> _T:
     """`copy.deepcopy(value)` for a tree, a list of trees or any value, faster on trees."""
     memo: dict = {}
