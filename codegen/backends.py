@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .cache_keys import SECANT_PACKAGES, secant_sources_hash
-from . import cache_numba, modules, numba_startup
+from . import cache_numba, modules, numba_lazy_code, numba_startup
 from .errors import TransformError
 
 VERSION = "0.1.0"
@@ -113,6 +113,7 @@ def load(text: str, namespace: dict, name: str, options: Options) -> Compiled:
         STATS.misses += 1
         if options.backend == "cpu":
             numba_startup.defer_blas_check()
+            numba_lazy_code.install()
         module = modules.load_module(text, namespace)
         function = getattr(module, name)
         root = getattr(module, modules.CACHE_ROOT_ATTRIBUTE)
