@@ -19,7 +19,8 @@ library is materialized before anything could run or resolve its code -
   Numba answers for it (Numba asks an `@overload`'s library for its absent Python entry);
 - a module added to the engine that *declares* one of its symbols instead of linking it,
   or refers to it through Numba's unresolved-recursion globals (the engine would
-  otherwise fail to resolve the symbol and end the process);
+  otherwise fail to resolve the symbol and end the process), also a library loaded from
+  object code in the disk cache, whose declarations its saved IR lists;
 - its object code asked for (`serialize_using_object_code`): Numba's disk cache saves a
   deferred library as its optimized bitcode instead, and a later process loads that
   deferred again.
@@ -127,6 +128,12 @@ def _patch_library(cls) -> None:
     def _finalize_final_module(self):
         symbols = _deferrable(self)
         if symbols is None:
+            if self._shared_module is not None:
+                # loaded from object code, whose declarations the engine resolves when it
+                # adds the (empty) final module: the IR it came with lists them
+                with _lock:
+                    for library in _declared_deferred(self._shared_module):
+                        materialize(library)
             return original_finalize(self)
         with _lock:
             self._finalize_dynamic_globals()
