@@ -6,10 +6,11 @@ each is
 - `get()`: the read `x[i]`;
 - `set(v)`: `t = np.copy(x); t[i] = v`, then `t` where the call was (x unchanged, as in JAX);
 - `add(v)`: on the copy, `np.add.at(t, i, v)`, which adds every update of a repeated index
-  as JAX does, or `t[i] = t[i] + v` where `i` is built of int constants, slices, None and
-  Ellipsis only (no index repeats);
+  as JAX does, or `t[i] = t[i] + v` where `i` is *repeat-free*: built of slices, None,
+  Ellipsis and int expressions only (`int_names.py`: int constants, the index of a `for`
+  over `range`, int arithmetic of those, `len(...)`, ...), so no element is selected twice;
 - `multiply`, `divide`, `power`, `min`, `max`, `apply(f)`: `t[i] = t[i] * v` (`/`, `**`,
-  `np.minimum`, `np.maximum`, `f(t[i])`) on the copy, for such repeat-free indices only;
+  `np.minimum`, `np.maximum`, `f(t[i])`) on the copy, for repeat-free indices only;
   any other index is refused at its line (NumPy has no differentiated accumulating form).
 The copies are statements hoisted before the statement holding the call, so the call may
 sit anywhere that statement evaluates it once and always: not in a `while` test, nor in
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import gast
 
+from .int_names import int_names, is_int_expression
 from .names import Namer
 from .syntax import as_load, assign, call, located, name, rewrite_block, map_own_expressions
 
@@ -45,24 +47,22 @@ def rewrite_at_updates(fn, fn_node, numpy) -> None:
     module docstring says; `numpy()` names the numpy module in the env."""
     if not any(is_at_call(node) for node in gast.walk(fn_node)):
         return
-    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy)
+    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy, int_names(fn, fn_node))
     fn_node.body = rewrite_block(fn_node.body, rewriter.statement)
 
 
-def _repeat_free(index) -> bool:
-    """`index` (a subscript's slice) is built of int constants, slices, None and Ellipsis,
-    so no element is selected twice."""
-    parts = index.elts if isinstance(index, gast.Tuple) else [index]
-    return all(isinstance(p, gast.Slice) or
-               (isinstance(p, gast.Constant) and
-                (p.value is None or p.value is Ellipsis or type(p.value) is int))
-               for p in parts)
-
-
 class _Rewriter:
-    def __init__(self, fn, namer: Namer, numpy):
-        self.fn, self.namer, self.numpy = fn, namer, numpy
+    def __init__(self, fn, namer: Namer, numpy, ints: frozenset):
+        self.fn, self.namer, self.numpy, self.ints = fn, namer, numpy, ints
         self.prelude: list = []
+
+    def repeat_free(self, index) -> bool:
+        """`index` (a subscript's slice) is built of int expressions (`int_names`),
+        slices, None and Ellipsis, so no element is selected twice."""
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        return all(isinstance(p, gast.Slice) or
+                   (isinstance(p, gast.Constant) and (p.value is None or p.value is Ellipsis))
+                   or is_int_expression(self.fn, p, self.ints) for p in parts)
 
     def error(self, node, message: str, hint: str):
         return self.fn.origin.error(node, message, hint)
@@ -113,16 +113,18 @@ class _Rewriter:
             raise self.error(node, f"`x.at[i].{method}(...)` takes one positional argument",
                              f"write `x.at[i].{method}(v)`")
         value = node.args[0]
-        if method not in ("set", "add") and not _repeat_free(index):
+        if method not in ("set", "add") and not self.repeat_free(index):
             raise self.error(
-                node, f"JAX's `x.at[i].{method}(v)` with an index array is not supported "
-                "by secant", "index with ints, slices, None or Ellipsis (no repeated "
-                "element), or write the update as a loop over the indices")
+                node, f"JAX's `x.at[i].{method}(v)` with an index array (or a name not "
+                "known to hold an int) is not supported by secant", "index with ints (a "
+                "`for` index over range(...), int arithmetic of one, len(...)), slices, None "
+                "or Ellipsis, which select no element twice, or write the update as a loop "
+                "over the indices")
         copy = self.namer.fresh("at_copy")
         np_ = self.numpy()
         self.prelude.append(located(assign(copy, call(f"{np_}.copy", receiver)), node))
         target = gast.Subscript(value=name(copy), slice=index, ctx=gast.Store())
-        if method == "add" and not _repeat_free(index):
+        if method == "add" and not self.repeat_free(index):
             if any(isinstance(n, gast.Slice) for n in gast.walk(index)):
                 raise self.error(node, "JAX's `x.at[i].add(v)` with an index mixing slices "
                                  "and index arrays is not supported by secant",
