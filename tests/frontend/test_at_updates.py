@@ -75,8 +75,14 @@ def loop_add(x):
     return np.sum(np.sin(y))
 
 
+def distinct_index_array(x):           # checked at run time: no entry repeats
+    y = x.at[np.array([2, 0])].multiply(x[1], unique_indices=True)  # JAX's grad needs it
+    y = y.at[np.array([-2])].max(x[0] * 0.5)
+    return np.sum(np.cos(y) * x)
+
+
 FORMS = [set_chain, add_repeated, add_slice, multiply_min_max, divide_power, get,
-         recurrence, as_argument, loop_multiply, loop_add]
+         recurrence, as_argument, loop_multiply, loop_add, distinct_index_array]
 X = np.array([0.7, -1.3, 0.4])
 
 
@@ -142,12 +148,20 @@ def conditional(x):
     return np.sum(x.at[0].set(1.0) if x[0] > 0 else x)
 
 
-@pytest.mark.parametrize("fun, match", [
-    (clipped, "mode="), (repeated_multiply, "index array"), (conditional, "if c else")])
+@pytest.mark.parametrize("fun, match", [(clipped, "mode="), (conditional, "if c else")])
 def test_refused_forms_are_located(fun, match):
     with pytest.raises(TransformError, match=match) as info:
         grad(fun)(X.copy())
     assert info.value.lineno == inspect.getsourcelines(fun)[1] + 1
+
+
+def test_a_repeated_index_of_multiply_raises_at_run_time_where_jax_multiplies_twice():
+    line = inspect.getsourcelines(repeated_multiply)[1] + 1
+    assert float(on_jax(repeated_multiply)(jnp.asarray(X))) == pytest.approx(
+        float(np.sum(X) + 3 * X[0]))
+    for run in (grad(repeated_multiply), jit(repeated_multiply)):
+        with pytest.raises(ValueError, match=f":{line}:.*selects an element twice"):
+            run(X.copy())
 
 
 def apply(x):

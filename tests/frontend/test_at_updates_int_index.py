@@ -1,6 +1,7 @@
-"""`x.at[i].<method>(v)` with an index held in a name that is known to be an int (a `for`
+"""`x.at[i].<method>(v)` with an index held in a name known to be an int (a `for`
 index over `range`, int arithmetic of one, `len(...)`): the plain write on a copy, under
-every transformation; and forward mode of `np.add.at(y, i, v)`. Oracles: the same update
+every transformation; an index array or a parameter: the write after a run-time check that
+no element is selected twice; and forward mode of `np.add.at(y, i, v)`. Oracles: the same update
 written by hand in NumPy and central differences of it (no JAX needed here;
 tests/frontend/test_at_updates.py compares with JAX where it is installed)."""
 import inspect
@@ -162,32 +163,77 @@ def test_jacfwd_of_an_accumulation_and_of_an_argument_written_in_place():
     np.testing.assert_array_equal(direction, DIRECTION)     # written on a copy
 
 
-def index_parameter(x, i):
-    return np.sum(x.at[i].multiply(2.0))
+def index_parameter(x, i):              # an int or an index array: checked at run time
+    return np.sum(np.sin(x.at[..., i].multiply(x[0, 0] + 2.0).at[:, i].max(x[1, 1])))
 
 
-def index_rebound(x):
-    i = 0
-    i = np.array([1, 1])
-    return np.sum(x.at[i].multiply(2.0))
+def index_parameter_by_hand(x, i):
+    y = x.copy()
+    y[..., i] = y[..., i] * (x[0, 0] + 2.0)
+    y[:, i] = np.maximum(y[:, i], x[1, 1])
+    return np.sum(np.sin(y))
 
 
-def index_float(x):
-    total = 0.0
-    for i in range(2):
-        j = i / 2
-        total = total + np.sum(x.at[j].max(0.0))
-    return total
+M = np.array([[0.7, -1.3, 0.4], [1.1, -0.6, 0.2]])
 
 
-@pytest.mark.parametrize("fun", [index_parameter, index_rebound, index_float],
-                         ids=lambda f: f.__name__)
-def test_an_index_not_known_to_be_an_int_is_refused_at_its_line(fun):
-    line = next(k for k, text in enumerate(inspect.getsourcelines(fun)[0]) if ".at[" in text)
-    args = (X.copy(), 1) if fun is index_parameter else (X.copy(),)
+@pytest.mark.parametrize("i", [1, np.array([2, -2]), np.array([True, False, True])],
+                         ids=["int", "array", "mask"])
+def test_an_index_held_in_a_parameter_is_checked_at_run_time(i):
+    m = M.copy()
+    expected = numerical_grad(lambda v: index_parameter_by_hand(v, i), (M,))
+    np.testing.assert_allclose(grad(index_parameter)(m, i), expected, rtol=1e-6, atol=1e-8)
+    direction = np.arange(6.0).reshape(2, 3) / 7
+    _, tangent = jvp(lambda v: index_parameter(v, i), (m,), (direction,))
+    assert float(tangent) == pytest.approx(float(np.sum(expected * direction)), rel=1e-6)
+    assert float(jit(index_parameter)(m, i)) == pytest.approx(index_parameter_by_hand(M, i),
+                                                              rel=1e-12)
+    np.testing.assert_array_equal(m, M)
+
+
+@pytest.mark.parametrize("i", [np.array([0, 2, 0]), np.array([1, -2])], ids=["twice", "negative"])
+def test_an_index_array_with_a_repeated_entry_raises_at_the_users_line(i):
+    line = inspect.getsourcelines(index_parameter)[1] + 1
+    for run in (lambda: grad(index_parameter)(M.copy(), i),
+                lambda: jvp(lambda v: index_parameter(v, i), (M.copy(),), (M.copy(),)),
+                lambda: vmap(index_parameter, in_axes=(0, None))(np.stack([M, M]), i),
+                lambda: jit(index_parameter)(M.copy(), i)):
+        with pytest.raises(ValueError, match=f":{line}:.*selects an element twice") as info:
+            run()
+        assert "x.at[..., i]" in str(info.value)            # the line, with a caret
+
+
+def batched_index(x, i):
+    return np.sum(x.at[i].divide(1.0 + x[0] ** 2) * x)
+
+
+def batched_index_by_hand(x, i):
+    y = x.copy()
+    y[i] = y[i] / (1.0 + x[0] ** 2)
+    return np.sum(y * x)
+
+
+def test_vmap_over_the_index_checks_each_example():
+    batch, indices = np.stack([X, X - 1.0]), np.array([[1, 3], [0, 2]])
+    np.testing.assert_allclose(vmap(batched_index)(batch, indices),
+                               [batched_index_by_hand(b, i) for b, i in zip(batch, indices)],
+                               rtol=1e-12)
+    np.testing.assert_allclose(
+        vmap(grad(batched_index))(batch, indices),
+        [numerical_grad(lambda v, i=i: batched_index_by_hand(v, i), (b,))
+         for b, i in zip(batch, indices)], rtol=1e-6, atol=1e-8)
+    with pytest.raises(ValueError, match="selects an element twice"):
+        vmap(batched_index)(batch, np.array([[1, 3], [2, 2]]))
+
+
+def two_index_arrays(x, i, j):
+    return np.sum(x.at[i, j].multiply(2.0))
+
+
+def test_two_index_arrays_are_refused_at_their_line():
     with pytest.raises(TransformError, match="index array") as info:
-        grad(fun)(*args)
-    assert info.value.lineno == inspect.getsourcelines(fun)[1] + line
+        grad(two_index_arrays)(M.copy(), np.array([0, 1]), np.array([1, 1]))
+    assert info.value.lineno == inspect.getsourcelines(two_index_arrays)[1] + 1
 
 
 LIMIT = 3
