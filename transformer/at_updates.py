@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import gast
 
-from .int_names import int_names, is_int_expression
+from .int_names import IntNames
 from .names import Namer
 from .runtime.distinct import distinct_entries
 from .syntax import (as_load, assign, call, const, located, map_own_expressions, name,
@@ -53,12 +53,12 @@ def rewrite_at_updates(fn, fn_node, numpy) -> None:
     module docstring says; `numpy()` names the numpy module in the env."""
     if not any(is_at_call(node) for node in gast.walk(fn_node)):
         return
-    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy, int_names(fn, fn_node))
+    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy, IntNames(fn, fn_node))
     fn_node.body = rewrite_block(fn_node.body, rewriter.statement)
 
 
 class _Rewriter:
-    def __init__(self, fn, namer: Namer, numpy, ints: frozenset):
+    def __init__(self, fn, namer: Namer, numpy, ints: IntNames):
         self.fn, self.namer, self.numpy, self.ints = fn, namer, numpy, ints
         self.prelude: list = []
 
@@ -68,7 +68,7 @@ class _Rewriter:
         parts = index.elts if isinstance(index, gast.Tuple) else [index]
         return all(isinstance(p, gast.Slice) or
                    (isinstance(p, gast.Constant) and (p.value is None or p.value is Ellipsis))
-                   or is_int_expression(self.fn, p, self.ints) for p in parts)
+                   or self.ints.holds_int(p) for p in parts)
 
     def error(self, node, message: str, hint: str):
         return self.fn.origin.error(node, message, hint)

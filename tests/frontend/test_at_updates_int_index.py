@@ -11,7 +11,7 @@ import pytest
 
 from transformer import TransformError, grad, hessian, jacfwd, jit, jvp, vmap
 from transformer.frontend import parse
-from transformer.int_names import int_names
+from transformer.int_names import IntNames
 from transformer.test_util import numerical_grad
 
 X = np.array([0.7, -1.3, 0.4, 1.1])
@@ -261,4 +261,23 @@ def names_of_every_kind(x, p):
 
 def test_int_names_follow_every_binding():
     fn = parse(names_of_every_kind)
-    assert int_names(fn, fn.node) == {"n", "k", "i", "j", "m", "s", "a", "t"}
+    assert IntNames(fn, fn.node).names == {"n", "k", "i", "j", "m", "s", "a"}
+
+
+def nested_scopes(x):
+    for i in range(2):
+        x = x * (1.0 + i)
+    k = 0
+    z = [n for n in range(3)]
+    n = 1
+
+    def scaled_at(i):                  # its own `i`: an index array below
+        return x.at[i].multiply(2.0)
+    return np.sum(scaled_at(np.array([1, 1]))) + z[0] + n + k
+
+
+def test_a_name_a_nested_scope_binds_is_not_known_to_be_an_int():
+    fn = parse(nested_scopes)
+    assert IntNames(fn, fn.node).names == {"k"}
+    with pytest.raises(ValueError, match="selects an element twice"):
+        grad(nested_scopes)(X.copy())
