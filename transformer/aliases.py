@@ -16,6 +16,7 @@ their arguments) is read along every path instead (`argument_writes`): `a = x`, 
 """
 from __future__ import annotations
 
+import inspect
 import types
 
 import gast
@@ -102,11 +103,16 @@ def _writes_of(fn: Function, node, effects, call_writes) -> set[str]:
         return view_sources(fn, node.targets[0].value)
     if isinstance(node, gast.Call):
         func = resolve(fn, node.func, None)
-        if node.args and (func is update_in_place or any(func is e for e in effects)):
+        if node.args and (func is update_in_place or any(_same(func, e) for e in effects)):
             return view_sources(fn, node.args[0])
         if call_writes is not None:
             return call_writes(node)
     return set()
+
+
+def _same(func, effect) -> bool:
+    # a bound method such as `np.add.at` is a new object per access: equal, not identical
+    return func is effect or (inspect.isbuiltin(effect) and func == effect)
 
 
 def write_through(fn: Function, names: set[str]):

@@ -6,11 +6,16 @@ each is
 - `get()`: the read `x[i]`;
 - `set(v)`: `t = np.copy(x); t[i] = v`, then `t` where the call was (x unchanged, as in JAX);
 - `add(v)`: on the copy, `np.add.at(t, i, v)`, which adds every update of a repeated index
-  as JAX does, or `t[i] = t[i] + v` where `i` is built of int constants, slices, None and
-  Ellipsis only (no index repeats);
+  as JAX does, or `t[i] = t[i] + v` where `i` is *repeat-free*: built of slices, None,
+  Ellipsis and int expressions only (`int_names.py`: int constants, the index of a `for`
+  over `range`, int arithmetic of those, `len(...)`, ...), so no element is selected twice;
 - `multiply`, `divide`, `power`, `min`, `max`, `apply(f)`: `t[i] = t[i] * v` (`/`, `**`,
-  `np.minimum`, `np.maximum`, `f(t[i])`) on the copy, for such repeat-free indices only;
-  any other index is refused at its line (NumPy has no differentiated accumulating form).
+  `np.minimum`, `np.maximum`, `f(t[i])`) on the copy. Where one part of the index is not
+  repeat-free (an index array, a parameter), it is first held in a name through the
+  run-time check `k = distinct_entries(part, np.shape(t)[axis], message)`
+  (`runtime/distinct.py`), which raises `ValueError(message)`, the user's located line,
+  if it selects an element twice (JAX would apply each repeated update; NumPy has no
+  differentiated accumulating form of these); an index with two such parts is refused.
 The copies are statements hoisted before the statement holding the call, so the call may
 sit anywhere that statement evaluates it once and always: not in a `while` test, nor in
 the branches of `a if c else b`, `and`, `or` (refused there, with a hint).
@@ -21,8 +26,11 @@ from __future__ import annotations
 
 import gast
 
+from .int_names import IntNames
 from .names import Namer
-from .syntax import as_load, assign, call, located, name, rewrite_block, map_own_expressions
+from .runtime.distinct import distinct_entries
+from .syntax import (as_load, assign, call, const, located, map_own_expressions, name,
+                     rewrite_block, subscript)
 
 AT_METHODS = ("set", "add", "multiply", "divide", "power", "min", "max", "get", "apply")
 _BINARY = {"multiply": gast.Mult, "divide": gast.Div, "power": gast.Pow}
@@ -45,24 +53,22 @@ def rewrite_at_updates(fn, fn_node, numpy) -> None:
     module docstring says; `numpy()` names the numpy module in the env."""
     if not any(is_at_call(node) for node in gast.walk(fn_node)):
         return
-    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy)
+    rewriter = _Rewriter(fn, Namer.for_function(fn), numpy, IntNames(fn, fn_node))
     fn_node.body = rewrite_block(fn_node.body, rewriter.statement)
 
 
-def _repeat_free(index) -> bool:
-    """`index` (a subscript's slice) is built of int constants, slices, None and Ellipsis,
-    so no element is selected twice."""
-    parts = index.elts if isinstance(index, gast.Tuple) else [index]
-    return all(isinstance(p, gast.Slice) or
-               (isinstance(p, gast.Constant) and
-                (p.value is None or p.value is Ellipsis or type(p.value) is int))
-               for p in parts)
-
-
 class _Rewriter:
-    def __init__(self, fn, namer: Namer, numpy):
-        self.fn, self.namer, self.numpy = fn, namer, numpy
+    def __init__(self, fn, namer: Namer, numpy, ints: IntNames):
+        self.fn, self.namer, self.numpy, self.ints = fn, namer, numpy, ints
         self.prelude: list = []
+
+    def repeat_free(self, index) -> bool:
+        """`index` (a subscript's slice) is built of int expressions (`int_names`),
+        slices, None and Ellipsis, so no element is selected twice."""
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        return all(isinstance(p, gast.Slice) or
+                   (isinstance(p, gast.Constant) and (p.value is None or p.value is Ellipsis))
+                   or self.ints.holds_int(p) for p in parts)
 
     def error(self, node, message: str, hint: str):
         return self.fn.origin.error(node, message, hint)
@@ -113,16 +119,15 @@ class _Rewriter:
             raise self.error(node, f"`x.at[i].{method}(...)` takes one positional argument",
                              f"write `x.at[i].{method}(v)`")
         value = node.args[0]
-        if method not in ("set", "add") and not _repeat_free(index):
-            raise self.error(
-                node, f"JAX's `x.at[i].{method}(v)` with an index array is not supported "
-                "by secant", "index with ints, slices, None or Ellipsis (no repeated "
-                "element), or write the update as a loop over the indices")
+        checked = method not in ("set", "add") and not self.repeat_free(index)
+        part = self._checked_part(node, method, index) if checked else None
         copy = self.namer.fresh("at_copy")
         np_ = self.numpy()
         self.prelude.append(located(assign(copy, call(f"{np_}.copy", receiver)), node))
+        if checked:
+            index = self._check(node, method, index, part, copy, np_)
         target = gast.Subscript(value=name(copy), slice=index, ctx=gast.Store())
-        if method == "add" and not _repeat_free(index):
+        if method == "add" and not self.repeat_free(index):
             if any(isinstance(n, gast.Slice) for n in gast.walk(index)):
                 raise self.error(node, "JAX's `x.at[i].add(v)` with an index mixing slices "
                                  "and index arrays is not supported by secant",
@@ -133,6 +138,43 @@ class _Rewriter:
             write = assign(target, self._new_value(method, as_load(target), value, np_))
         self.prelude.append(located(write, node))
         return located(name(copy), node)
+
+    def _checked_part(self, node, method, index) -> int:
+        """The position of the one part of `index` that may select an element twice;
+        an index with more than one such part is refused."""
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        unknown = [k for k, p in enumerate(parts) if not self.repeat_free(p)]
+        if len(unknown) > 1 or any(isinstance(p, gast.Starred) for p in parts):
+            raise self.error(
+                node, f"JAX's `x.at[i].{method}(v)` with an index array (or a name not "
+                "known to hold an int) in more than one place of the index is not supported "
+                "by secant", "index with ints (a `for` index over range(...), int "
+                "arithmetic of one, len(...)), slices, None or Ellipsis and at most one "
+                "index array, or write the update as a loop over the indices")
+        return unknown[0]
+
+    def _check(self, node, method, index, k, copy, np_):
+        """`index` with its part `k` replaced by a name holding it, after the run-time
+        check that it selects no element of its axis twice (`distinct_entries`)."""
+        parts = list(index.elts) if isinstance(index, gast.Tuple) else [index]
+        consumes = [not (isinstance(p, gast.Constant) and p.value in (None, Ellipsis))
+                    for p in parts]
+        after_ellipsis = any(isinstance(p, gast.Constant) and p.value is Ellipsis
+                             for p in parts[:k])
+        axis = -1 - sum(consumes[k + 1:]) if after_ellipsis else sum(consumes[:k])
+        message = str(self.error(
+            node, f"JAX's `x.at[i].{method}(v)` with an index that selects an element "
+            "twice is not supported by secant (JAX applies each repeated update)",
+            "make the index's entries distinct, or write the update as a loop over them"))
+        helper = self.namer.fresh("distinct_entries")
+        self.fn.env[helper] = distinct_entries
+        held = self.namer.fresh("at_index")
+        length = subscript(call(f"{np_}.shape", name(copy)), const(axis))
+        self.prelude.append(located(assign(held, call(helper, parts[k], length,
+                                                      const(message))), node))
+        parts[k] = name(held)
+        return gast.Tuple(elts=parts, ctx=gast.Load()) if isinstance(index, gast.Tuple) \
+            else parts[0]
 
     def _new_value(self, method, old, value, np_):
         if method == "set":

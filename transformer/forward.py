@@ -75,7 +75,9 @@ STRUCTURAL: dict = {}
 
 # statements that write a value into an array in place: function -> (target, value)
 # positions; the tangent statement writes the value's tangent into the target's
-EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1)}
+# (`np.add.at(y, i, v)`, linear in `y` and `v`: `np.add.at(dy, i, dv)`)
+EFFECTS: dict = {runtime.scatter_add: (0, 2), basis.set_row: (0, 1), basis.set_column: (0, 1),
+                 np.add.at: (0, 2)}
 
 
 # calls made for a check or for output only: they change no value, carry no derivative
@@ -252,7 +254,9 @@ class _Forward:
         # names that may share an array written in place: their tangents share arrays
         # the same way (see `shared_tangent`), so none is ever known zero on its own
         self.shared = set().union(*groups) & self.active
-        self.owned = _inplace_targets(fn.node.body) | self.shared
+        self.owned = _inplace_targets(fn.node.body) | self.shared | {  # np.add.at's too
+            s.value.args[0].id for s in walk(fn.node) if _effect(fn, s) and
+            resolve(fn, s.value.func, None) == np.add.at and _scatter_target(fn, s)}
         self.annotated: int | None = None
         # variables whose tangent is known to be zero here: rules drop their contributions
         self.zero: set[str] = set()

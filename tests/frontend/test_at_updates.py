@@ -61,8 +61,28 @@ def as_argument(x):
     return np.sum(np.cos(x.at[1].set(0.0)) * x)
 
 
+def loop_multiply(x):                  # an index held in a name known to be an int
+    for i in range(2):
+        x = x.at[i + 1].multiply(x[0] + 2.0).at[i].min(x[2] * 3.0)
+    return np.sum(x ** 2)
+
+
+def loop_add(x):
+    y = x
+    n = len(x)
+    for i in range(n - 1):
+        y = y.at[n - 1 - i].add(x[i] * x[i + 1])
+    return np.sum(np.sin(y))
+
+
+def distinct_index_array(x):           # checked at run time: no entry repeats
+    y = x.at[np.array([2, 0])].multiply(x[1], unique_indices=True)  # JAX's grad needs it
+    y = y.at[np.array([-2])].max(x[0] * 0.5)
+    return np.sum(np.cos(y) * x)
+
+
 FORMS = [set_chain, add_repeated, add_slice, multiply_min_max, divide_power, get,
-         recurrence, as_argument]
+         recurrence, as_argument, loop_multiply, loop_add, distinct_index_array]
 X = np.array([0.7, -1.3, 0.4])
 
 
@@ -73,10 +93,6 @@ def test_grad_and_jvp_match_jax_and_finite_differences(form):
     np.testing.assert_allclose(grad(form)(x), expected, rtol=1e-10, atol=1e-12)
     differences = numerical_grad(lambda v: float(on_jax(form)(jnp.asarray(v))), (X,))
     np.testing.assert_allclose(grad(form)(x), differences, rtol=1e-5, atol=1e-7)
-    if form is add_repeated:        # forward mode refuses np.add.at (README)
-        with pytest.raises(TransformError, match="result is unused"):
-            jvp(form, (x,), (X,))
-        return
     direction = np.array([0.3, -0.2, 0.5])
     value, tangent = jvp(form, (x,), (direction,))
     assert float(value) == pytest.approx(float(on_jax(form)(jnp.asarray(X))), rel=1e-12)
@@ -132,12 +148,20 @@ def conditional(x):
     return np.sum(x.at[0].set(1.0) if x[0] > 0 else x)
 
 
-@pytest.mark.parametrize("fun, match", [
-    (clipped, "mode="), (repeated_multiply, "index array"), (conditional, "if c else")])
+@pytest.mark.parametrize("fun, match", [(clipped, "mode="), (conditional, "if c else")])
 def test_refused_forms_are_located(fun, match):
     with pytest.raises(TransformError, match=match) as info:
         grad(fun)(X.copy())
     assert info.value.lineno == inspect.getsourcelines(fun)[1] + 1
+
+
+def test_a_repeated_index_of_multiply_raises_at_run_time_where_jax_multiplies_twice():
+    line = inspect.getsourcelines(repeated_multiply)[1] + 1
+    assert float(on_jax(repeated_multiply)(jnp.asarray(X))) == pytest.approx(
+        float(np.sum(X) + 3 * X[0]))
+    for run in (grad(repeated_multiply), jit(repeated_multiply)):
+        with pytest.raises(ValueError, match=f":{line}:.*selects an element twice"):
+            run(X.copy())
 
 
 def apply(x):
