@@ -57,6 +57,8 @@ class Primitive:
     #                                  "norm", "allocation" (shaped like its argument)
     keeps_int: bool = False          # integer arguments give an integer result
     float_result: bool = False       # integer arguments give a float result
+    statement_rules: frozenset = frozenset()   # transforms that differentiate its call as a
+    #                                  statement of their own (np.add.at's accumulation)
     reasons: dict = dataclasses.field(default_factory=dict)   # transform -> why unsupported
     samples: tuple = ()              # `Sample` calls the registry's generated tests run
     refused_keywords: dict = dataclasses.field(default_factory=dict)   # keyword -> hint:
@@ -70,6 +72,8 @@ class Primitive:
         """Whether `transform` (one of TRANSFORMS) handles this primitive."""
         if transform in self.reasons:
             return False
+        if transform in self.statement_rules:
+            return True
         if transform == "grad":
             return self.adjoint is not None or self.nondifferentiable
         if transform == "jvp":

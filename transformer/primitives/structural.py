@@ -132,6 +132,10 @@ lowered(np.einsum, runtime.einsum, python_only=True,
 lowered(np.tensordot, runtime.tensordot, python_only=True,
         reason="Numba has no np.tensordot; under jit it runs in Python mode only")
 
+# the reverse and forward passes differentiate `np.add.at(y, i, v)` as a statement: the
+# adjoint gathers `v`'s cotangent from `y`'s, the tangent is `np.add.at(dy, i, dv)`
+registry.record(np.add.at).statement_rules = frozenset({"grad", "jvp"})
+
 # ---------------------------------------------------------------- what the shape analysis splits
 
 for _key, _role in [(np.sum, "sum"), (np.dot, "dot"), (np.vdot, "dot"), (np.inner, "dot"),
