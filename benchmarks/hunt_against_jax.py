@@ -10,7 +10,8 @@ template: elementwise math, broadcasting, reductions, contractions, views and st
 indexing, dict/tuple params, static if/for, a helper) and are checked by
 tests/array_program_checks.py. A `TransformError` is a refusal, counted apart and listed by
 message; anything else that differs from JAX, or any other exception, is printed as a
-finding with its program. `--float32` draws float32 arguments (dtype checks included).
+finding with its program. `--float32` draws float32 arguments (dtype checks included);
+`--show-refused` prints the program of each distinct refusal, to minimize it.
 Exits 1 when a finding was printed.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ def check_names(spec: str, jit: str) -> list[str]:
     return names
 
 
-def hunt(examples: int, seed: int, names, float32=False) -> int:
+def hunt(examples: int, seed: int, names, float32=False, show_refused=False) -> int:
     directory = Path(tempfile.mkdtemp(prefix="secant-jaxhunt-"))
     counts = collections.Counter()
     refusals = collections.Counter()
@@ -56,6 +57,9 @@ def hunt(examples: int, seed: int, names, float32=False) -> int:
             kind = result if isinstance(result, str) else "FINDING"
             counts[check, kind.split(" ")[0]] += 1
             if kind.startswith("refused"):
+                if show_refused and (check, kind[8:]) not in refusals:
+                    print(f"--- refused {check}: {kind[8:]}\n{program.numpy_source()}",
+                          flush=True)
                 refusals[check, kind[8:]] += 1
             if isinstance(result, checks.Finding):
                 findings.append(result)
@@ -81,8 +85,11 @@ def main(argv=None) -> int:
     parser.add_argument("--jit", default="python",
                         help="backends jit goes on top with, for --checks all: python,cpu")
     parser.add_argument("--float32", action="store_true")
+    parser.add_argument("--show-refused", action="store_true",
+                        help="print the program of each refusal the first time it is met")
     args = parser.parse_args(argv)
-    return hunt(args.examples, args.seed, check_names(args.checks, args.jit), args.float32)
+    return hunt(args.examples, args.seed, check_names(args.checks, args.jit), args.float32,
+                args.show_refused)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ Each example is a program drawn by tests/write_program_generator.py and checked 
 tests/write_checks.py against finite differences, the per-example loop or the plain run
 (arguments' final contents included). Every finding is printed as it is found, then a count
 per check and outcome. jit_cpu costs a Numba compile per example (seconds); the others run
-in well under a second. Exits 1 when something was found.
+in well under a second. `--show-refused` prints the program of each distinct refusal.
+Exits 1 when something was found.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def _arguments(argv=None):
                         help=f"comma-separated, from {','.join(CHECKS)}")
     parser.add_argument("--refusals", action="store_true",
                         help="also list the refusals, most frequent first")
+    parser.add_argument("--show-refused", action="store_true",
+                        help="print the program of each refusal the first time it is met")
     args = parser.parse_args(argv)
     args.checks = checks_argument(parser, args, CHECKS)
     return args
@@ -52,13 +55,18 @@ def hunt(args) -> int:
               phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
     @given(write_programs())
     def run(program):
-        number = next(counter)
+        number, seen = next(counter), set(refusals)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             findings = check_program(program, args.checks, directory, number, outcomes,
                                      refusals)
         for finding in findings:
             print(f"--- example {number}", finding, sep="\n", flush=True)
+        for check, message in dict.fromkeys(refusals) if args.show_refused else ():
+            if (check, message) not in seen:
+                seen.add((check, message))
+                print(f"--- example {number} refused {check}: {message}\n{program.listing()}",
+                      flush=True)
         found.extend(findings)
 
     run()
