@@ -8,7 +8,8 @@ Invariant of the output (on top of the frontend's):
   `x = update_in_place(x, x + v)`, which writes an array in place as NumPy does;
 - every Compare has one operator: `a < b < c` is `a < b and b < c`;
 - array methods and properties are NumPy calls: `x.sum(axis=0)` is `np.sum(x, axis=0)`,
-  `x.T` is `np.transpose(x)`, `x.reshape(a, b)` is `np.reshape(x, (a, b))`;
+  `x.T` is `np.transpose(x)`, `x.reshape(a, b)` is `np.reshape(x, (a, b))`, and
+  `x.astype(t)` is `astype(x, t)` (`transformer.runtime.astype`, a primitive);
 - every `for` loop iterates over `range(...)`: `for v in arr`, `enumerate` and `zip`
   become indexed loops;
 - every assignment has one target, a Name or a Subscript: tuple targets (`a, b = b, a`,
@@ -26,7 +27,7 @@ from . import pyforms
 from .function import Function, resolve
 from .names import Namer, assigned_names
 from .nodes import copy_tree, walk
-from .runtime import update_in_place
+from .runtime import astype, update_in_place
 from .specialize import fold_constants
 from .syntax import as_load, assign, call, const, located, name, store, subscript
 
@@ -52,6 +53,17 @@ def numpy_name(fn: Function, env: dict, namer: Namer) -> str:
     key = "np" if "np" not in namer.taken else namer.fresh("numpy")
     namer.reserve(key)
     env[key] = np
+    return key
+
+
+def bound_name(env: dict, namer: Namer, obj) -> str:
+    """A name bound to `obj` (a function) in `env`, adding its own name (or a fresh one)."""
+    for key, value in env.items():
+        if value is obj:
+            return key
+    key = obj.__name__ if obj.__name__ not in namer.taken else namer.fresh(obj.__name__)
+    namer.reserve(key)
+    env[key] = obj
     return key
 
 
@@ -189,6 +201,10 @@ class _Methods(gast.NodeTransformer):
             target = f"{self.np}.{ARRAY_METHODS[func.attr]}"
             return located(call(target, func.value, *node.args,
                                 **{k.arg: k.value for k in node.keywords}), node)
+        dtype = _cast_dtype(node)
+        if func.attr == "astype" and dtype is not None:
+            return located(call(bound_name(self.env, self.namer, astype), func.value, dtype),
+                           node)
         if func.attr == "view" and not node.args and not node.keywords:
             # `x.view()`: the same memory, the same values - a view as np.asarray is one
             # for the write analyses, and the identity for the derivative rules
@@ -209,6 +225,16 @@ class _Methods(gast.NodeTransformer):
         return node
 
 
+def _cast_dtype(node: gast.Call):
+    """The dtype of `x.astype(t)` or `x.astype(dtype=t)`; None for other arguments
+    (`copy=False`, `casting=...`: the method is left as it is)."""
+    if len(node.args) == 1 and not node.keywords:
+        return node.args[0]
+    if not node.args and [k.arg for k in node.keywords] == ["dtype"]:
+        return node.keywords[0].value
+    return None
+
+
 def _item_of(target, containers) -> bool:
     """Whether `target` is an item of a list or tuple literal's name (`lst[0]`)."""
     return isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) and \
@@ -225,14 +251,7 @@ class _Statements(gast.NodeTransformer):
 
     def builtin(self, obj) -> str:
         """A name bound to builtin `obj` in the new environment (added if missing)."""
-        for key, value in self.env.items():
-            if value is obj:
-                return key
-        key = obj.__name__ if obj.__name__ not in self.namer.taken else \
-            self.namer.fresh(obj.__name__)
-        self.namer.reserve(key)
-        self.env[key] = obj
-        return key
+        return bound_name(self.env, self.namer, obj)
 
     def visit_AugAssign(self, node):
         self.generic_visit(node)

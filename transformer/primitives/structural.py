@@ -17,9 +17,6 @@ from .families import linear, lowered, nondifferentiable
 
 linear(gast.UAdd, np.positive, np.copy, np.ascontiguousarray, float,
        adjoint="g", tangent="g")
-# the tangent of an array built from a sequence is an array too (not the list of tangents)
-linear(np.asarray, adjoint="g", tangent="np.asarray(g)", params="x, dtype=None")
-linear(np.array, adjoint="g", tangent="np.asarray(g)", params="x, dtype=None")
 # the reverse sweep's copy of a view (transformer.reverse.views): the tangent is copied too,
 # since it is a view of the base's tangent, which the same later write changes
 linear(tape.own_value, adjoint="g", tangent="own_value(g)")

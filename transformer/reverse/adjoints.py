@@ -124,8 +124,10 @@ class Adjoints(Classify, abc.ABC):
 
     def sequence_array_adjoint(self, prim) -> list:
         """Each active item of the literal gets its slice of the array's adjoint: the
-        generic rule would assign to the whole literal, constants included."""
+        generic rule would assign to the whole literal, constants included. With a dtype,
+        the slice goes back as the asarray rule's does (none through an integer dtype)."""
         out = []
+        dtype = prim.keywords.get("dtype", prim.args[1] if len(prim.args) > 1 else None)
 
         def visit(node, index):
             if isinstance(node, gast.Tuple):
@@ -134,8 +136,11 @@ class Adjoints(Classify, abc.ABC):
             elif isinstance(node, gast.Name) and node.id in self.active:
                 key = const(index[0]) if len(index) == 1 else \
                     gast.Tuple(elts=[const(k) for k in index], ctx=gast.Load())
-                out.append(self.accumulate(node.id, subscript(
-                    name(self.adjoint[prim.target]), key)))
+                value = subscript(name(self.adjoint[prim.target]), key)
+                if dtype is not None:
+                    cast = self.helper("cast_cotangent", runtime.cast_cotangent)
+                    value = call(name(cast), value, name(node.id), copy_tree(dtype))
+                out.append(self.accumulate(node.id, value))
         visit(prim.args[0], ())
         return out
 

@@ -82,6 +82,7 @@ class BodyFacts:
         self.accumulating = _accumulating()
         self.accumulators = self._accumulators()
         self.written |= self.accumulators
+        self._refuse_item_writes()
         self._close_written_over_aliases()
         self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
@@ -103,6 +104,29 @@ class BodyFacts:
                     resolve(self.fn, value.func, None) in self.accumulating:
                 found |= {stmt.targets[0].id} | set(_names(value.args[:1]))
         return found
+
+    def _refuse_item_writes(self) -> None:
+        """Refuse `lst[1] = v` (and `lst[0] += v`) on a list built in the body: the later
+        passes read `lst[1]` as the value the list was built from, so the write would be
+        missed (a wrong gradient)."""
+        built = {t.id for s in self.simple for t in s.targets
+                 if isinstance(t, gast.Name) and isinstance(s.value, (gast.List, gast.Tuple))}
+        for stmt in self.simple:
+            target = stmt.targets[0]
+            if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name) \
+                    and target.value.id in built:
+                shown = spelled(self.fn, target.value.id, user_names(self.fn))
+                item = f"'{target.value.id}[{target.slice.value!r}]'" if \
+                    isinstance(target.slice, gast.Constant) and shown.startswith("'") \
+                    else "an item"
+                raise self.fn.origin.error(
+                    stmt, f"{item} of the list {shown} built in this function is written "
+                    "here: reverse mode reads the items of such a list as the values it "
+                    "was built from, and would miss the write",
+                    f"build a new list under another name "
+                    f"(`{target.value.id}2 = [{target.value.id}[0], ...]`), or give the new "
+                    "value a name of its own and read that; forward mode (jvp, jacfwd) "
+                    "takes the write as it is")
 
     def _close_written_over_aliases(self) -> None:
         """`z = y; z[0] = v` writes `y` too. Adjoints are per name, so an array written

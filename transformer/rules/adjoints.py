@@ -11,9 +11,12 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    astype,
     axis_count,
     broadcast_reduced,
+    cast_cotangent,
     cast_like,
+    cast_tangent,
     concatenate_part,
     cumsum_adjoint,
     einsum_grad,
@@ -81,6 +84,30 @@ def getitem_static(z, x, index):
 def setitem(x, index, v):
     d[v] += unbroadcast(d[x][index], v)
     d[x][index] = 0.0
+
+
+# ---------------------------------------------------------------- dtype casts
+# back in the type of the value cast; nothing through a cast to an integer or bool dtype
+
+
+@adjoint(astype)
+def astype_(z, x, dtype):
+    d[x] += cast_cotangent(d[z], x, dtype)
+
+
+@adjoint(np.asarray, np.array)
+def asarray(z, x, dtype=None):
+    d[x] += cast_cotangent(d[z], x, dtype)
+
+
+@adjoint(cast_cotangent)
+def cast_cotangent_(z, g, x, dtype):
+    d[g] += cast_cotangent(d[z], g, dtype)
+
+
+@adjoint(cast_tangent)
+def cast_tangent_(z, dx, dtype):
+    d[dx] += cast_cotangent(d[z], dx, dtype)
 
 
 # ---------------------------------------------------------------- reductions

@@ -11,9 +11,12 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    astype,
     axis_count,
     broadcast_reduced,
+    cast_cotangent,
     cast_like,
+    cast_tangent,
     cumsum,
     einsum_grad,
     einsum_grad_tangent,
@@ -67,6 +70,30 @@ def getitem(z, x, index):
 @tangent("setitem", result=False)
 def setitem(x, index, v):
     d[x][index] = d[v]
+
+
+# ---------------------------------------------------------------- dtype casts
+
+
+@tangent(astype)
+def astype_(z, x, dtype):
+    d[z] = cast_tangent(d[x], dtype)
+
+
+@tangent(np.asarray, np.array)
+def asarray(z, x, dtype=None):
+    # the tangent of an array built from a sequence is an array too (not the list of tangents)
+    d[z] = cast_tangent(np.asarray(d[x]), dtype)
+
+
+@tangent(cast_cotangent)
+def cast_cotangent_(z, g, x, dtype):
+    d[z] = cast_cotangent(d[g], x, dtype)
+
+
+@tangent(cast_tangent)
+def cast_tangent_(z, dx, dtype):
+    d[z] = cast_tangent(d[dx], dtype)
 
 
 # ---------------------------------------------------------------- reductions

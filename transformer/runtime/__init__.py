@@ -27,7 +27,7 @@ XLA's rounding; reached through the primitive registry, not re-exported here).
 from __future__ import annotations
 
 from .broadcasting import broadcast_like, broadcast_reduced, inside, scatter_add, unbroadcast
-from .casts import cast_like, zeros_like
+from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
@@ -81,10 +81,13 @@ from .shapes import (
 
 from .special import digamma, sinc_curvature, sinc_slope, trigamma
 __all__ = [
+    "astype",
     "axis_count",
     "broadcast_like",
     "broadcast_reduced",
+    "cast_cotangent",
     "cast_like",
+    "cast_tangent",
     "concatenate_part",
     "cumprod",
     "cumsum",

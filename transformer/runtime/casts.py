@@ -142,3 +142,140 @@ def _own_copy_nb(x):
     if isinstance(x, types.Array):
         return lambda x: x.copy()
     return lambda x: x
+
+
+# ---------------------------------------------------------------- dtype casts and their derivatives
+# `x.astype(t)` carries a derivative to a float or complex `t` (the cotangent goes back in
+# the type of `x`, the tangent forward in `t`) and none to an integer or bool `t`; `None` (a
+# `np.asarray(x)` without a dtype) casts nothing.
+
+
+def _carries(dtype) -> bool:
+    """Whether a cast to `dtype` (None: no cast) carries a derivative."""
+    return dtype is None or np.issubdtype(np.dtype(dtype), np.inexact)
+
+
+def _inexact(x) -> np.dtype:
+    """The dtype of `x`'s derivatives: its own when float or complex, else float64."""
+    dtype = np.result_type(x)
+    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+
+
+def _in_dtype(value, dtype, like):
+    """`value` in `dtype` (a NumPy scalar type or dtype): an array stays an array, a
+    number becomes a number (a Python one where `like` is one), dropping the imaginary
+    part for a real `dtype`."""
+    dtype = np.dtype(dtype)
+    if np.iscomplexobj(value) and not np.issubdtype(dtype, np.complexfloating):
+        value = np.real(value)
+    if isinstance(like, np.ndarray) and isinstance(value, np.ndarray):
+        return value.astype(dtype)
+    if isinstance(like, (np.ndarray, np.generic)):
+        return dtype.type(value)
+    return complex(value) if np.issubdtype(dtype, np.complexfloating) else float(value)
+
+
+@overload(_in_dtype)
+def _in_dtype_nb(value, dtype, like):
+    kind = as_dtype(dtype.instance_type).type
+    real = not np.issubdtype(kind, np.complexfloating)
+    if isinstance(value, types.Array) and isinstance(like, types.Array):
+        if real:
+            return lambda value, dtype, like: np.real(value).astype(kind)
+        return lambda value, dtype, like: value.astype(kind)
+    if isinstance(value, types.Array):       # a 0-d array for a number
+        if real:
+            return lambda value, dtype, like: kind(value[()].real)
+        return lambda value, dtype, like: kind(value[()])
+    if real:
+        return lambda value, dtype, like: kind(value.real)
+    return lambda value, dtype, like: kind(value)
+
+
+def astype(x, dtype):
+    """`x.astype(dtype)`: a copy of `x` in `dtype` (a NumPy scalar for a number)."""
+    if hasattr(x, "astype"):
+        return x.astype(dtype)
+    return np.dtype(dtype).type(x)
+
+
+def cast_cotangent(g, x, dtype):
+    """The cotangent of `x` from `g`, that of `x` cast to `dtype`: `g` in the float or
+    complex type of `x` (its real part for a real `x`), zeros for an integer `dtype`."""
+    target = _inexact(x)
+    if not _carries(dtype):
+        return np.zeros(np.shape(g), target) if isinstance(g, np.ndarray) else \
+            _in_dtype(0.0, target, x)
+    return _in_dtype(g, target, x)
+
+
+def cast_tangent(dx, dtype):
+    """The tangent of `x` cast to `dtype`, from the tangent `dx` of `x`: `dx` in `dtype`
+    (no cast for None), float zeros shaped like `dx` for an integer `dtype`."""
+    if dtype is None:
+        return dx
+    if not _carries(dtype):
+        return zeros_like(dx)
+    return _in_dtype(dx, np.dtype(dtype), dx if isinstance(dx, np.ndarray) else np.float64(0))
+
+
+def _nb_dtype(ty):
+    """The NumPy dtype a dtype argument of Numba type `ty` names (None for None), or
+    False for a string Numba has not typed as a literal (it retries with the literal)."""
+    if _is_none(ty):
+        return None
+    if isinstance(ty, types.NumberClass):
+        return as_dtype(ty.instance_type)
+    if isinstance(ty, types.DType):
+        return as_dtype(ty.dtype)
+    if isinstance(ty, types.StringLiteral):
+        return np.dtype(ty.literal_value)
+    if isinstance(ty, types.UnicodeType):
+        return False
+    if getattr(ty, "typing_key", None) in (float, int, bool, complex):   # the builtins
+        return np.dtype(ty.typing_key)
+    raise TypingError(f"a dtype must be a NumPy scalar type, a dtype or a string, got {ty}")
+
+
+def _nb_inexact(ty):
+    """The NumPy scalar type of the derivatives of a value of Numba type `ty`."""
+    dtype = as_dtype(ty.dtype if isinstance(ty, types.Array) else ty)
+    return dtype.type if np.issubdtype(dtype, np.inexact) else np.float64
+
+
+@overload(astype)
+def _astype_nb(x, dtype):
+    target = _nb_dtype(dtype)
+    if target is False:
+        return None
+    kind = target.type if target is not None else as_dtype(
+        x.dtype if isinstance(x, types.Array) else x).type
+    if isinstance(x, types.Array):
+        return lambda x, dtype: x.astype(kind)
+    return lambda x, dtype: kind(x)
+
+
+@overload(cast_cotangent)
+def _cast_cotangent_nb(g, x, dtype):
+    target = _nb_dtype(dtype)
+    if target is False:
+        return None
+    kind = _nb_inexact(x)
+    if target is not None and not np.issubdtype(target, np.inexact):
+        if isinstance(g, types.Array):
+            return lambda g, x, dtype: np.zeros(g.shape, kind)
+        return lambda g, x, dtype: kind(0.0)
+    return lambda g, x, dtype: _in_dtype(g, kind, x)
+
+
+@overload(cast_tangent)
+def _cast_tangent_nb(dx, dtype):
+    target = _nb_dtype(dtype)
+    if target is False:
+        return None
+    if target is None:
+        return lambda dx, dtype: dx
+    if not np.issubdtype(target, np.inexact):
+        return lambda dx, dtype: zeros_like(dx)
+    kind = target.type
+    return lambda dx, dtype: _in_dtype(dx, kind, dx)
