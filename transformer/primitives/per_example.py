@@ -240,7 +240,7 @@ def _transpose_call(form: LinearForm, flags: tuple):
             i = index[arg.id]
             passed = i < len(flags)
             args.append(f"a{i}" if passed else form.params[i][1] or "None")
-            arg_flags.append(bool(passed and flags[i]))
+            arg_flags.append(flags[i] if passed else False)     # a tuple's items' flags
         elif isinstance(arg, ast.Constant):
             args.append(repr(arg.value))
             arg_flags.append(False)

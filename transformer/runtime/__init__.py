@@ -62,6 +62,7 @@ from .reductions import (
     sum_all,
 )
 from .shapes import (
+    concatenate,
     concatenate_part,
     flip,
     hstack_part,
@@ -85,6 +86,7 @@ __all__ = [
     "broadcast_like",
     "broadcast_reduced",
     "cast_like",
+    "concatenate",
     "concatenate_part",
     "cumprod",
     "cumsum",

@@ -254,6 +254,36 @@ def _unrepeat_nb(g, x, repeats, axis=None):
     return impl
 
 
+def concatenate(arrays, axis=0):
+    """np.concatenate of a tuple or a list of arrays (Numba's takes a tuple only)."""
+    return np.concatenate(arrays, axis)
+
+
+@overload(concatenate)
+def _concatenate_nb(arrays, axis=0):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays, axis=0: np.concatenate(arrays, axis)
+
+    def from_list(arrays, axis=0):
+        ax = axis % arrays[0].ndim
+        rest = moveaxis(arrays[0], ax, 0).shape[1:]
+        total = 0
+        for x in arrays:
+            if moveaxis(x, ax, 0).shape[1:] != rest:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            total += x.shape[ax]
+        out = empty_array((total,) + rest, arrays[0].dtype)
+        start = 0
+        for x in arrays:
+            front = moveaxis(x, ax, 0)
+            for i in range(front.shape[0]):
+                out[start + i] = front[i]
+            start += front.shape[0]
+        return np.ascontiguousarray(moveaxis(out, 0, ax))
+    return from_list
+
+
 def concatenate_part(g, xs, k, axis=0):
     """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
     start = sum(np.shape(xs[j])[axis] for j in range(k))
