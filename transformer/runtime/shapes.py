@@ -284,27 +284,40 @@ def _concatenate_nb(arrays, axis=0):
     return from_list
 
 
-def concatenate_part(g, xs, k, axis=0):
-    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+def _part_index(g, xs, k, axis):
+    """The index of the slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
     start = sum(np.shape(xs[j])[axis] for j in range(k))
     index = [slice(None)] * np.ndim(g)
     index[axis] = slice(start, start + np.shape(xs[k])[axis])
-    return g[tuple(index)]
+    return tuple(index)
+
+
+def concatenate_part(g, xs, k, axis=0):
+    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+    return g[_part_index(g, xs, k, axis)]
 
 
 @overload(concatenate_part)
 def _concatenate_part_nb(g, xs, k, axis=0):
     def impl(g, xs, k, axis=0):
-        start, n, j = 0, 0, 0
-        for x in literal_unroll(xs):
-            if j < k:
-                start += x.shape[axis]
-            elif j == k:
-                n = x.shape[axis]
-            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        start, n = _part_span(xs, k, axis)
         front = moveaxis(g, axis, 0)[start:start + n]
         return np.ascontiguousarray(moveaxis(front, 0, axis))
     return impl
+
+
+@register_jitable
+def _part_span(xs, k, axis):
+    """(start, length) along `axis` of the part of ``np.concatenate(xs, axis)`` from
+    ``xs[k]``."""
+    start, n, j = 0, 0, 0
+    for x in literal_unroll(xs):
+        if j < k:
+            start += x.shape[axis]
+        elif j == k:
+            n = x.shape[axis]
+        j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+    return start, n
 
 
 def stack_part(g, k, axis=0):
@@ -355,3 +368,77 @@ def _vstack_part_nb(g, xs, k):
     if item.ndim == 1:
         return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
     return rows
+
+
+# ---------------------------------------------------------------- transposes of the parts
+# zeros shaped like `g` holding `t` where the part was: the adjoints of the parts above
+# (second derivatives through np.concatenate & co.), each linear in `t`
+
+def concatenate_unpart(t, g, xs, k, axis=0):
+    """The transpose of ``concatenate_part(g, xs, k, axis)`` applied to `t`."""
+    out = np.zeros(np.shape(g), np.asarray(t).dtype)
+    view = out[_part_index(g, xs, k, axis)]
+    view[...] = np.reshape(t, view.shape)
+    return out
+
+
+def stack_unpart(t, g, k, axis=0):
+    """The transpose of ``stack_part(g, k, axis)`` applied to `t`."""
+    out = np.zeros(np.shape(g), np.asarray(t).dtype)
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = k
+    out[tuple(index)] = t
+    return out
+
+
+def hstack_unpart(t, g, xs, k):
+    """The transpose of ``hstack_part(g, xs, k)`` applied to `t`."""
+    return concatenate_unpart(t, g, [np.atleast_1d(x) for x in xs], k,
+                              0 if np.ndim(g) == 1 else 1)
+
+
+def vstack_unpart(t, g, xs, k):
+    """The transpose of ``vstack_part(g, xs, k)`` applied to `t`."""
+    return concatenate_unpart(t, g, [np.atleast_2d(x) for x in xs], k, 0)
+
+
+@overload(concatenate_unpart)
+def _concatenate_unpart_nb(t, g, xs, k, axis=0):
+    def impl(t, g, xs, k, axis=0):
+        start, n = _part_span(xs, k, axis)
+        out = zeros_array(g.shape, t.dtype)
+        moveaxis(out, axis, 0)[start:start + n] = moveaxis(t, axis, 0)
+        return out
+    return impl
+
+
+@overload(stack_unpart)
+def _stack_unpart_nb(t, g, k, axis=0):
+    def impl(t, g, k, axis=0):
+        out = zeros_array(g.shape, t.dtype)
+        moveaxis(out, axis, 0)[k] = t
+        return out
+    return impl
+
+
+@overload(hstack_unpart)
+def _hstack_unpart_nb(t, g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda t, g, xs, k: concatenate_unpart(t, g, xs, k, axis)
+
+
+@overload(vstack_unpart)
+def _vstack_unpart_nb(t, g, xs, k):
+    def impl(t, g, xs, k):
+        start, rows, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                rows = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        out = zeros_array(g.shape, t.dtype)
+        out[start:start + rows] = reshape(t, (rows,) + g.shape[1:])
+        return out
+    return impl
