@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import transformer
-from tests.gradcheck import assert_gradient_close, central_differences
+from tests.gradcheck import assert_gradient_close, central_differences, jax_with_x64
 from transformer import grad, jit, vmap
-from transformer.runtime import concatenate, concatenate_part, examples
+from transformer.runtime import concatenate, concatenate_part, examples, hstack, vstack
 
 C6 = np.linspace(0.5, 1.5, 6)
 
@@ -119,19 +119,35 @@ def test_jit_vmap_grad_through_joins(f):
                                per_example(f, [W] * len(X), X), rtol=1e-12)
 
 
-def test_compiled_concatenate_of_a_list():
+def test_compiled_joins_of_lists_and_of_mixed_ranks():
     import numba
     join = numba.njit(lambda xs, axis: concatenate(xs, axis))
-    a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 2))
+    a, b, v = rng.normal(size=(2, 3)), rng.normal(size=(2, 2)), rng.normal(size=3)
     np.testing.assert_array_equal(join([a, b[:, :2]], 1), np.concatenate([a, b], 1))
     np.testing.assert_array_equal(join([a, a], -2), np.concatenate([a, a], -2))
     with pytest.raises(ValueError, match="must match"):
         join([a, b], 0)
+    rows = numba.njit(lambda xs: vstack(xs))
+    columns = numba.njit(lambda xs: hstack(xs))
+    for xs in ([v, v], [a, a], (v, a, v), (a.T, b.T)):
+        np.testing.assert_array_equal(rows(xs), np.vstack(xs))
+    for xs in ([v, v], [a, b], (a, b)):
+        np.testing.assert_array_equal(columns(xs), np.hstack(xs))
+    with pytest.raises(ValueError, match="must match"):
+        rows((v, b))
+
+
+def test_jit_of_joins_of_lists_and_of_mixed_ranks():
+    def joins(x):
+        return np.sum(np.vstack((x, np.outer(x, x))) * np.vstack([x, x, x, x])) + \
+            np.sum(np.hstack([x, x]) ** 2) + np.sum(np.concatenate([x, x[:1]]))
+
+    x = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(jit(joins)(x), joins(x), rtol=1e-14)
 
 
 def test_vmap_grad_through_joins_matches_jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+    jax = jax_with_x64()
     jnp = jax.numpy
 
     def jax_first_of_pair(w, x):

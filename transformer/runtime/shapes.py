@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
+from numba.np.numpy_support import as_dtype
 from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -282,6 +283,89 @@ def _concatenate_nb(arrays, axis=0):
             start += front.shape[0]
         return np.ascontiguousarray(moveaxis(out, 0, ax))
     return from_list
+
+
+def hstack(arrays):
+    """np.hstack of a tuple or a list of arrays (Numba's takes a tuple only)."""
+    return np.hstack(arrays)
+
+
+@overload(hstack)
+def _hstack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays: np.hstack(arrays)
+    axis = 0 if arrays.dtype.ndim == 1 else 1
+    return lambda arrays: concatenate(arrays, axis)
+
+
+def vstack(arrays):
+    """np.vstack of a tuple or a list of arrays: Numba's takes a tuple only, of arrays of
+    one rank (a vector beside a matrix is a row, as in NumPy)."""
+    return np.vstack(arrays)
+
+
+@overload(vstack)
+def _vstack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        ranks = {t.ndim for t in arrays.types if isinstance(t, types.Array)}
+        if len(ranks) == 1 or not ranks <= {1, 2}:
+            return lambda arrays: np.vstack(arrays)
+        dtype = np.result_type(*[as_dtype(t.dtype) for t in arrays.types])
+
+        def rows_of_tuple(arrays):
+            rows, cols = 0, -1
+            for x in literal_unroll(arrays):
+                rows += _row_count(x)
+                if cols not in (-1, x.shape[-1]):
+                    raise ValueError("all the input array dimensions except for the "
+                                     "concatenation axis must match exactly")
+                cols = x.shape[-1]
+            out = empty_array((rows, cols), dtype)
+            start = 0
+            for x in literal_unroll(arrays):
+                _put_rows(out, start, x)
+                start += _row_count(x)
+            return out
+        return rows_of_tuple
+    if arrays.dtype.ndim != 1:
+        return lambda arrays: concatenate(arrays, 0)
+
+    def rows_of_list(arrays):
+        out = empty_array((len(arrays), arrays[0].shape[0]), arrays[0].dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape[0] != out.shape[1]:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            out[k] = arrays[k]
+        return out
+    return rows_of_list
+
+
+def _row_count(x):
+    return 1 if np.ndim(x) == 1 else np.shape(x)[0]
+
+
+@overload(_row_count)
+def _row_count_nb(x):
+    if x.ndim == 1:
+        return lambda x: 1
+    return lambda x: x.shape[0]
+
+
+def _put_rows(out, start, x):
+    out[start:start + _row_count(x)] = x
+
+
+@overload(_put_rows)
+def _put_rows_nb(out, start, x):
+    if x.ndim == 1:
+        def row(out, start, x):
+            out[start] = x
+        return row
+
+    def rows(out, start, x):
+        out[start:start + x.shape[0]] = x
+    return rows
 
 
 def _part_index(g, xs, k, axis):
