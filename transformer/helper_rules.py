@@ -20,6 +20,7 @@ from .primitives.per_example import derive_made, linear_form, register_grad_righ
 from .syntax import const
 from .runtime.batching import align, align_batched, outer_both, outer_left, outer_right
 from .runtime.examples import unbroadcast_examples
+from .runtime import shapes
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
@@ -63,6 +64,19 @@ linear(squeeze, "a, axis=None", "squeeze(G, axis)", "reshape_like(G, a)")
 linear(flip, "a, axis=None", "flip(G, axis)", "flip(G, axis)")
 linear(moveaxis, "a, source, destination", "moveaxis(G, source, destination)",
        "moveaxis(G, destination, source)")
+# the adjoints of np.concatenate & co. pick one input's part (`concatenate_part`), whose
+# transpose puts it back in zeros (`concatenate_unpart`): both linear, each the other's
+# adjoint, so derivatives of every order go through
+for _part, _unpart, _rest in [
+        (shapes.concatenate_part, shapes.concatenate_unpart, "xs, k, axis=0"),
+        (shapes.stack_part, shapes.stack_unpart, "k, axis=0"),
+        (shapes.hstack_part, shapes.hstack_unpart, "xs, k"),
+        (shapes.vstack_part, shapes.vstack_unpart, "xs, k")]:
+    _args = ", ".join(p.split("=")[0] for p in _rest.split(", "))
+    linear(_part, f"g, {_rest}", f"{_part.__name__}(G, {_args})",
+           f"{_unpart.__name__}(G, g, {_args})")
+    linear(_unpart, f"t, g, {_rest}", f"{_unpart.__name__}(G, g, {_args})",
+           f"{_part.__name__}(G, {_args})")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
 

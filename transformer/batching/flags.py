@@ -66,6 +66,20 @@ def join(a, b):
     return any_batched(a) or any_batched(b)
 
 
+def example_items(flag):
+    """How a value flagged `flag` splits into examples: a bool, a tuple of such flags for
+    a tuple holding batched values, or None (a dict, or a container of unknown length,
+    holding batched values)."""
+    if isinstance(flag, tuple):
+        items = tuple(example_items(f) for f in flag)
+        if None in items:
+            return None
+        return items if any_batched(items) else False
+    if isinstance(flag, (Each, dict)):
+        return None if any_batched(flag) else False
+    return bool(flag)
+
+
 def batched_leaves(flag):
     """`flag` with every leaf batched, keeping its tuple or dict structure: a value
     computed under batched control flow differs per example in each of its parts."""

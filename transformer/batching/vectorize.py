@@ -30,7 +30,7 @@ from .analysis import (
     param_flags,
 )
 from .emitter import _METADATA, _OPERANDS, _batch_reads, _Emitter, _holds_identity, _statements
-from .flags import IDENTITY, NeedsLoop, Spec, _Identity, any_batched
+from .flags import IDENTITY, NeedsLoop, Spec, _Identity, any_batched, example_items
 
 # ====================================================================== vectorize
 
@@ -283,7 +283,7 @@ class _Vectorizer(_Emitter):
         if batcher is None:
             raise NeedsLoop(f"no batching rule for {rules.describe(key)}", stmt)
         site = rules.Site(key, list(args), batched, dict(keywords), kw_batched, self.ref,
-                          self.size, statement)
+                          self.size, statement, [self.example_items(a) for a in args])
         try:
             result = batcher(site)
         except rules.Refused as refused:      # vmap cannot run it at all (JAX refuses too)
@@ -292,6 +292,15 @@ class _Vectorizer(_Emitter):
             raise NeedsLoop(f"the batching rule for {rules.describe(key)} does not handle "
                             f"this call (`{expression_source(node)}`)", stmt)
         return result
+
+    def example_items(self, arg):
+        """How `arg` splits into examples (`flags.example_items`); a list literal mixing
+        batched and unbatched items is not split: Numba cannot index a list of arrays of
+        different ranks, and the examples' loop builds each example's own list."""
+        items = example_items(self.flag(arg))
+        listed = isinstance(arg, gast.Name) and \
+            isinstance(self.analysis.literals.get(arg.id), gast.List)
+        return None if listed and isinstance(items, tuple) else items
 
     def call(self, node, stmt, statement=False):
         target = resolve(self.fn, node.func, None)

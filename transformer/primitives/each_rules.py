@@ -87,8 +87,10 @@ class _PerExample:
         """(the node for the batch, whether its value is batched)."""
         if not any(self.reads_batched(n) for n in walk(node)):
             return node, False
-        if _is_derivative(node) or isinstance(node, ast.Name):
+        if _is_derivative(node):
             return node, True
+        if isinstance(node, ast.Name):            # a tuple parameter keeps its items' flags
+            return node, self.batched[node.id]
         if isinstance(node, ast.Call):
             return self.call_node(node), True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -220,7 +222,7 @@ def per_example_rule(template, flags: tuple):
         return None
     batched = {names[0]: True}
     for i, name in enumerate(names[1:]):
-        batched[name] = i < len(flags) and bool(flags[i])
+        batched[name] = flags[i] if i < len(flags) else False
     scope = dict(template.globals)
     rewrite = _PerExample(template.globals, batched, scope)
     try:

@@ -135,13 +135,6 @@ def _register_batched() -> None:
                   broadcast_like_each=each_helper(runtime.broadcast_like, (True, True)))
     for key, params, transpose in _SPREADS + _BATCHED:
         _register_linear(key, params, transpose, _SCOPE)
-    # the adjoints of np.stack & co. pick one input's part: hessian pushes tangents through
-    for key, params in [(runtime.stack_part, "g, k, axis=0"), (runtime.hstack_part, "g, xs, k"),
-                        (runtime.vstack_part, "g, xs, k")]:
-        first, _, rest = params.partition(", ")
-        rest = ", ".join(p.split("=")[0] for p in rest.split(", "))
-        TANGENTS[key] = rule_from_source(
-            f"def rule(z, {params}):\n    d[z] = {key.__name__}(d[{first}], {rest})\n", _SCOPE)
 
 nondifferentiable(basis.basis_ones)
 batching_rules.preserving(basis.basis_ones)
@@ -240,7 +233,7 @@ def _transpose_call(form: LinearForm, flags: tuple):
             i = index[arg.id]
             passed = i < len(flags)
             args.append(f"a{i}" if passed else form.params[i][1] or "None")
-            arg_flags.append(bool(passed and flags[i]))
+            arg_flags.append(flags[i] if passed else False)     # a tuple's items' flags
         elif isinstance(arg, ast.Constant):
             args.append(repr(arg.value))
             arg_flags.append(False)

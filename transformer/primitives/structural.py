@@ -120,6 +120,8 @@ for _key, _equivalent in [
         (gast.MatMult, runtime.matmul),  # Numba's ``@`` stops at rank 2
         (np.inner, runtime.inner),
         (np.stack, runtime.stack),       # Numba's takes a tuple only
+        (np.concatenate, runtime.concatenate),      # likewise
+        (np.hstack, runtime.hstack), (np.vstack, runtime.vstack),
         (np.add.at, runtime.scatter_add)]:
     lowered(_key, _equivalent)
 # plain NumPy equivalents that do not compile under Numba yet (``np.einsum`` with constant

@@ -45,6 +45,7 @@ from transformer.runtime.examples import (
     unchanged, update_examples_in_place)
 
 from transformer.primitives import registry
+from transformer.nodes import copy_tree
 from transformer.syntax import call, const, subscript
 # ====================================================================== registry
 
@@ -56,7 +57,10 @@ class Site:
     `args` are atoms (gast Names/Constants) and `batched` says which carry a batch axis;
     `keywords`/`kw_batched` likewise. `ref(obj)` returns an expression naming `obj` in the
     generated module (binding it in the environment when needed); `size` names the
-    batch size variable.
+    batch size variable. `items` says how each positional argument splits into examples
+    (None: as `batched` says): a bool, a tuple of such flags for a tuple of values some of
+    which are batched (the operands of `concatenate_part`), or None for a container whose
+    examples cannot be taken item by item.
     """
 
     key: Any
@@ -67,6 +71,7 @@ class Site:
     ref: Callable[[Any], gast.expr]
     size: gast.expr
     statement: bool = False       # called for its effect (`scatter_add(bx, i, g)`)
+    items: list | None = None
 
     @property
     def any_batched(self) -> bool:
@@ -325,6 +330,31 @@ def _shape(site: Site):
     return subscript(shape, gast.Slice(lower=const(1), upper=None, step=None)), False
 
 
+@batcher(np.concatenate, np.stack)
+def _join(site: Site):
+    """`np.concatenate(xs, axis)`/`np.stack(xs, axis)` of a tuple whose items are each
+    batched or not: the unbatched items broadcast, the axis shifted past the batch."""
+    axis, axis_batched = site.keyword("axis", 1)
+    items = site.items[0] if site.items else None
+    if axis_batched or len(site.args) > 2 or set(site.keywords) - {"axis"} or \
+            not isinstance(items, tuple) or not all(isinstance(f, bool) for f in items):
+        return None                 # an array of examples, a nested tuple: the loop
+    if axis is None:
+        shifted = const(1)
+    elif isinstance(axis, gast.Constant) and isinstance(axis.value, int):
+        shifted = const(axis.value + 1 if axis.value >= 0 else axis.value)
+    elif isinstance(axis, gast.Name):
+        shifted = site.helper(batch_axis, axis)
+    else:
+        return None                 # axis=None flattens each example: the loop
+    parts = []
+    for i, batched in enumerate(items):
+        part = subscript(copy_tree(site.args[0]), const(i))
+        parts.append(part if batched else site.helper(broadcast_batch, part, site.size))
+    return call(site.ref(site.key), gast.Tuple(elts=parts, ctx=gast.Load()),
+                axis=shifted), True
+
+
 # ---------------------------------------------------------------- attributes of a batched value
 
 def batched_attribute(value: gast.expr, attr: str):
@@ -369,9 +399,10 @@ for _helper in (sum_batch, mean_batch, max_batch, min_batch, gather_batch, times
 
 
 def _each_rule(site: Site):
-    if site.keywords:
+    flags = tuple(site.batched if site.items is None else site.items)
+    if site.keywords or None in flags:
         return None
-    helper = over_examples(site.key, tuple(site.batched), in_place=site.statement)
+    helper = over_examples(site.key, flags, in_place=site.statement)
     return site.helper(helper, *site.args), not site.statement
 
 

@@ -115,7 +115,11 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
     the others passed whole, and the results stacked (`in_place`: results dropped, for
     helpers called for their writes, like `scatter_add`). The batching rule of last resort
     for the runtime helpers other transformations emit (`unbroadcast`, ...): under Numba
-    it is a compiled loop."""
+    it is a compiled loop.
+
+    A flag is a bool, or a tuple of flags for an argument that is a tuple (or list) of
+    that many items: each example gets a tuple of its own items, a batched item indexed,
+    the others whole (`concatenate_part(g, (h, w), k)` with `h` batched, `w` shared)."""
     key = (helper, flags, in_place)
     if key in _OVER_EXAMPLES:
         return _OVER_EXAMPLES[key]
@@ -171,22 +175,45 @@ ON_MADE: list = []
 def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
     """The source of `over_examples`' function, and of the typer its overload needs."""
     params = ", ".join(f"a{i}" for i in range(len(flags)))
-    first = next(i for i, f in enumerate(flags) if f)
+    first = _first_batched([f"a{i}" for i in range(len(flags))], flags)
 
     def args_at(index):
-        return ", ".join(f"a{i}[{index}]" if f else f"a{i}" for i, f in enumerate(flags))
+        return ", ".join(_example_of(f"a{i}", f, index) for i, f in enumerate(flags))
 
     if in_place:
-        body = (f"    for k in range(a{first}.shape[0]):\n"
+        body = (f"    for k in range({first}.shape[0]):\n"
                 f"        helper({args_at('k')})\n")
     else:
         body = (f"    first = helper({args_at(0)})\n"
-                f"    out = batch_empty(a{first}.shape[0], first)\n"
+                f"    out = batch_empty({first}.shape[0], first)\n"
                 f"    store_example(out, 0, first)\n"
-                f"    for k in range(1, a{first}.shape[0]):\n"
+                f"    for k in range(1, {first}.shape[0]):\n"
                 f"        store_example(out, k, helper({args_at('k')}))\n"
                 f"    return out\n")
     return f"def {label}({params}):\n{body}def typer({params}):\n    return {label}\n"
+
+
+def _example_of(value: str, flag, index) -> str:
+    """The text of example `index` of the argument `value` flagged `flag`."""
+    if isinstance(flag, tuple):
+        items = [_example_of(f"{value}[{i}]", f, index) for i, f in enumerate(flag)]
+        return "(" + "".join(f"{item}, " for item in items) + ")"
+    return f"{value}[{index}]" if flag else value
+
+
+def _first_batched(values: list, flags) -> str:
+    """The text of the first batched array among `values` (items of tuples included)."""
+    for value, flag in zip(values, flags):
+        if isinstance(flag, tuple):
+            if _any_batched(flag):
+                return _first_batched([f"{value}[{i}]" for i in range(len(flag))], flag)
+        elif flag:
+            return value
+    raise ValueError("over_examples needs a batched argument")
+
+
+def _any_batched(flag) -> bool:
+    return any(map(_any_batched, flag)) if isinstance(flag, tuple) else bool(flag)
 
 
 def _grad_left(g, a, b):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
+from numba.np.numpy_support import as_dtype
 from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -254,27 +255,153 @@ def _unrepeat_nb(g, x, repeats, axis=None):
     return impl
 
 
-def concatenate_part(g, xs, k, axis=0):
-    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+def concatenate(arrays, axis=0):
+    """np.concatenate of a tuple or a list of arrays (Numba's takes a tuple only)."""
+    return np.concatenate(arrays, axis)
+
+
+@overload(concatenate)
+def _concatenate_nb(arrays, axis=0):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays, axis=0: np.concatenate(arrays, axis)
+
+    def from_list(arrays, axis=0):
+        ax = axis % arrays[0].ndim
+        rest = moveaxis(arrays[0], ax, 0).shape[1:]
+        total = 0
+        for x in arrays:
+            if moveaxis(x, ax, 0).shape[1:] != rest:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            total += x.shape[ax]
+        out = empty_array((total,) + rest, arrays[0].dtype)
+        start = 0
+        for x in arrays:
+            front = moveaxis(x, ax, 0)
+            for i in range(front.shape[0]):
+                out[start + i] = front[i]
+            start += front.shape[0]
+        return np.ascontiguousarray(moveaxis(out, 0, ax))
+    return from_list
+
+
+def hstack(arrays):
+    """np.hstack of a tuple or a list of arrays (Numba's takes a tuple only)."""
+    return np.hstack(arrays)
+
+
+@overload(hstack)
+def _hstack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays: np.hstack(arrays)
+    axis = 0 if arrays.dtype.ndim == 1 else 1
+    return lambda arrays: concatenate(arrays, axis)
+
+
+def vstack(arrays):
+    """np.vstack of a tuple or a list of arrays: Numba's takes a tuple only, of arrays of
+    one rank (a vector beside a matrix is a row, as in NumPy)."""
+    return np.vstack(arrays)
+
+
+@overload(vstack)
+def _vstack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        ranks = {t.ndim for t in arrays.types if isinstance(t, types.Array)}
+        if len(ranks) == 1 or not ranks <= {1, 2}:
+            return lambda arrays: np.vstack(arrays)
+        dtype = np.result_type(*[as_dtype(t.dtype) for t in arrays.types])
+
+        def rows_of_tuple(arrays):
+            rows, cols = 0, -1
+            for x in literal_unroll(arrays):
+                rows += _row_count(x)
+                if cols not in (-1, x.shape[-1]):
+                    raise ValueError("all the input array dimensions except for the "
+                                     "concatenation axis must match exactly")
+                cols = x.shape[-1]
+            out = empty_array((rows, cols), dtype)
+            start = 0
+            for x in literal_unroll(arrays):
+                _put_rows(out, start, x)
+                start += _row_count(x)
+            return out
+        return rows_of_tuple
+    if arrays.dtype.ndim != 1:
+        return lambda arrays: concatenate(arrays, 0)
+
+    def rows_of_list(arrays):
+        out = empty_array((len(arrays), arrays[0].shape[0]), arrays[0].dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape[0] != out.shape[1]:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            out[k] = arrays[k]
+        return out
+    return rows_of_list
+
+
+def _row_count(x):
+    return 1 if np.ndim(x) == 1 else np.shape(x)[0]
+
+
+@overload(_row_count)
+def _row_count_nb(x):
+    if x.ndim == 1:
+        return lambda x: 1
+    return lambda x: x.shape[0]
+
+
+def _put_rows(out, start, x):
+    out[start:start + _row_count(x)] = x
+
+
+@overload(_put_rows)
+def _put_rows_nb(out, start, x):
+    if x.ndim == 1:
+        def row(out, start, x):
+            out[start] = x
+        return row
+
+    def rows(out, start, x):
+        out[start:start + x.shape[0]] = x
+    return rows
+
+
+def _part_index(g, xs, k, axis):
+    """The index of the slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
     start = sum(np.shape(xs[j])[axis] for j in range(k))
     index = [slice(None)] * np.ndim(g)
     index[axis] = slice(start, start + np.shape(xs[k])[axis])
-    return g[tuple(index)]
+    return tuple(index)
+
+
+def concatenate_part(g, xs, k, axis=0):
+    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+    return g[_part_index(g, xs, k, axis)]
 
 
 @overload(concatenate_part)
 def _concatenate_part_nb(g, xs, k, axis=0):
     def impl(g, xs, k, axis=0):
-        start, n, j = 0, 0, 0
-        for x in literal_unroll(xs):
-            if j < k:
-                start += x.shape[axis]
-            elif j == k:
-                n = x.shape[axis]
-            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        start, n = _part_span(xs, k, axis)
         front = moveaxis(g, axis, 0)[start:start + n]
         return np.ascontiguousarray(moveaxis(front, 0, axis))
     return impl
+
+
+@register_jitable
+def _part_span(xs, k, axis):
+    """(start, length) along `axis` of the part of ``np.concatenate(xs, axis)`` from
+    ``xs[k]``."""
+    start, n, j = 0, 0, 0
+    for x in literal_unroll(xs):
+        if j < k:
+            start += x.shape[axis]
+        elif j == k:
+            n = x.shape[axis]
+        j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+    return start, n
 
 
 def stack_part(g, k, axis=0):
@@ -325,3 +452,77 @@ def _vstack_part_nb(g, xs, k):
     if item.ndim == 1:
         return lambda g, xs, k: rows(g, xs, k).reshape(g.shape[1:])
     return rows
+
+
+# ---------------------------------------------------------------- transposes of the parts
+# zeros shaped like `g` holding `t` where the part was: the adjoints of the parts above
+# (second derivatives through np.concatenate & co.), each linear in `t`
+
+def concatenate_unpart(t, g, xs, k, axis=0):
+    """The transpose of ``concatenate_part(g, xs, k, axis)`` applied to `t`."""
+    out = np.zeros(np.shape(g), np.asarray(t).dtype)
+    view = out[_part_index(g, xs, k, axis)]
+    view[...] = np.reshape(t, view.shape)
+    return out
+
+
+def stack_unpart(t, g, k, axis=0):
+    """The transpose of ``stack_part(g, k, axis)`` applied to `t`."""
+    out = np.zeros(np.shape(g), np.asarray(t).dtype)
+    index = [slice(None)] * np.ndim(g)
+    index[axis] = k
+    out[tuple(index)] = t
+    return out
+
+
+def hstack_unpart(t, g, xs, k):
+    """The transpose of ``hstack_part(g, xs, k)`` applied to `t`."""
+    return concatenate_unpart(t, g, [np.atleast_1d(x) for x in xs], k,
+                              0 if np.ndim(g) == 1 else 1)
+
+
+def vstack_unpart(t, g, xs, k):
+    """The transpose of ``vstack_part(g, xs, k)`` applied to `t`."""
+    return concatenate_unpart(t, g, [np.atleast_2d(x) for x in xs], k, 0)
+
+
+@overload(concatenate_unpart)
+def _concatenate_unpart_nb(t, g, xs, k, axis=0):
+    def impl(t, g, xs, k, axis=0):
+        start, n = _part_span(xs, k, axis)
+        out = zeros_array(g.shape, t.dtype)
+        moveaxis(out, axis, 0)[start:start + n] = moveaxis(t, axis, 0)
+        return out
+    return impl
+
+
+@overload(stack_unpart)
+def _stack_unpart_nb(t, g, k, axis=0):
+    def impl(t, g, k, axis=0):
+        out = zeros_array(g.shape, t.dtype)
+        moveaxis(out, axis, 0)[k] = t
+        return out
+    return impl
+
+
+@overload(hstack_unpart)
+def _hstack_unpart_nb(t, g, xs, k):
+    axis = 0 if g.ndim == 1 else 1
+    return lambda t, g, xs, k: concatenate_unpart(t, g, xs, k, axis)
+
+
+@overload(vstack_unpart)
+def _vstack_unpart_nb(t, g, xs, k):
+    def impl(t, g, xs, k):
+        start, rows, j = 0, 0, 0
+        for x in literal_unroll(xs):
+            count = 1 if x.ndim == 1 else x.shape[0]
+            if j < k:
+                start += count
+            elif j == k:
+                rows = count
+            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        out = zeros_array(g.shape, t.dtype)
+        out[start:start + rows] = reshape(t, (rows,) + g.shape[1:])
+        return out
+    return impl
