@@ -35,7 +35,8 @@ import numpy as np
 
 from codegen import emit
 
-from . import einsum, random_sites, runtime
+from . import einsum, generated_lines, random_sites, runtime
+from .errors import TransformError
 from .nodes import copy_tree, walk
 from .runtime import batch_products, examples
 from .function import Function, hashable, resolve
@@ -251,11 +252,24 @@ class _Lowering(gast.NodeTransformer):
                 == "forward":
             return None
         if depth < 0:
-            raise self.fn.origin.error(node, "this np.einsum's derivative, batched (vmap, or "
+            raise self.einsum_error(node, "this np.einsum's derivative, batched (vmap, or "
                                        "the rows of jacrev), cannot be compiled when its "
                                        "operands differ between examples",
                                        hint=_EINSUM_EACH_HINT)
         return _EINSUM_FORMS[target], depth
+
+    def einsum_error(self, node, message: str, hint: str):
+        """A refusal of an einsum derivative `node`: at its location, or, where transformed
+        code gave it none, at the user's one einsum call with the same subscripts (else the
+        function's `def`)."""
+        origin, subscripts = self.fn.origin, node.args[0] if node.args else None
+        if getattr(node, "lineno", None) is None and isinstance(subscripts, gast.Constant):
+            site = generated_lines.einsum_site(origin.filename, origin.lineno, origin.name,
+                                               subscripts.value)
+            lineno, col = site if site is not None else (origin.lineno, 0)
+            return TransformError(message, filename=origin.filename, lineno=lineno, col=col,
+                                  line=origin.source_line(lineno), hint=hint)
+        return origin.error(node, message, hint)
 
     def einsum(self, node, kind: str, depth: int = 0):
         subscripts = node.args[0] if node.args else None
@@ -276,9 +290,9 @@ class _Lowering(gast.NodeTransformer):
             k = node.args[1].value
             operands = _elements(node.args[3], len(spec.inputs))
         try:
-            lead = einsum.fresh_letters(spec, depth)
+            lead = einsum.fresh_letters(spec, depth) if depth else ""
         except ValueError as exc:
-            raise self.fn.origin.error(node, f"np.einsum's batched derivative cannot be "
+            raise self.einsum_error(node, f"np.einsum's batched derivative cannot be "
                                        f"compiled: {exc}", hint=_EINSUM_EACH_HINT) from None
         if kind == "adjoint tangent":
             return self.adjoint_tangent(node, spec, k, operands, lead)
@@ -320,8 +334,8 @@ class _Lowering(gast.NodeTransformer):
         return gast.copy_location(total, node)
 
 
-_EINSUM_EACH_HINT = ("jit(..., backend='python') runs it without Numba; or take the "
-                     "derivative with jacfwd, or write the contraction as loops")
+_EINSUM_EACH_HINT = ("jit(..., backend='python') runs it without Numba; or write the "
+                     "contraction as loops")
 
 
 # ---------------------------------------------------------------- analysis helpers

@@ -172,7 +172,29 @@ def test_batched_einsum_derivative_without_loops_is_refused_at_the_users_line():
     error = info.value
     assert error.filename == __file__
     assert error.lineno == operands_batched.__code__.co_firstlineno + 1
-    assert "backend='python'" in error.hint and "jacfwd" in error.hint
+    assert "backend='python'" in error.hint
+    assert jit(operands_batched, backend="python")(np.ones(2), np.ones((2, 3))).shape == (2, 3)
+
+
+def refused_weighted(w, b):
+    scale = np.sum(w)
+    return np.einsum("i,i->", w, b) * b * scale
+
+
+def test_refused_batched_einsum_derivative_names_the_users_einsum_call(monkeypatch):
+    """The per-example call vmap makes has no location of its own: the refusal names the
+    user's einsum call with its subscripts (forced here: no loops can be generated)."""
+    def no_letters(spec, count):
+        assert count > 0, "letters are asked for only for a batched derivative"
+        raise ValueError("no letters left")
+    monkeypatch.setattr(einsum, "fresh_letters", no_letters)
+    with pytest.raises(TransformError) as info:
+        jit(jacrev(refused_weighted, argnums=(0, 1)))(W, B)
+    error = info.value
+    assert (error.filename, error.lineno) == (__file__,
+                                              refused_weighted.__code__.co_firstlineno + 2)
+    assert error.col == error.line.index("np.einsum")
+    assert "no letters left" in error.message and "backend='python'" in error.hint
 
 
 def test_numba_refusal_inside_a_per_example_helper_names_the_generated_call():
