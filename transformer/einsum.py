@@ -14,6 +14,11 @@ The adjoint of operand ``k`` is the same loop nest accumulating
 repeated in operand ``k`` ('ii') writes its diagonal, which is the scatter its adjoint
 needs. A tangent is the forward loop with operand ``k`` replaced by its tangent.
 
+A vmap (a jacrev's rows, a jacfwd's basis) of a derivative whose cotangent or tangent is
+batched while the operands are shared is the same loops with the example axes as leading
+letters of their own: the adjoint of each example (`adjoint_function(..., lead)`), the
+forward einsum with operand ``k`` and the output batched (`with_examples`).
+
 Supported: letters, an explicit or implicit (``'ii'``, ``'ij,jk'``) output, any number of
 operands. Refused with a message (``parse`` raises ``ValueError``): ellipsis, an output
 letter missing from the inputs or repeated, a subscript count that differs from the
@@ -105,10 +110,10 @@ def _sizes(spec: Spec, arrays: dict[int, str]) -> list[str]:
     return lines
 
 
-def _loops(spec: Spec, body: str) -> list[str]:
-    lines = [f"{'    ' * depth}for {c} in range(n_{c}):"
-             for depth, c in enumerate(spec.letters)]
-    return lines + ["    " * len(spec.letters) + body]
+def _loops(spec: Spec, body: str, lead: str = "") -> list[str]:
+    letters = lead + spec.letters
+    lines = [f"{'    ' * depth}for {c} in range(n_{c}):" for depth, c in enumerate(letters)]
+    return lines + ["    " * len(letters) + body]
 
 
 def _function(name: str, params: list[str], body: list[str], result: str) -> str:
@@ -126,18 +131,42 @@ def forward_source(spec: Spec, name: str) -> str:
     return _function(name, list(arrays.values()), body, "out" if spec.output else "out[()]")
 
 
-def adjoint_source(spec: Spec, k: int, name: str) -> str:
-    """``name(cotangent, a0, a1, ...)``: the adjoint of operand ``k``."""
+def adjoint_source(spec: Spec, k: int, name: str, lead: str = "") -> str:
+    """``name(cotangent, a0, a1, ...)``: the adjoint of operand ``k``. With ``lead``
+    letters (none of the spec's), the cotangent has leading example axes named by them and
+    the result the same axes before operand ``k``'s: the adjoint of each example (the
+    operands are shared by all examples)."""
     arrays = {j: f"a{j}" for j in range(len(spec.inputs))}
-    factors = [_index("cotangent", spec.output)]
+    factors = [_index("cotangent", lead + spec.output)]
     factors += [_index(arrays[j], s) for j, s in enumerate(spec.inputs) if j != k]
-    body = _sizes(spec, arrays)
+    body = [f"n_{c} = cotangent.shape[{axis}]" for axis, c in enumerate(lead)]
+    body += _sizes(spec, arrays)
     operands = ", ".join(["cotangent"] + [arrays[j] for j in arrays if j != k])
-    body.append(f"out = einsum_zeros({arrays[k]}.shape, ({operands},))")
-    target = spec.inputs[k]
-    body += _loops(spec, f"out[{', '.join(target) or '()'}] += {' * '.join(factors)}")
+    shape = f"({''.join(f'n_{c}, ' for c in lead)}) + {arrays[k]}.shape" if lead \
+        else f"{arrays[k]}.shape"
+    body.append(f"out = einsum_zeros({shape}, ({operands},))")
+    target = lead + spec.inputs[k]
+    body += _loops(spec, f"out[{', '.join(target) or '()'}] += {' * '.join(factors)}", lead)
     return _function(name, ["cotangent"] + list(arrays.values()), body,
                      "out" if target else "out[()]")
+
+
+def fresh_letters(spec: Spec, count: int) -> str:
+    """``count`` letters the spec does not use (the example axes of a batched form)."""
+    free = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba"
+            if c not in spec.letters + spec.output]
+    if len(free) < count:
+        raise ValueError(f"subscripts {spec.text()!r} leave no letters for {count} "
+                         "example axes")
+    return "".join(free[:count])
+
+
+def with_examples(spec: Spec, k: int, lead: str) -> Spec:
+    """``spec`` with operand ``k`` and the output given leading axes ``lead``: the
+    forward einsum of each example when only operand ``k`` is batched."""
+    inputs = list(spec.inputs)
+    inputs[k] = lead + inputs[k]
+    return Spec(tuple(inputs), lead + spec.output)
 
 
 # ---------------------------------------------------------------- as Functions
@@ -152,15 +181,16 @@ def _name(spec: Spec, kind: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _generated(spec: Spec, k: int | None) -> Function:
+def _generated(spec: Spec, k: int | None, lead: str = "") -> Function:
     label = f"einsum({spec.text()!r}) as loops"
     if k is None:
         name = _name(spec, "")
         source = forward_source(spec, name)
     else:
-        name = _name(spec, f"grad{k}_")
-        source = adjoint_source(spec, k, name)
-        label += f", adjoint of operand {k}"
+        name = _name(spec, f"grad{k}_") + (f"_each{len(lead)}" if lead else "")
+        source = adjoint_source(spec, k, name, lead)
+        label += f", adjoint of operand {k}" + (f" of each example ({len(lead)} example "
+                                                 "axes)" if lead else "")
     node = gast.parse(source).body[0]
     origin = Origin("<einsum>", name, 1)
     return Function(node, dict(_ENV), origin, (label,))
@@ -171,6 +201,7 @@ def forward_function(spec: Spec) -> Function:
     return _generated(spec, None)
 
 
-def adjoint_function(spec: Spec, k: int) -> Function:
-    """``f(cotangent, a0, a1, ...)``: the adjoint of operand ``k`` of ``spec``."""
-    return _generated(spec, k)
+def adjoint_function(spec: Spec, k: int, lead: str = "") -> Function:
+    """``f(cotangent, a0, a1, ...)``: the adjoint of operand ``k`` of ``spec`` (of each
+    example where the cotangent has example axes ``lead``, see `adjoint_source`)."""
+    return _generated(spec, k, lead)

@@ -35,7 +35,8 @@ import numpy as np
 
 from codegen import emit
 
-from . import einsum, random_sites, runtime
+from . import einsum, generated_lines, random_sites, runtime
+from .errors import TransformError
 from .nodes import copy_tree, walk
 from .runtime import batch_products, examples
 from .function import Function, hashable, resolve
@@ -171,6 +172,9 @@ class _Lowering(gast.NodeTransformer):
             return self.enumerate_start(node)
         if hashable(target) and target in _EINSUM_FORMS:
             return self.einsum(node, _EINSUM_FORMS[target])
+        each = self.einsum_of_each(node, target)
+        if each is not None:
+            return self.einsum(node, *each)
         if (target is np.squeeze or target is runtime.squeeze) and _axis(node) is None:
             return self.squeeze(node)
         vector = _vector_form(target, node)
@@ -231,7 +235,43 @@ class _Lowering(gast.NodeTransformer):
                          [source, copy_tree(axis)], node)
 
     # ------------------------------------------------------------ einsum
-    def einsum(self, node, kind: str):
+    def einsum_of_each(self, node, target):
+        """(kind, example axes) of a vmapped einsum derivative, `over_examples(einsum_grad,
+        flags)` (nested once per vmap) with only the cotangent (tangent) batched; None for
+        a call of anything else. Other flags: a located error (the helper is plain Python)."""
+        depth = 0
+        while hashable(target) and target not in _EINSUM_FORMS:
+            rebuild = getattr(target, "__secant_rebuild__", None)
+            if not (isinstance(rebuild, tuple) and rebuild[0] is examples.over_examples):
+                return None
+            target, flags, in_place = rebuild[1]
+            depth += 1
+            if in_place or tuple(flags[:3]) != (False, False, True) or any(flags[3:]):
+                depth = -1
+        if depth == 0 or not hashable(target) or _EINSUM_FORMS.get(target, "forward") \
+                == "forward":
+            return None
+        if depth < 0:
+            raise self.einsum_error(node, "this np.einsum's derivative, batched (vmap, or "
+                                       "the rows of jacrev), cannot be compiled when its "
+                                       "operands differ between examples",
+                                       hint=_EINSUM_EACH_HINT)
+        return _EINSUM_FORMS[target], depth
+
+    def einsum_error(self, node, message: str, hint: str):
+        """A refusal of an einsum derivative `node`: at its location, or, where transformed
+        code gave it none, at the user's one einsum call with the same subscripts (else the
+        function's `def`)."""
+        origin, subscripts = self.fn.origin, node.args[0] if node.args else None
+        if getattr(node, "lineno", None) is None and isinstance(subscripts, gast.Constant):
+            site = generated_lines.einsum_site(origin.filename, origin.lineno, origin.name,
+                                               subscripts.value)
+            lineno, col = site if site is not None else (origin.lineno, 0)
+            return TransformError(message, filename=origin.filename, lineno=lineno, col=col,
+                                  line=origin.source_line(lineno), hint=hint)
+        return origin.error(node, message, hint)
+
+    def einsum(self, node, kind: str, depth: int = 0):
         subscripts = node.args[0] if node.args else None
         if not (isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)):
             raise self.fn.origin.error(node, "np.einsum needs its subscripts as a string "
@@ -249,21 +289,30 @@ class _Lowering(gast.NodeTransformer):
         if kind != "forward":
             k = node.args[1].value
             operands = _elements(node.args[3], len(spec.inputs))
+        try:
+            lead = einsum.fresh_letters(spec, depth) if depth else ""
+        except ValueError as exc:
+            raise self.einsum_error(node, f"np.einsum's batched derivative cannot be "
+                                       f"compiled: {exc}", hint=_EINSUM_EACH_HINT) from None
         if kind == "adjoint tangent":
-            return self.adjoint_tangent(node, spec, k, operands)
+            return self.adjoint_tangent(node, spec, k, operands, lead)
         if kind == "adjoint":
-            loops, operands = einsum.adjoint_function(spec, k), [node.args[2]] + operands
+            loops = einsum.adjoint_function(spec, k, lead)
+            operands = [node.args[2]] + operands
+        elif lead:      # a batched tangent: operand k and the output have example axes
+            loops = einsum.forward_function(einsum.with_examples(spec, k, lead))
         else:
             loops = einsum.forward_function(spec)
         if kind == "tangent":
             operands[k] = node.args[2]
         return self.call(loops, loops.name, operands, node)
 
-    def adjoint_tangent(self, node, spec, k, operands):
+    def adjoint_tangent(self, node, spec, k, operands, lead: str = ""):
         """`einsum_grad_tangent(s, k, g, operands, tangents)`: the sum over j != k of the
-        adjoint loops of operand k with operand j replaced by its tangent."""
+        adjoint loops of operand k with operand j replaced by its tangent (`lead`: the
+        example axes of a batched `g`)."""
         tangents = _elements(node.args[4], len(operands))
-        g, loops, total = node.args[2], einsum.adjoint_function(spec, k), None
+        g, loops, total = node.args[2], einsum.adjoint_function(spec, k, lead), None
         for j in range(len(operands)):
             if j != k:
                 varied = [copy_tree(a) for a in operands]
@@ -273,9 +322,20 @@ class _Lowering(gast.NodeTransformer):
                                                               right=part)
         if total is None:   # one operand: the adjoint reads only its shape
             shape = gast.Attribute(value=copy_tree(operands[k]), attr="shape", ctx=gast.Load())
+            if lead:        # g's example axes first
+                examples_of_g = gast.Subscript(
+                    value=gast.Attribute(value=copy_tree(g), attr="shape", ctx=gast.Load()),
+                    slice=gast.Slice(lower=None, upper=gast.Constant(value=len(lead),
+                                                                     kind=None), step=None),
+                    ctx=gast.Load())
+                shape = gast.BinOp(left=examples_of_g, op=gast.Add(), right=shape)
             return self.call(runtime.einsum_zeros, "einsum_zeros",
                              [shape, gast.Tuple(elts=[copy_tree(g)], ctx=gast.Load())], node)
         return gast.copy_location(total, node)
+
+
+_EINSUM_EACH_HINT = ("jit(..., backend='python') runs it without Numba; or write the "
+                     "contraction as loops")
 
 
 # ---------------------------------------------------------------- analysis helpers

@@ -18,6 +18,7 @@ from . import generated_lines, random_sites
 from .errors import TransformError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def typing_error(name: str, names: list, exc, dynamic, function) -> TransformError:
@@ -36,7 +37,10 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                 hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
                      "jit(..., backend='python') for other types")
     text = _ANSI.sub("", str(exc))
-    match = re.search(r'File "([^"]+)", line (\d+)', text)
+    # the innermost frame in a file: a helper made by `exec` (`<batched einsum_grad>`, a
+    # per-example loop) has no source and no user's line, the generated call of it has
+    match = next((m for m in _FRAME.finditer(text) if not m.group(1).startswith("<")),
+                 None)
     if match:       # Numba prints the path relative to the working directory
         filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
     else:
