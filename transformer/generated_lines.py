@@ -24,7 +24,7 @@ import linecache
 import re
 
 from .nodes import copy_tree, walk
-from .random_sites import _function_at, origin_function
+from .random_sites import function_at, origin_function
 
 _SITE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
 
@@ -129,7 +129,7 @@ def einsum_site(filename: str, def_line: int, name: str,
     """(line, col from 0) of the one `einsum(subscripts, ...)` call in the user's function
     `name` defined at `def_line` of `filename`: where a derivative of it that transformed
     code calls without a location came from; None unless exactly one such call is found."""
-    function = _function_at(filename, def_line, name)
+    function = function_at(filename, def_line, name)
     calls = [node for node in walk(function) if isinstance(node, ast.Call) and node.args
              and isinstance(node.args[0], ast.Constant) and node.args[0].value == subscripts
              and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))

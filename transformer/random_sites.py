@@ -65,11 +65,13 @@ def origin_function(generated: str) -> tuple[str, ast.FunctionDef] | None:
     origin = _ORIGIN.match(header.strip()) if header else None
     if origin is None:
         return None
-    function = _function_at(origin["file"], int(origin["line"]), origin["name"])
+    function = function_at(origin["file"], int(origin["line"]), origin["name"])
     return None if function is None else (origin["file"], function)
 
 
-def _function_at(filename: str, def_line: int, name: str):
+def function_at(filename: str, def_line: int, name: str):
+    """The `def` (an `ast` node) of function `name` defined at `def_line` of `filename` (the
+    line of the `def` or of one of its decorators); None when the file cannot be parsed."""
     try:
         tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
