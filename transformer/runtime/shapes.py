@@ -431,6 +431,20 @@ def _hstack_part_nb(g, xs, k):
     return lambda g, xs, k: concatenate_part(g, xs, k, axis)
 
 
+@register_jitable
+def _vstack_span(xs, k):
+    """(first row, row count) of item `k` of `xs` in np.vstack(xs): a vector is one row."""
+    start, n, j = 0, 0, 0
+    for x in literal_unroll(xs):
+        count = 1 if x.ndim == 1 else x.shape[0]
+        if j < k:
+            start += count
+        elif j == k:
+            n = count
+        j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+    return start, n
+
+
 @overload(vstack_part)
 def _vstack_part_nb(g, xs, k):
     if not isinstance(k, types.IntegerLiteral):
@@ -438,14 +452,7 @@ def _vstack_part_nb(g, xs, k):
     item = xs.types[k.literal_value] if isinstance(xs, types.Tuple) else xs.dtype
 
     def rows(g, xs, k):
-        start, n, j = 0, 0, 0
-        for x in literal_unroll(xs):
-            count = 1 if x.ndim == 1 else x.shape[0]
-            if j < k:
-                start += count
-            elif j == k:
-                n = count
-            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        start, n = _vstack_span(xs, k)
         return np.ascontiguousarray(g[start:start + n])
 
     rows = register_jitable(rows)
@@ -514,14 +521,7 @@ def _hstack_unpart_nb(t, g, xs, k):
 @overload(vstack_unpart)
 def _vstack_unpart_nb(t, g, xs, k):
     def impl(t, g, xs, k):
-        start, rows, j = 0, 0, 0
-        for x in literal_unroll(xs):
-            count = 1 if x.ndim == 1 else x.shape[0]
-            if j < k:
-                start += count
-            elif j == k:
-                rows = count
-            j += 1  # noqa: SIM113  (literal_unroll loops cannot enumerate)
+        start, rows = _vstack_span(xs, k)
         out = zeros_array(g.shape, t.dtype)
         out[start:start + rows] = reshape(t, (rows,) + g.shape[1:])
         return out
