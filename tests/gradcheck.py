@@ -54,6 +54,14 @@ def jax_with_x64():
     return jax
 
 
+def on_jax(fun, jnp):
+    """`fun` with `np` read as `jnp` (jax.numpy): the same source, run by JAX (the oracle)."""
+    import inspect
+    scope = {"np": jnp}
+    exec(inspect.getsource(fun), scope)
+    return scope[fun.__name__]
+
+
 def assert_matches_jax(f, jax_f, points, jax):
     """`f` and secant's `grad(f)` agree with the same program run by JAX (`jax_f`)."""
     from transformer import grad

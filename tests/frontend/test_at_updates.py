@@ -7,6 +7,7 @@ import inspect
 import numpy as np
 import pytest
 
+from tests import gradcheck
 from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, vmap
 from transformer.test_util import numerical_grad
 
@@ -16,10 +17,7 @@ jnp = jax.numpy
 
 
 def on_jax(fun):
-    """`fun` with `np` read as jax.numpy: the same source, run by JAX (the oracle)."""
-    scope = {"np": jnp}
-    exec(inspect.getsource(fun), scope)
-    return scope[fun.__name__]
+    return gradcheck.on_jax(fun, jnp)
 
 
 def set_chain(x):

@@ -4,11 +4,11 @@ oracle for gradients, tangents, Jacobians and Hessians through `x.astype(t)` and
 cotangent of a float cast back in the input's type and none through an integer or bool
 cast (a float0 zero). Skipped where JAX is not installed (tests/primitives/test_casts.py
 checks the same against finite differences)."""
-import inspect
 
 import numpy as np
 import pytest
 
+from tests import gradcheck
 from transformer import grad, hessian, jacfwd, jacrev, jvp
 
 jax = pytest.importorskip("jax")
@@ -17,10 +17,7 @@ jnp = jax.numpy
 
 
 def on_jax(fun):
-    """`fun` with `np` read as jax.numpy: the same source, run by JAX (the oracle)."""
-    scope = {"np": jnp}
-    exec(inspect.getsource(fun), scope)
-    return scope[fun.__name__]
+    return gradcheck.on_jax(fun, jnp)
 
 
 def single(x):
