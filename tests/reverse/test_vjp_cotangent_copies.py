@@ -107,6 +107,21 @@ def test_jvp_of_grad_and_the_gradient_itself(f, w):
     assert_second_close(tangent, second_differences(f, args, 1) @ t, "jvp(grad)")
 
 
+@pytest.mark.parametrize("body, w", [(body_read_second, W23), (body_two_reads, W33)])
+def test_jacrev_and_vmap_of_grad_of_a_vector_function_calling_the_helper(body, w):
+    def vector(x):
+        out = body(w, x)
+        return out[1] * out[0]
+    np.testing.assert_allclose(transformer.jacrev(vector)(X3), numerical_jacobian(vector, X3),
+                               rtol=1e-6, atol=1e-8)
+    xs = np.stack([X3, 0.5 * X3[::-1], X3 - 0.1])
+    def scalar(x):
+        return np.sum(vector(x) ** 2)
+    np.testing.assert_allclose(transformer.vmap(transformer.grad(scalar))(xs),
+                               [central_differences(scalar, (x,)) for x in xs],
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_vjp_leaves_the_cotangent_it_is_given_unchanged():
     out, pullback = transformer.vjp(body_read_second, W23, X3)
     cotangent = np.array([1.0, 2.0])
