@@ -28,6 +28,10 @@ from .seeds import float_zeros, unit_cotangent
 class ReverseSweep(ForwardSweep):
     """Emits the reverse sweep and the final return."""
 
+    # positions of the vjp's cotangent parameters its reverse sweep writes into in place:
+    # seeded with a copy (`reverse_function` sets it when the first build writes into them)
+    copied_cotangents: frozenset = frozenset()
+
     # ------------------------------------------------------------ emission: reverse
     def reverse_block(self, stmts, top: bool = False) -> list:
         body = []
@@ -183,6 +187,8 @@ class ReverseSweep(ForwardSweep):
                 cot = self.namer.fresh(base)
                 self.cotangent_params.append(cot)
                 seed = name(cot)
+                if k in self.copied_cotangents:   # accumulated into in place: the
+                    seed = call(name(self.helper("copy_array", np.copy)), seed)  # caller's stays
             else:
                 seed = call(name(self.helper("unit_cotangent", unit_cotangent)),
                             copy_tree(atom))
