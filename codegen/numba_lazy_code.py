@@ -5,8 +5,8 @@ one of its own subroutines) into a code library, optimizes it, and makes machine
 for it when the library is finalized. A callee's LLVM IR is linked into each compiled
 caller and compiled again there, so the machine code of a library that nothing calls
 from Python (an `@overload` implementation has no Python entry point) is never run. For
-secant's cold first calls that is about 0.15 s of `jit(hessian(f))` and 0.6 s of
-`jit(vmap(grad(mlp)))` (`benchmarks/bench_compile.py`).
+secant's cold first calls that is about 0.3 s of `jit(hessian(f))` and 0.7-0.9 s of
+`jit(vmap(grad(mlp)))` (CPU seconds, `benchmarks/bench_compile.py`).
 
 `install` makes Numba's CPU JIT libraries *defer* that step: a finalized library is
 optimized and kept, and is added to the execution engine (which makes its machine code)
