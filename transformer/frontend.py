@@ -38,7 +38,7 @@ from .inline_transforms import bind_callees
 from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
-from .names import Namer, free_names, stored_and_loaded
+from .names import Namer, outer_names, stored_and_loaded
 from .nodes import copy_tree, walk
 from .syntax import shift_positions
 
@@ -299,7 +299,7 @@ def _resolve_env(fn, node, origin, extra: dict, bindings: freshness.Bindings) ->
     globals, or builtins; records in `bindings` where each was read."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     env = {}
-    for name in sorted(free_names(node)):
+    for name in sorted(outer_names(node)):
         if name in extra:
             env[name] = extra[name]
         elif name in cells and freshness.cell_contents(cells[name]) is not freshness.missing():

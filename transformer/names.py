@@ -50,6 +50,72 @@ def free_names(fn_node: gast.FunctionDef) -> set[str]:
     return loaded - stored
 
 
+def outer_names(fn_node: gast.FunctionDef) -> set[str]:
+    """The names `fn_node` reads that Python resolves outside it (its closure, the
+    globals, builtins): `free_names` (which counts a binding anywhere in the tree, and
+    reads the function's defaults, decorators and annotations) together with the names
+    its own code reads that only a nested function, lambda or comprehension binds
+    (`[i for i in ...]` beside a global `i`), found by Python's scopes."""
+    return free_names(fn_node) | _scope_reads(fn_node)
+
+
+_COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _scope_reads(scope) -> set[str]:
+    """Names read in `scope` (a function, lambda or comprehension) or free in a scope
+    nested in it, that `scope` does not bind."""
+    bound: set = set()
+    reads: set = set()
+    pending = list(_scope_children(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            bound.add(node.name)
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
+                             gast.ClassDef) + _COMPREHENSIONS):
+            reads |= _scope_reads(node)
+            pending.extend(_outer_parts(node))        # defaults, decorators, first iterable
+            if isinstance(node, _COMPREHENSIONS):     # `(n := v)` in one binds out here
+                bound |= {sub.target.id for sub in walk(node) if isinstance(sub, gast.NamedExpr)}
+            continue
+        if isinstance(node, gast.Name):
+            (reads if isinstance(node.ctx, gast.Load) else bound).add(node.id)
+        pending.extend(gast.iter_child_nodes(node))
+    return reads - bound
+
+
+def _outer_parts(node) -> list:
+    """The parts of a nested scope that its enclosing scope evaluates."""
+    if isinstance(node, _COMPREHENSIONS):
+        return [node.generators[0].iter]
+    if isinstance(node, gast.ClassDef):
+        return list(node.bases) + [k.value for k in node.keywords] + \
+            list(node.decorator_list)
+    args = node.args
+    return list(args.defaults) + [d for d in args.kw_defaults if d is not None] + \
+        list(getattr(node, "decorator_list", []))
+
+
+def _scope_children(scope) -> list:
+    """The nodes evaluated in `scope` itself (its own parameters, body and, for a
+    comprehension, everything but its first iterable)."""
+    if isinstance(scope, _COMPREHENSIONS):
+        first, *rest = scope.generators
+        parts = [first.target, *first.ifs]
+        for gen in rest:
+            parts += [gen.target, gen.iter, *gen.ifs]
+        elts = [scope.key, scope.value] if isinstance(scope, gast.DictComp) else [scope.elt]
+        return parts + elts
+    if isinstance(scope, gast.ClassDef):
+        return list(scope.body)
+    args = scope.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
+              *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    return params + list(body)
+
+
 class Namer:
     """Hands out fresh variable names that collide with no name already in use.
 
