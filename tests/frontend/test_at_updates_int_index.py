@@ -194,8 +194,12 @@ def test_an_index_held_in_a_parameter_is_checked_at_run_time(i):
 @pytest.mark.parametrize("i", [np.array([0, 2, 0]), np.array([1, -2])], ids=["twice", "negative"])
 def test_an_index_array_with_a_repeated_entry_raises_at_the_users_line(i):
     line = inspect.getsourcelines(index_parameter)[1] + 1
+
+    def at_fixed_index(v):       # a def: Python 3.10 cannot tell lambdas on a line apart
+        return index_parameter(v, i)
+
     for run in (lambda: grad(index_parameter)(M.copy(), i),
-                lambda: jvp(lambda v: index_parameter(v, i), (M.copy(),), (M.copy(),)),
+                lambda: jvp(at_fixed_index, (M.copy(),), (M.copy(),)),
                 lambda: vmap(index_parameter, in_axes=(0, None))(np.stack([M, M]), i),
                 lambda: jit(index_parameter)(M.copy(), i)):
         with pytest.raises(ValueError, match=f":{line}:.*selects an element twice") as info:
