@@ -85,7 +85,7 @@ def install() -> bool:
 def materialize(library) -> None:
     """Add a deferred `library` to the engine now (its machine code is made)."""
     with _lock:
-        if not getattr(library, "_secant_deferred", False):
+        if not is_deferred(library):
             return
         library._secant_deferred = False
         for name in library._secant_symbols:
