@@ -25,6 +25,14 @@ library is materialized before anything could run or resolve its code -
   deferred library as its optimized bitcode instead, and a later process loads that
   deferred again.
 
+A deferred library is not *optimized* either: Numba runs the whole-module pipeline on
+each library's final module and again on every caller's, which links the callee in and
+inlines it, so a helper's own optimization is only used when its machine code is made.
+A deferred library therefore keeps its function-level-optimized IR, callers link that
+and optimize it with their own code, and `materialize` optimizes a library before making
+its machine code (also one loaded from the disk cache, where it is saved unoptimized).
+A library found not deferrable at finalization is optimized there, as Numba does.
+
 A function's *environment* (the object its compiled code reaches to build exception
 arguments) is a global the engine fills with `set_env`; for a deferred library the
 global is not in the engine yet, so the environment is kept and written as soon as a
@@ -68,7 +76,8 @@ def install() -> bool:
             return False
         library_cls = getattr(nb_codegen, "JITCodeLibrary", None)
         codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
-        needed = ((library_cls, ("_finalize_final_module", "get_pointer_to_function",
+        needed = ((library_cls, ("_optimize_final_module", "_finalize_final_module",
+                                 "get_pointer_to_function",
                                  "serialize_using_object_code", "serialize_using_bitcode",
                                  "_finalize_dynamic_globals",
                                  "_verify_declare_only_symbols")),
@@ -92,6 +101,7 @@ def materialize(library) -> None:
             if _deferred_symbols.get(name) is library:
                 del _deferred_symbols[name]
         library._dynamic_globals = []        # listed again by Numba's own finalization
+        _optimize_if_needed(library)
         type(library)._secant_original_finalize(library)
 
 
@@ -118,16 +128,40 @@ def _deferrable(library) -> tuple[str, ...] | None:
     return tuple(defined) if defined else None
 
 
+def _optimize_if_needed(library) -> None:
+    """Run Numba's whole-module optimization on a library whose final module skipped it."""
+    if getattr(library, "_secant_unoptimized", False):
+        library._secant_unoptimized = False
+        type(library)._secant_original_optimize(library)
+        library._final_module.verify()
+
+
 def _patch_library(cls) -> None:
+    original_optimize = cls._optimize_final_module
     original_finalize = cls._finalize_final_module
     original_pointer = cls.get_pointer_to_function
     original_object = cls.serialize_using_object_code
+    cls._secant_original_optimize = original_optimize
     cls._secant_original_finalize = original_finalize
     cls._secant_deferred = False
+    cls._secant_unoptimized = False
+
+    def _optimize_final_module(self):
+        # A library that may be deferred keeps its IR as it is: its callers optimize it
+        # with their own code, and `materialize` optimizes it if its own code is needed.
+        self._secant_compiled_here = True
+        if _deferrable(self) is None:
+            return original_optimize(self)
+        self._secant_unoptimized = True
 
     def _finalize_final_module(self):
+        if self._shared_module is None and not getattr(self, "_secant_compiled_here", False):
+            # loaded from bitcode (the disk cache saves a deferred library before any
+            # optimization): optimized before its own machine code is made
+            self._secant_unoptimized = True
         symbols = _deferrable(self)
         if symbols is None:
+            _optimize_if_needed(self)
             if self._shared_module is not None:
                 # loaded from object code, whose declarations the engine resolves when it
                 # adds the (empty) final module: the IR it came with lists them
@@ -160,6 +194,7 @@ def _patch_library(cls) -> None:
             return self.serialize_using_bitcode()
         return original_object(self)
 
+    cls._optimize_final_module = _optimize_final_module
     cls._finalize_final_module = _finalize_final_module
     cls.get_pointer_to_function = get_pointer_to_function
     cls.serialize_using_object_code = serialize_using_object_code

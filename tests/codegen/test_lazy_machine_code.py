@@ -90,6 +90,36 @@ def test_an_address_asked_for_materializes_the_library():
     assert library.get_pointer_to_function("not_a_symbol_here") == 0
 
 
+def test_a_deferred_library_is_optimized_only_when_its_own_code_is_made(monkeypatch):
+    """Its callers link its IR and optimize it with their own code; Numba's whole-module
+    pipeline runs on the library itself only when it is materialized."""
+    from numba.core import codegen as nb_codegen
+    optimized = []
+    original = nb_codegen.JITCodeLibrary._secant_original_optimize
+
+    def counting(library):
+        optimized.append(library.name)
+        return original(library)
+    monkeypatch.setattr(nb_codegen.JITCodeLibrary, "_secant_original_optimize", counting)
+    scaled = _fresh_scaled()
+
+    @numba.njit
+    def twice(x, k):
+        return scaled(x, k) * 2.0
+
+    assert twice(1.5, 3.0) == 9.0
+    library = _library_of(twice, "impl")
+    assert numba_lazy_code.is_deferred(library)
+    assert library.name not in optimized
+    assert [name for name in optimized if name.endswith(".twice")]     # the caller, once run
+    wrapper = next(fn.name for fn in library._final_module.functions
+                   if fn.name.startswith("cfunc.") and not fn.is_declaration)
+    address = library.get_pointer_to_function(wrapper)
+    assert address and optimized.count(library.name) == 1
+    double = ctypes.c_double
+    assert ctypes.CFUNCTYPE(double, double, double)(address)(1.5, 4.0) == 6.0
+
+
 def test_a_name_the_library_lacks_answers_zero_and_keeps_it_deferred():
     scaled = _fresh_scaled()
 
