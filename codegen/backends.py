@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from .cache_keys import SECANT_PACKAGES, secant_sources_hash
-from . import cache_numba, modules, numba_lazy_code, numba_startup
+from . import cache_numba, modules, numba_lazy_code, numba_opt_level, numba_startup
 from .errors import TransformError
 
 VERSION = "0.1.0"
@@ -113,6 +113,7 @@ def load(text: str, namespace: dict, name: str, options: Options) -> Compiled:
         STATS.misses += 1
         if options.backend == "cpu":
             numba_startup.defer_blas_check()
+            numba_opt_level.install()          # first: deferred libraries use its wrapper
             numba_lazy_code.install()
         module = modules.load_module(text, namespace)
         function = getattr(module, name)
@@ -179,10 +180,16 @@ def _inlined(decorator: str | None) -> str | None:
 
 
 def _optimization_note(options: Options) -> str:
-    """Numba's optimization level when it is not the default: Numba's disk cache does not
-    tell levels apart, so code compiled under NUMBA_OPT=0 must live in another module."""
+    """Optimization levels that are not the defaults (Numba's, and secant's for generated
+    code, `numba_opt_level`): Numba's disk cache does not tell levels apart, so code
+    compiled under NUMBA_OPT=0 or another SECANT_OPT_LEVEL must live in another module."""
+    if options.backend == "python":
+        return ""
     level = int(numba.config.OPT)
-    return f", NUMBA_OPT={level}" if options.backend != "python" and level != 3 else ""
+    note = f", NUMBA_OPT={level}" if level != 3 else ""
+    if options.backend == "cpu" and numba_opt_level.requested() != numba_opt_level.DEFAULT_LEVEL:
+        note += f", {numba_opt_level.ENV}={numba_opt_level.requested()}"
+    return note
 
 
 def _bounds_note(options: Options) -> str:

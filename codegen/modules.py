@@ -25,6 +25,7 @@ from . import cache_files, cache_store, cache_trust
 _lock = threading.Lock()
 # set in a loaded module: the cache directory holding it, or None when it lives in memory
 CACHE_ROOT_ATTRIBUTE = "__secant_cache_root__"
+GENERATED_PACKAGE = "secant_generated"          # generated modules are named under it
 
 
 def configured_dir() -> Path:
@@ -89,7 +90,7 @@ def load_module(text: str, namespace: dict):
     except OSError as exc:
         cache_files.warn_unwritable(configured_dir(), exc)
         path, root = configured_dir() / module_name(text), None
-    name = "secant_generated." + path.stem
+    name = f"{GENERATED_PACKAGE}.{path.stem}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
     module.__dict__.update(namespace)

@@ -49,6 +49,8 @@ import os
 import threading
 import weakref
 
+from . import numba_opt_level
+
 _UNRESOLVED_PREFIX = ".numba.unresolved$"
 _DYNAMIC_PREFIX = "numba.dynamic.globals"
 _NEVER_DEFERRED = frozenset({"nrt"})            # Numba's runtime: its symbols are declared
@@ -85,6 +87,8 @@ def install() -> bool:
         if any(cls is None or not all(hasattr(cls, n) for n in names)
                for cls, names in needed):
             return False
+        # first, so that a deferred library is optimized at the level it chooses
+        numba_opt_level.install()
         _patch_library(library_cls)
         _patch_codegen(codegen_cls)
         _installed = True

@@ -1,0 +1,111 @@
+"""The LLVM optimization level of the functions secant generates: -O2 by default.
+
+Numba optimizes every library at -O3 (`NUMBA_OPT`'s default). A function secant
+generates links the runtime helpers it calls and is optimized with them as one module,
+and for the large ones (a batched gradient, a Hessian) -O3's extra work - loops
+unswitched and unrolled again, more inlining - is most of the cold first call's LLVM
+time: `jit(vmap(grad(mlp_loss)))`'s module holds about 15,000 instructions after -O3 and
+11,800 after -O2, and its first call takes about 0.9 s less (CPU seconds,
+`benchmarks/bench_compile.py`). -O2 keeps LLVM's loop and SLP vectorizers, inlining and
+loop optimizations; the steady-state benchmarks (W1, W2, W5, W7) ran the same at either
+level. Numba's own functions and a user's `numba.njit` code keep Numba's level.
+
+`install` wraps Numba's CPU library optimization so that a library defining a function of
+a generated module (`modules.GENERATED_PACKAGE`, with its own linkage: a helper linked in
+from elsewhere is `linkonce_odr`) runs its whole-module passes at `level()`:
+`SECANT_OPT_LEVEL` (0-3, default 2), never above `NUMBA_OPT`. The machine code generator
+keeps Numba's level (one per process). Where Numba's layout differs from the one
+described, `install` does nothing and Numba's level applies.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from .modules import GENERATED_PACKAGE
+
+DEFAULT_LEVEL = 2
+ENV = "SECANT_OPT_LEVEL"
+_MANGLED = f"{len(GENERATED_PACKAGE)}{GENERATED_PACKAGE}"     # Numba's mangled namespace
+_lock = threading.Lock()
+_installed = False
+
+
+def requested() -> int:
+    """`SECANT_OPT_LEVEL` as an int in 0-3, or the default."""
+    try:
+        value = int(os.environ.get(ENV, DEFAULT_LEVEL))
+    except ValueError:
+        return DEFAULT_LEVEL
+    return min(max(value, 0), 3)
+
+
+def numba_level() -> int:
+    """Numba's own level (`NUMBA_OPT`; 'max' counts as 3)."""
+    import numba
+    return min(int(numba.config.OPT), 3)
+
+
+def level() -> int:
+    """The level generated functions are optimized at: the requested one, at most Numba's."""
+    return min(requested(), numba_level())
+
+
+def install() -> bool:
+    """Wrap Numba's CPU library optimization once; True when this call did."""
+    global _installed
+    with _lock:
+        if _installed:
+            return False
+        try:
+            from numba.core import codegen as nb_codegen
+            from numba.core.compiler_lock import global_compiler_lock
+        except ImportError:
+            return False
+        library_cls = getattr(nb_codegen, "JITCodeLibrary", None)
+        codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
+        if library_cls is None or codegen_cls is None or not all(
+                hasattr(c, n) for c, n in ((library_cls, "_optimize_final_module"),
+                                           (codegen_cls, "_module_pass_manager"))):
+            return False
+        _wrap(library_cls, global_compiler_lock)
+        _installed = True
+        return True
+
+
+def is_generated(library) -> bool:
+    """Whether `library` defines (not links) a function of a generated module."""
+    external = None
+    for fn in library._final_module.functions:
+        if fn.is_declaration or _MANGLED not in fn.name:
+            continue
+        if external is None:
+            from llvmlite import binding
+            external = binding.Linkage.external
+        if fn.linkage == external:
+            return True
+    return False
+
+
+def _wrap(cls, compiler_lock) -> None:
+    original = cls._optimize_final_module
+
+    def _optimize_final_module(self):
+        target = level()
+        if target >= numba_level() or not is_generated(self):
+            return original(self)
+        codegen = self._codegen
+        make = type(codegen)._module_pass_manager
+
+        def at_level(**kwargs):
+            # Numba asks for its full pipeline without an `opt` (its cheap one names one)
+            kwargs.setdefault("opt", target)
+            return make(codegen, **kwargs)
+        with compiler_lock:
+            codegen._module_pass_manager = at_level
+            try:
+                return original(self)
+            finally:
+                del codegen._module_pass_manager
+
+    cls._optimize_final_module = _optimize_final_module
