@@ -5,20 +5,22 @@ generates links the runtime helpers it calls and is optimized with them as one m
 and for the large ones (a batched gradient, a Hessian) -O3's extra work - loops
 unswitched and unrolled again, more inlining - is most of the cold first call's LLVM
 time: `jit(vmap(grad(mlp_loss)))`'s module holds about 15,000 instructions after -O3 and
-11,800 after -O2, and its first call takes about 0.9 s less (CPU seconds,
+8,500 after -O2, and its first call takes about 1 s less (CPU seconds,
 `benchmarks/bench_compile.py`). -O2 keeps LLVM's loop and SLP vectorizers, inlining and
 loop optimizations; the steady-state benchmarks (W1, W2, W5, W7) ran the same at either
 level. Numba's own functions and a user's `numba.njit` code keep Numba's level.
 
 `install` wraps Numba's CPU library optimization so that a library defining a function of
 a generated module (`modules.GENERATED_PACKAGE`, with its own linkage: a helper linked in
-from elsewhere is `linkonce_odr`) runs its whole-module passes at `level()`:
+from elsewhere is `linkonce_odr`) runs its function passes (on the generated function's
+own IR module) and its whole-module passes at `level()`:
 `SECANT_OPT_LEVEL` (0-3, default 2), never above `NUMBA_OPT`. The machine code generator
 keeps Numba's level (one per process). Where Numba's layout differs from the one
 described, `install` does nothing and Numba's level applies.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -66,7 +68,9 @@ def install() -> bool:
         codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
         if library_cls is None or codegen_cls is None or not all(
                 hasattr(c, n) for c, n in ((library_cls, "_optimize_final_module"),
-                                           (codegen_cls, "_module_pass_manager"))):
+                                           (library_cls, "_optimize_functions"),
+                                           (codegen_cls, "_module_pass_manager"),
+                                           (codegen_cls, "_function_pass_manager"))):
             return False
         _wrap(library_cls, global_compiler_lock)
         _installed = True
@@ -75,8 +79,14 @@ def install() -> bool:
 
 def is_generated(library) -> bool:
     """Whether `library` defines (not links) a function of a generated module."""
+    return defines_generated(library._final_module)
+
+
+def defines_generated(module) -> bool:
+    """Whether the LLVM `module` defines a function of a generated module with its own
+    (external) linkage."""
     external = None
-    for fn in library._final_module.functions:
+    for fn in module.functions:
         if fn.is_declaration or _MANGLED not in fn.name:
             continue
         if external is None:
@@ -88,24 +98,42 @@ def is_generated(library) -> bool:
 
 
 def _wrap(cls, compiler_lock) -> None:
-    original = cls._optimize_final_module
+    original_module = cls._optimize_final_module
+    original_functions = cls._optimize_functions
 
     def _optimize_final_module(self):
         target = level()
         if target >= numba_level() or not is_generated(self):
-            return original(self)
-        codegen = self._codegen
-        make = type(codegen)._module_pass_manager
+            return original_module(self)
+        with compiler_lock, _pipelines_at(self._codegen, "_module_pass_manager", target):
+            return original_module(self)
 
-        def at_level(**kwargs):
-            # Numba asks for its full pipeline without an `opt` (its cheap one names one)
-            kwargs.setdefault("opt", target)
-            return make(codegen, **kwargs)
-        with compiler_lock:
-            codegen._module_pass_manager = at_level
-            try:
-                return original(self)
-            finally:
-                del codegen._module_pass_manager
+    def _optimize_functions(self, ll_module):
+        # each IR module added to a library gets function passes first: a generated
+        # function's own module gets them at the same level
+        target = level()
+        if target >= numba_level() or not defines_generated(ll_module):
+            return original_functions(self, ll_module)
+        with compiler_lock, _pipelines_at(self._codegen, "_function_pass_manager", target):
+            return original_functions(self, ll_module)
 
     cls._optimize_final_module = _optimize_final_module
+    cls._optimize_functions = _optimize_functions
+
+
+@contextlib.contextmanager
+def _pipelines_at(codegen, maker: str, target: int):
+    """Numba's `codegen.<maker>()` builds its pipelines at `target` while inside.
+
+    Numba asks for its full pipelines without an `opt` (its cheap module pipeline names
+    one, which is kept)."""
+    make = getattr(type(codegen), maker)
+
+    def at_level(**kwargs):
+        kwargs.setdefault("opt", target)
+        return make(codegen, **kwargs)
+    setattr(codegen, maker, at_level)
+    try:
+        yield
+    finally:
+        delattr(codegen, maker)

@@ -68,6 +68,37 @@ def test_a_generated_function_is_optimized_at_o2_and_a_users_njit_at_numbas_leve
     assert 3 in _levels(levels_seen, generated=False)
 
 
+def test_a_generated_functions_own_ir_gets_its_function_passes_at_o2(monkeypatch):
+    numba_opt_level.install()
+    monkeypatch.setenv("NUMBA_OPT", "3")
+    monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(3))
+    seen, current = [], []
+    make = nb_codegen.JITCPUCodegen._function_pass_manager
+    optimize = nb_codegen.JITCodeLibrary._optimize_functions
+
+    def recording(self, **kwargs):
+        seen.append((current[-1] if current else None, kwargs.get("opt", 3)))
+        return make(self, **kwargs)
+
+    def tracking(self, ll_module):
+        current.append(numba_opt_level.defines_generated(ll_module))
+        try:
+            return optimize(self, ll_module)
+        finally:
+            current.pop()
+    monkeypatch.setattr(nb_codegen.JITCPUCodegen, "_function_pass_manager", recording)
+    monkeypatch.setattr(nb_codegen.JITCodeLibrary, "_optimize_functions", tracking)
+
+    def potential(x):                    # a body no other test compiles: a new module
+        return np.sum(np.exp(-x) * x ** 2) + 0.375 * np.sum(x)
+
+    x = np.linspace(0.0, 2.0, 6)
+    np.testing.assert_allclose(jit(grad(potential))(x),
+                               np.exp(-x) * (2 * x - x ** 2) + 0.375, rtol=1e-12)
+    assert {opt for generated, opt in seen if generated} == {2}
+    assert {opt for generated, opt in seen if generated is False} == {3}
+
+
 def test_the_level_follows_secant_opt_level_and_never_exceeds_numba_opt(monkeypatch):
     monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(3))
     monkeypatch.delenv(numba_opt_level.ENV, raising=False)
