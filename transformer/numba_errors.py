@@ -89,8 +89,9 @@ _UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*
 # turn into tuple reads, or a list of one item type given an item of another
 _MIXED_LIST = re.compile(r"literal list|LiteralList|BoundFunction\(list\.\w+ for list\(")
 _MIXED_LIST_HINT = ("Numba gives a list one item type; secant compiles a list as a tuple "
-                    "where it is only read at constant indices (lst[0]), unpacked (a, b = "
-                    "lst), measured (len) or returned: read it that way, write a new tuple "
+                    "where the function that builds it only reads it at constant indices "
+                    "(lst[0]), unpacks it (a, b = lst), measures it (len) or returns it: "
+                    "use it that way there (pass the items, not the list), write a new tuple "
                     "instead of changing an item (t = (v, t[1])), or keep the floats and the "
                     "arrays in lists of their own")
 _KINDS = {"bool": "a boolean", "int": "an integer", "uint": "an integer",

@@ -217,7 +217,7 @@ def test_a_mixed_list_used_otherwise_is_refused_at_the_users_line(f, line):
     assert error.filename == __file__
     assert error.line is not None and error.line.strip() == line
     assert "different types" in str(error)
-    assert "read at constant indices" in str(error) and "tuple" in str(error)
+    assert "reads it at constant indices" in str(error) and "tuple" in str(error)
 
 
 def tuple_rebuilt(x):
@@ -226,6 +226,9 @@ def tuple_rebuilt(x):
     return t[0] * np.sum(t[1])
 
 
-def test_the_hints_rewrite_compiles():
-    """The refusal's hint (a new tuple instead of an item write) gives the same value."""
+def test_the_hint_for_an_item_write_compiles():
+    """The refusal of an item write suggests a new tuple instead; that gives the value."""
+    with pytest.raises(TransformError) as info:
+        jit(item_assigned)(X)
+    assert "t = (v, t[1])" in info.value.hint
     np.testing.assert_allclose(jit(tuple_rebuilt)(X), item_assigned(X), rtol=1e-12)
