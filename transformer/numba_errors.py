@@ -93,7 +93,8 @@ _MIXED_LIST_HINT = ("Numba gives a list one item type; secant compiles a list as
                     "(lst[0]), unpacks it (a, b = lst), measures it (len) or returns it: "
                     "use it that way there (pass the items, not the list), write a new tuple "
                     "instead of changing an item (t = (v, t[1])), or keep the floats and the "
-                    "arrays in lists of their own")
+                    "arrays in lists of their own; jit(..., backend='python') runs it as it "
+                    "is, without Numba")
 _KINDS = {"bool": "a boolean", "int": "an integer", "uint": "an integer",
           "float": "floats", "complex": "complex numbers"}
 
