@@ -43,6 +43,7 @@ from codegen.backends import Options
 
 from . import (bounds, broadcast_errors, captured_arrays, collector, freshness, materialize,
                numba_errors, tiered)
+from .const_lists import lists_as_tuples
 from .desugar import methods_to_functions
 from .display import ShowsSource, SourceCode
 from .errors import TransformError
@@ -447,7 +448,7 @@ class Jitted(ShowsSource):
         fn = methods_to_functions(positional_parameters(fn))
         keys = None
         if self.options.backend == "cpu":
-            fn, keys = returned_containers(fn)
+            fn, keys = returned_containers(lists_as_tuples(fn, returns=True))
             if rebuild is not None:
                 keys = _then(keys, rebuild)
         elif rebuild is not None:

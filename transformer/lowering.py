@@ -22,7 +22,9 @@ Invariant of the output:
 - `enumerate(seq, start=k)` passes `k` positionally;
 - `x += matmul_grad_left(g, a, b)` (or `_right`) on a name is `x = matmul_grad_left_add(x,
   g, a, b)`, which adds an outer product in place rather than allocating it (the reverse
-  sweep accumulates a matrix parameter's adjoint this way on every loop trip).
+  sweep accumulates a matrix parameter's adjoint this way on every loop trip);
+- a list only read at constant indices, unpacked or measured is a tuple
+  (`transformer.const_lists`).
 Anything else is left as it was.
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 from codegen import emit
 
 from . import einsum, generated_lines, random_sites, runtime
+from .const_lists import lists_as_tuples
 from .errors import TransformError
 from .nodes import copy_tree, walk
 from .runtime import batch_products, examples
@@ -66,7 +69,7 @@ _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
 
 
 def lower_for_numba(fn: Function) -> Function:
-    fn = fuse_elementwise(fn, _vector_form)
+    fn = fuse_elementwise(lists_as_tuples(fn), _vector_form)
     lowering = _Lowering(fn)
     node = lowering.visit(copy_tree(fn.node))
     return fn.replace(node=node, env=lowering.env) if lowering.changed else fn

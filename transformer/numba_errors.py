@@ -4,7 +4,8 @@
 `TransformError`: an argument Numba has no type for is named; a random sampler's refusal
 of its arguments is located at the user's call (`random_sites`); anything else gets the
 one line of Numba's report that says what went wrong, at the user's line the rejected
-generated line was made from (`generated_lines`), naming that generated line in the hint.
+generated line was made from (`generated_lines`), naming that generated line in the hint;
+a list mixing item types (see `const_lists`) is named as such, with how to write it.
 """
 from __future__ import annotations
 
@@ -61,6 +62,11 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                  f"(3.0, not 3), convert it (int(flag) for a bool), or keep the changing "
                  f"value in a name that starts as one (scale = float({var}), then update "
                  f"scale)")
+    if _MIXED_LIST.search(reason):
+        return _numba_refusal(
+            f"a list whose items have different types (a float and an array, arrays of "
+            f"different rank or dtype) is used here in a way compiled code cannot follow: "
+            f"{reason} (jit of {name}({types}))", filename, lineno, hint=_MIXED_LIST_HINT)
     unify = _UNIFY.search(reason)
     if unify is not None:
         first, second, var = unify.groups()
@@ -79,6 +85,16 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
 _NARROW_TAPE = re.compile(r"Cannot unify array\((bool|int|uint)\d*\b.*? and "
                           r"array\((int|uint|float|complex)\d+\b.*? for '(\w+?)_tape\b")
 _UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*'")
+# a list literal mixing kinds (Numba's LiteralList) read in a way `const_lists` cannot
+# turn into tuple reads, or a list of one item type given an item of another
+_MIXED_LIST = re.compile(r"literal list|LiteralList|BoundFunction\(list\.\w+ for list\(")
+_MIXED_LIST_HINT = ("Numba gives a list one item type; secant compiles a list as a tuple "
+                    "where the function that builds it only reads it at constant indices "
+                    "(lst[0]), unpacks it (a, b = lst), measures it (len) or returns it: "
+                    "use it that way there (pass the items, not the list), write a new tuple "
+                    "instead of changing an item (t = (v, t[1])), or keep the floats and the "
+                    "arrays in lists of their own; jit(..., backend='python') runs it as it "
+                    "is, without Numba")
 _KINDS = {"bool": "a boolean", "int": "an integer", "uint": "an integer",
           "float": "floats", "complex": "complex numbers"}
 
