@@ -15,6 +15,7 @@ import numpy as np
 
 from codegen.emit import annotate, expression_source
 
+from ..desugar import view_sources
 from ..function import Function, resolve
 from ..nan_checks import ADJOINT
 from ..nodes import copy_tree, walk
@@ -415,7 +416,10 @@ class _Vectorizer(_Emitter):
 # (`bW = bW + matmul_grad_left(g, W, x)`). Batched, the zeros would be one copy of `W`
 # per example and the addition another full pass: when the first contribution is one of
 # these adjoint helpers, whose result has exactly the shape of that argument, the
-# accumulator simply starts as that contribution.
+# accumulator simply starts as that contribution. `unbroadcast(g, x)` is `g` itself where the
+# shapes agree, so the accumulator would share `g`'s array, which `zeros + g` never did: not
+# where a later statement writes that array in place (the reverse of `y[k] = v` reads
+# `by[k]` into `bv`, then zeroes `by[k]`).
 
 def _shape_argument():
     from .. import runtime
@@ -434,7 +438,7 @@ def _fresh_accumulators(fn: Function, analysis: Analysis, written: set) -> dict:
     """id(statement) -> None (drop the zeros) or the name the accumulator starts as;
     `written`: the names `fn` writes through an index (`_written_in_place`)."""
     table, zeros = _shape_argument()
-    body, found = fn.node.body, {}
+    body, found, links = fn.node.body, {}, _array_links(fn)
     calls = {s.targets[0].id: s.value for s in body if isinstance(s, gast.Assign) and
              isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call)}
     for i, stmt in enumerate(body):
@@ -445,15 +449,62 @@ def _fresh_accumulators(fn: Function, analysis: Analysis, written: set) -> dict:
         if target in written or not any_batched(analysis.flags.get(target, False)) or \
                 any_batched(analysis.flags.get(source, False)):
             continue
-        for later in body[i + 1:]:
+        for j in range(i + 1, len(body)):
+            later = body[j]
             first = _first_contribution(fn, later, target, source, calls, table)
             if first is not None and first not in written and \
-                    analysis.flags.get(first) is True:
+                    analysis.flags.get(first) is True and \
+                    not _written_after(fn, body[j + 1:], _sharing({first}, links)):
                 found[id(stmt)], found[id(later)] = None, first
                 break
             if target in {n.id for n in walk(later) if isinstance(n, gast.Name)}:
                 break
     return found
+
+
+def _array_links(fn: Function) -> list[set]:
+    """Groups of names a statement may make share one array: a view
+    (`desugar.view_sources`: `a = b`, `a = b[k]`, a loop's row) or `a = unbroadcast(b, x)`,
+    which is `b` itself where the shapes agree."""
+    from ..runtime import unbroadcast
+    links = []
+    for node in walk(fn.node):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            sources = view_sources(fn, node.value)
+            value = node.value
+            if isinstance(value, gast.Call) and value.args and \
+                    resolve(fn, value.func, None) is unbroadcast:
+                sources |= view_sources(fn, value.args[0])
+            links.append({node.targets[0].id} | sources)
+        elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
+            links.append({node.target.id} | view_sources(fn, node.iter))
+    return [link for link in links if len(link) > 1]
+
+
+def _sharing(names: set, links: list[set]) -> set:
+    """`names` and every name linked to them, flow-insensitively (an over-approximation)."""
+    out, grown = set(names), True
+    while grown:
+        grown = False
+        for link in links:
+            if link & out and not link <= out:
+                out |= link
+                grown = True
+    return out
+
+
+def _written_after(fn: Function, stmts: list, names: set) -> bool:
+    """Whether `stmts` write in place through one of `names` (also `a += v` on an array,
+    `a = update_in_place(a, a + v)`)."""
+    from ..runtime import update_in_place
+    for node in (node for stmt in stmts for node in walk(stmt)):
+        if _writes_through(fn, node) & names:
+            return True
+        if isinstance(node, gast.Call) and node.args and \
+                resolve(fn, node.func, None) is update_in_place and \
+                view_sources(fn, node.args[0]) & names:
+            return True
+    return False
 
 
 def _zeros_of(fn, stmt, zeros):
@@ -497,17 +548,20 @@ def _first_contribution(fn, stmt, target, source, calls, table):
 
 def _written_in_place(fn: Function) -> set:
     """Names written through an index or by a helper that writes into an argument."""
-    out = set()
-    for node in walk(fn.node):
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
-                and isinstance(node.targets[0].value, gast.Name):
-            out.add(node.targets[0].value.id)
-        if isinstance(node, gast.Call):
-            position = _lookup(rules.MUTATES, resolve(fn, node.func, None))
-            if position is not None and len(node.args) > position and \
-                    isinstance(node.args[position], gast.Name):
-                out.add(node.args[position].id)
-    return out
+    return set().union(*(_writes_through(fn, node) for node in walk(fn.node)))
+
+
+def _writes_through(fn: Function, node) -> set:
+    """The name one node writes in place through (`a[i] = v`, `scatter_add(a, i, v)`)."""
+    if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
+            and isinstance(node.targets[0].value, gast.Name):
+        return {node.targets[0].value.id}
+    if isinstance(node, gast.Call):
+        position = _lookup(rules.MUTATES, resolve(fn, node.func, None))
+        if position is not None and len(node.args) > position and \
+                isinstance(node.args[position], gast.Name):
+            return {node.args[position].id}
+    return set()
 
 
 def _register_derivatives() -> None:

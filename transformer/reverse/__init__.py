@@ -42,8 +42,6 @@ import threading
 
 import gast
 
-from codegen.emit import expression_source as to_source
-
 from .. import runtime
 from ..aliases import written_params, written_params_of_source
 from ..function import Function
@@ -86,10 +84,11 @@ def reverse_function(fn: Function, wrt: tuple[int, ...], mode: str = GRAD,
 
 def _build(fn: Function, wrt: tuple, mode: str, has_aux: bool, tuple_grads: bool,
            lean: bool, label: str) -> Function | None:
-    """One build of the pass. A vjp whose reverse sweep accumulates into a cotangent it
-    was passed, in place (`bh[i] = bh[i] + v` right after `bh = b_h`), is built again with
-    that cotangent copied first: the caller's array is left as it was, so forward mode
-    and vmap can take the vjp (a call that writes into its arguments is refused there)."""
+    """One build of the pass. A vjp whose reverse sweep writes into a cotangent it was
+    passed, in place (`bh[i] = bh[i] + v` right after `bh = b_h`, or `bresult[i] = 0.0`
+    where a batched result's adjoint is taken apart), is built again with that cotangent
+    copied first: the caller's array is left as it was, so forward mode, vmap and a second
+    reverse pass can take the vjp (a call that writes into its arguments is refused there)."""
     reverse = _Reverse(prepare(fn), wrt, mode, has_aux, tuple_grads, lean=lean)
     built = reverse.build(label)
     if built is None or mode != VJP or not reverse.cotangent_params:
@@ -98,42 +97,12 @@ def _build(fn: Function, wrt: tuple, mode: str, has_aux: bool, tuple_grads: bool
     positions = [k for k, cot in enumerate(reverse.cotangent_params) if cot in written]
     if positions:                                       # on some path, as forward mode reads
         on_some_path = set(written_params_of_source(built))
-        positions = [k for k in positions if reverse.cotangent_params[k] in on_some_path and
-                     _only_accumulated(built.node, reverse.cotangent_params[k])]
+        positions = [k for k in positions if reverse.cotangent_params[k] in on_some_path]
     if not positions:
         return built
     reverse = _Reverse(prepare(fn), wrt, mode, has_aux, tuple_grads, lean=lean)
     reverse.copied_cotangents = frozenset(positions)
     return reverse.build(label)
-
-
-def _only_accumulated(node, cot: str) -> bool:
-    """Whether every element write into cotangent `cot` (or a name bound to it) adds to
-    the element (`bh[i] = bh[i] + v`). Other writes (`bresult[i] = 0.0`, a batched
-    result's adjoint taken apart) keep the vjp as it was: vmap batches such a vjp example by
-    example, and its vectorized form of the copied one gave wrong numbers (see
-    tests/batching/test_nested_vmap_grad.py)."""
-    aliases = {cot}
-    for sub in walk(node):
-        if isinstance(sub, gast.Assign) and isinstance(sub.value, gast.Name) and \
-                sub.value.id in aliases and isinstance(sub.targets[0], gast.Name):
-            aliases.add(sub.targets[0].id)
-    writes = [sub for sub in walk(node) if isinstance(sub, (gast.Assign, gast.AugAssign))
-              and isinstance(getattr(sub, "target", None) or sub.targets[0], gast.Subscript)]
-    for stmt in writes:
-        target = stmt.target if isinstance(stmt, gast.AugAssign) else stmt.targets[0]
-        if not (isinstance(target.value, gast.Name) and target.value.id in aliases):
-            continue
-        if isinstance(stmt, gast.AugAssign):
-            if not isinstance(stmt.op, gast.Add):
-                return False
-            continue
-        value = stmt.value
-        if not (isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and
-                isinstance(value.left, gast.Subscript) and
-                to_source(value.left) == to_source(target)):
-            return False
-    return True
 
 
 def _loop_count(node) -> int:
