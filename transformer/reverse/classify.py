@@ -37,7 +37,8 @@ _STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes",
 def is_runtime_helper(key) -> bool:
     """A function of secant's runtime (`einsum_grad`), called by the gradient secant made
     of a line: differentiating it again is grad of grad."""
-    return getattr(key, "__module__", "").startswith("transformer.runtime")
+    return getattr(key, "__module__", "").startswith("transformer.runtime") and \
+        getattr(key, "__secant_rebuild__", None) is None   # vmap's, refused in its words
 
 
 def helper_gradient_error(fn, stmt, key):
