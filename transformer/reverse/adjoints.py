@@ -30,7 +30,7 @@ from ..nodes import copy_tree, walk
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
 from ..templates import MissingRule, describe, expand_adjoint
-from .classify import Classify
+from .classify import Classify, helper_gradient_error, is_runtime_helper
 
 
 class Adjoints(Classify, abc.ABC):
@@ -103,6 +103,8 @@ class Adjoints(Classify, abc.ABC):
                                        "give the outer vmap method='loop' (vmap(vmap(f, "
                                        "...), ..., method='loop')), or write the inner map "
                                        "with broadcasting (x[:, None] - x[None, :])")
+        if is_runtime_helper(prim.key):
+            raise helper_gradient_error(self.fn, stmt, prim.key)
         if isinstance(prim.key, (gast.Dict, gast.List)):
             kind = "dict" if isinstance(prim.key, gast.Dict) else "list"
             raise self.fn.origin.error(stmt, f"a {kind} built in a differentiated function "

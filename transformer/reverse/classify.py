@@ -34,6 +34,21 @@ GRAD, VALUE_AND_GRAD, VJP = "grad", "value_and_grad", "vjp"
 _STRUCTURE_ATTRIBUTES = {"shape", "ndim", "dtype", "size", "itemsize", "nbytes", "strides"}
 
 
+def is_runtime_helper(key) -> bool:
+    """A function of secant's runtime (`einsum_grad`), called by the gradient secant made
+    of a line: differentiating it again is grad of grad."""
+    return getattr(key, "__module__", "").startswith("transformer.runtime") and \
+        getattr(key, "__secant_rebuild__", None) is None   # vmap's, refused in its words
+
+
+def helper_gradient_error(fn, stmt, key):
+    """Reverse mode over a gradient line calling a runtime helper with no adjoint rule."""
+    what = f"{key.__module__}.{key.__name__}"
+    return fn.origin.error(stmt, f"no adjoint rule for {what}, which the gradient of this "
+                           "line calls: reverse mode cannot differentiate this line's "
+                           "gradient again", "take the second derivative with forward mode "
+                           "over reverse mode (`hessian(f)`, `jacfwd(grad(f))`)")
+
 @dataclasses.dataclass
 class Prim:
     """How one simple statement passes derivatives."""
@@ -123,7 +138,8 @@ class Classify(BodyFacts):
         items' adjoints are found where a rule reads it item by item, or where it is
         returned. Handed whole to a user function (`helper(t)`, `body(i, (a, b))`) or to
         anything else that is not a rule, its varied items would get a zero gradient:
-        refuse it, located."""
+        refuse it, located. A helper that a gradient secant made calls (grad of grad through
+        `np.einsum` hands the operands' tuple to `einsum_grad`) is refused for its cause."""
         tuples = {p.target: p for p in self.prims.values() if p.kind == "tuple"}
         if not tuples:
             return
@@ -141,6 +157,8 @@ class Classify(BodyFacts):
         for stmt in self.simple:
             prim = self.prims[id(stmt)]
             passed = set(prim.sources) & tuplish
+            if passed and prim.kind == "opaque" and is_runtime_helper(prim.key):
+                raise helper_gradient_error(self.fn, stmt, prim.key)
             if passed and prim.kind not in ("copy", "tuple"):
                 raise self.fn.origin.error(
                     stmt, "a tuple of differentiated values is passed on whole "
