@@ -180,6 +180,10 @@ class _Lowering(gast.NodeTransformer):
             return self.einsum(node, *each)
         if (target is np.squeeze or target is runtime.squeeze) and _axis(node) is None:
             return self.squeeze(node)
+        if target is np.array and len(node.args) == 1 and not node.keywords and \
+                isinstance(node.args[0], gast.Name):
+            # Numba's np.array takes an array only as a sequence of numbers (rank 1)
+            return self.call(runtime.array_copy, "array_copy", node.args, node)
         vector = _vector_form(target, node)
         if vector is not None:
             return self.call(vector, vector.__name__, node.args, node)

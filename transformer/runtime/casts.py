@@ -144,6 +144,19 @@ def _own_copy_nb(x):
     return lambda x: x
 
 
+def array_copy(x):
+    """`np.array(x)`: under Numba a copy of an array of any rank (Numba's `np.array` takes
+    an array only as a sequence of numbers, so not one of rank 2 or more)."""
+    return np.array(x)
+
+
+@overload(array_copy)
+def _array_copy_nb(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.copy()
+    return lambda x: np.array(x)
+
+
 # ---------------------------------------------------------------- dtype casts and their derivatives
 # `x.astype(t)` carries a derivative to a float or complex `t` (the cotangent goes back in
 # the type of `x`, the tangent forward in `t`) and none to an integer or bool `t`; `None` (a
