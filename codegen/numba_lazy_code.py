@@ -72,21 +72,14 @@ def install() -> bool:
     with _lock:
         if _installed or not enabled():
             return False
-        try:
-            from numba.core import codegen as nb_codegen
-        except ImportError:
+        classes = numba_opt_level.cpu_classes(
+            ("_optimize_final_module", "_finalize_final_module", "get_pointer_to_function",
+             "serialize_using_object_code", "serialize_using_bitcode",
+             "_finalize_dynamic_globals", "_verify_declare_only_symbols"),
+            ("_add_module", "set_env"))
+        if classes is None:
             return False
-        library_cls = getattr(nb_codegen, "JITCodeLibrary", None)
-        codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
-        needed = ((library_cls, ("_optimize_final_module", "_finalize_final_module",
-                                 "get_pointer_to_function",
-                                 "serialize_using_object_code", "serialize_using_bitcode",
-                                 "_finalize_dynamic_globals",
-                                 "_verify_declare_only_symbols")),
-                  (codegen_cls, ("_add_module", "set_env")))
-        if any(cls is None or not all(hasattr(cls, n) for n in names)
-               for cls, names in needed):
-            return False
+        library_cls, codegen_cls = classes
         # first, so that a deferred library is optimized at the level it chooses
         numba_opt_level.install()
         _patch_library(library_cls)

@@ -59,22 +59,29 @@ def install() -> bool:
     with _lock:
         if _installed:
             return False
-        try:
-            from numba.core import codegen as nb_codegen
-            from numba.core.compiler_lock import global_compiler_lock
-        except ImportError:
+        classes = cpu_classes(("_optimize_final_module", "_optimize_functions"),
+                              ("_module_pass_manager", "_function_pass_manager"))
+        if classes is None:
             return False
-        library_cls = getattr(nb_codegen, "JITCodeLibrary", None)
-        codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
-        if library_cls is None or codegen_cls is None or not all(
-                hasattr(c, n) for c, n in ((library_cls, "_optimize_final_module"),
-                                           (library_cls, "_optimize_functions"),
-                                           (codegen_cls, "_module_pass_manager"),
-                                           (codegen_cls, "_function_pass_manager"))):
-            return False
-        _wrap(library_cls, global_compiler_lock)
+        from numba.core.compiler_lock import global_compiler_lock
+        _wrap(classes[0], global_compiler_lock)
         _installed = True
         return True
+
+
+def cpu_classes(library_methods, codegen_methods):
+    """Numba's CPU JIT code library and codegen classes, or None where either is missing
+    or lacks one of the named methods (a Numba whose layout differs)."""
+    try:
+        from numba.core import codegen as nb_codegen
+    except ImportError:
+        return None
+    library_cls = getattr(nb_codegen, "JITCodeLibrary", None)
+    codegen_cls = getattr(nb_codegen, "JITCPUCodegen", None)
+    for cls, names in ((library_cls, library_methods), (codegen_cls, codegen_methods)):
+        if cls is None or not all(hasattr(cls, name) for name in names):
+            return None
+    return library_cls, codegen_cls
 
 
 def is_generated(library) -> bool:
