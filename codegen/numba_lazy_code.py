@@ -90,7 +90,10 @@ def install() -> bool:
 
 def materialize(library) -> None:
     """Add a deferred `library` to the engine now (its machine code is made)."""
-    with _lock:
+    from numba.core.compiler_lock import global_compiler_lock
+    # Numba's lock first, as in a compile (which finalizes, then takes ours): optimizing
+    # and adding a module are Numba's work, done under its lock
+    with global_compiler_lock, _lock:
         if not is_deferred(library):
             return
         library._secant_deferred = False
