@@ -1,11 +1,14 @@
 """Groups of names that may hold one array that is written in place.
 
 `written_alias_groups(fn)` looks at a normalized Function (desugared, ANF) and returns
-the groups of names linked by statements that may make two names share an array (`z = y`,
-`z = y[1:]`, `z = np.reshape(y, s)`, `z = update_in_place(y, v)`, a `for` loop's row: see
-`desugar.view_sources`) in which some name is written in place (`z[i] = v`, an
-`update_in_place`, a registered effect). Invariant: the analysis is flow-insensitive and
-over-approximates: two names in different groups never share an array that either writes.
+the groups of names that may hold an array written in place (`z[i] = v`, an
+`update_in_place`, a registered effect). A statement that may make a name hold another's
+arrays (`z = y`, `z = y[1:]`, `z = np.reshape(y, s)`, `z = update_in_place(y, v)`, a `for`
+loop's row, a container `t = (g, x)`: see `desugar.view_sources`) links the name to them
+one way: `t` holds the arrays of `g` and of `x`, `g` does not hold those of `x`, so two
+containers holding one item do not join their other items. Invariant: the analysis is
+flow-insensitive and over-approximates: two names in different groups never share an
+array that either writes.
 Transformations that keep one derived value per name (a tangent, a batch flag) use the
 groups to treat every member alike, or to refuse.
 
@@ -41,6 +44,8 @@ def written_alias_groups(fn: Function, effects=(), call_writes=None) -> list[set
     """The groups (of two names or more) that may share an array written in place;
     `effects` are functions writing into their first argument, `call_writes(call)` the
     names any other call writes into (the arguments a user function writes)."""
+    held = _held_arrays(fn)
+    written = set().union(*(held.get(n, {n}) for n in _written(fn, effects, call_writes)))
     parent: dict[str, str] = {}
 
     def find(n: str) -> str:
@@ -48,14 +53,32 @@ def written_alias_groups(fn: Function, effects=(), call_writes=None) -> list[set
             n = parent[n]
         return n
 
-    for target, sources in _links(fn):
-        for source in sources:
-            parent[find(source)] = find(target)
-    written = _written(fn, effects, call_writes)
+    for n, arrays in held.items():        # a name joins the holders of each written array
+        for array in arrays & written:
+            parent[find(n)] = find(array)
     groups: dict[str, set[str]] = {}
     for n in list(parent):
         groups.setdefault(find(n), set()).add(n)
-    return [g for g in groups.values() if len(g) > 1 and g & written]
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _held_arrays(fn: Function, leave_out=None) -> dict[str, set[str]]:
+    """Each linked name -> the arrays it may hold or reach through its items, an array
+    named by a name binding it (every name stands for the arrays it binds itself): the
+    least sets where a link `z <- y` (`_links`) puts what `y` holds into what `z` holds,
+    one way. A write through `z` reaches every array `z` holds, and the names holding
+    one: `z = y[1:]` holds `y`'s array, so a write through either reaches both. Links
+    made by statement `leave_out` are left out."""
+    links = [(t, s) for t, sources in _links(fn, leave_out) for s in sources]
+    held = {n: {n} for link in links for n in link}
+    changed = True
+    while changed:
+        changed = False
+        for target, source in links:
+            if not held[source] <= held[target]:
+                held[target] |= held[source]
+                changed = True
+    return held
 
 
 def _links(fn: Function, leave_out=None):
@@ -357,19 +380,11 @@ def _read_after(fn: Function, stmt, name: str) -> bool:
 
 
 def _sharing_names(fn: Function, leave_out) -> set[str]:
-    """The names of `fn` that may share an array with another name (`q = p`, a view),
-    links made by statement `leave_out` aside."""
-    parent: dict[str, str] = {}
-
-    def find(n: str) -> str:
-        while parent.setdefault(n, n) != n:
-            n = parent[n]
-        return n
-
-    for target, sources in _links(fn, leave_out):
-        for source in sources:
-            parent[find(source)] = find(target)
-    sizes: dict[str, int] = {}
-    for n in list(parent):
-        sizes[find(n)] = sizes.get(find(n), 0) + 1
-    return {n for n in parent if sizes[find(n)] > 1}
+    """The names of `fn` that may share an array with another name (`q = p`, a view, a
+    container holding `p`), links made by statement `leave_out` aside."""
+    held = _held_arrays(fn, leave_out)
+    holders: dict[str, int] = {}
+    for arrays in held.values():
+        for array in arrays:
+            holders[array] = holders.get(array, 0) + 1
+    return {n for n, arrays in held.items() if any(holders[a] > 1 for a in arrays)}
