@@ -32,6 +32,7 @@ from ..function import Function, resolve
 from ..param_updates import updates_in_place
 from ..rules import batching as rules
 from ..runtime import update_in_place
+from .gradient_types import keep_gradient_types
 from .flags import IDENTITY, Each, Spec, _line, any_batched, batched_leaves, child, join
 
 # ====================================================================== analysis
@@ -391,8 +392,9 @@ def _shared(shapes: set):
 
 def prepare(fn: Function) -> Function:
     """`fn` normalized for batching: `anf(desugar(...))`, with `p += v` on a parameter
-    `p` an `update_in_place` (see `param_updates.updates_in_place`)."""
-    return anf(desugar(updates_in_place(fn)))
+    `p` an `update_in_place` (see `param_updates.updates_in_place`) and a returned
+    gradient in its argument's float type (`gradient_types`)."""
+    return keep_gradient_types(anf(desugar(updates_in_place(fn))))
 
 
 # ====================================================================== parameters
