@@ -22,7 +22,8 @@ from .runtime.batching import align, align_batched, outer_both, outer_left, oute
 from .runtime.examples import unbroadcast_examples
 from .runtime import shapes
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
-                      cumsum, cumsum_adjoint, flip, inside, matmul, matmul_grad_left,
+                      cumsum, cumsum_adjoint, flip, inside, keep_float_type, matmul,
+                      matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
                       reshape, reshape_like, squeeze, transpose, unbroadcast,
                       untranspose, update_in_place, zeros_like)
@@ -51,6 +52,7 @@ linear(broadcast_like, "t, shape_of", "broadcast_like(G, shape_of)", "unbroadcas
 linear(broadcast_reduced, "g, x, axis=None, keepdims=False",
        "broadcast_reduced(G, x, axis, keepdims)", "reduce_sum(G, axis, None, None, keepdims)")
 linear(cast_like, "value, x", "cast_like(G, x)", "G")
+linear(keep_float_type, "value, x", "keep_float_type(G, x)", "G")
 linear(reshape_like, "g, x", "reshape_like(G, x)", "reshape_like(G, g)")
 linear(reshape, "a, shape", "reshape(G, shape)", "reshape_like(G, a)")
 linear(reduce_sum, "a, axis=None, dtype=None, out=None, keepdims=False",

@@ -91,3 +91,29 @@ def test_jit_vmap_grad_float64_stays_float64():
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, per_example_reference(squashed, [b, xs], (None, 0), 0),
                                rtol=1e-6, atol=1e-8)
+
+
+def test_the_narrowing_copies_nothing_where_the_type_agrees_and_keeps_vmap_vectorized():
+    """The per-call cost of keeping the type: none where the gradient already has it (a
+    copy of each per-example gradient would double the work of a batched MLP gradient),
+    and vmap keeps its vectorized strategy (the narrowing has a batching rule)."""
+    import numba
+
+    from transformer import runtime, source
+
+    a = rng.normal(size=(3, 4))
+    assert runtime.keep_float_type(a, a) is a
+    narrowed = runtime.keep_float_type(a, a.astype(np.float32))
+    assert narrowed.dtype == np.float32 and np.array_equal(narrowed, a.astype(np.float32))
+
+    @numba.njit
+    def same(value, x):
+        return runtime.keep_float_type(value, x)
+    assert np.shares_memory(same(a, a), a)
+    assert same(a, a.astype(np.float32)).dtype == np.float32
+
+    b, xs = rng.normal(size=5).astype(np.float32), rng.normal(size=(3, 5)).astype(np.float32)
+    mapped = jit(vmap(grad(squashed), in_axes=(None, 0)))
+    assert mapped(b, xs).dtype == np.float32
+    text = source(mapped)
+    assert "keep_float_type" in text and "vectorize strategy" in text

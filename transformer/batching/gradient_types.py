@@ -15,12 +15,13 @@ from ..desugar import bound_name
 from ..function import Function, resolve
 from ..names import Namer
 from ..nodes import copy_tree, walk
-from ..runtime import cast_like
+from ..runtime import keep_float_type
 from ..syntax import assign, call, name, store
 
 
 def keep_gradient_types(fn: Function) -> Function:
-    """`fn` with `bb = cast_like(bb, b)` before each top-level return of an accumulator
+    """`fn` with `bb = keep_float_type(bb, b)` (no copy where the type already agrees)
+    before each top-level return of an accumulator
     `bb = float_zeros(b, label)` (the adjoint of argument `b`)."""
     sources = _accumulators(fn)
     if not sources:
@@ -31,7 +32,7 @@ def keep_gradient_types(fn: Function) -> Function:
     for i in reversed(returns):
         start, returned = _packing(body, i)
         casts = [gast.copy_location(assign(store(acc), call(
-            name(bound_name(env, namer, cast_like)), name(acc), name(sources[acc]))), body[i])
+            name(bound_name(env, namer, keep_float_type)), name(acc), name(sources[acc]))), body[i])
                  for acc in sources if acc in returned]
         body[start:start] = casts
     if len(body) == len(fn.node.body):

@@ -426,10 +426,11 @@ def _cast_like_rule(site: Site):
 def _register_runtime_rules():
     for helper_name in runtime.__all__:
         BATCHERS.setdefault(getattr(runtime, helper_name), _each_rule)
-    BATCHERS[runtime.cast_like] = _cast_like_rule
+    for key in (runtime.cast_like, runtime.keep_float_type):     # read only x's dtype
+        BATCHERS[key] = _cast_like_rule
+        RESULT_FLAGS[key] = lambda flags: flags[0]
     for key in (runtime.einsum_grad, runtime.einsum_tangent, runtime.einsum_grad_tangent):
         BATCHERS[key] = _einsum_derivative_rule
-    RESULT_FLAGS[runtime.cast_like] = lambda flags: flags[0]
     preserving(runtime.zeros_like)
     for key, whole in [(runtime.reduce_sum, sum_examples), (runtime.reduce_mean, mean_examples),
                        (runtime.reduce_max, max_examples), (runtime.reduce_min, min_examples),

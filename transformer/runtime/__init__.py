@@ -29,7 +29,7 @@ from __future__ import annotations
 from .broadcasting import broadcast_like, broadcast_reduced, inside, scatter_add, unbroadcast
 from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
-from .casts import array_copy, own_copy, update_in_place, update_tangent  # noqa: F401
+from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
                            einsum_zeros)
 from .kernels import axis_count

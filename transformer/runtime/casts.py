@@ -65,6 +65,23 @@ def _cast_like_nb(value, x):
     return lambda value, x: target(value)
 
 
+def keep_float_type(value, x):
+    """`value` in the float type of `x`: itself where it already has it (no copy), else
+    converted (a gradient batched by vmap narrowed back to its argument's type)."""
+    dtype = _float_dtype(x)
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == dtype else value.astype(dtype)
+    return cast_like(value, x)
+
+
+@overload(keep_float_type, inline="always")
+def _keep_float_type_nb(value, x):
+    target = as_dtype(_nb_float(x)).type
+    if isinstance(value, types.Array) and as_dtype(value.dtype).type is target:
+        return lambda value, x: value
+    return lambda value, x: cast_like(value, x)
+
+
 def zeros_like(x):
     """Float zeros shaped like ``x``: a scalar for a scalar, else an array; a tuple of
     them for a tuple (the zero tangent of a function returning a tuple)."""
