@@ -26,6 +26,7 @@ XLA's rounding; reached through the primitive registry, not re-exported here).
 
 from __future__ import annotations
 
+from . import example_forms  # noqa: F401  (registers the loop-free per-example forms)
 from .broadcasting import broadcast_like, broadcast_reduced, inside, scatter_add, unbroadcast
 from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)

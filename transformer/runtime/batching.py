@@ -361,7 +361,7 @@ def _dot_left_nb(a, b):
         return lambda a, b: align(a, b) * b
     if _ndim(a) == 2 and _ndim(b) == 2 and _numpy_product(a, b) is not None:
         product = _numpy_product(a, b)                 # vectors times a matrix
-        return lambda a, b: product(a, b)
+        return lambda a, b: product(_contig(a), _contig(b), np.bool_(False))
     if _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(a), _contig(b))
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
@@ -381,7 +381,7 @@ def _dot_right_nb(a, b):
         return lambda a, b: a * align(b, a)
     if _ndim(b) == 2 and _ndim(a) == 2 and _numpy_product(b, a) is not None:
         product = _numpy_product(b, a)                 # matrix times vectors: one product
-        return lambda a, b: product(b, a.T)
+        return lambda a, b: product(_contig(b), _contig(a), np.bool_(True))
     if _ndim(b) == 2 and _ndim(a) == 2:
         return lambda a, b: np.dot(_contig(b), a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
@@ -455,17 +455,22 @@ def _empty3_float32(shape):
     return out
 
 
+# Callers pass C-contiguous matrices (`_contig`) and ask for `b`'s transpose by a flag (an
+# `np.bool_`: a literal True and False would be two signatures), so that each dtype has one
+# compiled form: every layout of the arguments was a compile of its own, and an object-mode
+# block is a second one (about 0.1 s each on a cold first call).
+
 @numba.njit(no_cfunc_wrapper=True)
-def _product_float64(a, b):
+def _product_float64(a, b, transpose_b):
     with numba.objmode(out="float64[:, ::1]"):
-        out = np.ascontiguousarray(a @ b)
+        out = np.ascontiguousarray(a @ (b.T if transpose_b else b))
     return out
 
 
 @numba.njit(no_cfunc_wrapper=True)
-def _product_float32(a, b):
+def _product_float32(a, b, transpose_b):
     with numba.objmode(out="float32[:, ::1]"):
-        out = np.ascontiguousarray(a @ b)
+        out = np.ascontiguousarray(a @ (b.T if transpose_b else b))
     return out
 
 
@@ -476,7 +481,8 @@ def _numpy_empty(dtype):
 
 
 def _numpy_product(a, b):
-    """`a @ b` of two matrices through NumPy when both have one float dtype, else None."""
+    """`product(a, b, transpose_b)`, `a @ b` (or `a @ b.T`) of two C-contiguous matrices
+    through NumPy, when `a` and `b` have one float dtype; else None."""
     if a.dtype != b.dtype:
         return None
     return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
@@ -486,6 +492,8 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
     allocate = _numpy_empty(dtype) or _generic_empty(dtype)
+    if left_batched and right_batched and _ndim(a) == 2 and _ndim(b) == 2:
+        return _outer_of_rows(allocate)         # no reshapes or copies to compile
 
     def impl(a, b):
         size = a.shape[0] if left_batched else b.shape[0]
@@ -504,6 +512,22 @@ def _outer_nb(a, b, left_batched: bool, right_batched: bool):
                     row[j] = left * row_b[j]
         return out
     return impl
+
+
+def _outer_of_rows(allocate):
+    """`outer_both` of two batches of vectors: `out[k] = np.outer(a[k], b[k])`."""
+    def rows(a, b):
+        size, n, m = a.shape[0], a.shape[1], b.shape[1]
+        out = allocate((size, n, m))
+        for k in range(size):
+            row_b = b[k]
+            for i in range(n):
+                left = a[k, i]
+                row = out[k, i]
+                for j in range(m):
+                    row[j] = left * row_b[j]
+        return out
+    return rows
 
 
 def _generic_empty(dtype):

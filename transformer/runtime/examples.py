@@ -125,7 +125,8 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
         return _OVER_EXAMPLES[key]
     label = f"{helper.__name__}_each"
     source = _over_examples_source(label, flags, in_place)
-    scope = {"helper": helper, "batch_empty": batch_empty, "store_example": store_example}
+    scope = {"helper": helper, "batch_empty": batch_empty, "store_example": store_example,
+             "direct": _no_direct_form if in_place else _direct_form(helper, flags)}
     exec(compile(source, f"<batched {helper.__name__}>", "exec"), scope)
     python = scope[label]
     python.__doc__ = f"`{helper.__name__}` of each example (batched arguments: {flags})."
@@ -141,6 +142,20 @@ def over_examples(helper, flags: tuple, in_place: bool = False):
 
 
 _OVER_EXAMPLES: dict = {}
+DIRECT_FORMS: dict = {}     # (helper, flags) -> chooser of a loop-free form (example_forms)
+
+
+def _no_direct_form(*types_):
+    return None
+
+
+def _direct_form(helper, flags):
+    """The typer's first choice: a loop-free form (`example_forms`) where the argument
+    types allow one, looked up when typing (forms register after the loops are made)."""
+    def choose(*types_):
+        chooser = DIRECT_FORMS.get((helper, flags))
+        return chooser(*types_) if chooser is not None else None
+    return choose
 
 
 def store_example(out, k, value):
@@ -190,7 +205,8 @@ def _over_examples_source(label: str, flags: tuple, in_place: bool) -> str:
                 f"    for k in range(1, {first}.shape[0]):\n"
                 f"        store_example(out, k, helper({args_at('k')}))\n"
                 f"    return out\n")
-    return f"def {label}({params}):\n{body}def typer({params}):\n    return {label}\n"
+    return (f"def {label}({params}):\n{body}"
+            f"def typer({params}):\n    return direct({params}) or {label}\n")
 
 
 def _example_of(value: str, flag, index) -> str:
@@ -259,7 +275,7 @@ def _grad_left_fixed_nb(g, a, b):
 def _grad_right_nb(g, a, b):
     if _ndim(a) == 2 and _ndim(g) == 2 and _numpy_product(g, a) is not None:
         product = _numpy_product(g, a)
-        return lambda g, a, b: product(g, a)
+        return lambda g, a, b: product(_contig(g), _contig(a), np.bool_(False))
     if _ndim(a) == 2 and _ndim(g) == 2:
         return lambda g, a, b: np.dot(_contig(g), _contig(a))
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
