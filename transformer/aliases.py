@@ -83,11 +83,16 @@ def _held_arrays(fn: Function, leave_out=None) -> dict[str, set[str]]:
 
 def _links(fn: Function, leave_out=None):
     returned_only = _returned_only(fn)
+    tuples = _tuples_bound_once(fn)
     for node in walk(fn.node):
         if node is leave_out:
             continue
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            item = _constant_item(node.value, tuples)
             sources = view_sources(fn, node.value)
+            if item is not None and (isinstance(item, gast.Constant) or
+                                     view_sources(fn, item)):
+                sources = view_sources(fn, item)   # a new array inline: `t`'s, as before
             # a tuple that is only returned (a jvp's `(y, dy)`) makes no name share its
             # items' arrays: linking through it would join the items to each other
             if isinstance(node.value, (gast.Tuple, gast.List)) and \
@@ -100,6 +105,40 @@ def _links(fn: Function, leave_out=None):
             sources = view_sources(fn, node.iter)
             if sources:
                 yield node.target.id, sources
+
+
+def _tuples_bound_once(fn: Function) -> dict:
+    """Names bound once in `fn`, to a tuple display without a starred item -> that tuple."""
+    bindings: dict[str, list] = {}
+    for node in walk(fn.node):
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            bindings.setdefault(node.id, []).append(node)
+    tuples = {}
+    for node in walk(fn.node):
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], gast.Name) and \
+                isinstance(node.value, gast.Tuple) and \
+                not any(isinstance(e, gast.Starred) for e in node.value.elts) and \
+                bindings.get(node.targets[0].id) == [node.targets[0]]:
+            tuples[node.targets[0].id] = node.value
+    return tuples
+
+
+def _constant_item(value, tuples: dict):
+    """The item `value`, a constant index into a tuple of `tuples` (`t[1]`, `t[-1]`),
+    selects (a tuple cannot change its items, so `r = t[1]` holds only what `t`'s second
+    item holds); None for any other value."""
+    if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name) and
+            value.value.id in tuples):
+        return None
+    index, sign = value.slice, 1
+    if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub):
+        index, sign = index.operand, -1
+    if not (isinstance(index, gast.Constant) and type(index.value) is int):
+        return None
+    items = tuples[value.value.id].elts
+    i = sign * index.value
+    return items[i] if -len(items) <= i < len(items) else None
 
 
 def _returned_only(fn: Function) -> set[str]:
