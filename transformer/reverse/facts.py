@@ -247,13 +247,25 @@ class BodyFacts:
                 var = read.targets[0].id
                 overlap = not (direct and isinstance(read.value, gast.Subscript)) or \
                     _may_overlap(read.value.slice, index)
+                # `var` may still be the view at the write (bound in a branch, say) and
+                # a use after it may see the write: checked at run time (`var` must be
+                # bound on every path to the write, for the check to read it)
                 if base == written and self.order[id(read)] < at and overlap and \
-                        len(self.defs.get(var, [])) == 1 and \
-                        self.chain_of[id(write)][:len(self.chain_of[id(read)])] == \
-                        self.chain_of[id(read)] and \
-                        any(self.order[id(u)] > at for u in self.loads.get(var, [])):
+                        self._bound_at(var, write) and \
+                        any(self.order[id(u)] > at and
+                            not _rebound_between(self, var, read, write, u)
+                            for u in self.loads.get(var, [])):
                     checks.setdefault(id(write), []).append(var)
         return checks
+
+    def _bound_at(self, var: str, stmt) -> bool:
+        """Whether `var` is bound on every path to `stmt`: a parameter, or assigned before
+        it in a block around it."""
+        if var in self.fn.params:
+            return True
+        at, chain = self.order[id(stmt)], self.chain_of[id(stmt)]
+        return any(self.order.get(id(d), at) < at and id(d) in self.chain_of and
+                   _encloses(self.chain_of[id(d)], chain) for d in self.defs.get(var, []))
 
     def _write_site(self, stmt):
         """(array, index) an in-place write `y[i] = v` or `y = accumulated(y, i, v)`
@@ -390,6 +402,31 @@ def _exposed(stmts, defined: set) -> tuple[set, set]:
             if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
                 defined.add(stmt.targets[0].id)
     return exposed, defined
+
+
+def _rebound_between(analysis, var, read, write, load) -> bool:
+    """Whether another assignment of `var` runs after `write` and before `load` on every
+    path from one to the other: it sits before the load in a block around it and after
+    the write, so any path from the write enters that block, or goes on in it, through
+    the assignment. (A write after the load in a loop around an assignment outside it
+    reaches the load on the next trip: not counted.)"""
+    order = analysis.order.get(id(load))
+    chain = analysis.chain_of.get(id(load))
+    if order is None or chain is None:
+        return False
+    wrote = analysis.order[id(write)]
+    for other in analysis.defs.get(var, []):
+        at = analysis.order.get(id(other))
+        if other is read or at is None or id(other) not in analysis.chain_of:
+            continue
+        if wrote < at < order and \
+                _encloses(analysis.chain_of[id(other)], chain):
+            return True
+    return False
+
+
+def _encloses(outer: tuple, inner: tuple) -> bool:
+    return inner[:len(outer)] == outer
 
 
 def _may_overlap(read_index, write_index) -> bool:

@@ -14,7 +14,7 @@ import gast
 
 from codegen import emit
 
-from .facts import _may_overlap
+from .facts import _encloses, _may_overlap, _rebound_between
 
 
 def view_copies(analysis, reverse_reads: set) -> set:
@@ -86,28 +86,3 @@ def _copy_keeps_primal(analysis, read, writes) -> bool:
                     analysis.chain_of[id(read)], analysis.chain_of.get(id(load), ()))):
                 return False
     return True
-
-
-def _rebound_between(analysis, var, read, write, load) -> bool:
-    """Whether another assignment of `var` runs after `write` and before `load` on every
-    path from one to the other: it sits before the load in a block around it and after
-    the write, so any path from the write enters that block, or goes on in it, through
-    the assignment. (A write after the load in a loop around an assignment outside it
-    reaches the load on the next trip: not counted.)"""
-    order = analysis.order.get(id(load))
-    chain = analysis.chain_of.get(id(load))
-    if order is None or chain is None:
-        return False
-    wrote = analysis.order[id(write)]
-    for other in analysis.defs.get(var, []):
-        at = analysis.order.get(id(other))
-        if other is read or at is None or id(other) not in analysis.chain_of:
-            continue
-        if wrote < at < order and \
-                _encloses(analysis.chain_of[id(other)], chain):
-            return True
-    return False
-
-
-def _encloses(outer: tuple, inner: tuple) -> bool:
-    return inner[:len(outer)] == outer
