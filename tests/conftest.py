@@ -36,18 +36,40 @@ def pytest_addoption(parser):
 # A parametrized test keeps this many of its cases in the quick set: the first, the last and
 # ones evenly between. Each case is a separate program or input, and most compile, so a
 # corpus of 150 cases would otherwise take the quick set's whole budget; --runslow runs all.
-QUICK_CASES = 3
+# SECANT_QUICK_CASES changes it (CI's Python 3.10 run keeps one: it checks the interpreter,
+# and the corpora run in full under --runslow beside it).
+QUICK_CASES = int(os.environ.get("SECANT_QUICK_CASES", "3"))
+
+# The files with the longest single tests (drawn-program hunts, whole-corpus compiles), in
+# the order --runslow starts them: pytest-xdist hands out files in collection order, and a
+# file of ten minutes handed out last keeps one core busy after the other has finished.
+LONGEST_FILES_FIRST = (
+    "tests/reverse/test_write_hunt.py",
+    "tests/corpus/test_differential.py",
+    "tests/reverse/test_grad_corpus.py",
+    "tests/corpus/test_array_programs_against_jax.py",
+    "tests/batching/test_vmap_writes.py",
+    "tests/reverse/test_reverse_over_reverse.py",
+    "tests/api/test_nested_transforms.py",
+)
 
 
 @pytest.hookimpl(trylast=True)    # after -k/-m deselection: sample what was selected
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--runslow"):
+        _start_longest_files_first(config, items)
         return
     slow = pytest.mark.skip(reason="slow: run with pytest --runslow")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(slow)
     _sample_parametrized_cases([item for item in items if "slow" not in item.keywords])
+
+
+def _start_longest_files_first(config, items):
+    rank = {os.path.join(str(config.rootpath), name): k
+            for k, name in enumerate(LONGEST_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(str(item.path), len(rank)))   # stable: else as collected
 
 
 def _sample_parametrized_cases(items):
@@ -60,7 +82,7 @@ def _sample_parametrized_cases(items):
         n = len(cases)
         if n <= QUICK_CASES:
             continue
-        kept = {round(k * (n - 1) / (QUICK_CASES - 1)) for k in range(QUICK_CASES)}
+        kept = {round(k * (n - 1) / max(QUICK_CASES - 1, 1)) for k in range(QUICK_CASES)}
         reason = f"one of {n} cases of this test; pytest --runslow runs every case"
         for k, item in enumerate(cases):
             if k not in kept:

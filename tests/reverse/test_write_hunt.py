@@ -39,7 +39,7 @@ def test_drawn_write_programs_quick(tmp_path):
 
 @pytest.mark.slow
 def test_drawn_write_programs_every_check(tmp_path):
-    _hunt(tmp_path, 150, [c for c in CHECKS if c != "jit_cpu"], 7)
+    _hunt(tmp_path, 50, [c for c in CHECKS if c != "jit_cpu"], 7)
 
 
 @pytest.mark.slow

@@ -1,0 +1,57 @@
+"""The test configuration (tests/conftest.py): the quick set's sampling of parametrized
+cases, SECANT_QUICK_CASES, and --runslow starting the longest files first."""
+import os
+
+import conftest
+
+
+class _Item:
+    """Just what the sampling reads of a collected test."""
+
+    def __init__(self, path, name, case):
+        self.path, self.originalname, self.callspec = path, name, case
+        self.keywords, self.marks = {}, []
+
+    def add_marker(self, mark):
+        self.marks.append(mark)
+
+
+def _kept(n, quick_cases, monkeypatch):
+    monkeypatch.setattr(conftest, "QUICK_CASES", quick_cases)
+    items = [_Item("t.py", "test_f", k) for k in range(n)]
+    conftest._sample_parametrized_cases(items)
+    return [item.callspec for item in items if not item.marks]
+
+
+def test_the_quick_set_keeps_the_first_the_last_and_one_between(monkeypatch):
+    assert _kept(10, 3, monkeypatch) == [0, 4, 9]   # round(4.5) is 4
+    assert _kept(3, 3, monkeypatch) == [0, 1, 2]
+
+
+def test_one_quick_case_keeps_the_first_of_each_test(monkeypatch):
+    assert _kept(10, 1, monkeypatch) == [0]
+    assert _kept(1, 1, monkeypatch) == [0]
+
+
+def test_every_longest_file_exists():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    missing = [name for name in conftest.LONGEST_FILES_FIRST
+               if not os.path.isfile(os.path.join(root, name))]
+    assert not missing
+
+
+def test_runslow_starts_the_longest_files_first():
+    class Config:
+        rootpath = "/repo"
+
+    class Item:
+        def __init__(self, path):
+            self.path = path
+
+    first, second = conftest.LONGEST_FILES_FIRST[:2]
+    items = [Item("/repo/tests/a.py"), Item(f"/repo/{second}"), Item("/repo/tests/b.py"),
+             Item(f"/repo/{first}")]
+    conftest._start_longest_files_first(Config, items)
+    assert [item.path for item in items] == [f"/repo/{first}", f"/repo/{second}",
+                                             "/repo/tests/a.py", "/repo/tests/b.py"]
+
