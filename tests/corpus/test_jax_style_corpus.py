@@ -129,7 +129,10 @@ def test_value_and_grad_agree_with_jax(name, jax_module):
     assert_tree_close(grad(case.numpy)(*args), theirs, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("name", sweep(HESSIAN))
+# every other Hessian program against JAX (each is a JAX trace of seconds on CI's machine);
+# test_hessian_matches_finite_differences checks all of them
+@pytest.mark.parametrize("name", sweep([n for k, n in enumerate(HESSIAN)
+                                        if k % 2 == 0 or n in QUICK]))
 def test_hessian_agrees_with_jax(name, jax_module):
     case = CASES[name]
     args = args_of(case)

@@ -2,7 +2,20 @@
 cases, SECANT_QUICK_CASES, and --runslow starting the longest files first."""
 import os
 
-import conftest
+import pytest
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def conftest(request):
+    """tests/conftest.py as pytest loaded it (`import conftest` may find another directory's
+    conftest.py, which pytest loads under the same name)."""
+    wanted = os.path.join(TESTS, "conftest.py")
+    for plugin in request.config.pluginmanager.get_plugins():
+        if os.path.abspath(getattr(plugin, "__file__", "") or "") == wanted:
+            return plugin
+    raise LookupError(f"pytest has not loaded {wanted}")
 
 
 class _Item:
@@ -16,31 +29,31 @@ class _Item:
         self.marks.append(mark)
 
 
-def _kept(n, quick_cases, monkeypatch):
+def _kept(conftest, n, quick_cases, monkeypatch):
     monkeypatch.setattr(conftest, "QUICK_CASES", quick_cases)
     items = [_Item("t.py", "test_f", k) for k in range(n)]
     conftest._sample_parametrized_cases(items)
     return [item.callspec for item in items if not item.marks]
 
 
-def test_the_quick_set_keeps_the_first_the_last_and_one_between(monkeypatch):
-    assert _kept(10, 3, monkeypatch) == [0, 4, 9]   # round(4.5) is 4
-    assert _kept(3, 3, monkeypatch) == [0, 1, 2]
+def test_the_quick_set_keeps_the_first_the_last_and_one_between(conftest, monkeypatch):
+    assert _kept(conftest, 10, 3, monkeypatch) == [0, 4, 9]   # round(4.5) is 4
+    assert _kept(conftest, 3, 3, monkeypatch) == [0, 1, 2]
 
 
-def test_one_quick_case_keeps_the_first_of_each_test(monkeypatch):
-    assert _kept(10, 1, monkeypatch) == [0]
-    assert _kept(1, 1, monkeypatch) == [0]
+def test_one_quick_case_keeps_the_first_of_each_test(conftest, monkeypatch):
+    assert _kept(conftest, 10, 1, monkeypatch) == [0]
+    assert _kept(conftest, 1, 1, monkeypatch) == [0]
 
 
-def test_every_longest_file_exists():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+def test_every_longest_file_exists(conftest):
+    root = os.path.dirname(TESTS)
     missing = [name for name in conftest.LONGEST_FILES_FIRST
                if not os.path.isfile(os.path.join(root, name))]
     assert not missing
 
 
-def test_runslow_starts_the_longest_files_first():
+def test_runslow_starts_the_longest_files_first(conftest):
     class Config:
         rootpath = "/repo"
 
