@@ -360,6 +360,11 @@ class _Statements(gast.NodeTransformer):
                                                                 *lengths)
             return prologue, length, gast.Tuple(
                 elts=[subscript(name(s), name(index)) for s in seqs], ctx=gast.Load())
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) and \
+                it.func.attr in ("items", "keys", "values") and not it.args and \
+                resolve(self.fn, it.func, None) is None:
+            # a dict's view has a length but no index: its items as a list
+            it = located(call(name(self.builtin(list)), it), it)
         seq = bind(it, "seq")
         return prologue, call(name(self.builtin(len)), name(seq)), \
             subscript(name(seq), name(index))

@@ -46,6 +46,7 @@ from . import basis, runtime, templates
 from .anf import anf
 from .callbacks import refuse_in_vjp_rule
 from .checkpoint_names import refuse_saved_stack
+from .errors import effect_hint
 from .aliases import (argument_write_hint, write_through, writes_read_by_caller,
                       written_alias_groups, written_params, written_params_of_source)
 from .desugar import desugar, numpy_name, view_sources
@@ -601,9 +602,9 @@ class _Forward:
                 return
             if kind == "callback":                           # JAX's words (io_callback)
                 raise self.fn.origin.error(stmt, registry.reason(callee, "jvp"))
+            hint = effect_hint(value, "return the new value from the function and assign it")
             raise self.fn.origin.error(stmt, "a call whose result is unused cannot be "
-                                       "differentiated (it may modify its arguments in place)",
-                                       "return the new value from the function and assign it")
+                                       "differentiated (it may modify its arguments)", hint)
 
 
 # ---------------------------------------------------------------- helpers

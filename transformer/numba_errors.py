@@ -90,7 +90,8 @@ _UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*
 _MIXED_LIST = re.compile(r"literal list|LiteralList|BoundFunction\(list\.\w+ for list\(")
 _MIXED_LIST_HINT = ("Numba gives a list one item type; secant compiles a list as a tuple "
                     "where the function that builds it only reads it at constant indices "
-                    "(lst[0]), unpacks it (a, b = lst), measures it (len) or returns it: "
+                    "(lst[0]), unpacks it (a, b = lst), measures it (len), loops over it (a "
+                    "`for` without break) or returns it: "
                     "use it that way there (pass the items, not the list), write a new tuple "
                     "instead of changing an item (t = (v, t[1])), or keep the floats and the "
                     "arrays in lists of their own; jit(..., backend='python') runs it as it "

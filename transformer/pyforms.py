@@ -16,6 +16,9 @@ TransformError:
   the enclosing function's, read when it is called, as Python's closures read them;
 - `f(*t)` with `t` of a length the source states is `f(t[0], ..., t[n-1])`, and a call of
   a module-level helper that forwards `*args` is its returned expression;
+- a `for` over a list, tuple or dict the function builds from a literal (`for w in ws`,
+  `for k, v in d.items()`) is written out, one copy of the body per item
+  (`transformer.container_loops`);
 - a dict bound once to a literal with constant keys and read only by constant keys
   (`d["a"]`, what a dict comprehension over a literal leaves) is one variable per key;
 - `first, *rest = (a, b, c)` over such a sequence binds each name to its item and the
@@ -42,6 +45,7 @@ from .function_values import bind_function_values
 from .local_functions import LocalFunction, definition, instance
 from .names import Namer
 from .nodes import copy_tree, walk
+from .container_loops import unroll_container_loops
 from .star_helpers import inline_star_helpers
 from .syntax import (
     assign,
@@ -76,6 +80,7 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
     # names the first pass bound to the lists it unrolled: `np.sum(pairs)` sees them now
     node = _Comprehensions(fn, _literal_bindings(node), numpy).visit(node)
     node = _inline_local_functions(fn, node)
+    node = unroll_container_loops(fn, node)
     _split_local_dicts(node, Namer.for_function(fn))
     return fn.replace(node=node)
 

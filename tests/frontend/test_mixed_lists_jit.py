@@ -206,8 +206,17 @@ def test_a_returned_list_converts_only_where_the_caller_gets_a_list_back():
 
 # ---------------------------------------------------------------- refusals
 
+def test_a_mixed_list_iterated_compiles():
+    # the loop is written out (`transformer.container_loops`), so the list is read at
+    # constant indices and compiles as a tuple; Numba refused it before
+    np.testing.assert_allclose(jit(iterated)(X), iterated(X), rtol=1e-12)
+    np.testing.assert_allclose(jit(grad(iterated))(X), numerical_grad(iterated, (X,)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(jit(vmap(iterated))(BATCH), [iterated(r) for r in BATCH],
+                               rtol=1e-12)
+
+
 @pytest.mark.parametrize("f, line", [(item_assigned, "lst[0] = 2.0"),
-                                     (iterated, "for v in lst:"),
                                      (appended, "lst.append(np.tanh(x))")],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_a_mixed_list_used_otherwise_is_refused_at_the_users_line(f, line):

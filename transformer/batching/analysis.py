@@ -33,7 +33,8 @@ from ..param_updates import updates_in_place
 from ..rules import batching as rules
 from ..runtime import update_in_place
 from .gradient_types import keep_gradient_types
-from .flags import IDENTITY, Each, Spec, _line, any_batched, batched_leaves, child, join
+from .flags import (IDENTITY, Each, Spec, _line, any_batched, any_item, batched_leaves, child,
+                    join)
 
 # ====================================================================== analysis
 
@@ -219,6 +220,14 @@ class Analysis:
             base = self.expr(node.value)
             if isinstance(node.slice, gast.Constant) and not isinstance(base, bool):
                 return child(base, node.slice.value)
+            if isinstance(base, (tuple, dict, Each)):
+                # an item of a list or tuple at a run-time index (`for v in lst`)
+                item = any_item(base)
+                if item is None or self.index_flag(node.slice):
+                    self.why("a list or tuple holding batched values is indexed at a "
+                             "run-time index", node)
+                    return any_batched(base)
+                return item
             return any_batched(base) or self.index_flag(node.slice)
         if isinstance(node, gast.Call):
             return self.call(node)
@@ -227,6 +236,13 @@ class Analysis:
     def call(self, node):
         flags = [self.expr(a) for a in node.args] + [self.expr(k.value) for k in node.keywords]
         target = resolve(self.fn, node.func, None)
+        if target is None and isinstance(node.func, gast.Attribute) and \
+                any_batched(self.expr(node.func.value)):
+            # a method of a list or dict holding batched values (`d.get("a")`,
+            # `lst.pop()`): no rule says which example's items it returns
+            self.why(f"the method .{node.func.attr}() of a value holding batched values",
+                     node)
+            return True
         kind = _collective_kind(target)
         if kind is not None and self.axis_name is not None and \
                 _axis_name_of(node) == self.axis_name:

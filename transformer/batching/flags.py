@@ -57,6 +57,18 @@ def join(a, b):
         return True
     if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
         return tuple(join(x, y) for x, y in zip(a, b))
+    if isinstance(a, (tuple, Each)) and isinstance(b, (tuple, Each)):
+        # lists or tuples of different lengths (`ws = [a, b]` on one path, `[c]` on
+        # another): a container whose every item may have any of their flags
+        items = []
+        for flag in (a, b):
+            items.extend((flag.flag,) if isinstance(flag, Each) else flag)
+        if not items:
+            return Each(False)
+        joined = items[0]
+        for item in items[1:]:
+            joined = join(joined, item)
+        return Each(joined)
     if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
         return {k: join(a[k], b[k]) for k in a}
     if a is False:
@@ -99,6 +111,17 @@ def child(flag, key):
     if isinstance(flag, dict) and key in flag:
         return flag[key]
     return any_batched(flag)
+
+
+def any_item(flag):
+    """The flag of `container[i]` for an index known only at run time: the items' flag
+    where every item has the same one, else None (which item is read decides)."""
+    if isinstance(flag, Each):
+        return flag.flag
+    items = tuple(flag) if isinstance(flag, tuple) else tuple(flag.values())
+    if items and all(item == items[0] for item in items):
+        return items[0]
+    return None
 
 
 # ====================================================================== specification

@@ -31,7 +31,7 @@ from .analysis import (
     param_flags,
 )
 from .emitter import _METADATA, _OPERANDS, _batch_reads, _Emitter, _holds_identity, _statements
-from .flags import IDENTITY, NeedsLoop, Spec, _Identity, any_batched, example_items
+from .flags import IDENTITY, Each, NeedsLoop, Spec, _Identity, any_batched, example_items
 
 # ====================================================================== vectorize
 
@@ -372,6 +372,10 @@ class _Vectorizer(_Emitter):
         if isinstance(index, gast.Constant) and not isinstance(base_flag, bool):
             return node                 # an element of a tuple or dict of batched values
         index_batched = self.analysis.index_flag(index)
+        if isinstance(base_flag, (tuple, dict, Each)):
+            # an item of a list or tuple at a run-time index: the analysis took the loop
+            # unless every item has one flag and the index is the same in every example
+            return node
         if not any_batched(base_flag):
             if not index_batched:
                 return node

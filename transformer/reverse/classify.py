@@ -19,6 +19,7 @@ from codegen.backends import is_user_function
 
 from .. import activity, tape
 from ..checkpoint_names import refuse_saved_stack
+from ..errors import effect_hint
 from ..function import resolve
 from ..nodes import walk
 from ..primitives import registry
@@ -130,8 +131,9 @@ class Classify(BodyFacts):
             if set(_names(receiver + stmt.value.args)) & varied:
                 raise self.fn.origin.error(
                     stmt, "reverse mode cannot differentiate a call made for its effect on "
-                    "a differentiated value", "assign its result, or use forward mode over "
-                    "it (jacfwd)")
+                    "a differentiated value", effect_hint(stmt.value, "assign its result, "
+                                                          "or use forward mode over it "
+                                                          "(jacfwd)"))
 
     def refuse_tuples_passed_on(self, flows) -> None:
         """A tuple built here (`t = (a, b)`) carries no derivative through the analysis: its
@@ -159,6 +161,15 @@ class Classify(BodyFacts):
             passed = set(prim.sources) & tuplish
             if passed and prim.kind == "opaque" and is_runtime_helper(prim.key):
                 raise helper_gradient_error(self.fn, stmt, prim.key)
+            if passed and prim.kind == "template" and prim.key == "getitem":
+                raise self.fn.origin.error(
+                    stmt, "a list or tuple of differentiated values is read at a run-time "
+                    "index here; reverse mode follows its items only where they are read "
+                    "with constant indices or returned",
+                    "a `for` loop over a list or tuple the function builds is written out "
+                    "when its body has no `break`, `continue` or `return`; else read the "
+                    "items with constant indices (`ws[0]`), or stack them into one array "
+                    "(`np.stack(ws)`) and index that")
             if passed and prim.kind not in ("copy", "tuple"):
                 raise self.fn.origin.error(
                     stmt, "a tuple of differentiated values is passed on whole "
@@ -194,6 +205,10 @@ class Classify(BodyFacts):
                 # the rule of the call reads this item's adjoint itself (see `expand`)
                 return Prim("item", t, (value.value.id,), value.slice.value)
             element = self.tuple_element(value)
+            if isinstance(element, gast.Tuple):
+                # an item that is itself a tuple (`p = pairs[0]` of `pairs = [(a, b), ...]`):
+                # a tuple of the same items, read item by item through `literal_tuple`
+                return Prim("tuple", t, (), args=element.elts)
             if element is not None:
                 return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
                     else Prim("none", t)
@@ -272,24 +287,30 @@ class Classify(BodyFacts):
         kind = "template" if has_adjoint(key) else "opaque"
         return Prim(kind, t, sources, key, args, keywords)
 
-    def literal_tuple(self, atom):
-        """A name bound once to a tuple literal, as that literal (templates want it so)."""
-        if isinstance(atom, gast.Name):
+    def literal_tuple(self, atom, seen=frozenset()):
+        """A name bound once to a tuple literal, as that literal (templates want it so);
+        also a name bound once to an item of one that is itself a tuple (`p = pairs[0]`)."""
+        if isinstance(atom, gast.Name) and atom.id not in seen:
             defs = self.defs.get(atom.id, [])
             if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
+                    isinstance(defs[0].value, gast.Subscript):
+                element = self.tuple_element(defs[0].value, seen | {atom.id})
+                if isinstance(element, gast.Tuple):
+                    return element
+            if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
                     isinstance(defs[0].value, (gast.Tuple, gast.List)):
-                return gast.Tuple(elts=[self.literal_tuple(e) for e in defs[0].value.elts],
-                                  ctx=gast.Load())
+                return gast.Tuple(elts=[self.literal_tuple(e, seen | {atom.id})
+                                        for e in defs[0].value.elts], ctx=gast.Load())
             if len(defs) == 1 and isinstance(defs[0], gast.Assign) and \
                     isinstance(defs[0].value, gast.Name) and defs[0].value.id != atom.id:
                 # `retval = pair` (an early-return lowering) aliases the tuple literal
-                literal = self.literal_tuple(defs[0].value)
+                literal = self.literal_tuple(defs[0].value, seen | {atom.id})
                 if isinstance(literal, gast.Tuple):
                     return literal
         return atom
 
-    def tuple_element(self, value):
-        literal = self.literal_tuple(value.value)
+    def tuple_element(self, value, seen=frozenset()):
+        literal = self.literal_tuple(value.value, seen)
         index = value.slice
         if isinstance(literal, gast.Tuple) and isinstance(index, gast.Constant) and \
                 isinstance(index.value, int) and -len(literal.elts) <= index.value < \

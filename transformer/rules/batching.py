@@ -321,7 +321,8 @@ def _ravel(site: Site):
 @batcher(len)
 def _len(site: Site):
     if site.items and not isinstance(site.items[0], bool):
-        # a list or tuple holding batched values: its length is its item count
+        # a list or tuple holding batched values (a tuple of flags, or None where its
+        # items do not split into examples): its length is its item count
         return gast.Call(func=site.ref(len), args=[site.args[0]], keywords=[]), False
     return subscript(gast.Attribute(value=site.args[0], attr="shape", ctx=gast.Load()),
                      const(1)), False

@@ -113,6 +113,9 @@ def check_not_view(value, array, label, source, where=""):
 _VIEW_HINT = "copy the value where it is read from the array: `v = a[...].copy()`"
 _SHARED_HINT = ("make one of the two names its own array where it is assigned from the "
                 "other: `y = z.copy()`")
+_ITEM_HINT = ("make the updated name its own array where it is taken from the list or "
+              "tuple: `c = lst[i].copy()`; or rebind instead of updating in place "
+              "(`c = c * ...`)")
 
 
 @overload(check_not_view)
@@ -131,24 +134,88 @@ def _check_not_view_nb(value, array, label, source, where=""):
 def check_not_shared(other, array, label, source, where=""):
     """Raise when `other` (named `label`) holds memory of `array` (named `source`), which
     an augmented assignment updates in place: reverse mode rebinds `source` instead, so
-    `other` would not change. `where` is the user's `file:line:col` of the update."""
-    if isinstance(other, np.ndarray) and isinstance(array, np.ndarray) and \
-            np.shares_memory(other, array):
+    `other` would not change. `other` may be a list or tuple (or a dict) whose items hold
+    the array (`c = lst[1]; c *= 2` changes `lst[1]`). `where` is the user's
+    `file:line:col` of the update."""
+    if not isinstance(array, np.ndarray):
+        return
+    if isinstance(other, np.ndarray) and np.shares_memory(other, array):
         raise ValueError(_located(where, f"{label!r} shares its array with {source!r}, "
                                   "updated in place (+=, -=, ...); reverse mode needs a copy",
                                   copy_hint(source, label, either=True)))
+    if isinstance(other, (list, tuple, dict)) and _holds_memory_of(other, array):
+        raise ValueError(_located(where, f"an item of {label!r} shares its array with "
+                                  f"{source!r}, updated in place (+=, -=, ...); reverse mode "
+                                  "needs a copy", _item_copy_hint(source, label)))
+
+
+def _holds_memory_of(value, array) -> bool:
+    """Whether `value`, an array or a (nested) list, tuple or dict of them, holds memory of
+    `array`."""
+    if isinstance(value, np.ndarray):
+        return bool(np.shares_memory(value, array))
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_memory_of(item, array) for item in value)
+    return False
+
+
+def _item_copy_hint(name: str, container: str) -> str:
+    return (f"make {name!r} its own array where it is taken from {container!r}: "
+            f"`{name} = {container}[i].copy()`, or `{name} = {name}.copy()` right after "
+            "unpacking; or rebind instead of updating in place "
+            f"(`{name} = {name} * ...`)")
+
+
+def overlaps(other, array):
+    """Compiled code only: whether `other` (an array, or a list or tuple of them) and the
+    array `array` share memory (their address ranges overlap)."""
+    return _holds_memory_of(other, array)
+
+
+@overload(overlaps)
+def _overlaps_nb(other, array):
+    if isinstance(other, types.Array):
+        def impl(other, array):
+            a, b = other.ctypes.data, array.ctypes.data
+            return a < b + array.size * array.itemsize and b < a + other.size * other.itemsize
+        return impl
+    if isinstance(other, (types.UniTuple, types.List)):
+        def impl(other, array):
+            for item in other:
+                if overlaps(item, array):
+                    return True
+            return False
+        return impl
+    if isinstance(other, types.BaseTuple):
+        # items of several types: one call per item, written out
+        terms = " or ".join(f"overlaps(other[{i}], array)" for i in range(len(other)))
+        namespace = {"overlaps": overlaps}
+        exec(f"def impl(other, array):\n    return {terms or 'False'}\n", namespace)
+        return namespace["impl"]
+    if isinstance(other, (types.Number, types.Boolean, types.NoneType)):
+        return lambda other, array: False
+    raise TypingError(f"secant cannot check whether a {other} shares an array updated in "
+                      "place")
 
 
 @overload(check_not_shared)
 def _check_not_shared_nb(other, array, label, source, where=""):
-    if not (isinstance(other, types.Array) and isinstance(array, types.Array)):
+    if not isinstance(array, types.Array) or \
+            isinstance(other, (types.Number, types.Boolean, types.NoneType)):
         return lambda other, array, label, source, where="": None
+    message = ("an array updated in place (+=, -=, ...) is shared with another name; "
+               "reverse mode needs a copy")
+    hint = _SHARED_HINT
+    if not isinstance(other, types.Array):
+        message = ("an array updated in place (+=, -=, ...) is shared with an item of a "
+                   "list or tuple; reverse mode needs a copy")
+        hint = _ITEM_HINT
 
     def impl(other, array, label, source, where=""):
-        a, b = other.ctypes.data, array.ctypes.data
-        if a < b + array.size * array.itemsize and b < a + other.size * other.itemsize:
-            raise ValueError(where, "an array updated in place (+=, -=, ...) is shared "
-                             "with another name; reverse mode needs a copy", _SHARED_HINT)
+        if overlaps(other, array):
+            raise ValueError(where, message, hint)
     return impl
 
 
