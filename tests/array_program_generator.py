@@ -13,7 +13,8 @@ A program is a module holding a helper function and four entry points over the a
 Every variable has a shape known when drawn, from SHAPES; each statement draws an operation
 whose operand shapes are at hand (elementwise math on safe domains, broadcasting, reductions
 with axis/keepdims, matmul/dot/outer/einsum, reshape/transpose/swapaxes/expand_dims/squeeze,
-concatenate/stack, static indexing, a static `if`/`for`, the helper). No writes.
+concatenate/stack, static indexing, a static `if`/`for`, the helper, a list, tuple or dict
+built and iterated or read at constant indices). No writes.
 """
 from __future__ import annotations
 
@@ -177,11 +178,50 @@ def _contraction(draw, env):
     return draw(st.sampled_from(options))
 
 
+def _container(draw, env, name, src):
+    """A list, tuple or dict built here and read the ways JAX users read one: iterated
+    (`for v in items`, `enumerate`, `.items()`, `.values()`, `for k in d: d[k]`), as
+    pairs, or at constant indices of a nested tuple. Lines and the result's shape."""
+    shape = env[src]
+    same = [n for n, s in env.items() if s == shape]
+    a, b = draw(st.sampled_from(same)), draw(st.sampled_from(same))
+    kind = draw(st.sampled_from(("list", "tuple", "enumerate", "items", "values", "keys",
+                                 "pairs", "nested")))
+    items = f"{name}_items"
+    start = f"{name} = {src} * 0.25"
+    if kind in ("list", "tuple"):
+        literal = f"[{a}, {_unary(draw, b)}, {src}]" if kind == "list" else \
+            f"({a}, {_unary(draw, b)})"
+        return [f"{items} = {literal}", start, f"for v in {items}:",
+                f"    {name} = {name} + {{np}}.tanh(v) * 0.5"], shape
+    if kind == "enumerate":
+        return [f"{items} = [{a}, {_unary(draw, b)}]", start,
+                f"for k, v in enumerate({items}):",
+                f"    {name} = {name} * (k + 0.5) + v * {items}[k]"], shape
+    if kind in ("items", "values", "keys"):
+        lines = [f'{items} = {{"p": {a}, "qq": {_unary(draw, b)}}}', start]
+        if kind == "items":
+            return lines + [f"for key, v in {items}.items():",
+                            f"    {name} = {name} + v * len(key)"], shape
+        if kind == "values":
+            return lines + [f"for v in {items}.values():",
+                            f"    {name} = {name} - {{np}}.sin(v)"], shape
+        return lines + [f"for key in {items}:",
+                        f"    {name} = {name} + {items}[key] * 0.5"], shape
+    if kind == "pairs":
+        return [f"{items} = [({a}, 0.5), ({_unary(draw, b)}, 2.0)]", start,
+                f"for v, scale in {items}:",
+                f"    {name} = {name} + v * scale"], shape
+    return [f"{items} = (({a}, 1.5), ({_unary(draw, b)}, ({src}, 0.5)))",
+            f"{name} = {items}[1][1][0] * {items}[1][1][1] + {items}[0][0] * {items}[0][1]"
+            f" - {items}[1][0]"], shape
+
+
 @st.composite
 def statements(draw, env, counter):
     """One statement: (lines, new name, its shape)."""
     kind = draw(st.sampled_from(("unary", "binary", "binary", "reduce", "reshape", "contract",
-                                 "helper", "if", "for")))
+                                 "helper", "if", "for", "container")))
     name = f"h{next(counter)}"
     src = draw(st.sampled_from(list(env)))
     if kind == "unary":
@@ -206,6 +246,9 @@ def statements(draw, env, counter):
         test = draw(st.sampled_from(("x.shape[0] > 2", "x.ndim == 2", "len(x) == 3")))
         return [f"if {test}:", f"    {name} = {_unary(draw, src)}", "else:",
                 f"    {name} = {src} * 2.0"], name, env[src]
+    if kind == "container":
+        lines, shape = _container(draw, env, name, src)
+        return lines, name, shape
     if kind == "for":
         count = draw(st.integers(1, 3))
         return [f"{name} = {src}", f"for i in range({count}):",

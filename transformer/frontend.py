@@ -40,6 +40,7 @@ from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
 from .names import Namer, outer_names, stored_and_loaded
 from .nodes import copy_tree, walk
+from .partials import is_partial, parse_partial
 from .syntax import shift_positions
 
 # wrappers that return exactly what the function under them returns
@@ -73,6 +74,8 @@ def parse(fn) -> Function:
     if is_library_primitive(fn):           # grad(np.tanh): through a one-line wrapper
         fn = wrapper_for(fn)
     fn = unwrap(fn)
+    if is_partial(fn):                      # grad(partial(loss, scale=2.0))
+        return parse_partial(fn, parse)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
     if inspect.ismethod(fn):

@@ -54,6 +54,7 @@ from .index_checks import with_source_line
 from .runtime.tapes import located_message
 from .numba_dtypes import refuse_argument_dtypes, refuse_numba_dtypes
 from .pytree_returns import returned_containers
+from .partials import partial_name
 from .pytrees import LEAF, all_leaves, flat_function, layout_of, leaves
 from .scalarize import scalarize
 from .recursion import refuse_recursion
@@ -201,6 +202,8 @@ class Jitted(ShowsSource):
         self._read = freshness.Bindings()      # what parsing and compiling read; renewed
         self._cpu = options.backend == "cpu"
         functools.update_wrapper(self, fun, updated=())
+        if not hasattr(self, "__name__"):          # a functools.partial has none
+            self.__name__ = partial_name(fun)
 
     # ------------------------------------------------------------------ protocol
     def __secant_function__(self) -> Function:
