@@ -41,6 +41,7 @@ from .lax_lowering import lower_lax_calls
 from .names import Namer, outer_names, stored_and_loaded
 from .nodes import copy_tree, walk
 from .partials import is_partial, parse_partial
+from .pyforms import generators_as_lists
 from .syntax import shift_positions
 
 # wrappers that return exactly what the function under them returns
@@ -120,7 +121,8 @@ def parse(fn) -> Function:
     if decorated.is_decorated(fn) and fn.__name__.isidentifier() and \
             fn.__name__ not in namer.taken:
         node.name = fn.__name__             # generated code is named after what users call
-    node = lower_lax_calls(node, fn, origin, namer)  # before the fence: it refuses lambdas
+    # before the fence, which refuses lambdas and generator expressions (not `sum(...)`'s)
+    node = generators_as_lists(lower_lax_calls(node, fn, origin, namer))
     # the fence runs before names resolve: a refused construct (an import, a nested def)
     # must be reported as such, not as the undefined name it leaves behind
     try:

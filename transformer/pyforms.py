@@ -24,6 +24,9 @@ TransformError:
 - `first, *rest = (a, b, c)` over such a sequence binds each name to its item and the
   starred name to the list of the items between (over a container argument, the pytree
   boundary unpacked it before); any other starred target is refused;
+- a generator expression given to `sum`, `min`, `max`, `any`, `all`, `list`, `tuple` or
+  `sorted` is its list comprehension (`generators_as_lists`, before the fence), and `sum`
+  of a sequence whose length the source states is the sum of its items, in order;
 - a list literal (or a name bound once to one) passed to a NumPy reduction or ufunc
   (`np.sum([1, a * a, 2])`) is `np.array([...])`, whose adjoint splits per item (a
   sequence argument has none).
@@ -334,6 +337,16 @@ class _Comprehensions(gast.NodeTransformer):
         if func is len and len(node.args) == 1 and not node.keywords and \
                 isinstance(node.args[0], (gast.Tuple, gast.List)):
             return gast.copy_location(const(len(node.args[0].elts)), node)   # len(args)
+        if func is sum and 1 <= len(node.args) <= 2 and not node.keywords:
+            # `sum(seq)` over a sequence whose length the source states: `start + seq[0]
+            # + seq[1] + ...`, Python's own order (a list handed to `sum` whole would be
+            # a container the transformations cannot follow)
+            items = self.items(node.args[0])
+            if items is not None:
+                total = node.args[1] if len(node.args) == 2 else const(0)
+                for item in items:
+                    total = gast.BinOp(left=total, op=gast.Add(), right=item)
+                return located(total, node)
         if node.args and (isinstance(node.args[0], gast.List) or
                           isinstance(self.literals.get(getattr(node.args[0], "id", None)),
                                      gast.List)) and \
@@ -545,6 +558,30 @@ def _may_write(fn: Function, call) -> bool:
 # pyforms): `transformer.aliases` registers `writes_into_arguments` when it is imported.
 # Before then every user function may write.
 ARGUMENT_WRITES: list[Callable[[object], bool]] = []
+
+
+# ---------------------------------------------------------------- generator expressions
+
+# builtins that consume an iterable whole, once: given a list instead of a generator, each
+# returns the same value (the items are computed first instead of one at a time)
+_CONSUMERS = ("sum", "min", "max", "any", "all", "list", "tuple", "sorted")
+
+
+def generators_as_lists(node):
+    """`sum(np.sum(w ** 2) for w in ws)` -> `sum([np.sum(w ** 2) for w in ws])`: a generator
+    expression that is the one argument of a call of a builtin of `_CONSUMERS` (not
+    rebound in the function) is its list comprehension, which the comprehension forms
+    then expand. Any other generator expression is left to the fence, which refuses it."""
+    bound = {n.id for n in walk(node) if isinstance(n, gast.Name) and
+             not isinstance(n.ctx, gast.Load)}
+    for call in walk(node):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and \
+                call.func.id in _CONSUMERS and call.func.id not in bound and \
+                len(call.args) == 1 and isinstance(call.args[0], gast.GeneratorExp):
+            generator = call.args[0]
+            call.args[0] = gast.copy_location(
+                gast.ListComp(elt=generator.elt, generators=generator.generators), generator)
+    return node
 
 
 # ---------------------------------------------------------------- local dicts

@@ -278,7 +278,8 @@ class _Flattener(ContainerCalls):
 
     def iteration(self, expr, env):
         """The entries a `for` over a container visits, or None for any other loop:
-        a list or tuple, `enumerate` of one, a dict's `keys()`, `values()`, `items()`."""
+        a list or tuple, `enumerate` of one, `zip` of several, a dict's `keys()`,
+        `values()`, `items()`."""
         tree = self.resolve(expr, env)
         if isinstance(tree, Tree):
             if tree.layout.kind != "sequence":
@@ -286,12 +287,16 @@ class _Flattener(ContainerCalls):
                                  "iterate over a list or tuple argument, or over a dict's "
                                  ".items()")
             return list(tree.children)
-        if not isinstance(expr, gast.Call) or expr.keywords or len(expr.args) > 1:
+        if not isinstance(expr, gast.Call) or expr.keywords:
             return None
         if len(expr.args) == 1 and resolve(self.fn, expr.func, None) is enumerate:
             entries = self.iteration(expr.args[0], env)
             return None if entries is None else \
                 [(Key(i), entry) for i, entry in enumerate(entries)]
+        if expr.args and not expr.keywords and resolve(self.fn, expr.func, None) is zip:
+            # `zip(params, grads)`: every argument a container
+            columns = [self.iteration(arg, env) for arg in expr.args]
+            return None if any(c is None for c in columns) else list(zip(*columns))
         if expr.args or not isinstance(expr.func, gast.Attribute):
             return None
         tree = self.resolve(expr.func.value, env)
@@ -315,6 +320,35 @@ class _Flattener(ContainerCalls):
             out.extend(self.bind_entry(loop.target, entry, env, nested, loop))
             out.extend(self.statements(copy_tree(loop.body), env, nested))
         return out + self.statements(loop.orelse, env, nested)
+
+    def comprehension(self, node, env):
+        """A list or dict comprehension over container arguments (`[np.sum(W ** 2) for W, b
+        in params]`) as the literal of its items, each entry bound as a `for` over the
+        container binds it; None where a generator is not over a container or has an `if`."""
+        scopes = [(dict(env), {})]          # (names -> trees or leaves, names -> constants)
+        for gen in node.generators:
+            if gen.ifs or getattr(gen, "is_async", 0):
+                return None
+            following = []
+            for scope, constants in scopes:
+                entries = self.iteration(gen.iter, scope)
+                if entries is None:
+                    return None
+                for entry in entries:
+                    inner, values = dict(scope), dict(constants)
+                    if not _bind_in(gen.target, entry, inner, values):
+                        return None
+                    following.append((inner, values))
+            scopes = following
+
+        def item(expr, scope, constants):
+            return self.rewrite(_with_constants(copy_tree(expr), constants), scope)
+        if isinstance(node, gast.ListComp):
+            out = gast.List(elts=[item(node.elt, *s) for s in scopes], ctx=gast.Load())
+        else:
+            out = gast.Dict(keys=[item(node.key, *s) for s in scopes],
+                            values=[item(node.value, *s) for s in scopes])
+        return gast.copy_location(out, node)
 
     def refuse_uses(self, node, env):
         for sub in walk(node):
@@ -385,6 +419,10 @@ class _Flattener(ContainerCalls):
             found = self.resolve(value.args[0], env)
             if isinstance(found, Tree):
                 return gast.copy_location(const(len(found.children)), value)
+        if isinstance(value, (gast.ListComp, gast.DictComp)):
+            expanded = self.comprehension(value, env)
+            if expanded is not None:
+                return expanded
         if isinstance(value, gast.Lambda):
             self.refuse_uses(value, env)
             return value
@@ -433,3 +471,45 @@ class _Flattener(ContainerCalls):
     def flatten(self, helper: Function, layouts, active: frozenset) -> Function:
         """`helper` flattened for `layouts` the way this function is (`ContainerCalls`)."""
         return flatten_parameters(helper, layouts, self.tuples, active)
+
+
+def _bind_in(target, entry, scope: dict, constants: dict) -> bool:
+    """Bind a comprehension's `target` to one entry of a container (a `Tree`, a leaf's
+    parameter name, a `Key`, or a tuple of those); False where the target does not fit."""
+    if isinstance(target, gast.Name):
+        if isinstance(entry, Key):
+            constants[target.id] = entry.key
+            scope.pop(target.id, None)
+        elif isinstance(entry, (Tree, str)):
+            scope[target.id] = entry
+            constants.pop(target.id, None)
+        else:
+            return False
+        return True
+    if not isinstance(target, (gast.Tuple, gast.List)):
+        return False
+    if isinstance(entry, Tree):
+        if entry.layout.kind not in ("sequence", "attrs"):
+            return False
+        entry = entry.children
+    if not isinstance(entry, tuple) or len(entry) != len(target.elts):
+        return False
+    return all(_bind_in(t, e, scope, constants) for t, e in zip(target.elts, entry))
+
+
+def _with_constants(expr, constants: dict):
+    """`expr` with each read of a name in `constants` replaced by its value."""
+    if not constants:
+        return expr
+    for sub in walk(expr):
+        for field, child in gast.iter_fields(sub):
+            if isinstance(child, gast.Name) and child.id in constants and \
+                    isinstance(child.ctx, gast.Load):
+                setattr(sub, field, gast.copy_location(const(constants[child.id]), child))
+            elif isinstance(child, list):
+                child[:] = [gast.copy_location(const(constants[c.id]), c)
+                            if isinstance(c, gast.Name) and c.id in constants and
+                            isinstance(c.ctx, gast.Load) else c for c in child]
+    if isinstance(expr, gast.Name) and expr.id in constants:
+        return gast.copy_location(const(constants[expr.id]), expr)
+    return expr
