@@ -9,7 +9,7 @@ function run example by example."""
 import numpy as np
 import pytest
 
-from transformer import jit, vmap
+from transformer import TransformError, jit, vmap
 
 BATCH = np.arange(6.0).reshape(2, 3)
 
@@ -70,3 +70,21 @@ def test_vmap_against_the_examples(f, method):
 @pytest.mark.parametrize("f", [dict_get, written_then_values], ids=lambda f: f.__name__)
 def test_jit_of_vmap(f):
     np.testing.assert_allclose(jit(vmap(f))(BATCH), [f(row) for row in BATCH], rtol=1e-12)
+
+
+def returned_after_rebinding(x):
+    ws = [x, x * 2.0]
+    if x.shape[0] > 2:
+        ws = [x * 3.0]
+    return ws
+
+
+def test_a_returned_list_bound_to_lists_of_two_lengths():
+    out = vmap(returned_after_rebinding)(BATCH)
+    assert len(out) == 1
+    np.testing.assert_allclose(out[0], BATCH * 3.0, rtol=1e-12)
+    # the loop cannot stack items it cannot count: a located refusal, not an array of
+    # whole lists (batch axis first) as it gave before
+    with pytest.raises(TransformError, match="different lengths") as info:
+        vmap(returned_after_rebinding, method="loop")(BATCH)
+    assert info.value.filename == __file__

@@ -19,7 +19,7 @@ from ..rules import batching as rules
 from ..syntax import assign, call, const, name, store, subscript
 from .analysis import _axis_name_of, _collective_kind
 from .emitter import _Emitter
-from .flags import any_batched
+from .flags import Each, any_batched
 
 # ====================================================================== loop
 
@@ -163,7 +163,8 @@ class _Looper(_Emitter):
         flags = self.analysis.output if path == () else flags
         if path in structure:
             stacked = name(results[path]) if path in results else None
-            return self.leaf(stacked, self.part(first, path), any_batched(flags), out_axes)
+            return self.leaf(stacked, self.part(first, path), any_batched(flags), out_axes,
+                             flags)
         keys = list(range(len(flags))) if isinstance(flags, tuple) else list(flags)
         parts = [self.collect(results, structure, first, _axes_at(out_axes, k), path + (k,),
                               flags[k]) for k in keys]
@@ -171,7 +172,15 @@ class _Looper(_Emitter):
             return gast.Dict(keys=[const(k) for k in keys], values=parts)
         return gast.Tuple(elts=parts, ctx=gast.Load())
 
-    def leaf(self, stacked, first, batched: bool, out_axes):
+    def leaf(self, stacked, first, batched: bool, out_axes, flags=None):
+        if isinstance(flags, Each) and batched and out_axes is not None:
+            # a list whose length is not known here (bound to lists of two lengths):
+            # stacking it whole would put the batch axis before its items, not in each
+            raise self.fn.origin.error(None, f"vmap(method='loop') of {self.fn.name}: a "
+                                       "returned list is bound to lists of different "
+                                       "lengths, so its batched items cannot be stacked "
+                                       "one by one", "return a tuple of one length on "
+                                       "every path, or use vmap's default method")
         if isinstance(out_axes, (tuple, list, dict)):
             raise self.fn.origin.error(None, f"out_axes {out_axes!r} does not match what "
                                        f"{self.fn.name} returns")

@@ -223,7 +223,10 @@ class _Vectorizer(_Emitter):
             elif self.item_read_of_written(target.id, stmt.value):
                 value = self.helper(example_values, value)
             elif wanted != flag and not isinstance(wanted, bool) and \
-                    not (isinstance(flag, bool) and not flag):
+                    not (isinstance(flag, bool) and not flag) and \
+                    not (isinstance(wanted, Each) and isinstance(flag, tuple) and
+                         all(item == wanted.flag for item in flag)):
+                # (a tuple whose every item has the flag of `wanted`'s items fits it)
                 raise NeedsLoop(f"`{target.id}` holds containers batched in different ways",
                                 stmt)
             return [assign(copy_tree(target), value)]
