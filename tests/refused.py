@@ -75,7 +75,8 @@ def uses_set_comp(x):
 
 
 def uses_generator(x):
-    return sum(v for v in x)  # refused
+    values = (v for v in x)  # refused
+    return sum(values)
 
 
 def uses_walrus(x):
