@@ -41,7 +41,7 @@ import gast
 
 from .function import Function, resolve
 from .names import Namer
-from .nodes import copy_tree, walk
+from .nodes import copy_tree, substitute, walk
 from .syntax import assign, const, located, name, subscript
 
 MAX_ITEMS = 16
@@ -242,7 +242,7 @@ class _Unroll(gast.NodeTransformer):
             copies.append(located(assign(copy_tree(loop.target), value), loop))
             body = [copy_tree(stmt) for stmt in loop.body]
             if index is not None:
-                body = [_Constant(index, key).visit(stmt) for stmt in body]
+                body = [substitute(stmt, {index: const(key)}) for stmt in body]
             copies.extend(body)
         return before + copies
 
@@ -252,14 +252,3 @@ class _Unroll(gast.NodeTransformer):
             return [k.value for k in literal.keys]
         return list(range(len(literal.elts)))
 
-
-class _Constant(gast.NodeTransformer):
-    """Replaces every read of a loop's index or key name with the copy's constant."""
-
-    def __init__(self, index: str, value):
-        self.index, self.value = index, value
-
-    def visit_Name(self, node):
-        if node.id == self.index and isinstance(node.ctx, gast.Load):
-            return gast.copy_location(const(self.value), node)
-        return node

@@ -84,3 +84,13 @@ def _copy(value, memo: dict):
         new.extend([item if type(item) in _ATOMIC else _copy(item, memo) for item in value])
         return new
     return copy.deepcopy(value, memo)
+
+
+def substitute(expr, mapping: dict):
+    """A copy of `expr` with each load of a name in `mapping` replaced by its expression."""
+    class _Sub(gast.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, gast.Load) and node.id in mapping:
+                return copy_tree(mapping[node.id])
+            return node
+    return _Sub().visit(copy_tree(expr))

@@ -47,7 +47,7 @@ from .function import Function, resolve
 from .function_values import bind_function_values
 from .local_functions import LocalFunction, definition, instance
 from .names import Namer
-from .nodes import copy_tree, walk
+from .nodes import copy_tree, substitute, walk
 from .container_loops import unroll_container_loops
 from .star_helpers import inline_star_helpers
 from .syntax import (
@@ -111,16 +111,6 @@ def _literal_bindings(fn_node) -> dict:
                                         isinstance(stmt.value, gast.Dict)):
             found[target] = stmt.value
     return found
-
-
-def substitute(expr, mapping: dict):
-    """A copy of `expr` with each load of a name in `mapping` replaced by its expression."""
-    class _Sub(gast.NodeTransformer):
-        def visit_Name(self, node):
-            if isinstance(node.ctx, gast.Load) and node.id in mapping:
-                return copy_tree(mapping[node.id])
-            return node
-    return _Sub().visit(copy_tree(expr))
 
 
 def _static_int(fn, node):

@@ -35,7 +35,7 @@ import gast
 from . import tree_util
 from .function import Function, resolve
 from .names import Namer
-from .nodes import copy_tree, walk
+from .nodes import copy_tree, substitute, walk
 from .pytree_calls import ContainerCalls
 from .pytree_layouts import (LEAF, NOT_CONSTANT, Flat, Key, Layout, Tree, all_leaves,
                              as_tuple, constant, constant_slice, layout_of, leaf_axes,
@@ -342,7 +342,8 @@ class _Flattener(ContainerCalls):
             scopes = following
 
         def item(expr, scope, constants):
-            return self.rewrite(_with_constants(copy_tree(expr), constants), scope)
+            return self.rewrite(substitute(expr, {k: const(v) for k, v in constants.items()}),
+                                scope)
         if isinstance(node, gast.ListComp):
             out = gast.List(elts=[item(node.elt, *s) for s in scopes], ctx=gast.Load())
         else:
@@ -496,20 +497,3 @@ def _bind_in(target, entry, scope: dict, constants: dict) -> bool:
         return False
     return all(_bind_in(t, e, scope, constants) for t, e in zip(target.elts, entry))
 
-
-def _with_constants(expr, constants: dict):
-    """`expr` with each read of a name in `constants` replaced by its value."""
-    if not constants:
-        return expr
-    for sub in walk(expr):
-        for field, child in gast.iter_fields(sub):
-            if isinstance(child, gast.Name) and child.id in constants and \
-                    isinstance(child.ctx, gast.Load):
-                setattr(sub, field, gast.copy_location(const(constants[child.id]), child))
-            elif isinstance(child, list):
-                child[:] = [gast.copy_location(const(constants[c.id]), c)
-                            if isinstance(c, gast.Name) and c.id in constants and
-                            isinstance(c.ctx, gast.Load) else c for c in child]
-    if isinstance(expr, gast.Name) and expr.id in constants:
-        return gast.copy_location(const(constants[expr.id]), expr)
-    return expr
