@@ -46,6 +46,7 @@ from .dict_reads import fold_dict_reads
 from .function import Function, resolve
 from .function_values import bind_function_values
 from .local_functions import LocalFunction, definition, instance
+from .local_partials import inline_partials
 from .names import Namer
 from .nodes import copy_tree, substitute, walk
 from .container_loops import unroll_container_loops
@@ -82,7 +83,7 @@ def normalize(fn: Function, numpy: Callable[[], str], env: dict) -> Function:
                                lambda expr, mapping: expand.visit(substitute(expr, mapping)))
     # names the first pass bound to the lists it unrolled: `np.sum(pairs)` sees them now
     node = _Comprehensions(fn, _literal_bindings(node), numpy).visit(node)
-    node = _inline_local_functions(fn, node)
+    node = _inline_local_functions(fn, inline_partials(fn, node, env))
     node = unroll_container_loops(fn, node)
     _split_local_dicts(node, Namer.for_function(fn))
     return fn.replace(node=node)

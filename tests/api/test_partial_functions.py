@@ -125,3 +125,109 @@ def test_partials_of_a_lambda_and_of_positional_only_parameters():
     np.testing.assert_allclose(grad(functools.partial(g, X))(W[0]), 2.0 * X, rtol=1e-12)
     np.testing.assert_allclose(grad(functools.partial(g, c=5.0))(X, W[0]), 5.0 * W[0],
                                rtol=1e-12)
+
+
+# ------------------------------------------- partials made inside the transformed function
+# `g = partial(loss, W); g(x)` in the function's body: written out at each call as the call
+# of `loss` (transformer.local_partials); they were refused ("no adjoint rule for g").
+
+def made_inside(w, x):
+    energy = functools.partial(loss, w, shift=0.5)
+    return energy(x) + energy(2.0 * x, scale=3.0)
+
+
+def partial_of_partial(w, x):
+    first = functools.partial(loss, w)
+    second = functools.partial(first, shift=-0.25)
+    return second(x, 2.0)
+
+
+def bound_value_evaluated_once(w, x):
+    v = x * 2.0
+    g = functools.partial(scaled_sum, np.sum(v))   # the sum of v as it is here
+    v = v * 10.0
+    return g(w) + np.sum(v)
+
+
+def partial_of_a_local_function(w, x):
+    def inner(a, b, c=1.0):
+        return np.sum(np.tanh(a * b) * c)
+    h = functools.partial(inner, c=3.0)
+    return h(w, x) + h(x, w, c=-1.0)
+
+
+INSIDE = [made_inside, partial_of_partial, bound_value_evaluated_once,
+          partial_of_a_local_function]
+
+
+@pytest.mark.parametrize("f", INSIDE, ids=[f.__name__ for f in INSIDE])
+def test_partials_made_inside_match_finite_differences(f):
+    w = W[0]
+    for k in (0, 1):
+        np.testing.assert_allclose(grad(f, argnums=k)(w, X), numerical_grad(f, (w, X), k),
+                                   rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(jacfwd(f, argnums=1)(w, X), numerical_grad(f, (w, X), 1),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(vmap(f, in_axes=(0, None))(W, X), [f(r, X) for r in W],
+                               rtol=1e-12)
+
+
+def test_jit_of_a_partial_made_inside():
+    np.testing.assert_allclose(jit(grad(made_inside, argnums=1))(W[0], X),
+                               numerical_grad(made_inside, (W[0], X), 1), rtol=1e-6)
+
+
+def applied(f, x):
+    return f(x)
+
+
+def passes_it_on(w, x):
+    g = functools.partial(loss, w)
+    return applied(g, x)
+
+
+def binds_it_twice(w, x):
+    g = functools.partial(loss, w)
+    g = functools.partial(loss, 2.0 * w)
+    return g(x)
+
+
+def makes_it_in_a_branch(w, x):
+    g = functools.partial(loss, w)
+    if x[0] > 0:
+        g = functools.partial(loss, 2.0 * w)
+    return g(x)
+
+
+@pytest.mark.parametrize("f, message", [(passes_it_on, "not passing it on"),
+                                        (binds_it_twice, "also bound elsewhere"),
+                                        (makes_it_in_a_branch, "inside a block")])
+def test_a_partial_made_inside_used_otherwise_is_refused_located(f, message):
+    with pytest.raises(TransformError, match=message) as info:
+        grad(f, argnums=1)(W[0], X)
+    assert info.value.filename == __file__
+    assert "bind the partial once" in str(info.value)
+
+
+# a partial made at module level and called inside: its function and bound values are read
+# as closed-over values are (they were refused: "no adjoint rule for functools.partial(...)")
+ENERGY = functools.partial(loss, W, shift=0.5)
+
+
+def calls_a_module_partial(x):
+    return ENERGY(x) + ENERGY(x, scale=-2.0) * np.sum(x)
+
+
+def test_a_module_level_partial_called_inside():
+    f = calls_a_module_partial
+    np.testing.assert_allclose(grad(f)(X), numerical_grad(f, (X,)), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(jacfwd(f)(X), numerical_grad(f, (X,)), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(vmap(f)(BATCH), [f(x) for x in BATCH], rtol=1e-12)
+
+
+@pytest.mark.slow             # two compiles
+def test_jit_of_a_module_level_partial_follows_a_new_binding(monkeypatch):
+    f = calls_a_module_partial
+    np.testing.assert_allclose(jit(grad(f))(X), numerical_grad(f, (X,)), rtol=1e-6)
+    monkeypatch.setitem(globals(), "ENERGY", functools.partial(loss, 3.0 * W, scale=0.5))
+    np.testing.assert_allclose(jit(grad(f))(X), numerical_grad(f, (X,)), rtol=1e-6)
