@@ -578,9 +578,10 @@ def generators_as_lists(node):
 # ---------------------------------------------------------------- local dicts
 
 def _split_local_dicts(node, namer: Namer) -> None:
-    """`d = {"a": e1, "b": e2}` -> `d_a = e1; d_b = e2`, and `d["a"]` -> `d_a`, for a dict
-    bound once at the top of the body, every use of which is a constant-key subscript
-    (read or written) of one of its keys: the passes need no dict for it."""
+    """`d = {"a": e1, "b": e2}` -> `d_a = e1; d_b = e2`, and `d["a"]` and `d.get("a")` ->
+    `d_a`, for a dict bound once at the top of the body, every use of which is a constant-key
+    subscript (read or written) of one of its keys or a `.get` of a constant key (one it
+    lacks reads the default): the passes need no dict for it."""
     literals = {k: v for k, v in _literal_bindings(node).items()
                 if isinstance(v, gast.Dict) and v.keys and
                 all(isinstance(key, gast.Constant) and isinstance(key.value, (str, int))
@@ -595,13 +596,20 @@ def _split_local_dicts(node, namer: Namer) -> None:
             keys = {key.value for key in literals[sub.id].keys}
             ok = isinstance(parent, gast.Subscript) and parent.value is sub and \
                 isinstance(parent.slice, gast.Constant) and parent.slice.value in keys
-            uses.setdefault(sub.id, []).append(parent if ok else None)
+            get = _constant_get(parent, sub, parents)
+            uses.setdefault(sub.id, []).append(get if get is not None else
+                                               parent if ok else None)
     for var, literal in literals.items():
         if None in uses.get(var, [None]):
             continue
         names = {key.value: namer.fresh(f"{var}_{key.value}") for key in literal.keys}
         for use in uses[var]:
-            replacement = name(names[use.slice.value], use.ctx)
+            if isinstance(use, gast.Call):          # d.get(key) or d.get(key, default)
+                key = use.args[0].value
+                replacement = name(names[key], gast.Load()) if key in names else \
+                    use.args[1] if len(use.args) == 2 else gast.Constant(value=None, kind=None)
+            else:
+                replacement = name(names[use.slice.value], use.ctx)
             _replace_child(parents[id(use)], use, gast.copy_location(replacement, use))
         k = next(i for i, stmt in enumerate(node.body) if isinstance(stmt, gast.Assign) and
                  stmt.value is literal)
@@ -609,6 +617,18 @@ def _split_local_dicts(node, namer: Namer) -> None:
             gast.Assign(targets=[name(names[key.value], gast.Store())], value=value,
                         type_comment=None), node.body[k])
             for key, value in zip(literal.keys, literal.values)]
+
+
+def _constant_get(attribute, dict_name, parents):
+    """The call `d.get(key)` or `d.get(key, default)` with a constant key that `attribute`
+    (`d.get`, `d` being `dict_name`) is the function of, or None."""
+    call = parents.get(id(attribute))
+    if isinstance(attribute, gast.Attribute) and attribute.value is dict_name and \
+            attribute.attr == "get" and isinstance(call, gast.Call) and \
+            call.func is attribute and 1 <= len(call.args) <= 2 and not call.keywords and \
+            isinstance(call.args[0], gast.Constant):
+        return call
+    return None
 
 
 def _replace_child(parent, old, new) -> None:
