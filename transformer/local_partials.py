@@ -39,8 +39,8 @@ def inline_partials(fn, node, env: dict):
     from its environment (`env`, which receives the partials' functions and bound values),
     written out at its calls (module docstring)."""
     node = _inline_local_partials(fn, node)
-    calls = _EnvironmentCalls(env, assigned_names(node), Namer.for_function(fn.replace(
-        node=node)))
+    calls = _EnvironmentCalls(env, assigned_names(node),
+                              lambda: Namer.for_function(fn.replace(node=node)))
     node.body = [calls.visit(stmt) for stmt in node.body]
     return node
 
@@ -165,8 +165,9 @@ class _EnvironmentCalls(gast.NodeTransformer):
     at module level, `G(x)` in the body) written out as calls of its function; the function
     and each bound value that is not a literal become names of `env`."""
 
-    def __init__(self, env, local_names, namer):
-        self.env, self.local_names, self.namer = env, local_names, namer
+    def __init__(self, env, local_names, make_namer):
+        self.env, self.local_names = env, local_names
+        self.make_namer, self.namer = make_namer, None    # made at the first partial
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -187,6 +188,8 @@ class _EnvironmentCalls(gast.NodeTransformer):
             args=args + node.args, keywords=_merged(keywords, node.keywords)), node)
 
     def _bind(self, base, value):
+        if self.namer is None:
+            self.namer = self.make_namer()
         name = self.namer.fresh(base)
         self.env[name] = value
         return name
