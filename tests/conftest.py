@@ -40,33 +40,8 @@ def pytest_addoption(parser):
 # and the corpora run in full under --runslow beside it).
 QUICK_CASES = int(os.environ.get("SECANT_QUICK_CASES", "3"))
 
-# The files that take longest under --runslow (minutes each on two cores), longest first, in
-# the order --runslow starts them: pytest-xdist hands out whole files in the order collected
-# (setup.cfg's --no-loadscope-reorder), and a file of ten minutes handed out last keeps one
-# core busy after the other has finished. The other files follow, those with more tests first.
-LONGEST_FILES_FIRST = (
-    "tests/corpus/test_differential.py",
-    "tests/api/test_nested_transforms.py",
-    "tests/reverse/test_grad_corpus.py",
-    "tests/corpus/test_jax_style_corpus.py",
-    "tests/reverse/test_write_hunt.py",
-    "tests/api/test_params_passed_on.py",
-    "tests/user/test_examples.py",
-    "tests/primitives/test_einsum_second_order.py",
-    "tests/primitives/test_registry_structural.py",
-    "tests/corpus/test_array_programs_against_jax.py",
-    "tests/reverse/test_checkpoint_for.py",
-    "tests/reverse/test_reverse_over_reverse.py",
-    "tests/primitives/test_runtime.py",
-    "tests/reverse/test_vjp_cotangent_copies.py",
-    "tests/reverse/test_second_order_joins.py",
-    "tests/batching/test_vmap_writes.py",
-)
-
-
 @pytest.hookimpl(trylast=True)    # after -k/-m deselection: sample what was selected
 def pytest_collection_modifyitems(config, items):
-    _start_longest_files_first(config, items)
     if config.getoption("--runslow"):
         return
     slow = pytest.mark.skip(reason="slow: run with pytest --runslow")
@@ -74,18 +49,6 @@ def pytest_collection_modifyitems(config, items):
         if "slow" in item.keywords:
             item.add_marker(slow)
     _sample_parametrized_cases([item for item in items if "slow" not in item.keywords])
-
-
-def _start_longest_files_first(config, items):
-    """The listed files first, in their order; then the files with more tests before those
-    with fewer (a file's time grows with its tests), else as collected."""
-    rank = {os.path.join(str(config.rootpath), name): k
-            for k, name in enumerate(LONGEST_FILES_FIRST)}
-    tests_in: dict = {}
-    for item in items:
-        tests_in[str(item.path)] = tests_in.get(str(item.path), 0) + 1
-    items.sort(key=lambda item: (rank.get(str(item.path), len(rank)),
-                                 -tests_in[str(item.path)]))       # stable
 
 
 def _sample_parametrized_cases(items):
