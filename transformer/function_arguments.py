@@ -43,7 +43,7 @@ def bind_function_arguments(node: gast.FunctionDef, env: dict, namer: Namer, par
     env = dict(env)
     local = assigned_names(node)             # the parameters among them
     for call in [n for n in walk(node) if isinstance(n, gast.Call)]:
-        target = _value(call.func, env, local)
+        target = environment_value(call.func, env, local)
         if not is_user_function(target):
             continue
         bound = _bound_functions(call, target, env, local, parse)
@@ -81,7 +81,7 @@ def _bound_functions(call, target, env, local, parse):
         return None
     functions = {}
     for param in sig.parameters.values():
-        value = _value(arguments[param.name], env, local) if param.name in arguments \
+        value = environment_value(arguments[param.name], env, local) if param.name in arguments \
             else param.default
         if is_function(value):
             functions[param.name] = value
@@ -94,7 +94,7 @@ def _hands_function(call, target, env, local) -> bool:
     passed = [a.value if isinstance(a, gast.Starred) else a for a in call.args] + \
         [k.value for k in call.keywords]
     defaults = list(target.__defaults__ or ()) + list((target.__kwdefaults__ or {}).values())
-    return any(is_function(_value(a, env, local)) for a in passed) or \
+    return any(is_function(environment_value(a, env, local)) for a in passed) or \
         any(is_function(d) for d in defaults)
 
 
@@ -135,7 +135,7 @@ def is_function(value) -> bool:
         inspect.isroutine(value) and registry.is_user_facing(value)
 
 
-def _value(expr, env: dict, local: set):
+def environment_value(expr, env: dict, local: set):
     """The transform-time value of a name or dotted attribute the function reads from its
     module or closure (None for a local name, an attribute of one, or any other
     expression)."""

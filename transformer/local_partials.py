@@ -25,10 +25,12 @@ import functools
 
 import gast
 
-from .function import resolve, resolve_in
+from .function import resolve
+from .function_arguments import environment_value
+from .local_functions import defined_name
 from .names import Namer, assigned_names, name_counts
 from .nodes import copy_tree, walk
-from .syntax import assign
+from .syntax import assign, name
 
 _HINT = ("bind the partial once, at the top of the function, and only call it; or make it "
          "at module level and call it from the function")
@@ -56,9 +58,7 @@ def _inline_local_partials(fn, node):
     stores = name_counts(node, gast.Store)
     parameters = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     # names the function binds, but for its local functions (a partial of one is inlined)
-    bound = assigned_names(node) - {stmt.name if isinstance(stmt, gast.FunctionDef) else
-                                     stmt.targets[0].id for stmt in node.body
-                                     if _local_function(stmt)}
+    bound = assigned_names(node) - {defined_name(stmt) for stmt in node.body}
     namer = Namer.for_function(fn.replace(node=node))
     partials: dict = {}
     body = []
@@ -67,26 +67,20 @@ def _inline_local_partials(fn, node):
         if call is None:
             body.append(stmt)
             continue
-        name = stmt.targets[0].id
-        if stores.get(name, 0) != 1 or name in parameters:
-            raise fn.origin.error(stmt, f"{name!r} is bound to a functools.partial and also "
-                                  "bound elsewhere in the function", _HINT)
+        partial_name = stmt.targets[0].id
+        if stores.get(partial_name, 0) != 1 or partial_name in parameters:
+            raise fn.origin.error(stmt, f"{partial_name!r} is bound to a functools.partial "
+                                  "and also bound elsewhere in the function", _HINT)
         target, args, keywords = _unpacked(fn, call, partials, bound)
         fixed = []
         for k, arg in enumerate(args):
             args[k] = _held(arg, namer, fixed, stmt)
         for keyword in keywords:
             keyword.value = _held(keyword.value, namer, fixed, stmt)
-        partials[name] = (target, args, keywords)
+        partials[partial_name] = (target, args, keywords)
         body.extend(fixed)
     node.body = [_Calls(fn, partials).visit(stmt) for stmt in body]
     return node
-
-
-def _local_function(stmt) -> bool:
-    return isinstance(stmt, gast.FunctionDef) or (
-        isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda) and
-        len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name))
 
 
 def _partial_call(fn, stmt):
@@ -124,9 +118,9 @@ def _held(value, namer, fixed, where):
     argument is evaluated once, where the partial is made."""
     if isinstance(value, gast.Constant):
         return value
-    name = namer.fresh("bound")
-    fixed.append(gast.copy_location(assign(name, value), where))
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+    bound_name = namer.fresh("bound")
+    fixed.append(gast.copy_location(assign(bound_name, value), where))
+    return name(bound_name)
 
 
 def _merged(first, then):
@@ -159,7 +153,6 @@ class _Calls(gast.NodeTransformer):
         return node
 
 
-
 class _EnvironmentCalls(gast.NodeTransformer):
     """Calls of a partial the function reads from its environment (`G = partial(loss, W)`
     at module level, `G(x)` in the body) written out as calls of its function; the function
@@ -171,31 +164,26 @@ class _EnvironmentCalls(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        root = node.func
-        while isinstance(root, gast.Attribute):
-            root = root.value
-        if not isinstance(root, gast.Name) or root.id in self.local_names:
-            return node
-        partial = resolve_in(self.env, node.func, None)
+        partial = environment_value(node.func, self.env, self.local_names)
         if not isinstance(partial, functools.partial):
             return node
-        name = self._bind(getattr(partial.func, "__name__", "partial_function"), partial.func)
-        args = [self._value(name, v) for v in partial.args]
-        keywords = [gast.keyword(arg=k, value=self._value(name, v))
+        function = self._bind(getattr(partial.func, "__name__", "partial_function"),
+                              partial.func)
+        args = [self._value(function, v) for v in partial.args]
+        keywords = [gast.keyword(arg=k, value=self._value(function, v))
                     for k, v in partial.keywords.items()]
         return gast.copy_location(gast.Call(
-            func=gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None),
-            args=args + node.args, keywords=_merged(keywords, node.keywords)), node)
+            func=name(function), args=args + node.args,
+            keywords=_merged(keywords, node.keywords)), node)
 
     def _bind(self, base, value):
         if self.namer is None:
             self.namer = self.make_namer()
-        name = self.namer.fresh(base)
-        self.env[name] = value
-        return name
+        bound_name = self.namer.fresh(base)
+        self.env[bound_name] = value
+        return bound_name
 
     def _value(self, function_name, value):
         if value is None or isinstance(value, (bool, int, float, str)):
             return gast.Constant(value=value, kind=None)
-        return gast.Name(id=self._bind(f"{function_name}_bound", value), ctx=gast.Load(),
-                         annotation=None, type_comment=None)
+        return name(self._bind(f"{function_name}_bound", value))
