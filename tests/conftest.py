@@ -5,8 +5,11 @@
 which is why they are set at import time of this file rather than in a fixture.
 
 The default run (``pytest``) is the quick set a newcomer runs, a few minutes on two cores;
-it still holds at least one test of every feature area, and of a parametrized test it runs
-three cases (``QUICK_CASES``; mark a test ``every_case`` to run all of its cases always).
+it still holds at least one test of every feature area (every test file), and of a
+parametrized test it runs the first case (``QUICK_CASES``; mark a test ``every_case`` to run
+all of its cases always). A test that compiles much (several Numba compiles, second
+derivatives under jit, generated programs) is marked ``slow`` when its file keeps a cheaper
+test of the same feature in the quick set.
 Tests marked ``slow`` (whole corpora, the CUDA simulator, program generators, subprocesses
 that compile from cold) run with ``pytest --runslow``, which is what ``.ci/run`` does.
 
@@ -33,12 +36,11 @@ def pytest_addoption(parser):
                      help="also run the tests marked slow (what .ci/run does)")
 
 
-# A parametrized test keeps this many of its cases in the quick set: the first, the last and
-# ones evenly between. Each case is a separate program or input, and most compile, so a
-# corpus of 150 cases would otherwise take the quick set's whole budget; --runslow runs all.
-# SECANT_QUICK_CASES changes it (CI's Python 3.10 run keeps one: it checks the interpreter,
-# and the corpora run in full under --runslow beside it).
-QUICK_CASES = int(os.environ.get("SECANT_QUICK_CASES", "3"))
+# A parametrized test keeps this many of its cases in the quick set: the first, then (when
+# more) the last and ones evenly between. Each case is a separate program or input, and most
+# compile, so a corpus of 150 cases would otherwise take the quick set's whole budget of five
+# minutes on two cores; --runslow runs all. SECANT_QUICK_CASES=3 keeps three.
+QUICK_CASES = int(os.environ.get("SECANT_QUICK_CASES", "1"))
 
 @pytest.hookimpl(trylast=True)    # after -k/-m deselection: sample what was selected
 def pytest_collection_modifyitems(config, items):
@@ -66,3 +68,4 @@ def _sample_parametrized_cases(items):
         for k, item in enumerate(cases):
             if k not in kept:
                 item.add_marker(pytest.mark.skip(reason=reason))
+

@@ -299,6 +299,7 @@ def _hessian_by_differences(f, x):
     return numerical_jacobian(lambda p: np.atleast_1d(gradient(p.reshape(shape), V)), point)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(POINTS))
 @pytest.mark.parametrize("f", REBOUND, ids=lambda f: f.__name__)
 def test_a_name_rebound_on_every_path_before_its_update_is_differentiated(f, kind):
@@ -326,6 +327,7 @@ def element_written_after_a_copy_on_every_path(x, v):
     return np.sum(x * x)
 
 
+@pytest.mark.slow
 def test_an_element_write_after_a_copy_on_every_path_is_differentiated():
     """hvp and hessian (and grad, whose vjp of a helper runs its forward code again) of a
     helper that writes an element of its parameter after rebinding it on both paths."""

@@ -78,6 +78,7 @@ def test_grad_runs_the_callback_once_per_trip(f, args, trips):
     assert_gradient_close(g, central_differences(f, args))
 
 
+@pytest.mark.slow
 def test_compiled_grad_runs_the_callback_once_per_trip():
     g, calls = _counted(jit(grad(for_loop)), X, 3)
     assert calls == 3

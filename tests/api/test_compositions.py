@@ -108,6 +108,7 @@ def hvp():
     return jvp(grad(loopy))
 
 
+@pytest.mark.slow
 def test_jvp_of_grad_is_a_hessian_vector_product(hvp):
     g, hv = hvp(X, V)
     np.testing.assert_allclose(g, grad(loopy)(X), rtol=1e-12)

@@ -81,6 +81,7 @@ def test_penalties_over_the_parameters(f):
     assert jit(f)(PARAMS) == pytest.approx(f(PARAMS), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_an_sgd_step_written_with_zip_under_jit():
     expected = sgd_step(PARAMS, X, Y)              # plain Python (grad's own run inside)
     _assert_trees_close(jit(sgd_step)(PARAMS, X, Y), expected, rtol=1e-10)
@@ -105,6 +106,7 @@ def local_sum(x):
     return sum([np.sum(w * w) for w in ws]) + sum(np.sum(w) for w in ws)
 
 
+@pytest.mark.slow
 def test_sum_of_a_list_built_in_the_function():
     np.testing.assert_allclose(grad(local_sum)(X), numerical_grad(local_sum, (X,)),
                                rtol=1e-6)

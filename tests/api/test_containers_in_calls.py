@@ -65,6 +65,7 @@ def helper_loss(params, image):
     return np.sum(predict(params, image) ** 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, data", [(inline_vmap_loss, IMAGES), (helper_loss, IMAGES[0])],
                          ids=["inline vmap", "helper"])
 def test_containers_handed_on_differentiate(f, data):

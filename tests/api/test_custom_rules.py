@@ -72,6 +72,7 @@ def test_vjp_and_jacobians_of_custom_jvp_use_the_rule():
     np.testing.assert_allclose(jvp(bent_sin, (X,), (np.ones(3),))[1], X * X + 1.0)
 
 
+@pytest.mark.slow
 def test_hessian_of_custom_jvp_differentiates_the_rule():
     np.testing.assert_allclose(hessian(jvp_loss)(X), np.diag(4.0 * X), rtol=1e-13)
 
@@ -95,6 +96,7 @@ def test_grad_vjp_and_jacrev_of_custom_vjp_use_the_rule():
     np.testing.assert_allclose(jacrev(grad(vjp_loss))(X), 6.0 * np.eye(3), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_of_grad_of_custom_vjp_use_the_rule():
     np.testing.assert_allclose(jit(grad(vjp_loss))(X), 6.0 * X, rtol=1e-14)
     np.testing.assert_allclose(vmap(grad(vjp_loss))(BATCH), 6.0 * BATCH, rtol=1e-14)

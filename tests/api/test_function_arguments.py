@@ -89,6 +89,7 @@ def test_calling_a_parameter_under_grad_is_refused_with_a_hint_that_works():
     assert np.allclose(followed, (1 - np.tanh(X) ** 2) * X + np.tanh(X))
 
 
+@pytest.mark.slow
 def test_jit_takes_a_function_argument_as_static():
     jitted = jit(layer)
     assert np.isclose(jitted(X), layer(X))                    # the default
@@ -117,6 +118,7 @@ def act_of(x, kind):
 act_jit = jit(act_of, static_argnames="kind")
 
 
+@pytest.mark.slow
 def test_jit_with_static_arguments_called_inside_transformations():
     assert np.allclose(grad(lambda x: np.sum(power_jit(x, 3)))(X), 3 * X ** 2)
     assert np.allclose(jit(grad(lambda x: np.sum(power_jit(x, 3))))(X), 3 * X ** 2)

@@ -57,6 +57,7 @@ def point():
     return rng.normal(size=(3, 3)), np.array([0.3, -0.2, 0.5])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", LOOPS, ids=lambda f: f.__name__)
 def test_grad_and_jit_of_a_loop_over_functions(f, point):
     w, x = point

@@ -44,6 +44,7 @@ def _differences(f, x, eps=1e-6):
 X = np.array([0.3, -0.7, 1.1])
 
 
+@pytest.mark.slow
 def test_grad_and_jit_grad_match_finite_differences():
     want = _differences(uses_every_read, X)
     np.testing.assert_allclose(grad(uses_every_read)(X), want, rtol=1e-6, atol=1e-8)
@@ -51,6 +52,7 @@ def test_grad_and_jit_grad_match_finite_differences():
     assert jit(uses_every_read)(X) == pytest.approx(uses_every_read(X), rel=1e-13)
 
 
+@pytest.mark.slow
 def test_jvp_vmap_and_hessian():
     tangent = np.array([1.0, -0.5, 0.25])
     slope = (uses_every_read(X + 1e-6 * tangent) - uses_every_read(X - 1e-6 * tangent)) / 2e-6

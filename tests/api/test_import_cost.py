@@ -56,6 +56,7 @@ def test_import_loads_no_lazy_module_and_parses_no_rule_template():
     assert loaded == "[]"
 
 
+@pytest.mark.slow
 def test_random_loaded_on_first_use_registers_its_samplers_before_a_pass_looks(tmp_path):
     """Each way a user reaches `transformer.random` after `import transformer`: its samplers
     are primitives by the time a transformation meets them (nondifferentiable under grad,

@@ -106,6 +106,7 @@ def test_vmap_over_a_loss_with_inline_grad_matches_a_loop():
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_inline_vmap_with_in_axes_under_jacfwd_and_jit_grad():
     np.testing.assert_allclose(energy_of_batch(P, XS), sum(energy(xs, P) for xs in XS))
     expected = numerical_grad(energy_of_batch, (P, XS))
@@ -129,6 +130,7 @@ def test_inline_value_and_grad_jvp_and_nested_vmap_of_grad():
     assert np.isclose(jit(nested)(P, XS), expected)
 
 
+@pytest.mark.slow
 def test_inline_jvp_with_primals_and_tangents_matches_the_analytic_derivative():
     expected = energy(X, P) * np.sum(-analytic_force(X, P) * P)
     assert np.isclose(jit(directional_jax_style)(X, P), expected)
@@ -171,6 +173,7 @@ def test_inline_transformation_of_non_constant_is_a_located_error(fun, where):
     assert line.index(argument, line.index(where)) == caret.index("^")
 
 
+@pytest.mark.slow
 def test_force_matching_gradient_matches_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

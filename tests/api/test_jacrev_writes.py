@@ -119,6 +119,7 @@ def test_jacfwd_of_jacrev_of_a_writing_function_is_a_located_error():
     assert "test_jacrev_writes.py:" in text and "x.copy()" in text
 
 
+@pytest.mark.slow
 def test_jit_jacrev_rows_see_the_arguments_of_the_call():
     x = X.copy()
     jac = jit(jacrev(doubles_first))(x)

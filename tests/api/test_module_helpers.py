@@ -81,6 +81,7 @@ def test_jit_calls_a_helper_reached_through_a_module(functions):
     assert np.isclose(jit(through_package)(V, W), expected)
 
 
+@pytest.mark.slow
 def test_jit_grad_through_a_module_matches_analytic_and_finite_differences(functions):
     through_module, through_package = functions
     analytic = 3.0 * 2.0 * (np.cos(V) * V + np.sin(V))
@@ -90,6 +91,7 @@ def test_jit_grad_through_a_module_matches_analytic_and_finite_differences(funct
                                rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_vmap_and_jit_vmap_through_a_module_match_a_loop(functions):
     through_module, _ = functions
     expected = [3.0 * numpy_energy(v) for v in VS]

@@ -166,6 +166,7 @@ def test_container_passed_to_helper_matches_finite_differences(case, transform):
     check(case, transform, "python")
 
 
+@pytest.mark.slow
 def test_jit_grad_of_dict_passed_to_helper_matches_finite_differences():
     check("dict", "grad", "jit")
 
@@ -199,6 +200,7 @@ def _as_jax(jnp):
     return space
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [pytest.param(c, marks=() if c == "dict" else pytest.mark.slow)
                                   for c in CASES])
 def test_gradient_hessian_and_per_example_gradient_match_jax(case):

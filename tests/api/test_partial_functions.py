@@ -95,6 +95,7 @@ def step(cfg, w, x):
     return w - cfg["lr"] * np.tanh(w * x) * (2.0 if cfg["kind"] == "double" else 1.0)
 
 
+@pytest.mark.slow
 def test_a_bound_dict_of_settings_is_read_when_transformed():
     for cfg in ({"lr": 0.1, "kind": "double"}, {"lr": 0.5, "kind": "single"}):
         f = functools.partial(step, cfg)

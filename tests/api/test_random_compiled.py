@@ -93,6 +93,7 @@ def keys_and_draws(k, x):
     return ks, folded, noise, u, n, b, coin
 
 
+@pytest.mark.slow
 def test_keys_and_samplers_under_jit_give_the_numpy_bits():
     x = np.zeros(37)
     for got, want in zip(jit(keys_and_draws)(K, x), keys_and_draws(K, x)):
@@ -148,6 +149,7 @@ def dropout_loss(w, x, k):
     return np.sum(h * h)
 
 
+@pytest.mark.slow
 def test_dropout_under_jit_vmap_grad_matches_finite_differences():
     w = np.linspace(0.2, 1.4, 8)
     xs = np.random.default_rng(0).normal(size=(4, 8))

@@ -57,6 +57,7 @@ def test_plain_helpers_named_like_samplers_are_the_users_functions():
     assert np.all(got[1] >= 9.0)
 
 
+@pytest.mark.slow
 def test_helpers_named_like_samplers_under_jit_give_the_plain_values():
     for g, w in zip(jit(draws)(K, W), oracle_draws(K, W)):
         np.testing.assert_array_equal(g, w)

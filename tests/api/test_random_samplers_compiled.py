@@ -104,6 +104,7 @@ def two_samplers(k, x, logits):
     return random.exponential(k1, x.shape) * x, random.categorical(k2, logits)
 
 
+@pytest.mark.slow
 def test_jit_vmap_over_split_keys_is_a_loop_over_the_keys():
     keys = random.split(K, 3)
     x = np.linspace(0.5, 2.0, 4)

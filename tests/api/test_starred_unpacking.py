@@ -97,6 +97,7 @@ def test_grad_of_starred_unpacking_matches_the_indexed_model(data, predict):
     _assert_tree_close(grad(_loss(predict))(params, x, y), want, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("predict", STARRED[:2], ids=lambda f: f.__name__)
 def test_jit_and_vmap_of_starred_unpacking(data, predict):
     params, x, y = data

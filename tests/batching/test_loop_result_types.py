@@ -69,6 +69,7 @@ def _weighted_total(xs):
     return np.sum(vmap(zero_or_half)(xs) * xs)
 
 
+@pytest.mark.slow
 def test_derivatives_through_the_widened_batch_are_exact():
     """jvp(vmap(f)) gave the primal [0, 0, 0, 0] and grad of a loss over vmap(f) half the
     derivative: both saw the truncated batch."""

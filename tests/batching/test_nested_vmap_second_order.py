@@ -22,6 +22,7 @@ def vjp_of_grad_row_by_row(f):
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("second", [hessian, lambda f: jacfwd(grad(f)),
                                     lambda f: jacrev(grad(f)), vjp_of_grad_row_by_row],
                          ids=["hessian", "jacfwd_of_grad", "jacrev_of_grad", "vjp_of_grad"])
@@ -29,6 +30,7 @@ def test_second_derivatives_of_a_summed_asymmetric_pairwise_product(second):
     assert_hessian_matches_differences(second(summed(pair_inner)), loop_total(pair_inner), X)
 
 
+@pytest.mark.slow
 def test_hessian_of_a_summed_asymmetric_pairwise_product_matches_jax():
     jax = jax_with_x64()
     jnp = jax.numpy

@@ -100,6 +100,7 @@ def test_per_example_gradients_through_a_batched_branch():
     np.testing.assert_allclose(jit(per, parallel=True)(xs, 0.1), want)
 
 
+@pytest.mark.slow
 def test_grad_of_a_function_calling_vmap():
     x, w = rng.normal(size=(4, 3)), rng.normal(size=3)
     want = numerical_jacobian(lambda v: total(x, v), w)

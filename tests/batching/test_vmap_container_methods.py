@@ -67,6 +67,7 @@ def test_vmap_against_the_examples(f, method):
     np.testing.assert_allclose(vmap(f, method=method)(BATCH), expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", [dict_get, written_then_values], ids=lambda f: f.__name__)
 def test_jit_of_vmap(f):
     np.testing.assert_allclose(jit(vmap(f))(BATCH), [f(row) for row in BATCH], rtol=1e-12)

@@ -85,6 +85,7 @@ def test_vmap_grad_of_two_arguments_keeps_float32(jitted):
                                rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_jit_vmap_grad_float64_stays_float64():
     b, xs = rng.uniform(0.2, 1.5, 3), rng.uniform(0.2, 1.5, (4, 3))
     got = jit(vmap(grad(squashed), in_axes=(None, 0)))(b, xs)
@@ -93,6 +94,7 @@ def test_jit_vmap_grad_float64_stays_float64():
                                rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_the_narrowing_copies_nothing_where_the_type_agrees_and_keeps_vmap_vectorized():
     """The per-call cost of keeping the type: none where the gradient already has it (a
     copy of each per-example gradient would double the work of a batched MLP gradient),

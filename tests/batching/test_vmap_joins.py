@@ -102,6 +102,7 @@ def test_vmap_of_joins_with_shared_operands(axis):
         np.testing.assert_array_equal(part, expected)
 
 
+@pytest.mark.slow
 def test_over_examples_splits_a_tuple_of_batched_and_shared_items():
     g, h, s = rng.normal(size=(4, 5)), rng.normal(size=(4, 3)), rng.normal(size=2)
     each = examples.over_examples(concatenate_part, (True, (True, False), False, False))
@@ -119,6 +120,7 @@ def test_jit_vmap_grad_through_joins(f):
                                per_example(f, [W] * len(X), X), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_compiled_joins_of_lists_and_of_mixed_ranks():
     import numba
     join = numba.njit(lambda xs, axis: concatenate(xs, axis))
@@ -137,6 +139,7 @@ def test_compiled_joins_of_lists_and_of_mixed_ranks():
         rows((v, b))
 
 
+@pytest.mark.slow
 def test_jit_of_joins_of_lists_and_of_mixed_ranks():
     def joins(x):
         return np.sum(np.vstack((x, np.outer(x, x))) * np.vstack([x, x, x, x])) + \
@@ -146,6 +149,7 @@ def test_jit_of_joins_of_lists_and_of_mixed_ranks():
     np.testing.assert_allclose(jit(joins)(x), joins(x), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_vmap_grad_through_joins_matches_jax():
     jax = jax_with_x64()
     jnp = jax.numpy

@@ -29,6 +29,7 @@ def piecewise(x):
     return x * x
 
 
+@pytest.mark.slow
 def test_vmap_of_jvp_under_a_batched_branch_returns_a_tuple():
     # The returned tuple is built under a branch that depends on the batch; its structure
     # used to be lost, so the outputs came back stacked as one (B, 2) array (python) or

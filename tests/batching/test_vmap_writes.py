@@ -437,6 +437,7 @@ def test_a_name_rebound_on_every_path_before_the_write_is_vectorized(case, share
     assert "vectorize strategy" in strategy, strategy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["both_branches", "helper_rebinds"])
 def test_a_name_rebound_on_every_path_before_the_write_under_jit(case):
     f, args, in_axes = _rebound_case(case, shared=True)

@@ -137,6 +137,7 @@ def _assert_same_in_both(reports, names):
         assert loaded[name][:2] == compiled[name][:2], name
 
 
+@pytest.mark.slow
 def test_failed_index_check_loaded_from_cache_raises_the_located_index_error(tmp_path):
     program, reports = _run_twice(tmp_path, ["take"])
     _assert_same_in_both(reports, ["take"])

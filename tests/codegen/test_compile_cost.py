@@ -54,6 +54,7 @@ def _jacobian_of_scaled_wave(x):
     return ref
 
 
+@pytest.mark.slow
 def test_jacfwd_through_a_helper_called_once_inlines_it_and_matches_the_derivation():
     x = np.array([0.3, -0.7, 1.1])
     jacobian = jit(jacfwd(scaled_wave))(x)
@@ -115,6 +116,7 @@ def _both_each(a, b):
     return _outer_each(a, b), _dot_each(a, b)
 
 
+@pytest.mark.slow
 def test_compiled_helper_over_examples_stores_each_example_like_numpy():
     a = np.arange(12.0).reshape(4, 3) - 5.0
     b = np.array([0.5, -2.0, 3.0])

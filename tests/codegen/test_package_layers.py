@@ -127,6 +127,7 @@ def import_cycles(graph: dict) -> list[list[str]]:
     return cycles
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_modules():
     known = package_modules()
     graph = {name: imports_of(name, path, known) for name, path in known.items()}

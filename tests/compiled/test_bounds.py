@@ -56,6 +56,7 @@ RAISING = [c for c in programs.CASES if c[4] is not None]
 VALID = [c for c in programs.CASES if c[4] is None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", RAISING, ids=[c[0] for c in RAISING])
 def test_out_of_bounds_index_raises_index_error_at_the_users_line(outcomes, case):
     ident, name, how, args, line = case

@@ -48,6 +48,7 @@ def test_grad_reads_a_rebound_global_array_without_compiling_again(weights):
     assert "takes WEIGHTS: hidden argument, array float64 1-d" in g.source(x)
 
 
+@pytest.mark.slow
 def test_a_global_array_rebound_to_another_kind_compiles_a_new_specialization(weights):
     g = jit(grad(weighted))
     x = RNG.normal(size=3)

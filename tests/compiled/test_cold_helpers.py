@@ -166,6 +166,7 @@ def _round_with(x, decimals):
     return rounded(x, decimals)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rounding_half_way_values_with_decimals_is_numpys(dtype):
     """Half-way values at 1-3 decimals, tens and hundreds, large decimals, overflow (NumPy
@@ -229,6 +230,7 @@ def test_hessian_of_sum_tanh_matches_finite_differences():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_vmapped_mlp_gradient_matches_finite_differences():
     params, X, Y = workloads.mlp_inputs(batch=3, n_in=5, hidden=4, n_out=3)
     params = {k: v.astype(np.float64) for k, v in params.items()}
@@ -276,6 +278,7 @@ def _extremes(x):
     return max_examples(x), min_examples(x)
 
 
+@pytest.mark.slow
 def test_max_and_min_of_each_example_are_numpys_including_nan_and_ints():
     x = np.array([[1.0, 3.0, -2.0], [np.nan, 1.0, 5.0], [4.0, np.nan, -np.inf],
                   [-0.0, 0.0, -0.0], [2.0, 2.0, 2.0]])
@@ -359,6 +362,7 @@ def _numba_row_sums(x):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES + [np.int32])
 @pytest.mark.every_case
 def test_sum_all_is_numbas_own_np_sum_bit_for_bit(dtype):

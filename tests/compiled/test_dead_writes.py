@@ -40,6 +40,7 @@ def through_a_view_method(x, v):
     return np.sum(f * v) * 0.125 + M[1, 2] + u[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", [through_asarray, through_a_tuple, through_a_view_method],
                          ids=lambda f: f.__name__)
 def test_a_write_read_through_another_name_is_kept_under_jit(f):

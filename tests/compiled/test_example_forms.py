@@ -97,6 +97,7 @@ def _loss(W, x):
     return np.sum(np.tanh(W @ x) ** 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_batched_products_have_one_compiled_form_per_dtype(dtype):
     rng = np.random.default_rng(2)

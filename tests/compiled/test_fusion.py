@@ -114,6 +114,7 @@ def test_fused_chain_of_two_arrays_and_a_mask(dtype, monkeypatch):
         np.testing.assert_array_equal(jit(mixed)(x, y), unfused(monkeypatch, mixed)(x, y))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x_shape, y_shape", [((5, 1), (1, 4)), ((3, 4), (4,)),
                                               ((6,), (1,)), ((2, 3), (2, 3)), ((0, 1), (1, 3)),
                                               ((1,), (0,))])
@@ -179,6 +180,7 @@ def test_a_scalar_function_that_divides_keeps_the_rerun_in_parallel():
     assert "trip_done" in f.source(x)
 
 
+@pytest.mark.slow
 def test_operands_that_do_not_broadcast_raise_naming_the_line():
     line = mixed.__code__.co_firstlineno + 1
     with pytest.raises(ValueError, match=rf"test_fusion.py:{line}:\d+: operands could not "

@@ -4,6 +4,7 @@ Numba's sources), written without touching the caller's array."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from transformer import grad, jit, vmap
 from transformer.test_util import numerical_grad
@@ -28,6 +29,7 @@ def test_jit_of_np_array_of_a_matrix_copies_it():
     np.testing.assert_array_equal(m, M)                  # the caller's array is untouched
 
 
+@pytest.mark.slow
 def test_jit_of_grad_and_of_vmap_through_np_array_of_a_matrix():
     np.testing.assert_allclose(jit(grad(first_set_to_one))(M),
                                numerical_grad(first_set_to_one, (M,)), rtol=1e-6, atol=1e-9)

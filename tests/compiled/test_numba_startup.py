@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -25,6 +27,7 @@ def _run(body: str, tmp_path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_elementwise_first_call_imports_no_scipy_linalg(tmp_path):
     out = _run("""
         import sys
@@ -43,6 +46,7 @@ def test_elementwise_first_call_imports_no_scipy_linalg(tmp_path):
     assert out.split() == ["False", "True"]
 
 
+@pytest.mark.slow
 def test_blas_functions_still_right_under_jit(tmp_path):
     out = _run("""
         import sys
@@ -64,6 +68,7 @@ def test_blas_functions_still_right_under_jit(tmp_path):
     assert out.split() == ["True"]
 
 
+@pytest.mark.slow
 def test_without_scipy_convolve_compiles_with_the_inner_product(tmp_path):
     out = _run("""
         import importlib.abc

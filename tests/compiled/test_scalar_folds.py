@@ -32,6 +32,7 @@ def test_jit_jacfwd_of_a_function_folding_a_float(x):
     np.testing.assert_allclose(jit(jacfwd(_second))(x), 2.0 * np.eye(3))
 
 
+@pytest.mark.slow
 def test_jit_hessian_of_a_function_folding_a_float(x):
     s = x @ x        # f = s**2 + s: hessian 4 s I + 8 x x^T + 2 I
     expected = (4.0 * s + 2.0) * np.eye(3) + 8.0 * np.outer(x, x)

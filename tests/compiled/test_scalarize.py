@@ -154,6 +154,7 @@ def test_lj_gradient_is_scalarized_and_matches_finite_differences(lj_grad_jit):
     assert_gradient_close(lj_grad_jit(*args), expected, "jit(grad(lj_energy))")
 
 
+@pytest.mark.slow
 def test_float32_positions_give_the_array_code_result(lj_jit, lj_grad_jit):
     args = lj_args(20, dtype=np.float32)
     unscalarized = numba.njit(workloads.lj_energy)(*args)
@@ -181,6 +182,7 @@ def test_two_dimensional_positions_use_two_scalars(lj_any_dim_grad):
     assert_gradient_close(lj_any_dim_grad(*args), expected, "2-D positions")
 
 
+@pytest.mark.slow
 def test_a_new_trailing_length_compiles_a_new_specialization(lj_any_dim_grad):
     for dim in (2, 3, 6):        # 6 is longer than any scalarized vector: array code
         args = lj_args(8, dim=dim)
@@ -280,6 +282,7 @@ def write_through_other_parameter(x, y):
     return np.sum(v) + np.sum(w * 1.0)
 
 
+@pytest.mark.slow
 def test_views_written_through_aliases_stay_views():
     x = np.random.default_rng(6).random((3, 3))
     f = jit(write_through_tuple)

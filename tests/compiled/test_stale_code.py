@@ -66,6 +66,7 @@ def _write_package(directory, scale: float, offset: float):
         offset=repr(offset)))
 
 
+@pytest.mark.slow
 def test_new_process_sees_edited_module_constant_and_helper(tmp_path):
     (tmp_path / "model.py").write_text(MODEL)
     _write_package(tmp_path, 2.0, 1.0)

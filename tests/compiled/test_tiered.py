@@ -29,6 +29,7 @@ def entry(jitted):
     return function
 
 
+@pytest.mark.slow
 def test_first_call_runs_numpy_then_the_machine_code_gives_the_same_gradient():
     g = jit(grad(energy), tiered=True)
     x = np.array([0.3, -1.2, 2.0])

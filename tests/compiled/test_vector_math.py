@@ -103,6 +103,7 @@ def _needs_oracle(dtype):
         pytest.skip("long double is float64 here: no wider oracle for float64")
 
 
+@pytest.mark.slow
 @pytest.mark.every_case
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_kernels_within_stated_ulps_on_a_sample_of_every_exponent(dtype):
@@ -132,6 +133,7 @@ def _scalar_forms(x, out):
 scalar_forms = numba.njit(_scalar_forms)
 
 
+@pytest.mark.slow
 @pytest.mark.every_case
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_array_loops_equal_the_scalar_kernels_bit_for_bit(dtype):
@@ -146,6 +148,7 @@ def test_array_loops_equal_the_scalar_kernels_bit_for_bit(dtype):
     assert np.array_equal(by_array.view(f"u{x.itemsize}"), by_number.view(f"u{x.itemsize}"))
 
 
+@pytest.mark.slow
 @pytest.mark.every_case
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values_are_numpys(dtype):
@@ -182,6 +185,7 @@ def softplus_tanh(w):
     return np.sum(np.log1p(np.exp(w)) + np.tanh(w)) + math.log(1.0 + w[0] * w[0])
 
 
+@pytest.mark.slow
 def test_jit_computes_elementwise_math_with_the_vector_kernels():
     x = np.linspace(-3.0, 3.0, 13)
     compiled = jit(selu)

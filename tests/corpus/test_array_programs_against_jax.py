@@ -37,6 +37,7 @@ QUICK = ("grad0", "grad01", "value_and_grad_aux", "jvp", "vjp", "vmap0", "vmap1_
          "vmap_grad", "grad_grad", "jit_python:grad0")
 
 
+@pytest.mark.slow
 def test_generated_programs_agree_with_jax(tmp_path):
     outcomes = _hunt(tmp_path, 2, 3, QUICK)
     # the hunt compared something: most outcomes are agreements, not refusals

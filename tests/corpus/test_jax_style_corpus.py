@@ -97,6 +97,7 @@ def test_hessian_matches_finite_differences(name):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * max(10.0, np.max(np.abs(want))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FULL_JIT)
 def test_jit_grad_matches_finite_differences(name):
     case = CASES[name]
@@ -131,6 +132,7 @@ def test_value_and_grad_agree_with_jax(name, jax_module):
 
 # every other Hessian program against JAX (each is a JAX trace of seconds on CI's machine);
 # test_hessian_matches_finite_differences checks all of them
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sweep([n for k, n in enumerate(HESSIAN)
                                         if k % 2 == 0 or n in QUICK]))
 def test_hessian_agrees_with_jax(name, jax_module):

@@ -321,6 +321,7 @@ def test_update_of_a_number_another_name_held_is_plain_arithmetic_in_the_kernel(
     assert "remaining = buy" in source and "remaining = sell" in source
 
 
+@pytest.mark.slow
 @needs_ptx
 def test_float32_scalar_and_local_array_updates_compile_to_ptx_without_float64():
     x, take = _inputs(dtype=np.float32)

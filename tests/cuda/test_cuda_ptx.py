@@ -62,6 +62,7 @@ def test_gradient_kernels_compile_to_ptx(positions):
     assert ".entry" in helpers.ptx(x, x)
 
 
+@pytest.mark.slow
 @needs_ptx
 def test_control_flow_jvp_and_elementwise_kernels_compile_to_ptx():
     x = np.linspace(-2.0, 2.0, 8)

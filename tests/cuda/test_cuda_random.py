@@ -25,6 +25,7 @@ def key_data_in_thread(x, k):
     return x + random.key_data(k)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(ptx_missing() is not None, reason=str(ptx_missing()))
 def test_float32_draws_and_split_keys_compile_to_ptx():
     ptx = jit(vmap(noisy), backend="cuda").ptx(np.ones((4, 3), np.float32), KEYS)

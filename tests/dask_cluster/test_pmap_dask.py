@@ -25,6 +25,7 @@ def take(x, k):
     return x[k]
 
 
+@pytest.mark.slow
 def test_psum_over_the_cluster_equals_threads_and_numpy(client):
     xs = np.random.default_rng(1).uniform(1.0, 2.0, size=(2, 5))
     on_dask = pmap(normalized, "i", backend="dask", client=client)

@@ -31,6 +31,7 @@ def writes_argument(x):
 weighted_rows = jit(vmap(weighted_sines))
 
 
+@pytest.mark.slow
 def test_shards_equal_numpy_and_the_single_process_call(client):
     xs = np.random.default_rng(0).normal(size=(10, 4))
     shards = [(xs[:5],), (xs[5:],)]

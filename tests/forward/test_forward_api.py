@@ -64,6 +64,7 @@ def test_linearize_reuses_the_point():
                                    ref_jvp(dx, np.zeros_like(W)), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_jacfwd_matches_jax_for_one_and_several_argnums():
     np.testing.assert_allclose(jacfwd(model)(X, W), jax.jacfwd(model_jax)(X, W), rtol=1e-12)
     jx, jw = jacfwd(model, argnums=(0, 1))(X, W)
@@ -183,6 +184,7 @@ def two_outputs_jax(params, x):
 PARAMS = {"W": W, "b": np.array([0.1, -0.2])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ours, theirs", [(jacfwd, jax.jacfwd), (transformer.jacrev,
                                                                  jax.jacrev)])
 def test_jacobian_of_a_dict_argument_has_the_tree_product_structure(ours, theirs):
@@ -259,6 +261,7 @@ def test_hessian_with_tuple_argnums_nests_blocks_like_jax(compiled_mixed_hessian
     _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(2, 1))(*MIXED), (2, 1))
 
 
+@pytest.mark.slow
 def test_hessian_blocks_are_differences_of_the_gradient():
     from gradcheck import central_differences
     blocks = transformer.hessian(mixed, argnums=(0, 1))(*MIXED)
@@ -285,6 +288,7 @@ def test_hessian_tuple_argnums_without_batching_loops_over_basis_vectors(monkeyp
     _assert_blocks_match_jax(transformer.hessian(mixed, argnums=(0, 1))(*MIXED), (0, 1))
 
 
+@pytest.mark.slow
 def test_one_element_tuple_argnums_gives_a_one_element_tuple():
     (jx,) = jacfwd(model, argnums=(0,))(X, W)
     np.testing.assert_allclose(jx, jax.jacfwd(model_jax)(X, W), rtol=1e-12)

@@ -157,6 +157,7 @@ def test_compiled_jvp_matches_python(compiled_loops):
     check(loops, np.array([0.3, -2.0, 1.1, 0.4, 2.0, 3.0]), backend=compiled_loops)
 
 
+@pytest.mark.slow
 def test_compiled_jvp_through_calls_and_inplace():
     check(inplace, np.array([0.2, 0.7, -0.3, 1.1]), 0.4, backend=jit(jvp(inplace)))
 

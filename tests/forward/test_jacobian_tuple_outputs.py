@@ -122,6 +122,7 @@ def test_jacrev_has_aux_with_a_tuple_output_is_refused_with_a_hint_that_works():
     np.testing.assert_allclose(aux, np.sum(x))
 
 
+@pytest.mark.slow
 def test_jacfwd_of_jacrev_in_a_tuple_argnums_is_the_hessian():
     A, x = np.eye(3) + 0.1, np.arange(3.0)
     H = jacfwd(jacrev(quadratic, argnums=(0, 1)), argnums=(0, 1))(A, x)
@@ -201,6 +202,7 @@ def test_pytree_argument(mode):
     np.testing.assert_allclose(J[1]["b"], x)
 
 
+@pytest.mark.slow
 @needs_jax
 @pytest.mark.parametrize("mode", ["fwd", "rev"])
 def test_matches_jax(mode):

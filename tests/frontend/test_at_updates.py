@@ -98,6 +98,7 @@ def test_grad_and_jvp_match_jax_and_finite_differences(form):
     np.testing.assert_array_equal(x, X)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.__name__)
 def test_hessian_matches_jax(form):
     expected = jax.hessian(on_jax(form))(jnp.asarray(X))
@@ -153,6 +154,7 @@ def test_refused_forms_are_located(fun, match):
     assert info.value.lineno == inspect.getsourcelines(fun)[1] + 1
 
 
+@pytest.mark.slow
 def test_a_repeated_index_of_multiply_raises_at_run_time_where_jax_multiplies_twice():
     line = inspect.getsourcelines(repeated_multiply)[1] + 1
     assert float(on_jax(repeated_multiply)(jnp.asarray(X))) == pytest.approx(
@@ -166,6 +168,7 @@ def apply(x):
     return np.sum(x.at[1:].apply(np.sin) * x[0])
 
 
+@pytest.mark.slow
 def test_apply_matches_jax_values_and_finite_differences():
     """JAX does not differentiate `apply` (scatter_apply): finite differences are the oracle."""
     x = X.copy()
@@ -218,6 +221,7 @@ def through_helper(x):
     return np.sin(zeroed_first(x)) * x[2]
 
 
+@pytest.mark.slow
 def test_an_update_in_a_helper_and_jacrev_run_the_rewritten_helper():
     """A helper the transformed function calls is rewritten too (it was called as written:
     AttributeError on `.at` under jit, grad, vmap), and so is the primal jacrev runs."""

@@ -79,6 +79,7 @@ CASES = [(scaled, scaled_by_hand), (added, added_by_hand),
          (int_arithmetic, int_arithmetic_by_hand)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form, by_hand", CASES, ids=lambda f: f.__name__)
 def test_grad_jvp_and_hessian_match_the_numpy_form(form, by_hand):
     x = X.copy()
@@ -103,6 +104,7 @@ def test_vmap_and_jit_match_the_numpy_form(form, by_hand):
     assert float(jit(form)(X.copy())) == pytest.approx(by_hand(X), rel=1e-12)
 
 
+@pytest.mark.slow
 def test_jit_of_grad_matches_the_plain_gradient():
     np.testing.assert_allclose(jit(grad(added))(X.copy()), grad(added)(X.copy()), rtol=1e-12)
 
@@ -121,6 +123,7 @@ def accumulated_by_hand(x, index):
     return np.sum(y * np.cos(y))
 
 
+@pytest.mark.slow
 def test_forward_mode_of_np_add_at_matches_finite_differences():
     index = np.array([1, 1, 3])
     x, direction = X.copy(), DIRECTION.copy()
@@ -177,6 +180,7 @@ def index_parameter_by_hand(x, i):
 M = np.array([[0.7, -1.3, 0.4], [1.1, -0.6, 0.2]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", [1, np.array([2, -2]), np.array([True, False, True])],
                          ids=["int", "array", "mask"])
 def test_an_index_held_in_a_parameter_is_checked_at_run_time(i):
@@ -191,6 +195,7 @@ def test_an_index_held_in_a_parameter_is_checked_at_run_time(i):
     np.testing.assert_array_equal(m, M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i", [np.array([0, 2, 0]), np.array([1, -2])], ids=["twice", "negative"])
 def test_an_index_array_with_a_repeated_entry_raises_at_the_users_line(i):
     line = inspect.getsourcelines(index_parameter)[1] + 1

@@ -149,6 +149,7 @@ def test_hessian(f):
     np.testing.assert_allclose(hessian(f)(X), expected, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", [list_items, enumerated, dict_items], ids=lambda f: f.__name__)
 def test_compiled(f):
     np.testing.assert_allclose(jit(grad(f))(X), numerical_grad(f, (X,)), rtol=1e-6,

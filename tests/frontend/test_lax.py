@@ -228,6 +228,7 @@ def scan_of_products(x):
 SCAN_OF_PRODUCTS = jit(scan_of_products)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x", [np.arange(1.0, 9.0, dtype=np.float32).reshape(4, 2),
                                np.array([1 + 2j, -1j, 0.5, 3 - 1j])], ids=str)
 def test_jit_scan_stacks_float32_and_complex_outputs_in_their_dtype(x):
@@ -239,6 +240,7 @@ def test_jit_scan_stacks_float32_and_complex_outputs_in_their_dtype(x):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.slow
 def test_jit_scan_stacks_integer_outputs_as_floats_exactly():
     """An int y is stacked as floats: a later y may be a float (`c = 0`, then `c + x`)."""
     x = np.array([3, -7, 2**40, 5])
@@ -255,6 +257,7 @@ def running_sums(start, xs):
 RUNNING_SUMS = jit(running_sums)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", [
     np.int8(3), np.array([True, False]),
     pytest.param(np.int16(-2), marks=pytest.mark.slow),
@@ -416,6 +419,7 @@ def test_scan_outputs_match_jax(jax_modules):
 
 
 # ------------------------------------------------------------------ the README's example
+@pytest.mark.slow
 def test_readme_lax_example_runs_and_matches_finite_differences(tmp_path):
     import re
     from pathlib import Path

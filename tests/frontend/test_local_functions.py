@@ -266,6 +266,7 @@ def test_hessian_matches_finite_differences_of_the_gradient(f):
     assert_hessian_matches_differences(hessian(f), _plain(f), POINTS[0])
 
 
+@pytest.mark.slow
 def test_hessian_of_a_scan_step_matches_finite_differences_of_the_gradient():
     assert_hessian_matches_differences(hessian(scan_tuple_carry), _plain(scan_tuple_carry),
                                        POINTS[1])

@@ -206,6 +206,7 @@ def test_a_returned_list_converts_only_where_the_caller_gets_a_list_back():
 
 # ---------------------------------------------------------------- refusals
 
+@pytest.mark.slow
 def test_a_mixed_list_iterated_compiles():
     # the loop is written out (`transformer.container_loops`), so the list is read at
     # constant indices and compiles as a tuple; Numba refused it before

@@ -52,6 +52,7 @@ def test_walk_visits_what_ast_walk_visits_in_its_order():
     assert count > 35
 
 
+@pytest.mark.slow
 def test_copy_tree_copies_what_deepcopy_copies():
     for tree in _trees():
         _assert_same_copy(tree, copy_tree(tree), copy.deepcopy(tree))

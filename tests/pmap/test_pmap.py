@@ -24,6 +24,7 @@ def collectives_pmapped():
     return pmap(P.every_collective, "i", in_axes=(0, None))
 
 
+@pytest.mark.slow
 @needs_cores
 def test_every_collective_equals_vmap_with_the_same_axis_name(collectives_pmapped):
     got = collectives_pmapped(X, 1.5)

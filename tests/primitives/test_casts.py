@@ -157,6 +157,7 @@ def mixed_hand(x):
         np.sin(x.astype(np.float32)) + 2.0 * x + 2.0 * np.trunc(x)
 
 
+@pytest.mark.slow
 def test_jit_of_grad_and_jvp_through_casts_matches_the_python_run():
     got = jit(grad(mixed))(X)
     np.testing.assert_allclose(got, mixed_hand(X), rtol=1e-6)

@@ -58,6 +58,7 @@ def test_grad_and_jvp_match_jax(f, dtype):
     assert float(tangent) == pytest.approx(float(want), rel=2e-6, abs=2e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", SCALARS)
 def test_hessian_matches_jax(f):
     np.testing.assert_allclose(hessian(f)(X), jax.hessian(on_jax(f))(jnp.asarray(X)),

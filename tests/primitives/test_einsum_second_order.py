@@ -78,6 +78,7 @@ def test_hessian(f, f_jax):
     _close(hessian(f)(X), jax.hessian(f_jax)(X))
 
 
+@pytest.mark.slow
 @needs_jax
 @pytest.mark.every_case
 @pytest.mark.parametrize("f, f_jax", ONE_ARGUMENT, ids=lambda f: f.__name__)
@@ -112,6 +113,7 @@ def test_jvp_of_grad_in_the_matrix():
     _close(got[1], want[1])
 
 
+@pytest.mark.slow
 @needs_jax
 def test_jit_hessian_one_operand():
     # a lone operand: the tangent of its adjoint is zeros (compiled: einsum_zeros)

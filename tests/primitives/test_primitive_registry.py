@@ -137,6 +137,7 @@ QUICK = ("math.erf", "numpy.deg2rad", "numpy.cbrt", "numpy.exp2", "numpy.arctanh
          "scipy.special.xlogy")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", [
     "quick", pytest.param("arrays", marks=pytest.mark.slow),
     pytest.param("scalars", marks=pytest.mark.slow)])

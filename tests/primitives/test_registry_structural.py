@@ -118,6 +118,7 @@ def test_batched_gradient_matches_a_loop_of_gradients(calls, item):
 QUICK = ("np.diff(x, n=2, axis=0)", "np.convolve(a, v, mode='same')")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", ["quick", pytest.param("every", marks=pytest.mark.slow)])
 def test_samples_compiled_match_numpy(calls, group):
     chosen = [(r, s) for r, s in SAMPLES if group == "every" or s.call in QUICK]

@@ -33,6 +33,7 @@ def other_axes(x):
             logsumexp(x, axis=1, b=np.cos(x), return_sign=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, oracle", [
     (normalizers, lambda x: (sp.logsumexp(x, axis=1), sp.softmax(x, axis=1),
                              sp.log_softmax(x, axis=1))),
@@ -110,6 +111,7 @@ def vmapped_log_softmax(xs):
     return np.sum(np.sin(log_softmax_each(xs)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f", [vmapped_lse, vmapped_softmax, vmapped_log_softmax],
                          ids=lambda f: f.__name__)
 def test_derivatives_through_a_vmap_of_a_whole_array_reduction(f):

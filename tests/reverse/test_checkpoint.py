@@ -91,6 +91,7 @@ def test_checkpoint_loop_value_and_gradient_match_the_plain_loop():
             assert_gradient_close(g, e, f"T={steps}")
 
 
+@pytest.mark.slow
 def test_checkpointed_helper_under_jit_matches_the_python_backend():
     args = inputs(steps=23)
     got = jit(grad(run_ck, argnums=(0, 2)))(*args)
@@ -109,6 +110,7 @@ def test_checkpoint_loop_under_jit_matches_the_python_backend():
         assert_gradient_close(g, e, "jit")
 
 
+@pytest.mark.slow
 def test_whole_function_wrapped_like_jax_checkpoint():
     args = inputs(steps=5)
     wrapped = checkpoint(run_plain, policy=checkpoint_policies.nothing_saveable)

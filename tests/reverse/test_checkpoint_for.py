@@ -74,6 +74,7 @@ def test_grad_of_a_checkpointed_for_equals_the_plain_loop_and_differences():
         assert_gradient_close(got[k], central_differences(rnn_plain, args, k), f"fd arg {k}")
 
 
+@pytest.mark.slow
 def test_lower_and_upper_bounds_and_the_segments_schedule():
     W, _, h0 = inputs(1)
     for lo, hi in ((0, 5), (3, 9), (4, 4), (6, 2)):
@@ -147,6 +148,7 @@ def nested(x, c):
     return a - c * c
 
 
+@pytest.mark.slow
 def test_a_checkpointed_loop_inside_another_loop():
     args = inputs(6, seed=2)
     assert_same(grad(epochs, argnums=(0, 2))(*args), grad(epochs_plain, argnums=(0, 2))(*args))
@@ -166,6 +168,7 @@ def counted(W, xs, h0):
     return np.sum(h)
 
 
+@pytest.mark.slow
 def test_the_revolve_schedule_runs_the_fewest_forward_steps():
     assert "counted_loop(0, " in source(grad(counted))
     for steps in (5, 11, 20):

@@ -68,6 +68,7 @@ def test_named_policies_give_the_plain_gradient_and_finite_differences(fun, plai
     assert_gradient_close(g, expected[0], "value_and_grad")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fun,plain", [
     pytest.param(run_only_pre, run_plain, id=IDS[0], marks=pytest.mark.slow),
     pytest.param(one_call, one_call_plain, id=IDS[2])])
@@ -227,6 +228,7 @@ def test_a_saved_name_that_names_no_single_value_is_refused_located(fun, message
                           central_differences(fun, (x,), 0), "unsaved")
 
 
+@pytest.mark.slow
 def test_the_refusals_hint_works_a_checkpointed_step_in_the_loop_saves_per_trip():
     x = np.linspace(0.1, 1.0, 3)
     expected = grad(plain_loop)(x)

@@ -149,6 +149,7 @@ def test_jit_grad_matches_finite_differences(compiled_groups, group, name):
         assert_gradient_close(g, e, f"jit(grad) of {name} d/d{case.fn.__code__.co_varnames[k]}")
 
 
+@pytest.mark.slow
 def test_jit_grad_with_static_argument():
     case = by_name("loop_integer_argument_stop")
     x, n = case.args()

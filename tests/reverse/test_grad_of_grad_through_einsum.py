@@ -37,6 +37,7 @@ def test_grad_of_grad_through_einsum_names_einsum_grad(argnums):
     assert "jacfwd(grad(f))" in message
 
 
+@pytest.mark.slow
 def test_the_hint_forward_over_reverse_matches_jax():
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)

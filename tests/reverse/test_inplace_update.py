@@ -56,6 +56,7 @@ def test_vmap_updates_each_example_as_numpy_does(fn):
     np.testing.assert_allclose(vmap(fn)(xs.copy()), expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_jit_vmap_updates_each_example_as_numpy_does():
     xs = np.stack([X, X[::-1] * 0.5])
     compiled = jit(vmap(update_through_slice))

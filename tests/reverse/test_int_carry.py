@@ -111,6 +111,7 @@ def test_integers_through_helpers_give_finite_difference_gradients(f):
     assert_gradient_close(g, central_differences(f, (X,)), f.__name__)
 
 
+@pytest.mark.slow
 def test_integer_counter_through_helper_compiled_and_batched():
     xs = np.stack([X, X + 1.5])
     expected = np.stack([central_differences(branches_return_int_and_float, (x,))

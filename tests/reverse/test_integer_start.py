@@ -52,6 +52,7 @@ def test_an_inactive_int_argument_that_becomes_a_float_gets_the_true_gradient_in
     assert_gradient_close(grad(halved_int_argument)(0.7, 3, 4), expected)
 
 
+@pytest.mark.slow
 def test_compiled_code_refuses_it_at_the_users_line_and_the_hint_works():
     with pytest.raises(TransformError) as info:
         jit(grad(halved_int_argument))(0.7, 3, 4)
@@ -82,6 +83,7 @@ def counted_from_an_int(x, n):
     return y
 
 
+@pytest.mark.slow
 def test_a_flag_that_becomes_a_count_gets_the_true_gradient_and_a_located_refusal():
     """`c = x[0] > 0; c = c + 1`: a boolean tape truncated the counts to True (grad gave
     0.274 where finite differences give 1.645)."""

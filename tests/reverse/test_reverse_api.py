@@ -107,6 +107,7 @@ def test_recursion_is_refused():
         grad(ra.recursive)(1.0, 2)
 
 
+@pytest.mark.slow
 def test_jit_of_grad_with_static_argnums():
     g = jit(grad(ra.static_n), static_argnums=1)
     np.testing.assert_allclose(g(np.ones(4), 3), [2.0, 2.0, 2.0, 0.0])
@@ -159,6 +160,7 @@ def test_a_differentiated_call_that_writes_into_its_argument_is_refused():
         grad(ra.calls_fill_first)(2.0)
 
 
+@pytest.mark.slow
 def test_a_view_changed_by_a_later_write_is_an_error_not_a_wrong_gradient():
     X0 = np.arange(6.0).reshape(2, 3)
     with pytest.raises(ValueError, match="view"):

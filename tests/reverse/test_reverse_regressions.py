@@ -35,6 +35,7 @@ def test_grad_of_array_read_with_constant_indices_is_an_array():
     check_grads(reads_array_items, (xi,))
 
 
+@pytest.mark.slow
 def test_jit_grad_of_array_read_with_constant_indices(compiled_step):
     xi, bparams = np.array([0.4, -1.3, 0.9]), np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(compiled_step(xi, bparams),
@@ -54,6 +55,7 @@ def test_grad_of_local_array_read_with_constant_indices():
     check_grads(reads_local_array_items, (x,))
 
 
+@pytest.mark.slow
 def test_jit_grad_of_local_array_read_with_constant_indices():
     x = np.array([0.4, -1.3, 0.9])
     np.testing.assert_allclose(jit(grad(reads_local_array_items))(x),

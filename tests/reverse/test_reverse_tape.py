@@ -250,6 +250,7 @@ def _shared_update(x, n):
     return np.sum(z * y)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, line, words", [
     (_grown_in_a_branch, "y = x[:3] * y[0]", "a recorded variable changed shape"),
     (_scalar_accumulator, "e = e + x * t", "a variable changed shape"),

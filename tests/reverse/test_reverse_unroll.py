@@ -111,6 +111,7 @@ def index_assigned(x, w):
     return t
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, unrolled", [
     (descending_with_index_arithmetic, True), (grows_over_the_copies, True),
     (index_read_after, False),

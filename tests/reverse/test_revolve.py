@@ -96,6 +96,7 @@ def inputs(steps, hidden=4, seed=0):
             rng.normal(size=hidden) * 0.1)
 
 
+@pytest.mark.slow
 def test_revolve_gradient_equals_the_plain_loop():
     for steps in (0, 1, 2, 7, 11, 30):
         args = inputs(steps, seed=steps)

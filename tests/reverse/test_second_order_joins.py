@@ -72,6 +72,7 @@ PARTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", range(len(PARTS)))
 def test_unpart_is_the_transpose_of_part(case):
     import numba
@@ -98,6 +99,7 @@ def test_compiled_second_derivatives_through_joins(f):
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_hessian_through_joins_matches_jax():
     jax = jax_with_x64()
     jnp = jax.numpy

@@ -55,6 +55,7 @@ SHARED = [item_of_a_list, item_of_a_tuple, unpacked_from_a_list, unpacked_from_a
           loop_over_a_list]
 
 
+@pytest.mark.slow
 @pytest.mark.every_case
 @pytest.mark.parametrize("f", SHARED, ids=lambda f: f.__name__)
 def test_the_other_transformations_follow_numpy(f):

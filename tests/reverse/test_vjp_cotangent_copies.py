@@ -82,6 +82,7 @@ def assert_second_close(got, expected, what):
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-4, atol=1e-5, err_msg=what)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argnum", [0, 1])
 @pytest.mark.parametrize("f, w", CASES)
 def test_hessian_of_a_helper_returning_a_vector_and_its_item(f, w, argnum):
@@ -92,6 +93,7 @@ def test_hessian_of_a_helper_returning_a_vector_and_its_item(f, w, argnum):
                                            argnums=argnum)(*args), expected, "jacfwd(jacrev)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, w", CASES)
 def test_jvp_of_grad_and_the_gradient_itself(f, w):
     args = (w, X3)
@@ -107,6 +109,7 @@ def test_jvp_of_grad_and_the_gradient_itself(f, w):
     assert_second_close(tangent, second_differences(f, args, 1) @ t, "jvp(grad)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, w", [(body_read_second, W23), (body_two_reads, W33)])
 def test_jacrev_and_vmap_of_grad_of_a_vector_function_calling_the_helper(body, w):
     def vector(x):
@@ -164,6 +167,7 @@ def test_jit_hessian_matches_the_python_backend(f, w):
                                expected, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_hessian_matches_jax():
     jax = jax_with_x64()
     jnp = jax.numpy

@@ -34,7 +34,7 @@ def _hunt(tmp_path, examples, checks, start):
 
 
 def test_drawn_write_programs_quick(tmp_path):
-    _hunt(tmp_path, 12, QUICK, 20261204)
+    _hunt(tmp_path, 6, QUICK, 20261204)
 
 
 @pytest.mark.slow

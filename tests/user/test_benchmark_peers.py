@@ -73,6 +73,7 @@ def test_lj_vectorized_energy_matches_pair_loop(lj):
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_lj_numba_forces_match_finite_differences(lj, lj_forces):
     pos, *rest = lj
     for index in [(0, 0), (17, 1), (127, 2)]:

@@ -19,6 +19,7 @@ def show(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_help_documents_show_and_its_flags():
     result = subprocess.run([sys.executable, "-m", "codegen.cli", "show", "--help"],
                             capture_output=True, text=True, cwd=ROOT, check=True)
@@ -85,6 +86,7 @@ def cli_subprocess(*argv, env=None):
                           text=True, cwd=ROOT, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, message", [
     (["show", f"{PROGRAMS}:cubic", "--vmap", "0,0,0"], "in_axes has 3 entries"),
     (["show", f"{PROGRAMS}:sqdist", "--jit", "--arg", "a=float64[n,4x]", "--arg",
@@ -171,6 +173,7 @@ def test_compile_fills_the_cache_so_a_new_process_loads_from_disk(tmp_path):
     assert int(warm.stdout.strip()) >= 1
 
 
+@pytest.mark.slow
 def test_compile_says_so_when_numba_cannot_cache_the_function(tmp_path):
     # Numba 0.68 cannot disk-cache a function calling another compiled one under
     # NUMBA_OPT=0 (setup.cfg): compile must not report it as cached
@@ -192,6 +195,7 @@ def test_color_always_highlights_and_pipes_stay_plain(capsys):
     assert "\x1b[" in colored and "\x1b[" not in plain
 
 
+@pytest.mark.slow
 def test_demo_runs_and_checks_itself(capsys):
     assert cli.main(["demo"]) == 0
     out = capsys.readouterr().out

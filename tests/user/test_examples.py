@@ -53,6 +53,7 @@ def test_every_example_is_run():
     assert set(RUNS) == {p.name for p in EXAMPLES.glob("*.py")} - {"checks.py"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", [pytest.param(s, marks=SLOW) if s in SLOW_RUNS else s
                                     for s in sorted(RUNS)])
 def test_example_runs_and_prints_its_checks(script):
@@ -83,6 +84,7 @@ def test_a_failed_check_exits_1_and_says_what_differed(capsys):
         capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, message", [
     (["--atoms", "512000"], "--atoms must be between 8 and 100,000"),
     (["--atoms", "many"], "expected a number of atoms"),

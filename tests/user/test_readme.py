@@ -59,6 +59,7 @@ def loss(params, data):
     return total
 
 
+@pytest.mark.slow
 def test_the_scipy_pattern_in_the_readme_runs_and_recovers_known_parameters(tmp_path):
     pytest.importorskip("scipy")
     block = code_blocks(section(ENGLISH.read_text(), "SciPy optimizers"))[0]
