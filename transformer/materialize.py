@@ -83,6 +83,7 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     hide = options.backend == "cpu" and not freeze_arrays
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
+    calls_generated = False
     # Only the top function is parallel: a parallel helper nested inside a parallel
     # caller gains nothing and trips Numba's parfors passes.
     dependency_options = dataclasses.replace(options, parallel=False)
@@ -107,6 +108,9 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             callee_arrays[name] = hidden
         namespace[name] = materialized
         fingerprints.append(f"# uses {name}: {fingerprint_}")
+        calls_generated = calls_generated or fingerprint_.startswith(_GENERATED)
+    if options.inline and calls_generated:      # see _dependency_options: leaves only
+        options = dataclasses.replace(options, inline=False)
     hidden: tuple = ()
     if own or callee_arrays:
         node, names, hidden = captured_arrays.take_hidden_arrays(node, fn.env, own,
@@ -123,7 +127,14 @@ def _dependency_options(dependency: Options, options: Options, called_once: bool
     cpu backend, into a caller that is not parallel (an inlined `prange` would become
     parallel there), for a callee `called_once` - called at exactly one place and never used
     as a value (inlining at several places would make Numba compile its body once per
-    place)."""
+    place).
+
+    `module_parts` then keeps the inlining to leaves, callees that call no generated function
+    themselves: Numba inlines a callee by compiling its untyped IR, with the callees inlined
+    into it, and deep-copying that IR twice, so a chain of inlined functions (a vmap of a jvp
+    of einsum's loops under `hessian`) is compiled and copied once per level. A Hessian in
+    two arguments of a one-line `np.einsum` function took minutes to compile so; leaves
+    only, seconds."""
     inline = options.backend == "cpu" and not options.parallel and called_once
     return dataclasses.replace(dependency, inline=inline) if inline else dependency
 
@@ -187,13 +198,16 @@ def _read_fingerprint(value) -> str:
     return fingerprint(value)
 
 
+_GENERATED = "generated "          # the fingerprint of a function secant compiled
+
+
 def _materialize(value, options: Options, freeze_arrays: bool) -> tuple[Any, str, tuple]:
     """The object to bind for `value` under `options`, its fingerprint, and the arrays it
     takes hidden (a generated function's, see `compile_function`)."""
     fn = _function_of(value)
     if fn is not None:
         compiled = compile_function(fn, options, freeze_arrays=freeze_arrays)
-        return compiled.function, "generated " + compiled.key[:32], compiled.hidden
+        return compiled.function, _GENERATED + compiled.key[:32], compiled.hidden
     if isinstance(value, numba.core.dispatcher.Dispatcher):
         if options.backend == "cpu":
             return value, "numba " + function_fingerprint(value.py_func), ()

@@ -1,6 +1,7 @@
 """What a first call costs Numba: a generated function called at one place is inlined into
-its caller (one compile instead of two), never into a parallel caller, and never when it
-is called at several places. The numbers stay NumPy's."""
+its caller (one compile instead of two), never into a parallel caller, never when it is
+called at several places, and never when it calls a generated function itself (Numba would
+compile and copy a chain of inlined functions once per level). The numbers stay NumPy's."""
 import numba
 import numpy as np
 import pytest
@@ -62,6 +63,20 @@ def test_jacfwd_through_a_helper_called_once_inlines_it_and_matches_the_derivati
     np.testing.assert_allclose(jacobian, _jacobian_of_scaled_wave(x), rtol=0, atol=1e-15)
     assert _dependency_decorators("wave") == {
         "@numba.njit(nogil=True, no_cfunc_wrapper=True, inline='always')"}
+
+
+def doubled_scaled_wave(x):
+    return 2.0 * scaled_wave(x)
+
+
+def test_only_the_leaf_of_a_chain_of_helpers_called_once_is_inlined():
+    x = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(jit(doubled_scaled_wave)(x), doubled_scaled_wave(x),
+                               rtol=1e-15, atol=0)
+    assert _dependency_decorators("wave") == {
+        "@numba.njit(nogil=True, no_cfunc_wrapper=True, inline='always')"}
+    assert _dependency_decorators("scaled_wave") == {
+        "@numba.njit(nogil=True, no_cfunc_wrapper=True)"}
 
 
 def test_a_helper_called_at_two_places_is_compiled_once_on_its_own():
