@@ -48,8 +48,9 @@ def ptx_missing() -> str | None:
 
 def run_on_simulator(tmp_path, *pytest_args) -> None:
     """Run pytest with `pytest_args` in a new process under the CUDA simulator (one
-    process, no workers); every selected test must pass and none may skip."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+    process, no workers); every selected test must pass and none may skip (so every case
+    of a parametrized test runs: SECANT_QUICK_CASES=0)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", SECANT_QUICK_CASES="0",
                PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"),
                                            os.environ.get("PYTHONPATH", "")]))
     env.setdefault("SECANT_CACHE_DIR", str(tmp_path / "cache"))

@@ -44,3 +44,7 @@ def test_the_quick_set_keeps_the_first_the_last_and_one_between(conftest, monkey
 def test_one_quick_case_keeps_the_first_of_each_test(conftest, monkeypatch):
     assert _kept(conftest, 10, 1, monkeypatch) == [0]
     assert _kept(conftest, 1, 1, monkeypatch) == [0]
+
+
+def test_zero_quick_cases_keeps_every_case(conftest, monkeypatch):
+    assert _kept(conftest, 10, 0, monkeypatch) == list(range(10))
