@@ -78,8 +78,6 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     if nan_checks.wanted(options.debug_nans):
         fn = nan_checks.with_nan_checks(fn)
     node = fn.node
-    if options.inline and not _inlinable_body(node):
-        options = dataclasses.replace(options, inline=False)
     hide = options.backend == "cpu" and not freeze_arrays
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
@@ -109,7 +107,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         namespace[name] = materialized
         fingerprints.append(f"# uses {name}: {fingerprint_}")
         calls_generated = calls_generated or fingerprint_.startswith(_GENERATED)
-    if options.inline and calls_generated:      # see _dependency_options: leaves only
+    # leaves only (see _dependency_options), and bodies Numba's inliner can read
+    if options.inline and (calls_generated or not _inlinable_body(node)):
         options = dataclasses.replace(options, inline=False)
     hidden: tuple = ()
     if own or callee_arrays:
