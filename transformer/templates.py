@@ -86,6 +86,27 @@ class MissingRule(Exception):
         self.hint = hint
 
 
+# Python's builtins over one iterable have no rule (min and max have one for two values):
+# what to write instead, given as the error's hint
+_ITERABLE_BUILTINS = {
+    builtin: f"Python's `{builtin.__name__}` over an iterable has no derivative rule: write "
+             f"`{form}` for an array{also}"
+    for builtin, form, also in (
+        (sum, "np.sum(x, axis=0)", ", or `a + b + c` for a few values"),
+        (min, "np.min(x)", ", or `min(a, b)` for two values"),
+        (max, "np.max(x)", ", or `max(a, b)` for two values"),
+        (sorted, "np.sort(x)", ""))}
+
+
+def builtin_hint(key) -> str | None:
+    """What to write instead of a call of `key` that has no rule, when `key` is one of
+    Python's builtins over an iterable; else None."""
+    try:
+        return _ITERABLE_BUILTINS.get(key)
+    except TypeError:           # an unhashable key is no builtin
+        return None
+
+
 class Template:
     """One rule template. Its source is parsed on first use, not when the rule is
     registered, so importing secant does not parse hundreds of rules it may never expand.
@@ -319,7 +340,7 @@ def _bind(template, key, kind, call_args, call_keywords, result) -> dict[str, ga
         bound = signature.bind(*call_args, **call_keywords)
     except TypeError as err:
         raise MissingRule(f"the {kind} rule for {describe(key)} cannot take this call: "
-                          f"{err}") from None
+                          f"{err}", builtin_hint(key)) from None
     bound.apply_defaults()
     binding: dict[str, gast.expr] = {}
     for name, value in bound.arguments.items():
@@ -555,7 +576,7 @@ def expand_adjoint(key, call_args: list[gast.expr], call_keywords: dict[str, gas
         key = "getitem:static"  # literal ints and slices: read as plain indexing
     template = _lookup(ADJOINTS, key)
     if template is None:
-        raise MissingRule(f"no adjoint rule for {describe(key)}")
+        raise MissingRule(f"no adjoint rule for {describe(key)}", builtin_hint(key))
     _check_call(key, call_args, call_keywords)
     x = _Expansion(template, key, call_args, call_keywords, result, adjoint_of,
                    fresh_name, "adjoint")
@@ -609,7 +630,7 @@ def expand_tangent(key, call_args: list[gast.expr], call_keywords: dict[str, gas
     """
     template = _lookup(TANGENTS, key)
     if template is None:
-        raise MissingRule(f"no tangent rule for {describe(key)}")
+        raise MissingRule(f"no tangent rule for {describe(key)}", builtin_hint(key))
     _check_call(key, call_args, call_keywords)
     x = _Expansion(template, key, call_args, call_keywords, result, tangent_of,
                    fresh_name, "tangent")

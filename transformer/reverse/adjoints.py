@@ -29,7 +29,7 @@ from ..host_calls import reaches_host
 from ..nodes import copy_tree, walk
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
-from ..templates import MissingRule, describe, expand_adjoint
+from ..templates import MissingRule, builtin_hint, describe, expand_adjoint
 from .classify import Classify, helper_gradient_error, is_runtime_helper
 
 
@@ -115,6 +115,7 @@ class Adjoints(Classify, abc.ABC):
                                        f"whole; a {kind} passed in as an argument (a pytree) "
                                        "is differentiated")
         raise self.fn.origin.error(stmt, f"no adjoint rule for {what}",
+                                   builtin_hint(prim.key) or
                                    "register one with @transformer.defadjoint, wrap it with "
                                    "custom_vjp, or apply stop_gradient")
 

@@ -103,3 +103,62 @@ def _squeeze_known_nb(a, axis):
                                  "pass axis=")
         return squeeze(a, axis)
     return impl
+
+
+# ---------------------------------------------------------------- builtins on arrays
+# Python's builtins take NumPy arrays through the array's own methods (`__abs__`,
+# `__pow__`, iteration); Numba types them for numbers (and `any`/`all` not at all). These
+# give compiled code NumPy's results; every other argument keeps Numba's own forms.
+
+@overload(abs)
+def _abs_of_array(x):
+    """`abs(x)` of an array: NumPy's `np.abs(x)` (what `ndarray.__abs__` calls), a 0-d
+    array's a number."""
+    if isinstance(x, types.Array):
+        return lambda x: np.abs(x)
+    return None
+
+
+@overload(pow)
+def _pow_of_array(x, y):
+    """`pow(x, y)` with an array among the two: `x ** y`, as NumPy's `__pow__`."""
+    if isinstance(x, types.Array) or isinstance(y, types.Array):
+        return lambda x, y: x ** y
+    return None
+
+
+def _truth_of_each(x) -> bool:
+    """Whether `any(x)`/`all(x)` iterate over truth values Numba can take: the numbers of a
+    1-d array, a list or a homogeneous tuple (Python's own error for a 2-d array stays)."""
+    if isinstance(x, types.Array):
+        return x.ndim == 1
+    return isinstance(x, (types.List, types.UniTuple)) and \
+        isinstance(x.dtype, (types.Number, types.Boolean))
+
+
+@overload(any)
+def _any_of(x):
+    """`any(x)`: whether an element is true."""
+    if not _truth_of_each(x):
+        return None
+
+    def impl(x):
+        for item in x:
+            if item:
+                return True
+        return False
+    return impl
+
+
+@overload(all)
+def _all_of(x):
+    """`all(x)`: whether every element is true."""
+    if not _truth_of_each(x):
+        return None
+
+    def impl(x):
+        for item in x:
+            if not item:
+                return False
+        return True
+    return impl

@@ -9,7 +9,8 @@ and underflow thresholds, inf, -inf, nan), so a loop over an array compiles to S
 Contract:
 - `vector_exp`, `vector_expm1`, `vector_log`, `vector_log1p`, `vector_tanh`, `vector_expit`
   take a number or an array. float32 is computed in float32 and gives float32, float64 in
-  float64 (an array gives a new array of its shape); integers and booleans as float64; any
+  float64 (an array gives a new array of its shape, a 0-d array a number, as NumPy's
+  ufuncs do); integers and booleans as float64; any
   other type (complex, float16) is handed to the NumPy function they replace. In plain Python
   they are that NumPy function; secant routes only compiled code here (`transformer.lowering`).
 - Accuracy against the exactly rounded result, over the whole range of each type (random bit
@@ -377,7 +378,11 @@ def _vector_form(name: str, numpy_fn):
             return lambda x: k64(np.float64(x))
         if isinstance(x, types.Array) and isinstance(x.dtype, types.Float) \
                 and x.dtype.bitwidth in (32, 64):
-            return _forms(_FLOAT_OF_BITS[x.dtype.bitwidth]).loops[name]
+            forms = _forms(_FLOAT_OF_BITS[x.dtype.bitwidth])
+            if x.ndim == 0:             # NumPy's ufuncs give a 0-d array's value a number
+                scalar = forms.kernels[name]
+                return lambda x: scalar(x[()])
+            return forms.loops[name]
         return lambda x: numpy_fn(x)
     return python
 
