@@ -35,7 +35,7 @@ from .syntax import as_load, assign, call, const, located, name, store, subscrip
 ARRAY_METHODS = {
     "sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "min": "min", "std": "std",
     "var": "var", "cumsum": "cumsum", "cumprod": "cumprod", "dot": "dot", "ravel": "ravel",
-    "flatten": "ravel", "copy": "copy", "clip": "clip", "any": "any", "all": "all",
+    "copy": "copy", "clip": "clip", "any": "any", "all": "all",
     "argmax": "argmax", "argmin": "argmin", "squeeze": "squeeze", "swapaxes": "swapaxes",
     "conj": "conj", "round": "round", "trace": "trace", "nonzero": "nonzero",
     "repeat": "repeat",
@@ -201,6 +201,11 @@ class _Methods(gast.NodeTransformer):
             target = f"{self.np}.{ARRAY_METHODS[func.attr]}"
             return located(call(target, func.value, *node.args,
                                 **{k.arg: k.value for k in node.keywords}), node)
+        if func.attr == "flatten":
+            # always a new array, where `np.ravel` is a view of a contiguous one
+            flat = call(f"{self.np}.ravel", func.value, *node.args,
+                        **{k.arg: k.value for k in node.keywords})
+            return located(call(f"{self.np}.copy", located(flat, node)), node)
         dtype = _cast_dtype(node)
         if func.attr == "astype" and dtype is not None:
             return located(call(bound_name(self.env, self.namer, astype), func.value, dtype),

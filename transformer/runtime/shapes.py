@@ -14,16 +14,31 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from .broadcasting import unbroadcast
 from .casts import _is_none, _is_scalar, cast_like
 from .kernels import _c_strides, _gather, _reduce_into, _removed, axis_mask
+from .views import reshape_strides, resolved_dims, strided_view
 
 
 def reshape(a, shape):
-    """np.reshape that also accepts non-contiguous arrays under Numba."""
+    """np.reshape that also accepts non-contiguous arrays under Numba: a view where NumPy
+    makes one (`views`), else a copy."""
     return np.reshape(a, shape)
 
 
 @overload(reshape)
 def _reshape_nb(a, shape):
-    return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
+    if not isinstance(a, types.Array) or a.layout == "C":
+        return lambda a, shape: np.ascontiguousarray(a).reshape(shape)   # a view
+    if isinstance(shape, types.Integer):
+        return lambda a, shape: reshape(a, (shape,))
+    rank = len(shape)
+
+    def impl(a, shape):
+        dims, strides = np.empty(rank, np.int64), np.empty(rank, np.int64)
+        if resolved_dims(a.size, shape, dims):
+            if reshape_strides(a.shape, a.strides, a.itemsize, dims, strides):
+                return strided_view(a, to_fixed_tuple(dims, rank),
+                                    to_fixed_tuple(strides, rank), 0)
+        return np.ascontiguousarray(a).reshape(shape)       # NumPy copies too (or raises)
+    return impl
 
 
 def reshape_like(g, x):
@@ -104,10 +119,15 @@ def _squeeze_nb(a, axis=None):
         raise TypingError("squeeze under Numba: give the axis (the result rank must be known)")
     rank = a.ndim - _removed(a.ndim, axis)
 
-    def impl(a, axis=None):
-        shape = np.asarray(a.shape)
-        kept = shape[~axis_mask(a.ndim, axis)]
-        return np.ascontiguousarray(a).reshape(to_fixed_tuple(kept, rank))
+    def impl(a, axis=None):          # a view, as NumPy's: the kept axes and their strides
+        removed = axis_mask(a.ndim, axis)
+        shape, strides = np.asarray(a.shape), np.asarray(a.strides)
+        if np.any(shape[removed] != 1):
+            raise ValueError("cannot select an axis to squeeze out which has size not "
+                             "equal to one")
+        kept = ~removed
+        return strided_view(a, to_fixed_tuple(shape[kept], rank),
+                            to_fixed_tuple(strides[kept], rank), 0)
     return impl
 
 
@@ -118,19 +138,15 @@ def flip(a, axis=None):
 
 @overload(flip)
 def _flip_nb(a, axis=None):
-    def impl(a, axis=None):
-        shape = np.asarray(a.shape)
+    def impl(a, axis=None):          # a view, as NumPy's: flipped axes step backwards
         mask = axis_mask(a.ndim, axis)
-        strides = _c_strides(shape)
-        src = np.ascontiguousarray(a).ravel()
-        out = np.empty_like(src)
-        for i in range(src.shape[0]):
-            j = 0
-            for k in range(a.ndim):
-                index = (i // strides[k]) % shape[k]
-                j += (shape[k] - 1 - index if mask[k] else index) * strides[k]
-            out[i] = src[j]
-        return out.reshape(a.shape)
+        shape, strides = np.asarray(a.shape), np.asarray(a.strides)
+        start = 0
+        for k in range(a.ndim):
+            if mask[k]:
+                start += max(shape[k] - 1, 0) * strides[k]
+                strides[k] = -strides[k]
+        return strided_view(a, a.shape, to_fixed_tuple(strides, a.ndim), start)
     return impl
 
 
