@@ -76,8 +76,10 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
             hint="give it its final type from the start: a float rather than an int (pass "
                  "1.0, not 1), an array rather than a number (y = np.full_like(x, y)), or "
                  "give the other value a name of its own")
+    known = _known_hint(reason)
     return _numba_refusal(f"Numba could not compile {name} for arguments "
-                          f"({types}): {reason}", filename, lineno)
+                          f"({types}): {reason}", filename, lineno,
+                          **({"hint": known} if known else {}))
 
 
 # Numba's refusal to store a float (an int) in the tape of a variable whose first value
@@ -148,5 +150,21 @@ def _numba_reason(text: str) -> str:
                 if "NumbaTypeError: " in line]
     if specific:
         return specific[0]
-    reasons = [line for line in lines if not line.startswith("Failed in ")]
+    reasons = [line for line in lines
+               if not line.startswith("Failed in ") and not _HEADER.match(line)]
     return reasons[0] if reasons else (lines[0] if lines else "typing failed")
+
+
+# the headers Numba puts above each reason, which say nothing themselves
+_HEADER = re.compile(r"- Resolution failure for (non-)?literal arguments:$")
+# Numba's refusals of NumPy forms it lacks: what to write instead
+_KNOWN_REFUSALS = (
+    (re.compile(r"reshape\(\) supports contiguous array only"),
+     "Numba reshapes only contiguous arrays: reshape a copy, "
+     "np.ascontiguousarray(x).reshape(...) (writes to it then do not reach x), or take "
+     "the slice after reshaping; jit(..., backend='python') runs it as it is"),
+)
+
+
+def _known_hint(reason: str) -> str | None:
+    return next((hint for pattern, hint in _KNOWN_REFUSALS if pattern.search(reason)), None)

@@ -11,7 +11,7 @@ import pytest
 
 import programs
 from codegen import backends
-from transformer import TransformError, jit, lax, source
+from transformer import TransformError, grad, jit, lax, source
 
 
 def load_file(path, name):
@@ -217,6 +217,35 @@ def test_numba_typing_failure_points_at_the_users_line_and_names_the_generated_o
     assert linecache.getline(generated[2], int(generated[1])).strip() == \
         "return np.tensordot(c, c, 1)"
     assert "backend='python'" in err.hint
+
+
+def _first_row_of_strided(w):          # a helper: compiled with its method calls as written
+    return w[:, ::2].reshape(2, 2)[0]
+
+
+def reshapes_a_strided_slice(w):
+    return np.sum(_first_row_of_strided(w) ** 2)
+
+
+def _first_row_of_copy(w):
+    return np.ascontiguousarray(w[:, ::2]).reshape(2, 2)[0]
+
+
+def reshapes_a_copy(w):
+    return np.sum(_first_row_of_copy(w) ** 2)
+
+
+def test_a_reshape_numba_refuses_names_its_reason_and_a_form_that_compiles():
+    w = np.arange(8.0).reshape(2, 4)
+    with pytest.raises(TransformError) as info:
+        jit(grad(reshapes_a_strided_slice))(w)
+    err = info.value
+    # Numba's reason, not the header above it ("- Resolution failure for ...")
+    assert err.message.endswith("reshape() supports contiguous array only")
+    assert err.filename == __file__ and "w[:, ::2].reshape(2, 2)" in err.line
+    assert "np.ascontiguousarray(x).reshape(...)" in err.hint
+    # the form the hint names compiles and gives the same gradient
+    np.testing.assert_allclose(jit(grad(reshapes_a_copy))(w), grad(reshapes_a_strided_slice)(w))
 
 
 def _scan_compares_complex(x):
