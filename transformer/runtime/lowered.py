@@ -136,29 +136,24 @@ def _truth_of_each(x) -> bool:
         isinstance(x.dtype, (types.Number, types.Boolean))
 
 
+def _first_of(found: bool):
+    """`any` (found=True) or `all` (found=False): stops at the first item whose truth is
+    `found`, else gives the other."""
+    def impl(x):
+        for item in x:
+            if bool(item) == found:
+                return found
+        return not found
+    return impl
+
+
 @overload(any)
 def _any_of(x):
     """`any(x)`: whether an element is true."""
-    if not _truth_of_each(x):
-        return None
-
-    def impl(x):
-        for item in x:
-            if item:
-                return True
-        return False
-    return impl
+    return _first_of(True) if _truth_of_each(x) else None
 
 
 @overload(all)
 def _all_of(x):
     """`all(x)`: whether every element is true."""
-    if not _truth_of_each(x):
-        return None
-
-    def impl(x):
-        for item in x:
-            if not item:
-                return False
-        return True
-    return impl
+    return _first_of(False) if _truth_of_each(x) else None
