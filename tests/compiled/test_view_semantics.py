@@ -1,14 +1,16 @@
 """Under jit, a reshape, squeeze or flip is a view of its argument exactly where NumPy's is,
 and `flatten` is always a copy: a write through the result reaches the argument (and a
 write to the argument shows in the result) as in NumPy. Each function below takes one
-such result of six layouts of `w` (C, transposed, strided columns, strided rows, a block
-of columns, a block of rows), writes through it, and reads both; the oracle is NumPy."""
+such result of seven layouts of `w` (C, transposed, strided columns, strided rows, a block
+of columns, a block of rows, all columns as a slice), writes through it, and reads both;
+the oracle is NumPy."""
 import numpy as np
 import pytest
 
 from transformer import grad, jit, vmap
 
-SOURCES = ("w", "w.T", "w[:, ::2]", "w[::2]", "w[:, 1:3]", "w[0:2]")
+# `w[:, 0:6]` is contiguous, though Numba types it as not (layout 'A')
+SOURCES = ("w", "w.T", "w[:, ::2]", "w[::2]", "w[:, 1:3]", "w[0:2]", "w[:, 0:6]")
 
 
 def _program(form: str, write: str) -> str:
@@ -28,6 +30,7 @@ FORMS = {
     "squeeze": "np.squeeze(x[:, :1], axis=1)",
     "flip": "np.flip(x, 0)",
     "flatten": "x.flatten()",
+    "ravel": "x.ravel()",
 }
 
 
@@ -45,7 +48,7 @@ def _first(y_ndim_form):
 
 @pytest.mark.parametrize("name", list(FORMS))
 def test_a_write_through_the_result_reaches_the_argument_as_in_numpy(tmp_path, name):
-    ndim = 1 if name in ("reshape flat", "squeeze", "flatten") else \
+    ndim = 1 if name in ("reshape flat", "squeeze", "flatten", "ravel") else \
         3 if name == "reshape splitting an axis" else 2
     f = _compiled(tmp_path, name, FORMS[name], _first(ndim) + " = 100.0 + {k}")
     w = np.arange(24.0).reshape(4, 6)
@@ -54,7 +57,7 @@ def test_a_write_through_the_result_reaches_the_argument_as_in_numpy(tmp_path, n
     np.testing.assert_array_equal(jit(vmap(f))(batch.copy()), [f(b.copy()) for b in batch])
 
 
-@pytest.mark.parametrize("name", ["reshape to its shape", "squeeze", "flip"])
+@pytest.mark.parametrize("name", ["reshape to its shape", "squeeze", "flip", "ravel"])
 def test_a_write_to_the_argument_shows_in_the_result_as_in_numpy(tmp_path, name):
     f = _compiled(tmp_path, name + " source", FORMS[name], "w[0, 0] = -50.0 - {k}")
     w = np.arange(24.0).reshape(4, 6)

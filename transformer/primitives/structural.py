@@ -115,7 +115,8 @@ for _key, _equivalent in [
     lowered(_key, _equivalent, plain_form_ok=True)
 for _key, _equivalent in [
         (np.squeeze, runtime.squeeze), (np.moveaxis, runtime.moveaxis),
-        (np.reshape, runtime.reshape), (np.flip, runtime.flip), (np.tile, runtime.tile),
+        (np.reshape, runtime.reshape), (np.ravel, runtime.ravel),
+        (np.flip, runtime.flip), (np.tile, runtime.tile),
         (np.repeat, runtime.repeat), (np.matmul, runtime.matmul),
         (gast.MatMult, runtime.matmul),  # Numba's ``@`` stops at rank 2
         (np.inner, runtime.inner),

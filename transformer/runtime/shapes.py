@@ -131,6 +131,24 @@ def _squeeze_nb(a, axis=None):
     return impl
 
 
+def ravel(a):
+    """np.ravel; under Numba a view of an array contiguous at run time, as NumPy's (Numba's
+    own copies any array it types as not contiguous, a column block `w[:, 0:n]` too)."""
+    return np.ravel(a)
+
+
+@overload(ravel)
+def _ravel_nb(a):
+    if not isinstance(a, types.Array) or a.layout == "C":
+        return lambda a: np.ravel(a)
+
+    def impl(a):
+        if a.flags.c_contiguous:
+            return strided_view(a, (a.size,), (a.itemsize,), 0)
+        return a.flatten()
+    return impl
+
+
 def flip(a, axis=None):
     """np.flip."""
     return np.flip(a, axis)
