@@ -76,10 +76,9 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
             hint="give it its final type from the start: a float rather than an int (pass "
                  "1.0, not 1), an array rather than a number (y = np.full_like(x, y)), or "
                  "give the other value a name of its own")
-    known = _known_hint(reason)
     return _numba_refusal(f"Numba could not compile {name} for arguments "
                           f"({types}): {reason}", filename, lineno,
-                          **({"hint": known} if known else {}))
+                          hint=_known_hint(reason) or _PYTHON_BACKEND)
 
 
 # Numba's refusal to store a float (an int) in the tape of a variable whose first value
@@ -119,9 +118,11 @@ def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError |
              "np.float64 (integer types for randint and bits), and bounds are scalars")
 
 
+_PYTHON_BACKEND = "jit(..., backend='python') runs the same code without Numba"
+
+
 def _numba_refusal(message: str, filename: str | None, lineno: int | None,
-                   hint: str = "jit(..., backend='python') runs the same code without "
-                               "Numba") -> TransformError:
+                   hint: str = _PYTHON_BACKEND) -> TransformError:
     """Numba's refusal of generated line `lineno` of `filename`, at the user's code it was
     made from when that can be told (`generated_lines`), else at the generated line."""
     line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""

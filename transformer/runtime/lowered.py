@@ -1,5 +1,6 @@
 """Lowered NumPy forms: call forms Numba's nopython mode lacks (2-D boolean masks,
-np.stack of a list, np.squeeze without an axis), redirected here by `transformer.lowering`.
+np.stack of a list, np.squeeze without an axis), redirected here by `transformer.lowering`;
+and Python's builtins `abs`, `pow`, `any`, `all` on arrays, overloaded for Numba directly.
 """
 from __future__ import annotations
 

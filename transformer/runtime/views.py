@@ -1,11 +1,11 @@
-"""Views under Numba where NumPy makes views: reshape, squeeze and flip.
+"""Views under Numba where NumPy makes views: reshape, ravel, squeeze and flip.
 
 NumPy's `reshape` returns a view of its argument whenever the new shape can be laid on the
-old strides, `squeeze` and `flip` always do; Numba's forms (and `np.ascontiguousarray(a)`
-before a reshape) copy an array that is not C-contiguous. A write through the result then
-misses the argument, and a write to the argument misses the result: a wrong number with no
-error. The compiled forms in `shapes` use what is here so that each returns a view exactly
-where NumPy does, and a copy where NumPy copies.
+old strides, `ravel` of a contiguous array, `squeeze` and `flip` always do; Numba's forms
+(and `np.ascontiguousarray(a)` before a reshape) copy an array typed as not C-contiguous.
+A write through the result then misses the argument, and a write to the argument misses
+the result: a wrong number with no error. The compiled forms in `shapes` use what is here
+so that each returns a view exactly where NumPy does, and a copy where NumPy copies.
 
 - `strided_view(a, shape, strides, offset)`: the array over `a`'s memory starting `offset`
   bytes into its data, with the given shape and byte strides (layout 'A'); it keeps `a`'s
