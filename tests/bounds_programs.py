@@ -139,6 +139,10 @@ def scatter(x, idx):
     return out
 
 
+def computed_column(x, j):
+    return np.sum(np.tanh(x).reshape(4, 2)[1:, j] ** 2)
+
+
 def energy(pos):
     """The Lennard-Jones shape of W1: every index comes from range(pos.shape[0])."""
     e = 0.0
@@ -201,6 +205,11 @@ CASES = [
     ("guarded-jit", "guarded", "jit", (X8, 12), None),
     ("guarded-grad", "guarded", "grad", (X8, 12), None),
     ("computed-past-jit", "sorted_item", "jit", (X8, 8), "return np.sort(x)[i]"),
+    # an index of slices and a number into a computed array: checked as one tuple
+    ("computed-column-past-jit", "computed_column", "jit", (X8, 2),
+     "return np.sum(np.tanh(x).reshape(4, 2)[1:, j] ** 2)"),
+    ("computed-column-ok-jit", "computed_column", "jit", (X8, -2), None),
+    ("computed-column-ok-grad", "computed_column", "grad", (X8, 1), None),
     ("vmap-index-jit", "read_var", "vmap0", (B, 8), "return x[i] * x[i]"),
     ("vmap-batched-index-jit", "read_var", "vmap00", (B, np.array([1, 8, 0])),
      "return x[i] * x[i]"),

@@ -103,10 +103,11 @@ def _sites(draw):
     if kind == "argument":
         return "a", _element(draw, "a")
     if kind == "inline":
-        form = draw(st.sampled_from(("h.reshape(2, 3)", "g.reshape(3, 2).T", "h[None]",
-                                     "g[::-1]", "h[1::2]")))
         shape = {"h.reshape(2, 3)": (2, 3), "g.reshape(3, 2).T": (2, 3), "h[None]": (1, 6),
-                 "g[::-1]": (6,), "h[1::2]": (3,)}[form]
+                 "g[::-1]": (6,), "h[1::2]": (3,), "np.flip(h.reshape(2, 3), 1)": (2, 3),
+                 "g[::-1].reshape(3, 2)": (3, 2)}
+        form = draw(st.sampled_from(list(shape)))
+        shape = shape[form]
         return form, ", ".join(str(draw(st.integers(-n, n - 1))) for n in shape)
     container = draw(st.sampled_from(CONTAINERS))
     item = {"t": "t[0]", "lst": "lst[1]", "d": 'd["k"]'}[container]
@@ -147,11 +148,21 @@ WHOLE_TARGETS = ("h", "g", "u", "f", "M", "a", "g[::-1]", "h[1::2]", "h[None]", 
 
 _VIEW_FORMS = {
     "u": ("{b}[1:4]", "{b}[::2]", "{b}[5:2:-1]", "{b}[::-2]", "{b}.reshape(2, 3)[1]",
-          "{b}.reshape(3, 2).T[0]", "{b}[:3]", "middle({b})", "{b}[None][0, 3:]"),
+          "{b}.reshape(3, 2).T[0]", "{b}[:3]", "middle({b})", "{b}[None][0, 3:]",
+          # views and copies of strided arrays, where NumPy's rules decide which
+          "np.squeeze({b}.reshape(3, 2)[:, :1], 1)", "np.flip({b}[:3])",
+          "{b}.reshape(3, 2)[:, 1].reshape(3)", "{b}[::2].flatten()",
+          "{b}.reshape(3, 2).T[1].copy()", "np.ravel({b}.reshape(3, 2)[:, 0])"),
     "f": ("{b}", "{b}[::-1]", "{b}.ravel()", "np.ravel({b})", "{b}[None][0]", "{b}.view()",
-          "reverse({b})", "{b}[:]", "bump({b}, 0.25)"),
+          "reverse({b})", "{b}[:]", "bump({b}, 0.25)",
+          "np.flip({b})", "{b}[::-1].reshape(2, 3).reshape(6)", "{b}.flatten()",
+          "{b}.reshape(3, 2).T.ravel()", "{b}.reshape(2, 3)[::-1].reshape(6)",
+          "{b}.reshape(2, 3)[:, ::-1].ravel()"),
     "M": ("{b}.reshape(2, 3)", "{b}.reshape(3, 2).T", "{b}.reshape(2, 3)[::-1]",
-          "{b}.reshape(2, 3)[:, ::-1]", "np.reshape({b}, (2, 3))"),
+          "{b}.reshape(2, 3)[:, ::-1]", "np.reshape({b}, (2, 3))",
+          "{b}[::-1].reshape(2, 3)", "np.flip({b}.reshape(2, 3), 0)",
+          "np.squeeze({b}.reshape(2, 1, 3), 1)", "{b}.reshape(3, 2).T.reshape(2, 3)",
+          "np.ascontiguousarray({b}.reshape(3, 2).T)", "{b}.reshape(1, 2, 3)[0]"),
 }
 
 

@@ -433,10 +433,21 @@ class _Checker(gast.NodeTransformer):
         """`checked_item(value, index, where)`: `value[index]` for a computed `value`."""
         if isinstance(index, gast.Slice):       # a lone slice cannot be passed as a value
             return gast.Subscript(value=value, slice=index, ctx=gast.Load())
+        if isinstance(index, gast.Tuple):       # `a:b` is only written in a subscript
+            index = gast.Tuple(elts=[self.slice_value(p) for p in index.elts],
+                               ctx=gast.Load())
         call = gast.Call(func=self.bind(index_checks.checked_item, "checked_item"),
                          args=[value, index, gast.Constant(self.where(site), None)],
                          keywords=[])
         return gast.copy_location(call, site)
+
+    def slice_value(self, part):
+        """An index part as a value: `slice(a, b, c)` for `a:b:c`, any other part as is."""
+        if not isinstance(part, gast.Slice):
+            return part
+        bounds = [gast.Constant(None, None) if p is None else p
+                  for p in (part.lower, part.upper, part.step)]
+        return gast.Call(func=self.bind(slice, "slice"), args=bounds, keywords=[])
 
     def visit_Call(self, node):
         self.generic_visit(node)
