@@ -196,7 +196,8 @@ def _extra_kinds(grammar):
 @st.composite
 def _extra_statement(draw, kind, expr, grammar):
     """Early return, whole-vector math (a slice write reading a view of `w` among it, an
-    in-place `+=` on a slice, a write through a reversed view),
+    in-place `+=` on a slice, a write through a reversed view, `abs`, `pow`, `any`
+    and `all` of arrays),
     `w` rebound to a new array, or an alias of `w`
     updated in place."""
     if kind == "return":
@@ -212,7 +213,11 @@ def _extra_statement(draw, kind, expr, grammar):
                                      "w[1:] = np.tanh(w[:-1] * {} + v[1:])",
                                      "w[1:] += 0.5 * np.tanh(w[:-1] * {})",
                                      "w[::-1] = np.tanh(w * {} + v)",
-                                     "for e in w:\n    b = np.tanh(b + e * {})")))
+                                     "for e in w:\n    b = np.tanh(b + e * {})",
+                                     # Python's builtins on arrays, as NumPy runs them
+                                     "w = np.tanh(abs(w) * {} + pow(v, 2))",
+                                     "b = np.tanh(b + {}) if any(w > 0.3) else b * 0.5",
+                                     "if all(abs(w) < 0.9):\n    b = np.tanh(b * {})")))
         return form.format(expr).split("\n")
     op = draw(st.sampled_from(("+=", "-=", "*=")))
     value = _bounded(expr) if op != "*=" else f"(0.5 + 0.25 * {_bounded(expr)})"

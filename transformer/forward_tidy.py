@@ -58,10 +58,13 @@ def _remove_assignments(node, dead: set[str], tangents: set[str], effects) -> bo
 
 def _overwritten(target: str, following) -> bool:
     """Whether the next statement of the block touching `target` assigns it afresh (the
-    zeros given to a tangent before a straight-line update replaces them)."""
+    zeros given to a tangent before a straight-line update replaces them). A statement
+    that may leave the block (`break`, `continue`, `return`, also inside an `if`) ends the
+    straight line: the value may be read where the jump lands."""
     for stmt in following:
         names = [n for n in walk(stmt) if isinstance(n, gast.Name) and n.id == target]
-        if not names and not isinstance(stmt, (gast.Break, gast.Continue, gast.Return)):
+        if not names and not any(isinstance(n, (gast.Break, gast.Continue, gast.Return))
+                                 for n in walk(stmt)):
             continue
         return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) and \
             stmt.targets[0].id == target and \

@@ -63,6 +63,42 @@ def test_jvp_through_for_with_continue_and_break():
     check(loops, np.array([0.3, -2.0, 1.1, 0.4, 2.0, 3.0]))
 
 
+def swap_after_break(x, v):
+    b, c = x, v[1]
+    for _ in range(3):
+        b = np.tanh(b * v[0])
+        if v[2] > 0.5:
+            break
+        b, c = c, np.tanh(c)            # b assigned afresh, but only on the paths that stay
+    return b + c
+
+
+def swap_after_continue(x, v):
+    b, c = x, v[1]
+    for j in range(3):
+        b = np.tanh(b * v[0])
+        if j == 1:
+            continue
+        b, c = c, np.tanh(c)
+    return b + c
+
+
+def swap_after_return(x, v):
+    b, c = x, v[1]
+    for _ in range(3):
+        b = np.tanh(b * v[0])
+        if v[2] > 0.5:
+            return b * c
+        b, c = c, np.tanh(c)
+    return b + c
+
+
+@pytest.mark.parametrize("f", [swap_after_break, swap_after_continue, swap_after_return])
+def test_a_tangent_read_after_a_jump_out_of_an_if_is_kept(f):
+    # the tangent of `b = np.tanh(...)` was dropped as overwritten by the swap below it
+    check(f, 0.76, np.array([-0.88, 0.82, 0.93]))
+
+
 def halving(x, c):
     steps = 0
     while np.sum(x * x) > c:       # trip count depends on the data
