@@ -26,8 +26,9 @@ from .input_dtypes import check_inputs
 from .materialize import compile_function, module_text
 from .jacobian_loops import (batched_rows, block_names, forward_loops, jacobian_blocks,
                              results, reverse_loops)
-from .jacobian_outputs import (LEAF_OUT, container_returned as _container_returned,
-                               output_tree, unknown_outputs as _unknown_outputs)
+from .jacobian_outputs import (LEAF_OUT, ListOut, container_returned as _container_returned,
+                               holds_list, list_returns_as_tuples, output_tree,
+                               unknown_outputs as _unknown_outputs)
 from .names import Namer
 from .nodes import copy_tree, walk
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
@@ -241,7 +242,8 @@ def _leaf_of(tree, value, k):
     """The output-major `value` shaped like `tree` with each leaf's `k`-th entry."""
     if tree is LEAF_OUT:
         return value[k]
-    return tuple(_leaf_of(child, v, k) for child, v in zip(tree, value))
+    items = tuple(_leaf_of(child, v, k) for child, v in zip(tree, value))
+    return list(items) if isinstance(tree, ListOut) else items
 
 
 def _first_leaf(tree, value):
@@ -357,6 +359,9 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     active = tuple(fn.params[i] for i in nums)
     outputs = output_tree(fn, has_aux, mode) if outputs is None else \
         (LEAF_OUT,) * outputs if isinstance(outputs, int) else outputs
+    if not has_aux and holds_list(outputs):
+        fn = list_returns_as_tuples(fn)
+        fun = _FunctionRef(fun, fn)
     namer = Namer(set(fn.params) | set(_HELPERS) |
                   {"zeros_like", "derivative", "range", "own_value"})
     if mode == "rev" and outputs is None and _container_returned(fn, has_aux):

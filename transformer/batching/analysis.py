@@ -137,10 +137,26 @@ class Analysis:
         index = self.index_flag(target.slice)
         if index:
             self.why("a batched index is used in a write", stmt)
-        if isinstance(self.flags.get(target.value.id, False), (tuple, dict)):
+        current = self.flags.get(target.value.id, False)
+        if isinstance(current, (tuple, dict)):
             # `lst[1] = h * 2`, `lst[1] *= k`: an item of a list, not a slice of one array
             self.why(f"an item of `{target.value.id}` is assigned", stmt)
+            items = _item_written(current, target.slice, True if control or index else value)
+            if items is not None:
+                self.set(target.value.id, items)
+                return
+            if self.returned(target.value.id):
+                raise self.fn.origin.error(
+                    stmt, f"vmap: the dict `{target.value.id}` gets a key it was not built "
+                    "with, so its structure is not known when it is batched",
+                    "build the dict as one literal with every key (`out = {\"loss\": l, "
+                    "\"grad\": g}`)")
         self.set(target.value.id, bool(control or index or any_batched(value)))
+
+    def returned(self, variable: str) -> bool:
+        """Whether some return of the function gives the value of `variable`."""
+        return any(isinstance(r, gast.Return) and isinstance(r.value, gast.Name) and
+                   r.value.id == variable for r in gast.walk(self.fn.node))
 
     def batched_test(self, stmt, keyword: str) -> bool:
         """Whether the condition of an `if`/`while` depends on the batch (and why, if so)."""
@@ -370,6 +386,25 @@ def _callee_function(target) -> Function | None:
     if is_user_function(target) or isinstance(target, numba.core.dispatcher.Dispatcher):
         return parse_callee(target)
     return None
+
+
+def _item_written(flags, index, written):
+    """A container's flags after `container[index] = <value flagged written>`: the item's
+    flag joined with `written` at a constant key, every item's at another index (a list
+    keeps its length); None for a key the dict may not hold yet (its structure changes)."""
+    key = index.value if isinstance(index, gast.Constant) else None
+    if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub) and \
+            isinstance(index.operand, gast.Constant):
+        key = -index.operand.value if isinstance(index.operand.value, int) else None
+    if isinstance(flags, dict):
+        if not isinstance(index, gast.Constant) or key not in flags:
+            return None
+        return {**flags, key: join(flags[key], written)}
+    if type(key) is int and -len(flags) <= key < len(flags):
+        items = list(flags)
+        items[key] = join(items[key], written)
+        return tuple(items)
+    return tuple(join(flag, written) for flag in flags)
 
 
 def _output_structure(fn: Function):

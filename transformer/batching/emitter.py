@@ -144,6 +144,8 @@ class _Emitter:
                 parts.append(self.output(v, self.analysis.expr(v), sub_axes, node))
             if isinstance(literal, gast.Dict):
                 return gast.Dict(keys=[const(k) for k in keys], values=parts)
+            if isinstance(literal, gast.List):      # a list stays a list, as in JAX
+                return gast.List(elts=parts, ctx=gast.Load())
             return gast.Tuple(elts=parts, ctx=gast.Load())
         return self._output_leaf(value, flag, out_axes, node)
 

@@ -170,7 +170,16 @@ class _Looper(_Emitter):
                               flags[k]) for k in keys]
         if isinstance(flags, dict):
             return gast.Dict(keys=[const(k) for k in keys], values=parts)
+        if path == () and self._returns_lists():        # a list stays a list, as in JAX
+            return gast.List(elts=parts, ctx=gast.Load())
         return gast.Tuple(elts=parts, ctx=gast.Load())
+
+    def _returns_lists(self) -> bool:
+        """Whether every return of the function gives a list literal."""
+        values = [r.value for r in walk(self.fn.node) if isinstance(r, gast.Return)]
+        values = [self.analysis.literals.get(v.id) if isinstance(v, gast.Name) else v
+                  for v in values]
+        return bool(values) and all(isinstance(v, gast.List) for v in values)
 
     def leaf(self, stacked, first, batched: bool, out_axes, flags=None):
         if isinstance(flags, Each) and batched and out_axes is not None:
@@ -291,16 +300,20 @@ def _expand_params(args, leaves: dict) -> None:
 
 def _dict_results_as_tuples(node) -> dict:
     """Rewrite `r = {k: v, ...}; return r` into a tuple when every return is such a dict
-    with the same keys; the keys' positions, or {} when nothing was rewritten."""
+    with the same keys, none written by key (`r["k"] = v`); the keys' positions, or {}
+    when nothing was rewritten."""
     bound = {}
     for stmt in walk(node):
         if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name):
             bound.setdefault(stmt.targets[0].id, []).append(stmt)
     returns = [n for n in walk(node) if isinstance(n, gast.Return)]
+    written = {n.value.id for n in walk(node) if isinstance(n, gast.Subscript) and
+               isinstance(n.value, gast.Name) and not isinstance(n.ctx, gast.Load)}
     literals = []
     for r in returns:
         stmts = bound.get(r.value.id, []) if isinstance(r.value, gast.Name) else []
         if len(stmts) != 1 or not isinstance(stmts[0].value, gast.Dict) or \
+                r.value.id in written or \
                 not all(isinstance(k, gast.Constant) for k in stmts[0].value.keys):
             return {}
         literals.append(stmts[0])
