@@ -1,7 +1,8 @@
 """A write into an array read afterwards only through a name Numba does not know shares it
 (`f = np.asarray(g)`, a tuple holding it) is kept under jit. Numba's dead-code elimination,
 run again after an index check inlined into the function, dropped it and jit returned the
-value as if nothing were written. Oracle: the plain NumPy run."""
+value as if nothing were written; so did a write through a tuple's item when Numba's alias
+analysis met the write's block before the tuple's. Oracle: the plain NumPy run."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,6 +39,29 @@ def through_a_view_method(x, v):
     t[0][2] = np.tanh(-0.75)
     u = h.reshape(3, 2).T[0]
     return np.sum(f * v) * 0.125 + M[1, 2] + u[2]
+
+
+def put(arr, i, e):
+    arr[i] = e
+
+
+def through_a_helper_in_a_branch(x, v, a):
+    h = v.copy()
+    u = h.reshape(3, 2).T[0]          # an index check, inlined
+    lst = [x, h]
+    if h[1] > 0.25:
+        for _ in range(1):
+            pass
+    else:
+        put(lst[1], 2, np.tanh(a[0]))   # its block comes before the tuple's in Numba's IR
+    return np.sum(np.tanh(h)) + u[0]
+
+
+def test_a_write_through_a_tuple_item_in_an_earlier_block_is_kept_under_jit():
+    v = np.linspace(-1.0, 1.0, 6) * 0.2
+    a = np.full(6, 0.7)
+    assert jit(through_a_helper_in_a_branch)(0.3, v.copy(), a) == pytest.approx(
+        through_a_helper_in_a_branch(0.3, v.copy(), a), rel=1e-13)
 
 
 @pytest.mark.slow

@@ -10,8 +10,11 @@ checks are), so `f = np.asarray(g); g[i] = v; ...; return np.sum(f)` under `jit`
 write and returned a silently wrong number.
 
 Registered here for every assignment: a call's result, and a tuple, list, set or dict
-built from values, may share each array (or container) among its operands. This only adds
-aliases, so it can only keep code Numba would have dropped.
+built from values, may share each array (or container) among its operands. And the
+analysis is closed (`_closed`): Numba joins aliases one step deep and in block order, so a
+write through `lst[1]` in a block listed before `lst = x, h` (with `h` a copy of an
+argument) was left aliased to `lst` alone and dropped. Both only add aliases, so they can
+only keep code Numba would have dropped.
 """
 from __future__ import annotations
 
@@ -44,8 +47,40 @@ def _results_share_operands(instr, args, typemap, func_ir, alias_map, arg_aliase
             ir_utils._add_alias(lhs, operand.name, alias_map, arg_aliases)
 
 
+def _closed(find):
+    """Numba's alias analysis, closed: it joins aliases one step deep, and a name aliasing
+    an argument goes to `arg_aliases` (always kept) only when the argument's link was
+    seen first, in block order. `h = np.copy(v); lst = x, h` with `lst[1]` written in a
+    block listed earlier left the write aliased to `lst` alone, and dropped it. Every
+    connected group of aliases here is one set, and a group holding an argument's alias
+    is wholly in `arg_aliases`."""
+    def find_closed(*args, **kwargs):
+        alias_map, arg_aliases = find(*args, **kwargs)
+        seen = set()
+        for start in list(alias_map):
+            if start in seen:
+                continue
+            group, todo = {start}, [start]
+            while todo:
+                for other in alias_map.get(todo.pop(), ()):
+                    if other not in group:
+                        group.add(other)
+                        todo.append(other)
+            seen |= group
+            for member in group:
+                alias_map[member] = set(group)
+            # (Numba's parfor lowering passes `{}`, an empty dict, for no argument aliases)
+            if isinstance(arg_aliases, set) and group & arg_aliases:
+                arg_aliases |= group
+        return alias_map, arg_aliases
+    find_closed.__wrapped_secant__ = True
+    return find_closed
+
+
 def register() -> None:
     """Install the rule (idempotent); it chains to any rule already set for assignments."""
+    if not getattr(ir_utils.find_potential_aliases, "__wrapped_secant__", False):
+        ir_utils.find_potential_aliases = _closed(ir_utils.find_potential_aliases)
     current = ir_utils.alias_analysis_extensions.get(ir.Assign)
     if current is _results_share_operands or getattr(current, "__wrapped_secant__", False):
         return
