@@ -157,11 +157,17 @@ class BodyFacts:
                         through[n].extend(w for w in after if id(w) not in known)
                     changed = True
             for stmt, view, base in views:  # `row = P[i]; row[0] = v` writes P as well
-                if view in self.written and base not in self.written:
-                    writes = [w for w in through.get(view, [])
-                              if self.order[id(w)] > self.order[id(stmt)]]
-                    self._refuse_write_through_view(writes, view, base, stmt)
-                    through.setdefault(base, []).extend(writes)
+                if view not in self.written:
+                    continue
+                writes = [w for w in through.get(view, [])
+                          if self.order[id(w)] > self.order[id(stmt)]]
+                # also where `base` is written itself (on another path, say): the write
+                # through the view still changes it behind its adjoint's back
+                self._refuse_write_through_view(writes, view, base, stmt)
+                known = set(map(id, through.setdefault(base, [])))
+                new = [w for w in writes if id(w) not in known]
+                if new or base not in self.written:
+                    through[base].extend(new)
                     self.written.add(base)
                     changed = True
 
