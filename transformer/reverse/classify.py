@@ -24,6 +24,7 @@ from ..function import resolve
 from ..nodes import walk
 from ..primitives import registry
 from ..specialize import is_literal
+from ..spelling import spelled, user_names
 from ..syntax import const, name, subscript
 from ..templates import ADJOINTS, _lookup, has_adjoint, is_nondifferentiable
 from . import int_calls
@@ -209,9 +210,11 @@ class Classify(BodyFacts):
                 # an item that is itself a tuple (`p = pairs[0]` of `pairs = [(a, b), ...]`):
                 # a tuple of the same items, read item by item through `literal_tuple`
                 return Prim("tuple", t, (), args=element.elts)
+            if isinstance(element, gast.Name):
+                self._refuse_stale_item(stmt, value, element.id)
+                return Prim("copy", t, (element.id,))
             if element is not None:
-                return Prim("copy", t, _names([element])) if isinstance(element, gast.Name) \
-                    else Prim("none", t)
+                return Prim("none", t)
             return Prim("template", t, _names([value.value]), "getitem",
                         [value.value, value.slice])
         if isinstance(value, gast.Call):
@@ -220,6 +223,33 @@ class Classify(BodyFacts):
                                                value.attr in _STRUCTURE_ATTRIBUTES):
             return Prim("none", t)
         return Prim("opaque", t, _names([value]), value)   # x.real, dict literals
+
+    def _refuse_stale_item(self, read, value, name: str) -> None:
+        """Refuse `item = lst[k]` read as the name `name` the list was built from when
+        `name` may be assigned again between the list's building and this read (`lst =
+        [x, h]`, then `h = np.tanh(h)` in a loop): the item holds the old value, and its
+        adjoint would go to the new one (a wrong gradient)."""
+        built = self.defs.get(getattr(value.value, "id", None), [])
+        if len(built) != 1 or id(built[0]) not in self.order:
+            return
+        start, at = self.order[id(built[0])], self.order.get(id(read))
+        if at is None:
+            return
+        read_loops = set(map(id, self.loops_of.get(id(read), ())))
+        built_loops = set(map(id, self.loops_of.get(id(built[0]), ())))
+        for other in self.defs.get(name, []):
+            when = self.order.get(id(other))
+            if when is None:
+                continue
+            other_loops = set(map(id, self.loops_of.get(id(other), ())))
+            if start < when < at or (read_loops & other_loops) - built_loops:
+                shown = spelled(self.fn, name, user_names(self.fn))
+                raise self.fn.origin.error(
+                    read, f"this item is {shown} as the container was built from it, and "
+                    f"{shown} is assigned again before it is read here: reverse mode would "
+                    f"give the item's gradient to the new value of {shown}",
+                    f"give the value a name of its own where the container is built "
+                    f"(`{name}0 = {name}`, then build it from `{name}0`)")
 
     def call_result(self, atom) -> bool:
         """Whether `atom` holds a tuple returned by a differentiated user function, or is a
