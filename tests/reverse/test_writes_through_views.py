@@ -2,7 +2,8 @@
 a reshape, transpose or ravel, a tuple or list holding the array, a name unpacked from one)
 when the viewed array is read afterwards: the write changes that array, and reverse mode,
 which keeps one adjoint and one record of writes per name, would not see it (it gave a
-silently wrong gradient), also where the array is written under its own name as well. The
+silently wrong gradient), also where the array is written under its own name as well, or
+read through another view of it. The
 refusal is located and its hint works. Oracle: central
 finite differences."""
 import numpy as np
@@ -161,6 +162,14 @@ def base_written_on_the_other_path(W, h0):
     return np.sum(g * g)
 
 
+def sibling_view_read(W, h0):            # `u` and `M` view the same array
+    P = (h0 * W[0]) * 1.0
+    u = P[::-2]
+    M = P[::-1]
+    M[2] = np.tanh(h0[0])
+    return np.sum(u * u)
+
+
 def assert_gradients_match_differences(f):
     for k in (0, 1):
         got = grad(f, argnums=k)(W.copy(), H0.copy())
@@ -182,6 +191,7 @@ def assert_gradients_match_differences(f):
     (split_parts, "second[0] = 7.0"),
     (base_also_written_directly, "row[0] = row[2] * 3.0"),
     (base_written_on_the_other_path, "g[::-1][2] -= 0.5 * np.tanh(h0[1])"),
+    (sibling_view_read, "M[2] = np.tanh(h0[0])"),
 ])
 def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f, line):
     for transform in (grad, lambda g: jit(grad(g))):

@@ -202,14 +202,19 @@ class BodyFacts:
         """Refuse `writes` through `view` (bound to a view of `base` by `binding`, before
         them) when `base` is read after one: the write changes `base`, which reverse mode,
         keeping one adjoint and one record of writes per name, would not see."""
+        # another view of `base` (`u = h[::-2]` beside `M = h[::-1]`) reads its memory too
+        readers = [base] + sorted({v for _, v, b in self._views() if b == base and v != view})
         for write in writes:
             at, loops = self.order[id(write)], set(map(id, self.loops_of[id(write)]))
-            later = [u for u in self.loads.get(base, []) if self.order[id(u)] > at
-                     or loops & set(map(id, self.loops_of.get(id(u), ())))]
-            if not later:
+            reader = next((name for name in readers for u in self.loads.get(name, [])
+                           if self.order[id(u)] > at or
+                           loops & set(map(id, self.loops_of.get(id(u), ())))), None)
+            if reader is None:
                 continue
             names = user_names(self.fn)
             shown, of = spelled(self.fn, view, names), spelled(self.fn, base, names)
+            read = of if reader == base else \
+                f"{spelled(self.fn, reader, names)}, another view of it,"
             if isinstance(binding.value, gast.Subscript):
                 bound, own = f"(`{view} = {base}[...]`)", f"`{view} = {base}[...].copy()`"
             else:
@@ -227,7 +232,7 @@ class BodyFacts:
                 hint += f", or, if {of} must not change, make {shown} its own array: {own}"
             raise self.fn.origin.error(
                 write, f"{shown} is a view into {of} {bound}".rstrip() + ", written here "
-                f"and {of} read afterwards: reverse mode does not follow a write into "
+                f"and {read} read afterwards: reverse mode does not follow a write into "
                 f"{of} made through another name", hint)
 
     def _views_read_across_writes(self) -> dict:
