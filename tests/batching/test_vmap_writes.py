@@ -500,3 +500,25 @@ def test_a_local_functions_write_into_an_unmapped_argument_runs_in_order():
     f = written_by_a_local_function
     x, h = _rebound_inputs(shared=True)
     assert_like_loop(vmap(f, in_axes=(0, None)), f, (x, h), (0, None))
+
+
+def _halve(arr):
+    arr *= -0.5
+
+
+def view_then_helper_write(x, a):
+    g = a * 0.5
+    M = (np.zeros(6) + x)[::-1]
+    for _ in range(1):
+        M = g[::-1]                 # batched by the join with the line above
+    _halve(g)                       # a user function writing into g: M must see it
+    return M[1]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "jit"])
+def test_a_batched_view_sees_a_write_made_by_a_user_function(compiled):
+    X, A = np.array([0.1, 0.2, 0.3]), np.linspace(-1.0, 1.0, 6)
+    mapped = vmap(view_then_helper_write, in_axes=(0, None))
+    got = (jit(mapped) if compiled else mapped)(X, A.copy())
+    want, _ = loop_oracle(view_then_helper_write, [X, A], (0, None))
+    np.testing.assert_allclose(got, want)

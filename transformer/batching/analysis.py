@@ -60,7 +60,9 @@ class Analysis:
                     self.literals[node.targets[0].id] = node.value
         self.literals = {k: v for k, v in self.literals.items()
                          if counts[k] == 1 and k not in params}
-        self.groups = written_alias_groups(fn, tuple(rules.MUTATES))
+        # (a user function writing into an argument, `scale(g, k)`, writes a group too)
+        self.groups = written_alias_groups(fn, tuple(rules.MUTATES),
+                                           _call_writes(fn, frozenset()))
         # parameter -> the first statement that may write its array, on some path
         self.written_params = parameter_writes(fn, tuple(rules.MUTATES),
                                                _call_writes(fn, frozenset()))
