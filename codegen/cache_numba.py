@@ -49,7 +49,11 @@ from numba.core.caching import (CompileResultCacheImpl, FunctionCache, IndexData
                                 _CacheLocator)
 from numba.core.environment import Environment, lookup_environment
 
-from . import cache_files, cache_keys, cache_store, cache_trust
+from . import cache_files, cache_keys, cache_store, cache_trust, numba_symbols
+
+# before anything is compiled for the cache: machine code loaded from it must not share a
+# symbol with a different function compiled here
+numba_symbols.make_ids_distinct()
 
 _SECANT_PACKAGES = cache_keys.SECANT_PACKAGES
 _ENV_PREFIX = "_ZN08NumbaEnv"        # Numba's mangled names of environment globals
