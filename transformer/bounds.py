@@ -48,6 +48,7 @@ from . import error_flags, index_checks, prange_checks, runtime
 from .function import Function, hashable, resolve
 from .names import Namer
 from .nodes import copy_tree, walk
+from .syntax import int_constant
 from .tape import range_last
 
 # helper -> (position of the array argument, of the index argument, first indexed axis)
@@ -213,12 +214,12 @@ class _Facts:
             return self._axis(expr.args[0], 0)
         if self.calls(expr, builtins.min):
             return set().union(*(self.lengths(a, depth + 1) for a in expr.args))
-        if isinstance(expr, gast.Subscript) and _int_constant(expr.slice) is not None:
+        if isinstance(expr, gast.Subscript) and int_constant(expr.slice) is not None:
             shape = expr.value
             if isinstance(shape, gast.Name):
                 shape = self.once(shape.id)
             if isinstance(shape, gast.Attribute) and shape.attr == "shape":
-                return self._axis(shape.value, _int_constant(expr.slice))
+                return self._axis(shape.value, int_constant(expr.slice))
         return set()
 
     def _axis(self, array, axis: int) -> set:
@@ -237,12 +238,12 @@ class _Facts:
             return None
         shape = value.args[0]
         dims = shape.elts if isinstance(shape, gast.Tuple) else [shape]
-        return _int_constant(dims[axis]) if axis < len(dims) else None
+        return int_constant(dims[axis]) if axis < len(dims) else None
 
     def nonneg(self, expr, depth: int = 0) -> bool:
         if depth > 8:
             return False
-        value = _int_constant(expr)
+        value = int_constant(expr)
         if value is not None:
             return value >= 0
         if self.lengths(expr):
@@ -270,7 +271,7 @@ class _Facts:
         if not 1 <= len(args) <= 3 or loop.iter.keywords:
             return False, set()
         start, stop = (args[0], args[1]) if len(args) > 1 else (gast.Constant(0, None), args[0])
-        step = _int_constant(args[2]) if len(args) == 3 else 1
+        step = int_constant(args[2]) if len(args) == 3 else 1
         if step is not None and step > 0:
             return self.nonneg(start, depth + 1), self.lengths(stop)
         forward = self.reversed_range(start, stop, step)
@@ -284,7 +285,7 @@ class _Facts:
             return None
         last = self.once(start.id)
         if not self.calls(last, range_last) or len(last.args) != 3 \
-                or (_int_constant(last.args[2]) or 0) <= 0:
+                or (int_constant(last.args[2]) or 0) <= 0:
             return None
         a, b = last.args[0], last.args[1]
         if _same(stop, _minus_one(a)):
@@ -486,7 +487,7 @@ class _Checker(gast.NodeTransformer):
         root = self.facts.shape_root(array.id)
         if root is None:
             return False
-        constant = _int_constant(index)
+        constant = int_constant(index)
         if constant is not None:
             n = self.facts.constant_length(root, axis)
             return n is not None and -n <= constant < n
@@ -534,7 +535,7 @@ class _Checker(gast.NodeTransformer):
                 return self._offset(value, var, depth + 1)
             return None
         if isinstance(index, gast.BinOp) and isinstance(index.op, (gast.Add, gast.Sub)):
-            c = _int_constant(index.right)
+            c = int_constant(index.right)
             inner = self._offset(index.left, var, depth + 1)
             if c is not None and inner is not None:
                 return inner + c if isinstance(index.op, gast.Add) else inner - c
@@ -591,21 +592,12 @@ def _name(id_: str) -> gast.Name:
     return gast.Name(id=id_, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
-def _int_constant(node) -> int | None:
-    if isinstance(node, gast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
-        inner = _int_constant(node.operand)
-        return -inner if inner is not None else None
-    return None
-
-
 def _is_constant(node, values) -> bool:
     return isinstance(node, gast.Constant) and any(node.value is v for v in values)
 
 
 def _minus_one(node):
-    value = _int_constant(node)
+    value = int_constant(node)
     if value is not None:
         return gast.Constant(value - 1, None)
     return gast.BinOp(left=node, op=gast.Sub(), right=gast.Constant(1, None))
@@ -617,7 +609,7 @@ def _same(a, b) -> bool:
 
 def _normalized(node):
     """`node` with -1 written as a constant, so `-1` and `UnaryOp(-, 1)` compare equal."""
-    value = _int_constant(node)
+    value = int_constant(node)
     return gast.Constant(value, None) if value is not None else node
 
 

@@ -35,7 +35,7 @@ import gast
 
 from .function import Function, resolve
 from .nodes import copy_tree, walk
-from .syntax import const, name, subscript
+from .syntax import const, int_constant, name, subscript
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
            gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
@@ -102,7 +102,7 @@ def _read_as_tuple(fn: Function, parents: dict, read: gast.Name, count: int,
     """Whether `read`, a load of a list of `count` items, reads it as a tuple would be."""
     parent = parents.get(id(read))
     if isinstance(parent, gast.Subscript) and parent.value is read:
-        index = _int_constant(parent.slice)
+        index = int_constant(parent.slice)
         return isinstance(parent.ctx, gast.Load) and index is not None and \
             -count <= index < count
     if isinstance(parent, gast.Call) and parent.args == [read] and not parent.keywords:
@@ -125,15 +125,6 @@ def _returned(parents: dict, read) -> bool:
             (isinstance(parent, gast.Dict) and any(v is child for v in parent.values)):
         child, parent = parent, parents.get(id(parent))
     return isinstance(parent, gast.Return) and parent.value is child
-
-
-def _int_constant(node) -> int | None:
-    if isinstance(node, gast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
-        inner = _int_constant(node.operand)
-        return None if inner is None else -inner
-    return None
 
 
 # ---------------------------------------------------------------- tree surgery

@@ -62,6 +62,16 @@ def as_store(node):
 _POSITION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 
 
+def int_constant(node) -> int | None:
+    """The value of an int literal, negated ones included (`3`, `-1`); else None."""
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = int_constant(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
 def is_atom(node) -> bool:
     return isinstance(node, (gast.Name, gast.Constant))
 

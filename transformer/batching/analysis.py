@@ -32,6 +32,7 @@ from ..function import Function, resolve
 from ..param_updates import updates_in_place
 from ..rules import batching as rules
 from ..runtime import update_in_place
+from ..syntax import int_constant
 from .gradient_types import keep_gradient_types
 from .flags import (IDENTITY, Each, Spec, _line, any_batched, any_item, batched_leaves, child,
                     join)
@@ -394,15 +395,12 @@ def _item_written(flags, index, written):
     """A container's flags after `container[index] = <value flagged written>`: the item's
     flag joined with `written` at a constant key, every item's at another index (a list
     keeps its length); None for a key the dict may not hold yet (its structure changes)."""
-    key = index.value if isinstance(index, gast.Constant) else None
-    if isinstance(index, gast.UnaryOp) and isinstance(index.op, gast.USub) and \
-            isinstance(index.operand, gast.Constant):
-        key = -index.operand.value if isinstance(index.operand.value, int) else None
     if isinstance(flags, dict):
-        if not isinstance(index, gast.Constant) or key not in flags:
+        if not isinstance(index, gast.Constant) or index.value not in flags:
             return None
-        return {**flags, key: join(flags[key], written)}
-    if type(key) is int and -len(flags) <= key < len(flags):
+        return {**flags, index.value: join(flags[index.value], written)}
+    key = int_constant(index)
+    if key is not None and -len(flags) <= key < len(flags):
         items = list(flags)
         items[key] = join(items[key], written)
         return tuple(items)

@@ -163,7 +163,7 @@ class BodyFacts:
                           if self.order[id(w)] > self.order[id(stmt)]]
                 # also where `base` is written itself (on another path, say): the write
                 # through the view still changes it behind its adjoint's back
-                self._refuse_write_through_view(writes, view, base, stmt)
+                self._refuse_write_through_view(writes, view, base, stmt, views)
                 known = set(map(id, through.setdefault(base, [])))
                 new = [w for w in writes if id(w) not in known]
                 if new or base not in self.written:
@@ -197,13 +197,14 @@ class BodyFacts:
             isinstance(d, gast.Assign) and is_mask(d.value, self._selects_by_mask)
             for d in definitions)
 
-    def _refuse_write_through_view(self, writes: list, view: str, base: str,
-                                   binding) -> None:
+    def _refuse_write_through_view(self, writes: list, view: str, base: str, binding,
+                                   views: list) -> None:
         """Refuse `writes` through `view` (bound to a view of `base` by `binding`, before
         them) when `base` is read after one: the write changes `base`, which reverse mode,
-        keeping one adjoint and one record of writes per name, would not see."""
+        keeping one adjoint and one record of writes per name, would not see. `views`
+        is `_views()`."""
         # another view of `base` (`u = h[::-2]` beside `M = h[::-1]`) reads its memory too
-        readers = [base] + sorted({v for _, v, b in self._views() if b == base and v != view})
+        readers = [base] + sorted({v for _, v, b in views if b == base and v != view})
         for write in writes:
             at, loops = self.order[id(write)], set(map(id, self.loops_of[id(write)]))
             reader = next((name for name in readers for u in self.loads.get(name, [])
