@@ -71,6 +71,9 @@ DOCUMENTED_REFUSALS = (
     # accumulates into its argument, which forward mode (over reverse) refuses
     Refusal("helper_call", ("hvp",),
             ("forward mode cannot differentiate a call that changes its arguments",)),
+    # README, "A variable has one type under jit": an int argument's value given floats
+    # later in a loop is an int array becoming a float array under jit(vmap(f))
+    Refusal("integer_input", ("jit_vmap",), ("in one place and array(float",)),
     Refusal("alias_augmented", ("grad", "hvp", "jit_grad"),
             ("are the same array here",
              "updated in place (+=, -=, ...); reverse mode needs a copy",

@@ -16,6 +16,9 @@ Contract: the generated module's header names the user's file, the line of the f
 4. the one expression equal to that value up to a one-to-one renaming of its names (a
    lambda's body inlined under fresh names: `carry + x_1` for `c + xi`).
 Anything else (no header, several candidates, a file that cannot be read) gives None.
+
+`first_binding` answers a different question, for an error about a variable rather than
+a line (Numba giving one variable two types): where the user's function first binds it.
 """
 from __future__ import annotations
 
@@ -53,6 +56,22 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
     if len(same) != 1:
         return None
     return filename, same[0].lineno, same[0].col_offset
+
+
+def first_binding(generated: str, variable: str) -> tuple[str, int, int] | None:
+    """(file, line, col from 0) where the user's function that module `generated` was made
+    from first binds `variable` (a parameter, or the first assignment in source order);
+    None when the header names no function or the function never binds that name (one
+    the transformation made)."""
+    found = origin_function(generated)
+    if found is None:
+        return None
+    filename, function = found
+    sites = [(node.lineno, node.col_offset) for node in walk(function)
+             if isinstance(node, ast.arg) and node.arg == variable
+             or isinstance(node, ast.Name) and node.id == variable
+             and isinstance(node.ctx, ast.Store)]
+    return (filename, *min(sites)) if sites else None
 
 
 def _statement_at(filename: str, lineno: int) -> ast.stmt | None:

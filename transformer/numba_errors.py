@@ -70,12 +70,14 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
     unify = _UNIFY.search(reason)
     if unify is not None:
         first, second, var = unify.groups()
+        var = _INLINED.sub("", var)
         return _numba_refusal(
             f"{var!r} is {first} in one place and {second} in another, and compiled code "
             f"gives a variable one type (jit of {name}({types}))", filename, lineno,
             hint="give it its final type from the start: a float rather than an int (pass "
-                 "1.0, not 1), an array rather than a number (y = np.full_like(x, y)), or "
-                 "give the other value a name of its own")
+                 "1.0, not 1, or convert where it starts: x * 1.0), an array rather than a "
+                 "number (y = np.full_like(x, y)), or give the other value a name of its "
+                 "own", variable=var)
     return _numba_refusal(f"Numba could not compile {name} for arguments "
                           f"({types}): {reason}", filename, lineno,
                           hint=_known_hint(reason) or _PYTHON_BACKEND)
@@ -86,6 +88,9 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
 _NARROW_TAPE = re.compile(r"Cannot unify array\((bool|int|uint)\d*\b.*? and "
                           r"array\((int|uint|float|complex)\d+\b.*? for '(\w+?)_tape\b")
 _UNIFY = re.compile(r"Cannot unify (.+?) and (.+?) for '([A-Za-z_]\w*)(?:\.\d+)*'")
+# Numba's name for variable `a` of a function inlined into its caller (a generated function
+# compiled with inline='always'): `program_vmap_v<id>_a`, qualname and id of the function
+_INLINED = re.compile(r"^\w*_v\d+_(?=[A-Za-z_])")
 # a list literal mixing kinds (Numba's LiteralList) read in a way `const_lists` cannot
 # turn into tuple reads, or a list of one item type given an item of another
 _MIXED_LIST = re.compile(r"literal list|LiteralList|BoundFunction\(list\.\w+ for list\(")
@@ -122,11 +127,14 @@ _PYTHON_BACKEND = "jit(..., backend='python') runs the same code without Numba"
 
 
 def _numba_refusal(message: str, filename: str | None, lineno: int | None,
-                   hint: str = _PYTHON_BACKEND) -> TransformError:
+                   hint: str = _PYTHON_BACKEND, variable: str | None = None) -> TransformError:
     """Numba's refusal of generated line `lineno` of `filename`, at the user's code it was
-    made from when that can be told (`generated_lines`), else at the generated line."""
+    made from when that can be told (`generated_lines`), else, for a refusal of
+    `variable`, where the user's function first binds it, else at the generated line."""
     line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
     site = generated_lines.user_site(filename, lineno) if filename and lineno else None
+    if site is None and variable is not None and filename:
+        site = generated_lines.first_binding(filename, variable)
     if site is None:
         return TransformError(message, filename=filename, lineno=lineno,
                               col=len(line) - len(line.lstrip()), line=line or None,
