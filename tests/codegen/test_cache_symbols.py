@@ -12,9 +12,6 @@ import subprocess
 import sys
 import textwrap
 
-from numba.core.bytecode import FunctionIdentity
-
-from codegen import numba_symbols
 
 _FUNCTIONS = textwrap.dedent("""
     import numpy as np
@@ -72,7 +69,10 @@ def test_code_cached_by_one_process_is_not_confused_with_code_compiled_by_the_ne
                 assert abs(got - want) < 1e-12, (name, run)
 
 
-def test_a_forked_child_counts_from_its_own_start():
+_FORKED = textwrap.dedent("""
+    import os
+    from numba.core.bytecode import FunctionIdentity
+    from codegen import numba_symbols
     numba_symbols.make_ids_distinct()
     read, write = os.pipe()
     pid = os.fork()
@@ -82,5 +82,16 @@ def test_a_forked_child_counts_from_its_own_start():
     os.close(write)
     child = int(os.read(read, 64))
     os.waitpid(pid, 0)
-    os.close(read)
-    assert abs(child - next(FunctionIdentity._unique_ids)) > 1000
+    print(child, next(FunctionIdentity._unique_ids))
+""")
+
+
+def test_a_forked_child_counts_from_its_own_start():
+    # in a process of its own: this one may run threads (JAX's) that a fork would copy
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", _FORKED], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    child, parent = map(int, done.stdout.split())
+    assert min(child, parent) > 2 ** 32 and abs(child - parent) > 1000
