@@ -20,6 +20,8 @@ Invariant of the output:
   `scipy.special.expit`, called with one argument, call the vectorizable kernels of
   `runtime.vector_math` (accuracy stated there) instead of the C library;
 - `enumerate(seq, start=k)` passes `k` positionally;
+- `str(x)` and `repr(x)` call `runtime.as_text` / `as_repr`, which compile them for ints, bools and
+  strings only (Numba gives a float the text '<object type:float64>');
 - `x += matmul_grad_left(g, a, b)` (or `_right`) on a name is `x = matmul_grad_left_add(x,
   g, a, b)`, which adds an outer product in place rather than allocating it (the reverse
   sweep accumulates a matrix parameter's adjoint this way on every loop trip);
@@ -187,6 +189,14 @@ class _Lowering(gast.NodeTransformer):
         vector = _vector_form(target, node)
         if vector is not None:
             return self.call(vector, vector.__name__, node.args, node)
+        if (target is str or target is repr) and len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], gast.Starred):
+            # Numba's own gives '<object type:float64>' for a float: refused at typing
+            text = runtime.as_text if target is str else runtime.as_repr
+            # the user's site, which a refusal at typing is reported at (generated_lines)
+            site = self.fn.origin.where(node) if getattr(node, "lineno", None) else ""
+            return self.call(text, text.__name__,
+                             [node.args[0], gast.Constant(value=site, kind=None)], node)
         return self.table(node, target)
 
     def table(self, node, target):

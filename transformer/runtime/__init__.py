@@ -48,7 +48,7 @@ from .linalg import (
     outer_or_matmul,
     tensordot,
 )
-from .lowered import getitem_mask, setitem_mask, squeeze_known, stack
+from .lowered import as_repr, as_text, getitem_mask, setitem_mask, squeeze_known, stack
 from .reductions import (
     cumprod,
     cumsum,
@@ -90,6 +90,8 @@ from .shapes import (
 
 from .special import digamma, sinc_curvature, sinc_slope, trigamma
 __all__ = [
+    "as_repr",
+    "as_text",
     "astype",
     "axis_count",
     "broadcast_like",

@@ -1,6 +1,7 @@
 """Lowered NumPy forms: call forms Numba's nopython mode lacks (2-D boolean masks,
 np.stack of a list, np.squeeze without an axis), redirected here by `transformer.lowering`;
-and Python's builtins `abs`, `pow`, `any`, `all` on arrays, overloaded for Numba directly.
+Python's builtins `abs`, `pow`, `any`, `all` on arrays, overloaded for Numba directly; and
+`str`/`repr` (`as_text`), compiled only for the values Numba formats as Python does.
 """
 from __future__ import annotations
 
@@ -158,3 +159,45 @@ def _any_of(x):
 def _all_of(x):
     """`all(x)`: whether every element is true."""
     return _first_of(False) if _truth_of_each(x) else None
+
+
+# ---------------------------------------------------------------- str and repr
+# Numba formats ints, bools and strings as Python does, but has no float formatting: its
+# `str(2.5)` is the text '<object type:float64>' (also for None, complex numbers, arrays),
+# which `len`, a comparison or a message would then use as if it were the number's text.
+
+
+def as_text(x, where=""):
+    """`str(x)`; under Numba a refusal (reported at `where`, the user's `file:line:col`)
+    for a value Numba does not format as Python does."""
+    return str(x)
+
+
+def as_repr(x, where=""):
+    """`repr(x)`, as `as_text`."""
+    return repr(x)
+
+
+def _refused_text(x):
+    return TypingError(
+        f"str() or repr() of {x} cannot be compiled: Numba has no text form of it (it "
+        f"gives '<object type:{x}>', not the digits Python writes); format the number "
+        f"outside the jitted function, pass the text in, or use jit(..., "
+        f"backend='python')")
+
+
+_FORMATTED = (types.Integer, types.Boolean, types.UnicodeType, types.StringLiteral)
+
+
+@overload(as_text)
+def _as_text_nb(x, where=""):
+    if isinstance(x, _FORMATTED):
+        return lambda x, where="": str(x)
+    raise _refused_text(x)
+
+
+@overload(as_repr)
+def _as_repr_nb(x, where=""):
+    if isinstance(x, _FORMATTED):
+        return lambda x, where="": repr(x)
+    raise _refused_text(x)
