@@ -20,6 +20,9 @@ Invariant of the output:
   `scipy.special.expit`, called with one argument, call the vectorizable kernels of
   `runtime.vector_math` (accuracy stated there) instead of the C library;
 - `enumerate(seq, start=k)` passes `k` positionally;
+- `a ** b` (also `a **= b`, `pow(a, b)`) whose exponent may be a negative int calls
+  `runtime.power`: an int to a negative int power is Python's float (NumPy's error for
+  integer arrays), not Numba's 0;
 - `str(x)` and `repr(x)` call `runtime.as_text` / `as_repr`, which compile them for ints, bools and
   strings only (Numba gives a float the text '<object type:float64>');
 - `x += matmul_grad_left(g, a, b)` (or `_right`) on a name is `x = matmul_grad_left_add(x,
@@ -50,7 +53,7 @@ from .names import Namer
 from .primitives import registry
 from .runtime import special as runtime_special
 from .runtime import vector_math
-from .syntax import as_load, is_mask
+from .syntax import as_load, int_constant, is_mask
 
 # calls whose result is a boolean array when their arguments are (primitive registry)
 _MASK_CALLS = registry.Members(lambda r: r.role == "mask")
@@ -119,7 +122,16 @@ class _Lowering(gast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.op, gast.MatMult):
             return self.call(runtime.matmul, "matmul", [node.left, node.right], node)
+        if isinstance(node.op, gast.Pow) and _may_be_negative_int_power(node.left, node.right):
+            return self.power(node.left, node.right, node)
         return node
+
+    def power(self, base, exponent, origin) -> gast.Call:
+        """`runtime.power(base, exponent, 'file:line:col')`: an int to a negative int
+        power as Python gives it (Numba's is 0), or refused at the user's line."""
+        site = self.fn.origin.where(origin) if getattr(origin, "lineno", None) else ""
+        return self.call(runtime.power, "power",
+                         [base, exponent, gast.Constant(value=site, kind=None)], origin)
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
@@ -140,6 +152,12 @@ class _Lowering(gast.NodeTransformer):
 
     def visit_AugAssign(self, node):
         target = node.target
+        if isinstance(node.op, gast.Pow) and isinstance(target, gast.Name) and \
+                _may_be_negative_int_power(target, node.value):
+            self.generic_visit(node)
+            value = self.power(as_load(target), node.value, node)
+            return gast.copy_location(gast.Assign(targets=[target], value=value,
+                                                  type_comment=None), node)
         if isinstance(target, gast.Subscript) and _is_mask(self.fn, target.slice, self.masks):
             value = gast.BinOp(left=as_load(target), op=node.op, right=node.value)
             assign = gast.Assign(targets=[target], value=value, type_comment=None)
@@ -189,6 +207,10 @@ class _Lowering(gast.NodeTransformer):
         vector = _vector_form(target, node)
         if vector is not None:
             return self.call(vector, vector.__name__, node.args, node)
+        if target is pow and len(node.args) == 2 and not node.keywords and \
+                not any(isinstance(a, gast.Starred) for a in node.args) and \
+                _may_be_negative_int_power(*node.args):
+            return self.power(node.args[0], node.args[1], node)
         if (target is str or target is repr) and len(node.args) == 1 and not node.keywords \
                 and not isinstance(node.args[0], gast.Starred):
             # Numba's own gives '<object type:float64>' for a float: refused at typing
@@ -368,6 +390,22 @@ def _vector_form(target, call: gast.Call):
     if special is not None and target is getattr(special, "expit", None):
         return vector_math.vector_expit
     return _VECTOR_FORMS.get(target)
+
+
+def _may_be_negative_int_power(base, exponent) -> bool:
+    """Whether `base ** exponent` may be an int to a negative int power: not for a float
+    base or exponent written as a literal, nor a non-negative int literal exponent (the
+    common `x ** 2`, left to Numba as it is)."""
+    if isinstance(base, gast.Constant) and type(base.value) is float:
+        return False
+    if isinstance(exponent, gast.Constant) and type(exponent.value) is float:
+        return False
+    if isinstance(exponent, gast.UnaryOp) and isinstance(exponent.op, gast.USub) and \
+            isinstance(exponent.operand, gast.Constant) and \
+            type(exponent.operand.value) is float:
+        return False
+    power = int_constant(exponent)
+    return power is None or power < 0
 
 
 def _axis(call: gast.Call):

@@ -48,7 +48,8 @@ from .linalg import (
     outer_or_matmul,
     tensordot,
 )
-from .lowered import as_repr, as_text, getitem_mask, setitem_mask, squeeze_known, stack
+from .lowered import (as_repr, as_text, getitem_mask, power, setitem_mask, squeeze_known,
+                      stack)
 from .reductions import (
     cumprod,
     cumsum,
@@ -128,6 +129,7 @@ __all__ = [
     "moveaxis",
     "norm",
     "outer_or_matmul",
+    "power",
     "reduce_max",
     "reduce_mean",
     "reduce_min",

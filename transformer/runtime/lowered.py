@@ -201,3 +201,52 @@ def _as_repr_nb(x, where=""):
     if isinstance(x, _FORMATTED):
         return lambda x, where="": repr(x)
     raise _refused_text(x)
+
+
+# ---------------------------------------------------------------- integer powers
+# Numba computes an int to a negative int power as an int: `2 ** -1` is 0 (and each
+# element of an integer array's `a ** -1` too), where Python gives the float 0.5 and
+# NumPy refuses integer arrays to negative integer powers.
+
+
+def power(a, b, where=""):
+    """`a ** b`; under Numba an int to a negative int power as Python and NumPy give it
+    or refuse it (`where`, the user's `file:line:col`, names the line), never Numba's 0."""
+    return a ** b
+
+
+def _integral(t) -> bool:
+    return isinstance(t, types.Integer) or \
+        isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
+
+
+def _signed(t) -> bool:
+    return (t.dtype if isinstance(t, types.Array) else t).signed
+
+
+def _numpy_refusal(a, b, where=""):
+    if np.any(np.asarray(b) < 0):
+        raise ValueError(where + ": Integers to negative integer powers are not allowed.")
+    return a ** b
+
+
+def _python_int_power(a, b, where=""):
+    if b < 0:
+        raise ValueError(where + ": an int to a negative int power is a float in Python, "
+                         "and compiled code gives a value one type: write float(n) ** k "
+                         "(or n ** -1.0) where the power may be negative")
+    return a ** b
+
+
+@overload(power, prefer_literal=True, inline="always")
+def _power_nb(a, b, where=""):
+    if not (_integral(a) and _integral(b) and _signed(b)):
+        return lambda a, b, where="": a ** b
+    if isinstance(a, types.Array) or isinstance(b, types.Array):
+        return _numpy_refusal                      # NumPy's error, at the user's line
+    literal = getattr(b, "literal_value", None)
+    if literal is not None:                        # `n ** -1`: Python's float, typed so
+        if literal < 0:
+            return lambda a, b, where="": float(a) ** b
+        return lambda a, b, where="": a ** b
+    return _python_int_power
