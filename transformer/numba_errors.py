@@ -38,10 +38,12 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                 hint="pass NumPy arrays, numbers, or tuples/dicts of them, or use "
                      "jit(..., backend='python') for other types")
     text = _ANSI.sub("", str(exc))
-    # the innermost frame in a file: a helper made by `exec` (`<batched einsum_grad>`, a
-    # per-example loop) has no source and no user's line, the generated call of it has
-    match = next((m for m in _FRAME.finditer(text) if not m.group(1).startswith("<")),
-                 None)
+    # the innermost frame in a file of the program: a helper made by `exec` (`<batched
+    # einsum_grad>`, a per-example loop) has no source and no user's line, and a frame in
+    # Numba's or secant's own source (an implementation that refused its arguments) is
+    # not the user's to change; the generated call of either is
+    match = next((m for m in _FRAME.finditer(text) if not m.group(1).startswith("<")
+                  and not _in_library(m.group(1))), None)
     if match:       # Numba prints the path relative to the working directory
         filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
     else:
@@ -104,6 +106,16 @@ _MIXED_LIST_HINT = ("Numba gives a list one item type; secant compiles a list as
                     "is, without Numba")
 _KINDS = {"bool": "a boolean", "int": "an integer", "uint": "an integer",
           "float": "floats", "complex": "complex numbers"}
+
+
+_LIBRARIES = (os.path.dirname(os.path.abspath(numba.__file__)) + os.sep,
+              os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+def _in_library(path: str) -> bool:
+    """Whether `path` (as Numba prints it: relative to the working directory) is a file of
+    Numba or of secant's `transformer` package."""
+    return os.path.abspath(path).startswith(_LIBRARIES)
 
 
 def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError | None:

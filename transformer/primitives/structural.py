@@ -123,7 +123,8 @@ for _key, _equivalent in [
         (np.stack, runtime.stack),       # Numba's takes a tuple only
         (np.concatenate, runtime.concatenate),      # likewise
         (np.hstack, runtime.hstack), (np.vstack, runtime.vstack),
-        (np.add.at, runtime.scatter_add)]:
+        (np.add.at, runtime.scatter_add),
+        (np.clip, runtime.clip)]:        # Numba's clips arrays only
     lowered(_key, _equivalent)
 # plain NumPy equivalents that do not compile under Numba yet (``np.einsum`` with constant
 # subscripts is lowered to generated loops by ``transformer.lowering`` instead)

@@ -48,7 +48,7 @@ from .linalg import (
     outer_or_matmul,
     tensordot,
 )
-from .lowered import (as_repr, as_text, getitem_mask, power, setitem_mask, squeeze_known,
+from .lowered import (as_repr, as_text, clip, getitem_mask, power, setitem_mask, squeeze_known,
                       stack)
 from .reductions import (
     cumprod,
@@ -100,6 +100,7 @@ __all__ = [
     "cast_cotangent",
     "cast_like",
     "cast_tangent",
+    "clip",
     "concatenate",
     "concatenate_part",
     "concatenate_unpart",

@@ -250,3 +250,26 @@ def _power_nb(a, b, where=""):
             return lambda a, b, where="": float(a) ** b
         return lambda a, b, where="": a ** b
     return _python_int_power
+
+
+# ---------------------------------------------------------------- np.clip of a number
+
+
+def clip(a, a_min, a_max):
+    """`np.clip(a, a_min, a_max)`; under Numba also of a number (Numba's takes arrays)."""
+    return np.clip(a, a_min, a_max)
+
+
+@overload(clip)
+def _clip_nb(a, a_min, a_max):
+    if isinstance(a, types.Array) or not isinstance(a, (types.Number, types.Boolean)):
+        return lambda a, a_min, a_max: np.clip(a, a_min, a_max)
+    low, high = (not isinstance(b, (types.NoneType, types.Omitted)) for b in (a_min, a_max))
+    # NumPy's order: the lower bound first, then the upper (which wins where they cross)
+    if low and high:
+        return lambda a, a_min, a_max: np.minimum(np.maximum(a, a_min), a_max)
+    if low:
+        return lambda a, a_min, a_max: np.maximum(a, a_min)
+    if high:
+        return lambda a, a_min, a_max: np.minimum(a, a_max)
+    return lambda a, a_min, a_max: np.clip(np.asarray(a), a_min, a_max)[()]

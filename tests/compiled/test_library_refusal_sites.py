@@ -1,0 +1,23 @@
+"""A Numba implementation that refuses its arguments (`np.linalg.inv` of a vector) fails
+inside Numba's own source; the TransformError pointed there, at a line of
+`numba/np/linalg.py`. It is now at the user's call, with the generated line in the hint."""
+import inspect
+
+import numpy as np
+import pytest
+
+from transformer import TransformError, jit
+
+
+def inverse_of_a_vector(x):
+    y = x * 2.0
+    return np.linalg.inv(y)
+
+
+def test_the_refusal_is_at_the_users_call():
+    with pytest.raises(TransformError) as caught:
+        jit(inverse_of_a_vector)(np.ones(3))
+    lines, first = inspect.getsourcelines(inverse_of_a_vector)
+    assert (caught.value.filename, caught.value.lineno) == (__file__, first + 2)
+    assert "only supported on 2-D arrays" in str(caught.value)
+    assert "generated module" in str(caught.value)
