@@ -66,8 +66,10 @@ _VECTOR_FORMS = {
     np.log1p: vector_math.vector_log1p, math.log1p: vector_math.vector_log1p,
     np.tanh: vector_math.vector_tanh, math.tanh: vector_math.vector_tanh,
     runtime_special.expit: vector_math.vector_expit}
-# one-argument calls Numba compiles with wrappers around the work (np.sum(x): axis checks)
-_PLAIN_FORMS = {np.sum: runtime.sum_all}
+# one-argument calls Numba compiles with wrappers around the work (np.sum(x): axis checks),
+# and whose sums of a float array must be NumPy's pairwise ones (Numba's add one by one)
+_PLAIN_FORMS = {np.sum: runtime.sum_all, np.mean: runtime.mean_all, np.var: runtime.var_all,
+                np.std: runtime.std_all}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",
                  runtime.einsum_grad: "adjoint", runtime.einsum_tangent: "tangent",
                  runtime.einsum_grad_tangent: "adjoint tangent"}
@@ -225,7 +227,7 @@ class _Lowering(gast.NodeTransformer):
         from .rules.lowering import PYTHON_ONLY, needs_lowering, numba_equivalent
         keywords = {k.arg: k.value for k in node.keywords}
         self.refuse_keywords(node, target, keywords)
-        # only the call forms Numba lacks: plain np.sum(x) stays Numba's own fast version
+        # only the call forms Numba lacks (plain np.sum(x) is the one loop, `_PLAIN_FORMS`)
         if hashable(target) and target in _PLAIN_FORMS and len(node.args) == 1 and not keywords \
                 and not isinstance(node.args[0], gast.Starred):
             plain = _PLAIN_FORMS[target]

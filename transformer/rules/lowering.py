@@ -34,8 +34,10 @@ def needs_lowering(obj, keywords: dict[str, gast.expr] | None = None, nargs: int
     if not found.plain_form_ok:
         return True
     keywords = keywords or {}
-    # Numba accepts np.sum also with an int axis
+    # Numba accepts np.sum also with an int axis; axis=None is the whole array's sum,
+    # which must be NumPy's pairwise one (`runtime.reduce_sum`)
     if obj is np.sum and set(keywords) <= {"axis"} and nargs <= 2:
         axis = keywords.get("axis")
-        return isinstance(axis, gast.Tuple)
+        return isinstance(axis, gast.Tuple) or \
+            isinstance(axis, gast.Constant) and axis.value is None
     return bool(keywords) or nargs > 1
