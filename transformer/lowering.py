@@ -67,7 +67,7 @@ _VECTOR_FORMS = {
     np.tanh: vector_math.vector_tanh, math.tanh: vector_math.vector_tanh,
     runtime_special.expit: vector_math.vector_expit}
 # one-argument calls Numba compiles with wrappers around the work (np.sum(x): axis checks),
-# and whose sums of a float array must be NumPy's pairwise ones (Numba's add one by one)
+# and whose sums of a float32 array are added in float64 (Numba's add in float32)
 _PLAIN_FORMS = {np.sum: runtime.sum_all, np.mean: runtime.mean_all, np.var: runtime.var_all,
                 np.std: runtime.std_all}
 _EINSUM_FORMS = {np.einsum: "forward", runtime.einsum: "forward",

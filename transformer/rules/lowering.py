@@ -35,7 +35,7 @@ def needs_lowering(obj, keywords: dict[str, gast.expr] | None = None, nargs: int
         return True
     keywords = keywords or {}
     # Numba accepts np.sum also with an int axis; axis=None is the whole array's sum,
-    # which must be NumPy's pairwise one (`runtime.reduce_sum`)
+    # added in float64 for a float32 array (`runtime.reduce_sum`)
     if obj is np.sum and set(keywords) <= {"axis"} and nargs <= 2:
         axis = keywords.get("axis")
         return isinstance(axis, gast.Tuple) or \

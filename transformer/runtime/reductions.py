@@ -13,24 +13,24 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from .broadcasting import broadcast_reduced
 from .casts import _is_none, _nb_float, _static
 from .kernels import _numba_sum, _reduce_into, _removed, axis_count, axis_mask
-from .pairwise import whole_sum
+from .wide_sums import wide_sum
 
 _FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
 
 
 def sum_all(a):
-    """`np.sum(a)`. Under Numba, of a float array: NumPy's pairwise sum
-    (`runtime.pairwise`; Numba's adds the elements one by one, which for many float32
-    values is far from NumPy's result); of another array: the one loop Numba's
-    `np.sum(a)` runs (its `_numpy_sum`), without compiling the wrapper that checks an axis
-    and a dtype there are none of (three compiles per array type)."""
+    """`np.sum(a)`. Under Numba, of a float32 array: added in float64 (`wide_sum`; Numba
+    adds in float32, one element after another, far from NumPy's result for many values);
+    of another array: the one loop Numba's `np.sum(a)` runs (its `_numpy_sum`), without
+    compiling the wrapper that checks an axis and a dtype there are none of (three
+    compiles per array type)."""
     return np.sum(a)
 
 
 @overload(sum_all)
 def _sum_all_nb(a):
-    if _pairwise(a):
-        return lambda a: whole_sum(a)
+    if _float32_array(a):
+        return lambda a: wide_sum(a)
     if isinstance(a, types.Array):
         total = _numba_sum()
         return lambda a: total(a, None, None)
@@ -38,21 +38,21 @@ def _sum_all_nb(a):
 
 
 def mean_all(a):
-    """`np.mean(a)`; under Numba of a float array NumPy's pairwise sum over the count, in
-    the array's float type (Numba's own adds one by one)."""
+    """`np.mean(a)`; under Numba of a float32 array the sum added in float64 (`wide_sum`)
+    over the count, in float32 as NumPy gives it."""
     return np.mean(a)
 
 
 @overload(mean_all)
 def _mean_all_nb(a):
-    if not _pairwise(a):
+    if not _float32_array(a):
         return lambda a: np.mean(a)
-    kind = as_dtype(a.dtype).type
-    return lambda a: whole_sum(a) / kind(a.size)
+    return lambda a: wide_sum(a) / np.float32(a.size)
 
 
 def var_all(a):
-    """`np.var(a)`, as `mean_all`: the mean and the sum of squared deviations pairwise."""
+    """`np.var(a)`, as `mean_all`: the mean and the sum of squared deviations added in
+    float64."""
     return np.var(a)
 
 
@@ -62,31 +62,28 @@ def std_all(a):
 
 
 @register_jitable
-def _whole_var(a, kind):
-    centered = a - whole_sum(a) / kind(a.size)
-    return whole_sum(centered * centered) / kind(a.size)
+def _wide_var(a):
+    centered = a - wide_sum(a) / np.float32(a.size)
+    return wide_sum(centered * centered) / np.float32(a.size)
 
 
 @overload(var_all)
 def _var_all_nb(a):
-    if not _pairwise(a):
+    if not _float32_array(a):
         return lambda a: np.var(a)
-    kind = as_dtype(a.dtype).type
-    return lambda a: _whole_var(a, kind)
+    return lambda a: _wide_var(a)
 
 
 @overload(std_all)
 def _std_all_nb(a):
-    if not _pairwise(a):
+    if not _float32_array(a):
         return lambda a: np.std(a)
-    kind = as_dtype(a.dtype).type
-    return lambda a: np.sqrt(_whole_var(a, kind))
+    return lambda a: np.sqrt(_wide_var(a))
 
 
-def _pairwise(a) -> bool:
-    """Whether NumPy sums array type `a` pairwise (float32 and float64; `whole_sum`)."""
-    return isinstance(a, types.Array) and isinstance(a.dtype, types.Float) and \
-        a.dtype.bitwidth in (32, 64)
+def _float32_array(a) -> bool:
+    """Whether `a` is a float32 array, whose whole sum is added in float64 (`wide_sum`)."""
+    return isinstance(a, types.Array) and a.dtype == types.float32
 
 
 _FOLDS = {0: np.sum, 1: np.prod, 2: np.max, 3: np.min}
@@ -109,8 +106,8 @@ def _fold_nb(a, axis, keepdims, op):
         _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
         return res, (oshape if keep else shape[~mask])
 
-    if rank == 0 and op == 0 and _pairwise(a):      # the whole array's sum: NumPy's order
-        return lambda a, axis=None, dtype=None, out=None, keepdims=False: whole_sum(a)
+    if rank == 0 and op == 0 and _float32_array(a):     # the whole array's sum, in float64
+        return lambda a, axis=None, dtype=None, out=None, keepdims=False: wide_sum(a)
     if rank == 0:
         return lambda a, axis=None, dtype=None, out=None, keepdims=False: folded(a, axis)[0][0]
 
