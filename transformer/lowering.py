@@ -20,6 +20,9 @@ Invariant of the output:
   `scipy.special.expit`, called with one argument, call the vectorizable kernels of
   `runtime.vector_math` (accuracy stated there) instead of the C library;
 - `enumerate(seq, start=k)` passes `k` positionally;
+- `t op= v` where `v` may view memory `t` writes (`a[1:] += a[:-1]`, `a += a.T`) computes
+  `t op v` into a fresh array first, then writes it (Numba's in-place loop would read
+  elements it had already updated);
 - `a ** b` (also `a **= b`, `pow(a, b)`) whose exponent may be a negative int calls
   `runtime.power`: an int to a negative int power is Python's float (NumPy's error for
   integer arrays), not Numba's 0;
@@ -44,6 +47,7 @@ from codegen import emit
 
 from . import einsum, generated_lines, random_sites, runtime
 from .const_lists import lists_as_tuples
+from .desugar import view_sources
 from .errors import TransformError
 from .nodes import copy_tree, walk
 from .runtime import batch_products, examples
@@ -94,6 +98,7 @@ class _Lowering(gast.NodeTransformer):
         self.changed = False
         self.definitions = _single_definitions(fn.node)
         self.masks = _mask_names(fn)
+        self.bindings = _bindings(fn.node)
 
     def bind(self, obj, base: str) -> gast.Name:
         if id(obj) not in self.bound:
@@ -154,6 +159,8 @@ class _Lowering(gast.NodeTransformer):
 
     def visit_AugAssign(self, node):
         target = node.target
+        if self.may_overlap(target, node.value):
+            return self.overlapping_update(node)
         if isinstance(node.op, gast.Pow) and isinstance(target, gast.Name) and \
                 _may_be_negative_int_power(target, node.value):
             self.generic_visit(node)
@@ -166,6 +173,57 @@ class _Lowering(gast.NodeTransformer):
             return self.visit_Assign(gast.copy_location(assign, node))
         self.generic_visit(node)
         return self.in_place_add(node)
+
+    def may_overlap(self, target, value) -> bool:
+        """Whether `target op= value` may read, through `value`, memory it writes at other
+        positions (`a[1:] += a[:-1]`, `a += a.T`, `b = a.T; a += b`): names followed
+        through the views they are assigned. The same expression on both sides reads each
+        element where it writes it."""
+        if not isinstance(target, (gast.Name, gast.Subscript)) or \
+                emit.expression_source(target) == emit.expression_source(value):
+            return False
+        read = self.views_of(value)
+        written = {target.id} if isinstance(target, gast.Name) else \
+            self.views_of(target.value)
+        return bool(read) and bool(self.shared(written) & self.shared(read))
+
+    def views_of(self, value) -> set:
+        """`desugar.view_sources`, also of the method forms a helper compiled as written
+        keeps (`a.T`, `a.reshape(...)`, `a.transpose()`)."""
+        if isinstance(value, gast.Attribute) and value.attr in ("T", "mT"):
+            return self.views_of(value.value)
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and \
+                value.func.attr in _VIEW_METHOD_NAMES and \
+                resolve(self.fn, value.func, None) is None:
+            return self.views_of(value.func.value)
+        return view_sources(self.fn, value)
+
+    def shared(self, names) -> set:
+        """`names` and every name whose array they may view, through their assignments."""
+        found, frontier = set(names), list(names)
+        while frontier:
+            for value in self.bindings.get(frontier.pop(), []):
+                for source in self.views_of(value) if value is not None else ():
+                    if source not in found:
+                        found.add(source)
+                        frontier.append(source)
+        return found
+
+    def overlapping_update(self, node):
+        """`t op= v` whose `v` may overlap `t`: the new value computed into a fresh array
+        first, as NumPy buffers overlapping operands (Numba's in-place loop reads elements
+        it already wrote). A name is updated in place (`update_in_place`: every name
+        holding the array sees it), an item or slice assigned."""
+        self.generic_visit(node)
+        self.changed = True
+        target = node.target
+        fresh = gast.copy_location(gast.BinOp(left=as_load(copy_tree(target)), op=node.op,
+                                              right=node.value), node)
+        if isinstance(target, gast.Name):
+            fresh = self.call(runtime.update_in_place, "update_in_place",
+                              [as_load(copy_tree(target)), fresh], node)
+        return gast.copy_location(gast.Assign(targets=[target], value=fresh,
+                                              type_comment=None), node)
 
     def in_place_add(self, node):
         """`x += matmul_grad_left(g, a, b)` -> `x = matmul_grad_left_add(x, g, a, b)`."""
@@ -392,6 +450,11 @@ def _vector_form(target, call: gast.Call):
     if special is not None and target is getattr(special, "expit", None):
         return vector_math.vector_expit
     return _VECTOR_FORMS.get(target)
+
+
+# array methods whose result may be a view of the array
+_VIEW_METHOD_NAMES = ("reshape", "transpose", "ravel", "swapaxes", "squeeze", "view",
+                      "diagonal")
 
 
 def _may_be_negative_int_power(base, exponent) -> bool:
