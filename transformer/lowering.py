@@ -136,9 +136,13 @@ class _Lowering(gast.NodeTransformer):
     def power(self, base, exponent, origin) -> gast.Call:
         """`runtime.power(base, exponent, 'file:line:col')`: an int to a negative int
         power as Python gives it (Numba's is 0), or refused at the user's line."""
-        site = self.fn.origin.where(origin) if getattr(origin, "lineno", None) else ""
-        return self.call(runtime.power, "power",
-                         [base, exponent, gast.Constant(value=site, kind=None)], origin)
+        return self.call(runtime.power, "power", [base, exponent, self.site(origin)], origin)
+
+    def site(self, node) -> gast.Constant:
+        """The user's `file:line:col` of `node` as a constant argument, which an error of
+        the runtime form is reported at (`generated_lines` reads it); '' if unplaced."""
+        where = self.fn.origin.where(node) if getattr(node, "lineno", None) else ""
+        return gast.Constant(value=where, kind=None)
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
@@ -179,13 +183,13 @@ class _Lowering(gast.NodeTransformer):
         positions (`a[1:] += a[:-1]`, `a += a.T`, `b = a.T; a += b`): names followed
         through the views they are assigned. The same expression on both sides reads each
         element where it writes it."""
-        if not isinstance(target, (gast.Name, gast.Subscript)) or \
+        read = self.views_of(value)       # empty for a fresh value: most updates stop here
+        if not read or not isinstance(target, (gast.Name, gast.Subscript)) or \
                 emit.expression_source(target) == emit.expression_source(value):
             return False
-        read = self.views_of(value)
         written = {target.id} if isinstance(target, gast.Name) else \
             self.views_of(target.value)
-        return bool(read) and bool(self.shared(written) & self.shared(read))
+        return bool(self.shared(written) & self.shared(read))
 
     def views_of(self, value) -> set:
         """`desugar.view_sources`, also of the method forms a helper compiled as written
@@ -275,10 +279,7 @@ class _Lowering(gast.NodeTransformer):
                 and not isinstance(node.args[0], gast.Starred):
             # Numba's own gives '<object type:float64>' for a float: refused at typing
             text = runtime.as_text if target is str else runtime.as_repr
-            # the user's site, which a refusal at typing is reported at (generated_lines)
-            site = self.fn.origin.where(node) if getattr(node, "lineno", None) else ""
-            return self.call(text, text.__name__,
-                             [node.args[0], gast.Constant(value=site, kind=None)], node)
+            return self.call(text, text.__name__, [node.args[0], self.site(node)], node)
         return self.table(node, target)
 
     def table(self, node, target):

@@ -1,7 +1,9 @@
 """Lowered NumPy forms: call forms Numba's nopython mode lacks (2-D boolean masks,
 np.stack of a list, np.squeeze without an axis), redirected here by `transformer.lowering`;
 Python's builtins `abs`, `pow`, `any`, `all` on arrays, overloaded for Numba directly; and
-`str`/`repr` (`as_text`), compiled only for the values Numba formats as Python does.
+the forms where Numba's own result differs from NumPy's: `str`/`repr` (`as_text`,
+`as_repr`: only for the values Numba formats as Python does), an int to a negative int
+power (`power`) and `np.clip` of a number (`clip`).
 """
 from __future__ import annotations
 
