@@ -13,7 +13,7 @@ from numba.np.numpy_support import as_dtype
 
 from .casts import _is_none, _is_scalar, _nb_float, cast_like
 from .kernels import _axes, _gather, _numba_sum, _reduce_into, axis_mask
-from .wide_sums import wide_sum
+from .wide_sums import is_float32_array, wide_sum
 
 
 def unbroadcast(g, x):
@@ -36,7 +36,7 @@ def _unbroadcast_nb(g, x):
     # their primal, and the generic fold costs seconds of compile and allocations per call
     if not isinstance(x, types.Array):
         target = as_dtype(_nb_float(x)).type
-        if isinstance(g, types.Array) and g.dtype == types.float32:
+        if is_float32_array(g):
             return lambda g, x: target(wide_sum(g))     # added in float64, as `sum_all`
         if isinstance(g, types.Array):
             total = _numba_sum()    # Numba's np.sum(g) loop itself: no axis checks compiled

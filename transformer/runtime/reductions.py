@@ -13,7 +13,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from .broadcasting import broadcast_reduced
 from .casts import _is_none, _nb_float, _static
 from .kernels import _numba_sum, _reduce_into, _removed, axis_count, axis_mask
-from .wide_sums import wide_sum
+from .wide_sums import is_float32_array, wide_sum
 
 _FOLD_START = {0: 0.0, 1: 1.0, 2: -np.inf, 3: np.inf}
 
@@ -29,7 +29,7 @@ def sum_all(a):
 
 @overload(sum_all)
 def _sum_all_nb(a):
-    if _float32_array(a):
+    if is_float32_array(a):
         return lambda a: wide_sum(a)
     if isinstance(a, types.Array):
         total = _numba_sum()
@@ -45,7 +45,7 @@ def mean_all(a):
 
 @overload(mean_all)
 def _mean_all_nb(a):
-    if not _float32_array(a):
+    if not is_float32_array(a):
         return lambda a: np.mean(a)
     return lambda a: wide_sum(a) / np.float32(a.size)
 
@@ -69,21 +69,16 @@ def _wide_var(a):
 
 @overload(var_all)
 def _var_all_nb(a):
-    if not _float32_array(a):
+    if not is_float32_array(a):
         return lambda a: np.var(a)
     return lambda a: _wide_var(a)
 
 
 @overload(std_all)
 def _std_all_nb(a):
-    if not _float32_array(a):
+    if not is_float32_array(a):
         return lambda a: np.std(a)
     return lambda a: np.sqrt(_wide_var(a))
-
-
-def _float32_array(a) -> bool:
-    """Whether `a` is a float32 array, whose whole sum is added in float64 (`wide_sum`)."""
-    return isinstance(a, types.Array) and a.dtype == types.float32
 
 
 _FOLDS = {0: np.sum, 1: np.prod, 2: np.max, 3: np.min}
@@ -106,7 +101,7 @@ def _fold_nb(a, axis, keepdims, op):
         _reduce_into(np.ascontiguousarray(a).ravel(), shape, res, oshape, op)
         return res, (oshape if keep else shape[~mask])
 
-    if rank == 0 and op == 0 and _float32_array(a):     # the whole array's sum, in float64
+    if rank == 0 and op == 0 and is_float32_array(a):     # the whole array's sum, in float64
         return lambda a, axis=None, dtype=None, out=None, keepdims=False: wide_sum(a)
     if rank == 0:
         return lambda a, axis=None, dtype=None, out=None, keepdims=False: folded(a, axis)[0][0]

@@ -15,7 +15,13 @@ a float32 sum loses.
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 from transformer.runtime.numba_api import register_jitable
+
+
+def is_float32_array(a) -> bool:
+    """Whether Numba type `a` is a float32 array, whose whole sum is added in float64."""
+    return isinstance(a, types.Array) and a.dtype == types.float32
 
 
 @register_jitable
