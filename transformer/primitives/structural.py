@@ -111,7 +111,8 @@ for _key, _equivalent in [
         (np.min, runtime.reduce_min), (np.amin, runtime.reduce_min),
         (np.prod, runtime.reduce_prod), (np.var, runtime.reduce_var),
         (np.std, runtime.reduce_std), (np.cumsum, runtime.cumsum),
-        (np.cumprod, runtime.cumprod), (np.linalg.norm, runtime.norm)]:
+        (np.cumprod, runtime.cumprod), (np.linalg.norm, runtime.norm),
+        (np.all, runtime.reduce_all), (np.any, runtime.reduce_any)]:
     lowered(_key, _equivalent, plain_form_ok=True)
 for _key, _equivalent in [
         (np.squeeze, runtime.squeeze), (np.moveaxis, runtime.moveaxis),

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
+from numba.np.unsafe.ndarray import to_fixed_tuple
 from transformer.runtime.allocation import dtype_of, empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 
@@ -205,7 +206,16 @@ def batch_axis(axis):
 def _batch_axis_nb(axis):
     if isinstance(axis, types.Integer):
         return lambda axis: axis + 1 if axis >= 0 else axis
-    raise TypingError("vmap: a reduction axis must be an int here")
+    if isinstance(axis, types.UniTuple) and isinstance(axis.dtype, types.Integer):
+        count = axis.count
+
+        def each(axis):             # a tuple of ints: each axis moved past the batch axis
+            moved = np.empty(count, np.int64)
+            for k in range(count):
+                moved[k] = axis[k] + 1 if axis[k] >= 0 else axis[k]
+            return to_fixed_tuple(moved, count)
+        return each
+    raise TypingError("vmap: a reduction axis must be an int or a tuple of ints here")
 
 
 def example_axes(x):

@@ -136,6 +136,30 @@ reduce_max = _make_fold(2, "reduce_max")
 reduce_min = _make_fold(3, "reduce_min")
 
 
+def reduce_all(a, axis=None, out=None, keepdims=False):
+    """np.all with axis and keepdims, also under Numba (whose np.all takes no axis)."""
+    return np.all(a, axis=axis, out=out, keepdims=keepdims)
+
+
+@overload(reduce_all)
+def _reduce_all_nb(a, axis=None, out=None, keepdims=False):
+    def impl(a, axis=None, out=None, keepdims=False):   # no zero among the elements
+        return reduce_sum((a == 0).astype(np.int64), axis, None, None, keepdims) == 0
+    return impl
+
+
+def reduce_any(a, axis=None, out=None, keepdims=False):
+    """np.any with axis and keepdims, also under Numba (whose np.any takes no axis)."""
+    return np.any(a, axis=axis, out=out, keepdims=keepdims)
+
+
+@overload(reduce_any)
+def _reduce_any_nb(a, axis=None, out=None, keepdims=False):
+    def impl(a, axis=None, out=None, keepdims=False):   # some element not zero (NaN too)
+        return reduce_sum((a != 0).astype(np.int64), axis, None, None, keepdims) != 0
+    return impl
+
+
 def reduce_mean(a, axis=None, dtype=None, out=None, keepdims=False):
     """np.mean with axis and keepdims, also under Numba."""
     return np.mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
