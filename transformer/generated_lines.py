@@ -14,7 +14,15 @@ Contract: the generated module's header names the user's file, the line of the f
 3. the one expression whose syntax equals the value the generated statement assigns or
    returns (a transformation names intermediate values: `t_times_y = t * y`);
 4. the one expression equal to that value up to a one-to-one renaming of its names (a
-   lambda's body inlined under fresh names: `carry + x_1` for `c + xi`).
+   lambda's body inlined under fresh names: `carry + x_1` for `c + xi`), tried again
+   with the transformation's own temporaries written back in (`np.nanmax(y_times_y)`,
+   after `y_times_y = y * y`, for `np.nanmax(y * y)`);
+5. the one line of the function that the nearest `# <transformation> of: <user line>`
+   comment above the generated statement quotes (vmap writes one above the statements it
+   batched from each user line, whose syntax rarely equals the user's: `np.all(c, axis=2)`
+   for `np.all(c, axis=1)`), at that line's first simple statement;
+6. the one call in the function of the function the generated statement's value calls
+   (`np.pad(x, arg)` with its literal argument hoisted into `arg`).
 Anything else (no header, several candidates, a file that cannot be read) gives None.
 
 `first_binding` answers a different question, for an error about a variable rather than
@@ -23,6 +31,7 @@ a line (Numba giving one variable two types): where the user's function first bi
 from __future__ import annotations
 
 import ast
+import copy
 import linecache
 import re
 
@@ -32,9 +41,12 @@ from .random_sites import function_at, origin_function
 _SITE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
 
 
-def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
+def user_site(generated: str, lineno: int, *,
+              by_line: bool = True) -> tuple[str, int, int] | None:
     """(file, line, col from 0) of the user's code that generated line `lineno` of module
-    `generated` was made from, or None when it cannot be told for sure."""
+    `generated` was made from, or None when it cannot be told for sure. `by_line=False`
+    leaves out rules 5 and 6, which name the user's line but not the expression in it
+    (an error about a variable is better told where the variable starts)."""
     found = origin_function(generated)
     statement = _statement_at(generated, lineno) if found else None
     if statement is None:
@@ -53,6 +65,15 @@ def user_site(generated: str, lineno: int) -> tuple[str, int, int] | None:
     if len(same) != 1 and isinstance(value, ast.expr) and \
             not isinstance(value, (ast.Name, ast.Constant)):
         same = _equal_renamed(function, value)
+        inlined = _temporaries_inlined(generated, value, function)
+        if len(same) != 1 and inlined is not None:
+            same = _equal(function, inlined, ast.expr)
+            same = same if len(same) == 1 else _equal_renamed(function, inlined)
+    if len(same) != 1 and by_line:
+        quoted = _quoted_site(generated, lineno, filename, function)
+        if quoted is not None:
+            return quoted
+        same = _same_callee(function, value)
     if len(same) != 1:
         return None
     return filename, same[0].lineno, same[0].col_offset
@@ -72,6 +93,83 @@ def first_binding(generated: str, variable: str) -> tuple[str, int, int] | None:
              or isinstance(node, ast.Name) and node.id == variable
              and isinstance(node.ctx, ast.Store)]
     return (filename, *min(sites)) if sites else None
+
+
+_QUOTE = re.compile(r"^\s*# [\w() ]+ of: (?P<text>.+)$")
+
+
+def _quoted_site(generated: str, lineno: int, filename: str,
+                 function: ast.FunctionDef) -> tuple[str, int, int] | None:
+    """Rule 5 of `user_site`: the user's line quoted by the nearest comment above generated
+    line `lineno` within its function, when exactly one line of `function` reads so."""
+    lines = linecache.getlines(generated)
+    quoted = None
+    for text in reversed(lines[:lineno - 1]):
+        if text.lstrip().startswith(("def ", "@")):
+            break                                   # the generated function's start
+        if (match := _QUOTE.match(text.rstrip())) is not None:
+            quoted = match["text"].strip()
+            break
+    if not quoted:
+        return None
+    end = function.end_lineno or function.lineno
+    at = [n for n in range(function.lineno, end + 1)
+          if linecache.getline(filename, n).strip() == quoted]
+    if len(at) != 1:
+        return None
+    starts = [s.col_offset for s in walk(function) if isinstance(s, ast.stmt)
+              and s.lineno == at[0] and not isinstance(s, ast.FunctionDef)]
+    text = linecache.getline(filename, at[0])
+    return filename, at[0], min(starts) if starts else len(text) - len(text.lstrip())
+
+
+def _temporaries_inlined(generated: str, value: ast.expr, function: ast.FunctionDef):
+    """`value` with each name that the generated module assigns once and the user's
+    `function` never mentions replaced by the expression assigned to it (a transformation
+    names intermediate values), or None when it has no such name."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(generated)))
+    except (SyntaxError, ValueError):
+        return None
+    users = {n.id for n in walk(function) if isinstance(n, ast.Name)} | \
+        {a.arg for a in walk(function) if isinstance(a, ast.arg)}
+    assigned: dict[str, list] = {}
+    for node in walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    made = {name: values[0] for name, values in assigned.items()
+            if len(values) == 1 and name not in users}
+
+    class Inline(ast.NodeTransformer):
+        depth = 0
+
+        def visit_Name(self, node):
+            if node.id not in made or self.depth > 8:
+                return node
+            self.depth += 1
+            try:
+                return self.visit(copy.deepcopy(made[node.id]))
+            finally:
+                self.depth -= 1
+
+    if not any(isinstance(n, ast.Name) and n.id in made for n in walk(value)):
+        return None
+    return Inline().visit(copy.deepcopy(value))
+
+
+def _same_callee(function: ast.FunctionDef, value) -> list:
+    """Rule 6 of `user_site`: the calls in `function` of the function `value` calls, when
+    it names one by a dotted name (`np.pad`), else none."""
+    if not isinstance(value, ast.Call) or not _dotted(value.func):
+        return []
+    wanted = ast.dump(value.func)
+    return [n for n in walk(function) if isinstance(n, ast.Call)
+            and ast.dump(n.func) == wanted]
+
+
+def _dotted(node) -> bool:
+    return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and _dotted(node.value)
 
 
 def _statement_at(filename: str, lineno: int) -> ast.stmt | None:

@@ -144,7 +144,8 @@ def _numba_refusal(message: str, filename: str | None, lineno: int | None,
     made from when that can be told (`generated_lines`), else, for a refusal of
     `variable`, where the user's function first binds it, else at the generated line."""
     line = linecache.getline(filename, lineno).rstrip() if filename and lineno else ""
-    site = generated_lines.user_site(filename, lineno) if filename and lineno else None
+    site = generated_lines.user_site(filename, lineno, by_line=variable is None) \
+        if filename and lineno else None
     if site is None and variable is not None and filename:
         site = generated_lines.first_binding(filename, variable)
     if site is None:
