@@ -123,6 +123,7 @@ for _key, _equivalent in [
         (np.stack, runtime.stack),       # Numba's takes a tuple only
         (np.concatenate, runtime.concatenate),      # likewise
         (np.hstack, runtime.hstack), (np.vstack, runtime.vstack),
+        (np.column_stack, runtime.column_stack),
         (np.add.at, runtime.scatter_add),
         (np.clip, runtime.clip)]:        # Numba's clips arrays only
     lowered(_key, _equivalent)
@@ -157,8 +158,8 @@ for _kind, _keys in [
         ("linear algebra", (np.dot, np.matmul, np.inner, np.outer, np.vdot, np.einsum,
                             np.tensordot, np.linalg.det, np.linalg.inv, np.linalg.slogdet,
                             np.linalg.solve)),
-        ("structural", (np.concatenate, np.stack, np.hstack, np.vstack, np.broadcast_to,
-                        np.sort, np.add.at)),
+        ("structural", (np.concatenate, np.stack, np.hstack, np.vstack, np.column_stack,
+                        np.broadcast_to, np.sort, np.add.at)),
         ("elementwise", (np.real, np.imag, np.conj))]:
     for _key in _keys:
         registry.record(_key).kind = _kind

@@ -67,6 +67,7 @@ from .reductions import (
     var_all,
 )
 from .shapes import (
+    column_stack,
     concatenate,
     concatenate_part,
     concatenate_unpart,
@@ -104,6 +105,7 @@ __all__ = [
     "cast_like",
     "cast_tangent",
     "clip",
+    "column_stack",
     "concatenate",
     "concatenate_part",
     "concatenate_unpart",

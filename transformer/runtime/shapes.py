@@ -1,5 +1,6 @@
 """Shape operations and their adjoints: reshape, transpose, moveaxis, squeeze, flip, tile,
-repeat, and the parts of concatenate / stack / hstack / vstack a gradient is split into.
+repeat, concatenate / hstack / vstack / column_stack of a list, and the parts of
+concatenate / stack / hstack / vstack a gradient is split into.
 """
 from __future__ import annotations
 
@@ -438,6 +439,34 @@ def _put_rows_nb(out, start, x):
     def rows(out, start, x):
         out[start:start + x.shape[0]] = x
     return rows
+
+
+def column_stack(arrays):
+    """np.column_stack of a tuple or a list of arrays (Numba's takes a tuple only): a
+    vector is a column, a matrix its columns."""
+    return np.column_stack(arrays)
+
+
+@overload(column_stack)
+def _column_stack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays: np.column_stack(arrays)
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays: column_stack(items_tuple(arrays))
+    if arrays.dtype.ndim == 2:
+        return lambda arrays: concatenate(arrays, 1)
+    if arrays.dtype.ndim != 1:
+        raise TypingError("np.column_stack under Numba: of vectors and matrices only")
+
+    def columns_of_list(arrays):
+        out = empty_array((arrays[0].shape[0], len(arrays)), arrays[0].dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape[0] != out.shape[0]:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            out[:, k] = arrays[k]
+        return out
+    return columns_of_list
 
 
 def _part_index(g, xs, k, axis):
