@@ -111,7 +111,8 @@ for _key, _equivalent in [
         (np.min, runtime.reduce_min), (np.amin, runtime.reduce_min),
         (np.prod, runtime.reduce_prod), (np.var, runtime.reduce_var),
         (np.std, runtime.reduce_std), (np.cumsum, runtime.cumsum),
-        (np.cumprod, runtime.cumprod), (np.linalg.norm, runtime.norm)]:
+        (np.cumprod, runtime.cumprod), (np.linalg.norm, runtime.norm),
+        (np.average, runtime.average)]:
     lowered(_key, _equivalent, plain_form_ok=True)
 for _key, _equivalent in [
         (np.squeeze, runtime.squeeze), (np.moveaxis, runtime.moveaxis),
@@ -154,7 +155,7 @@ registry.unsupported(np.broadcast_to, "cuda", "a kernel allocates nothing; index
 
 for _kind, _keys in [
         ("reduction", (np.max, np.amax, np.min, np.amin, np.prod, np.var, np.std, np.cumprod,
-                       np.linalg.norm)),
+                       np.linalg.norm, np.average)),
         ("linear algebra", (np.dot, np.matmul, np.inner, np.outer, np.vdot, np.einsum,
                             np.tensordot, np.linalg.det, np.linalg.inv, np.linalg.slogdet,
                             np.linalg.solve)),

@@ -51,6 +51,7 @@ from .linalg import (
 from .lowered import (as_repr, as_text, clip, getitem_mask, power, setitem_mask, squeeze_known,
                       stack)
 from .reductions import (
+    average,
     cumprod,
     cumsum,
     cumsum_adjoint,
@@ -98,6 +99,7 @@ __all__ = [
     "as_repr",
     "as_text",
     "astype",
+    "average",
     "axis_count",
     "broadcast_like",
     "broadcast_reduced",
