@@ -112,7 +112,8 @@ for _key, _equivalent in [
         (np.prod, runtime.reduce_prod), (np.var, runtime.reduce_var),
         (np.std, runtime.reduce_std), (np.cumsum, runtime.cumsum),
         (np.cumprod, runtime.cumprod), (np.linalg.norm, runtime.norm),
-        (np.all, runtime.reduce_all), (np.any, runtime.reduce_any)]:
+        (np.all, runtime.reduce_all), (np.any, runtime.reduce_any),
+        (np.average, runtime.average)]:
     lowered(_key, _equivalent, plain_form_ok=True)
 for _key, _equivalent in [
         (np.squeeze, runtime.squeeze), (np.moveaxis, runtime.moveaxis),
@@ -124,6 +125,7 @@ for _key, _equivalent in [
         (np.stack, runtime.stack),       # Numba's takes a tuple only
         (np.concatenate, runtime.concatenate),      # likewise
         (np.hstack, runtime.hstack), (np.vstack, runtime.vstack),
+        (np.column_stack, runtime.column_stack),
         (np.add.at, runtime.scatter_add),
         (np.clip, runtime.clip)]:        # Numba's clips arrays only
     lowered(_key, _equivalent)
@@ -154,12 +156,12 @@ registry.unsupported(np.broadcast_to, "cuda", "a kernel allocates nothing; index
 
 for _kind, _keys in [
         ("reduction", (np.max, np.amax, np.min, np.amin, np.prod, np.var, np.std, np.cumprod,
-                       np.linalg.norm)),
+                       np.linalg.norm, np.average)),
         ("linear algebra", (np.dot, np.matmul, np.inner, np.outer, np.vdot, np.einsum,
                             np.tensordot, np.linalg.det, np.linalg.inv, np.linalg.slogdet,
                             np.linalg.solve)),
-        ("structural", (np.concatenate, np.stack, np.hstack, np.vstack, np.broadcast_to,
-                        np.sort, np.add.at)),
+        ("structural", (np.concatenate, np.stack, np.hstack, np.vstack, np.column_stack,
+                        np.broadcast_to, np.sort, np.add.at)),
         ("elementwise", (np.real, np.imag, np.conj))]:
     for _key in _keys:
         registry.record(_key).kind = _kind

@@ -51,6 +51,7 @@ from .linalg import (
 from .lowered import (as_repr, as_text, clip, getitem_mask, power, setitem_mask, squeeze_known,
                       stack)
 from .reductions import (
+    average,
     cumprod,
     cumsum,
     cumsum_adjoint,
@@ -69,6 +70,7 @@ from .reductions import (
     var_all,
 )
 from .shapes import (
+    column_stack,
     concatenate,
     concatenate_part,
     concatenate_unpart,
@@ -99,6 +101,7 @@ __all__ = [
     "as_repr",
     "as_text",
     "astype",
+    "average",
     "axis_count",
     "broadcast_like",
     "broadcast_reduced",
@@ -106,6 +109,7 @@ __all__ = [
     "cast_like",
     "cast_tangent",
     "clip",
+    "column_stack",
     "concatenate",
     "concatenate_part",
     "concatenate_unpart",

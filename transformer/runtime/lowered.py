@@ -14,7 +14,7 @@ from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload
 
 from .kernels import axis_mask
-from .shapes import moveaxis, squeeze
+from .shapes import items_tuple, moveaxis, same_ranks, squeeze
 
 # ---------------------------------------------------------------- lowered NumPy forms
 # Call forms Numba's nopython mode lacks, redirected here by `transformer.lowering`
@@ -77,8 +77,11 @@ def stack(arrays, axis=0):
 
 @overload(stack)
 def _stack_nb(arrays, axis=0):
+    same_ranks(arrays, "np.stack")
     if isinstance(arrays, types.BaseTuple):
         return lambda arrays, axis=0: np.stack(arrays, axis)
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays, axis=0: stack(items_tuple(arrays), axis)
 
     def from_list(arrays, axis=0):
         first = arrays[0]

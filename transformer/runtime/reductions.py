@@ -1,10 +1,11 @@
-"""Reductions with an axis (sum, prod, max, min, mean, var, std) and scans (cumsum,
-cumprod and the cumsum adjoint), which Numba's own versions lack.
+"""Reductions with an axis (sum, prod, max, min, mean, var, std, average) and scans
+(cumsum, cumprod and the cumsum adjoint), which Numba's own versions lack.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import types
+from numba.core.errors import TypingError
 from transformer.runtime.allocation import full_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
@@ -201,6 +202,67 @@ def _reduce_std_nb(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
         return np.sqrt(reduce_var(a, axis, None, None, ddof, keepdims))
     return impl
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """np.average, also under Numba with an int axis (Numba's refuses one at run time):
+    the weighted sum along `axis` over the weights' sum there, 1-d weights laid along
+    `axis`; `returned`, `keepdims` and a tuple of axes are refused at typing."""
+    return np.average(a, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+
+
+@overload(average)
+def _average_nb(a, axis=None, weights=None, returned=False, keepdims=False):
+    for flag, value in (("returned", returned), ("keepdims", keepdims)):
+        if _static(value, flag):
+            raise TypingError(f"np.average(..., {flag}=True) cannot be compiled: write the "
+                              "weighted sum over the weights' sum (np.sum)")
+    if _is_none(axis):
+        if _is_none(weights):
+            return lambda a, axis=None, weights=None, returned=False, keepdims=False: \
+                np.average(a)
+        return lambda a, axis=None, weights=None, returned=False, keepdims=False: \
+            np.average(a, weights=weights)
+    if not isinstance(axis, types.Integer) or not isinstance(a, types.Array):
+        raise TypingError("np.average with an axis compiles for an array and one int axis")
+    if _is_none(weights):
+        return lambda a, axis=None, weights=None, returned=False, keepdims=False: \
+            reduce_mean(a, axis)
+    if not isinstance(weights, types.Array) or weights.ndim not in (1, a.ndim):
+        raise TypingError("np.average: the weights must be shaped like the array, or be "
+                          "1-d along the axis (NumPy raises ValueError)")
+    if weights.ndim == 1:
+        return _along_axis
+    return _shaped_like
+
+
+# NumPy's errors for weights it cannot average with
+_MISSHAPEN = "Shape of weights must be consistent with shape of a along specified axis."
+_ZERO_SUM = "Weights sum to zero, can't be normalized"
+
+
+def _along_axis(a, axis=None, weights=None, returned=False, keepdims=False):
+    """`average` with 1-d weights, laid along `axis` (each result's weights sum alike)."""
+    ax = axis % a.ndim
+    if weights.shape[0] != a.shape[ax]:
+        raise ValueError(_MISSHAPEN)
+    shape = np.ones(a.ndim, np.int64)
+    shape[ax] = weights.shape[0]
+    laid = np.ascontiguousarray(weights).reshape(to_fixed_tuple(shape, a.ndim))
+    total = np.sum(weights)
+    if total == 0:
+        raise ZeroDivisionError(_ZERO_SUM)
+    return reduce_sum(a * laid, axis) / total
+
+
+def _shaped_like(a, axis=None, weights=None, returned=False, keepdims=False):
+    """`average` with weights shaped like `a`."""
+    if weights.shape != a.shape:
+        raise ValueError(_MISSHAPEN)
+    total = reduce_sum(weights, axis)
+    if np.any(total == 0):
+        raise ZeroDivisionError(_ZERO_SUM)
+    return reduce_sum(a * weights, axis) / total
 
 
 # ---------------------------------------------------------------- scans

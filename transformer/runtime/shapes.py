@@ -1,14 +1,16 @@
 """Shape operations and their adjoints: reshape, transpose, moveaxis, squeeze, flip, tile,
-repeat, and the parts of concatenate / stack / hstack / vstack a gradient is split into.
+repeat, concatenate / hstack / vstack / column_stack of a list, and the parts of
+concatenate / stack / hstack / vstack a gradient is split into.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import literal_unroll, literally, types
 from numba.core.errors import TypingError
+from numba.core.imputils import impl_ret_borrowed
 from numba.np.numpy_support import as_dtype
 from transformer.runtime.allocation import empty_array, zeros_array
-from transformer.runtime.numba_api import overload, register_jitable
+from transformer.runtime.numba_api import intrinsic, overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from .broadcasting import unbroadcast
@@ -294,10 +296,41 @@ def concatenate(arrays, axis=0):
     return np.concatenate(arrays, axis)
 
 
+@intrinsic
+def items_tuple(typingctx, items):
+    """The tuple of the items of a list literal whose items Numba cannot give one type
+    (`[x, x[0]]`, `[a_float, b_int]`: a `LiteralList`, which has no element type and
+    cannot be indexed by a variable), for the tuple forms of the functions below."""
+    if not isinstance(items, types.LiteralList):
+        raise TypingError(f"items_tuple: expected a list literal, got {items}")
+    tuple_type = types.BaseTuple.from_types(items.types)
+
+    def codegen(context, builder, sig, args):
+        values = [builder.extract_value(args[0], k) for k in range(len(items.types))]
+        return impl_ret_borrowed(context, builder, tuple_type,
+                                 context.make_tuple(builder, tuple_type, values))
+    return tuple_type(items), codegen
+
+
+def same_ranks(arrays, name: str, least: int = 0) -> None:
+    """Refuse at typing (a located error) a tuple or list literal of arrays of several
+    ranks (each raised to at least `least`, as np.hstack and np.vstack do first), which
+    NumPy's `name` refuses with a ValueError."""
+    ranks = sorted({max(t.ndim, least) for t in getattr(arrays, "types", ())
+                    if isinstance(t, types.Array)})
+    if len(ranks) > 1:
+        raise TypingError(f"{name}: all the input arrays must have the same number of "
+                          f"dimensions, got arrays of rank {' and '.join(map(str, ranks))} "
+                          f"(NumPy raises ValueError)")
+
+
 @overload(concatenate)
 def _concatenate_nb(arrays, axis=0):
+    same_ranks(arrays, "np.concatenate")
     if isinstance(arrays, types.BaseTuple):
         return lambda arrays, axis=0: np.concatenate(arrays, axis)
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays, axis=0: concatenate(items_tuple(arrays), axis)
 
     def from_list(arrays, axis=0):
         ax = axis % arrays[0].ndim
@@ -326,8 +359,11 @@ def hstack(arrays):
 
 @overload(hstack)
 def _hstack_nb(arrays):
+    same_ranks(arrays, "np.hstack", 1)
     if isinstance(arrays, types.BaseTuple):
         return lambda arrays: np.hstack(arrays)
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays: hstack(items_tuple(arrays))
     axis = 0 if arrays.dtype.ndim == 1 else 1
     return lambda arrays: concatenate(arrays, axis)
 
@@ -340,6 +376,7 @@ def vstack(arrays):
 
 @overload(vstack)
 def _vstack_nb(arrays):
+    same_ranks(arrays, "np.vstack", 2)
     if isinstance(arrays, types.BaseTuple):
         ranks = {t.ndim for t in arrays.types if isinstance(t, types.Array)}
         if len(ranks) == 1 or not ranks <= {1, 2}:
@@ -361,6 +398,8 @@ def _vstack_nb(arrays):
                 start += _row_count(x)
             return out
         return rows_of_tuple
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays: vstack(items_tuple(arrays))
     if arrays.dtype.ndim != 1:
         return lambda arrays: concatenate(arrays, 0)
 
@@ -400,6 +439,34 @@ def _put_rows_nb(out, start, x):
     def rows(out, start, x):
         out[start:start + x.shape[0]] = x
     return rows
+
+
+def column_stack(arrays):
+    """np.column_stack of a tuple or a list of arrays (Numba's takes a tuple only): a
+    vector is a column, a matrix its columns."""
+    return np.column_stack(arrays)
+
+
+@overload(column_stack)
+def _column_stack_nb(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays: np.column_stack(arrays)
+    if isinstance(arrays, types.LiteralList):
+        return lambda arrays: column_stack(items_tuple(arrays))
+    if arrays.dtype.ndim == 2:
+        return lambda arrays: concatenate(arrays, 1)
+    if arrays.dtype.ndim != 1:
+        raise TypingError("np.column_stack under Numba: of vectors and matrices only")
+
+    def columns_of_list(arrays):
+        out = empty_array((arrays[0].shape[0], len(arrays)), arrays[0].dtype)
+        for k in range(len(arrays)):
+            if arrays[k].shape[0] != out.shape[0]:
+                raise ValueError("all the input array dimensions except for the "
+                                 "concatenation axis must match exactly")
+            out[:, k] = arrays[k]
+        return out
+    return columns_of_list
 
 
 def _part_index(g, xs, k, axis):
