@@ -11,7 +11,7 @@ from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from .broadcasting import unbroadcast
-from .casts import _is_none
+from .casts import _is_none, _static
 from .reductions import reduce_sum
 from .small_products import matvec_for, vecmat_for
 
@@ -255,18 +255,39 @@ def _outer_or_matmul_nb(t, z):
     return lambda t, z: np.dot(np.ascontiguousarray(t), np.ascontiguousarray(z.T))
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """np.linalg.norm for ord=None (2-norm, Frobenius) with axis and keepdims."""
+    """np.linalg.norm: ord=None (2-norm, Frobenius) with axis and keepdims; under Numba
+    another ord of a vector or a matrix, without an axis, is Numba's own norm."""
     return np.linalg.norm(x, ord, axis, keepdims)
 
 
 @overload(norm)
 def _norm_nb(x, ord=None, axis=None, keepdims=False):
     if not _is_none(ord):
-        raise TypingError("norm under Numba: only ord=None with an axis")
+        if isinstance(ord, (types.Integer, types.Float)) and _is_none(axis) and \
+                not _static(keepdims, "keepdims") and getattr(x, "ndim", 0) in (1, 2):
+            return lambda x, ord=None, axis=None, keepdims=False: np.linalg.norm(x, ord)
+        if isinstance(ord, types.StringLiteral) and ord.literal_value == "fro" and \
+                getattr(x, "ndim", 0) == 2:
+            return lambda x, ord=None, axis=None, keepdims=False: \
+                np.sqrt(reduce_sum(_squared(x), axis, None, None, keepdims))
+        raise TypingError("norm under Numba: a number `ord` (or 'fro') of a vector or a "
+                          "matrix without an axis, or ord=None with an axis")
 
     def impl(x, ord=None, axis=None, keepdims=False):
-        return np.sqrt(reduce_sum(x * x, axis, None, None, keepdims))
+        return np.sqrt(reduce_sum(_squared(x), axis, None, None, keepdims))
     return impl
+
+
+def _squared(x):
+    """|x|^2 of each element (x * x, of a complex element its squared modulus)."""
+    return x * x if not np.iscomplexobj(x) else (x * np.conj(x)).real
+
+
+@overload(_squared)
+def _squared_nb(x):
+    if isinstance(getattr(x, "dtype", x), types.Complex):
+        return lambda x: x.real * x.real + x.imag * x.imag
+    return lambda x: x * x
 
 
 def tensordot(a, b, axes=2):
