@@ -412,7 +412,8 @@ def test_sequence_argument_must_be_a_literal_tuple():
 
 
 def test_nondifferentiable_primitives_are_known():
-    for key in [np.zeros, np.shape, len, np.arange, np.floor, np.sign, gast.FloorDiv]:
+    for key in [np.zeros, np.shape, len, np.ones_like, np.floor, np.sign, gast.FloorDiv]:
         assert is_nondifferentiable(key)
-    assert not is_nondifferentiable(np.sin)
+    for key in [np.sin, np.full, np.full_like, np.arange, np.linspace]:   # rules of their own
+        assert not is_nondifferentiable(key)
     assert not is_nondifferentiable([])  # unhashable keys are simply unknown

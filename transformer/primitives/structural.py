@@ -62,9 +62,10 @@ registry.record(np.negative).cuda = "elementwise"
 
 # ---------------------------------------------------------------- no derivative
 
-nondifferentiable(np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                  np.empty_like, np.full_like, np.eye, np.identity, np.arange, np.linspace,
-                  kind="creation")
+nondifferentiable(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
+                  np.eye, np.identity, kind="creation")
+for _key in (np.full, np.full_like, np.arange, np.linspace):    # values from arguments:
+    registry.record(_key).kind = "creation"                    # rules in transformer/rules
 nondifferentiable(np.shape, np.size, np.ndim, len, range, kind="shape")
 nondifferentiable(int, bool, round, np.fix, kind="elementwise")
 nondifferentiable(gast.FloorDiv, np.floor_divide, gast.Not, gast.Invert, kind="operator")

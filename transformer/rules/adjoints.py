@@ -36,6 +36,7 @@ from transformer.runtime import (
     unbroadcast,
     vstack_part,
 )
+from transformer.runtime.creation_rules import arange_counts, linspace_cotangent, start_weight
 from transformer import einsum as einsum_loops
 from transformer.templates import CALL_CHECKS, MissingRule, adjoint
 
@@ -84,6 +85,31 @@ def getitem_static(z, x, index):
 def setitem(x, index, v):
     d[v] += unbroadcast(d[x][index], v)
     d[x][index] = 0.0
+
+
+# ---------------------------------------------------------------- constructors of values
+
+
+@adjoint(np.full)
+def full(z, shape, fill_value, dtype=None, order="C"):
+    d[fill_value] += unbroadcast(d[z], fill_value)
+
+
+@adjoint(np.full_like)
+def full_like(z, a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    d[fill_value] += unbroadcast(d[z], fill_value)
+
+
+@adjoint(np.linspace)
+def linspace(z, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    d[start] += linspace_cotangent(d[z], start, num, endpoint, axis, False)
+    d[stop] += linspace_cotangent(d[z], stop, num, endpoint, axis, True)
+
+
+@adjoint(np.arange)
+def arange(z, start, stop=None, step=None, dtype=None):
+    d[start] += cast_like(np.sum(d[z]) * start_weight(stop), start)
+    d[step] += cast_like(np.sum(d[z] * arange_counts(z)), step)
 
 
 # ---------------------------------------------------------------- dtype casts

@@ -29,6 +29,7 @@ from transformer.runtime import (
     reduce_mean,
     reduce_sum,
 )
+from transformer.runtime.creation_rules import arange_counts, linspace_tangent, start_weight
 from transformer.templates import tangent
 
 # ---------------------------------------------------------------- builtins on two scalars
@@ -44,6 +45,31 @@ def max_pair(z, x, y):
 def min_pair(z, x, y):
     d[z] = d[x] if x <= y else 0.0
     d[z] = 0.0 if x <= y else d[y]
+
+
+# ---------------------------------------------------------------- constructors of values
+
+
+@tangent(np.full, broadcast=True)
+def full(z, shape, fill_value, dtype=None, order="C"):
+    d[z] = d[fill_value]
+
+
+@tangent(np.full_like, broadcast=True)
+def full_like(z, a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    d[z] = d[fill_value]
+
+
+@tangent(np.linspace)
+def linspace(z, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    d[z] = linspace_tangent(d[start], 0.0, num, endpoint, axis)
+    d[z] = linspace_tangent(0.0, d[stop], num, endpoint, axis)
+
+
+@tangent(np.arange, broadcast=True)
+def arange(z, start, stop=None, step=None, dtype=None):
+    d[z] = d[start] * start_weight(stop)
+    d[z] = d[step] * arange_counts(z)
 
 
 # ---------------------------------------------------------------- selections
