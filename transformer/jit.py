@@ -353,6 +353,11 @@ class Jitted(ShowsSource):
             if located is exc:
                 raise
             raise located from None
+        except Exception as exc:
+            failure = self._internal_failure(exc, dynamic, function)
+            if failure is None:
+                raise
+            raise failure from None
         if keys is not None:                # rebuilds returned containers (returned_containers)
             return keys(result)
         return result
@@ -495,11 +500,19 @@ class Jitted(ShowsSource):
         return "new argument structure"
 
     def _typing_error(self, exc, dynamic, function) -> TransformError:
+        return numba_errors.typing_error(self.__name__, self._leaf_names(dynamic, function),
+                                         exc, dynamic, function)
+
+    def _internal_failure(self, exc, dynamic, function) -> TransformError | None:
+        return numba_errors.internal_failure(
+            self.__name__, self._leaf_names(dynamic, function), exc, dynamic, function)
+
+    def _leaf_names(self, dynamic, function) -> list:
         names = [n for n in self.signature.parameters if n not in self.static_names]
         if len(names) != len(dynamic):      # container arguments: name their leaves
             flat = getattr(function, "py_func", None)
             names = list(inspect.signature(flat).parameters) if flat else names
-        return numba_errors.typing_error(self.__name__, names, exc, dynamic, function)
+        return names
 
     # ------------------------------------------------------------------ inspecting
     def cache_info(self) -> CacheInfo:

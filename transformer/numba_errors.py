@@ -85,6 +85,49 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                           hint=_known_hint(reason) or _PYTHON_BACKEND)
 
 
+def internal_failure(name: str, names: list, exc: BaseException, dynamic,
+                     function) -> TransformError | None:
+    """The TransformError for an exception other than a TypingError that Numba raised
+    while compiling (an `assert` of its own typing failed: `x.reshape(s, order="F")` of
+    an array), at the user's line whose generated line Numba was typing; None for an
+    exception the compiled code raised while running (a user's `assert`)."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    if not any(f.f_code.co_filename.endswith(_PIPELINE) for f in frames):
+        return None
+    loc = next((loc for f in reversed(frames) for loc in _locs_of(f)
+                if not _in_library(loc.filename)), None)
+    types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+    inside = frames[-1].f_code
+    message = (f"Numba could not compile {name} for arguments ({types}): it failed inside "
+               f"its own {inside.co_name} ({os.path.basename(inside.co_filename)}) with "
+               f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}")
+    if loc is None:
+        path = getattr(getattr(function, "py_func", function), "__code__", None)
+        return TransformError(message, filename=path.co_filename if path else None,
+                              lineno=path.co_firstlineno if path else None, col=0,
+                              hint=_PYTHON_BACKEND)
+    return _numba_refusal(message, os.path.abspath(loc.filename), loc.line,
+                          hint="Numba does not take this form of the call (keyword "
+                               "arguments are the usual cause): write it another way; "
+                               + _PYTHON_BACKEND)
+
+
+# the modules of Numba's compile pipeline: an exception through them is a compile failure
+_PIPELINE = tuple(os.path.join("numba", "core", f) for f in ("compiler_machinery.py",
+                                                              "typeinfer.py"))
+
+
+def _locs_of(frame):
+    """The Numba source locations a frame of Numba's compiler is working on."""
+    for value in (frame.f_locals.get("loc"), getattr(frame.f_locals.get("self"), "loc", None),
+                  getattr(frame.f_locals.get("inst"), "loc", None)):
+        if isinstance(value, numba.core.ir.Loc) and value.filename:
+            yield value
+
+
 # Numba's refusal to store a float (an int) in the tape of a variable whose first value
 # was an int (a bool): `n = n / 2` for an int argument n the gradient does not depend on
 _NARROW_TAPE = re.compile(r"Cannot unify array\((bool|int|uint)\d*\b.*? and "

@@ -9,6 +9,7 @@ import gast
 import numpy as np
 
 from transformer import runtime, tape
+from transformer.templates import CALL_CHECKS, MissingRule
 
 from . import registry
 from .families import linear, lowered, nondifferentiable
@@ -24,6 +25,20 @@ linear(gast.USub, np.negative, adjoint="-g", tangent="-g")
 linear(np.reshape, adjoint="reshape_like(g, x)", tangent="reshape(g, shape)",
        params="x, shape, order='C'", kind="shape")
 linear(np.ravel, adjoint="reshape_like(g, x)", tangent="np.ravel(g)", kind="shape")
+
+
+def _check_reshape_order(args, keywords) -> None:
+    """np.reshape's rules read and write in C order: refuse, while transforming, a call
+    passing another order (its derivative came out in the wrong order, silently)."""
+    order = keywords.get("order", args[2] if len(args) > 2 else None)
+    if order is None or isinstance(order, gast.Constant) and order.value == "C":
+        return
+    raise MissingRule("np.reshape(..., order=...) is differentiated in C order only",
+                      "reshape in C order: x reshaped to shape in Fortran order is "
+                      "np.reshape(x.T, shape[::-1]).T")
+
+
+CALL_CHECKS[np.reshape] = _check_reshape_order
 linear(np.expand_dims, adjoint="reshape_like(g, x)", tangent="np.expand_dims(g, axis)",
        params="x, axis", kind="shape")
 linear(np.squeeze, adjoint="reshape_like(g, x)", tangent="squeeze(g, axis)",
