@@ -29,6 +29,7 @@ from transformer.runtime import (
     matmul_grad_right,
     outer_or_matmul,
     reduce_mean,
+    reduce_prod,
     reduce_sum,
     reshape_like,
     scatter_add,
@@ -139,9 +140,16 @@ def cast_tangent_(z, dx, dtype):
 # ---------------------------------------------------------------- reductions
 
 
-@adjoint(np.prod)
+@adjoint(np.prod, reduce_prod)
 def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
-    d[x] += broadcast_reduced(d[z] * z, x, axis, keepdims) / x
+    # the product of the other elements, also where an element is 0 (z / x is 0 / 0 there)
+    zero = x == 0
+    nonzero = np.where(zero, cast_like(1.0, x), x)
+    zeros = broadcast_reduced(reduce_sum(cast_like(zero, x), axis, None, None, True),
+                              x, axis, True)
+    kept = broadcast_reduced(reduce_prod(nonzero, axis, None, None, True), x, axis, True)
+    others = np.where(zeros == 0, kept / nonzero, np.where(zero & (zeros == 1), kept, 0.0))
+    d[x] += broadcast_reduced(d[z], x, axis, keepdims) * others
 
 
 @adjoint(np.max, np.amax, np.min, np.amin)

@@ -27,6 +27,7 @@ from transformer.runtime import (
     inside,
     matmul,
     reduce_mean,
+    reduce_prod,
     reduce_sum,
 )
 from transformer.runtime.creation_rules import arange_counts, linspace_tangent, start_weight
@@ -125,10 +126,16 @@ def cast_tangent_(z, dx, dtype):
 # ---------------------------------------------------------------- reductions
 
 
-@tangent(np.prod)
+@tangent(np.prod, reduce_prod)
 def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
-    d[z] = reduce_sum(d[x] * broadcast_reduced(z, x, axis, keepdims) / x,
-                      axis, None, None, keepdims)
+    # the product of the other elements, also where an element is 0 (as the adjoint's)
+    zero = x == 0
+    nonzero = np.where(zero, cast_like(1.0, x), x)
+    zeros = broadcast_reduced(reduce_sum(cast_like(zero, x), axis, None, None, True),
+                              x, axis, True)
+    kept = broadcast_reduced(reduce_prod(nonzero, axis, None, None, True), x, axis, True)
+    others = np.where(zeros == 0, kept / nonzero, np.where(zero & (zeros == 1), kept, 0.0))
+    d[z] = reduce_sum(d[x] * others, axis, None, None, keepdims)
 
 
 @tangent(np.max, np.amax, np.min, np.amin)
