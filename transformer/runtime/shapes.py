@@ -230,7 +230,15 @@ def repeat(a, repeats, axis=None):
 
 
 def unrepeat(g, x, repeats, axis=None):
-    """The adjoint of ``np.repeat(x, repeats, axis)`` for an int ``repeats``."""
+    """The adjoint of ``np.repeat(x, repeats, axis)``: each element's copies summed."""
+    if np.ndim(repeats) != 0:       # a count per element (or per slice along `axis`)
+        g, x = np.asarray(g), np.asarray(x)
+        flat = axis is None
+        moved_g = g if flat else np.moveaxis(g, axis, 0)
+        moved_x = x.reshape(-1) if flat else np.moveaxis(x, axis, 0)
+        out = np.zeros(moved_x.shape, np.result_type(g.dtype, x.dtype))
+        np.add.at(out, np.repeat(np.arange(moved_x.shape[0]), repeats), moved_g)
+        return out.reshape(x.shape) if flat else np.moveaxis(out, 0, axis)
     if axis is None:
         return reshape_like(np.reshape(g, (-1, repeats)).sum(axis=1), x)
     shape = np.shape(x)
@@ -478,7 +486,11 @@ def _part_index(g, xs, k, axis):
 
 
 def concatenate_part(g, xs, k, axis=0):
-    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]``."""
+    """The slice of ``g = np.concatenate(xs, axis)`` that came from ``xs[k]`` (with
+    axis=None, of the flattened arrays, in ``xs[k]``'s shape)."""
+    if axis is None:
+        start = sum(np.size(xs[j]) for j in range(k))
+        return np.reshape(g[start:start + np.size(xs[k])], np.shape(xs[k]))
     return g[_part_index(g, xs, k, axis)]
 
 
