@@ -123,9 +123,10 @@ def _make_fold(op, name):
     @overload(fold)
     def _nb(a, axis=None, dtype=None, out=None, keepdims=False):
         if isinstance(a, (types.Float, types.Complex)) and _is_none(axis) and \
-                _is_none(dtype) and not _static(keepdims, "keepdims"):
+                _is_none(dtype):
             # a fold of a float is that float, as np.sum(2.5) is 2.5 (forward mode folds
-            # the tangent of a 0-d value, `np.sum(np.dot(x, x) ** 2)`)
+            # the tangent of a 0-d value, `np.sum(np.dot(x, x) ** 2)`; np.prod's rules
+            # fold with keepdims, which keeps a 0-d value 0-d)
             return lambda a, axis=None, dtype=None, out=None, keepdims=False: a
         return _fold_nb(a, axis, keepdims, op)
     return fold
