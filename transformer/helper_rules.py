@@ -23,6 +23,7 @@ from .runtime.examples import unbroadcast_examples
 from .runtime import shapes
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, keep_float_type, matmul,
+                      at_lower, at_upper,
                       matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
                       reshape, reshape_like, squeeze, transpose, unbroadcast,
@@ -31,7 +32,7 @@ from .tape_items import (accumulated, accumulated_of_batch, items_end, items_pla
                          items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
-nondifferentiable(zeros_like, axis_count, axis_mask, inside)
+nondifferentiable(zeros_like, axis_count, axis_mask, inside, at_lower, at_upper)
 
 
 def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:

@@ -14,9 +14,12 @@ broadcasting(gast.Add, np.add, x="g", y="g", broadcast=True, keeps_int=True)
 broadcasting(gast.Sub, np.subtract, x="g", y="-g", broadcast=True, keeps_int=True)
 broadcasting(gast.Mult, np.multiply, x="g * y", y="x * g", keeps_int=True)
 broadcasting(gast.Div, np.divide, x="g / y", y="-(g * z / y)", float_result=True)
+# the exponent's derivative z * log(x) is 0 * -inf at x = 0, where it is 0 (JAX's too):
+# log(x + (x == 0)) is log(1) there
 broadcasting(gast.Pow, np.power, math.pow, pow, x="g * y * x ** (y - 1)",
-             y="g * z * np.log(x)", scalar="x ** y", keeps_int=True, scalarized=True)
-broadcasting(np.float_power, x="g * y * x ** (y - 1)", y="g * z * np.log(x)",
+             y="g * z * np.log(x + (x == 0))", scalar="x ** y", keeps_int=True,
+             scalarized=True)
+broadcasting(np.float_power, x="g * y * x ** (y - 1)", y="g * z * np.log(x + (x == 0))",
              float_result=True)
 broadcasting(gast.Mod, np.mod, x="g", y="-(g * np.floor(x / y))", broadcast=True,
              keeps_int=True)

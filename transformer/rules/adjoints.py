@@ -11,6 +11,8 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    at_lower,
+    at_upper,
     astype,
     axis_count,
     broadcast_reduced,
@@ -68,8 +70,8 @@ def where(z, condition, x, y):
 @adjoint(np.clip)
 def clip(z, x, a_min, a_max):
     d[x] += unbroadcast(d[z] * inside(x, a_min, a_max), x)
-    d[a_min] += unbroadcast(d[z] * (x < a_min), a_min)
-    d[a_max] += unbroadcast(d[z] * (x > a_max), a_max)
+    d[a_min] += unbroadcast(d[z] * at_lower(x, a_min, a_max), a_min)
+    d[a_max] += unbroadcast(d[z] * at_upper(x, a_min, a_max), a_max)
 
 
 @adjoint("getitem")
@@ -250,27 +252,29 @@ def einsum(z, subscripts, *operands):
 CALL_CHECKS[np.einsum] = einsum_loops.check_call   # subscripts are checked when transforming
 
 
+# the matrices are the last two axes (np.linalg's stacks of matrices): transposes swap them
+
 @adjoint(np.linalg.inv)
 def inv(z, a):
-    d[a] -= z.T @ d[z] @ z.T
+    d[a] -= np.swapaxes(z, -1, -2) @ d[z] @ np.swapaxes(z, -1, -2)
 
 
 @adjoint(np.linalg.solve)
 def solve(z, a, b):
-    t = np.linalg.solve(a.T, d[z])
+    t = np.linalg.solve(np.swapaxes(a, -1, -2), d[z])
     d[b] += t
     d[a] -= outer_or_matmul(t, z)
 
 
 @adjoint(np.linalg.det)
 def det(z, a):
-    d[a] += (d[z] * z) * np.linalg.inv(a).T
+    d[a] += broadcast_reduced(d[z] * z, a, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
 @adjoint(np.linalg.slogdet)
 def slogdet(z, a):
     # z is the pair (sign, logabsdet); only logabsdet carries a derivative
-    d[a] += d[z][1] * np.linalg.inv(a).T
+    d[a] += broadcast_reduced(d[z][1], a, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
 # ---------------------------------------------------------------- joining arrays

@@ -11,6 +11,8 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    at_lower,
+    at_upper,
     astype,
     axis_count,
     broadcast_reduced,
@@ -85,8 +87,8 @@ def where(z, condition, x, y):
 @tangent(np.clip, broadcast=True)
 def clip(z, x, a_min, a_max):
     d[z] = d[x] * inside(x, a_min, a_max)
-    d[z] = d[a_min] * (x < a_min)
-    d[z] = d[a_max] * (x > a_max)
+    d[z] = d[a_min] * at_lower(x, a_min, a_max)
+    d[z] = d[a_max] * at_upper(x, a_min, a_max)
 
 
 @tangent("getitem")
@@ -240,13 +242,13 @@ def solve(z, a, b):
 
 @tangent(np.linalg.det)
 def det(z, a):
-    d[z] = z * np.trace(np.linalg.solve(a, d[a]))
+    d[z] = z * reduce_sum(np.swapaxes(np.linalg.inv(a), -1, -2) * d[a], (-2, -1))
 
 
 @tangent(np.linalg.slogdet)
 def slogdet(z, a):
     # z is the pair (sign, logabsdet); the sign is piecewise constant
-    d[z] = (0.0, np.trace(np.linalg.solve(a, d[a])))
+    d[z] = (0.0, reduce_sum(np.swapaxes(np.linalg.inv(a), -1, -2) * d[a], (-2, -1)))
 
 
 # ---------------------------------------------------------------- joining arrays

@@ -27,7 +27,8 @@ XLA's rounding; reached through the primitive registry, not re-exported here).
 from __future__ import annotations
 
 from . import example_forms  # noqa: F401  (registers the loop-free per-example forms)
-from .broadcasting import broadcast_like, broadcast_reduced, inside, scatter_add, unbroadcast
+from .broadcasting import (at_lower, at_upper, broadcast_like, broadcast_reduced, inside,
+                           scatter_add, unbroadcast)
 from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
@@ -130,6 +131,8 @@ __all__ = [
     "inner",
     "inner_grad_left",
     "inner_grad_right",
+    "at_lower",
+    "at_upper",
     "inside",
     "matmul",
     "matmul_grad_left",

@@ -278,6 +278,32 @@ def inside(x, lo, hi):
     return mask
 
 
+def at_lower(x, lo, hi):
+    """Mask of where ``np.clip(x, lo, hi)`` is ``lo``: ``x < lo``, unless the bounds cross
+    (``lo > hi``), where NumPy's clip is ``hi`` everywhere (the adjoint of np.clip)."""
+    return (x < lo) & (True if hi is None else lo <= hi)
+
+
+def at_upper(x, lo, hi):
+    """Mask of where ``np.clip(x, lo, hi)`` is ``hi``: ``x > hi``, or everywhere when the
+    bounds cross (``lo > hi``); a lower bound of None is no bound."""
+    return (x > hi) | (False if lo is None else lo > hi)
+
+
+@overload(at_lower)
+def _at_lower_nb(x, lo, hi):
+    if _is_none(hi):
+        return lambda x, lo, hi: x < lo
+    return lambda x, lo, hi: (x < lo) & (lo <= hi)
+
+
+@overload(at_upper)
+def _at_upper_nb(x, lo, hi):
+    if _is_none(lo):
+        return lambda x, lo, hi: x > hi
+    return lambda x, lo, hi: (x > hi) | (lo > hi)
+
+
 @overload(inside)
 def _inside_nb(x, lo, hi):
     lo_none, hi_none = _is_none(lo), _is_none(hi)
