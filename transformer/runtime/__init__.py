@@ -17,9 +17,10 @@ plain NumPy here; the lowering replaces their calls with loops generated from th
 Modules by concern (each imports only NumPy, Numba, `math` and its siblings; this package
 re-exports every public helper, so generated code and rules name them `runtime.<name>`):
 `casts` (scalars, zeros, casts), `kernels` (index-mapping kernels, axes), `broadcasting`,
-`reductions` (with an axis, and scans), `shapes`, `linalg`, `contractions` (einsum), `lowered`
-(call forms Numba lacks), `tapes` (the reverse sweep's tapes and shape guards, named
-`tape.<name>` by the passes, not re-exported here), `errors` (`TransformError`, `copy_hint`),
+`reductions` (with an axis, and scans), `shapes`, `gathers` (np.roll, np.take, np.pad and
+their adjoints), `linalg`, `contractions` (einsum), `lowered` (call forms Numba lacks),
+`tapes` (the reverse sweep's tapes and shape guards, named `tape.<name>` by the passes, not
+re-exported here), `errors` (`TransformError`, `copy_hint`),
 `random`, `random_choice` and `xla_math` (`transformer.random` element by element, with
 XLA's rounding; reached through the primitive registry, not re-exported here).
 """
@@ -33,6 +34,7 @@ from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
                            einsum_zeros)
+from .gathers import pad, roll, take, take_adjoint, unpad, unroll
 from .kernels import axis_count
 from .kernels import axis_mask  # noqa: F401
 from .linalg import (
@@ -140,6 +142,7 @@ __all__ = [
     "moveaxis",
     "norm",
     "outer_or_matmul",
+    "pad",
     "power",
     "reduce_all",
     "reduce_any",
@@ -156,6 +159,7 @@ __all__ = [
     "repeat",
     "reshape",
     "reshape_like",
+    "roll",
     "scatter_add",
     "setitem_mask",
     "sinc_curvature",
@@ -166,12 +170,16 @@ __all__ = [
     "stack_part",
     "stack_unpart",
     "tensordot",
+    "take",
+    "take_adjoint",
     "tile",
     "transpose",
     "trigamma",
     "unbroadcast",
     "unrepeat",
+    "unroll",
     "untile",
+    "unpad",
     "untranspose",
     "var_all",
     "vstack",
