@@ -28,6 +28,9 @@ from transformer.runtime import (
     matmul,
     reduce_mean,
     reduce_sum,
+    tensordot,
+    tensordot_grad_left,
+    tensordot_grad_right,
 )
 from transformer.templates import tangent
 
@@ -167,6 +170,24 @@ def inner_grad_left_(z, g, a, b):
 def inner_grad_right_(z, g, a, b):
     d[z] = inner_grad_right(d[g], a, b)
     d[z] = inner_grad_right(g, d[a], b)
+
+
+@tangent(np.tensordot, tensordot)
+def tensordot_(z, a, b, axes=2):
+    d[z] = tensordot(d[a], b, axes)
+    d[z] = tensordot(a, d[b], axes)
+
+
+@tangent(tensordot_grad_left)
+def tensordot_grad_left_(z, g, a, b, axes=2):
+    d[z] = tensordot_grad_left(d[g], a, b, axes)
+    d[z] = tensordot_grad_left(g, a, d[b], axes)
+
+
+@tangent(tensordot_grad_right)
+def tensordot_grad_right_(z, g, a, b, axes=2):
+    d[z] = tensordot_grad_right(d[g], a, b, axes)
+    d[z] = tensordot_grad_right(g, d[a], b, axes)
 
 
 @tangent(np.outer)

@@ -49,6 +49,8 @@ from .linalg import (
     norm,
     outer_or_matmul,
     tensordot,
+    tensordot_grad_left,
+    tensordot_grad_right,
 )
 from .lowered import (as_repr, as_text, clip, getitem_mask, power, setitem_mask, squeeze_known,
                       stack)
@@ -170,6 +172,8 @@ __all__ = [
     "stack_part",
     "stack_unpart",
     "tensordot",
+    "tensordot_grad_left",
+    "tensordot_grad_right",
     "take",
     "take_adjoint",
     "tile",
