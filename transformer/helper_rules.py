@@ -25,9 +25,10 @@ from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, 
                       cumsum, cumsum_adjoint, flip, inside, keep_float_type, matmul,
                       at_lower, at_upper,
                       matmul_grad_left,
-                      matmul_grad_right, moveaxis, outer_or_matmul, reduce_mean, reduce_sum,
-                      reshape, reshape_like, squeeze, transpose, unbroadcast,
-                      untranspose, update_in_place, zeros_like)
+                      matmul_grad_right, moveaxis, outer_or_matmul, pad, reduce_mean,
+                      reduce_sum, reshape, reshape_like, roll, squeeze, take, take_adjoint,
+                      transpose, unbroadcast, unpad, unroll, untranspose, update_in_place,
+                      zeros_like)
 from .tape_items import (accumulated, accumulated_of_batch, items_end, items_placed,
                          items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
@@ -81,6 +82,15 @@ for _part, _unpart, _rest in [
     linear(_unpart, f"t, g, {_rest}", f"{_unpart.__name__}(G, g, {_args})",
            f"{_part.__name__}(G, {_args})")
 linear(cumsum, "a, axis=None", "cumsum(G, axis)", "cumsum_adjoint(G, a, axis)")
+linear(roll, "a, shift, axis=None", "roll(G, shift, axis)", "unroll(G, shift, axis)")
+linear(unroll, "g, shift, axis=None", "unroll(G, shift, axis)", "roll(G, shift, axis)")
+linear(take, "a, indices, axis=None", "take(G, indices, axis)",
+       "take_adjoint(G, a, indices, axis)")
+linear(take_adjoint, "g, x, indices, axis=None", "take_adjoint(G, x, indices, axis)",
+       "take(G, indices, axis)")
+linear(pad, "a, pad_width, mode='constant', constant_values=0", "pad(G, pad_width)",
+       "unpad(G, a, pad_width)")
+linear(unpad, "g, x, pad_width", "unpad(G, x, pad_width)", "pad(G, pad_width)")
 linear(cumsum_adjoint, "g, x, axis=None", "cumsum_adjoint(G, x, axis)", "cumsum(G, axis)")
 
 # vmap's operand alignment, linear in `x` (its own rules: rules/batching.py), recorded so

@@ -13,8 +13,8 @@ import importlib
 from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F401
 
 from . import binary, elementwise, per_example, registry, structural  # noqa: F401
-from . import (casts, checkpoints, checks, host_calls, linalg, softmax, special,  # noqa: F401
-               structural_more)
+from . import (casts, checkpoints, checks, gathers, host_calls, linalg, softmax,  # noqa: F401
+               special, structural_more)
 from .registry import TRANSFORMS
 
 

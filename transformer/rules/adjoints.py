@@ -36,6 +36,9 @@ from transformer.runtime import (
     reshape_like,
     scatter_add,
     stack_part,
+    tensordot,
+    tensordot_grad_left,
+    tensordot_grad_right,
     unbroadcast,
     vstack_part,
 )
@@ -229,6 +232,25 @@ def inner_grad_left_(z, g, a, b):
 def inner_grad_right_(z, g, a, b):
     d[g] += inner(a, d[z])
     d[a] += inner_grad_left(g, a, d[z])
+
+
+@adjoint(np.tensordot, tensordot)
+def tensordot_(z, a, b, axes=2):
+    d[a] += tensordot_grad_left(d[z], a, b, axes)
+    d[b] += tensordot_grad_right(d[z], a, b, axes)
+
+
+# tensordot_grad_left(g, a, b, axes) is bilinear in (g, b), tensordot_grad_right in (g, a)
+@adjoint(tensordot_grad_left)
+def tensordot_grad_left_(z, g, a, b, axes=2):
+    d[g] += tensordot(d[z], b, axes)
+    d[b] += tensordot_grad_right(g, d[z], b, axes)
+
+
+@adjoint(tensordot_grad_right)
+def tensordot_grad_right_(z, g, a, b, axes=2):
+    d[g] += tensordot(a, d[z], axes)
+    d[a] += tensordot_grad_left(g, a, d[z], axes)
 
 
 @adjoint(np.outer)

@@ -31,6 +31,9 @@ from transformer.runtime import (
     reduce_mean,
     reduce_prod,
     reduce_sum,
+    tensordot,
+    tensordot_grad_left,
+    tensordot_grad_right,
 )
 from transformer.runtime.creation_rules import arange_counts, linspace_tangent, start_weight
 from transformer.templates import tangent
@@ -202,6 +205,24 @@ def inner_grad_left_(z, g, a, b):
 def inner_grad_right_(z, g, a, b):
     d[z] = inner_grad_right(d[g], a, b)
     d[z] = inner_grad_right(g, d[a], b)
+
+
+@tangent(np.tensordot, tensordot)
+def tensordot_(z, a, b, axes=2):
+    d[z] = tensordot(d[a], b, axes)
+    d[z] = tensordot(a, d[b], axes)
+
+
+@tangent(tensordot_grad_left)
+def tensordot_grad_left_(z, g, a, b, axes=2):
+    d[z] = tensordot_grad_left(d[g], a, b, axes)
+    d[z] = tensordot_grad_left(g, a, d[b], axes)
+
+
+@tangent(tensordot_grad_right)
+def tensordot_grad_right_(z, g, a, b, axes=2):
+    d[z] = tensordot_grad_right(d[g], a, b, axes)
+    d[z] = tensordot_grad_right(g, d[a], b, axes)
 
 
 @tangent(np.outer)

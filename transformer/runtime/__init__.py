@@ -17,9 +17,10 @@ plain NumPy here; the lowering replaces their calls with loops generated from th
 Modules by concern (each imports only NumPy, Numba, `math` and its siblings; this package
 re-exports every public helper, so generated code and rules name them `runtime.<name>`):
 `casts` (scalars, zeros, casts), `kernels` (index-mapping kernels, axes), `broadcasting`,
-`reductions` (with an axis, and scans), `shapes`, `linalg`, `contractions` (einsum), `lowered`
-(call forms Numba lacks), `tapes` (the reverse sweep's tapes and shape guards, named
-`tape.<name>` by the passes, not re-exported here), `errors` (`TransformError`, `copy_hint`),
+`reductions` (with an axis, and scans), `shapes`, `gathers` (np.roll, np.take, np.pad and
+their adjoints), `linalg`, `contractions` (einsum), `lowered` (call forms Numba lacks),
+`tapes` (the reverse sweep's tapes and shape guards, named `tape.<name>` by the passes, not
+re-exported here), `errors` (`TransformError`, `copy_hint`),
 `random`, `random_choice` and `xla_math` (`transformer.random` element by element, with
 XLA's rounding; reached through the primitive registry, not re-exported here).
 """
@@ -34,6 +35,7 @@ from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
                            einsum_zeros)
+from .gathers import pad, roll, take, take_adjoint, unpad, unroll
 from .kernels import axis_count
 from .kernels import axis_mask  # noqa: F401
 from .linalg import (
@@ -48,6 +50,8 @@ from .linalg import (
     norm,
     outer_or_matmul,
     tensordot,
+    tensordot_grad_left,
+    tensordot_grad_right,
 )
 from .lowered import (as_repr, as_text, clip, getitem_mask, power, setitem_mask, squeeze_known,
                       stack)
@@ -143,6 +147,7 @@ __all__ = [
     "moveaxis",
     "norm",
     "outer_or_matmul",
+    "pad",
     "power",
     "reduce_all",
     "reduce_any",
@@ -159,6 +164,7 @@ __all__ = [
     "repeat",
     "reshape",
     "reshape_like",
+    "roll",
     "scatter_add",
     "setitem_mask",
     "sinc_curvature",
@@ -169,12 +175,18 @@ __all__ = [
     "stack_part",
     "stack_unpart",
     "tensordot",
+    "tensordot_grad_left",
+    "tensordot_grad_right",
+    "take",
+    "take_adjoint",
     "tile",
     "transpose",
     "trigamma",
     "unbroadcast",
     "unrepeat",
+    "unroll",
     "untile",
+    "unpad",
     "untranspose",
     "var_all",
     "vstack",

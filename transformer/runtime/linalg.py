@@ -1,5 +1,5 @@
 """Linear algebra: matmul of any rank and its adjoints (accumulating forms too), outer
-products, np.inner and its adjoints, the 2-norm and tensordot.
+products, np.inner and its adjoints, the 2-norm, and tensordot and its adjoints.
 """
 from __future__ import annotations
 
@@ -294,6 +294,38 @@ def tensordot(a, b, axes=2):
     """np.tensordot (plain Python only)."""
     return np.tensordot(a, b, axes)
 
+
+def _tensordot_axes(a, b, axes):
+    """(summed axes of a, the axes of b they pair with, free axes of a, free axes of b),
+    each a list of non-negative axes, as np.tensordot reads `axes` (an int or a pair)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if np.ndim(axes) == 0:
+        summed_a, summed_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        summed_a, summed_b = ([int(k)] if np.ndim(k) == 0 else [int(j) for j in k]
+                              for k in axes)
+    summed_a, summed_b = [k % na for k in summed_a], [k % nb for k in summed_b]
+    return (summed_a, summed_b, [k for k in range(na) if k not in summed_a],
+            [k for k in range(nb) if k not in summed_b])
+
+
+def tensordot_grad_left(g, a, b, axes=2):
+    """The adjoint of ``a`` in ``z = np.tensordot(a, b, axes)``: ``g`` (free axes of a,
+    then of b) summed against b's free axes, its axes put back in a's order."""
+    summed_a, summed_b, free_a, free_b = _tensordot_axes(a, b, axes)
+    t = np.tensordot(g, b, (list(range(len(free_a), np.ndim(g))), free_b))
+    # t keeps b's summed axes in b's order: each stands for the axis of a it pairs with
+    order = free_a + [summed_a[summed_b.index(k)] for k in sorted(summed_b)]
+    return np.transpose(t, np.argsort(order)) if order else t
+
+
+def tensordot_grad_right(g, a, b, axes=2):
+    """The adjoint of ``b`` in ``z = np.tensordot(a, b, axes)``."""
+    summed_a, summed_b, free_a, free_b = _tensordot_axes(a, b, axes)
+    t = np.tensordot(a, g, (free_a, list(range(len(free_a)))))
+    order = [summed_b[summed_a.index(k)] for k in sorted(summed_a)] + free_b
+    return np.transpose(t, np.argsort(order)) if order else t
+
 def inner(a, b):
     """np.inner: the sum over the last axes of ``a`` and ``b``."""
     return np.inner(a, b)
@@ -374,3 +406,10 @@ def _inner_grad_right_nb(g, a, b):
         g2 = _as_matrix(g, a2.shape[0], b2.shape[0])
         return np.dot(np.ascontiguousarray(g2.T), a2).reshape(b.shape)
     return impl
+
+
+@overload(tensordot_grad_left)
+@overload(tensordot_grad_right)
+def _tensordot_grad_nb(g, a, b, axes=2):
+    # typed, so that Numba names the np.tensordot of the forward sweep, not a helper
+    raise TypingError("Numba has no np.tensordot: its derivatives run in Python mode only")
