@@ -21,8 +21,9 @@ Contract: the generated module's header names the user's file, the line of the f
    comment above the generated statement quotes (vmap writes one above the statements it
    batched from each user line, whose syntax rarely equals the user's: `np.all(c, axis=2)`
    for `np.all(c, axis=1)`), at that line's first simple statement;
-6. the one call in the function of the function the generated statement's value calls
-   (`np.pad(x, arg)` with its literal argument hoisted into `arg`).
+6. the calls in the function of the functions the generated statement's value calls,
+   when they all lie on one line (`np.pad(x, arg)` with its literal argument hoisted into
+   `arg`; `repeat(x, arg)`, secant's runtime form of `np.repeat`).
 Anything else (no header, several candidates, a file that cannot be read) gives None.
 
 `first_binding` answers a different question, for an error about a variable rather than
@@ -159,17 +160,30 @@ def _temporaries_inlined(generated: str, value: ast.expr, function: ast.Function
 
 
 def _same_callee(function: ast.FunctionDef, value) -> list:
-    """Rule 6 of `user_site`: the calls in `function` of the function `value` calls, when
-    it names one by a dotted name (`np.pad`), else none."""
-    if not isinstance(value, ast.Call) or not _dotted(value.func):
+    """Rule 6 of `user_site`: the calls in `function` of a function the generated `value`
+    calls, by its dotted name (`np.pad`) or else by its last name (`repeat`, secant's
+    runtime form of `np.repeat`; `moveaxis_1`, a renamed import of it), when they all lie
+    on one line of `function`: the first of them."""
+    if not isinstance(value, ast.expr):
         return []
-    wanted = ast.dump(value.func)
-    return [n for n in walk(function) if isinstance(n, ast.Call)
-            and ast.dump(n.func) == wanted]
+    calls = [n for n in walk(function) if isinstance(n, ast.Call) and _dotted(n.func)]
+    found = []
+    for call in (n for n in walk(value) if isinstance(n, ast.Call) and _dotted(n.func)):
+        same = [n for n in calls if ast.dump(n.func) == ast.dump(call.func)] or \
+            [n for n in calls if _last_name(n.func) == _last_name(call.func)]
+        found += [n for n in same if n not in found]
+    if len({n.lineno for n in found}) != 1:
+        return []
+    return [min(found, key=lambda n: (n.lineno, n.col_offset))]
 
 
 def _dotted(node) -> bool:
     return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and _dotted(node.value)
+
+
+def _last_name(node) -> str:
+    """The name a call's function ends in, without a renaming suffix (`moveaxis_1`)."""
+    return re.sub(r"_\d+$", "", node.id if isinstance(node, ast.Name) else node.attr)
 
 
 def _statement_at(filename: str, lineno: int) -> ast.stmt | None:

@@ -206,7 +206,7 @@ def _numba_reason(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     # an overload that refused its arguments says why (e.g. the runtime random samplers)
     refused = [line.split("TypingError: ", 1)[1] for line in lines
-               if line.startswith("TypingError: ")]
+               if line.startswith("TypingError: ") and "Failed in nopython" not in line]
     if refused:
         return refused[-1]
     # of the candidates Numba tried, the one that said why (`cannot index array(float64,
@@ -228,6 +228,12 @@ _KNOWN_REFUSALS = (
      "Numba reshapes only contiguous arrays: reshape a copy, "
      "np.ascontiguousarray(x).reshape(...) (writes to it then do not reach x), or take "
      "the slice after reshaping; jit(..., backend='python') runs it as it is"),
+    # Numba's np.dot takes two vectors or matrices: a number or a 3-d array falls through
+    # to its (a, b, out) form
+    (re.compile(r"missing a required argument: 'out'"),
+     "Numba's np.dot takes two vectors or matrices: write a * x for a number, and "
+     "np.matmul (@) or np.einsum for stacks of matrices; jit(..., backend='python') runs "
+     "it as it is"),
 )
 
 

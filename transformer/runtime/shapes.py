@@ -87,13 +87,18 @@ def _untranspose_nb(g, axes=None):
 
 
 def moveaxis(a, source, destination):
-    """np.moveaxis for int axes."""
+    """np.moveaxis for int axes, or tuples of as many of them."""
     return np.moveaxis(a, source, destination)
 
 
 @overload(moveaxis)
 def _moveaxis_nb(a, source, destination):
     n = a.ndim
+    if isinstance(source, types.BaseTuple) or isinstance(destination, types.BaseTuple):
+        if not (isinstance(source, types.UniTuple) and isinstance(destination, types.UniTuple)
+                and source.count == destination.count):
+            return None       # Numba retries literal tuples as UniTuples of ints
+        return _moveaxes(n)
 
     def impl(a, source, destination):
         order = empty_array(n, np.int64)
@@ -106,6 +111,25 @@ def _moveaxis_nb(a, source, destination):
                 order[k] = axis
                 k += 1
         order[dst] = src
+        return np.transpose(a, to_fixed_tuple(order, n))
+    return impl
+
+
+def _moveaxes(n: int):
+    """np.moveaxis of a rank-`n` array with tuples of axes: each source axis at its
+    destination, the other axes in their order in the places left (NumPy's result)."""
+    def impl(a, source, destination):
+        order = np.full(n, -1, np.int64)
+        moved = np.zeros(n, np.bool_)
+        for j in range(len(source)):
+            order[destination[j] % n] = source[j] % n
+            moved[source[j] % n] = True
+        k = 0
+        for axis in range(n):
+            if not moved[axis]:
+                while order[k] != -1:
+                    k += 1
+                order[k] = axis
         return np.transpose(a, to_fixed_tuple(order, n))
     return impl
 
