@@ -23,7 +23,7 @@ from .runtime.examples import unbroadcast_examples
 from .runtime import shapes
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
                       cumsum, cumsum_adjoint, flip, inside, keep_float_type, matmul,
-                      at_lower, at_upper,
+                      abs_slope, at_lower, at_upper, real_only,
                       matmul_grad_left,
                       matmul_grad_right, moveaxis, outer_or_matmul, pad, reduce_mean,
                       reduce_sum, reshape, reshape_like, roll, squeeze, take, take_adjoint,
@@ -33,7 +33,7 @@ from .tape_items import (accumulated, accumulated_of_batch, items_end, items_pla
                          items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
-nondifferentiable(zeros_like, axis_count, axis_mask, inside, at_lower, at_upper)
+nondifferentiable(zeros_like, axis_count, axis_mask, inside, at_lower, at_upper, abs_slope)
 
 
 def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:
@@ -49,6 +49,7 @@ def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBA
                                          glb)
 
 
+linear(real_only, "g", "real_only(G)", "real_only(G)")
 linear(unbroadcast, "g, x", "unbroadcast(G, x)", "broadcast_like(G, g)")
 linear(broadcast_like, "t, shape_of", "broadcast_like(G, shape_of)", "unbroadcast(G, t)")
 linear(broadcast_reduced, "g, x, axis=None, keepdims=False",

@@ -11,6 +11,7 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    real_only,
     at_lower,
     at_upper,
     astype,
@@ -181,7 +182,7 @@ def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 @adjoint(np.linalg.norm)
 def norm(z, x, ord=None, axis=None, keepdims=False):
     # the 2-norm / Frobenius norm (ord=None): `_check_norm` refuses every other ord
-    d[x] += broadcast_reduced(d[z] / z, x, axis, keepdims) * x
+    d[x] += broadcast_reduced(d[z] / z, x, axis, keepdims) * real_only(x)
 
 
 def _check_norm(args, keywords) -> None:

@@ -11,6 +11,7 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
+    real_only,
     at_lower,
     at_upper,
     astype,
@@ -166,7 +167,7 @@ def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 @tangent(np.linalg.norm)
 def norm(z, x, ord=None, axis=None, keepdims=False):
-    d[z] = reduce_sum(d[x] * x, axis, None, None, keepdims) / z
+    d[z] = reduce_sum(d[x] * real_only(x), axis, None, None, keepdims) / z
 
 
 @tangent(np.cumprod)

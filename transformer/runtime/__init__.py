@@ -30,7 +30,8 @@ from __future__ import annotations
 from . import example_forms  # noqa: F401  (registers the loop-free per-example forms)
 from .broadcasting import (at_lower, at_upper, broadcast_like, broadcast_reduced, inside,
                            scatter_add, unbroadcast)
-from .casts import astype, cast_cotangent, cast_like, cast_tangent, zeros_like
+from .casts import (abs_slope, astype, cast_cotangent, cast_like, cast_tangent, real_only,
+                    zeros_like)
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
@@ -103,6 +104,7 @@ from .shapes import (
 
 from .special import digamma, sinc_curvature, sinc_slope, trigamma
 __all__ = [
+    "abs_slope",
     "as_repr",
     "as_text",
     "astype",
@@ -149,6 +151,7 @@ __all__ = [
     "outer_or_matmul",
     "pad",
     "power",
+    "real_only",
     "reduce_all",
     "reduce_any",
     "reduce_max",

@@ -309,3 +309,39 @@ def _cast_tangent_nb(dx, dtype):
         return lambda dx, dtype: zeros_like(dx)
     kind = target.type
     return lambda dx, dtype: _in_dtype(dx, kind, dx)
+
+
+# ---------------------------------------------------------------- real-only derivatives
+
+_COMPLEX = ("this derivative rule is that of real values, and the value is complex "
+            "(np.abs of a complex value is not sign(x)): write the complex arithmetic in "
+            "real and imaginary parts (np.abs(x * (a + bj)) is np.hypot(a * x, b * x))")
+
+
+def abs_slope(x):
+    """np.sign(x): the derivative of np.abs of a real `x`; a complex `x` is refused (its
+    derivative is not that, and secant differentiates no complex intermediate values)."""
+    if np.iscomplexobj(x):
+        raise TypeError(_COMPLEX)
+    return np.sign(x)
+
+
+@overload(abs_slope)
+def _abs_slope_nb(x):
+    if isinstance(getattr(x, "dtype", x), types.Complex):
+        raise TypingError(_COMPLEX)
+    return lambda x: np.sign(x)
+
+
+def real_only(x):
+    """`x`, refused when complex: a rule written for real values reads it."""
+    if np.iscomplexobj(x):
+        raise TypeError(_COMPLEX)
+    return x
+
+
+@overload(real_only)
+def _real_only_nb(x):
+    if isinstance(getattr(x, "dtype", x), types.Complex):
+        raise TypingError(_COMPLEX)
+    return lambda x: x
