@@ -205,8 +205,13 @@ def _numba_reason(text: str) -> str:
     """The line of a Numba TypingError that says what went wrong (not which pass failed)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     # an overload that refused its arguments says why (e.g. the runtime random samplers)
-    refused = [line.split("TypingError: ", 1)[1] for line in lines
-               if line.startswith("TypingError: ") and "Failed in nopython" not in line]
+    refused = []
+    for k, line in enumerate(lines):
+        if line.startswith("TypingError: ") and "Failed in nopython" not in line:
+            said = line.split("TypingError: ", 1)[1]
+            if _HEADER.match(said) and k + 1 < len(lines):
+                said = lines[k + 1]             # the reason under "- Resolution failure"
+            refused.append(said)
     if refused:
         return refused[-1]
     # of the candidates Numba tried, the one that said why (`cannot index array(float64,

@@ -45,3 +45,14 @@ def test_a_refusal_inside_secants_runtime_form_is_at_the_users_call():
         jit(repeated_by_counts)(np.ones(3))
     first = inspect.getsourcelines(repeated_by_counts)[1]
     assert (caught.value.filename, caught.value.lineno) == (__file__, first + 2)
+
+
+def sorted_rows(x):
+    return np.argsort(x, axis=1) * 1.0
+
+
+def test_the_reason_is_the_line_under_numbas_resolution_header():
+    # Numba's report puts "- Resolution failure for literal arguments:" above the reason
+    with pytest.raises(TransformError) as caught:
+        jit(sorted_rows)(np.ones((2, 3)))
+    assert "Unsupported keywords: ['axis']" in str(caught.value).splitlines()[0]
