@@ -43,6 +43,7 @@ from transformer.runtime import (
     unbroadcast,
     vstack_part,
 )
+from transformer.runtime import cumprod as runtime_cumprod, cumsum as runtime_cumsum
 from transformer.runtime.creation_rules import arange_counts, linspace_cotangent, start_weight
 from transformer import einsum as einsum_loops
 from transformer.templates import CALL_CHECKS, MissingRule, adjoint
@@ -203,9 +204,18 @@ def _check_norm(args, keywords) -> None:
 CALL_CHECKS[np.linalg.norm] = _check_norm
 
 
-@adjoint(np.cumprod)
+@adjoint(np.cumprod, runtime_cumprod)
 def cumprod(z, x, axis=None, dtype=None, out=None):
-    d[x] += cumsum_adjoint(d[z] * z, x, axis) / x
+    # z_k's derivative in x_j (j <= k) is the product of the others up to k: with zeros
+    # counted (z / x is 0 / 0 at a zero), it is kept_k / safe_j where no zero but x_j
+    # comes before k, and 0 elsewhere
+    zero = x == 0
+    safe = np.where(zero, cast_like(1.0, x), x)
+    zeros = runtime_cumsum(cast_like(zero, x), axis)
+    scaled = d[z] * runtime_cumprod(safe, axis)
+    before = cumsum_adjoint(scaled * (zeros == 0), x, axis)
+    at = cumsum_adjoint(scaled * (zeros == 1), x, axis)
+    d[x] += np.where(zero, at, before / safe)
 
 
 # ---------------------------------------------------------------- linear algebra

@@ -36,6 +36,7 @@ from transformer.runtime import (
     tensordot_grad_left,
     tensordot_grad_right,
 )
+from transformer.runtime import cumprod as runtime_cumprod
 from transformer.runtime.creation_rules import arange_counts, linspace_tangent, start_weight
 from transformer.templates import tangent
 
@@ -170,9 +171,15 @@ def norm(z, x, ord=None, axis=None, keepdims=False):
     d[z] = reduce_sum(d[x] * real_only(x), axis, None, None, keepdims) / z
 
 
-@tangent(np.cumprod)
+@tangent(np.cumprod, runtime_cumprod)
 def cumprod(z, x, axis=None, dtype=None, out=None):
-    d[z] = cumsum(d[x] / x, axis) * z
+    # as the adjoint: no division by a zero element (z / x is 0 / 0 there)
+    zero = x == 0
+    safe = np.where(zero, cast_like(1.0, x), x)
+    zeros = cumsum(cast_like(zero, x), axis)
+    d[z] = runtime_cumprod(safe, axis) * (
+        (zeros == 0) * cumsum(np.where(zero, 0.0, d[x] / safe), axis)
+        + (zeros == 1) * cumsum(np.where(zero, d[x], 0.0), axis))
 
 
 # ---------------------------------------------------------------- linear algebra
