@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from transformer.rules import adjoints, batching, lowering, tangents  # noqa: F401
+from transformer.rules import adjoints, batching, lowering, products, tangents  # noqa: F401
 
 from . import binary, elementwise, per_example, registry, structural  # noqa: F401
 from . import (casts, checkpoints, checks, gathers, host_calls, linalg, softmax,  # noqa: F401

@@ -21,7 +21,6 @@ from transformer.runtime import (
     cast_like,
     cast_tangent,
     concatenate_part,
-    cumsum_adjoint,
     einsum_grad,
     hstack_part,
     inner,
@@ -32,7 +31,6 @@ from transformer.runtime import (
     matmul_grad_right,
     outer_or_matmul,
     reduce_mean,
-    reduce_prod,
     reduce_sum,
     reshape_like,
     scatter_add,
@@ -43,7 +41,6 @@ from transformer.runtime import (
     unbroadcast,
     vstack_part,
 )
-from transformer.runtime import cumprod as runtime_cumprod, cumsum as runtime_cumsum
 from transformer.runtime.creation_rules import arange_counts, linspace_cotangent, start_weight
 from transformer import einsum as einsum_loops
 from transformer.templates import CALL_CHECKS, MissingRule, adjoint
@@ -147,18 +144,6 @@ def cast_tangent_(z, dx, dtype):
 # ---------------------------------------------------------------- reductions
 
 
-@adjoint(np.prod, reduce_prod)
-def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
-    # the product of the other elements, also where an element is 0 (z / x is 0 / 0 there)
-    zero = x == 0
-    nonzero = np.where(zero, cast_like(1.0, x), x)
-    zeros = broadcast_reduced(reduce_sum(cast_like(zero, x), axis, None, None, True),
-                              x, axis, True)
-    kept = broadcast_reduced(reduce_prod(nonzero, axis, None, None, True), x, axis, True)
-    others = np.where(zeros == 0, kept / nonzero, np.where(zero & (zeros == 1), kept, 0.0))
-    d[x] += broadcast_reduced(d[z], x, axis, keepdims) * others
-
-
 @adjoint(np.max, np.amax, np.min, np.amin)
 def max_(z, x, axis=None, out=None, keepdims=False):
     hit = cast_like(x == broadcast_reduced(z, x, axis, keepdims), x)
@@ -202,20 +187,6 @@ def _check_norm(args, keywords) -> None:
 
 
 CALL_CHECKS[np.linalg.norm] = _check_norm
-
-
-@adjoint(np.cumprod, runtime_cumprod)
-def cumprod(z, x, axis=None, dtype=None, out=None):
-    # z_k's derivative in x_j (j <= k) is the product of the others up to k: with zeros
-    # counted (z / x is 0 / 0 at a zero), it is kept_k / safe_j where no zero but x_j
-    # comes before k, and 0 elsewhere
-    zero = x == 0
-    safe = np.where(zero, cast_like(1.0, x), x)
-    zeros = runtime_cumsum(cast_like(zero, x), axis)
-    scaled = d[z] * runtime_cumprod(safe, axis)
-    before = cumsum_adjoint(scaled * (zeros == 0), x, axis)
-    at = cumsum_adjoint(scaled * (zeros == 1), x, axis)
-    d[x] += np.where(zero, at, before / safe)
 
 
 # ---------------------------------------------------------------- linear algebra

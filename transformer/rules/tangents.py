@@ -20,7 +20,6 @@ from transformer.runtime import (
     cast_cotangent,
     cast_like,
     cast_tangent,
-    cumsum,
     einsum_grad,
     einsum_grad_tangent,
     einsum_tangent,
@@ -30,13 +29,11 @@ from transformer.runtime import (
     inside,
     matmul,
     reduce_mean,
-    reduce_prod,
     reduce_sum,
     tensordot,
     tensordot_grad_left,
     tensordot_grad_right,
 )
-from transformer.runtime import cumprod as runtime_cumprod
 from transformer.runtime.creation_rules import arange_counts, linspace_tangent, start_weight
 from transformer.templates import tangent
 
@@ -133,18 +130,6 @@ def cast_tangent_(z, dx, dtype):
 # ---------------------------------------------------------------- reductions
 
 
-@tangent(np.prod, reduce_prod)
-def prod(z, x, axis=None, dtype=None, out=None, keepdims=False):
-    # the product of the other elements, also where an element is 0 (as the adjoint's)
-    zero = x == 0
-    nonzero = np.where(zero, cast_like(1.0, x), x)
-    zeros = broadcast_reduced(reduce_sum(cast_like(zero, x), axis, None, None, True),
-                              x, axis, True)
-    kept = broadcast_reduced(reduce_prod(nonzero, axis, None, None, True), x, axis, True)
-    others = np.where(zeros == 0, kept / nonzero, np.where(zero & (zeros == 1), kept, 0.0))
-    d[z] = reduce_sum(d[x] * others, axis, None, None, keepdims)
-
-
 @tangent(np.max, np.amax, np.min, np.amin)
 def max_(z, x, axis=None, out=None, keepdims=False):
     hit = cast_like(x == broadcast_reduced(z, x, axis, keepdims), x)
@@ -169,17 +154,6 @@ def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 @tangent(np.linalg.norm)
 def norm(z, x, ord=None, axis=None, keepdims=False):
     d[z] = reduce_sum(d[x] * real_only(x), axis, None, None, keepdims) / z
-
-
-@tangent(np.cumprod, runtime_cumprod)
-def cumprod(z, x, axis=None, dtype=None, out=None):
-    # as the adjoint: no division by a zero element (z / x is 0 / 0 there)
-    zero = x == 0
-    safe = np.where(zero, cast_like(1.0, x), x)
-    zeros = cumsum(cast_like(zero, x), axis)
-    d[z] = runtime_cumprod(safe, axis) * (
-        (zeros == 0) * cumsum(np.where(zero, 0.0, d[x] / safe), axis)
-        + (zeros == 1) * cumsum(np.where(zero, d[x], 0.0), axis))
 
 
 # ---------------------------------------------------------------- linear algebra
