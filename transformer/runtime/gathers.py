@@ -70,6 +70,9 @@ def _roll_typer(sign: int):
     def typer(a, shift, axis=None):
         if not isinstance(a, types.Array):
             return None
+        if _is_none(axis) and isinstance(shift, types.Integer):
+            # Numba's own np.roll: one copy, no index arithmetic per element
+            return lambda a, shift, axis=None: np.roll(a, sign * shift)
         if _is_none(axis):
             def flat(a, shift, axis=None):
                 src = np.ascontiguousarray(a).ravel()
