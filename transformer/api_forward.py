@@ -12,13 +12,12 @@ import functools
 from typing import Any, Callable, Sequence, overload
 
 import gast
-import numpy as np
 
 from codegen.backends import Options
 
 from . import basis, runtime, tape
 from .aliases import written_params_of_source
-from .errors import TransformError, complex_intermediate
+from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
 from .frontend import parse
@@ -104,7 +103,7 @@ def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | Non
     zeros = tuple(_zeros_tree(v) for v in values[len(primals):])
     layouts = tuple(layout_of(v) for v in values)
     if all_leaves(layouts):
-        return _real_tangents(fun, transformed(*values, *tangents, *zeros), tangents)
+        return transformed(*values, *tangents, *zeros)
     for k, tangent in enumerate(tangents):
         if layout_of(tangent) != layouts[k]:
             raise TypeError(f"jvp: the tangent of argument {k} must have the structure of "
@@ -114,25 +113,7 @@ def jvp(fun: Callable, primals: Sequence | None = None, tangents: Sequence | Non
         flat = _FunctionRef(fun, flatten_parameters(parse(fun), layouts))
         return backends_compile(_jvp_function(flat, has_aux))
     compiled = transformed._built(("flat", layouts), build)
-    return _real_tangents(fun, compiled(*leaves(values), *leaves(tangents + zeros)), tangents)
-
-
-def _real_tangents(fun, result, tangents):
-    """`result` (out, dout, ...), refused where a real output got a complex tangent from
-    real tangents: the rules are those of real values, and one through a complex value
-    (np.abs(x * 1j)) is not the derivative."""
-    if any(_is_complex(t) for t in leaves(list(tangents))):
-        return result
-    out, dout = result[0], result[1]
-    out_leaves = leaves(list(out)) if isinstance(out, (tuple, list)) else [out]
-    dout_leaves = leaves(list(dout)) if isinstance(dout, (tuple, list)) else [dout]
-    if any(_is_complex(t) and not _is_complex(o) for o, t in zip(out_leaves, dout_leaves)):
-        raise complex_intermediate(parse(fun))
-    return result
-
-
-def _is_complex(value) -> bool:
-    return np.iscomplexobj(value)
+    return compiled(*leaves(values), *leaves(tangents + zeros))
 
 
 @functools.lru_cache(maxsize=256)

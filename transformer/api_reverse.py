@@ -16,7 +16,7 @@ import gast
 
 from . import materialize, templates
 from .callbacks import note_vjp_rules
-from .errors import TransformError, complex_intermediate
+from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
@@ -115,14 +115,9 @@ class GradTransformed(Transformed):
         if integers:
             return self._call_with_integers(bound, integers)
         layouts = tuple(layout_of(a) for a in bound)
-        try:
-            if all_leaves(layouts):
-                return self._python(*args, **kwargs)  # the generated def binds as f does
-            return self._call_flat(bound, layouts)
-        except TypeError as exc:     # NumPy refusing to add a complex cotangent to a real
-            if "complex" not in str(exc) or "casting" not in str(exc):
-                raise
-            raise complex_intermediate(parse(_base_function(self.fun))) from None
+        if all_leaves(layouts):
+            return self._python(*args, **kwargs)      # the generated def binds as f does
+        return self._call_flat(bound, layouts)
 
     def __secant_flat__(self, layouts) -> Flat:
         """The gradient of `fun`'s flat form in the leaves of the `argnums` arguments,

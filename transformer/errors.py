@@ -11,24 +11,12 @@ from codegen.errors import TransformError
 
 from .runtime.errors import copy_hint
 
-__all__ = ["TransformError", "complex_intermediate", "copy_hint", "effect_hint", "error_at"]
+__all__ = ["TransformError", "copy_hint", "effect_hint", "error_at"]
 
 
 def error_at(fn, node, message: str, hint: str | None = None) -> TransformError:
     """A TransformError located at `node` of Function `fn` (its user's file and line)."""
     return fn.origin.error(node, message, hint)
-
-
-def complex_intermediate(fn) -> TransformError:
-    """The error for a derivative of Function `fn` that passed through complex values: the
-    rules are those of real values (np.abs's is sign(x)), so its tangent of a real output
-    came out complex, or its complex cotangent met a real variable."""
-    return fn.origin.error(
-        fn.node, "the derivative of this function passes through complex values, which "
-        "secant's rules do not differentiate (its derivative came out complex)",
-        "write the complex arithmetic in real and imaginary parts (np.abs(x * (a + bj)) "
-        "is np.hypot(a * x, b * x)): derivatives of complex intermediate values (JAX's "
-        "holomorphic=False) are not supported")
 
 
 _GROWTH_METHODS = ("append", "extend", "insert")

@@ -22,18 +22,16 @@ from .runtime.batching import align, align_batched, outer_both, outer_left, oute
 from .runtime.examples import unbroadcast_examples
 from .runtime import shapes
 from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
-                      cumsum, cumsum_adjoint, flip, inside, keep_float_type, matmul,
-                      abs_slope, at_lower, at_upper, real_only,
-                      matmul_grad_left,
-                      matmul_grad_right, moveaxis, outer_or_matmul, pad, reduce_mean,
-                      reduce_sum, reshape, reshape_like, roll, squeeze, take, take_adjoint,
-                      transpose, unbroadcast, unpad, unroll, untranspose, update_in_place,
-                      zeros_like)
+                      at_lower, at_upper, cumsum, cumsum_adjoint, flip, inside,
+                      keep_float_type, matmul, matmul_grad_left, matmul_grad_right, moveaxis,
+                      outer_or_matmul, pad, real_only, reduce_mean, reduce_sum, reshape,
+                      reshape_like, roll, squeeze, take, take_adjoint, transpose, unbroadcast,
+                      unpad, unroll, untranspose, update_in_place, zeros_like)
 from .tape_items import (accumulated, accumulated_of_batch, items_end, items_placed,
                          items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
 
-nondifferentiable(zeros_like, axis_count, axis_mask, inside, at_lower, at_upper, abs_slope)
+nondifferentiable(zeros_like, axis_count, axis_mask, inside, at_lower, at_upper)
 
 
 def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBALS) -> None:

@@ -254,7 +254,7 @@ def test_the_shape_analysis_splits_every_scalarized_primitive(tmp_path, r):
     from transformer.vector_shapes import Array, Shapes
     args = "d, d" if r.kind == "binary elementwise" else "d"
     path = tmp_path / f"split_{_ident(r)}.py"
-    # secant's own elementwise helpers (runtime.casts.abs_slope) are named from the package
+    # secant's own elementwise helpers (runtime.casts.real_only) are named from the package
     path.write_text(f"import numpy\nimport scipy.special\nimport transformer\n\n"
                     f"def f(pos):\n    d = pos[0] - pos[1]\n"
                     f"    e = {r.name}({args})\n    return e\n")

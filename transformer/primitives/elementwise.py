@@ -19,12 +19,14 @@ def _math(name: str) -> tuple:
     return (getattr(math, name),) if hasattr(math, name) else ()
 
 
-# abs_slope is np.sign(x), refusing a complex x (whose derivative is not that)
-elementwise(abs, np.abs, derivative="abs_slope(x)", scalar="abs(x)", keeps_int=True,
+# real_only refuses a complex x, whose derivative is not np.sign(x); it is elementwise for
+# `scalarize` too
+elementwise(abs, np.abs, derivative="np.sign(real_only(x))", scalar="abs(x)", keeps_int=True,
             float_result=False)
-elementwise(np.fabs, math.fabs, derivative="abs_slope(x)", scalar="abs(x)", float_result=False)
-for _key in (runtime.abs_slope, runtime.real_only):    # elementwise, for `scalarize` too
-    registry.record(_key).elementwise = registry.record(_key).keeps_int = True
+elementwise(np.fabs, math.fabs, derivative="np.sign(real_only(x))", scalar="abs(x)",
+            float_result=False)
+registry.record(runtime.real_only).elementwise = True
+registry.record(runtime.real_only).keeps_int = True
 elementwise(np.sqrt, math.sqrt, derivative="0.5 / z")
 elementwise(np.cbrt, *_math("cbrt"), derivative="1.0 / (3.0 * z * z)",
             scalar="math.copysign(abs(x) ** (1.0 / 3.0), x)")

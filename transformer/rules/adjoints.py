@@ -11,10 +11,9 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
-    real_only,
+    astype,
     at_lower,
     at_upper,
-    astype,
     axis_count,
     broadcast_reduced,
     cast_cotangent,
@@ -30,6 +29,7 @@ from transformer.runtime import (
     matmul_grad_left,
     matmul_grad_right,
     outer_or_matmul,
+    real_only,
     reduce_mean,
     reduce_sum,
     reshape_like,
@@ -43,7 +43,7 @@ from transformer.runtime import (
 )
 from transformer.runtime.creation_rules import arange_counts, linspace_cotangent, start_weight
 from transformer import einsum as einsum_loops
-from transformer.templates import CALL_CHECKS, MissingRule, adjoint
+from transformer.templates import CALL_CHECKS, adjoint
 
 # ---------------------------------------------------------------- builtins on two scalars
 
@@ -167,26 +167,8 @@ def std(z, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 @adjoint(np.linalg.norm)
 def norm(z, x, ord=None, axis=None, keepdims=False):
-    # the 2-norm / Frobenius norm (ord=None): `_check_norm` refuses every other ord
+    # the 2-norm / Frobenius norm: another ord is refused (primitives/structural.py)
     d[x] += broadcast_reduced(d[z] / z, x, axis, keepdims) * real_only(x)
-
-
-def _check_norm(args, keywords) -> None:
-    """np.linalg.norm's rules (here and in forward mode) are those of the 2-norm of a
-    vector and the Frobenius norm of a matrix: refuse, while transforming, a call passing
-    any other `ord` (the 1-norm's gradient is sign(x), not x / |x|), or one not known then."""
-    ord_ = keywords.get("ord", args[1] if len(args) > 1 else None)
-    if ord_ is None or isinstance(ord_, gast.Constant) and ord_.value in (None, "fro"):
-        return
-    raise MissingRule(
-        "the derivative of np.linalg.norm is that of ord=None (the 2-norm, or a matrix's "
-        "Frobenius norm) only: this call passes another ord",
-        "write the norm you mean from differentiable parts: np.sum(np.abs(x)) for ord=1, "
-        "np.max(np.abs(x)) for ord=np.inf, np.sum(np.abs(x) ** p) ** (1 / p) for ord=p, "
-        "or np.linalg.norm(x) for the 2-norm")
-
-
-CALL_CHECKS[np.linalg.norm] = _check_norm
 
 
 # ---------------------------------------------------------------- linear algebra

@@ -11,10 +11,9 @@ import gast
 import numpy as np
 
 from transformer.runtime import (
-    real_only,
+    astype,
     at_lower,
     at_upper,
-    astype,
     axis_count,
     broadcast_reduced,
     cast_cotangent,
@@ -28,6 +27,7 @@ from transformer.runtime import (
     inner_grad_right,
     inside,
     matmul,
+    real_only,
     reduce_mean,
     reduce_sum,
     tensordot,

@@ -30,8 +30,7 @@ from __future__ import annotations
 from . import example_forms  # noqa: F401  (registers the loop-free per-example forms)
 from .broadcasting import (at_lower, at_upper, broadcast_like, broadcast_reduced, inside,
                            scatter_add, unbroadcast)
-from .casts import (abs_slope, astype, cast_cotangent, cast_like, cast_tangent, real_only,
-                    zeros_like)
+from .casts import astype, cast_cotangent, cast_like, cast_tangent, real_only, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
 from .contractions import (einsum, einsum_grad, einsum_grad_tangent, einsum_tangent,
@@ -104,10 +103,11 @@ from .shapes import (
 
 from .special import digamma, sinc_curvature, sinc_slope, trigamma
 __all__ = [
-    "abs_slope",
     "as_repr",
     "as_text",
     "astype",
+    "at_lower",
+    "at_upper",
     "average",
     "axis_count",
     "broadcast_like",
@@ -137,8 +137,6 @@ __all__ = [
     "inner",
     "inner_grad_left",
     "inner_grad_right",
-    "at_lower",
-    "at_upper",
     "inside",
     "matmul",
     "matmul_grad_left",
@@ -178,18 +176,18 @@ __all__ = [
     "stack_part",
     "stack_unpart",
     "tensordot",
-    "tensordot_grad_left",
-    "tensordot_grad_right",
     "take",
     "take_adjoint",
+    "tensordot_grad_left",
+    "tensordot_grad_right",
     "tile",
     "transpose",
     "trigamma",
     "unbroadcast",
     "unrepeat",
     "unroll",
-    "untile",
     "unpad",
+    "untile",
     "untranspose",
     "var_all",
     "vstack",

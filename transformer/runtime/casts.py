@@ -318,23 +318,9 @@ _COMPLEX = ("this derivative rule is that of real values, and the value is compl
             "real and imaginary parts (np.abs(x * (a + bj)) is np.hypot(a * x, b * x))")
 
 
-def abs_slope(x):
-    """np.sign(x): the derivative of np.abs of a real `x`; a complex `x` is refused (its
-    derivative is not that, and secant differentiates no complex intermediate values)."""
-    if np.iscomplexobj(x):
-        raise TypeError(_COMPLEX)
-    return np.sign(x)
-
-
-@overload(abs_slope)
-def _abs_slope_nb(x):
-    if isinstance(getattr(x, "dtype", x), types.Complex):
-        raise TypingError(_COMPLEX)
-    return lambda x: np.sign(x)
-
-
 def real_only(x):
-    """`x`, refused when complex: a rule written for real values reads it."""
+    """`x`, refused when complex: a rule written for real values reads it (np.abs's
+    derivative is np.sign(real_only(x)), the 2-norm's reads real_only(x))."""
     if np.iscomplexobj(x):
         raise TypeError(_COMPLEX)
     return x
