@@ -48,7 +48,7 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
         filename, lineno = os.path.abspath(match.group(1)), int(match.group(2))
     else:
         lineno = path.co_firstlineno if path else None
-    types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+    types = _argument_types(names, dynamic)
     refused = _refused_sampler(text, filename, lineno, f"{name}({types})")
     if refused is not None:
         return refused
@@ -85,6 +85,11 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                           hint=_known_hint(reason) or _PYTHON_BACKEND)
 
 
+def _argument_types(names: list, dynamic) -> str:
+    """`x: array(float64, 1d, C), n: int64`: the arguments as Numba typed them."""
+    return ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+
+
 def internal_failure(name: str, names: list, exc: BaseException, dynamic,
                      function) -> TransformError | None:
     """The TransformError for an exception other than a TypingError that Numba raised
@@ -99,7 +104,7 @@ def internal_failure(name: str, names: list, exc: BaseException, dynamic,
         return None
     loc = next((loc for f in reversed(frames) for loc in _locs_of(f)
                 if not _in_library(loc.filename)), None)
-    types = ", ".join(f"{n}: {numba.typeof(v)}" for n, v in zip(names, dynamic))
+    types = _argument_types(names, dynamic)
     inside = frames[-1].f_code
     message = (f"Numba could not compile {name} for arguments ({types}): it failed inside "
                f"its own {inside.co_name} ({os.path.basename(inside.co_filename)}) with "

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import re
 
+import gast
 import numpy as np
 
 from transformer import runtime, tape
 from transformer.rules import batching as batching_rules
 from transformer.runtime.elementwise import array_form
-from transformer.templates import ADJOINTS, TANGENTS, rule_from_source
+from transformer.templates import ADJOINTS, CALL_CHECKS, TANGENTS, MissingRule, rule_from_source
 
 from . import registry
 
@@ -135,6 +136,19 @@ def nondifferentiable(*keys, kind: str = "") -> None:
         r.nondifferentiable = True
         if kind and not r.kind:
             r.kind = kind
+
+
+def differentiated_only_with(key, name: str, position: int, accepted: tuple, message: str,
+                             hint: str) -> None:
+    """grad and jvp take calls of `key` whose argument `name` (or positional `position`) is
+    left out or a constant in `accepted`: its rules are those values' derivatives. Any
+    other call is refused while transforming, at the call, with `message` and `hint`."""
+    def check(args, keywords):
+        value = keywords.get(name, args[position] if len(args) > position else None)
+        if value is None or isinstance(value, gast.Constant) and value.value in accepted:
+            return
+        raise MissingRule(message, hint)
+    CALL_CHECKS[key] = check
 
 
 def lowered(key, equivalent, *, plain_form_ok: bool = False, python_only: bool = False,

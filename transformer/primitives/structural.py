@@ -9,10 +9,9 @@ import gast
 import numpy as np
 
 from transformer import runtime, tape
-from transformer.templates import CALL_CHECKS, MissingRule
 
 from . import registry
-from .families import linear, lowered, nondifferentiable
+from .families import differentiated_only_with, linear, lowered, nondifferentiable
 
 # ---------------------------------------------------------------- linear maps of one argument
 
@@ -26,19 +25,19 @@ linear(np.reshape, adjoint="reshape_like(g, x)", tangent="reshape(g, shape)",
        params="x, shape, order='C'", kind="shape")
 linear(np.ravel, adjoint="reshape_like(g, x)", tangent="np.ravel(g)", kind="shape")
 
-
-def _check_reshape_order(args, keywords) -> None:
-    """np.reshape's rules read and write in C order: refuse, while transforming, a call
-    passing another order (its derivative came out in the wrong order, silently)."""
-    order = keywords.get("order", args[2] if len(args) > 2 else None)
-    if order is None or isinstance(order, gast.Constant) and order.value == "C":
-        return
-    raise MissingRule("np.reshape(..., order=...) is differentiated in C order only",
-                      "reshape in C order: x reshaped to shape in Fortran order is "
-                      "np.reshape(x.T, shape[::-1]).T")
-
-
-CALL_CHECKS[np.reshape] = _check_reshape_order
+# the rules read and write in C order (another order's derivative came out in C order)
+differentiated_only_with(
+    np.reshape, "order", 2, ("C",),
+    "np.reshape(..., order=...) is differentiated in C order only",
+    "reshape in C order: x reshaped to shape in Fortran order is np.reshape(x.T, shape[::-1]).T")
+# the rules are the 2-norm's and the Frobenius norm's (the 1-norm's gradient is sign(x))
+differentiated_only_with(
+    np.linalg.norm, "ord", 1, (None, "fro"),
+    "the derivative of np.linalg.norm is that of ord=None (the 2-norm, or a matrix's "
+    "Frobenius norm) only: this call passes another ord",
+    "write the norm you mean from differentiable parts: np.sum(np.abs(x)) for ord=1, "
+    "np.max(np.abs(x)) for ord=np.inf, np.sum(np.abs(x) ** p) ** (1 / p) for ord=p, "
+    "or np.linalg.norm(x) for the 2-norm")
 linear(np.expand_dims, adjoint="reshape_like(g, x)", tangent="np.expand_dims(g, axis)",
        params="x, axis", kind="shape")
 linear(np.squeeze, adjoint="reshape_like(g, x)", tangent="squeeze(g, axis)",

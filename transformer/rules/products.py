@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer import runtime
+from transformer.primitives.families import RULE_GLOBALS
 from transformer.runtime import cumprod, reduce_prod
 from transformer.templates import ADJOINTS, TANGENTS, rule_from_source
 
@@ -52,8 +52,7 @@ _RULES = {
           "                   + (zeros == 1) * cumsum(np.where(zero, d[x], 0.0), axis))\n"),
 }
 
-_GLOBALS = {"np": np, **{n: getattr(runtime, n) for n in runtime.__all__}}
 for _keys, (_adjoint, _tangent) in _RULES.items():
     for _key in _keys:
-        ADJOINTS[_key] = rule_from_source(_adjoint, _GLOBALS)
-        TANGENTS[_key] = rule_from_source(_tangent, _GLOBALS)
+        ADJOINTS[_key] = rule_from_source(_adjoint, RULE_GLOBALS)
+        TANGENTS[_key] = rule_from_source(_tangent, RULE_GLOBALS)

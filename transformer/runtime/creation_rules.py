@@ -43,8 +43,6 @@ def linspace_cotangent(g, end, num=50, endpoint=True, axis=0, of_stop=False):
     t = stop_weights(num, endpoint)
     weights = t if of_stop else 1.0 - t
     g = np.asarray(g)
-    if np.ndim(end) == 0 and g.ndim == 1:
-        return np.sum(g * weights)
     summed = np.sum(g * _laid_along(weights, g.ndim, axis), axis=axis)
     return unbroadcast(summed, end)
 

@@ -146,7 +146,7 @@ def reduce_all(a, axis=None, out=None, keepdims=False):
 @overload(reduce_all)
 def _reduce_all_nb(a, axis=None, out=None, keepdims=False):
     def impl(a, axis=None, out=None, keepdims=False):   # no zero among the elements
-        return reduce_sum((a == 0).astype(np.int64), axis, None, None, keepdims) == 0
+        return np.logical_not(reduce_any(a == 0, axis, None, keepdims))
     return impl
 
 
