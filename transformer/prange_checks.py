@@ -26,11 +26,12 @@ work. A callee that can fail only through the shapes of its operands (`_shape_on
 elementwise arithmetic and math, no indexing, division or raise), called once before the
 loop and given operands of the same shapes on every trip (vmap's example 0, then the
 others), cannot fail inside the loop, and needs neither: its trips stay unmarked, which
-keeps the loop vectorizable. Any other body (`+=`, an `if`, an inner loop, a read of what
-it writes) calls each function secant compiles as `error_flags.Flagged(f)`, with `err`
-as its last argument: its checks record into `err` (as site `error_flags.site_number` of
-their location) before they raise, and so do the functions it calls in turn (`record_in_flag`), so
-`raise_recorded` raises their failure after the loop.
+keeps the loop vectorizable. Any other body (`+=`, an `if` with an `else`, an inner loop,
+a read of what it writes) calls each function secant compiles as
+`error_flags.Flagged(f)`, with `err` as its last argument: its checks record into `err`
+(as site `error_flags.site_number` of their location) before they raise, and so do the
+functions it calls in turn (`record_in_flag`), so `raise_recorded` raises their failure
+after the loop.
 """
 from __future__ import annotations
 
@@ -305,20 +306,37 @@ def _never_raises(fn: Function, call: gast.Call, depth: int) -> bool:
 
 
 def _idempotent(body) -> bool:
-    """Every statement binds a name or writes into an array that the body never reads."""
-    written = set()
+    """Every statement binds a name or writes into an array that the body never reads (an
+    `if` without `else` counts as its statements, its test as a read: vmap's loop skips
+    example 0 so)."""
+    assigns, tests = [], []
+    if not _assignments(body, assigns, tests):
+        return False
+    written = {s.targets[0].value.id for s in assigns
+               if isinstance(s.targets[0], gast.Subscript)}
+    parts = tests + [s.value for s in assigns] + [s.targets[0].slice for s in assigns
+                                                  if isinstance(s.targets[0], gast.Subscript)]
+    read = {n.id for p in parts for n in walk(p) if isinstance(n, gast.Name)}
+    return not (written & read)
+
+
+def _assignments(body, assigns: list, tests: list) -> bool:
+    """Collect `body`'s single-target assignments into `assigns` (and the tests of the `if`s
+    holding them into `tests`); False if another kind of statement or target is there."""
     for stmt in body:
+        if isinstance(stmt, gast.If) and not stmt.orelse:
+            tests.append(stmt.test)
+            if not _assignments(stmt.body, assigns, tests):
+                return False
+            continue
         if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
             return False
         target = stmt.targets[0]
-        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
-            written.add(target.value.id)
-        elif not isinstance(target, gast.Name):
+        if not isinstance(target, gast.Name) and not (
+                isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
             return False
-    parts = [s.value for s in body] + [s.targets[0].slice for s in body
-                                       if isinstance(s.targets[0], gast.Subscript)]
-    read = {n.id for p in parts for n in walk(p) if isinstance(n, gast.Name)}
-    return not (written & read)
+        assigns.append(stmt)
+    return True
 
 
 def _copy(node):
