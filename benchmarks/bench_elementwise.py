@@ -2,8 +2,9 @@
 
     python benchmarks/bench_elementwise.py [--json results.json] [--repeat 11]
 
-Forms timed under secant: `jit` of the `np.where` form, `jit` of a loop over the elements,
-and `jit(vmap(scalar selu))` without and with `parallel=True`. Each runs twice: with
+Forms timed under secant: `jit` of the `np.where` form, `jit` of a loop over the elements
+(without and with `parallel=True`, which runs the loop as a `prange`), and
+`jit(vmap(scalar selu))` without and with `parallel=True`. Each runs twice: with
 secant's vectorizable `exp` (`runtime.vector_math`, the default) and with Numba's call of
 the C library's `exp` (the lowering switched off, marked "libm"), so the table shows what
 the kernels bring. Peers: NumPy (the baseline), JAX CPU (`jax.jit` of the `jnp.where`
@@ -82,6 +83,7 @@ def secant_forms(dtype, label=""):
     selu_where, selu_loop, selu_scalar = forms(dtype)
     return [(f"secant jit, np.where form{label}", jit(selu_where)),
             (f"secant jit, loop form{label}", jit(selu_loop)),
+            (f"secant jit, loop form, parallel{label}", jit(selu_loop, parallel=True)),
             (f"secant jit(vmap(scalar)){label}", jit(vmap(selu_scalar))),
             (f"secant jit(vmap(scalar)), parallel{label}",
              jit(vmap(selu_scalar), parallel=True))]

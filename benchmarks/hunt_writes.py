@@ -25,7 +25,7 @@ from hunting import checks_argument, prepare  # noqa: E402  (benchmarks/, the sc
 prepare("secant-hunt-cache-")
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-from write_checks import CHECKS, check_program  # noqa: E402
+from write_checks import CHECKS, COMPILED, check_program  # noqa: E402
 from write_program_generator import write_programs  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def _arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=100, help="programs to draw")
     parser.add_argument("--seed", type=int, default=0, help="seed of the program sequence")
-    parser.add_argument("--checks", default=",".join(c for c in CHECKS if c != "jit_cpu"),
+    parser.add_argument("--checks", default=",".join(c for c in CHECKS if c not in COMPILED),
                         help=f"comma-separated, from {','.join(CHECKS)}")
     parser.add_argument("--refusals", action="store_true",
                         help="also list the refusals, most frequent first")

@@ -26,8 +26,8 @@ from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.test_util import numerical_jvp
 
 CHECKS = ("jit_python", "grad", "jvp", "hvp", "vmap", "vmap_loop", "vmap_shared_x", "jit",
-          "jit_grad", "jit_vmap")
-COMPILED = ("jit", "jit_grad", "jit_vmap")
+          "jit_grad", "jit_vmap", "jit_parallel")
+COMPILED = ("jit", "jit_grad", "jit_vmap", "jit_parallel")
 # Transformations that read module globals when called (JAX's grad and vmap do); jit may
 # freeze them at compile time, as jax.jit does.
 CALL_TIME_GLOBALS = ("grad", "vmap", "vmap_loop", "vmap_shared_x")
@@ -343,6 +343,8 @@ def transformation(check: str, fn):
         return jit(fn)
     if check == "jit_python":
         return jit(fn, backend="python")
+    if check == "jit_parallel":
+        return jit(fn, parallel=True)
     if check == "grad":
         return grad(fn, argnums=(0, 1))
     if check == "jit_grad":

@@ -7,7 +7,8 @@ secant's transformations, each against an oracle that never comes from secant.
   function called on each example in order, on copies; the results stacked and the
   arguments as that loop leaves them (README: writes into an argument every example shares
   reach the caller and the later examples);
-- jit_python, jit_cpu: the plain run, results and the final contents of both arrays.
+- jit_python, jit_cpu, jit_parallel (`jit(..., parallel=True)`): the plain run, results and
+  the final contents of both arrays.
 
 Every check ends as "ok", "refused" (a `TransformError` located at the user's file) or a
 `Finding`: a wrong number, an argument left different, a crash (any other exception) or a
@@ -25,8 +26,8 @@ from gradcheck import write_module
 from transformer import TransformError, grad, hessian, jacfwd, jacrev, jit, jvp, vmap
 
 CHECKS = ("grad", "jvp", "hessian", "jacrev", "jacfwd", "vmap", "vmap_shared", "jit_python",
-          "jit_cpu")
-COMPILED = ("jit_cpu",)
+          "jit_cpu", "jit_parallel")
+COMPILED = ("jit_cpu", "jit_parallel")
 
 
 @dataclasses.dataclass
@@ -181,12 +182,12 @@ def _arguments(got_args, want_args):
     return None
 
 
-def _jit(backend):
+def _jit(backend, parallel=False):
     def check(module, args):
         want_args = _copies(args)
         want = module.program(*want_args)
         got_args = _copies(args)
-        got = jit(module.program, backend=backend)(*got_args)
+        got = jit(module.program, backend=backend, parallel=parallel)(*got_args)
         return (_close(got, want, rtol=1e-12, atol=1e-12) or _arguments(got_args, want_args))
     return check
 
@@ -194,7 +195,7 @@ def _jit(backend):
 RUNNERS = {"grad": _grad, "jvp": _jvp, "hessian": _hessian, "jacrev": _jacobian(jacrev),
            "jacfwd": _jacobian(jacfwd), "vmap": _vmap((0, 0, 0)),
            "vmap_shared": _vmap((0, 0, None)), "jit_python": _jit("python"),
-           "jit_cpu": _jit("cpu")}
+           "jit_cpu": _jit("cpu"), "jit_parallel": _jit("cpu", parallel=True)}
 
 
 def load(program, directory):

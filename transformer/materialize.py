@@ -26,7 +26,7 @@ import numba
 from codegen import backends, compile_log, emit
 from codegen.backends import Compiled, Options, fingerprint, is_library_module, is_user_function
 
-from . import bounds, captured_arrays, freshness, lowering, nan_checks
+from . import bounds, captured_arrays, freshness, lowering, nan_checks, parallel_loops
 from .bound_calls import bind_calls
 from .frontend import parse_callee
 from .host_calls import lower_host_calls
@@ -72,9 +72,13 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     """`module_text`, and the arrays the function takes hidden (see `compile_function`)."""
     fn = lower_host_calls(fn, options.backend)     # callbacks are never compiled
     if options.backend == "cpu":
+        if options.parallel:            # the user's own independent loops as prange
+            fn = parallel_loops.parallelize(fn)
         fn = bind_calls(lowering.lower_for_numba(fn))   # Numba misbinds keyword-only ones
         if options.boundscheck:
             fn = bounds.check_indices(fn)
+        if options.parallel:
+            fn = parallel_loops.serial_where_checked(fn)
     if nan_checks.wanted(options.debug_nans):
         fn = nan_checks.with_nan_checks(fn)
     node = fn.node

@@ -186,7 +186,10 @@ def _rerun(checker, loop: gast.For, safe: set) -> list:
 
 
 def _may_raise(callee) -> bool:
-    """`callee` is compiled from Python source (and so checks its indices, and raises)."""
+    """`callee` is compiled from Python source (and so checks its indices, and raises),
+    and is not one of the elementwise functions that never raise."""
+    if any(callee is never for never in _NEVER_RAISE):
+        return False
     return isinstance(callee, Function) or inspect.isfunction(callee) \
         or hasattr(callee, "py_func")
 

@@ -129,6 +129,7 @@ def test_jit_grad_agrees_with_finite_differences(directory):
     (("jit",), 10),
     (("jit_vmap",), 10),
     (("jit_grad",), 6),
+    (("jit_parallel",), 8),
 ])
 def test_larger_search_finds_no_mismatch(directory, checks, examples):
     _hunt(directory, checks, examples)

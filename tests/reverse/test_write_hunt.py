@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
-from write_checks import CHECKS, check_program
+from write_checks import CHECKS, COMPILED, check_program
 from write_program_generator import write_programs
 
 QUICK = ("grad", "jvp", "jacrev", "vmap", "vmap_shared", "jit_python")
@@ -39,10 +39,10 @@ def test_drawn_write_programs_quick(tmp_path):
 
 @pytest.mark.slow
 def test_drawn_write_programs_every_check(tmp_path):
-    _hunt(tmp_path, 50, [c for c in CHECKS if c != "jit_cpu"], 7)
+    _hunt(tmp_path, 50, [c for c in CHECKS if c not in COMPILED], 7)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="compiles with Numba")
 def test_drawn_write_programs_compiled(tmp_path):
-    _hunt(tmp_path, 8, ("jit_cpu",), 8)
+    _hunt(tmp_path, 8, COMPILED, 8)
