@@ -508,7 +508,8 @@ class _Checker(gast.NodeTransformer):
             return False
         offset = self._offset(index, loop.target.id)
         args = loop.iter.args
-        if offset is None or not 1 <= len(args) <= 3 or not all(_pure(a) for a in args):
+        if offset is None or not 1 <= len(args) <= 3 or \
+                not all(_pure(a) or self._length(a) for a in args):
             return False
         start, stop = (args[0], args[1]) if len(args) > 1 else (gast.Constant(0, None), args[0])
         step = args[2] if len(args) == 3 else gast.Constant(1, None)
@@ -522,6 +523,11 @@ class _Checker(gast.NodeTransformer):
         if not any(_same(stmt, c) for c in checks):
             checks.append(stmt)
         return True
+
+    def _length(self, node) -> bool:
+        """`node` is `len(a)` of a pure `a`: as safe to evaluate again as `a.shape[0]`."""
+        return isinstance(node, gast.Call) and len(node.args) == 1 and not node.keywords \
+            and self.facts.callee(node) is builtins.len and _pure(node.args[0])
 
     def _offset(self, index, var: str, depth: int = 0) -> int | None:
         """c when `index` is `var + c` (or `var - c`, or a name bound to one earlier)."""

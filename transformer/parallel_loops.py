@@ -56,7 +56,7 @@ from .names import Namer, name_counts
 from .nodes import copy_tree, walk
 from .runtime.element_kinds import scalar_elements
 
-_PURE_BUILTINS = {abs, min, max, float, int, bool, round}
+_PURE_BUILTINS = {abs, min, max, float, int, bool, round, len}
 _ALLOCATORS = {np.empty, np.zeros, np.ones, np.full, np.empty_like, np.zeros_like,
                np.ones_like, np.full_like, np.arange, np.copy}
 _SHAPE_ATTRIBUTES = {"shape", "size", "ndim"}
@@ -344,6 +344,7 @@ def _ranks(fn: Function, loop: gast.For, bound: set) -> dict | None:
     ranks: dict = {}
     skip = {id(n) for call in walk(loop) if isinstance(call, gast.Call)
             for n in walk(call.func)}
+    skip |= {id(n) for n in walk(loop.iter)}   # evaluated once, before any trip
     for node in walk(loop):
         if id(node) in skip:
             continue
@@ -352,6 +353,8 @@ def _ranks(fn: Function, loop: gast.For, bound: set) -> dict | None:
         elif isinstance(node, gast.Attribute):
             return None                     # another attribute of a value: not a number
         elif isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            if node.value.id in bound:
+                return None                 # an array the trip binds: typed only inside
             items = len(node.slice.elts) if isinstance(node.slice, gast.Tuple) else 1
             if ranks.setdefault(node.value.id, items) != items:
                 return None

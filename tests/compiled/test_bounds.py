@@ -109,6 +109,12 @@ def test_checks_in_a_prange_loop_record_their_failure_and_raise_after_the_loop()
     assert "checked_rec(x, idx[b], 0," in loop and "checked(" not in loop
 
 
+def test_an_index_of_a_loop_over_range_len_is_checked_once_before_the_loop():
+    text = jit(programs.paired_by_length).source().split("@numba.njit", 1)[1]
+    before, loop = text.split("for i in range(len(x)):", 1)
+    assert "checked_range(y, 0, 0, len(x), 1, 0," in before and "checked" not in loop
+
+
 def test_a_vmap_loop_in_parallel_reruns_its_unfinished_examples_serially():
     fn = vmap(programs.read_var, in_axes=(None, 0), method="loop")
     text = jit(fn, parallel=True).source().split("@numba.njit", 1)[1]

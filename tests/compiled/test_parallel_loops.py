@@ -40,6 +40,13 @@ def rows_and_columns(x):
     return out
 
 
+def by_length(x, y):
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        out[i] = x[i] * y[i] + 1.0
+    return out
+
+
 def gathered(x, idx):
     out = np.empty(idx.shape[0])
     for i in range(idx.shape[0]):
@@ -73,6 +80,7 @@ def test_an_independent_loop_runs_as_prange_with_the_serial_values():
 @pytest.mark.parametrize("fn, args", [
     (from_one, (X,)),
     (rows_and_columns, (X.reshape(40, 25),)),
+    (by_length, (X, X[::-1].copy())),
 ])
 def test_loops_that_run_in_parallel(fn, args):
     parallel = jit(fn, parallel=True)
@@ -147,6 +155,14 @@ def through_view(x):
     return out
 
 
+def alias_in_trip(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        row = x
+        out[i] = row[i] * 2.0
+    return out
+
+
 def helper(v):
     return v * 2.0
 
@@ -213,8 +229,9 @@ def step(x):
     return out
 
 
-SERIAL = [reduction, carried, into_parameter, through_alias, through_view, calls_a_helper,
-          breaks, index_after, value_after, bound_on_one_path, floor_divides, step]
+SERIAL = [alias_in_trip, reduction, carried, into_parameter, through_alias, through_view,
+          calls_a_helper, breaks, index_after, value_after, bound_on_one_path, floor_divides,
+          step]
 
 
 @pytest.mark.parametrize("fn", SERIAL, ids=lambda f: f.__name__)
