@@ -13,6 +13,8 @@ import gast
 import numba
 import numpy as np
 
+from codegen.emit import annotate
+
 from ..function import Function, resolve
 from ..names import Namer
 from ..nodes import copy_tree, walk
@@ -81,8 +83,15 @@ class _Looper(_Emitter):
             body.append(assign(store(results[path]),
                                self.helper(rules.batch_result, name(result))))
         value = self.collect(results, structure, first, self.spec.out_axes)
-        body.append(gast.Return(value=value))
+        body.append(self.located(gast.Return(value=value)))
         return self.function(self.header(body, self.reason))
+
+    def located(self, stmt):
+        """`stmt` with `# vmap of: <the def line>`: an error Numba raises there (an out_axes
+        past the result's rank) names the user's function."""
+        lineno = getattr(self.fn.node, "lineno", None)
+        text = self.fn.origin.source_line(lineno) if lineno else None
+        return annotate(stmt, f"vmap of: {text.strip()}") if text and text.strip() else stmt
 
     def refuse_what_rules_refuse(self) -> None:
         """A call whose batching rule refuses it (a pure_callback without vmap_method)

@@ -148,7 +148,14 @@ def to_front(x, axis):
 
 def from_front(x, axis):
     """The batch axis of `x` moved from the front to position `axis` (out_axes)."""
+    if not -np.ndim(x) <= axis < np.ndim(x):
+        raise ValueError(_out_of_range(axis, np.ndim(x)))
     return np.moveaxis(x, 0, axis)
+
+
+def _out_of_range(axis: int, ndim: int) -> str:
+    return (f"vmap out_axes {axis} is out of range for a result of rank {ndim} (the "
+            f"mapped axis included): use an axis from {-ndim} to {ndim - 1}")
 
 
 def _moved_nb(x, axis, forward: bool):
@@ -158,6 +165,8 @@ def _moved_nb(x, axis, forward: bool):
     value = axis.literal_value if isinstance(axis, types.IntegerLiteral) else None
     if value is None:
         raise TypingError("vmap: in_axes/out_axes must be constants")
+    if not forward and not -ndim <= value < ndim:
+        raise TypingError(_out_of_range(value, ndim))
     value %= ndim
     order = list(range(ndim))
     if forward:
