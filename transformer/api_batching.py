@@ -146,6 +146,13 @@ class Batched(Transformed):
             if len(self.in_axes) > len(params):
                 raise ValueError(f"vmap in_axes has {len(self.in_axes)} entries but "
                                  f"{self.base.name} takes {len(params)} parameters")
+            positional = sum(how == "positional" for how in passed)
+            if len(self.in_axes) < positional:
+                entries = "entry" if len(self.in_axes) == 1 else "entries"
+                raise ValueError(f"vmap in_axes has {len(self.in_axes)} {entries} for "
+                                 f"{positional} positional arguments of {self.base.name}: "
+                                 "give one entry per positional argument (None for one "
+                                 "that is not mapped)")
             per_param = list(self.in_axes) + [0] * (len(params) - len(self.in_axes))
         elif isinstance(self.in_axes, dict):
             raise ValueError("vmap in_axes must be an int, None or a tuple with one entry per "

@@ -101,6 +101,16 @@ def test_keyword_arguments_are_mapped_over_axis_0():
     np.testing.assert_allclose(got, [2.0, 3.0, 4.0])
 
 
+def test_an_in_axes_tuple_shorter_than_the_positional_arguments_is_refused():
+    # as JAX: one entry per positional argument (it used to map the missing ones at 0)
+    for fn in (vmap(affine, in_axes=(0,)), jit(vmap(affine, in_axes=(0,)))):
+        with pytest.raises(ValueError, match="in_axes has 1 entry for 2 positional "
+                                             "arguments of affine"):
+            fn(np.ones(3), np.arange(3.0))
+    got = vmap(affine, in_axes=(0,))(np.ones(3), y=np.arange(3.0))   # y by keyword: axis 0
+    np.testing.assert_allclose(got, [2.0, 3.0, 4.0])
+
+
 def test_out_axes_none_for_an_output_that_does_not_vary():
     total, one = vmap(two_outputs, out_axes=(0, None))(np.ones((3, 2)))
     np.testing.assert_allclose(total, [2.0, 2.0, 2.0])
