@@ -78,9 +78,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     """Map `fun` over an axis of its arguments, by generating batched source.
 
     `in_axes`: an int (negative counts from the end), None (not mapped), or a tuple with
-    one entry per positional parameter, each a pytree prefix of that argument. Keyword
-    arguments are mapped over axis 0. `out_axes` likewise for the outputs; None means the
-    output does not vary over the batch (an error if it does). `axis_size` gives the batch
+    one entry per positional argument (fewer is an error), each a pytree prefix of that
+    argument. Keyword arguments are mapped over axis 0. `out_axes` likewise for the
+    outputs, within each result's rank; None means the output does not vary over the
+    batch (an error if it does). `axis_size` gives the batch
     size when no argument is mapped. `method`: "auto", "vectorize" or "loop".
     """
     if method not in METHODS:
