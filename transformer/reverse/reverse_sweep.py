@@ -18,7 +18,7 @@ from codegen import emit
 
 from .. import runtime, tape
 from ..nan_checks import ADJOINT
-from ..nodes import copy_tree
+from ..nodes import copy_tree, walk
 from ..syntax import assign, call, const, located, name, store, subscript
 from .classify import GRAD, VALUE_AND_GRAD, VJP
 from .forward_sweep import ForwardSweep
@@ -45,7 +45,10 @@ class ReverseSweep(ForwardSweep):
                   self.plan.recomputed]
         inits = self.inits(id(stmts), top)
         if top:
-            inits += self.seeds()
+            seeds = self.seeds()
+            inits += seeds
+            if seeds and body and emit.comment_of(body[0]) == emit.comment_of(seeds[0]):
+                emit.annotate(body[0], "")      # the seed's comment above says it
         return prefix + inits + body
 
     def reverse_statement(self, stmt, comment) -> list:
@@ -194,7 +197,18 @@ class ReverseSweep(ForwardSweep):
                             copy_tree(atom))
             if isinstance(atom, gast.Name) and atom.id in self.active:
                 out.append(self.accumulate(atom.id, seed))
+        if out and self.seed_line():
+            # a refusal of the seed (a non-scalar output) is located at the return
+            emit.annotate(out[0], "grad of: " + self.seed_line())
         return out
+
+    def seed_line(self) -> str | None:
+        """The text of the function's one `return` line (else its `def` line), if known."""
+        returns = [n for n in walk(self.fn.node) if isinstance(n, gast.Return)
+                   and getattr(n, "lineno", None)]
+        node = returns[0] if len(returns) == 1 else self.fn.node
+        text = self.fn.origin.source_line(getattr(node, "lineno", None))
+        return text.strip() if text and text.strip() else None
 
     def keep_returned_values(self) -> list:
         """Copies of the returned value and aux taken at the end of the forward sweep."""
