@@ -46,7 +46,7 @@ def program_text(rng, hazard: str | None = None) -> str:
     if hazard == "view":
         lines.append("    other = out[1:]")
     lines.append(f"    for i in {rng_form}:")
-    atoms = ["x[i]", "y[i]", "s", "float(i)"]
+    atoms = ["x[i]", "y[i]", "s", "float(i)", "(i - 3) * 0.5", "float(-i)"]
     if rng.random() < 0.25:     # indices the loop's bounds do not prove: checked, serial
         atoms += ["x[0]", "y[x.shape[0] - 1 - i]"]
     body = []

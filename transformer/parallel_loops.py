@@ -81,34 +81,66 @@ def parallelize(fn: Function) -> Function:
         return fn
     node = fn.node
     namer = Namer.for_function(fn)
-    prange, check = namer.fresh("prange"), namer.fresh("scalar_elements")
-    replaced = {id(loop): _guarded(loop, ranks, prange, check) for loop, ranks in chosen}
+    names = {"prange": namer.fresh("prange"), "check": namer.fresh("scalar_elements"),
+             "intp": namer.fresh("intp")}
+    replaced = {}
+    for loop, ranks in chosen:
+        names["signed"] = namer.fresh(f"{loop.target.id}_signed")
+        replaced[id(loop)] = _guarded(loop, ranks, names)
     _replace_statements(node, replaced)
-    return fn.replace(node=node, env={**fn.env, prange: numba.prange,
-                                      check: scalar_elements})
+    return fn.replace(node=node, env={**fn.env, names["prange"]: numba.prange,
+                                      names["check"]: scalar_elements,
+                                      names["intp"]: np.intp})
 
 
-def _guarded(loop: gast.For, ranks: dict, prange: str, check: str) -> gast.If:
+def _guarded(loop: gast.For, ranks: dict, names: dict) -> gast.If:
     parallel = copy_tree(loop)
-    parallel.iter.func = _load(prange)
+    parallel.iter.func = _load(names["prange"])
     # Numba types the index of a one-argument prange unsigned, and that of
     # prange(start, stop) signed: every x[v] would then wrap a negative index, and the
     # loop's contiguous loads and stores become gathers (2.5-5x slower)
     start = parallel.iter.args[0] if len(parallel.iter.args) == 2 else None
     parallel.iter.args = parallel.iter.args[-1:]
-    if start is not None and start.value > 0:
-        parallel.body = [gast.If(test=gast.Compare(left=_load(loop.target.id),
-                                                   ops=[gast.GtE()], comparators=[start]),
-                                 body=parallel.body, orelse=[])]
-    names = sorted(ranks)
-    test = gast.Call(func=_load(check),
-                     args=[gast.Constant(",".join(str(ranks[n]) for n in names), None)]
-                     + [_load(n) for n in names], keywords=[])
+    _signed_values(parallel, start, names)
+    names_ = sorted(ranks)
+    test = gast.Call(func=_load(names["check"]),
+                     args=[gast.Constant(",".join(str(ranks[n]) for n in names_), None)]
+                     + [_load(n) for n in names_], keywords=[])
     guarded = gast.If(test=test, body=[parallel], orelse=[loop])
     for sub in walk(guarded):
         if getattr(sub, "lineno", None) is None and "lineno" in sub._attributes:
             gast.copy_location(sub, loop)
     return guarded
+
+
+def _signed_values(loop: gast.For, start, names: dict) -> None:
+    """The unsigned index serves as an item of a subscript (`x[v]`, `a[v, j]`) only; every
+    other use of the loop variable (`v - 4`, `-v`, `float(v)`, `x[v + 1]`) and the test of
+    a start past 0 read a signed copy: an unsigned `v - 4` wraps around (Numba computes
+    it so in a prange, where the serial loop gives -4)."""
+    var = loop.target.id
+    items = set()
+    for sub in walk(loop):
+        if isinstance(sub, gast.Subscript):
+            index = sub.slice.elts if isinstance(sub.slice, gast.Tuple) else [sub.slice]
+            items.update(id(n) for n in index if isinstance(n, gast.Name) and n.id == var)
+    others = [n for s in loop.body for n in walk(s) if isinstance(n, gast.Name)
+              and n.id == var and isinstance(n.ctx, gast.Load) and id(n) not in items]
+    needs_start = start is not None and start.value > 0
+    if not others and not needs_start:
+        return
+    signed = names["signed"]
+    for n in others:
+        n.id = signed
+    body = loop.body
+    if needs_start:
+        body = [gast.If(test=gast.Compare(left=_load(signed), ops=[gast.GtE()],
+                                          comparators=[start]), body=body, orelse=[])]
+    copy = gast.Assign(targets=[gast.Name(id=signed, ctx=gast.Store(), annotation=None,
+                                          type_comment=None)],
+                       value=gast.Call(func=_load(names["intp"]), args=[_load(var)],
+                                       keywords=[]))
+    loop.body = [copy] + body
 
 
 def _replace_statements(node, replaced: dict) -> None:

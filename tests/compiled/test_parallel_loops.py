@@ -47,6 +47,14 @@ def by_length(x, y):
     return out
 
 
+def index_arithmetic(x):
+    out = np.zeros_like(x)
+    for i in range(2, x.shape[0]):
+        k = i - 4                           # negative for the first trips
+        out[i] = k * 1.5 + (-i) + x[i]
+    return out
+
+
 def gathered(x, idx):
     out = np.empty(idx.shape[0])
     for i in range(idx.shape[0]):
@@ -81,6 +89,7 @@ def test_an_independent_loop_runs_as_prange_with_the_serial_values():
     (from_one, (X,)),
     (rows_and_columns, (X.reshape(40, 25),)),
     (by_length, (X, X[::-1].copy())),
+    (index_arithmetic, (X,)),
 ])
 def test_loops_that_run_in_parallel(fn, args):
     parallel = jit(fn, parallel=True)
@@ -88,9 +97,11 @@ def test_loops_that_run_in_parallel(fn, args):
     assert "prange(" in parallel.source(*args)
 
 
-def test_a_start_past_zero_keeps_the_index_unsigned():
+def test_a_start_past_zero_keeps_the_index_unsigned_and_arithmetic_signed():
     text = jit(from_one, parallel=True).source(X)
-    assert "for i in prange(x.shape[0]):\n            if i >= 1:" in text
+    assert "for i in prange(x.shape[0]):\n            i_signed = intp(i)\n" \
+        "            if i_signed >= 1:" in text
+    assert "out[i] = t + i_signed" in text    # x[i] indexes with the unsigned index
 
 
 def test_a_loop_with_an_index_its_bounds_do_not_prove_stays_serial_and_located():
