@@ -46,6 +46,12 @@ class Origin:
         text = linecache.getline(self.filename, lineno)
         return text.rstrip("\n") if text else None
 
+    def statement_text(self, lineno: int | None) -> str | None:
+        """Line `lineno` without its indentation (what a `# grad of:` comment quotes), or
+        None for a missing or blank line."""
+        text = self.source_line(lineno)
+        return text.strip() or None if text else None
+
     def error(self, node, message: str, hint: str | None = None) -> TransformError:
         lineno = getattr(node, "lineno", None) if node is not None else self.lineno
         col = getattr(node, "col_offset", None) if node is not None else 0

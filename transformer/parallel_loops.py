@@ -51,9 +51,11 @@ import gast
 import numba
 import numpy as np
 
+from . import index_checks
 from .function import Function, resolve
-from .names import Namer, name_counts
+from .names import Namer, assigned_names, name_counts
 from .nodes import copy_tree, walk
+from .syntax import assign, call, const, located, name, store
 from .runtime.element_kinds import scalar_elements
 
 _PURE_BUILTINS = {abs, min, max, float, int, bool, round, len}
@@ -95,7 +97,7 @@ def parallelize(fn: Function) -> Function:
 
 def _guarded(loop: gast.For, ranks: dict, names: dict) -> gast.If:
     parallel = copy_tree(loop)
-    parallel.iter.func = _load(names["prange"])
+    parallel.iter.func = name(names["prange"])
     # Numba types the index of a one-argument prange unsigned, and that of
     # prange(start, stop) signed: every x[v] would then wrap a negative index, and the
     # loop's contiguous loads and stores become gathers (2.5-5x slower)
@@ -103,14 +105,9 @@ def _guarded(loop: gast.For, ranks: dict, names: dict) -> gast.If:
     parallel.iter.args = parallel.iter.args[-1:]
     _signed_values(parallel, start, names)
     names_ = sorted(ranks)
-    test = gast.Call(func=_load(names["check"]),
-                     args=[gast.Constant(",".join(str(ranks[n]) for n in names_), None)]
-                     + [_load(n) for n in names_], keywords=[])
-    guarded = gast.If(test=test, body=[parallel], orelse=[loop])
-    for sub in walk(guarded):
-        if getattr(sub, "lineno", None) is None and "lineno" in sub._attributes:
-            gast.copy_location(sub, loop)
-    return guarded
+    test = call(name(names["check"]), const(",".join(str(ranks[n]) for n in names_)),
+                *[name(n) for n in names_])
+    return located(gast.If(test=test, body=[parallel], orelse=[loop]), loop)
 
 
 def _signed_values(loop: gast.For, start, names: dict) -> None:
@@ -134,13 +131,9 @@ def _signed_values(loop: gast.For, start, names: dict) -> None:
         n.id = signed
     body = loop.body
     if needs_start:
-        body = [gast.If(test=gast.Compare(left=_load(signed), ops=[gast.GtE()],
+        body = [gast.If(test=gast.Compare(left=name(signed), ops=[gast.GtE()],
                                           comparators=[start]), body=body, orelse=[])]
-    copy = gast.Assign(targets=[gast.Name(id=signed, ctx=gast.Store(), annotation=None,
-                                          type_comment=None)],
-                       value=gast.Call(func=_load(names["intp"]), args=[_load(var)],
-                                       keywords=[]))
-    loop.body = [copy] + body
+    loop.body = [assign(store(signed), call(name(names["intp"]), name(var)))] + body
 
 
 def _replace_statements(node, replaced: dict) -> None:
@@ -156,10 +149,6 @@ def _replace_statements(node, replaced: dict) -> None:
                 setattr(sub, field, out)
 
 
-def _load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
 def _independent(fn: Function, loop: gast.For) -> dict | None:
     """{outside name: rank} that `scalar_elements` must confirm when `loop`'s trips are
     independent (see the module's invariant); None when they may not be."""
@@ -167,11 +156,10 @@ def _independent(fn: Function, loop: gast.For) -> dict | None:
             not all(_allowed(stmt) for stmt in loop.body):
         return None
     var = loop.target.id
-    bound = {n.id for n in walk(loop) if isinstance(n, gast.Name)
-             and isinstance(n.ctx, gast.Store)}
-    if var in {n.id for s in loop.body for n in walk(s)
-               if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}:
+    bound = set().union(*(assigned_names(s) for s in loop.body))
+    if var in bound:
         return None                         # the body rebinds the loop variable
+    bound.add(var)
     if _flow(loop.body, {var}, bound) is None:
         return None
     inside = {id(n) for n in walk(loop)}
@@ -224,7 +212,7 @@ def _flow(body: list, bound: set, loop_names: set) -> set | None:
         elif isinstance(stmt, gast.For):
             if not _reads_ok(stmt.iter, bound, loop_names):
                 return None
-            if _flow(stmt.body, bound | _targets(stmt.target), loop_names) is None:
+            if _flow(stmt.body, bound | assigned_names(stmt.target), loop_names) is None:
                 return None                 # an inner loop may run no trip: binds nothing
         elif isinstance(stmt, gast.AugAssign):
             if not _reads_ok(stmt.value, bound, loop_names) or \
@@ -236,7 +224,7 @@ def _flow(body: list, bound: set, loop_names: set) -> set | None:
                     not all(_reads_ok(t, bound, loop_names) for t in targets):
                 return None
             for target in targets:
-                bound |= _targets(target)
+                bound |= assigned_names(target)
         elif isinstance(stmt, gast.Expr):
             if not _reads_ok(stmt.value, bound, loop_names):
                 return None
@@ -253,24 +241,19 @@ def _reads_ok(node, bound: set, loop_names: set, augmented: bool = False) -> boo
     return True
 
 
-def _targets(target) -> set:
-    return {n.id for n in walk(target) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Store)}
-
-
 # ---------------------------------------------------------------- calls, writes, ranks
 
 def _calls_pure(fn: Function, loop: gast.For) -> bool:
-    for call in (n for n in walk(loop) if isinstance(n, gast.Call)):
-        callee = resolve(fn, call.func, None)
-        if isinstance(call.func, gast.Attribute) and callee is None:
+    for site in (n for n in walk(loop) if isinstance(n, gast.Call)):
+        callee = resolve(fn, site.func, None)
+        if isinstance(site.func, gast.Attribute) and callee is None:
             return False                    # a method: it may write its object
-        if callee is builtins.range and any(c is call for c in _ranges(loop)):
+        if callee is builtins.range and any(c is site for c in _ranges(loop)):
             continue
         if isinstance(callee, np.ufunc):
-            if call.keywords:
+            if site.keywords:
                 return False                # out=, where=: writes or array operands
-        elif callee in (min, max) and len(call.args) < 2:
+        elif (callee is min or callee is max) and len(site.args) < 2:
             return False                    # min of a sequence raises when it is empty
         elif not _pure(callee):
             return False
@@ -374,8 +357,8 @@ def _ranks(fn: Function, loop: gast.For, bound: set) -> dict | None:
     each other value it reads from outside (not a callee, module or shape) as 0; None
     when one array is subscripted with different numbers of items."""
     ranks: dict = {}
-    skip = {id(n) for call in walk(loop) if isinstance(call, gast.Call)
-            for n in walk(call.func)}
+    skip = {id(n) for site in walk(loop) if isinstance(site, gast.Call)
+            for n in walk(site.func)}
     skip |= {id(n) for n in walk(loop.iter)}   # evaluated once, before any trip
     for node in walk(loop):
         if id(node) in skip:
@@ -409,21 +392,17 @@ def serial_where_checked(fn: Function) -> Function:
     """`fn` (after `bounds.check_indices`) with the serial loop alone where the `prange`
     form holds an index check the loop's bounds did not prove: the check raises inside
     the loop, and Numba runs a `prange` with a second exit serially (and warns)."""
-    from . import index_checks
-
-    def guard(stmt) -> bool:
+    def checked_guard(stmt) -> bool:
+        """A `scalar_elements` guard whose prange form records index checks."""
         return isinstance(stmt, gast.If) and isinstance(stmt.test, gast.Call) and \
-            resolve(fn, stmt.test.func, None) is scalar_elements
+            resolve(fn, stmt.test.func, None) is scalar_elements and \
+            any(isinstance(n, gast.Call) and
+                resolve(fn, n.func, None) is index_checks.index_errors
+                for s in stmt.body for n in walk(s))
 
-    def checked(stmts) -> bool:
-        return any(isinstance(n, gast.Call) and
-                   resolve(fn, n.func, None) is index_checks.index_errors
-                   for s in stmts for n in walk(s))
-
-    if not any(guard(s) and checked(s.body) for s in walk(fn.node)):
+    if not any(checked_guard(s) for s in walk(fn.node)):
         return fn
     fn = fn.replace(node=fn.copy_node())
     # the serial branch, with the checks hoisted before its loop
-    _replace_statements(fn.node, {id(s): s.orelse for s in walk(fn.node)
-                                  if guard(s) and checked(s.body)})
+    _replace_statements(fn.node, {id(s): s.orelse for s in walk(fn.node) if checked_guard(s)})
     return fn

@@ -89,9 +89,8 @@ class _Looper(_Emitter):
     def located(self, stmt):
         """`stmt` with `# vmap of: <the def line>`: an error Numba raises there (an out_axes
         past the result's rank) names the user's function."""
-        lineno = getattr(self.fn.node, "lineno", None)
-        text = self.fn.origin.source_line(lineno) if lineno else None
-        return annotate(stmt, f"vmap of: {text.strip()}") if text and text.strip() else stmt
+        text = self.fn.origin.statement_text(getattr(self.fn.node, "lineno", None))
+        return annotate(stmt, f"vmap of: {text}") if text else stmt
 
     def refuse_what_rules_refuse(self) -> None:
         """A call whose batching rule refuses it (a pure_callback without vmap_method)

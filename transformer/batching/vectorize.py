@@ -90,9 +90,9 @@ class _Vectorizer(_Emitter):
         if not new or lineno is None or lineno == getattr(self, "_last_line", None):
             return
         self._last_line = lineno
-        text = self.fn.origin.source_line(lineno)
-        if text and text.strip():
-            annotate(new[0], f"vmap of: {text.strip()}")
+        text = self.fn.origin.statement_text(lineno)
+        if text:
+            annotate(new[0], f"vmap of: {text}")
 
     def statement(self, stmt) -> list:
         if id(stmt) in self.fresh_accumulators:

@@ -197,9 +197,9 @@ class ReverseSweep(ForwardSweep):
                             copy_tree(atom))
             if isinstance(atom, gast.Name) and atom.id in self.active:
                 out.append(self.accumulate(atom.id, seed))
-        if out and self.seed_line():
-            # a refusal of the seed (a non-scalar output) is located at the return
-            emit.annotate(out[0], "grad of: " + self.seed_line())
+        line = self.seed_line() if out else None
+        if line:        # a refusal of the seed (a non-scalar output) is located there
+            emit.annotate(out[0], "grad of: " + line)
         return out
 
     def seed_line(self) -> str | None:
@@ -207,8 +207,7 @@ class ReverseSweep(ForwardSweep):
         returns = [n for n in walk(self.fn.node) if isinstance(n, gast.Return)
                    and getattr(n, "lineno", None)]
         node = returns[0] if len(returns) == 1 else self.fn.node
-        text = self.fn.origin.source_line(getattr(node, "lineno", None))
-        return text.strip() if text and text.strip() else None
+        return self.fn.origin.statement_text(getattr(node, "lineno", None))
 
     def keep_returned_values(self) -> list:
         """Copies of the returned value and aux taken at the end of the forward sweep."""

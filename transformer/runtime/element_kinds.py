@@ -9,6 +9,7 @@ raises nothing inside a Numba `prange`, and the serial loop would have raised).
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import types
 
 from .numba_api import overload
@@ -16,7 +17,6 @@ from .numba_api import overload
 
 def scalar_elements(ranks, *values):
     """Python: every value has the rank `ranks` gives (0: a number)."""
-    import numpy as np
     wanted = [int(r) for r in ranks.split(",")] if ranks else []
     return len(wanted) == len(values) and all(
         np.ndim(v) == r and np.asarray(v).dtype.kind in "biuf"
