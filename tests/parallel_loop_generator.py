@@ -4,7 +4,8 @@ other in the ways that must keep a loop serial (a value carried to the next trip
 reduction, a read of another trip's row, a view or alias of the written array, a `break`).
 
 `program_text(rng)` writes one `def program(x, y, s)` over two float vectors of one length
-and a number; the oracle is the same text run by Python.
+and a number (some independent loops written with `prange`, as a Numba user would); the
+oracle is the same text run by Python, where `numba.prange` is `range`.
 """
 from __future__ import annotations
 
@@ -80,6 +81,10 @@ def program_text(rng, hazard: str | None = None) -> str:
     if rng.random() < 0.2:
         body += ["for j in range(3):", f"    out2[i, j] = {_expr(rng, atoms)} + j"]
     lines += ["        " + line for line in body]
+    if hazard == "none" and not start and rng.random() < 0.4:
+        # the user's own prange, whose index Numba types unsigned
+        loop = lines.index(f"    for i in {rng_form}:")
+        lines[loop] = "    for i in prange(x.shape[0]):"
     result = "out, out2, total, carry"
     if hazard == "after":
         result += ", v0, i"

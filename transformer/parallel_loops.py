@@ -37,7 +37,11 @@ the serial loop computes. Invariant - the `prange` form exists only when
   it has axes) and every other value the loop reads from outside is a number: no trip
   works on arrays, whose broadcasting errors a `prange` would not raise.
 
-Any other loop stays as written; inner loops of a converted one stay `range`. Under the
+Any other loop stays as written; inner loops of a converted one stay `range`. In every
+one-argument `prange` loop of the function, the user's own included, the loop variable
+is read as an unsigned number only where that is right (a subscript's item, `v != 0`):
+every other read, and the whole body where it rebinds the variable, uses a signed copy
+`v_signed = intp(v)` (Numba types that index unsigned: `-v` would be 1.8e19). Under the
 `prange` form a float division by zero gives NumPy's infinity or NaN (Numba's parallel
 loops follow NumPy's error model) where the serial loop raises ZeroDivisionError.
 """
@@ -79,7 +83,8 @@ def parallelize(fn: Function) -> Function:
             if ranks is not None:
                 chosen.append((loop, ranks))
                 inside.update(id(n) for n in walk(loop))
-    if not chosen:
+    written = [loop for loop in walk(fn.node) if _unsigned_prange(fn, loop)]
+    if not chosen and not written:
         return fn
     node = fn.node
     namer = Namer.for_function(fn)
@@ -90,9 +95,23 @@ def parallelize(fn: Function) -> Function:
         names["signed"] = namer.fresh(f"{loop.target.id}_signed")
         replaced[id(loop)] = _guarded(loop, ranks, names)
     _replace_statements(node, replaced)
+    # the user's own `prange(stop)` loops (in both copies of a converted loop around one)
+    for loop in walk(node):
+        if _unsigned_prange(fn, loop):
+            names["signed"] = namer.fresh(f"{loop.target.id}_signed")
+            _signed_values(loop, None, names, fn)
     return fn.replace(node=node, env={**fn.env, names["prange"]: numba.prange,
                                       names["check"]: scalar_elements,
                                       names["intp"]: np.intp})
+
+
+def _unsigned_prange(fn: Function, loop) -> bool:
+    """A loop the user wrote as `for v in prange(stop)`, whose `v` Numba types unsigned
+    (`-v` is then 1.8e19, not -1, in plain Numba too)."""
+    it = getattr(loop, "iter", None)
+    return isinstance(loop, gast.For) and isinstance(loop.target, gast.Name) and \
+        isinstance(it, gast.Call) and len(it.args) == 1 and not it.keywords and \
+        resolve(fn, it.func, None) is numba.prange
 
 
 def _guarded(loop: gast.For, ranks: dict, names: dict) -> gast.If:
@@ -110,19 +129,21 @@ def _guarded(loop: gast.For, ranks: dict, names: dict) -> gast.If:
     return located(gast.If(test=test, body=[parallel], orelse=[loop]), loop)
 
 
-def _signed_values(loop: gast.For, start, names: dict) -> None:
+def _signed_values(loop: gast.For, start, names: dict, fn: Function | None = None) -> None:
     """The unsigned index serves as an item of a subscript (`x[v]`, `a[v, j]`) only; every
     other use of the loop variable (`v - 4`, `-v`, `float(v)`, `x[v + 1]`) and the test of
     a start past 0 read a signed copy: an unsigned `v - 4` wraps around (Numba computes
     it so in a prange, where the serial loop gives -4)."""
     var = loop.target.id
-    items = set()
-    for sub in walk(loop):
-        if isinstance(sub, gast.Subscript):
-            index = sub.slice.elts if isinstance(sub.slice, gast.Tuple) else [sub.slice]
-            items.update(id(n) for n in index if isinstance(n, gast.Name) and n.id == var)
-    others = [n for s in loop.body for n in walk(s) if isinstance(n, gast.Name)
-              and n.id == var and isinstance(n.ctx, gast.Load) and id(n) not in items]
+    if var in set().union(*(assigned_names(s) for s in loop.body)):
+        # a body that rebinds the variable (only a user's prange does) reads and
+        # writes the signed copy throughout
+        others = [n for s in loop.body for n in walk(s)
+                  if isinstance(n, gast.Name) and n.id == var]
+    else:
+        safe = _unsigned_uses(loop, var, fn)
+        others = [n for s in loop.body for n in walk(s) if isinstance(n, gast.Name)
+                  and n.id == var and isinstance(n.ctx, gast.Load) and id(n) not in safe]
     needs_start = start is not None and start.value > 0
     if not others and not needs_start:
         return
@@ -134,6 +155,25 @@ def _signed_values(loop: gast.For, start, names: dict) -> None:
         body = [gast.If(test=gast.Compare(left=name(signed), ops=[gast.GtE()],
                                           comparators=[start]), body=body, orelse=[])]
     loop.body = [assign(store(signed), call(name(names["intp"]), name(var)))] + body
+
+
+def _unsigned_uses(loop: gast.For, var: str, fn: Function | None) -> set:
+    """ids of the reads of `var` in `loop` for which its unsigned value is right: an item
+    of a subscript, `v != 0` / `v == 0`, and (given `fn`) the argument of `np.intp(v)`."""
+    safe = set()
+    for sub in walk(loop):
+        if isinstance(sub, gast.Subscript):
+            index = sub.slice.elts if isinstance(sub.slice, gast.Tuple) else [sub.slice]
+            safe.update(id(n) for n in index if isinstance(n, gast.Name) and n.id == var)
+        elif isinstance(sub, gast.Call) and fn is not None and \
+                resolve(fn, sub.func, None) is np.intp:
+            safe.update(id(n) for n in sub.args if isinstance(n, gast.Name))
+        elif isinstance(sub, gast.Compare) and len(sub.ops) == 1 and \
+                isinstance(sub.ops[0], (gast.Eq, gast.NotEq)) and \
+                isinstance(sub.comparators[0], gast.Constant) and \
+                sub.comparators[0].value == 0 and type(sub.comparators[0].value) is int:
+            safe.add(id(sub.left))
+    return safe
 
 
 def _replace_statements(node, replaced: dict) -> None:

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from numba import prange
 
 from transformer import jit
 
@@ -126,6 +127,47 @@ def test_rows_of_arrays_keep_the_serial_loop_at_run_time():
     with pytest.raises((ValueError, AssertionError)):
         jit(added_rows, parallel=True)(np.ones((4, 3)), np.ones((4, 2)))
     np.testing.assert_array_equal(jit(added_rows, parallel=True)(X, X), 2 * X)
+
+
+def own_prange_negated(x):
+    out = np.empty_like(x)
+    for i in prange(x.shape[0]):
+        out[i] = -i + x[i] * (2 - i)
+    return out
+
+
+def own_prange_rebinding(x):
+    out = np.zeros_like(x)
+    for i in prange(x.shape[0]):
+        i = i - 3                           # the body rebinds its variable
+        out[i + 3] = -i * x[i + 3]
+    return out
+
+
+def own_prange_inside_converted(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i, 0]
+        for j in prange(x.shape[1]):
+            out[i, j] = x[i, j] * (-j)
+    return out
+
+
+@pytest.mark.parametrize("fn, args", [
+    (own_prange_negated, (X,)),
+    (own_prange_rebinding, (X,)),
+    (own_prange_inside_converted, (X.reshape(40, 25),)),
+])
+def test_a_users_own_prange_reads_its_index_signed(fn, args):
+    # Numba types the index of a one-argument prange unsigned: -i was 1.8e19
+    np.testing.assert_allclose(jit(fn, parallel=True)(*args), fn(*args), rtol=1e-13)
+    np.testing.assert_allclose(jit(fn)(*args), fn(*args), rtol=1e-13)
+
+
+def test_a_users_prange_keeps_the_unsigned_index_for_items():
+    text = jit(own_prange_negated, parallel=True).source(X)
+    assert "i_signed = intp(i)" in text
+    assert "out[i] = -i_signed + x[i] * (2 - i_signed)" in text
 
 
 # ------------------------------------------------------------------ loops that stay serial
@@ -272,7 +314,8 @@ def run_generated(directory, seeds, hazard=None) -> tuple[list, int]:
     findings, parallel = [], 0
     for seed in seeds:
         rng = np.random.default_rng(seed)
-        text = "import math\nimport numpy as np\n\n\n" + generator.program_text(rng, hazard)
+        text = "import math\nimport numpy as np\nfrom numba import prange\n\n\n" + \
+            generator.program_text(rng, hazard)
         path = directory / f"parallel_program_{seed}.py"
         path.write_text(text)
         spec = importlib.util.spec_from_file_location(f"parallel_program_{seed}", path)
