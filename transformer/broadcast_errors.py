@@ -1,8 +1,9 @@
 """A broadcasting error raised by compiled code, told at the user's line in NumPy's words.
 
 Numba's broadcasting failures ("unable to broadcast argument 1 to output array", "shape
-mismatch: objects cannot be broadcast to a single shape") name neither the shapes nor a
-line of the program: their only location is Numba's own source. `located` runs the
+mismatch: objects cannot be broadcast to a single shape", and under `parallel=True` the
+AssertionError "Sizes of $a, $b do not match on <generated module> (22)") name neither
+the shapes nor a line of the program. `located` runs the
 generated function's Python form - the dispatcher's `py_func`, whose callees are compiled
 already - on copies of the arguments (the compiled run may have written into them, and
 this run must not write into them again). NumPy raises its own message there, with the
@@ -26,11 +27,19 @@ from .random_sites import origin_function
 
 _LOCATED = re.compile(r"^\S.*:\d+:\d+: ")
 _NUMBA_BROADCAST = ("unable to broadcast", "cannot be broadcast", "could not be broadcast")
+# under parallel=True Numba's parfors assert that the operands of an array expression
+# have equal sizes: `AssertionError: Sizes of $a.4, $b.7 do not match on <module> (22)`
+_PARFOR_SIZES = re.compile(r"^Sizes of \S+(, \S+)* do not match on ")
 
 
-def located(exc: ValueError, function, arguments: tuple) -> ValueError:
-    """`exc`, located as the module doc says, when it is a broadcasting failure."""
-    if not any(words in str(exc) for words in _NUMBA_BROADCAST) or _LOCATED.match(str(exc)):
+def located(exc: Exception, function, arguments: tuple) -> Exception:
+    """`exc`, located as the module doc says, when it is a broadcasting failure: a
+    ValueError of Numba's broadcasting, or the AssertionError of a parallel one."""
+    if isinstance(exc, AssertionError):
+        if not _PARFOR_SIZES.match(str(exc)):
+            return exc
+    elif not any(words in str(exc) for words in _NUMBA_BROADCAST) or \
+            _LOCATED.match(str(exc)):
         return exc          # not a broadcast, or located already (a fused loop's check)
     python = getattr(function, "py_func", None)
     if python is None:

@@ -354,6 +354,10 @@ class Jitted(ShowsSource):
                 raise
             raise located from None
         except Exception as exc:
+            if isinstance(exc, AssertionError):     # a parallel array expression's sizes
+                located = broadcast_errors.located(exc, function, (*dynamic, *hidden))
+                if located is not exc:
+                    raise located from None
             failure = self._internal_failure(exc, dynamic, function)
             if failure is None:
                 raise

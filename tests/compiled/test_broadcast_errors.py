@@ -61,6 +61,29 @@ def test_grad_points_at_the_expression_that_failed():
     assert shown[caret.index("^"):].startswith("t * y")
 
 
+def rows_added(x, y):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] + y[i]
+    return out
+
+
+@pytest.mark.parametrize("fn, fragment, shapes", [
+    (weighted_sines, "np.sum(t * y)", ((3,), (4,))),
+    (rows_added, "out[i] = x[i] + y[i]", ((4, 3), (4, 2))),
+])
+def test_parallel_array_expressions_report_numpys_shapes(fn, fragment, shapes):
+    # Numba's parfors assert the operands' sizes: "AssertionError: Sizes of $a, $b do
+    # not match on <generated module> (22)"
+    x, y = np.ones(shapes[0]), np.ones(shapes[1])
+    with pytest.raises(ValueError) as info:
+        jit(fn, parallel=True)(x, y)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith(f"{__file__}:{line_of(fragment)}:")
+    assert first.endswith(numpy_message(x[0] if x.ndim == 2 else x, y[0] if y.ndim == 2
+                                        else y))
+
+
 def test_arguments_are_written_once_as_numpy_writes_them():
     x, expected = np.zeros(3), np.zeros(3)
     with pytest.raises(ValueError):

@@ -122,9 +122,10 @@ def test_rows_of_arrays_keep_the_serial_loop_at_run_time():
     matrix = X.reshape(100, 10)
     parallel = jit(elementwise_rows, parallel=True)
     np.testing.assert_allclose(parallel(matrix), np.exp(matrix), rtol=1e-13)
-    # broadcasting fails, not silently: Numba's parallel array expressions assert the
-    # sizes (an AssertionError, as before this pass), the serial loop raises ValueError
-    with pytest.raises((ValueError, AssertionError)):
+    # broadcasting fails, not silently, with NumPy's error at the user's line (Numba's
+    # parallel array expressions assert the sizes, tests/compiled/test_broadcast_errors.py)
+    with pytest.raises(ValueError, match=r"test_parallel_loops.py:\d+:\d+: operands could "
+                                         r"not be broadcast together with shapes"):
         jit(added_rows, parallel=True)(np.ones((4, 3)), np.ones((4, 2)))
     np.testing.assert_array_equal(jit(added_rows, parallel=True)(X, X), 2 * X)
 
