@@ -72,6 +72,16 @@ def scratch_product(x, w):
     return np.sum(buf * buf)
 
 
+def scratch_permuted(x, w):
+    """Writes a local array at indices read from an array (which may repeat, so reverse
+    mode reads the cotangent through `kept_writes`)."""
+    buf = np.zeros(3)
+    order = np.array([2, 0, 1])
+    for k in range(3):
+        buf[order[k]] = x * (k + 1.0) * w
+    return np.sum(buf * buf)
+
+
 def gelu(x):
     return 0.5 * x * (1.0 + math.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
 

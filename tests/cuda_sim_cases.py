@@ -92,6 +92,8 @@ def test_vmap_of_grad_records_tapes_for_loops_and_overwritten_elements():
     np.testing.assert_allclose(recur, fd, rtol=1e-5, atol=1e-9)
     scratch = jit(vmap(grad(K.scratch_product)), backend="cuda")(x, w)
     np.testing.assert_allclose(scratch, 28.0 * x * w * w)   # d/dx of 14 x^2 w^2
+    permuted = jit(vmap(grad(K.scratch_permuted)), backend="cuda")(x, w)
+    np.testing.assert_allclose(permuted, 28.0 * x * w * w)
 
 
 def test_elementwise_kernel_broadcasts_like_a_ufunc():

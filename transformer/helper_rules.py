@@ -21,12 +21,13 @@ from .syntax import const
 from .runtime.batching import align, align_batched, outer_both, outer_left, outer_right
 from .runtime.examples import unbroadcast_examples
 from .runtime import shapes
-from .runtime import (axis_count, axis_mask, broadcast_like, broadcast_reduced, cast_like,
-                      at_lower, at_upper, cumsum, cumsum_adjoint, flip, inside,
-                      keep_float_type, matmul, matmul_grad_left, matmul_grad_right, moveaxis,
-                      outer_or_matmul, pad, real_only, reduce_mean, reduce_sum, reshape,
-                      reshape_like, roll, squeeze, take, take_adjoint, transpose, unbroadcast,
-                      unpad, unroll, untranspose, update_in_place, zeros_like)
+from .runtime import (at_lower, at_upper, axis_count, axis_mask, broadcast_like,
+                      broadcast_reduced, cast_like, cumsum, cumsum_adjoint, flip, inside,
+                      keep_float_type, kept_writes, matmul, matmul_grad_left,
+                      matmul_grad_right, moveaxis, outer_or_matmul, pad, placed_writes,
+                      real_only, reduce_mean, reduce_sum, reshape, reshape_like, roll,
+                      squeeze, take, take_adjoint, transpose, unbroadcast, unpad, unroll,
+                      untranspose, update_in_place, zeros_like)
 from .tape_items import (accumulated, accumulated_of_batch, items_end, items_placed,
                          items_popped, items_pushed, items_rest, items_slice, items_start)
 from .templates import ADJOINTS, TANGENTS, adjoint, nondifferentiable, rule_from_source, tangent
@@ -48,6 +49,9 @@ def linear(key, params: str, forward: str, transpose: str | None, glb=RULE_GLOBA
 
 
 linear(real_only, "g", "real_only(G)", "real_only(G)")
+linear(kept_writes, "g, index", "kept_writes(G, index)", "placed_writes(G, g, index)")
+linear(placed_writes, "values, cotangent, index", "placed_writes(G, cotangent, index)",
+       "kept_writes(G, index)")
 linear(unbroadcast, "g, x", "unbroadcast(G, x)", "broadcast_like(G, g)")
 linear(broadcast_like, "t, shape_of", "broadcast_like(G, shape_of)", "unbroadcast(G, t)")
 linear(broadcast_reduced, "g, x, axis=None, keepdims=False",

@@ -3,7 +3,8 @@ range(...)`, and names every binding of which is int arithmetic of such names.
 
 `IntNames(fn, node).names`, read from the user's tree as parsed (before desugaring), are
 the local names of `node` (a FunctionDef, nested scopes included) of which *every* binding is
-- `for n in range(...)`, or the first target of `for n, v in enumerate(...)`;
+- `for n in range(...)` (or `numba.prange(...)`), or the first target of
+  `for n, v in enumerate(...)`;
 - `n = e`, `n: T = e`, `(n := e)`, or `n op= e` with `op` one of `+ - * // %`, where
   `e` is an *int expression*: an int constant (not a bool, which NumPy reads as a mask),
   a name of this set or a free name whose value in the env is an int, `+ - * // %` and
@@ -21,6 +22,7 @@ after a binding, so by induction each read gives an int.
 from __future__ import annotations
 
 import gast
+import numba
 import numpy as np
 
 from .function import resolve
@@ -145,7 +147,7 @@ def _loop_index(fn, loop):
     if not isinstance(iterated, gast.Call):
         return None
     function = resolve(fn, iterated.func, None)
-    if function is range and isinstance(loop.target, gast.Name):
+    if (function is range or function is numba.prange) and isinstance(loop.target, gast.Name):
         return loop.target
     if function is enumerate and isinstance(loop.target, gast.Tuple) and \
             loop.target.elts and isinstance(loop.target.elts[0], gast.Name):

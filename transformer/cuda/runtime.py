@@ -152,6 +152,19 @@ def _scatter_add(rt: _Runtime, stmt, target, args):
                    name(new))]
 
 
+def _kept_writes(rt: _Runtime, stmt, target, args):
+    """The cotangent that `x[index] = v` passes back when `index` may repeat positions: a
+    thread's index is a number, which names one element, so its read `cotangent[index]`.
+    An array of indices, or a row read whole (a copy: a thread has no allocator), is
+    refused."""
+    cotangent, index = args
+    spec = rt.spec(cotangent)
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    if any(rt.is_array(i) for i in items) or spec is None or len(spec.shape) != len(items):
+        rt.refuse(stmt, "kept_writes", "reads a row or at an array of indices")
+    return [assign(store(target), subscript(copy_tree(cotangent), copy_tree(index)))]
+
+
 def _update_in_place(rt: _Runtime, stmt, target, args):
     """`z = update_in_place(a, v)`, desugared from `a += v` where another name may hold
     `a`: per thread, a number is rebound to `v` and an array is overwritten with `v`."""
@@ -454,6 +467,7 @@ LOWERINGS = {
     runtime.unbroadcast: _unbroadcast,
     runtime.broadcast_reduced: _broadcast_reduced,
     runtime.scatter_add: _scatter_add,
+    runtime.kept_writes: _kept_writes,
     runtime.inside: _inside,
     runtime.update_in_place: _update_in_place,
     runtime.update_tangent: _update_tangent,

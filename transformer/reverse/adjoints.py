@@ -26,6 +26,7 @@ from ..function_arguments import refuse_parameter_call
 from ..callbacks import refuse_in_vjp_rule
 from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
+from ..int_names import IntNames
 from ..nodes import copy_tree, walk
 from ..primitives import registry
 from ..syntax import assign, call, const, name, subscript
@@ -41,6 +42,7 @@ class Adjoints(Classify, abc.ABC):
         self.elements: dict = {}      # tuple-valued call result -> {k: adjoint of item k}
         self.callees: dict = {}       # (callee, active positions) -> (vjp name, outputs)
         self._homes: dict | None = None
+        self._int_names: IntNames | None = None
         self._branch_defined: set | None = None
         # last statement first, as in the reverse sweep: element uses name the adjoints
         # of a call's tuple result before the call's own adjoint passes them on
@@ -197,15 +199,33 @@ class Adjoints(Classify, abc.ABC):
     def expand(self, stmt, prim) -> list:
         target = prim.target
         items = self.rule_result(name(target)) if prim.kind == "template" else None
+        key = prim.key
+        if prim.kind == "setitem" and self.may_repeat(prim.args[1]):
+            key = "setitem:gathered"
         try:
             stmts, env = expand_adjoint(
-                prim.key, copy_tree(prim.args), copy_tree(prim.keywords),
+                key, copy_tree(prim.args), copy_tree(prim.keywords),
                 items if items is not None else name(target), self.adjoint.get,
                 fresh_name=lambda tmp: self.namer.fresh(f"{target}_{tmp}"))
         except MissingRule as exc:
             raise self.fn.origin.error(stmt, str(exc), exc.hint or "register a rule with "
                                        "@transformer.defadjoint") from None
         return self.bind_env(stmts, env)
+
+    def may_repeat(self, index) -> bool:
+        """Whether the index of `x[index] = v` may hold an index array, which can name a
+        position twice: an item that is neither a literal, a slice, nor a name that holds
+        an int wherever read (`IntNames`: a `range` loop's variable, int arithmetic)."""
+        if self._int_names is None:
+            self._int_names = IntNames(self.fn, self.fn.node)
+        items = index.elts if isinstance(index, gast.Tuple) else [index]
+        for item in items:
+            if isinstance(item, gast.Slice) or \
+                    (isinstance(item, gast.Constant) and not isinstance(item.value, bool)):
+                continue
+            if not self._int_names.holds_int(item):
+                return True
+        return False
 
     def bind_env(self, stmts, env) -> list:
         renames = {}

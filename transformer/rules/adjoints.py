@@ -26,6 +26,7 @@ from transformer.runtime import (
     inner_grad_left,
     inner_grad_right,
     inside,
+    kept_writes,
     matmul_grad_left,
     matmul_grad_right,
     outer_or_matmul,
@@ -89,6 +90,14 @@ def getitem_static(z, x, index):
 @adjoint("setitem", result=False)
 def setitem(x, index, v):
     d[v] += unbroadcast(d[x][index], v)
+    d[x][index] = 0.0
+
+
+@adjoint("setitem:gathered", result=False)
+def setitem_gathered(x, index, v):
+    # an index array may name a position twice: only the write NumPy keeps there (the
+    # last) reaches the result
+    d[v] += unbroadcast(kept_writes(d[x], index), v)
     d[x][index] = 0.0
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from . import example_forms  # noqa: F401  (registers the loop-free per-example forms)
 from .broadcasting import (at_lower, at_upper, broadcast_like, broadcast_reduced, inside,
-                           scatter_add, unbroadcast)
+                           kept_writes, placed_writes, scatter_add, unbroadcast)
 from .casts import astype, cast_cotangent, cast_like, cast_tangent, real_only, zeros_like
 # called by generated code as runtime.<name> but not listed in __all__ (kept as it was)
 from .casts import array_copy, keep_float_type, own_copy, update_in_place, update_tangent  # noqa: F401
@@ -138,6 +138,7 @@ __all__ = [
     "inner_grad_left",
     "inner_grad_right",
     "inside",
+    "kept_writes",
     "matmul",
     "matmul_grad_left",
     "matmul_grad_left_add",
@@ -148,6 +149,7 @@ __all__ = [
     "norm",
     "outer_or_matmul",
     "pad",
+    "placed_writes",
     "power",
     "real_only",
     "reduce_all",

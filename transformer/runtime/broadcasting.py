@@ -11,7 +11,7 @@ from transformer.runtime.allocation import empty_array, full_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
-from .casts import _is_none, _is_scalar, _nb_float, cast_like
+from .casts import _is_none, _is_scalar, _nb_float, cast_like, own_copy
 from .kernels import _axes, _gather, _numba_sum, _reduce_into, axis_mask
 from .wide_sums import is_float32_array, wide_sum
 
@@ -263,9 +263,89 @@ def _scatter_add_nb(target, index, values):
                     target[flat[i]] += values
         return gathered
 
+    if isinstance(index, types.BaseTuple) and any(
+            isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
+            for t in index.types):
+        # an index array among slices and ints (`x[:, idx]`, `x[idx, 1]`): `+=` would add
+        # a repeated position once. Each value's flat position in `target`, read through
+        # the same index, says where to add it.
+        def spread(target, index, values):
+            places = np.arange(target.size).reshape(target.shape)[index]
+            flat = places.reshape(-1)
+            vals = np.ascontiguousarray(np.broadcast_to(values, places.shape)).reshape(-1)
+            added = np.zeros(target.size, target.dtype)
+            for k in range(flat.shape[0]):
+                added[flat[k]] += vals[k]
+            target += added.reshape(target.shape)
+        return spread
+
     def basic(target, index, values):
         target[index] += values
     return basic
+
+
+def kept_writes(cotangent, index):
+    """``cotangent[index]`` with 0 where ``x[index] = v`` wrote an element that a later
+    write of the same assignment replaced: an index array naming a position twice keeps
+    only one of its values there (NumPy keeps the last), so only that one has a
+    derivative. The winner is found by assigning each write's number the same way.
+    The result is a new array (or a number): the caller zeroes `cotangent[index]` next."""
+    taken = cotangent[index]
+    if not _array_indexed(index):
+        return own_copy(taken)
+    owner = np.full(np.shape(cotangent), -1, dtype=np.intp)
+    numbers = np.arange(np.size(taken)).reshape(np.shape(taken))
+    owner[index] = numbers
+    return np.where(owner[index] == numbers, taken, np.zeros_like(taken))
+
+
+def _array_indexed(index) -> bool:
+    """Whether `index` holds an integer array (or list) of at least one axis, which may
+    name a position twice."""
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        if isinstance(item, (list, np.ndarray)):
+            array = np.asarray(item)
+            if array.ndim >= 1 and array.dtype != np.bool_:
+                return True
+    return False
+
+
+def placed_writes(values, cotangent, index):
+    """The transpose of `kept_writes(cotangent, index)`: zeros of `cotangent`'s shape with
+    `values` assigned at `index` (the kept write of a repeated position lands last)."""
+    out = np.zeros_like(cotangent)
+    out[index] = values
+    return out
+
+
+@overload(kept_writes)
+def _kept_writes_nb(cotangent, index):
+    items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    if not any(isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
+               and t.ndim >= 1 for t in items):
+        return lambda cotangent, index: own_copy(cotangent[index])
+
+    def impl(cotangent, index):
+        taken = cotangent[index]              # a new array (an index array copies)
+        owner = np.full(cotangent.shape, -1, np.intp)
+        owner[index] = np.arange(taken.size).reshape(taken.shape)
+        kept = owner[index].reshape(-1)
+        flat = taken.reshape(-1)
+        for k in range(flat.size):
+            if kept[k] != k:
+                flat[k] = 0
+        return taken
+    return impl
+
+
+@overload(placed_writes)
+def _placed_writes_nb(values, cotangent, index):
+    def impl(values, cotangent, index):
+        out = np.zeros_like(cotangent)
+        out[index] = values
+        return out
+    return impl
 
 
 def inside(x, lo, hi):
