@@ -61,11 +61,38 @@ def fixed_by_the_hint(x, v):
     f = np.ravel(g).copy()
     g[0] = x
     return np.sum(f * v)
+
+
+def written_after_a_swap(x, v):
+    g = v * 0.5
+    f = g[::-1]
+    g, x = g, x
+    g[1] = x
+    return np.sum(f * v)
+
+
+def written_after_a_copy_in_a_loop(x, v):
+    g = v * 0.5
+    f = g[::-1]
+    for i in range(1):
+        g, x = g, x
+    g[1] += x
+    return np.sum(f * v)
+
+
+def a_renamed_copy_is_differentiated(x, v):
+    g = v * 0.5
+    f = g[::-1].copy()
+    g, x = g, x
+    g[1] = x
+    return np.sum(f * v) + np.sum(g * g)
 '''
 
 V = np.linspace(-1.0, 1.0, 6)
 X = 0.3
-REFUSED = {"ravel": 7, "view": 14, "reshape": 21, "transpose": 28, "view_of_a_view": 42}
+REFUSED = {"ravel": 7, "view": 14, "reshape": 21, "transpose": 28, "view_of_a_view": 42,
+           # `g, x = g, x` renames g: the write went to the renamed name, unchecked
+           "written_after_a_swap": 57, "written_after_a_copy_in_a_loop": 66}
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +108,8 @@ def test_a_view_read_after_a_write_to_its_array_is_refused_at_the_write(module, 
     assert f".py:{REFUSED[case]}:5:" in str(caught.value)
 
 
-@pytest.mark.parametrize("case", ["ravel_of_a_strided_array", "fixed_by_the_hint"])
+@pytest.mark.parametrize("case", ["ravel_of_a_strided_array", "fixed_by_the_hint",
+                                  "a_renamed_copy_is_differentiated"])
 def test_a_copy_is_differentiated(module, case):
     f = getattr(module, case)
     got = grad(f, argnums=(0, 1))(X, V.copy())

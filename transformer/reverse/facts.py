@@ -250,11 +250,15 @@ class BodyFacts:
             parents.setdefault(stmt.targets[0].id, set()).add(base)
         reads = [(stmt, root, root == base) for stmt, base in views
                  for root in _ancestors(parents, base)]
+        same = _copy_classes(self.simple)
         for write in self.simple:
             site = self._write_site(write)
             if site is None:
                 continue
             (written, index), at = site, self.order[id(write)]
+            # the written array under every name a copy gave it (`g_1 = g`, the renamed
+            # `g` of `g, x = g, x`): a view of `g` sees a write through `g_1`
+            arrays = same.get(written, {written})
             for read, base, direct in reads:
                 var = read.targets[0].id
                 overlap = not (direct and isinstance(read.value, gast.Subscript)) or \
@@ -262,7 +266,7 @@ class BodyFacts:
                 # `var` may still be the view at the write (bound in a branch, say) and
                 # a use after it may see the write: checked at run time (`var` must be
                 # bound on every path to the write, for the check to read it)
-                if base == written and self.order[id(read)] < at and overlap and \
+                if base in arrays and self.order[id(read)] < at and overlap and \
                         self._bound_at(var, write) and \
                         any(self.order[id(u)] > at and
                             not _rebound_between(self, var, read, write, u)
@@ -435,6 +439,20 @@ def _rebound_between(analysis, var, read, write, load) -> bool:
                 _encloses(analysis.chain_of[id(other)], chain):
             return True
     return False
+
+
+def _copy_classes(simple: list) -> dict:
+    """name -> the names joined to it by copies `a = b` (either way, transitively): the
+    names that may hold one array. More than may: a name rebound later is joined too,
+    which only adds run-time checks (`check_not_view` asks whether the memory is shared)."""
+    classes: dict = {}
+    for stmt in simple:
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, gast.Name) and isinstance(value, gast.Name):
+            joined = classes.get(target.id, {target.id}) | classes.get(value.id, {value.id})
+            for member in joined:
+                classes[member] = joined
+    return classes
 
 
 def _encloses(outer: tuple, inner: tuple) -> bool:
