@@ -6,8 +6,9 @@ six elements) from what users write around in-place writes: buffers (`v.copy()`,
 steps, negative steps, `reshape`, `.T`, `ravel`, `[None]`, `.view()`), other names for them
 (`p = h`, a tuple, list or dict holding one, names unpacked from a tuple, a module helper's
 parameter, a helper returning a view), writes through all of those (`u[i] = e`,
-`u[i:j] += e`, `u *= c`, a helper's `a[i] = e`), reads before and after the writes, `for`
-loops and `if`s around them, and rebinding (`h = h.copy()`, `h = h * 0.5`).
+`u[i:j] += e`, `u *= c`, `u[np.array([1, 0, 1])] = e` with a repeated position, a
+helper's `a[i] = e`), reads before and after the writes, `for` loops and `if`s around
+them, and rebinding (`h = h.copy()`, `h = h * 0.5`).
 
 Every name has one shape for the whole program, so a name rebound in a loop or a branch
 keeps its meaning; every name is bound before the body, so every program is valid NumPy
@@ -207,7 +208,10 @@ def _write(draw):
     site, index = _sites(draw)
     expr = _bounded(draw(expressions()))
     kind = draw(st.sampled_from(("set", "set", "add", "mul", "slice add", "whole",
-                                 "helper put", "helper scale", "helper bump", "fill")))
+                                 "helper put", "helper scale", "helper bump", "fill",
+                                 "gathered set", "gathered add")))
+    if kind.startswith("gathered"):
+        return _gathered_write(draw, kind, expr)
     if kind == "set":
         return f"{site}[{index}] = {expr}"
     if kind == "add":
@@ -232,6 +236,27 @@ def _write(draw):
     if kind == "helper scale":
         return f"scale({target}, {_factor(draw)})"
     return f"bump({target}, 0.5 * {expr})"
+
+
+# the first axis's length of each place an index array may write into
+_GATHERED_SITES = {"h": 6, "g": 6, "f": 6, "u": 3, "a": 6, "g[::-1]": 6, "h[1::2]": 3,
+                   "M": 2, "t[0]": 6, "lst[1]": 6, 'd["k"]': 6}
+
+
+def _gathered_write(draw, kind: str, expr: str) -> str:
+    """`site[np.array([i, j, i])] = e` (or `+= e`): an index array that may name a
+    position twice (NumPy keeps the last value written there; `+=` adds once)."""
+    site = draw(st.sampled_from(sorted(_GATHERED_SITES)))
+    n = _GATHERED_SITES[site]
+    picks = draw(st.lists(st.integers(-n, n - 1), min_size=2, max_size=4))
+    if draw(st.booleans()):
+        picks.append(picks[0])                  # a repeat, by position or from the end
+    index = f"np.array({picks})"
+    values = expr if site == "M" else \
+        f"({expr}) * np.linspace(0.25, 0.75, {len(picks)})"
+    if kind == "gathered set":
+        return f"{site}[{index}] = {values}"
+    return f"{site}[{index}] += 0.5 * {values}"
 
 
 @st.composite
