@@ -57,7 +57,7 @@ from collections.abc import Callable, MutableMapping
 
 import gast
 
-from transformer import runtime
+from transformer import rule_sources, runtime
 from transformer.primitives import registry
 
 from .nodes import copy_tree, walk
@@ -119,6 +119,7 @@ class Template:
     def __init__(self, source: str | Callable, globals: dict, has_result: bool = True,
                  broadcast: bool = False):
         self._source = source
+        self._stamp = rule_sources.stamp(source) if callable(source) else None
         self.globals = globals
         self.has_result = has_result
         self.broadcast = broadcast
@@ -130,8 +131,12 @@ class Template:
         if self._parsed is None:
             with self._parse_lock:
                 if self._parsed is None:
-                    self._parsed = _parse_template(self._source, self.has_result)
+                    self._parsed = _parse_template(self.source_text(), self.has_result)
         return self._parsed
+
+    def source_text(self) -> str:
+        """The text of the ``def`` (`rule_sources.read`)."""
+        return rule_sources.read(self._source, self._stamp)
 
     name = property(lambda self: self._parse()[0])
     signature = property(lambda self: self._parse()[1])
@@ -181,10 +186,8 @@ def _template_from_function(fn, has_result, broadcast) -> Template:
     return template
 
 
-def _parse_template(source, has_result: bool) -> tuple:
-    """(name, signature, params, body) of a template ``def``: its text, or a function."""
-    if callable(source):
-        source = inspect.getsource(source)
+def _parse_template(source: str, has_result: bool) -> tuple:
+    """(name, signature, params, body) of a template ``def``'s text."""
     fdef = gast.parse(textwrap.dedent(source)).body[0]
     for node in walk(fdef):    # emitted code takes the user's line, not the rule's
         for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):

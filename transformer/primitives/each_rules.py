@@ -21,7 +21,6 @@ never a number computed as if the batch axis were an example axis.
 from __future__ import annotations
 
 import ast
-import inspect
 import itertools
 import textwrap
 
@@ -202,10 +201,7 @@ _OWN: dict = {}          # id -> (name, the object, kept alive so that its id st
 
 
 def _template_def(template) -> ast.FunctionDef:
-    source = template._source
-    if callable(source):
-        source = inspect.getsource(source)
-    fdef = ast.parse(textwrap.dedent(source)).body[0]
+    fdef = ast.parse(textwrap.dedent(template.source_text())).body[0]
     fdef.decorator_list = []
     return fdef
 
