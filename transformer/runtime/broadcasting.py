@@ -322,6 +322,10 @@ def placed_writes(values, cotangent, index):
 @overload(kept_writes)
 def _kept_writes_nb(cotangent, index):
     items = index.types if isinstance(index, types.BaseTuple) else (index,)
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean) and \
+            index.ndim > 1:
+        # a mask names each element once; Numba indexes by masks of one axis only
+        return lambda cotangent, index: cotangent.ravel()[index.ravel()]
     if not any(isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
                and t.ndim >= 1 for t in items):
         return lambda cotangent, index: own_copy(cotangent[index])
