@@ -42,6 +42,7 @@ from .names import Namer, outer_names, stored_and_loaded
 from .nodes import copy_tree, walk
 from .partials import is_partial, parse_partial
 from .pyforms import generators_as_lists
+from .running_source import running_source
 from .syntax import shift_positions
 
 # wrappers that return exactly what the function under them returns
@@ -104,6 +105,7 @@ def parse(fn) -> Function:
             filename=filename, lineno=fn.__code__.co_firstlineno, col=0,
             hint="secant rewrites source code: define the function in a .py file "
                  "(not in exec'd strings or an interactive prompt without source)") from None
+    lines, first = running_source(fn, filename, lines, first)   # the code that runs
     origin = Origin(filename, _origin_name(fn), first)
     node = _function_node(fn, lines, first, origin)
     node.decorator_list = []
