@@ -87,8 +87,9 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     own, callee_arrays = [], {}
     calls_generated = False
     # Only the top function is parallel: a parallel helper nested inside a parallel
-    # caller gains nothing and trips Numba's parfors passes.
-    dependency_options = dataclasses.replace(options, parallel=False)
+    # caller gains nothing and trips Numba's parfors passes. Whether a callee is inlined
+    # is its own call count's choice, never inherited from this function's.
+    dependency_options = dataclasses.replace(options, parallel=False, inline=False)
     not_called_only = captured_arrays.not_called_only(node)
     call_sites = _call_sites(node)
     for name in sorted(free_names(node)):

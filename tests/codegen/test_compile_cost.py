@@ -1,6 +1,7 @@
 """What a first call costs Numba: a generated function called at one place is inlined into
 its caller (one compile instead of two), never into a parallel caller, never when it is
-called at several places, and never when it calls a generated function itself (Numba would
+called at several places (by its own caller: a helper inlined into its caller passes
+no inlining on to its callees), and never when it calls a generated function itself (Numba would
 compile and copy a chain of inlined functions once per level). The numbers stay NumPy's."""
 import numba
 import numpy as np
@@ -81,6 +82,21 @@ def test_only_the_leaf_of_a_chain_of_helpers_called_once_is_inlined():
 
 def test_a_helper_called_at_two_places_is_compiled_once_on_its_own():
     jit(twice_wave).source(np.ones(3))
+    assert _dependency_decorators("wave") == {"@numba.njit(nogil=True, no_cfunc_wrapper=True)"}
+
+
+def doubled_twice_wave(x):
+    return 2.0 * twice_wave(x)
+
+
+def test_a_helper_called_at_two_places_by_a_helper_called_once_is_not_inlined():
+    """The call count of each caller decides: `twice_wave`'s two calls of `wave`, not the
+    one call of `twice_wave` (an inherited flag made Numba compile `wave` once per call,
+    twice the compile time of a jit(hessian) whose per-example function is called three
+    times in vmap's loop)."""
+    x = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(jit(doubled_twice_wave)(x), doubled_twice_wave(x),
+                               rtol=1e-15, atol=0)
     assert _dependency_decorators("wave") == {"@numba.njit(nogil=True, no_cfunc_wrapper=True)"}
 
 
