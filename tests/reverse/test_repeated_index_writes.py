@@ -121,6 +121,26 @@ def test_a_range_loop_index_keeps_plain_indexing():
     assert "kept_writes(" in jit(grad(set_repeated)).source(X)
 
 
+def neighbours(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        j = i + 1
+        s = s + np.sin(x[i]) * x[j] * x[-1] + x[i, ...] * x[0]
+    return s
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["python", "jit"])
+def test_reads_that_name_one_position_accumulate_by_plain_indexing(compiled):
+    """A loop's `x[i]`, `x[i + 1]` and literal `x[-1]` name one position each: their
+    derivative is added by `bx[i] = bx[i] + ...` (np.add.at is for what may repeat)."""
+    transformed = jit(grad(neighbours)) if compiled else grad(neighbours)
+    text = transformed.source(X) if compiled else grad(neighbours).source()
+    assert "scatter_add" not in text and "bx[i] = bx[i] + " in text
+    assert_gradient_close(transformed(X.copy()), central_differences(neighbours, (X.copy(),)),
+                          "neighbours")
+    assert "scatter_add(bx, IDX" in grad(lambda x: np.sum(x[IDX] ** 2)).source()
+
+
 # ------------------------------------------------- reads: every repeat adds its derivative
 
 M = np.random.default_rng(2).normal(size=(3, 4))

@@ -202,6 +202,8 @@ class Adjoints(Classify, abc.ABC):
         key = prim.key
         if prim.kind == "setitem" and self.may_repeat(prim.args[1]):
             key = "setitem:gathered"
+        elif key == "getitem" and len(prim.args) == 2 and not self.may_repeat(prim.args[1]):
+            key = "getitem:static"      # one position per item: `bx[i] += bz`, plain
         try:
             stmts, env = expand_adjoint(
                 key, copy_tree(prim.args), copy_tree(prim.keywords),
@@ -213,9 +215,12 @@ class Adjoints(Classify, abc.ABC):
         return self.bind_env(stmts, env)
 
     def may_repeat(self, index) -> bool:
-        """Whether the index of `x[index] = v` may hold an index array, which can name a
-        position twice: an item that is neither a literal, a slice, nor a name that holds
-        an int wherever read (`IntNames`: a `range` loop's variable, int arithmetic)."""
+        """Whether the index of `x[index] = v` or `x[index]` may hold an index array, which
+        can name a position twice: an item that is neither a literal, a slice, nor a name
+        that holds an int wherever read (`IntNames`: a `range` loop's variable, int
+        arithmetic). A write that may repeat keeps only NumPy's winner's derivative
+        ("setitem:gathered"); a read that cannot is accumulated by plain indexing
+        ("getitem:static"), as a literal index is (`templates.expand_adjoint`)."""
         if self._int_names is None:
             self._int_names = IntNames(self.fn, self.fn.node)
         items = index.elts if isinstance(index, gast.Tuple) else [index]
