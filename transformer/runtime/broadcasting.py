@@ -311,6 +311,7 @@ def _array_indexed(index) -> bool:
     return False
 
 
+@register_jitable
 def placed_writes(values, cotangent, index):
     """The transpose of `kept_writes(cotangent, index)`: zeros of `cotangent`'s shape with
     `values` assigned at `index` (the kept write of a repeated position lands last)."""
@@ -340,15 +341,6 @@ def _kept_writes_nb(cotangent, index):
             if kept[k] != k:
                 flat[k] = 0
         return taken
-    return impl
-
-
-@overload(placed_writes)
-def _placed_writes_nb(values, cotangent, index):
-    def impl(values, cotangent, index):
-        out = np.zeros_like(cotangent)
-        out[index] = values
-        return out
     return impl
 
 
