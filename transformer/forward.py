@@ -399,12 +399,13 @@ class _Forward:
             self.check_shared_view(stmt, target, value)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
+            # (owned as `target` is: `target`'s in-place writes will change its array)
             fresh = self.namer.fresh(target + "_new")
             self.active.add(fresh)
+            self.owned |= {fresh} if target in self.owned else set()
             block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
             self.zero.discard(target)
-            if fresh in self.zero:
-                self.zero.add(target)
+            self.zero |= {target} if fresh in self.zero else set()
             return block + [located(assign(store(target), name(fresh)), stmt),
                             located(assign(store(self.d(target)), name(self.d(fresh))), stmt)]
         self.zero.discard(target)
@@ -640,13 +641,9 @@ def _read_names(value) -> set[str]:
 
 
 def _inplace_targets(stmts) -> set[str]:
-    found = set()
-    for stmt in stmts:
-        for node in walk(stmt):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript) \
-                    and isinstance(node.targets[0].value, gast.Name):
-                found.add(node.targets[0].value.id)
-    return found
+    return {node.targets[0].value.id for stmt in stmts for node in walk(stmt)
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript)
+            and isinstance(node.targets[0].value, gast.Name)}
 
 
 def _holds_operands(fn, value) -> bool:

@@ -104,9 +104,26 @@ def number_through_alias(x):
     return s * x[2] + t
 
 
+def view_of_the_array_a_copy_replaced(x):
+    g = x * 1.0
+    f = g[0:3]                     # keeps viewing the first array
+    g = g.copy()                   # `g` is a new array from here ...
+    g[1] += x[0] * x[2]            # ... written here (its tangent was `dg`, shared with df)
+    return np.sum(g * g) + np.sum(f * x)
+
+
+def view_of_a_view_of_the_array_a_copy_replaced(x):
+    g = x[::-1].copy()
+    f = g[None][0]
+    g = g.copy()
+    g[1] += np.tanh(x[0])
+    return np.sum(g * g) + np.sum(f * x)
+
+
 FORMS = [number_through_alias, plain_alias, plain_alias_of_active, slice_view, loop_rows,
          enumerated_rows, augmented_through_alias, augmented_through_view, augmented_loop_rows,
-         element_write_through_row, held_in_a_tuple, constant_written_through_alias]
+         element_write_through_row, held_in_a_tuple, constant_written_through_alias,
+         view_of_the_array_a_copy_replaced, view_of_a_view_of_the_array_a_copy_replaced]
 
 X = np.array([0.7, -1.3, 2.1])
 V = np.array([1.0, 0.5, -2.0])
