@@ -170,6 +170,22 @@ def sibling_view_read(W, h0):            # `u` and `M` view the same array
     return np.sum(u * u)
 
 
+def both_names_written(W, h0):           # each name written: the check was skipped
+    g = np.tanh(W @ h0) * 0.5
+    k = g
+    g[1] = 0.3
+    k[2] = 0.2
+    return np.sum(g[2:] ** 2)
+
+
+def both_names_written_copied(W, h0):    # the hint's rewrite of both_names_written
+    g = np.tanh(W @ h0) * 0.5
+    k = g.copy()
+    g[1] = 0.3
+    k[2] = 0.2
+    return np.sum(g[2:] ** 2)
+
+
 def assert_gradients_match_differences(f):
     for k in (0, 1):
         got = grad(f, argnums=k)(W.copy(), H0.copy())
@@ -192,6 +208,7 @@ def assert_gradients_match_differences(f):
     (base_also_written_directly, "row[0] = row[2] * 3.0"),
     (base_written_on_the_other_path, "g[::-1][2] -= 0.5 * np.tanh(h0[1])"),
     (sibling_view_read, "M[2] = np.tanh(h0[0])"),
+    (both_names_written, "k[2] = 0.2"),
 ])
 def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f, line):
     for transform in (grad, lambda g: jit(grad(g))):
@@ -205,7 +222,7 @@ def test_a_write_through_a_view_of_an_array_read_later_is_refused_at_the_write(f
 
 @pytest.mark.parametrize("f", [row_written_directly, loop_written_directly, row_copied,
                                mask_selection_written, view_written_base_not_read,
-                               reshaped_copy, tuple_of_a_copy])
+                               reshaped_copy, tuple_of_a_copy, both_names_written_copied])
 def test_the_hints_rewrites_and_copies_get_the_finite_difference_gradient(f):
     assert_gradients_match_differences(f)
 

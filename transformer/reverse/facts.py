@@ -141,11 +141,13 @@ class BodyFacts:
             if isinstance(stmt.targets[0], gast.Subscript):
                 through.setdefault(stmt.targets[0].value.id, []).append(stmt)
         changed = True
-        while changed:
+        seen: set = set()       # copies checked: each once, also where both names are
+        while changed:          # written themselves (`g[1] = a; k = g; k[3] = b`)
             changed = False
             for stmt in copies:
                 pair = {stmt.targets[0].id, stmt.value.id}
-                if pair & self.written and not pair <= self.written:
+                if pair & self.written and id(stmt) not in seen:
+                    seen.add(id(stmt))
                     self._refuse_observed_alias(stmt, through)
                     self.written |= pair
                     # a write through either name after the copy writes both: `a_1 = y;
