@@ -399,10 +399,11 @@ class _Forward:
             self.check_shared_view(stmt, target, value)
         if target in _read_names(value):
             # the tangent reads the operands' old values: compute the primal aside first
-            # (owned as `target` is: `target`'s in-place writes will change its array)
+            # (owned and shared as `target` is: its in-place writes will change this array)
             fresh = self.namer.fresh(target + "_new")
             self.active.add(fresh)
             self.owned |= {fresh} if target in self.owned else set()
+            self.shared |= {fresh} if target in self.shared else set()
             block = self.assignment(located(assign(store(fresh), value), stmt), fresh, value)
             self.zero.discard(target)
             self.zero |= {target} if fresh in self.zero else set()
