@@ -382,8 +382,9 @@ def _loop_bound(rt: _Runtime, stmt, target, args, last: bool):
 def _float_zeros(rt: _Runtime, stmt, target, args):
     spec = rt.spec(args[0])
     if spec is not None and not spec.is_float:
-        raise rt.fn.origin.error(stmt, f"grad requires real-valued inputs, but argument "
-                                 f"{args[1].value!r} is an integer ({spec.dtype})",
+        which = f"argument {args[1].value!r}" if args[1].value else "a vjp's argument"
+        raise rt.fn.origin.error(stmt, f"grad requires real-valued inputs, but {which} is "
+                                 f"an integer ({spec.dtype})",
                                  "pass floats for differentiated arguments")
     return _zeros_like(rt, stmt, target, args[:1])
 

@@ -156,7 +156,7 @@ class ReverseSweep(ForwardSweep):
             if var in self.wrt and top and var not in self.elements:
                 check = self.helper("float_zeros", float_zeros)
                 out.append(assign(self.adjoint[var], call(name(check), name(var),
-                                                          const(var))))
+                                                          self.seed_label(var))))
             else:
                 out.extend(self.zero_adjoints(var, by_items=True))
         return out
@@ -178,7 +178,14 @@ class ReverseSweep(ForwardSweep):
                                        "read all items as p[0], p[1], ... or p['a'], ...")
         if var in self.active:
             return name(self.adjoint[var])
-        return call(name(self.helper("float_zeros", float_zeros)), name(var), const(var))
+        return call(name(self.helper("float_zeros", float_zeros)), name(var),
+                    self.seed_label(var))
+
+    def seed_label(self, var: str):
+        """`float_zeros`' label: the parameter's name, which a refusal of an integer argument
+        names; None in a vjp, whose callers may hand it an int (`reverse.float_zeros`) -
+        a user's own vjp refuses one at the API boundary first (`input_dtypes`)."""
+        return const(None if self.mode == VJP else var)
 
     def seeds(self) -> list:
         out = []

@@ -25,9 +25,14 @@ def unit_cotangent(out):
 
 def float_zeros(x, label):
     """Zeros shaped like argument `x`; an error naming it when it is an integer, a
-    boolean or complex (see `input_dtypes`)."""
-    if input_kind(x) is not None:
-        raise refusal("grad", label, x, allow_int_hint=False)
+    boolean or complex (see `input_dtypes`). A vjp's parameter has `label` None: a callee
+    handed an int on some path of its caller (`b = 0` in one branch) has no derivative
+    there, so an integer or boolean value gets float zeros; complex is still refused."""
+    kind = input_kind(x)
+    if kind is not None:
+        if label is None and kind != "complex":
+            return np.zeros(np.shape(x)) if np.ndim(x) else 0.0
+        raise refusal("grad", label or "an argument", x, allow_int_hint=False)
     return runtime.zeros_like(x)
 
 
@@ -49,7 +54,12 @@ def _install_overloads():
     @overload(float_zeros)
     def _zeros_nb(x, label):
         dtype = x.dtype if isinstance(x, types.Array) else x
-        if isinstance(dtype, (types.Integer, types.Boolean, types.Complex)):
+        exact = isinstance(dtype, (types.Integer, types.Boolean))
+        if exact and isinstance(label, (types.NoneType, types.Omitted)):
+            if isinstance(x, types.Array):
+                return lambda x, label: zeros_array(x.shape, np.float64)
+            return lambda x, label: 0.0
+        if exact or isinstance(dtype, types.Complex):
             which = getattr(label, "literal_value", "an argument")
             kind = "complex" if isinstance(dtype, types.Complex) else "an integer"
             raise TypingError(f"grad requires real-valued inputs (input dtype that is a "
