@@ -107,11 +107,7 @@ def _nested_code(code):
 
 
 def _all_names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _all_names(const)
-    return names
+    return set(code.co_names).union(*(nested.co_names for nested in _nested_code(code)))
 
 
 _COMPARED = ("co_code", "co_names", "co_varnames", "co_freevars", "co_cellvars",
