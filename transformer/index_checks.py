@@ -33,6 +33,7 @@ import re
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
+from numba.extending import register_jitable
 from transformer.runtime.numba_api import overload
 
 from .error_flags import where_of
@@ -126,16 +127,31 @@ def checked_item(x, index, where):
 
 
 def checked_range(x, axis, start, stop, step, offset, where):
-    """Check every `k + offset`, `k` in `range(start, stop, step)`, against `x.shape[axis]`."""
+    """Check every `k + offset`, `k` in `range(start, stop, step)`, against `x.shape[axis]`;
+    a failure names the first index out of bounds in the loop's order, as the loop would."""
     if not isinstance(x, np.ndarray) or axis >= x.ndim:
         return
     n = x.shape[axis]
-    trips = len(range(start, stop, step))
-    if trips:
-        first, last = start + offset, start + (trips - 1) * step + offset
-        for value in (first, last):
-            if value < -n or value >= n:
-                raise IndexError(_message(where, value, axis, n))
+    bad = first_out_of_bounds(start + offset, step, len(range(start, stop, step)), n)
+    if bad is not None:
+        raise IndexError(_message(where, bad, axis, n))
+
+
+@register_jitable
+def first_out_of_bounds(first, step, trips, n):
+    """The first of `first, first + step, ...` (`trips` values) outside `-n <= i < n`, or
+    None. The values move one way, so only an end can fail: the first value, or the
+    first one to cross the bound the values move towards."""
+    if trips <= 0:
+        return None
+    if first < -n or first >= n:
+        return first
+    last = first + (trips - 1) * step
+    if last >= n:                                   # rising past n - 1
+        return first + (n - first + step - 1) // step * step
+    if last < -n:                                   # falling below -n
+        return first + (first + n + 1 - step - 1) // -step * step
+    return None
 
 
 def checked_rec(x, index, axis, where, err, site):
@@ -274,14 +290,9 @@ def _checked_range_nb(x, axis, start, stop, step, offset, where):
 
     def impl(x, axis, start, stop, step, offset, where):
         n = x.shape[at]
-        trips = len(range(start, stop, step))
-        if trips > 0:
-            first = start + offset
-            last = start + (trips - 1) * step + offset
-            if first < -n or first >= n:
-                raise IndexError(location, first, at, n)
-            if last < -n or last >= n:
-                raise IndexError(location, last, at, n)
+        bad = first_out_of_bounds(start + offset, step, len(range(start, stop, step)), n)
+        if bad is not None:
+            raise IndexError(location, bad, at, n)
     return impl
 
 
@@ -301,15 +312,13 @@ def _checked_range_rec_nb(x, axis, start, stop, step, offset, where, err, site):
 
     def impl(x, axis, start, stop, step, offset, where, err, site):
         n = x.shape[at]
-        trips = len(range(start, stop, step))
-        if trips > 0:
-            for value in (start + offset, start + (trips - 1) * step + offset):
-                if value < -n or value >= n:
-                    err[1] = value
-                    err[2] = at
-                    err[3] = n
-                    err[0] = site
-                    raise IndexError(location, value, at, n)
+        bad = first_out_of_bounds(start + offset, step, len(range(start, stop, step)), n)
+        if bad is not None:
+            err[1] = bad
+            err[2] = at
+            err[3] = n
+            err[0] = site
+            raise IndexError(location, bad, at, n)
     return impl
 
 

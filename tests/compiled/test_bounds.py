@@ -184,6 +184,32 @@ def test_checked_range_checks_the_first_and_last_index_of_a_nonempty_range():
             checked_range(x, 0, start, stop, step, offset, "f.py:1:1")
 
 
+@pytest.mark.parametrize("start, stop, step, offset, first_bad",
+                         [(0, 9, 1, 0, 4), (0, 9, 2, 1, 5), (1, 9, 3, 0, 4),
+                          (3, -9, -1, -1, -5), (2, -9, -3, 0, -7), (0, 3, 1, -6, -6)])
+def test_checked_range_names_the_first_index_out_of_bounds_in_the_loops_order(
+        start, stop, step, offset, first_bad):
+    with pytest.raises(IndexError, match=f"^f.py:1:1: index {first_bad} is out of bounds"):
+        checked_range(np.zeros(4), 0, start, stop, step, offset, "f.py:1:1")
+
+
+def _runs_past_the_end(w):
+    s = 0.0
+    for i in range(6):
+        s = s + w[i] * 2.0
+    return s
+
+
+def test_a_loop_running_past_the_end_under_jit_names_the_index_python_names():
+    w = np.arange(4.0)
+    with pytest.raises(IndexError) as in_python:
+        _runs_past_the_end(w)
+    with pytest.raises(IndexError) as compiled:
+        jit(_runs_past_the_end)(w)
+    assert "checked_range(" in jit(_runs_past_the_end).source()
+    assert f": {in_python.value}" in str(compiled.value)     # index 4, not the last one
+
+
 def test_a_write_into_a_computed_array_is_refused_at_the_users_line():
     with pytest.raises(TransformError) as caught:
         jit(programs.computed_write).source()
