@@ -293,3 +293,48 @@ def test_value_reassigned_after_its_read_is_not_taken_from_its_record():
     x = np.linspace(0.2, 1.1, 4)
     expected = central_differences(reassigned_after_read, (x,), 0)
     assert_gradient_close(grad(reassigned_after_read)(x), expected)
+
+
+# ---------------------------------------------------------------- reads nobody needs
+def reads_past_the_start(w):
+    t = w[-5]          # noqa: F841  (read, never used)
+    return np.sum(w * w)
+
+
+def reads_past_the_end_in_a_loop(w):
+    s = 0.0
+    for i in range(6):
+        u = w[i] * 2.0          # noqa: F841  (read, never used)
+        s = s + w[0]
+    return s
+
+
+def reads_inside_and_slices(w):
+    t = w[-4]          # noqa: F841  (read, never used)
+    u = w[1:10]          # noqa: F841  (read, never used)
+    return np.sum(w * w)
+
+
+@pytest.mark.parametrize("f", [reads_past_the_start, reads_past_the_end_in_a_loop])
+def test_an_unneeded_read_out_of_bounds_raises_under_grad_as_the_function_does(f):
+    w = np.arange(4.0)
+    with pytest.raises(IndexError) as in_python:
+        f(w)
+    with pytest.raises(IndexError) as in_grad:
+        grad(f)(w)
+    assert str(in_grad.value) == str(in_python.value)
+    with pytest.raises(IndexError) as in_vjp:
+        vjp(f, w)[1](1.0)
+    assert str(in_vjp.value) == str(in_python.value)
+
+
+def test_an_unneeded_read_out_of_bounds_raises_under_jit_grad_at_the_users_line():
+    with pytest.raises(IndexError, match=r"test_reverse_dce.py:\d+:\d+: index -5 is out of"):
+        jit(grad(reads_past_the_start))(np.arange(4.0))
+
+
+def test_an_unneeded_read_in_bounds_is_kept_and_an_unneeded_slice_is_dropped():
+    text = source(grad(reads_inside_and_slices))
+    assert "w[-4]" in text and "w[1:10]" not in text
+    w = np.arange(4.0)
+    np.testing.assert_allclose(grad(reads_inside_and_slices)(w), 2 * w)

@@ -49,7 +49,8 @@ from ..names import free_names
 from ..nodes import copy_tree, walk
 from ..syntax import located
 from .classify import GRAD, VALUE_AND_GRAD, VJP
-from .dce import eliminate_dead_code, forget_weak_reads, pure_calls, weak_reads_bound
+from .dce import (eliminate_dead_code, forget_weak_reads, mark_unneeded_reads, pure_calls,
+                  weak_reads_bound)
 from .facts import _cheap_pure_function
 from .prepare import prepare
 from .reads import shape_argument
@@ -116,6 +117,7 @@ class _Reverse(ReverseSweep):
         return reverse_function(callee, positions, VJP)
 
     def build(self, label: str) -> Function:
+        mark_unneeded_reads(self.body + [self.ret], pure_calls(self.env, _cheap_pure_function))
         forward = self.tape_setup() + self.forward_block(self.body)
         reverse = self.reverse_block(self.body, top=True)
         node = copy_tree(self.fn.node)

@@ -19,6 +19,11 @@ variable bound.
 
 A body with statements outside those shapes (`break`, `try`, `with`, ...) is left as is.
 
+A statement that the function's own program did not need but that indexes an array
+(`t = w[-5]` with `t` never read) is marked by `mark_unneeded_reads` on the primal
+before the gradient is built, and kept: Python raises IndexError there when the index is
+out of range, and the derivative must raise where the function does, not return a value.
+
 Output invariant: every kept statement computes the values it computed before, and reads
 only names assigned by kept statements (weak reads aside).
 """
@@ -34,9 +39,11 @@ from codegen.backends import is_user_function
 from .. import runtime, tape
 from ..callbacks import pure_callback
 from ..function import resolve_in
-from ..nodes import walk
+from ..nodes import copy_tree, walk
 from ..runtime import host
 
+# set on a primal statement (and so on its copies in the forward sweep) that DCE must keep
+KEEP_FOR_ERRORS = "secant_keep_for_errors"
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Assert, gast.Pass)
 _COMPOUND = (gast.If, gast.For, gast.While)
 
@@ -46,6 +53,35 @@ def eliminate_dead_code(body: list, pure: Callable[[gast.Call], bool]) -> None:
     if not _supported(body):
         return
     _block(body, set(), pure, sweep=True)
+
+
+def mark_unneeded_reads(body: list, pure: Callable[[gast.Call], bool]) -> None:
+    """Mark the statements of the primal `body` (its return included) that its program does
+    not need and that index something with more than slices: each may raise IndexError.
+    `eliminate_dead_code` keeps marked statements, so a gradient raises where `f` does."""
+    if not _supported(body):
+        return
+    twin = copy_tree(body)
+    pairs = [(copied, original) for c, o in zip(twin, body)
+             for copied, original in zip(walk(c), walk(o)) if isinstance(copied, gast.stmt)]
+    _block(twin, set(), pure, sweep=True)
+    kept = {id(stmt) for c in twin for stmt in walk(c)}
+    for copied, original in pairs:
+        if id(copied) not in kept and _indexes(copied):
+            setattr(original, KEEP_FOR_ERRORS, True)
+
+
+def _indexes(stmt) -> bool:
+    """Whether the simple statement `stmt` reads a subscript whose index is not only
+    slices (a write's target is not a read)."""
+    if not isinstance(stmt, _SIMPLE):
+        return False
+    for node in walk(stmt):
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Load):
+            parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+            if not all(isinstance(part, gast.Slice) for part in parts):
+                return True
+    return False
 
 
 def weak_reads_bound(body: list, params) -> bool:
@@ -125,6 +161,11 @@ def _statement(stmt, live: set, pure, sweep: bool) -> tuple[set, bool]:
         return live, False
     if isinstance(stmt, gast.Return):
         return _uses(stmt), True
+    if getattr(stmt, KEEP_FOR_ERRORS, False):
+        reads = _uses(stmt)
+        if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
+            reads.add(stmt.target.id)
+        return (live - (_defined(stmt) or set())) | reads, True
     defined = _defined(stmt)
     wanted = set(defined or ()) | {_weakly(d) for d in defined or ()} \
         if getattr(stmt, "secant_weak_definition", False) else defined
