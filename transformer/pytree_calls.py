@@ -3,7 +3,8 @@ or to a transformation of one (`predict(params, x)`, `vmap(predict, in_axes=(Non
 xs)`, `grad(loss)(params, x)`), and returned under jit (`return tree_map(f, params, grads)`).
 
 `ContainerCalls` is a part of `pytrees._Flattener`; it relies on the flattener's
-`resolve`, `rewrite`, `bind`, `statement`, `tree_map`, `error` and `flatten`.
+`resolve`, `rewrite`, `bind`, `statement`, `tree_map`, `comprehension`, `forget_rebound`,
+`error` and `flatten`, and its `tuples` and `namer`.
 Invariant: every call it emits passes leaves only, to a Function over leaves bound in the
 flattener's env; a transformation's container result is bound leaf by leaf.
 """
@@ -18,8 +19,9 @@ from codegen.backends import is_user_function
 from . import tree_util
 from .bound_calls import bind_arguments
 from .function import Function, resolve
-from .pytree_layouts import (LEAF, Flat, FlatResult, Tree, layout_of, leaf_names, literal,
-                             literal_kinds, locate, names_in)
+from .nodes import walk
+from .pytree_layouts import (LEAF, Flat, FlatResult, Tree, constant, layout_of, leaf_names,
+                             literal, literal_kinds, locate, names_in)
 from .syntax import const, name
 
 
@@ -46,11 +48,101 @@ class ContainerCalls:
         if found is None:
             return None
         leaf_call, flat = found
-        if flat is not None and flat.rebuild is not None:
+        if flat is None or flat.rebuild is None:
+            return leaf_call
+        one = self.single_leaf(flat)
+        if one is None:
             raise self.error(call, "a transformation given container arguments returns a "
                              "container here", "assign its result to a name first "
                              "(grads = grad(loss)(params, x)), then read that name")
+        for i in one.path:          # `-grad(energy)(pos, params)`: one array, read in place
+            leaf_call = gast.Subscript(value=leaf_call, slice=const(i), ctx=gast.Load())
         return leaf_call
+
+    def dict_display(self, stmt, env, nested) -> list | None:
+        """Under jit of the function itself, `new = {"W": w2, "b": b2}` (string keys, leaf
+        values, in straight-line code) binds `new` as a container of leaves, so that
+        `return new` hands it back as `return {...}` does (Numba cannot return the dict
+        itself). Each value is bound to a name of its own; None for any other statement."""
+        target, value = stmt.targets[0], stmt.value
+        if self.tuples and not nested and isinstance(value, gast.DictComp):
+            value = self.comprehension(value, env)      # over a container: a display
+        if not self.tuples or nested or not isinstance(target, gast.Name) or \
+                not isinstance(value, gast.Dict) or any(k is None for k in value.keys):
+            return None
+        keys = [constant(k) for k in value.keys]
+        if not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys) or \
+                any(isinstance(self.resolve(v, env), Tree) for v in value.values):
+            return None
+        names = {k: self.namer.fresh(f"{target.id}_item") for k in keys}
+        out = []
+        for key, item in zip(keys, value.values):
+            assign = gast.Assign(targets=[name(names[key], gast.Store())], value=item,
+                                 type_comment=None)
+            out.extend(self.statement(gast.copy_location(assign, stmt), env, nested))
+        self.forget_rebound(gast.Assign(targets=[target], value=value), env, nested)
+        layout = layout_of(dict.fromkeys(keys, 0.0))
+        env[target.id] = Tree(layout, tuple(names[k] for k in layout.keys))
+        return out
+
+    def hoist_container_result(self, stmt, env) -> list | None:
+        """`tree_map(f, params, grad(loss)(params, x))`: a transformation's container result
+        used inside a statement is bound to a fresh name first (`grads = ...`, then the
+        statement reads `grads`), as `container_result` binds one. Only a call that the
+        statement always evaluates moves (not one under `if`-expressions, `and`/`or` or
+        lambdas; in a list or dict comprehension, one that reads none of its names). It then
+        runs before the statement's other calls, which changes nothing unless one of those
+        writes into an array the transformation reads. None when there is nothing to move."""
+        if not isinstance(stmt, (gast.Assign, gast.AugAssign, gast.Return, gast.Expr)) or \
+                stmt.value is None:
+            return None
+        start = [stmt.value] if not isinstance(stmt, gast.Assign) else \
+            list(gast.iter_child_nodes(stmt.value))
+        todo = [(node, frozenset()) for node in start]   # (node, comprehension names)
+        while todo:
+            node, inside = todo.pop(0)
+            if isinstance(node, (gast.IfExp, gast.BoolOp, gast.Lambda, gast.SetComp,
+                                 gast.GeneratorExp)):
+                continue
+            if isinstance(node, (gast.ListComp, gast.DictComp)):    # `{k: g[k] for k in p}`
+                inside = inside | {n.id for gen in node.generators for n in walk(gen.target)
+                                   if isinstance(n, gast.Name)}
+            if isinstance(node, gast.Call) and \
+                    not any(isinstance(n, gast.Name) and n.id in inside for n in walk(node)) \
+                    and self.returns_container(node, env):
+                fresh = self.namer.fresh("result")
+                bound = gast.copy_location(gast.Assign(targets=[name(fresh, gast.Store())],
+                                                       value=node, type_comment=None), stmt)
+                _replace(stmt, node, gast.copy_location(name(fresh), node))
+                return [bound, stmt]
+            todo.extend((child, inside) for child in gast.iter_child_nodes(node))
+        return None
+
+    def returns_container(self, call, env) -> bool:
+        """Whether `call` is a transformation given containers whose result is a container
+        that `container_result` can bind (`grad(loss)(params, x)`)."""
+        given = call.args + [k.value for k in call.keywords]
+        if not any(isinstance(self.resolve(a, env), Tree) for a in given):
+            return False
+        found = self.leaf_call(call, env)
+        if found is None or found[1] is None or found[1].rebuild is None or \
+                self.single_leaf(found[1]) is not None:
+            return False
+        try:
+            rebuilt = found[1].rebuild(FlatResult())
+        except (TypeError, ValueError, KeyError, IndexError):
+            return False
+        return all(isinstance(leaf, FlatResult) for leaf in tree_util.tree_leaves(rebuilt))
+
+    @staticmethod
+    def single_leaf(flat):
+        """The FlatResult a transformation's result rebuilds to when it is one array (a
+        gradient with respect to an array, the other arguments containers), else None."""
+        try:
+            rebuilt = flat.rebuild(FlatResult())
+        except (TypeError, ValueError, KeyError, IndexError):
+            return None
+        return rebuilt if isinstance(rebuilt, FlatResult) else None
 
     def leaf_call(self, call, env):
         """(the call of the variant over leaves, the transformation's Flat or None for a
@@ -177,3 +269,12 @@ class ContainerCalls:
             if isinstance(value, gast.Tuple) else literals[0]
         return lines + [gast.copy_location(gast.Return(value=value), stmt)]
 
+
+def _replace(tree, old, new) -> None:
+    """Put `new` where the node `old` is in `tree`, in place."""
+    for sub in walk(tree):
+        for field, value in gast.iter_fields(sub):
+            if value is old:
+                setattr(sub, field, new)
+            elif isinstance(value, list) and any(v is old for v in value):
+                setattr(sub, field, [new if v is old else v for v in value])

@@ -123,6 +123,9 @@ class _Flattener(ContainerCalls):
         return out
 
     def statement(self, stmt, env, nested):
+        hoisted = self.hoist_container_result(stmt, env)
+        if hoisted is not None:
+            return [s for line in hoisted for s in self.statement(line, env, nested)]
         if isinstance(stmt, gast.Return) and self.tuples and stmt.value is not None:
             returned = self.returned_literal(stmt, env, nested)
             if returned is not None:
@@ -135,6 +138,9 @@ class _Flattener(ContainerCalls):
             tree = self.resolve(stmt.value, env)
             if isinstance(tree, Tree):
                 return self.bind(stmt.targets[0], tree, env, nested, stmt)
+            built = self.dict_display(stmt, env, nested)
+            if built is not None:
+                return built
         if isinstance(stmt, gast.For):
             entries = self.iteration(stmt.iter, env)
             if entries is not None:
@@ -278,10 +284,12 @@ class _Flattener(ContainerCalls):
 
     def iteration(self, expr, env):
         """The entries a `for` over a container visits, or None for any other loop:
-        a list or tuple, `enumerate` of one, `zip` of several, a dict's `keys()`,
-        `values()`, `items()`."""
+        a list or tuple, `enumerate` of one, `zip` of several, a dict (its keys), a dict's
+        `keys()`, `values()`, `items()`."""
         tree = self.resolve(expr, env)
         if isinstance(tree, Tree):
+            if tree.layout.kind == "dict":          # as Python iterates a dict: its keys
+                return [Key(k) for k in tree.layout.keys]
             if tree.layout.kind != "sequence":
                 raise self.error(expr, f"cannot iterate over a {self.describe(tree)}",
                                  "iterate over a list or tuple argument, or over a dict's "
@@ -316,9 +324,15 @@ class _Flattener(ContainerCalls):
                              "a container argument (the loop is unrolled)",
                              "use an if around the rest of the body")
         out = []
+        rebound = {n.id for stmt in loop.body for n in walk(stmt)
+                   if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
         for entry in entries:
             out.extend(self.bind_entry(loop.target, entry, env, nested, loop))
-            out.extend(self.statements(copy_tree(loop.body), env, nested))
+            body = copy_tree(loop.body)
+            if isinstance(loop.target, gast.Name) and isinstance(entry, Key) and \
+                    loop.target.id not in rebound:    # `for k in params: params[k]`
+                body = [substitute(stmt, {loop.target.id: const(entry.key)}) for stmt in body]
+            out.extend(self.statements(body, env, nested))
         return out + self.statements(loop.orelse, env, nested)
 
     def comprehension(self, node, env):

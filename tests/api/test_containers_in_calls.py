@@ -148,6 +148,15 @@ def grad_used_in_an_expression(params, x, y):
     return np.sum(grad(dict_loss)(params, x, y)["W1"])
 
 
+def grad_used_under_a_condition(params, x, y):
+    return np.sum(grad(dict_loss)(params, x, y)["W1"]) if x[0] > -10.0 else 0.0
+
+
+def step_mapping_the_gradient_in_place(params, x, y):
+    """JAX's `tree_map(lambda p, g: p - lr * g, params, grad(loss)(params, x, y))`."""
+    return tree_map(lambda p, g: p - 0.1 * g, params, grad(dict_loss)(params, x, y))
+
+
 def grad_bound_in_a_loop(params, x, y):
     total = 0.0
     for _ in range(2):
@@ -156,8 +165,23 @@ def grad_bound_in_a_loop(params, x, y):
     return total
 
 
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_a_container_result_read_inside_an_expression_is_bound_first(compiled):
+    f = jit(grad(grad_used_in_an_expression)) if compiled else grad(grad_used_in_an_expression)
+    assert_tree_close(f(PARAMS, X, Y), tree_fd_grad(grad_used_in_an_expression, (PARAMS, X, Y)),
+                      rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("cpu", marks=pytest.mark.slow)])
+def test_tree_map_of_a_gradient_computed_in_its_arguments_matches_plain_python(backend):
+    got = jit(step_mapping_the_gradient_in_place, backend=backend)(PARAMS, X, Y)
+    assert_tree_close(got, step_mapping_the_gradient_in_place(PARAMS, X, Y), rtol=1e-10,
+                      atol=1e-12)
+
+
 @pytest.mark.parametrize("f, hint", [
-    (grad_used_in_an_expression, "assign its result to a name first"),
+    (grad_used_under_a_condition, "assign its result to a name first"),
     (grad_bound_in_a_loop, "bind it before the branch")])
 def test_a_container_result_used_another_way_is_refused_at_the_call(f, hint):
     with pytest.raises(TransformError) as info:
@@ -175,6 +199,38 @@ def hinted(params, x, y):
 def test_the_hint_for_an_expression_works():
     assert_tree_close(grad(hinted)(PARAMS, X, Y), tree_fd_grad(hinted, (PARAMS, X, Y)),
                       rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- one array back, in place
+def pair_energy(pos, params):
+    d = pos[:, None, :] - pos[None, :, :]
+    r2 = np.sum(d * d, axis=-1) + np.eye(pos.shape[0])
+    sr6 = (params["sigma"] ** 2 / r2) ** 3
+    return 0.5 * np.sum(4.0 * params["eps"] * (sr6 * sr6 - sr6) * (1.0 - np.eye(pos.shape[0])))
+
+
+def force_matching(params, confs, forces):
+    """Forces as -grad(energy) inside the loss, read in place: the gradient is with respect
+    to the positions (an array), so the result is one array though `params` is a dict."""
+    total = 0.0
+    for k in range(confs.shape[0]):
+        total = total + np.sum((-grad(pair_energy)(confs[k], params) - forces[k]) ** 2)
+    return total
+
+
+FM_CONFS = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [0.1, 1.2, 0.1],
+                     [1.0, 1.1, 0.9]]) + 0.03 * RNG.normal(size=(2, 4, 3))
+FM_FORCES = 0.1 * RNG.normal(size=(2, 4, 3))
+FM_PARAMS = {"eps": 1.0, "sigma": 0.9}
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_a_gradient_with_respect_to_an_array_is_read_in_place_beside_a_dict(compiled):
+    f = jit(grad(force_matching)) if compiled else grad(force_matching)
+    assert_tree_close(f(FM_PARAMS, FM_CONFS, FM_FORCES),
+                      tree_fd_grad(force_matching, (FM_PARAMS, FM_CONFS, FM_FORCES)),
+                      rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------- an optimizer step, jitted
