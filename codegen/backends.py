@@ -228,7 +228,11 @@ def is_library_module(module: types.ModuleType) -> bool:
 
 
 def is_user_function(value) -> bool:
-    """A Python function with source that belongs to the user, not to a library."""
+    """A Python function with source that belongs to the user, not to a library; or such a
+    function bound to an object of the user's (`self.hidden` in a method)."""
+    if inspect.ismethod(value) and not isinstance(value.__self__, type) and \
+            (type(value.__self__).__module__ or "").partition(".")[0] not in _LIBRARY_ROOTS:
+        value = value.__func__
     if not inspect.isfunction(value):
         return False
     root = (value.__module__ or "").partition(".")[0]

@@ -6,8 +6,9 @@ the function is transformed, as a module attribute (`cfg.SCALE`) is: Numba canno
 Python dict, and a transformation must know which function `ACT["relu"](x)` calls.
 
 `fold_dict_reads` replaces each such read whose value is a literal (a number, bool, str,
-None or a tuple of those) by that literal, and one whose value is a function by a fresh
-name bound to it in the env; any other value (an array) is left to be read as before. Each
+None or a tuple of those) by that literal, and one whose value is a function or an array
+by a fresh name bound to it in the env (under jit such an array is a hidden argument, read
+from the dict at each call: `captured_arrays`); any other value is left as written. Each
 item folded is reported to the recordings active on this thread (`freshness.note`), keyed
 by the dict and the key, so assigning `CONFIG["lr"] = 0.2` later makes `grad`, `vmap`, ...
 rebuild and a new `jit` specialization read the new value, exactly as rebinding a global
@@ -57,7 +58,8 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
         value = mapping[key]
         if is_literal(value):
             replacement = literal_node(value)
-        elif callable(value) and not isinstance(value, (type, np.ndarray)):
+        elif (callable(value) and not isinstance(value, type)) or \
+                type(value) is np.ndarray:      # an array: jit passes it as a hidden argument
             namer = namer or Namer.for_function(fn)
             fresh = namer.fresh(f"{read.value.id}_{key}" if isinstance(key, str) and
                                 key.isidentifier() else read.value.id)

@@ -39,6 +39,7 @@ from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
 from .names import Namer, outer_names, stored_and_loaded
+from .object_attributes import bind_object_attributes, is_plain_object
 from .nodes import copy_tree, walk
 from .partials import is_partial, parse_partial
 from .pyforms import generators_as_lists
@@ -80,9 +81,13 @@ def parse(fn) -> Function:
         return parse_partial(fn, parse)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
+    if inspect.ismethod(fn) and is_plain_object(fn.__self__) and \
+            inspect.isfunction(fn.__func__):      # grad(model.loss): `self` bound, as a partial
+        return parse_partial(functools.partial(fn.__func__, fn.__self__), parse)
     if inspect.ismethod(fn):
         raise TransformError(
-            f"cannot transform the bound method {fn.__qualname__}: `self` is not an array",
+            f"cannot transform the bound method {fn.__qualname__}: it is bound to "
+            f"{type(fn.__self__).__name__!r}, not to an object of a class of yours",
             hint="transform a module-level function and pass the object's arrays (or a "
                  "dataclass or dict of them, a pytree) as arguments")
     if not inspect.isfunction(fn):
@@ -134,6 +139,7 @@ def parse(fn) -> Function:
             raise
         raise _in_wrapper(exc, fn) from None
     env = _resolve_env(fn, node, origin, extra, bindings)
+    env = bind_object_attributes(node, env, namer)          # `cfg.scale`: a name of its own
     # JAX's `x.at[i].set(v)` becomes a write on a copy here, so that every function secant
     # reads has it rewritten: a helper the transformed function calls as well as itself
     env = dict(env)

@@ -28,6 +28,7 @@ from .errors import TransformError
 from .function import Function, Origin
 from .names import Namer, assigned_names, stored_and_loaded
 from .nodes import copy_tree
+from .object_attributes import bind_object_attributes
 from .syntax import assign
 
 _KIND = inspect.Parameter
@@ -79,6 +80,7 @@ def parse_partial(partial: functools.partial, parse) -> Function:
     gast.fix_missing_locations(node)
     origin = Origin(inner.origin.filename, f"{inner.origin.name} (partial)",
                     inner.origin.lineno)
+    env = bind_object_attributes(node, env, namer)     # `self.W` of a bound method
     return Function(node, env, origin)
 
 

@@ -194,6 +194,28 @@ def test_settings_read_from_a_dict_follow_its_changes_as_globals_do():
         CONFIG["scale"] = 2.0
 
 
+WEIGHTS = {"W": np.array([[2.0, 0.5], [-1.0, 1.0]]), "lr": 0.1}
+
+
+def weighted(x):
+    return np.sum(np.sin(WEIGHTS["W"] @ x)) * WEIGHTS["lr"]
+
+
+def test_an_array_read_from_a_dict_is_read_at_each_call_under_jit_as_a_global_array_is():
+    x = np.array([0.3, -0.7])
+    W = WEIGHTS["W"]
+    try:
+        compiled = jit(grad(weighted))
+        np.testing.assert_allclose(compiled(x), grad(weighted)(x), rtol=1e-12)
+        np.testing.assert_allclose(compiled(x), 0.1 * W.T @ np.cos(W @ x), rtol=1e-12)
+        WEIGHTS["W"] = 3.0 * W                  # a hidden argument: the next call sees it
+        np.testing.assert_allclose(compiled(x), 0.1 * 3.0 * W.T @ np.cos(3.0 * W @ x),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(grad(weighted)(x), compiled(x), rtol=1e-12)
+    finally:
+        WEIGHTS["W"] = W
+
+
 COUNTS = {"calls": 0.0}
 
 

@@ -1,6 +1,7 @@
 """Frontend: source of every kind of callable in, a Function with resolved names out."""
 import functools
 import inspect
+import collections
 import math
 import sys
 
@@ -119,13 +120,15 @@ def test_builtin_and_c_functions_without_rules_are_refused_with_a_hint(fun):
     assert "def f(x)" in info.value.hint
 
 
-def test_bound_method_is_refused_with_a_pytree_hint():
-    class Model:
+def test_a_method_bound_to_a_library_object_is_refused_with_a_pytree_hint():
+    """(a method bound to an object of the user's class is transformed with `self` bound:
+    tests/api/test_object_attributes.py)"""
+    class Counter(collections.Counter):
         def loss(self, x):
             return x
 
-    with pytest.raises(TransformError, match="bound method .*Model.loss") as info:
-        parse(Model().loss)
+    with pytest.raises(TransformError, match="bound method .*Counter.loss") as info:
+        parse(Counter().loss)
     assert "pytree" in info.value.hint
 
 

@@ -1,0 +1,136 @@
+"""Attributes of plain Python objects a function reads (`cfg.scale` of a configuration
+object it closes over, `self.W` in a bound method), bound as names of their own.
+
+JAX users close over configuration objects and transform bound methods
+(`grad(model.loss)`). Numba cannot type an arbitrary Python object, so under jit a read
+such as `cfg.A` failed inside Numba. `bind_object_attributes` replaces each read
+`obj.attr` (or `obj.sub.attr`) whose root is a name the function's env binds to a plain
+object with a fresh name bound to the attribute's value, when that value is one secant
+passes on as it passes a global: an array, a number, a string, None, a function, a
+module. Each read is recorded in the build's bindings (`freshness`) in the namespace it
+came from - the object's `__dict__`, or the class's for a method or class constant (with
+the object's own `__dict__` recorded as not holding it) - so `cfg.scale = 5.0` rebuilds the
+transformation as rebinding a global does; an array changed in place keeps its identity.
+
+Left as written: writes (`self.n = ...`), properties, slots and other descriptors, and
+objects passed on whole (`helper(self, x)`): the python backend runs them as Python does.
+
+Invariant: every name the output adds is bound in `env` to the value its attribute held,
+and that read is recorded.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+
+import gast
+import numpy as np
+
+from . import freshness
+from .names import Namer
+
+# values bound to a name of their own (as a global holding one is)
+_VALUES = (np.ndarray, np.generic, int, float, complex, bool, str, type(None), tuple, dict,
+           types.FunctionType, types.ModuleType, np.ufunc)
+# roots of an object's own (not a library's): what a user writes a class for
+_LIBRARY_ROOTS = ("numpy", "scipy", "numba", "jax", "transformer", "codegen", "builtins",
+                  "functools", "collections")
+
+
+def is_plain_object(value) -> bool:
+    """An instance of a user's class (not a module, class, function, array, number,
+    container or library object)."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                          types.BuiltinFunctionType, np.ndarray, np.generic, int, float,
+                          complex, str, bytes, tuple, list, dict, set, type(None))):
+        return False
+    if hasattr(value, "__secant_function__") or hasattr(value, "py_func"):
+        return False
+    module = type(value).__module__ or ""
+    return module.split(".")[0] not in _LIBRARY_ROOTS and hasattr(value, "__dict__")
+
+
+def bind_object_attributes(node, env: dict, namer: Namer) -> dict:
+    """Rewrite `node` in place (see the module docstring); the env with the new names."""
+    bindings = freshness.Bindings()
+    env = dict(env)
+    _Binder(env, namer, bindings).visit(node)
+    freshness.note(bindings)
+    return env
+
+
+class _Binder(gast.NodeTransformer):
+    def __init__(self, env: dict, namer: Namer, bindings: freshness.Bindings):
+        self.env, self.namer, self.bindings = env, namer, bindings
+        self.bound: dict = {}        # (id(object), attr) -> the name bound to its value
+
+    def visit_Attribute(self, node):
+        if isinstance(node.ctx, gast.Load):
+            found = self.read(node)
+            if found is not None:
+                return gast.copy_location(
+                    gast.Name(id=found, ctx=gast.Load(), annotation=None, type_comment=None),
+                    node)
+        return self.generic_visit(node)
+
+    def owner(self, expr):
+        """The plain object `expr` (a name or a chain of attributes) stands for, or None."""
+        if isinstance(expr, gast.Name):
+            value = self.env.get(expr.id)
+        elif isinstance(expr, gast.Attribute):
+            base = self.owner(expr.value)
+            value = _attribute(base, expr.attr) if base is not None else None
+            value = value[0] if value is not None else None
+        else:
+            return None
+        return value if is_plain_object(value) else None
+
+    def read(self, node) -> str | None:
+        """The name bound to `node`'s value (an `obj.attr` read), or None to leave it."""
+        base = self.owner(node.value)
+        if base is None:
+            return None
+        found = _attribute(base, node.attr)
+        if found is None:
+            return None
+        value, namespace, raw = found
+        if not isinstance(value, _VALUES) and not _is_plain_method(value):
+            return None
+        key = (id(base), node.attr)
+        if key not in self.bound:
+            root = node.value.id if isinstance(node.value, gast.Name) else "obj"
+            self.bound[key] = self.namer.fresh(f"{root}_{node.attr}")
+            self.env[self.bound[key]] = value
+            self.bindings.read_name(namespace, node.attr, raw)
+            if namespace is not vars(base):         # from the class: not the object's own
+                self.bindings.read_name(vars(base), node.attr, freshness.missing())
+        return self.bound[key]
+
+
+def _is_plain_method(value) -> bool:
+    return isinstance(value, types.MethodType) and is_plain_object(value.__self__) and \
+        isinstance(value.__func__, types.FunctionType)
+
+
+def _attribute(obj, attr: str):
+    """(value, namespace it was read from, the entry there) for `obj.attr` read the plain
+    way - the object's `__dict__`, else a class attribute that is a function or not a
+    descriptor - or None (a property, a slot, anything else)."""
+    for klass in type(obj).__mro__:
+        if attr in vars(klass):
+            raw = vars(klass)[attr]
+            if inspect.isdatadescriptor(raw):
+                return None
+            break
+    else:
+        klass = raw = None
+    own = vars(obj)
+    if attr in own:
+        return own[attr], own, own[attr]
+    if klass is None:
+        return None
+    if isinstance(raw, types.FunctionType):
+        return getattr(obj, attr), vars(klass), raw
+    if hasattr(type(raw), "__get__"):          # staticmethod, classmethod, others
+        return None
+    return raw, vars(klass), raw
