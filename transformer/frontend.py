@@ -39,7 +39,7 @@ from .lambda_source import lambdas_of
 from .library_functions import is_library_primitive, wrapper_for
 from .lax_lowering import lower_lax_calls
 from .names import Namer, outer_names, stored_and_loaded
-from .object_attributes import bind_object_attributes, is_plain_object
+from .object_attributes import bind_object_attributes, bound_self, called_method
 from .nodes import copy_tree, walk
 from .partials import is_partial, parse_partial
 from .pyforms import generators_as_lists
@@ -81,15 +81,9 @@ def parse(fn) -> Function:
         return parse_partial(fn, parse)
     if hasattr(fn, "__secant_function__"):
         return fn.__secant_function__()
-    if inspect.ismethod(fn) and is_plain_object(fn.__self__) and \
-            inspect.isfunction(fn.__func__):      # grad(model.loss): `self` bound, as a partial
-        return parse_partial(functools.partial(fn.__func__, fn.__self__), parse)
-    if inspect.ismethod(fn):
-        raise TransformError(
-            f"cannot transform the bound method {fn.__qualname__}: it is bound to "
-            f"{type(fn.__self__).__name__!r}, not to an object of a class of yours",
-            hint="transform a module-level function and pass the object's arrays (or a "
-                 "dataclass or dict of them, a pytree) as arguments")
+    fn = called_method(fn) or fn            # grad(model): its class's __call__
+    if inspect.ismethod(fn):                # grad(model.loss): `self` bound, as a partial
+        return parse_partial(functools.partial(fn.__func__, bound_self(fn)), parse)
     if not inspect.isfunction(fn):
         module = sys.modules.get(getattr(fn, "__module__", None) or "")
         if hasattr(fn, "__wrapped__") and not (module and is_library_module(module)):

@@ -12,6 +12,8 @@ came from - the object's `__dict__`, or the class's for a method or class consta
 the object's own `__dict__` recorded as not holding it) - so `cfg.scale = 5.0` rebuilds the
 transformation as rebinding a global does; an array changed in place keeps its identity.
 
+An object called (`model(x)`, or `grad(model)`) is its class's `__call__` bound to it.
+
 Left as written: writes (`self.n = ...`), properties, slots and other descriptors, and
 objects passed on whole (`helper(self, x)`): the python backend runs them as Python does.
 
@@ -27,6 +29,7 @@ import gast
 import numpy as np
 
 from . import freshness
+from .errors import TransformError
 from .names import Namer
 
 # values bound to a name of their own (as a global holding one is)
@@ -73,6 +76,22 @@ class _Binder(gast.NodeTransformer):
                     node)
         return self.generic_visit(node)
 
+    def visit_Call(self, node):
+        obj = self.owner(node.func)         # `model(x)`: the object's own __call__
+        method = called_method(obj) if obj is not None else None
+        if method is not None:
+            key = (id(obj), "__call__")
+            if key not in self.bound:
+                root = node.func.id if isinstance(node.func, gast.Name) else "obj"
+                self.bound[key] = self.namer.fresh(f"{root}_call")
+                self.env[self.bound[key]] = method
+                self.bindings.read_name(_defining_namespace(type(obj), "__call__"), "__call__",
+                                        method.__func__)
+            node.func = gast.copy_location(gast.Name(id=self.bound[key], ctx=gast.Load(),
+                                                     annotation=None, type_comment=None),
+                                           node.func)
+        return self.generic_visit(node)
+
     def owner(self, expr):
         """The plain object `expr` (a name or a chain of attributes) stands for, or None."""
         if isinstance(expr, gast.Name):
@@ -105,6 +124,33 @@ class _Binder(gast.NodeTransformer):
             if namespace is not vars(base):         # from the class: not the object's own
                 self.bindings.read_name(vars(base), node.attr, freshness.missing())
         return self.bound[key]
+
+
+def bound_self(method):
+    """The object a method of the user's is bound to; TransformError for any other."""
+    if is_plain_object(method.__self__) and isinstance(method.__func__, types.FunctionType):
+        return method.__self__
+    raise TransformError(
+        f"cannot transform the bound method {method.__qualname__}: it is bound to "
+        f"{type(method.__self__).__name__!r}, not to an object of a class of yours",
+        hint="transform a module-level function and pass the object's arrays (or a "
+             "dataclass or dict of them, a pytree) as arguments")
+
+
+def called_method(obj):
+    """`obj.__call__` bound, for a plain object whose class defines `__call__` as a Python
+    function (a model called as `model(x)`); else None."""
+    if not is_plain_object(obj):
+        return None
+    namespace = _defining_namespace(type(obj), "__call__")
+    if namespace is None or not isinstance(namespace["__call__"], types.FunctionType):
+        return None
+    return obj.__call__
+
+
+def _defining_namespace(klass, attr: str):
+    """The namespace (`vars`) of the first class in `klass`'s MRO defining `attr`, or None."""
+    return next((vars(c) for c in klass.__mro__ if attr in vars(c)), None)
 
 
 def _is_plain_method(value) -> bool:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gradcheck import central_differences
-from transformer import TransformError, grad, jit, vmap
+from transformer import TransformError, grad, jacrev, jit, vmap
 from transformer.frontend import parse
 
 RNG = np.random.default_rng(5)
@@ -152,3 +152,37 @@ def test_a_dict_of_arrays_and_a_shape_held_by_the_object(compiled):
     n = Net()
     f = jit(grad(n.loss)) if compiled else grad(n.loss)
     np.testing.assert_allclose(f(X), fd(n.loss, X), rtol=1e-6, atol=1e-8)
+
+
+class Dense:
+    """A layer called as a function, as in Equinox and Flax."""
+
+    def __init__(self, W, b):
+        self.W, self.b = W, b
+
+    def __call__(self, x):
+        return np.tanh(self.W @ x + self.b)
+
+
+LAYER = Dense(RNG.normal(size=(3, 3)), RNG.normal(size=3))
+
+
+def layer_loss(x):
+    return np.sum(LAYER(LAYER(x)) ** 2)
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_an_object_called_as_a_function_is_its_call_method(compiled):
+    x = RNG.normal(size=3)
+    f = jit(grad(layer_loss)) if compiled else grad(layer_loss)
+    np.testing.assert_allclose(f(x), fd(layer_loss, x), rtol=1e-6, atol=1e-8)
+
+
+def test_jacrev_and_vmap_of_an_object_called_as_a_function():
+    x = RNG.normal(size=3)
+    expected = np.stack([central_differences(lambda v, i=i: LAYER(v)[i], (x,), 0)
+                         for i in range(3)])
+    np.testing.assert_allclose(jacrev(LAYER)(x), expected, rtol=1e-6, atol=1e-8)
+    xs = RNG.normal(size=(4, 3))
+    np.testing.assert_allclose(vmap(LAYER)(xs), [LAYER(v) for v in xs], rtol=1e-12)
