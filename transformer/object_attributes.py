@@ -14,7 +14,9 @@ transformation as rebinding a global does; an array changed in place keeps its i
 
 An object called (`model(x)`, or `grad(model)`) is its class's `__call__` bound to it.
 
-Left as written: writes (`self.n = ...`), properties, slots and other descriptors, and
+Left as written, for an object the function writes an attribute of, hands on whole, or
+calls a method of that sets attributes (its values may change during the call): all its
+attributes. And in any case: writes (`self.n = ...`), properties, slots and other descriptors, and
 objects passed on whole (`helper(self, x)`): the python backend runs them as Python does.
 
 Invariant: every name the output adds is bound in `env` to the value its attribute held,
@@ -22,6 +24,7 @@ and that read is recorded.
 """
 from __future__ import annotations
 
+import dis
 import inspect
 import types
 
@@ -31,6 +34,7 @@ import numpy as np
 from . import freshness
 from .errors import TransformError
 from .names import Namer
+from .nodes import walk
 
 # values bound to a name of their own (as a global holding one is)
 _VALUES = (np.ndarray, np.generic, int, float, complex, bool, str, type(None), tuple, dict,
@@ -57,14 +61,63 @@ def bind_object_attributes(node, env: dict, namer: Namer) -> dict:
     """Rewrite `node` in place (see the module docstring); the env with the new names."""
     bindings = freshness.Bindings()
     env = dict(env)
-    _Binder(env, namer, bindings).visit(node)
+    _Binder(env, namer, bindings, _changing_roots(node, env)).visit(node)
     freshness.note(bindings)
     return env
 
 
+def _root(expr):
+    while isinstance(expr, gast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, gast.Name) else None
+
+
+def _changing_roots(node, env: dict) -> set:
+    """Names of objects whose attributes may change while the function runs, so they are
+    read as written, when read: the function writes an attribute of one (`self.n += 1`),
+    hands one on whole (`helper(cfg)`), or calls a method of one whose class has a method
+    (other than `__init__`) that sets or deletes an attribute."""
+    objects = {k for k, v in env.items() if is_plain_object(v)}
+    bases, changing = set(), set()
+    for sub in walk(node):
+        if isinstance(sub, gast.Attribute):
+            bases.add(id(sub.value))
+            if not isinstance(sub.ctx, gast.Load):
+                changing.add(_root(sub))
+        if isinstance(sub, gast.Call) and _root(sub.func) in objects and \
+                _sets_attributes(type(env[_root(sub.func)])):
+            changing.add(_root(sub.func))
+    changing |= {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
+                 sub.id in objects and id(sub) not in bases and
+                 isinstance(sub.ctx, gast.Load) and not _called(sub, node)}
+    return changing & objects
+
+
+def _called(name_node, tree) -> bool:
+    return any(isinstance(sub, gast.Call) and sub.func is name_node for sub in walk(tree))
+
+
+def _sets_attributes(klass) -> bool:
+    """Whether a method of `klass` or of a class it derives from (not `__init__`) contains
+    an attribute store or delete, nested functions included."""
+    for base in klass.__mro__:
+        for attr, raw in vars(base).items():
+            code = getattr(raw, "__code__", None)
+            if attr != "__init__" and code is not None and _stores_attributes(code):
+                return True
+    return False
+
+
+def _stores_attributes(code) -> bool:
+    if any(i.opname in ("STORE_ATTR", "DELETE_ATTR") for i in dis.get_instructions(code)):
+        return True
+    return any(_stores_attributes(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
 class _Binder(gast.NodeTransformer):
-    def __init__(self, env: dict, namer: Namer, bindings: freshness.Bindings):
+    def __init__(self, env: dict, namer: Namer, bindings: freshness.Bindings, left: set):
         self.env, self.namer, self.bindings = env, namer, bindings
+        self.left = left             # the names of objects whose attributes stay as written
         self.bound: dict = {}        # (id(object), attr) -> the name bound to its value
 
     def visit_Attribute(self, node):
@@ -95,7 +148,7 @@ class _Binder(gast.NodeTransformer):
     def owner(self, expr):
         """The plain object `expr` (a name or a chain of attributes) stands for, or None."""
         if isinstance(expr, gast.Name):
-            value = self.env.get(expr.id)
+            value = self.env.get(expr.id) if expr.id not in self.left else None
         elif isinstance(expr, gast.Attribute):
             base = self.owner(expr.value)
             value = _attribute(base, expr.attr) if base is not None else None

@@ -186,3 +186,24 @@ def test_jacrev_and_vmap_of_an_object_called_as_a_function():
     np.testing.assert_allclose(jacrev(LAYER)(x), expected, rtol=1e-6, atol=1e-8)
     xs = RNG.normal(size=(4, 3))
     np.testing.assert_allclose(vmap(LAYER)(xs), [LAYER(v) for v in xs], rtol=1e-12)
+
+
+class Settable:
+    def __init__(self):
+        self.scale = 2.0
+
+    def set(self, value):
+        self.scale = value
+
+
+SETTABLE = Settable()
+
+
+def sets_then_reads(x):
+    SETTABLE.set(3.0)                   # a method that changes the object, run first
+    return np.sum(x * SETTABLE.scale)
+
+
+def test_an_object_a_called_method_may_change_is_read_when_the_line_runs():
+    SETTABLE.scale = 2.0
+    np.testing.assert_allclose(grad(sets_then_reads)(np.ones(2)), [3.0, 3.0])

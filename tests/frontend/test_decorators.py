@@ -351,13 +351,32 @@ def test_wrapper_using_args_otherwise_is_refused_at_its_line(fn, message):
     assert "def wrapper(x): return 2.0 * fn(x)" in error.hint
 
 
-def test_object_returned_by_a_decorator_is_refused_not_unwrapped():
+def test_an_object_returned_by_a_decorator_is_transformed_through_its_call_method():
+    assert jit(object_wrapped, backend="python")(X) == pytest.approx(3.0 * np.sum(X))
+    np.testing.assert_allclose(grad(object_wrapped)(X), np.full_like(X, 3.0))
+
+
+class Opaque:
+    """A class-based decorator whose __call__ is not a Python function of its own."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+
+    __call__ = staticmethod(np.negative)
+
+
+@Opaque
+def opaque_wrapped(x):
+    return np.sum(x)
+
+
+def test_an_object_returned_by_a_decorator_without_python_call_is_refused_not_unwrapped():
     with pytest.raises(TransformError) as info:
-        jit(object_wrapped, backend="python")(X)
+        jit(opaque_wrapped, backend="python")(X)
     error = info.value
-    assert "Memo object" in error.message
+    assert "Opaque object" in error.message
     assert error.filename == __file__
-    assert "def object_wrapped" in error.line or "@Memo" in error.line
+    assert "def opaque_wrapped" in error.line or "@Opaque" in error.line
 
 
 def test_unsupported_construct_in_a_wrapper_names_the_decorated_function():
