@@ -75,8 +75,8 @@ def _root(expr):
 def _changing_roots(node, env: dict) -> set:
     """Names of objects whose attributes may change while the function runs, so they are
     read as written, when read: the function writes an attribute of one (`self.n += 1`),
-    hands one on whole (`helper(cfg)`), or calls a method of one whose class has a method
-    (other than `__init__`) that sets or deletes an attribute."""
+    hands one on whole (`helper(cfg)`), or calls a method of one that may set or delete an
+    attribute (`cfg.set(3.0)`; `_may_set_attributes`)."""
     objects = {k for k, v in env.items() if is_plain_object(v)}
     bases, changing = set(), set()
     for sub in walk(node):
@@ -84,27 +84,47 @@ def _changing_roots(node, env: dict) -> set:
             bases.add(id(sub.value))
             if not isinstance(sub.ctx, gast.Load):
                 changing.add(_root(sub))
-        if isinstance(sub, gast.Call) and _root(sub.func) in objects and \
-                _sets_attributes(type(env[_root(sub.func)])):
-            changing.add(_root(sub.func))
+        if isinstance(sub, gast.Call) and _root(sub.func) in objects:
+            owner, method = _method_called(sub.func, env)
+            if owner is None or _may_set_attributes(type(owner), {method}, set()):
+                changing.add(_root(sub.func))
     changing |= {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
                  sub.id in objects and id(sub) not in bases and
                  isinstance(sub.ctx, gast.Load) and not _called(sub, node)}
     return changing & objects
 
 
+def _method_called(func, env: dict):
+    """(the object, the method's name) a call of `func` runs: `obj.m(...)` (through
+    attributes of plain objects) or `obj(...)` (`__call__`); (None, None) when unknown."""
+    chain = []
+    while isinstance(func, gast.Attribute):
+        chain.append(func.attr)
+        func = func.value
+    obj = env.get(func.id) if isinstance(func, gast.Name) else None
+    method = chain.pop(0) if chain else "__call__"
+    for attr in reversed(chain):
+        found = _attribute(obj, attr) if is_plain_object(obj) else None
+        obj = found[0] if found is not None else None
+    return (obj, method) if is_plain_object(obj) else (None, None)
+
+
 def _called(name_node, tree) -> bool:
     return any(isinstance(sub, gast.Call) and sub.func is name_node for sub in walk(tree))
 
 
-def _sets_attributes(klass) -> bool:
-    """Whether a method of `klass` or of a class it derives from (not `__init__`) contains
-    an attribute store or delete, nested functions included."""
-    for base in klass.__mro__:
-        for attr, raw in vars(base).items():
-            code = getattr(raw, "__code__", None)
-            if attr != "__init__" and code is not None and _stores_attributes(code):
-                return True
+def _may_set_attributes(klass, names: set, seen: set) -> bool:
+    """Whether calling a method named in `names` of `klass` may set or delete an attribute:
+    its code (nested code included) stores one, or names another method that may. Names
+    read by the code stand for the methods it may call, which over-approximates."""
+    for name in names - seen:
+        seen.add(name)
+        namespace = _defining_namespace(klass, name)
+        code = getattr(namespace[name], "__code__", None) if namespace is not None else None
+        if code is None:
+            continue
+        if _stores_attributes(code) or _may_set_attributes(klass, _names_read(code), seen):
+            return True
     return False
 
 
@@ -112,6 +132,11 @@ def _stores_attributes(code) -> bool:
     if any(i.opname in ("STORE_ATTR", "DELETE_ATTR") for i in dis.get_instructions(code)):
         return True
     return any(_stores_attributes(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _names_read(code) -> set:
+    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return set(code.co_names).union(*(_names_read(c) for c in nested))
 
 
 class _Binder(gast.NodeTransformer):

@@ -207,3 +207,32 @@ def sets_then_reads(x):
 def test_an_object_a_called_method_may_change_is_read_when_the_line_runs():
     SETTABLE.scale = 2.0
     np.testing.assert_allclose(grad(sets_then_reads)(np.ones(2)), [3.0, 3.0])
+
+
+class Simulation:
+    """A class with a method that changes the object (`run`), which the energy never calls:
+    the energy's reads stay bound, so jit compiles it."""
+
+    def __init__(self, k):
+        self.k = k
+        self.x = None
+
+    def pair(self, r):
+        return self.k * np.sum(r ** 2)
+
+    def energy(self, x):
+        return self.pair(x) + np.sum(np.cos(x))
+
+    def run(self, x):
+        self.x = x - 0.1 * grad(self.energy)(x)
+        return self.x
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["python", "jit"])
+def test_a_method_that_changes_the_object_elsewhere_leaves_the_energy_compiled(compiled):
+    sim = Simulation(2.0)
+    x = RNG.normal(size=3)
+    f = jit(grad(sim.energy)) if compiled else grad(sim.energy)
+    np.testing.assert_allclose(f(x), 4.0 * x - np.sin(x), rtol=1e-12)
+    np.testing.assert_allclose(sim.run(x), x - 0.1 * (4.0 * x - np.sin(x)), rtol=1e-12)
