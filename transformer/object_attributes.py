@@ -15,9 +15,11 @@ transformation as rebinding a global does; an array changed in place keeps its i
 An object called (`model(x)`, or `grad(model)`) is its class's `__call__` bound to it.
 
 Left as written, for an object the function writes an attribute of, hands on whole, or
-calls a method of that sets attributes (its values may change during the call): all its
-attributes. And in any case: writes (`self.n = ...`), properties, slots and other descriptors, and
-objects passed on whole (`helper(self, x)`): the python backend runs them as Python does.
+calls a method of that may set attributes (its values may change during the call): all its
+attributes; and every object's, when the function calls a helper of the user's that may
+set an attribute (`_changing_roots`). In any case: writes (`self.n = ...`), properties,
+slots and other descriptors, and objects passed on whole (`helper(self, x)`): the python
+backend runs them as Python does.
 
 Invariant: every name the output adds is bound in `env` to the value its attribute held,
 and that read is recorded.
@@ -33,6 +35,7 @@ import numpy as np
 
 from . import freshness
 from .errors import TransformError
+from .function import resolve_in
 from .names import Namer
 from .nodes import walk
 
@@ -88,6 +91,9 @@ def _changing_roots(node, env: dict) -> set:
             owner, method = _method_called(sub.func, env)
             if owner is None or _may_set_attributes(type(owner), {method}, set()):
                 changing.add(_root(sub.func))
+        elif isinstance(sub, gast.Call) and \
+                _function_may_set_attributes(resolve_in(env, sub.func, None), set()):
+            return objects          # a helper that sets attributes: of any object, maybe
     changing |= {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
                  sub.id in objects and id(sub) not in bases and
                  isinstance(sub.ctx, gast.Load) and not _called(sub, node)}
@@ -124,6 +130,27 @@ def _may_set_attributes(klass, names: set, seen: set) -> bool:
         if code is None:
             continue
         if _stores_attributes(code) or _may_set_attributes(klass, _names_read(code), seen):
+            return True
+    return False
+
+
+def _function_may_set_attributes(fn, seen: set) -> bool:
+    """Whether calling `fn`, a function of the user's, may set or delete an attribute: its
+    code does, or a function of the user's or a method of an object of the user's that it
+    names (in its globals or closure) may. False for anything else (a library function)."""
+    if not isinstance(fn, types.FunctionType) or id(fn) in seen or \
+            (fn.__module__ or "").split(".")[0] in _LIBRARY_ROOTS:
+        return False
+    seen.add(id(fn))
+    if _stores_attributes(fn.__code__):
+        return True
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    names = _names_read(fn.__code__)
+    for name in names:
+        value = freshness.cell_contents(cells[name]) if name in cells else \
+            fn.__globals__.get(name)
+        if _function_may_set_attributes(value, seen) or (
+                is_plain_object(value) and _may_set_attributes(type(value), names, set())):
             return True
     return False
 

@@ -236,3 +236,25 @@ def test_a_method_that_changes_the_object_elsewhere_leaves_the_energy_compiled(c
     f = jit(grad(sim.energy)) if compiled else grad(sim.energy)
     np.testing.assert_allclose(f(x), 4.0 * x - np.sin(x), rtol=1e-12)
     np.testing.assert_allclose(sim.run(x), x - 0.1 * (4.0 * x - np.sin(x)), rtol=1e-12)
+
+
+class Knob:
+    pass
+
+
+KNOB = Knob()
+KNOB.scale = 2.0
+
+
+def turn_the_knob():
+    KNOB.scale = KNOB.scale + 1.0
+
+
+def turns_then_reads(x):
+    turn_the_knob()                     # a helper that changes a global object
+    return np.sum(x * KNOB.scale)
+
+
+def test_an_object_a_called_helper_may_change_is_read_when_the_line_runs():
+    KNOB.scale = 2.0
+    np.testing.assert_allclose(grad(turns_then_reads)(np.ones(2)), [3.0, 3.0])
