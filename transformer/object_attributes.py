@@ -81,6 +81,8 @@ def _changing_roots(node, env: dict) -> set:
     hands one on whole (`helper(cfg)`), or calls a method of one that may set or delete an
     attribute (`cfg.set(3.0)`; `_may_set_attributes`)."""
     objects = {k for k, v in env.items() if is_plain_object(v)}
+    if not objects:                 # nothing to leave alone: no helper need be read
+        return set()
     bases, changing = set(), set()
     for sub in walk(node):
         if isinstance(sub, gast.Attribute):
