@@ -161,17 +161,14 @@ def _statement(stmt, live: set, pure, sweep: bool) -> tuple[set, bool]:
         return live, False
     if isinstance(stmt, gast.Return):
         return _uses(stmt), True
-    if getattr(stmt, KEEP_FOR_ERRORS, False):
-        reads = _uses(stmt)
-        if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
-            reads.add(stmt.target.id)
-        return (live - (_defined(stmt) or set())) | reads, True
     defined = _defined(stmt)
     wanted = set(defined or ()) | {_weakly(d) for d in defined or ()} \
         if getattr(stmt, "secant_weak_definition", False) else defined
-    if defined is not None and not (wanted & live) and not _effectful(stmt.value, pure):
+    marked = getattr(stmt, KEEP_FOR_ERRORS, False)    # stays as an effect: it may raise
+    if defined is not None and not (wanted & live) and not marked and \
+            not _effectful(stmt.value, pure):
         return live, False
-    if isinstance(stmt, gast.Expr) and not _effectful(stmt.value, pure):
+    if isinstance(stmt, gast.Expr) and not marked and not _effectful(stmt.value, pure):
         return live, False
     reads = _uses(stmt)
     if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
