@@ -34,8 +34,9 @@ from .errors import TransformError
 VERSION = "0.1.0"
 BACKENDS = ("python", "cpu", "cuda")
 ORIGIN_PREFIX = "# secant: generated from "
+# top-level packages whose functions and classes are a library's (or secant's), not the user's
 _LIBRARY_ROOTS = {"numpy", "scipy", "numba", "math", "builtins", "transformer", "codegen",
-                  "jax", "jaxlib", "autograd", "cmath", "operator", "functools"}
+                  "jax", "jaxlib", "autograd", "cmath", "operator", "functools", "collections"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,22 +222,25 @@ def import_line(name: str, module: types.ModuleType) -> str:
     return f"import {real} as {name}"
 
 
+def is_library_name(module_name: str | None) -> bool:
+    """Whether a module's name (a module's `__name__`, a function's or class's
+    `__module__`) belongs to NumPy, Numba, secant itself, ...: not to the user."""
+    return (module_name or "").partition(".")[0] in _LIBRARY_ROOTS
+
+
 def is_library_module(module: types.ModuleType) -> bool:
     """A module of NumPy, Numba, secant itself, ...: its values change with its version
     (in every header), not with the user's edits."""
-    return (module.__name__ or "").partition(".")[0] in _LIBRARY_ROOTS
+    return is_library_name(module.__name__)
 
 
 def is_user_function(value) -> bool:
     """A Python function with source that belongs to the user, not to a library; or such a
     function bound to an object of the user's (`self.hidden` in a method)."""
     if inspect.ismethod(value) and not isinstance(value.__self__, type) and \
-            (type(value.__self__).__module__ or "").partition(".")[0] not in _LIBRARY_ROOTS:
+            not is_library_name(type(value.__self__).__module__):
         value = value.__func__
-    if not inspect.isfunction(value):
-        return False
-    root = (value.__module__ or "").partition(".")[0]
-    return root not in _LIBRARY_ROOTS
+    return inspect.isfunction(value) and not is_library_name(value.__module__)
 
 
 def fingerprint(value) -> str:

@@ -50,8 +50,8 @@ class ContainerCalls:
         leaf_call, flat = found
         if flat is None or flat.rebuild is None:
             return leaf_call
-        one = self.single_leaf(flat)
-        if one is None:
+        one = _results_tree(flat)
+        if not isinstance(one, FlatResult):
             raise self.error(call, "a transformation given container arguments returns a "
                              "container here", "assign its result to a name first "
                              "(grads = grad(loss)(params, x)), then read that name")
@@ -125,24 +125,8 @@ class ContainerCalls:
         if not any(isinstance(self.resolve(a, env), Tree) for a in given):
             return False
         found = self.leaf_call(call, env)
-        if found is None or found[1] is None or found[1].rebuild is None or \
-                self.single_leaf(found[1]) is not None:
-            return False
-        try:
-            rebuilt = found[1].rebuild(FlatResult())
-        except (TypeError, ValueError, KeyError, IndexError):
-            return False
-        return all(isinstance(leaf, FlatResult) for leaf in tree_util.tree_leaves(rebuilt))
-
-    @staticmethod
-    def single_leaf(flat):
-        """The FlatResult a transformation's result rebuilds to when it is one array (a
-        gradient with respect to an array, the other arguments containers), else None."""
-        try:
-            rebuilt = flat.rebuild(FlatResult())
-        except (TypeError, ValueError, KeyError, IndexError):
-            return None
-        return rebuilt if isinstance(rebuilt, FlatResult) else None
+        rebuilt = _results_tree(found[1]) if found is not None else None
+        return rebuilt is not None and not isinstance(rebuilt, FlatResult)
 
     def leaf_call(self, call, env):
         """(the call of the variant over leaves, the transformation's Flat or None for a
@@ -184,19 +168,13 @@ class ContainerCalls:
         statement."""
         call = stmt.value
         found = self.leaf_call(call, env) if isinstance(call, gast.Call) else None
-        if found is None or found[1] is None or found[1].rebuild is None:
-            return None
-        leaf_call, flat = found
-        try:
-            rebuilt = flat.rebuild(FlatResult())
-        except (TypeError, ValueError, KeyError, IndexError):
+        rebuilt = _results_tree(found[1]) if found is not None else None
+        if rebuilt is None:
             return None                   # refused where the result is used
+        leaf_call, leaves = found[0], tree_util.tree_leaves(rebuilt)
         result = self.namer.fresh("result")
         out = [gast.copy_location(gast.Assign(targets=[name(result, gast.Store())],
                                               value=leaf_call, type_comment=None), stmt)]
-        leaves = tree_util.tree_leaves(rebuilt)
-        if not all(isinstance(leaf, FlatResult) for leaf in leaves):
-            return None
         tree = leaf_names(result, layout_of(rebuilt), self.namer)
         for leaf_name, leaf in zip(names_in(tree), leaves):
             value = name(result)
@@ -278,3 +256,18 @@ def _replace(tree, old, new) -> None:
                 setattr(sub, field, new)
             elif isinstance(value, list) and any(v is old for v in value):
                 setattr(sub, field, [new if v is old else v for v in value])
+
+
+def _results_tree(flat):
+    """The container a transformation's flat result rebuilds to, each leaf a FlatResult
+    standing for one array of it (a FlatResult alone when the result is one array: a
+    gradient with respect to an array, the other arguments containers); None when there
+    is no rebuild, or it reads the result other than by constant indices."""
+    if flat is None or flat.rebuild is None:
+        return None
+    try:
+        rebuilt = flat.rebuild(FlatResult())
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+    leaves = tree_util.tree_leaves(rebuilt)
+    return rebuilt if all(isinstance(leaf, FlatResult) for leaf in leaves) else None
