@@ -28,6 +28,7 @@ from codegen.backends import Compiled, Options, fingerprint, is_library_module, 
 
 from . import bounds, captured_arrays, freshness, lowering, nan_checks, parallel_loops
 from .bound_calls import bind_calls
+from .desugar import methods_to_functions
 from .frontend import parse_callee
 from .host_calls import lower_host_calls
 from .function import Function, source_lines
@@ -226,8 +227,8 @@ def _function_of(value) -> Function | None:
         return value
     if hasattr(value, "__secant_function__"):
         return value.__secant_function__()
-    if is_user_function(value):
-        return parse_callee(value)
+    if is_user_function(value):         # in the form jit gives the function it is given
+        return methods_to_functions(parse_callee(value))
     return None
 
 
