@@ -26,7 +26,6 @@ and that read is recorded.
 """
 from __future__ import annotations
 
-import dis
 import inspect
 import types
 
@@ -36,28 +35,14 @@ import numpy as np
 from . import freshness
 from .errors import TransformError
 from .function import resolve_in
+from .helper_effects import (defining_namespace, is_plain_object, may_set_attributes,
+                             names_read, stores_attributes)
 from .names import Namer
 from .nodes import walk
 
 # values bound to a name of their own (as a global holding one is)
 _VALUES = (np.ndarray, np.generic, int, float, complex, bool, str, type(None), tuple, dict,
            types.FunctionType, types.ModuleType, np.ufunc)
-# roots of an object's own (not a library's): what a user writes a class for
-_LIBRARY_ROOTS = ("numpy", "scipy", "numba", "jax", "transformer", "codegen", "builtins",
-                  "functools", "collections")
-
-
-def is_plain_object(value) -> bool:
-    """An instance of a user's class (not a module, class, function, array, number,
-    container or library object)."""
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                          types.BuiltinFunctionType, np.ndarray, np.generic, int, float,
-                          complex, str, bytes, tuple, list, dict, set, type(None))):
-        return False
-    if hasattr(value, "__secant_function__") or hasattr(value, "py_func"):
-        return False
-    module = type(value).__module__ or ""
-    return module.split(".")[0] not in _LIBRARY_ROOTS and hasattr(value, "__dict__")
 
 
 def bind_object_attributes(node, env: dict, namer: Namer) -> dict:
@@ -94,7 +79,7 @@ def _changing_roots(node, env: dict) -> set:
             if owner is None or _may_set_attributes(type(owner), {method}, set()):
                 changing.add(_root(sub.func))
         elif isinstance(sub, gast.Call) and \
-                _function_may_set_attributes(resolve_in(env, sub.func, None), set()):
+                may_set_attributes(resolve_in(env, sub.func, None)):
             return objects          # a helper that sets attributes: of any object, maybe
     changing |= {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
                  sub.id in objects and id(sub) not in bases and
@@ -105,16 +90,25 @@ def _changing_roots(node, env: dict) -> set:
 def _method_called(func, env: dict):
     """(the object, the method's name) a call of `func` runs: `obj.m(...)` (through
     attributes of plain objects) or `obj(...)` (`__call__`); (None, None) when unknown."""
-    chain = []
-    while isinstance(func, gast.Attribute):
-        chain.append(func.attr)
-        func = func.value
-    obj = env.get(func.id) if isinstance(func, gast.Name) else None
-    method = chain.pop(0) if chain else "__call__"
-    for attr in reversed(chain):
-        found = _attribute(obj, attr) if is_plain_object(obj) else None
-        obj = found[0] if found is not None else None
-    return (obj, method) if is_plain_object(obj) else (None, None)
+    if isinstance(func, gast.Attribute):
+        obj, method = _object_at(func.value, env), func.attr
+    else:
+        obj, method = _object_at(func, env), "__call__"
+    return (obj, method) if obj is not None else (None, None)
+
+
+def _object_at(expr, env: dict, left=frozenset()):
+    """The plain object `expr` (a name, or a chain of attributes through plain objects)
+    stands for, or None; a name in `left` stands for none."""
+    if isinstance(expr, gast.Name):
+        value = env.get(expr.id) if expr.id not in left else None
+    elif isinstance(expr, gast.Attribute):
+        base = _object_at(expr.value, env, left)
+        found = _attribute(base, expr.attr) if base is not None else None
+        value = found[0] if found is not None else None
+    else:
+        return None
+    return value if is_plain_object(value) else None
 
 
 def _called(name_node, tree) -> bool:
@@ -127,45 +121,13 @@ def _may_set_attributes(klass, names: set, seen: set) -> bool:
     read by the code stand for the methods it may call, which over-approximates."""
     for name in names - seen:
         seen.add(name)
-        namespace = _defining_namespace(klass, name)
+        namespace = defining_namespace(klass, name)
         code = getattr(namespace[name], "__code__", None) if namespace is not None else None
         if code is None:
             continue
-        if _stores_attributes(code) or _may_set_attributes(klass, _names_read(code), seen):
+        if stores_attributes(code) or _may_set_attributes(klass, names_read(code), seen):
             return True
     return False
-
-
-def _function_may_set_attributes(fn, seen: set) -> bool:
-    """Whether calling `fn`, a function of the user's, may set or delete an attribute: its
-    code does, or a function of the user's or a method of an object of the user's that it
-    names (in its globals or closure) may. False for anything else (a library function)."""
-    if not isinstance(fn, types.FunctionType) or id(fn) in seen or \
-            (fn.__module__ or "").split(".")[0] in _LIBRARY_ROOTS:
-        return False
-    seen.add(id(fn))
-    if _stores_attributes(fn.__code__):
-        return True
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    names = _names_read(fn.__code__)
-    for name in names:
-        value = freshness.cell_contents(cells[name]) if name in cells else \
-            fn.__globals__.get(name)
-        if _function_may_set_attributes(value, seen) or (
-                is_plain_object(value) and _may_set_attributes(type(value), names, set())):
-            return True
-    return False
-
-
-def _stores_attributes(code) -> bool:
-    if any(i.opname in ("STORE_ATTR", "DELETE_ATTR") for i in dis.get_instructions(code)):
-        return True
-    return any(_stores_attributes(c) for c in code.co_consts if isinstance(c, types.CodeType))
-
-
-def _names_read(code) -> set:
-    nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return set(code.co_names).union(*(_names_read(c) for c in nested))
 
 
 class _Binder(gast.NodeTransformer):
@@ -192,7 +154,7 @@ class _Binder(gast.NodeTransformer):
                 root = node.func.id if isinstance(node.func, gast.Name) else "obj"
                 self.bound[key] = self.namer.fresh(f"{root}_call")
                 self.env[self.bound[key]] = method
-                self.bindings.read_name(_defining_namespace(type(obj), "__call__"), "__call__",
+                self.bindings.read_name(defining_namespace(type(obj), "__call__"), "__call__",
                                         method.__func__)
             node.func = gast.copy_location(gast.Name(id=self.bound[key], ctx=gast.Load(),
                                                      annotation=None, type_comment=None),
@@ -201,15 +163,7 @@ class _Binder(gast.NodeTransformer):
 
     def owner(self, expr):
         """The plain object `expr` (a name or a chain of attributes) stands for, or None."""
-        if isinstance(expr, gast.Name):
-            value = self.env.get(expr.id) if expr.id not in self.left else None
-        elif isinstance(expr, gast.Attribute):
-            base = self.owner(expr.value)
-            value = _attribute(base, expr.attr) if base is not None else None
-            value = value[0] if value is not None else None
-        else:
-            return None
-        return value if is_plain_object(value) else None
+        return _object_at(expr, self.env, self.left)
 
     def read(self, node) -> str | None:
         """The name bound to `node`'s value (an `obj.attr` read), or None to leave it."""
@@ -249,15 +203,10 @@ def called_method(obj):
     function (a model called as `model(x)`); else None."""
     if not is_plain_object(obj):
         return None
-    namespace = _defining_namespace(type(obj), "__call__")
+    namespace = defining_namespace(type(obj), "__call__")
     if namespace is None or not isinstance(namespace["__call__"], types.FunctionType):
         return None
     return obj.__call__
-
-
-def _defining_namespace(klass, attr: str):
-    """The namespace (`vars`) of the first class in `klass`'s MRO defining `attr`, or None."""
-    return next((vars(c) for c in klass.__mro__ if attr in vars(c)), None)
 
 
 def _is_plain_method(value) -> bool:

@@ -258,3 +258,19 @@ def turns_then_reads(x):
 def test_an_object_a_called_helper_may_change_is_read_when_the_line_runs():
     KNOB.scale = 2.0
     np.testing.assert_allclose(grad(turns_then_reads)(np.ones(2)), [3.0, 3.0])
+
+
+def test_objects_and_functions_of_a_library_are_not_the_users():
+    # one list of library packages decides for objects, functions and methods alike
+    from codegen.backends import is_user_function
+    from transformer.object_attributes import is_plain_object
+
+    tracer = type("Tracer", (), {"__module__": "autograd.tracer"})()
+    assert not is_plain_object(tracer) and is_plain_object(KNOB)
+
+    def helper(x):
+        return x
+
+    assert is_user_function(helper)
+    helper.__module__ = "collections"
+    assert not is_user_function(helper)

@@ -1,0 +1,118 @@
+"""A helper of the user's called in the middle of a function may change a dict or an
+object the function reads (`bump()` does `CONFIG["scale"] += 1`): the reads after the
+call see the new value, as in Python, under grad, vmap and jvp. A helper that only reads
+the dict leaves its reads bound, so jit still compiles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from transformer import grad, jit, jvp, vmap
+from transformer.helper_effects import may_change_dict, may_set_attributes
+
+CONFIG = {"scale": 2.0}
+
+
+def bump():
+    CONFIG["scale"] = CONFIG["scale"] + 1.0
+
+
+def bump_through(d):
+    d["scale"] += 1.0
+
+
+def bump_passing_it_on():
+    bump_through(CONFIG)
+
+
+def bump_by_update():
+    CONFIG.update(scale=CONFIG["scale"] + 1.0)
+
+
+def bump_then_read(x):
+    bump()
+    return np.sum(x * CONFIG["scale"])
+
+
+def bump_on_then_read(x):
+    bump_passing_it_on()
+    return np.sum(x * CONFIG["scale"])
+
+
+def update_then_read(x):
+    bump_by_update()
+    return np.sum(x * CONFIG["scale"])
+
+
+@pytest.fixture
+def config():
+    CONFIG["scale"] = 2.0
+    yield CONFIG
+    CONFIG["scale"] = 2.0
+
+
+@pytest.mark.parametrize("f", [bump_then_read, bump_on_then_read, update_then_read],
+                         ids=lambda f: f.__name__)
+def test_a_dict_a_called_helper_changes_is_read_after_the_call(f, config):
+    x = np.ones(2)
+    # each call bumps the scale first: the derivative is the scale after the bump
+    np.testing.assert_allclose(grad(f)(x), [3.0, 3.0])
+    np.testing.assert_allclose(grad(f)(x), [4.0, 4.0])
+    np.testing.assert_allclose(vmap(f)(np.ones((1, 2))), [10.0])
+    np.testing.assert_allclose(jvp(f, (x,), (x,))[1], 12.0)
+    assert config["scale"] == 6.0
+
+
+def only_reads():
+    return CONFIG["scale"] * 2.0
+
+
+def reads_and_writes_its_own_array(n):
+    out = np.zeros(n)
+    for i in range(n):
+        out[i] = CONFIG["scale"]
+    return out
+
+
+def reads_through_helpers(x):
+    return np.sum(x * CONFIG["scale"]) + only_reads() * np.sum(
+        reads_and_writes_its_own_array(2) * x)
+
+
+def test_a_dict_helpers_only_read_stays_bound_and_compiles(config):
+    x = np.array([0.5, -1.0])
+    want = CONFIG["scale"] + only_reads() * reads_and_writes_its_own_array(2)
+    assert not may_change_dict(only_reads, CONFIG)
+    assert not may_change_dict(reads_and_writes_its_own_array, CONFIG)
+    np.testing.assert_allclose(grad(reads_through_helpers)(x), want)
+    np.testing.assert_allclose(jit(grad(reads_through_helpers))(x), want)
+
+
+def test_which_helpers_may_change_a_dict():
+    assert may_change_dict(bump, CONFIG)
+    assert may_change_dict(bump_passing_it_on, CONFIG)       # handed on to a helper
+    assert may_change_dict(bump_by_update, CONFIG)
+    assert not may_change_dict(bump, {"scale": 2.0})          # another dict
+    assert not may_change_dict(np.sum, CONFIG)
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def tick(self):
+        self.n += 1
+
+
+COUNTER = Counter()
+TICK = COUNTER.tick                     # a bound method held in a global
+
+
+def ticks():
+    TICK()
+
+
+def test_a_bound_method_held_in_a_global_is_followed():
+    assert may_set_attributes(ticks)
+    assert may_set_attributes(COUNTER.tick)
+    assert not may_set_attributes(only_reads)
