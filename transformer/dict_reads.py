@@ -17,7 +17,7 @@ does.
 Output invariant: no Load of `d[k]` with `d` a dict from the env (not a local) and `k` a
 literal present in it whose value is a literal or a function, where every use of `d` in
 the function is such a read (a dict it writes, `d["n"] += 1`, or hands on whole is read
-at each read, as is one a helper it calls may change: `helper_effects.may_change_dict`).
+at each read, as is one a helper it calls may change: `helper_effects.may_change`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from . import freshness
 from .function import Function, resolve
-from .helper_effects import may_change_dict
+from .helper_effects import may_change
 from .names import Namer, stored_and_loaded
 from .nodes import walk
 from .specialize import is_literal, literal_node
@@ -59,7 +59,7 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
                 not _hashable(key) or key not in mapping:
             continue
         if id(mapping) not in changing:
-            changing[id(mapping)] = any(may_change_dict(f, mapping) for f in called)
+            changing[id(mapping)] = any(may_change(f, mapping) for f in called)
         if changing[id(mapping)]:
             continue
         value = mapping[key]

@@ -1,5 +1,5 @@
 """What the helpers a function calls may change while it runs: attributes of objects, and
-items of the dicts the function reads.
+the dicts and arrays of the function's env.
 
 Reads of a namespace the function does not bind (`cfg.scale` of an object it closes
 over, `CONFIG["scale"]` of a module-level dict) are bound when the function is
@@ -16,7 +16,7 @@ code reads stand for what it may call, which over-approximates.
 
 - `may_set_attributes(fn)`: some reachable function stores or deletes an attribute (of
   any object).
-- `may_change_dict(fn, mapping)`: some reachable function names `mapping` (by identity,
+- `may_change(fn, mapping)`: some reachable function names `mapping` (by identity,
   through a global or a closure cell) and uses it other than by reading it: an item
   stored or deleted, a method that changes it, the dict handed to a call or bound to
   another name. A function whose source cannot be read counts as changing every dict it
@@ -105,11 +105,13 @@ def may_set_attributes(fn) -> bool:
     return any(stores_attributes(func.__code__) for func in reachable(fn))
 
 
-def may_change_dict(fn, mapping: dict) -> bool:
-    """Whether calling `fn` may change `mapping` (see the module docstring)."""
+def may_change(fn, value) -> bool:
+    """Whether calling `fn` may change `value`, a dict or an array of the caller's env:
+    some function it may run names `value` (through a global or a closure cell) and uses
+    it other than by reading it (`_names_not_only_read`)."""
     for func in reachable(fn):
-        names = {n for n, v in named_values(func).items() if v is mapping}
-        if names and (names & _names_not_only_read(func.__code__)):
+        names = {n for n, v in named_values(func).items() if v is value}
+        if names and (names & _names_not_only_read(func, isinstance(value, dict))):
             return True
     return False
 
@@ -127,18 +129,34 @@ def names_read(code) -> set:
     return set(code.co_names).union(set(code.co_freevars), *(names_read(c) for c in nested))
 
 
-# calls that only read the dict handed to them, and methods that only read it
+# calls that only read what is handed to them, besides NumPy's (`_reads_argument`)
 _READING_CALLS = frozenset({"len", "sorted", "list", "tuple", "dict", "iter", "any", "all",
-                            "min", "max", "sum", "print", "repr", "str", "isinstance"})
-_READING_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__",
-                              "__contains__", "__len__"})
+                            "min", "max", "sum", "print", "repr", "str", "isinstance",
+                            "float", "int", "bool", "abs", "enumerate", "zip", "range"})
+# attributes and methods that give a new value (not a view that a write could go through)
+_NEW_VALUES = frozenset({"get", "keys", "values", "items", "copy", "__getitem__",
+                         "__contains__", "__len__", "shape", "ndim", "size", "dtype",
+                         "nbytes", "itemsize", "sum", "mean", "max", "min", "prod", "std",
+                         "var", "any", "all", "argmax", "argmin", "astype", "tolist", "item",
+                         "dot", "cumsum", "cumprod", "nonzero", "round", "clip"})
+# methods that change what they are called on
+_CHANGING_METHODS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "fill",
+                               "sort", "put", "itemset", "resize", "partition", "setfield",
+                               "append", "extend", "insert", "remove", "__setitem__",
+                               "__delitem__", "__ior__", "__iadd__", "__isub__", "__imul__",
+                               "__itruediv__"})
+# NumPy functions that write into their first argument
+_WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
 
 
-@functools.lru_cache(maxsize=None)
-def _names_not_only_read(code) -> frozenset:
-    """The names `code`'s function uses other than to read the value they hold (`d[k]`,
-    `d.get(k)`, `len(d)`, `for k in d`, `k in d`); every name it reads when its source
-    cannot be parsed."""
+@functools.lru_cache(maxsize=1024)
+def _names_not_only_read(func, items_are_new: bool) -> frozenset:
+    """The names `func` uses other than to read the value they hold (`d[k]`, `d.get(k)`,
+    `W[i] * 2.0`, `W.shape`, `np.sum(W)`, `len(d)`, `k in d`): stored into, changed by a
+    method, bound or handed on (a view of it too: `row = W[0]`, `helper(W)`, `out=W`),
+    iterated over; every name it reads when its source cannot be parsed. `items_are_new`:
+    the names hold dicts, so an item read (`d["W"]`, then bound or handed on) is a read."""
+    code = func.__code__
     try:
         lines, _ = inspect.findsource(code)
         source = textwrap.dedent("".join(inspect.getblock(lines[code.co_firstlineno - 1:])))
@@ -150,21 +168,57 @@ def _names_not_only_read(code) -> frozenset:
     declared = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal))
                 for n in node.names}           # `global CONFIG; CONFIG = {...}` rebinds it
     return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and
-                     not _only_read(node, parents, declared))
+                     not _only_read(node, parents, declared, func.__globals__,
+                                    items_are_new))
 
 
-def _only_read(node: ast.Name, parents: dict, declared: set) -> bool:
+def _only_read(node: ast.Name, parents: dict, declared: set, namespace: dict,
+               items_are_new: bool) -> bool:
     if not isinstance(node.ctx, ast.Load):
-        return node.id not in declared  # a local of that name is not the dict
-    parent = parents.get(id(node))
-    if isinstance(parent, ast.Subscript) and parent.value is node:
-        return isinstance(parent.ctx, ast.Load)
-    if isinstance(parent, ast.Attribute):
-        return parent.attr in _READING_METHODS
-    if isinstance(parent, ast.Call) and node in parent.args:
-        return isinstance(parent.func, ast.Name) and parent.func.id in _READING_CALLS
-    if isinstance(parent, ast.Compare):
+        return node.id not in declared  # a local of that name is not the global
+    expr = node
+    while True:                         # up through items, attributes and method calls
+        parent = parents.get(id(expr))
+        if isinstance(parent, ast.Subscript) and parent.value is expr:
+            if not isinstance(parent.ctx, ast.Load):
+                return False
+            if items_are_new:           # a dict's item is not the dict
+                return True
+        elif isinstance(parent, ast.Attribute):
+            if parent.attr in _CHANGING_METHODS or not isinstance(parent.ctx, ast.Load):
+                return False
+            if parent.attr in _NEW_VALUES:
+                return True
+        elif isinstance(parent, ast.Call) and parent.func is expr:
+            pass                        # `W.reshape(4)`: may be a view of it
+        elif not (isinstance(parent, ast.IfExp) and expr is not parent.test):
+            break                       # `W if c else V` may be it
+        expr = parent
+    if isinstance(parent, ast.Call):
+        if any(k.value is expr for k in parent.keywords) or \
+                any(isinstance(a, ast.Starred) and a.value is expr for a in parent.args):
+            return False
+        return _reads_argument(parent.func, namespace)
+    return isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Expr,
+                               ast.Assert, ast.If, ast.While, ast.FormattedValue)) or \
+        isinstance(parent, ast.Subscript) and parent.slice is expr
+
+
+def _reads_argument(func, namespace: dict) -> bool:
+    """Whether a call of `func` (an expression in a module `namespace`) only reads the
+    arrays and dicts handed to it: a builtin that reads, or a NumPy function or ufunc
+    (not one that writes into its argument, nor a ufunc's `.at`)."""
+    if isinstance(func, ast.Name) and func.id in _READING_CALLS and func.id not in namespace:
         return True
-    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
-        return True
-    return isinstance(parent, ast.Call) and parent.func is node
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in namespace:
+        return False
+    value = namespace[func.id]
+    for attr in reversed(path):
+        value = getattr(value, attr, None)
+    module = getattr(value, "__module__", None) or ""
+    return (isinstance(value, np.ufunc) or module.partition(".")[0] == "numpy") and \
+        not any(value is w for w in _WRITING_FUNCTIONS) and path[-1:] != ["at"]
