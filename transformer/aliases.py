@@ -34,6 +34,7 @@ from .desugar import desugar, view_sources
 from .errors import TransformError
 from .frontend import parse_callee
 from .function import Function, resolve
+from .names import assigned_names
 from .nodes import walk
 from .param_updates import updates_in_place
 from .rebind import split_rebound_names
@@ -232,6 +233,32 @@ def written_params_of_source(fn: Function, seen: frozenset = frozenset()) -> lis
     return list(dict.fromkeys(w.param for w in argument_writes_of_source(fn, seen)))
 
 
+def env_arrays_written_of_source(fn: Function) -> list[str]:
+    """The names of arrays of `fn`'s env (a global, a closed-over array) that `fn` writes
+    into in place, directly or through a name or a call (`written_params_of_source`'s
+    reading)."""
+    prepared = anf(split_rebound_names(desugar(updates_in_place(fn))))
+    call_writes = _source_call_writes(prepared, frozenset({fn.origin.describe()}))
+    local = assigned_names(prepared.node) | set(prepared.params)
+    return sorted(n for n in written_names(prepared, _WRITING_FUNCTIONS, call_writes)
+                  if n not in local and isinstance(prepared.env.get(n), np.ndarray))
+
+
+def refuse_env_array_writes(fn: Function, transformation: str, runs: str,
+                            otherwise: str) -> None:
+    """A TransformError at `fn` when it writes into an array of its env in place and the
+    `transformation` runs it more than once (`runs` says when): each run would start
+    from the array the last one left."""
+    written = env_arrays_written_of_source(fn)
+    if written:
+        raise fn.origin.error(
+            fn.node, f"{transformation} of {fn.name}, which writes into the array "
+            f"{written[0]!r} of its module (or closure) in place: {runs}, and each run "
+            "would start from the array the last one left",
+            f"pass {written[0]} as an argument (each run then starts from the array "
+            f"passed), or {otherwise}")
+
+
 def argument_writes_of_source(fn: Function, seen: frozenset = frozenset()) -> list:
     """The `ArgumentWrite`s of a Function as parsed (see `written_params_of_source`),
     their statements at the user's lines."""
@@ -245,6 +272,20 @@ def argument_writes_of_source(fn: Function, seen: frozenset = frozenset()) -> li
 # the array they are called on
 _WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
 _WRITING_METHODS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield"}
+
+
+def call_writes(fn: Function):
+    """`call -> the names of fn whose arrays the call may write into`, for a Function as
+    the passes hold it: through an `out=` argument, a writing method, a ufunc's `.at`, a
+    NumPy function writing into its first argument, or a user function's parameter."""
+    writes = _source_call_writes(fn, frozenset({fn.origin.describe()}))
+
+    def written(node: gast.Call) -> set:
+        found = writes(node)
+        if any(resolve(fn, node.func, None) is w for w in _WRITING_FUNCTIONS) and node.args:
+            found |= view_sources(fn, node.args[0])
+        return found
+    return written
 
 
 def _source_call_writes(fn: Function, seen: frozenset):
@@ -272,16 +313,17 @@ def _arguments_written(fn: Function, node: gast.Call, target, seen: frozenset) -
     """The names of `fn` that call `node` of user function `target` passes to parameters
     `target` writes in place."""
     arguments = node.args + [k.value for k in node.keywords]
+    if not arguments:
+        return set()
     try:
         callee = parse_callee(target)
-    except TransformError:                  # no source to read: it may write any of them
-        callee = None
+        written = set(written_params_of_source(callee, seen)) \
+            if callee.origin.describe() not in seen else set()
+    except TransformError:      # no source to read, or a form the passes refuse: it
+        callee = None           # may write any of them
     if callee is None or any(isinstance(a, gast.Starred) for a in node.args) or \
             any(k.arg is None for k in node.keywords):
         return set().union(*(view_sources(fn, a) for a in arguments))
-    if callee.origin.describe() in seen:
-        return set()
-    written = set(written_params_of_source(callee, seen))
     return set().union(*(view_sources(fn, a) for p, a in _bound(callee, node).items()
                          if p in written))
 

@@ -16,7 +16,7 @@ import gast
 from codegen.backends import Options
 
 from . import basis, runtime, tape
-from .aliases import written_params_of_source
+from .aliases import refuse_env_array_writes, written_params_of_source
 from .errors import TransformError
 from .forward import (FORWARD_OF_CUSTOM_VJP, FORWARD_OF_CUSTOM_VJP_HINT, jvp_function,
                       refuses_forward_mode)
@@ -366,6 +366,9 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
                   {"zeros_like", "derivative", "range", "own_value"})
     if mode == "rev" and outputs is None and _container_returned(fn, has_aux):
         raise _unknown_outputs(fn, mode)
+    if mode == "rev":
+        refuse_env_array_writes(fn, "jacrev", "the Jacobian runs it for its output and "
+                                "again for the rows", "use jacfwd, which runs it once")
     if mode == "fwd":
         inner = tangent_function(fun, active)
     elif has_aux and outputs is not None:

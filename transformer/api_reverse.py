@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import gast
 
 from . import materialize, templates
+from .aliases import refuse_env_array_writes
 from .callbacks import note_vjp_rules
 from .errors import TransformError
 from .frontend import parse
@@ -229,6 +230,8 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     """`vjp` for the primals at positions `wrt` only (the others are held constant)."""
     base = _base_function(fun)
     check_inputs("vjp", base.params, primals, wrt, allow_int_hint=False)
+    refuse_env_array_writes(base, "vjp", "it runs now and again at each pull of the vjp",
+                            "take grad (or value_and_grad), which runs it once")
     values = binder(base)(*primals)     # the parameters left out take their defaults
     layouts = tuple(layout_of(v) for v in values)
     groups = leaf_groups(layouts)

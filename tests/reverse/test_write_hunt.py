@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from write_checks import CHECKS, COMPILED, check_program
 from write_program_generator import write_programs
 
-QUICK = ("grad", "jvp", "jacrev", "vmap", "vmap_shared", "jit_python")
+QUICK = ("grad", "grad_constant_a", "jvp", "jacrev", "vmap", "vmap_shared", "jit_python")
 
 
 def _hunt(tmp_path, examples, checks, start):

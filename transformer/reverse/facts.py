@@ -11,6 +11,7 @@ aliasing it cannot give one adjoint per name, with a located error.
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from .. import tape
 from ..desugar import view_sources
@@ -84,6 +85,12 @@ class BodyFacts:
         self.written |= self.accumulators
         self._refuse_item_writes()
         self._close_written_over_aliases()
+        # an array of the env (a global, a closed-over array) written in place is recorded
+        # as a parameter is: its items are saved before each write, and the reverse sweep
+        # reads, and restores, the values from before
+        for var in sorted(self.written - set(self.defs)):
+            if isinstance(self.env.get(var), np.ndarray):
+                self.defs[var] = []
         self.view_checks = self._views_read_across_writes()
         self.loads_add(self.ret, _names([self.ret.value]))
         self.carried = {var: loop for loop in reversed(self.loops)

@@ -20,6 +20,7 @@ from ..function import resolve, resolve_in
 from ..nodes import copy_tree, walk
 from ..syntax import assign, call, const, name
 from .adjoints import Adjoints
+from .call_writes import refuse_call_writes
 from .dce import pure_calls
 from .facts import _names, _tape_makers
 from .seeds import unit_cotangent
@@ -45,6 +46,7 @@ class Reads(Adjoints):
         self.plan.writes = tape.recorded_writes(self.facts, self.body, self.plan.taped,
                                                 self.plan.after, self.plan.skipped)
         self.refuse_accumulator_reads()
+        refuse_call_writes(self)
         self.view_copies = view_copies(self, self.value_reads | self.recomputed_reads())
 
     def reverse_reads(self, stmt) -> set:
@@ -113,6 +115,7 @@ class Reads(Adjoints):
             shapes |= read_shapes
         for _stmt, names in self._control_reads():
             values |= names
+        self.reverse_value_reads = set(values)      # the env's arrays too (call_writes)
         values &= primal
         self.value_reads = values
         for var in [v for v in shapes if v in self.elements and self.shaped_by_items(v)]:
