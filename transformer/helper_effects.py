@@ -105,6 +105,17 @@ def may_set_attributes(fn) -> bool:
     return any(stores_attributes(func.__code__) for func in reachable(fn))
 
 
+def changed_arrays(fn) -> list[str]:
+    """The names (as the functions name them) of the global or closed-over arrays that
+    calling `fn` may change (`may_change`'s reading), for a refusal's message."""
+    found = []
+    for func in reachable(fn):
+        changed = _names_not_only_read(func, False)
+        found += [n for n, v in named_values(func).items()
+                  if n in changed and isinstance(v, np.ndarray)]
+    return found
+
+
 def may_change(fn, value) -> bool:
     """Whether calling `fn` may change `value`, a dict or an array of the caller's env:
     some function it may run names `value` (through a global or a closure cell) and uses

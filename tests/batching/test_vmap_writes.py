@@ -197,6 +197,31 @@ def test_a_global_array_written_in_place_is_written_once_per_example():
     np.testing.assert_array_equal(COUNTER, [3.0])
 
 
+def count():
+    COUNTER[0] += 1.0
+
+
+def counter_in_a_helper(x):
+    count()                             # the helper writes the global, not the function
+    return x * COUNTER[0]
+
+
+def counter_in_a_helper_not_read(x):
+    count()
+    return x * 2.0
+
+
+@pytest.mark.parametrize("f", [counter_in_a_helper, counter_in_a_helper_not_read],
+                         ids=lambda f: f.__name__)
+def test_a_global_array_a_helper_writes_is_written_once_per_example(f):
+    COUNTER[:] = 0.0
+    want, _ = loop_oracle(f, (np.ones(3),), (0,))
+    want_counter = COUNTER.copy()
+    COUNTER[:] = 0.0
+    np.testing.assert_array_equal(vmap(f)(np.ones(3)), want)
+    np.testing.assert_array_equal(COUNTER, want_counter)
+
+
 def test_vectorize_refuses_a_write_into_an_unmapped_argument_at_the_write():
     batched = vmap(shared_histogram, in_axes=(0, None), method="vectorize")
     with pytest.raises(TransformError) as info:

@@ -29,6 +29,7 @@ from ..desugar import desugar, view_sources
 from ..errors import TransformError
 from ..frontend import parse_callee
 from ..function import Function, resolve
+from ..helper_effects import called_function, changed_arrays
 from ..param_updates import updates_in_place
 from ..rules import batching as rules
 from ..runtime import update_in_place
@@ -298,13 +299,26 @@ def _shared_write(fn: Function, params: dict, written_params: dict):
         return f"`{param}` is an argument not mapped (in_axes None), written in place at " \
             f"{_line(fn, written_params[param])}", written_params[param]
     if not free:
-        return None
+        return _helper_write(fn)
     outside = min(free)
     group = set().union({outside}, *(g for g in written_alias_groups(fn, effects, writes)
                                      if outside in g))
     where = first_write(fn, group, effects, writes) or fn.node
     return f"`{outside}` is an array the function reads from outside, written in place at " \
         f"{_line(fn, where)}", where
+
+
+def _helper_write(fn: Function):
+    """(why, call) for a call of a helper that may write into a global or closed-over
+    array (`bump()` doing `W[0, 0] += 10.0`), else None."""
+    for node in gast.walk(fn.node):
+        if isinstance(node, gast.Call):
+            callee = called_function(resolve(fn, node.func, None))
+            changed = changed_arrays(callee) if callee is not None else []
+            if changed:
+                return f"`{callee.__name__}` writes into `{changed[0]}`, an array of its " \
+                    f"module, in place, at {_line(fn, node)}", node
+    return None
 
 
 def _call_writes(fn: Function, seen: frozenset):
