@@ -7,9 +7,9 @@ reads the values its statement read. A call that writes into an array - a helper
 user's writing into its argument (`bump(M)`), a helper changing a global array
 (`bump()` with `W[0, 0] += 10.0` in its body), `out=`, `M.fill(0.0)` - records nothing:
 an adjoint of a statement before the call would read the values after it, a wrong
-gradient. `refuse_call_writes` refuses such a call, located, when the reverse sweep
-reads the array's values and the function reads the array before the call (or anywhere
-in a loop around it, where a later trip reads it after an earlier trip's call).
+gradient. `refuse_call_writes` refuses such a call, located, when the reverse of a
+statement before the call (or anywhere in a loop around it, where a later trip's call
+comes before an earlier trip's reverse) reads the array's values.
 
 Input: a `Reads` stage whose `reverse_value_reads` holds every name (the env's included)
 whose values the adjoints read. Output: nothing, or a TransformError at the call.
@@ -49,10 +49,12 @@ def refuse_call_writes(stage) -> None:
 
 
 def _read_before(stage, var: str, call) -> bool:
-    """Whether a statement other than `call` reads `var` before it, or in a loop around it."""
+    """Whether the reverse of a statement before `call` (or in a loop around it) reads
+    the values of `var`: it would read them as the call left them."""
     at, loops = stage.order[id(call)], stage.loops_of[id(call)]
     for stmt in stage.loads.get(var, []):
-        if stmt is call or id(stmt) not in stage.order:
+        if stmt is call or id(stmt) not in stage.order or \
+                var not in stage.reverse_reads(stmt):
             continue
         if stage.order[id(stmt)] < at or \
                 any(loop is outer for loop in stage.loops_of[id(stmt)] for outer in loops):
