@@ -32,8 +32,10 @@ from .anf import anf
 from .argument_writes import argument_writes, write_hint
 from .desugar import desugar, view_sources
 from .errors import TransformError
+from .freshness import once_per_build
 from .frontend import parse_callee
 from .function import Function, resolve
+from .helper_effects import WRITING_FUNCTIONS
 from .names import assigned_names
 from .nodes import walk
 from .param_updates import updates_in_place
@@ -240,7 +242,7 @@ def env_arrays_written_of_source(fn: Function) -> list[str]:
     prepared = anf(split_rebound_names(desugar(updates_in_place(fn))))
     call_writes = _source_call_writes(prepared, frozenset({fn.origin.describe()}))
     local = assigned_names(prepared.node) | set(prepared.params)
-    return sorted(n for n in written_names(prepared, _WRITING_FUNCTIONS, call_writes)
+    return sorted(n for n in written_names(prepared, WRITING_FUNCTIONS, call_writes)
                   if n not in local and isinstance(prepared.env.get(n), np.ndarray))
 
 
@@ -265,12 +267,11 @@ def argument_writes_of_source(fn: Function, seen: frozenset = frozenset()) -> li
     prepared = anf(split_rebound_names(desugar(updates_in_place(fn))))
     call_writes = _source_call_writes(prepared, seen | {fn.origin.describe()})
     return argument_writes(prepared, lambda node: _writes_of(prepared, node,
-                                                             _WRITING_FUNCTIONS, call_writes))
+                                                             WRITING_FUNCTIONS, call_writes))
 
 
-# NumPy functions that write into their first argument, and array methods that write into
-# the array they are called on
-_WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
+# array methods that write into the array they are called on (NumPy's functions that write
+# into their first argument: helper_effects.WRITING_FUNCTIONS)
 _WRITING_METHODS = {"fill", "sort", "put", "itemset", "resize", "partition", "setfield"}
 
 
@@ -282,7 +283,7 @@ def call_writes(fn: Function):
 
     def written(node: gast.Call) -> set:
         found = writes(node)
-        if any(resolve(fn, node.func, None) is w for w in _WRITING_FUNCTIONS) and node.args:
+        if any(resolve(fn, node.func, None) is w for w in WRITING_FUNCTIONS) and node.args:
             found |= view_sources(fn, node.args[0])
         return found
     return written
@@ -317,8 +318,9 @@ def _arguments_written(fn: Function, node: gast.Call, target, seen: frozenset) -
         return set()
     try:
         callee = parse_callee(target)
-        written = set(written_params_of_source(callee, seen)) \
-            if callee.origin.describe() not in seen else set()
+        written = set() if callee.origin.describe() in seen else set(once_per_build(
+            ("written params", callee, *sorted(seen)),      # each call, each build: once
+            lambda: written_params_of_source(callee, seen)))
     except TransformError:      # no source to read, or a form the passes refuse: it
         callee = None           # may write any of them
     if callee is None or any(isinstance(a, gast.Starred) for a in node.args) or \

@@ -157,7 +157,7 @@ _CHANGING_METHODS = frozenset({"update", "pop", "popitem", "setdefault", "clear"
                                "__delitem__", "__ior__", "__iadd__", "__isub__", "__imul__",
                                "__itruediv__"})
 # NumPy functions that write into their first argument
-_WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
+WRITING_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -232,4 +232,4 @@ def _reads_argument(func, namespace: dict) -> bool:
         value = getattr(value, attr, None)
     module = getattr(value, "__module__", None) or ""
     return (isinstance(value, np.ufunc) or module.partition(".")[0] == "numpy") and \
-        not any(value is w for w in _WRITING_FUNCTIONS) and path[-1:] != ["at"]
+        not any(value is w for w in WRITING_FUNCTIONS) and path[-1:] != ["at"]
