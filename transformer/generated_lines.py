@@ -96,6 +96,17 @@ def first_binding(generated: str, variable: str) -> tuple[str, int, int] | None:
     return (filename, *min(sites)) if sites else None
 
 
+def first_use(generated: str, name: str) -> int | None:
+    """The first line of module `generated` (a generated file) whose code names `name`."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(generated)))
+    except (SyntaxError, ValueError):
+        return None
+    lines = [node.lineno for node in walk(tree)
+             if isinstance(node, ast.Name) and node.id == name]
+    return min(lines) if lines else None
+
+
 _QUOTE = re.compile(r"^\s*# [\w() ]+ of: (?P<text>.+)$")
 
 

@@ -15,6 +15,8 @@ import re
 
 import numba
 
+from codegen.modules import GENERATED_PACKAGE
+
 from . import generated_lines, random_sites
 from .errors import TransformError
 
@@ -53,6 +55,16 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
     if refused is not None:
         return refused
     reason = _numba_reason(text)
+    unknown = _NAME_ERROR.search(reason)
+    helper_global = _helper_global(function, unknown.group(1)) if unknown else None
+    if helper_global is not None:
+        helper, value, (helper_file, helper_line) = helper_global
+        return _numba_refusal(
+            f"Numba could not compile {name} for arguments ({types}): the helper {helper} "
+            f"uses the global {unknown.group(1)!r}, a {type(value).__name__}, which compiled "
+            f"code cannot hold (it takes arrays, numbers, tuples and functions from globals)",
+            helper_file, helper_line,
+            hint=_GLOBAL_CONTAINER_HINT)
     tape = _NARROW_TAPE.search(reason)
     if tape is not None:
         first, later, var = tape.groups()
@@ -80,9 +92,44 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
                  "1.0, not 1, or convert where it starts: x * 1.0), an array rather than a "
                  "number (y = np.full_like(x, y)), or give the other value a name of its "
                  "own", variable=var)
+    untyped = _UNTYPED_GLOBAL.search(reason)
     return _numba_refusal(f"Numba could not compile {name} for arguments "
                           f"({types}): {reason}", filename, lineno,
-                          hint=_known_hint(reason) or _PYTHON_BACKEND)
+                          hint=_known_hint(reason) or (_GLOBAL_CONTAINER_HINT if untyped
+                                                       else _PYTHON_BACKEND))
+
+
+# Numba's report of a global it could not type in a helper inlined into the function: it
+# checks the name against the *caller's* globals and, not finding it there, says NameError
+# without a location
+_NAME_ERROR = re.compile(r"NameError: name '(\w+)' is not defined")
+# a global Python container, which Numba cannot type (a dict, a set) or cannot hold as a
+# constant (a list)
+_UNTYPED_GLOBAL = re.compile(r"Untyped global name '\w+'.*<class '(dict|set|list)'>|"
+                             r"use of a reflected list\b.* in globals")
+
+
+def _helper_global(function, name: str):
+    """(the helper's name, the value, (generated file, line)) of the first generated helper
+    reachable from `function` whose module binds the global `name` its code reads; None
+    when there is none (a name the program really lacks)."""
+    top = getattr(function, "py_func", function)
+    seen, queue = set(), [top]
+    while queue:
+        fn = queue.pop(0)
+        if id(fn) in seen or not hasattr(fn, "__code__"):
+            continue
+        seen.add(id(fn))
+        code, namespace = fn.__code__, fn.__globals__
+        if fn is not top and name in namespace and name in code.co_names:
+            line = generated_lines.first_use(code.co_filename, name)
+            if line is not None:
+                return fn.__name__, namespace[name], (code.co_filename, line)
+        for called in code.co_names:
+            helper = getattr(namespace.get(called), "py_func", None)
+            if helper is not None and helper.__module__.startswith(GENERATED_PACKAGE + "."):
+                queue.append(helper)
+    return None
 
 
 def _argument_types(names: list, dynamic) -> str:
@@ -184,6 +231,10 @@ def _refused_sampler(text: str, filename, lineno, call: str) -> TransformError |
 
 
 _PYTHON_BACKEND = "jit(..., backend='python') runs the same code without Numba"
+_GLOBAL_CONTAINER_HINT = (
+    "pass what it holds to the function as an argument (a dict of arrays and numbers "
+    "works) and return new values rather than writing them (n = state['n'] + 1.0; "
+    "return y, {'n': n}); " + _PYTHON_BACKEND)
 
 
 def _numba_refusal(message: str, filename: str | None, lineno: int | None,

@@ -4,10 +4,12 @@ call see the new value, as in Python, under grad, vmap and jvp. A helper that on
 the dict leaves its reads bound, so jit still compiles."""
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 import pytest
 
-from transformer import grad, jit, jvp, vmap
+from transformer import TransformError, grad, jit, jvp, vmap
 from transformer.helper_effects import may_change, may_set_attributes
 
 CONFIG = {"scale": 2.0}
@@ -116,3 +118,52 @@ def test_a_bound_method_held_in_a_global_is_followed():
     assert may_set_attributes(ticks)
     assert may_set_attributes(COUNTER.tick)
     assert not may_set_attributes(only_reads)
+
+
+def bump_list():
+    HISTORY.append(1.0)
+
+
+HISTORY: list = []
+
+
+def bump_list_then_scale(x):
+    bump_list()
+    return x * 2.0
+
+
+@pytest.mark.parametrize("f, name", [(bump_then_read, "CONFIG"),
+                                     (bump_on_then_read, "CONFIG"),
+                                     (bump_list_then_scale, "HISTORY")],
+                         ids=["dict", "dict-two-helpers-down", "list"])
+def test_jit_refuses_a_helper_writing_a_global_container_at_its_line(f, name, config):
+    """Compiled code cannot write a Python dict or list: the refusal is at a line of the
+    user's that uses it, naming it, with a hint that works (Numba itself reports a list a
+    helper appends to as a NameError, with no line)."""
+    with pytest.raises(TransformError) as info:
+        jit(f)(np.ones(2))
+    err = info.value
+    assert err.filename == __file__ and name in linecache.getline(__file__, err.lineno)
+    assert name in str(err).splitlines()[0]
+    assert "return new values rather than writing them" in str(err)
+    want = f(np.ones(2))                # from the same state, as the hint says
+    config["scale"], HISTORY[:] = 2.0, []
+    np.testing.assert_allclose(jit(f, backend="python")(np.ones(2)), want)
+
+
+def test_jit_names_the_helper_using_a_global_list():
+    with pytest.raises(TransformError, match=r"the helper bump_list uses the global "
+                                             r"'HISTORY', a list") as info:
+        jit(bump_list_then_scale)(np.ones(2))
+    assert info.value.lineno == bump_list.__code__.co_firstlineno + 1
+
+
+def state_as_argument(x, state):
+    n = state["n"] + 1.0
+    return x * n, {"n": n}
+
+
+def test_the_hinted_form_compiles():
+    y, state = jit(state_as_argument)(np.ones(2), {"n": 1.0})
+    np.testing.assert_allclose(y, [2.0, 2.0])
+    assert state == {"n": 2.0}
