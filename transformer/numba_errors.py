@@ -55,16 +55,9 @@ def typing_error(name: str, names: list, exc, dynamic, function) -> TransformErr
     if refused is not None:
         return refused
     reason = _numba_reason(text)
-    unknown = _NAME_ERROR.search(reason)
-    helper_global = _helper_global(function, unknown.group(1)) if unknown else None
+    helper_global = _helper_global_refusal(function, reason, f"{name} for arguments ({types})")
     if helper_global is not None:
-        helper, value, (helper_file, helper_line) = helper_global
-        return _numba_refusal(
-            f"Numba could not compile {name} for arguments ({types}): the helper {helper} "
-            f"uses the global {unknown.group(1)!r}, a {type(value).__name__}, which compiled "
-            f"code cannot hold (it takes arrays, numbers, tuples and functions from globals)",
-            helper_file, helper_line,
-            hint=_GLOBAL_CONTAINER_HINT)
+        return helper_global
     tape = _NARROW_TAPE.search(reason)
     if tape is not None:
         first, later, var = tape.groups()
@@ -107,6 +100,21 @@ _NAME_ERROR = re.compile(r"NameError: name '(\w+)' is not defined")
 # constant (a list)
 _UNTYPED_GLOBAL = re.compile(r"Untyped global name '\w+'.*<class '(dict|set|list)'>|"
                              r"use of a reflected list\b.* in globals")
+
+
+def _helper_global_refusal(function, reason: str, compiling: str) -> TransformError | None:
+    """Numba's NameError for a global of a helper inlined into `function`, at the helper's
+    line that uses it; None for any other `reason`."""
+    unknown = _NAME_ERROR.search(reason)
+    found = _helper_global(function, unknown.group(1)) if unknown else None
+    if found is None:
+        return None
+    helper, value, (helper_file, helper_line) = found
+    return _numba_refusal(
+        f"Numba could not compile {compiling}: the helper {helper} uses the global "
+        f"{unknown.group(1)!r}, a {type(value).__name__}, which compiled code cannot hold "
+        f"(it takes arrays, numbers, tuples and functions from globals)",
+        helper_file, helper_line, hint=_GLOBAL_CONTAINER_HINT)
 
 
 def _helper_global(function, name: str):
