@@ -8,6 +8,12 @@ becomes a parameter appended after the function's own, and every call of a gener
 function that takes hidden arrays passes them on, so the module text (and Numba's cache)
 depends only on each array's dtype and dimensions, never on its values.
 
+A tuple holding arrays (`LAYERS = (W1, W2)`, a namedtuple of weights, nested tuples) is
+passed the same way, whole: frozen in, a write into one of its arrays (`LAYERS[1][0] = 5`)
+would go unseen by the compiled code, which Python sees at the next call. Its kind
+(`kind`) holds its numbers by value, since a transformation may have read them (a loop
+bound), and its arrays by kind.
+
 Invariant of the output of `take_hidden_arrays`: the function's parameters are its own,
 then one per hidden array (the name it read the array by, or a fresh `captured` name for an
 array only a callee reads); each call of a callee in `callee_arrays` passes, after its own
@@ -28,18 +34,52 @@ import numpy as np
 
 from .names import Namer, stored_and_loaded
 from .nodes import copy_tree, walk
+from .vector_shapes import argument_key
 
 
 def is_hidden_array(value) -> bool:
     """Whether `value` is passed as a hidden argument rather than frozen in: an ndarray
-    Numba can take as an argument."""
-    if type(value) is not np.ndarray:
+    Numba can take as an argument, or a tuple of them (see the module docstring)."""
+    if type(value) is not np.ndarray and not _holds_arrays(value):
         return False
     try:
         numba.typeof(value)
     except (ValueError, TypeError, NotImplementedError):
         return False
     return True
+
+
+_LEAVES = (bool, int, float, complex, np.bool_, np.number, type(None))
+
+
+def _holds_arrays(value) -> bool:
+    """A tuple (or namedtuple) whose leaves, through nested tuples, are arrays and
+    numbers, with at least one array."""
+    if not isinstance(value, tuple):
+        return False
+    leaves = list(_leaves(value))
+    return any(type(leaf) is np.ndarray for leaf in leaves) and \
+        all(type(leaf) is np.ndarray or isinstance(leaf, _LEAVES) for leaf in leaves)
+
+
+def _leaves(value):
+    for item in value:
+        if isinstance(item, tuple):
+            yield from _leaves(item)
+        else:
+            yield item
+
+
+def kind(value):
+    """What compiled code depends on of a hidden value: an array's `argument_key`; for a
+    tuple, its type and its items' kinds, numbers by value."""
+    if isinstance(value, tuple):
+        return type(value), tuple(kind(item) for item in value)
+    if type(value) is np.ndarray:
+        return argument_key([value])[0]
+    if isinstance(value, _LEAVES):
+        return type(value), value if value == value else "nan"
+    return type(value)
 
 
 def not_called_only(node: gast.FunctionDef) -> set[str]:
@@ -93,9 +133,11 @@ def _load(name: str) -> gast.Name:
     return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
-def describe(array: np.ndarray) -> str:
-    """What the compiled code depends on: the header line's text for one hidden array."""
-    return f"hidden argument, array {array.dtype} {array.ndim}-d"
+def describe(value) -> str:
+    """What the compiled code depends on: the header line's text for one hidden value."""
+    if isinstance(value, tuple):
+        return f"hidden argument, {numba.typeof(value)}"
+    return f"hidden argument, array {value.dtype} {value.ndim}-d"
 
 
 def reader(array, bindings) -> Callable[[], object]:

@@ -443,8 +443,8 @@ class Jitted(ShowsSource):
         self._reused += backends.STATS.hits - before
         self._misses += 1
         self._last_reason = self._reason(static, layouts)
-        readers = tuple((captured_arrays.reader(array, self._read), argument_key([array])[0])
-                        for array in compiled.hidden)
+        readers = tuple((captured_arrays.reader(value, self._read), captured_arrays.kind(value))
+                        for value in compiled.hidden)
         self._specs[spec_key] = (compiled.function, keys, readers)
         self._last_compiled, self._last_function = compiled, fn
         return self._specs[spec_key]
@@ -633,7 +633,8 @@ def _hidden_values(readers) -> tuple | None:
     """The hidden arrays' values now, read where the function found them; None when one
     is no longer of the kind the code was compiled for."""
     values = tuple([read() for read, _ in readers])
-    if argument_key(values) != tuple([kind for _, kind in readers]):
+    if tuple([captured_arrays.kind(value) for value in values]) != \
+            tuple([kind for _, kind in readers]):
         return None
     return values
 
