@@ -126,6 +126,48 @@ def _source_shape(target):
 _SOURCE_SHAPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def none_items(target) -> frozenset:
+    """The positions at which every `return` of Python function `target` returns a tuple
+    literal with a literal None (`return carry, None`, a scan step stacking nothing);
+    empty when the source cannot be read or a return is anything else. Returns of
+    functions nested in it are not its own."""
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return frozenset()
+    if code not in _NONE_ITEMS:
+        _NONE_ITEMS[code] = _none_items_of_source(target)
+    return _NONE_ITEMS[code]
+
+
+_NONE_ITEMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _none_items_of_source(target) -> frozenset:
+    try:
+        lines, _ = source_lines(target)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return frozenset()
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+        return frozenset()
+    returns, stack = [], list(tree.body[0].body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                   ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    if not returns or not all(isinstance(r.value, ast.Tuple) for r in returns):
+        return frozenset()
+    sizes = {len(r.value.elts) for r in returns}
+    if len(sizes) != 1:
+        return frozenset()
+    return frozenset(k for k in range(sizes.pop()) if all(
+        isinstance(r.value.elts[k], ast.Constant) and r.value.elts[k].value is None
+        for r in returns))
+
+
 def _ast_shape(node):
     """`pytree_returns.container_shape` for dict, tuple and list literals, on `ast`."""
     if isinstance(node, ast.Dict):

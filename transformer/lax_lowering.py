@@ -24,6 +24,7 @@ import gast
 import numpy as np
 
 from . import lax
+from .helper_returns import none_items
 from .local_functions import defined_name, definition, instance, module_function
 from .names import assigned_names
 from .nodes import copy_tree, walk
@@ -201,7 +202,7 @@ class _Lowering(gast.NodeTransformer):
     def target(self, structure):
         if isinstance(structure, tuple):
             return gast.Tuple(elts=[self.target(s) for s in structure], ctx=gast.Store())
-        return store(structure)
+        return store(self.fresh("unused") if structure == "None" else structure)
 
     def rebind(self, structure, expr, out, where):
         """Statements setting the names of `structure` to the value of `expr`."""
@@ -398,11 +399,13 @@ class _Lowering(gast.NodeTransformer):
         returned = self._returned(b["f"], isinstance(carry, tuple) or isinstance(xs, tuple))
         y_body = returned.elts[1] if isinstance(returned, gast.Tuple) and \
             len(returned.elts) == 2 else None
+        if returned is None and none_items(self.resolve(b["f"])) == {1}:
+            y_body = const(None)            # a module function returning `carry, None`
 
         def step(index, block):
             x = None if xs is None else self._slice(xs, index, block, node)
             value = self.apply(b["f"], [carry, x if x is not None else "None"], block, node)
-            y = self._names_like(y_body, "y")
+            y = _names_like(y_body, "y", self.fresh)
             self.rebind((carry, y), value, block, node)
             return _leaves(y)
 
@@ -414,7 +417,7 @@ class _Lowering(gast.NodeTransformer):
 
         first_index = self.fresh("index")
         out.append(self._at(assign(first_index, at(const(0))), node))
-        ys = self._names_like(y_body, "ys")
+        ys = _names_like(y_body, "ys", self.fresh)
         def numpy(attr, *args):
             return call(gast.Attribute(value=name(np_name), attr=attr, ctx=gast.Load()), *args)
 
@@ -446,12 +449,6 @@ class _Lowering(gast.NodeTransformer):
         out.append(self._at(loop, node))
         self._emit(out)
         return gast.Tuple(elts=[self.value(carry), self.value(ys)], ctx=gast.Load())
-
-    def _names_like(self, expr, base):
-        """Fresh names in the structure of tuple literal `expr` (one name if not a tuple)."""
-        if isinstance(expr, gast.Tuple):
-            return tuple(self._names_like(e, base) for e in expr.elts)
-        return self.fresh(base)
 
     def _numpy_name(self, node, what):
         """The name the user's module binds numpy to (lowered code calls numpy through it)."""
@@ -487,10 +484,22 @@ def _is_library(function) -> bool:
     return (getattr(function, "__module__", None) or "").split(".")[0] in ("numpy", "math")
 
 
+def _names_like(expr, base: str, fresh) -> tuple | str:
+    """Names from `fresh(base)` in the structure of tuple literal `expr` (one name if not a
+    tuple); a literal None stays "None" (a scan step returning `carry, None` stacks nothing
+    and gives ys None, as JAX's does)."""
+    if isinstance(expr, gast.Tuple):
+        return tuple(_names_like(e, base, fresh) for e in expr.elts)
+    if isinstance(expr, gast.Constant) and expr.value is None:
+        return "None"
+    return fresh(base)
+
+
 def _leaves(structure) -> list:
+    """The names of `structure`, without its Nones."""
     if isinstance(structure, tuple):
         return [leaf for s in structure for leaf in _leaves(s)]
-    return [structure]
+    return [] if structure == "None" else [structure]
 
 
 class _Substitute(gast.NodeTransformer):

@@ -23,6 +23,7 @@ from ..aliases import argument_write_hint, writes_read_by_caller, written_params
 from ..errors import TransformError
 from ..function import Function, resolve
 from ..function_arguments import refuse_parameter_call
+from ..helper_returns import none_items
 from ..callbacks import refuse_in_vjp_rule
 from ..checkpoint_names import saved_stack_name
 from ..host_calls import reaches_host
@@ -287,13 +288,21 @@ class Adjoints(Classify, abc.ABC):
     def zero_item(self, prim, k: int):
         """The cotangent of item `k` of a call's tuple result that has no adjoint here. An
         integer item (`i, x = step(i, x)`) gets 0.0 without reading the result: reading it
-        would put the tuple on a tape in a loop, which holds no tuples."""
+        would put the tuple on a tape in a loop, which holds no tuples; another item that
+        is unpacked to a name gets zeros shaped like that name."""
         items = {use.targets[0].id for use in self.loads.get(prim.target, [])
                  if isinstance(use, gast.Assign) and isinstance(use.value, gast.Subscript)
                  and isinstance(use.value.slice, gast.Constant) and use.value.slice.value == k}
         if items and items <= self.integers:
             return const(0.0)
+        if k in none_items(prim.key):       # `return carry, None`: None has no zeros
+            return const(None)
         zeros = self.helper("zeros_like", runtime.zeros_like)
+        # zeros shaped like the item's own name, which zeros_like reads only for its shape:
+        # a name assigned once has that shape wherever the reverse reads it
+        single = sorted(item for item in items if len(self.defs.get(item, [])) == 1)
+        if single:
+            return call(name(zeros), name(single[0]))
         return call(name(zeros), subscript(name(prim.target), const(k)))
 
     def runs_fwd(self, stmt) -> bool:
