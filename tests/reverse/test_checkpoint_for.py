@@ -439,7 +439,7 @@ def checkpointed(source):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, derandomize=True, deadline=None, database=None,
+@settings(max_examples=75, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(source=programs(), x=st.floats(-1.0, 1.0), seed=st.integers(0, 2 ** 16))
 def test_generated_loops_checkpointed_get_the_gradient_or_a_located_refusal(directory, source,

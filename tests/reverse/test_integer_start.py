@@ -171,7 +171,7 @@ def test_one_generated_int_started_state_matches_finite_differences(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("seed", range(12))
 def test_generated_int_started_states_match_finite_differences(seed, tmp_path):
     _check(seed, tmp_path)
 
