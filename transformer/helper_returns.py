@@ -34,7 +34,7 @@ from codegen.backends import is_user_function
 from .errors import TransformError
 from .function import Function, resolve, source_lines
 from .names import Namer, name_counts
-from .nodes import copy_tree, walk
+from .nodes import copy_tree, own_returns, walk
 from .pytree_returns import container_shape, literal_entries
 from .syntax import const, name
 
@@ -145,26 +145,19 @@ _NONE_ITEMS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _none_items_of_source(target) -> frozenset:
     try:
         lines, _ = source_lines(target)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = gast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return frozenset()
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+    if not tree.body or not isinstance(tree.body[0], gast.FunctionDef):
         return frozenset()
-    returns, stack = [], list(tree.body[0].body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            returns.append(node)
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                   ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    if not returns or not all(isinstance(r.value, ast.Tuple) for r in returns):
+    returns = own_returns(tree.body[0])
+    if not returns or not all(isinstance(r.value, gast.Tuple) for r in returns):
         return frozenset()
     sizes = {len(r.value.elts) for r in returns}
     if len(sizes) != 1:
         return frozenset()
     return frozenset(k for k in range(sizes.pop()) if all(
-        isinstance(r.value.elts[k], ast.Constant) and r.value.elts[k].value is None
+        isinstance(r.value.elts[k], gast.Constant) and r.value.elts[k].value is None
         for r in returns))
 
 
