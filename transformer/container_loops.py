@@ -13,11 +13,13 @@ keys iterates in the order it is written), so every value is the one the loop co
 and the target holds the last item afterwards, as after the loop.
 
 A loop is unrolled when all of these hold:
-- it iterates over a list or tuple literal without starred items, over a name bound to one,
+- it iterates over a list or tuple literal without starred items, over a name bound to one
+  or read from outside the function holding a tuple (`for W, b in PARAMS`),
   or over `enumerate(...)` of either (no `start`); or over a name bound to a dict literal
   with distinct constant keys, directly or through `.keys()`, `.values()` or `.items()`;
   with 1 to `MAX_ITEMS` items;
-- a name iterated over is bound exactly once in the function (not a parameter, not
+- a name iterated over is bound exactly once in the function (or, for a tuple from outside,
+  never; not a parameter, not
   `global`/`nonlocal`, not in a nested scope) by that literal, and read elsewhere only at
   constant indices or keys, with `len`, unpacked (a list or tuple), or iterated by loops
   unrolled here: nothing adds, removes or writes an item, rebinds it or passes it on, so
@@ -115,6 +117,7 @@ def _fixed_containers(fn: Function, node) -> dict:
                 isinstance(sub.targets[0], gast.Name) and _count(sub.value) is not None and \
                 bindings.get(sub.targets[0].id) == 1:
             literals[sub.targets[0].id] = sub.value
+    literals.update(_outside_tuples(fn, node, bindings))
     if not literals:
         return {}
     excluded = set(fn.params)
@@ -129,6 +132,22 @@ def _fixed_containers(fn: Function, node) -> dict:
                 sub.id in literals and id(sub) not in allowed.get(type(literals[sub.id]), ()):
             excluded.add(sub.id)
     return {k: v for k, v in literals.items() if k not in excluded}
+
+
+def _outside_tuples(fn: Function, node, bindings: dict) -> dict:
+    """name -> a tuple literal of as many items, for each name the function reads but does
+    not bind whose value is a tuple (a global or closed-over `PARAMS = ((W1, b1), (W2,
+    b2))`): a tuple's items cannot change, so a loop over it is written out like one over
+    a literal (under reverse mode the activations of `for W, b in PARAMS` may change shape
+    from layer to layer, which a loop's one typed tape per name cannot hold)."""
+    found = {}
+    for sub in walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load) and \
+                sub.id not in bindings and sub.id not in found and sub.id in fn.env:
+            value = fn.env[sub.id]
+            if isinstance(value, tuple) and 1 <= len(value) <= MAX_ITEMS:
+                found[sub.id] = gast.Tuple(elts=[const(None)] * len(value), ctx=gast.Load())
+    return found
 
 
 def _allowed_reads(fn: Function, node) -> dict:

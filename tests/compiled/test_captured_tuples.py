@@ -114,3 +114,31 @@ def test_a_tuple_rebound_to_another_kind_or_other_numbers_compiles_again(monkeyp
     monkeypatch.setattr(module, "MIXED", (np.ones((1, 3)), 0.25))      # another rank
     np.testing.assert_allclose(f(x), scaled(x), rtol=1e-12)
     assert f.cache_info().misses == 3
+
+
+LAYERS_OF_AN_MLP = ((np.linspace(-1.0, 1.0, 12).reshape(4, 3), np.full(4, 0.1)),
+                    (np.linspace(0.5, -0.5, 8).reshape(2, 4), np.zeros(2)))
+
+
+def mlp(x):
+    h = x
+    for W, b in LAYERS_OF_AN_MLP:           # h changes shape from layer to layer
+        h = np.tanh(W @ h + b)
+    return np.sum(h * h)
+
+
+def test_a_loop_over_a_captured_tuple_of_layers_is_written_out():
+    """Reverse mode records a loop's names on one typed tape each, which cannot hold an
+    activation that changes shape: the loop over the tuple is unrolled, as a loop over a
+    tuple literal is (`container_loops`); jit(grad) refused it before."""
+    x = np.array([0.3, -0.2, 0.7])
+    gradient = jit(grad(mlp))
+    np.testing.assert_allclose(gradient(x), central_differences(mlp, x), rtol=1e-7)
+    np.testing.assert_allclose(jit(mlp)(x), mlp(x), rtol=1e-12)
+    weights = LAYERS_OF_AN_MLP[1][0]
+    saved = weights.copy()
+    try:
+        weights[0, 0] = 3.0
+        np.testing.assert_allclose(gradient(x), central_differences(mlp, x), rtol=1e-7)
+    finally:
+        weights[:] = saved
