@@ -34,6 +34,7 @@ import numpy as np
 
 from .names import Namer, stored_and_loaded
 from .nodes import copy_tree, walk
+from .tree_util import tree_leaves
 from .vector_shapes import argument_key
 
 
@@ -54,20 +55,12 @@ _LEAVES = (bool, int, float, complex, np.bool_, np.number, type(None))
 
 def _holds_arrays(value) -> bool:
     """A tuple (or namedtuple) whose leaves, through nested tuples, are arrays and
-    numbers, with at least one array."""
+    numbers, with at least one array (a dict or list inside is no leaf of these)."""
     if not isinstance(value, tuple):
         return False
-    leaves = list(_leaves(value))
+    leaves = tree_leaves(value, is_leaf=lambda node: not isinstance(node, tuple))
     return any(type(leaf) is np.ndarray for leaf in leaves) and \
         all(type(leaf) is np.ndarray or isinstance(leaf, _LEAVES) for leaf in leaves)
-
-
-def _leaves(value):
-    for item in value:
-        if isinstance(item, tuple):
-            yield from _leaves(item)
-        else:
-            yield item
 
 
 def kind(value):
