@@ -493,8 +493,18 @@ def _product_float32(a, b, transpose_b):
     return out
 
 
+def _object_mode_cacheable() -> bool:
+    """Whether code holding an object-mode block can be cached: at `NUMBA_OPT=0` Numba
+    leaves the block's references as dynamic globals, so every function reaching it warns
+    "Cannot cache compiled function" and compiles again in each process. There (a setting
+    for fast compiles, not fast runs) the helpers below take Numba's own forms instead."""
+    return int(numba.config.OPT) > 0
+
+
 def _numpy_empty(dtype):
     """The 3-d allocator for `dtype`: through NumPy for float32/float64."""
+    if not _object_mode_cacheable():
+        return None
     return {np.dtype(np.float64): _empty3_float64,
             np.dtype(np.float32): _empty3_float32}.get(np.dtype(dtype))
 
@@ -502,7 +512,7 @@ def _numpy_empty(dtype):
 def _numpy_product(a, b):
     """`product(a, b, transpose_b)`, `a @ b` (or `a @ b.T`) of two C-contiguous matrices
     through NumPy, when `a` and `b` have one float dtype; else None."""
-    if a.dtype != b.dtype:
+    if a.dtype != b.dtype or not _object_mode_cacheable():
         return None
     return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
 
