@@ -26,8 +26,11 @@ from .input_dtypes import check_inputs
 from .materialize import compile_function, module_text
 from .jacobian_loops import (batched_rows, block_names, forward_loops, jacobian_blocks,
                              results, reverse_loops)
-from .jacobian_outputs import (LEAF_OUT, ListOut, container_returned as _container_returned,
-                               holds_list, list_returns_as_tuples, output_tree,
+from .jacobian_outputs import (LEAF_OUT, children, container_returned as _container_returned,
+                               first_entry, flat_returns, leaf_paths, nested,
+                               returned as _returned_outputs,
+                               holds_list, list_returns_as_tuples, output_tree, rebuilt,
+                               unreadable_returns,
                                unknown_outputs as _unknown_outputs)
 from .names import Namer
 from .nodes import copy_tree, walk
@@ -242,13 +245,13 @@ def _leaf_of(tree, value, k):
     """The output-major `value` shaped like `tree` with each leaf's `k`-th entry."""
     if tree is LEAF_OUT:
         return value[k]
-    items = tuple(_leaf_of(child, v, k) for child, v in zip(tree, value))
-    return list(items) if isinstance(tree, ListOut) else items
+    return rebuilt(tree, tuple(_leaf_of(child, v, k)
+                               for child, v in zip(tree, children(tree, value))))
 
 
 def _first_leaf(tree, value):
     while tree is not LEAF_OUT:
-        tree, value = tree[0], value[0]
+        tree, value = tree[0], children(tree, value)[0]
     return value
 
 
@@ -359,12 +362,19 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     active = tuple(fn.params[i] for i in nums)
     outputs = output_tree(fn, has_aux, mode) if outputs is None else \
         (LEAF_OUT,) * outputs if isinstance(outputs, int) else outputs
-    if not has_aux and holds_list(outputs):
-        fn = list_returns_as_tuples(fn)
+    as_written, body_outputs = fn, outputs
+    if holds_list(outputs):
+        fn = list_returns_as_tuples(fn, has_aux)
         fun = _FunctionRef(fun, fn)
+    if mode == "rev" and not has_aux and nested(outputs):
+        # one flat tuple to pull back; `results` nests the Jacobians as the output was
+        fn = flat_returns(fn)
+        fun = _FunctionRef(fun, fn)
+        body_outputs = (LEAF_OUT,) * len(leaf_paths(outputs))
     namer = Namer(set(fn.params) | set(_HELPERS) |
                   {"zeros_like", "derivative", "range", "own_value"})
-    if mode == "rev" and outputs is None and _container_returned(fn, has_aux):
+    if outputs is None and (mode == "rev" and _container_returned(fn, has_aux) or
+                            unreadable_returns(fn, has_aux)):
         raise _unknown_outputs(fn, mode)
     if mode == "rev":
         refuse_env_array_writes(fn, "jacrev", "the Jacobian runs it for its output and "
@@ -372,11 +382,14 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
     if mode == "fwd":
         inner = tangent_function(fun, active)
     elif has_aux and outputs is not None:
+        params = ", ".join(fn.params)
+        call = f"{fn.name}({params})"
+        first = first_entry(next(iter(_returned_outputs(as_written, has_aux)), None))
         raise fn.origin.error(
-            fn.node, f"jacrev(has_aux=True) of {fn.name}: its output is a tuple, which "
+            fn.node, f"jacrev(has_aux=True) of {fn.name}: its output is a container, which "
             "reverse mode cannot pull back beside an aux",
-            f"take each output's Jacobian: jacrev(lambda *args: ({fn.name}(*args)[0][0], "
-            f"{fn.name}(*args)[1]), has_aux=True), or use jacfwd")
+            f"take each output's Jacobian: jacrev(lambda {params}: ({call}[0][{first}], "
+            f"{call}[1]), has_aux=True), or use jacfwd")
     else:
         inner = cotangent_function(fun, nums, has_aux)
     env = dict(_HELPERS, zeros_like=runtime.zeros_like, derivative=inner, range=range,
@@ -386,14 +399,14 @@ def _jacobian(fun, argnums, has_aux, mode, label=None, outputs=None) -> Function
             # each basis vector runs the function again: vmap would run them in order on
             # the one written array (loop semantics), each at another point
             raise TransformError("a Jacobian of a function writing into its argument")
-        body = _batched_body(fn, active, namer, has_aux, mode, inner, env, outputs)
+        body = _batched_body(fn, active, namer, has_aux, mode, inner, env, body_outputs)
     except TransformError:
         # some statement has no batching rule: one derivative call per basis vector
         if outputs is None and _container_returned(fn, has_aux):
             raise _unknown_outputs(fn, mode) from None
-        body = forward_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs) \
+        body = forward_loops(fn, active, Namer(set(namer.taken)), has_aux, body_outputs) \
             if mode == "fwd" else \
-            reverse_loops(fn, active, Namer(set(namer.taken)), has_aux, outputs)
+            reverse_loops(fn, active, Namer(set(namer.taken)), has_aux, body_outputs)
     single = isinstance(argnums, int)
     body[-1] = results(body[-1], single, outputs, has_aux)
     name = f"{fn.name}_{label or 'jac' + mode}"

@@ -1,12 +1,13 @@
 """The output structure of a function jacfwd / jacrev differentiate, known when transforming.
 
-A function returning a tuple (`return np.sin(x), np.cos(x)`, nested tuples too) or a list
-has, as in JAX, one Jacobian per output leaf, nested like the output (a list stays a
-list: `ListOut` marks it in the tree). Its structure is read from the
-returned literals (`pytree_returns.container_shape`); a secant Jacobian, gradient or
-Hessian in a tuple `argnums` returns such a literal itself. Returned containers other than
-tuples and lists, and those whose structure cannot be read, are refused where the Jacobian needs it
-(`unknown_outputs`).
+A function returning a tuple (`return np.sin(x), np.cos(x)`, nested tuples too), a list
+or a dict with constant keys has, as in JAX, one Jacobian per output leaf, nested like the
+output (a list stays a list, a dict a dict: `ListOut` and `DictOut` mark them in the
+tree). Its structure is read from the returned literals
+(`pytree_returns.container_shape`); a secant Jacobian, gradient or Hessian in a tuple
+`argnums` returns such a literal itself. Other returned containers (a dataclass, a
+namedtuple), and those whose structure cannot be read, are refused where the Jacobian needs
+it (`unknown_outputs`).
 """
 from __future__ import annotations
 
@@ -25,7 +26,20 @@ class ListOut(tuple):
     """A node of an output tree that the function returns as a list."""
 
 
-def _returned(fn: Function, has_aux: bool) -> list:
+class DictOut(tuple):
+    """A node of an output tree that the function returns as a dict: its children in the
+    order of `keys` (`dict_order`). Compared as a tuple: compare shapes, not trees."""
+
+    def __new__(cls, keys: tuple, children):
+        node = super().__new__(cls, children)
+        node.keys = keys
+        return node
+
+    def __getnewargs__(self):
+        return self.keys, tuple(self)
+
+
+def returned(fn: Function, has_aux: bool) -> list:
     """The returned output expressions of `fn` (each return's first entry with has_aux);
     None for one that cannot be read (`return pair` with has_aux)."""
     values, bound = [], _bound_once(fn.node)
@@ -63,16 +77,31 @@ def _bound_once(node) -> dict:
 
 
 def _tuple_tree(shape):
-    """A container shape of tuples and lists only -> nested tuples (`ListOut` for a list)
-    of LEAF_OUT; None otherwise."""
+    """A container shape of tuples, lists and dicts only (dicts in `dict_order`) -> nested
+    tuples (`ListOut` for a list, `DictOut` for a dict) of LEAF_OUT; None otherwise."""
     if shape is None:
         return LEAF_OUT
-    if shape[0] not in ("tuple", "list"):
+    if shape[0] not in _NODES:
         return None
-    children = tuple(_tuple_tree(c) for c in shape[1])
-    if any(c is None and s is not None for c, s in zip(children, shape[1])):
+    children = tuple(_tuple_tree(c) for c in shape[-1])
+    if any(c is None and s is not None for c, s in zip(children, shape[-1])):
         return None
+    if shape[0] == "dict":
+        return DictOut(shape[1], children)
     return ListOut(children) if shape[0] == "list" else children
+
+
+_NODES = ("tuple", "list", "dict")
+
+
+def dict_order(keys) -> list[int]:
+    """The positions of a returned dict's `keys` in the order its Jacobian holds them:
+    sorted, as JAX orders a dict's leaves, so returns listing the keys in other orders have
+    one structure (keys of mixed types stay in the literal's order)."""
+    try:
+        return sorted(range(len(keys)), key=lambda i: keys[i])
+    except TypeError:
+        return list(range(len(keys)))
 
 
 def output_tree(fn: Function, has_aux: bool, mode: str):
@@ -80,35 +109,90 @@ def output_tree(fn: Function, has_aux: bool, mode: str):
     literal of one structure (LEAF_OUT at each array), or None: one array, or not known
     here."""
     shapes = set()
-    for value in _returned(fn, has_aux):
-        if value is None:
+    for value in returned(fn, has_aux):
+        if value is None or _unreadable(value):
             return None
-        shapes.add(container_shape(fn, value))
+        shapes.add(_sorted_dicts(container_shape(fn, value)))
     if len(shapes) != 1:
         return None
     shape = shapes.pop()
-    if shape is None or shape[0] not in ("tuple", "list"):
+    if shape is None or shape[0] not in _NODES:
         return None
     tree = _tuple_tree(shape)
     return tree if tree is not None and leaf_paths(tree) else None
 
 
+def _sorted_dicts(shape):
+    """A container shape with each dict's entries in `dict_order`."""
+    if shape is None or shape[0] not in _NODES:
+        return shape
+    children = tuple(_sorted_dicts(c) for c in shape[-1])
+    if shape[0] != "dict":
+        return (shape[0], children)
+    order = dict_order(shape[1])
+    return ("dict", tuple(shape[1][i] for i in order), tuple(children[i] for i in order))
+
+
 def container_returned(fn: Function, has_aux: bool) -> bool:
     """Whether some return of `fn` is a container literal (a dict, list, tuple...) whose
     structure `output_tree` does not give."""
-    return any(value is not None and container_shape(fn, value) is not None
-               for value in _returned(fn, has_aux))
+    return any(value is not None and (container_shape(fn, value) is not None or
+                                      _unreadable(value))
+               for value in returned(fn, has_aux))
+
+
+def unreadable_returns(fn: Function, has_aux: bool) -> bool:
+    """Whether a returned literal holds a container whose structure cannot be read when
+    transforming (`{key: v}` with a key that is not a constant, `(*xs, y)`): its leaves
+    would be taken for arrays."""
+    return any(value is not None and _unreadable(value) for value in returned(fn, has_aux))
+
+
+def _unreadable(node) -> bool:
+    return any(isinstance(sub, gast.Dict) and
+               not all(isinstance(k, gast.Constant) for k in sub.keys) or
+               isinstance(sub, (gast.List, gast.Tuple)) and
+               any(isinstance(e, gast.Starred) for e in sub.elts)
+               for sub in _literal_nodes(node))
+
+
+def _literal_nodes(node):
+    """`node` and, while it is a container literal, the literals nested in it."""
+    yield node
+    if isinstance(node, gast.Dict):
+        for value in node.values:
+            yield from _literal_nodes(value)
+    elif isinstance(node, (gast.List, gast.Tuple)):
+        for item in node.elts:
+            yield from _literal_nodes(item)
 
 
 def unknown_outputs(fn: Function, mode: str) -> TransformError:
     """A TransformError at `fn`'s first container return: a Jacobian needs its structure."""
     node = next((r for r in own_returns(fn.node) if r.value is not None and
-                 container_shape(fn, r.value) is not None), fn.node)
+                 (container_shape(fn, r.value) is not None or _unreadable(r.value))),
+                fn.node)
+    value = getattr(node, "value", None)
+    if value is not None and _unreadable(value):
+        hint = ("write the returned literal out, with constant keys and no `*` "
+                "(`return {'a': a, 'b': b}`, `return a, b`)")
+    else:
+        params = ", ".join(fn.params)
+        hint = (f"return the same literal everywhere (`return a, b`, `return {{'a': a}}`), "
+                f"or take each output's Jacobian: jac{mode}(lambda {params}: "
+                f"{fn.name}({params})[{first_entry(value)}])")
     return fn.origin.error(
-        node, f"jac{mode} of {fn.name}: its returns are not tuples of arrays of one "
-        "structure, which this Jacobian needs to know when it is transformed",
-        f"return the same tuple literal everywhere (`return a, b`), or take each output's "
-        f"Jacobian: jac{mode}(lambda *args: {fn.name}(*args)[0])")
+        node, f"jac{mode} of {fn.name}: its returns are not tuples, lists or dicts (with "
+        "constant keys) of arrays of one structure, which this Jacobian needs to know when "
+        "it is transformed", hint)
+
+
+def first_entry(value) -> str:
+    """The index of a returned literal's first entry, as source: `'a'` for a dict with
+    constant keys, `0` otherwise."""
+    if isinstance(value, gast.Dict) and value.keys and isinstance(value.keys[0], gast.Constant):
+        return repr(value.keys[0].value)
+    return "0"
 
 
 def leaf_paths(tree) -> list[str]:
@@ -119,33 +203,79 @@ def leaf_paths(tree) -> list[str]:
 
 
 def tree_literal(tree, leaves) -> str:
-    """A nested tuple (and list) literal shaped like `tree`, its leaves taken in order from
-    `leaves`."""
+    """A nested tuple (list, dict) literal shaped like `tree`, its leaves taken in order
+    from `leaves`."""
     if tree is LEAF_OUT:
         return next(leaves)
+    if isinstance(tree, DictOut):
+        return "{" + "".join(f"{key!r}: {tree_literal(child, leaves)}, "
+                             for key, child in zip(tree.keys, tree)) + "}"
     items = "".join(tree_literal(child, leaves) + ", " for child in tree)
     return f"[{items}]" if isinstance(tree, ListOut) else f"({items})"
 
 
+def rebuilt(tree, items: tuple):
+    """`items`, the children of the node `tree`, in that node's container."""
+    if isinstance(tree, DictOut):
+        return dict(zip(tree.keys, items))
+    return list(items) if isinstance(tree, ListOut) else items
+
+
+def children(tree, value) -> tuple:
+    """The entries of `value`, a container built as the node `tree`, in the tree's order."""
+    if isinstance(tree, DictOut):
+        return tuple(value[key] for key in tree.keys)
+    return tuple(value)
+
+
 def holds_list(tree) -> bool:
-    """Whether the output tree has a node returned as a list."""
-    return isinstance(tree, ListOut) or \
+    """Whether the output tree has a node returned as a list or a dict."""
+    return isinstance(tree, (ListOut, DictOut)) or \
         (isinstance(tree, tuple) and any(holds_list(c) for c in tree))
 
 
-def list_returns_as_tuples(fn: Function) -> Function:
-    """`fn` with each returned list literal (nested in the returned literal too) a tuple:
+def list_returns_as_tuples(fn: Function, has_aux: bool = False) -> Function:
+    """`fn` with each returned list or dict literal (nested in the returned literal too;
+    with `has_aux`, in the output's entry only) a tuple (a dict's values in `dict_order`):
     a Jacobian reads the derivative's output at constant indices, which compiled code can
-    do for a tuple of arrays of different types but not for such a list. The Jacobian
-    builds the list again (`tree_literal`)."""
+    do for a tuple of arrays of different types but not for such a list or dict. The
+    Jacobian builds the container again (`tree_literal`, `rebuilt`)."""
     node = copy_tree(fn.node)
 
     def tuples(value):
-        if isinstance(value, (gast.List, gast.Tuple)):
-            return gast.copy_location(gast.Tuple(elts=[tuples(e) for e in value.elts],
+        if isinstance(value, (gast.List, gast.Tuple, gast.Dict)) and not _unreadable(value):
+            items = value.elts if not isinstance(value, gast.Dict) else \
+                [value.values[i] for i in dict_order([k.value for k in value.keys])]
+            return gast.copy_location(gast.Tuple(elts=[tuples(e) for e in items],
                                                  ctx=gast.Load()), value)
         return value
     for ret in own_returns(node):
-        if ret.value is not None:
+        if ret.value is None:
+            continue
+        if not has_aux:
             ret.value = tuples(ret.value)
+        elif isinstance(ret.value, gast.Tuple) and len(ret.value.elts) == 2:
+            ret.value.elts[0] = tuples(ret.value.elts[0])
+    return fn.replace(node=node)
+
+
+def nested(tree) -> bool:
+    """Whether an output tree has a container inside its top container."""
+    return isinstance(tree, tuple) and any(child is not LEAF_OUT for child in tree)
+
+
+def flat_returns(fn: Function) -> Function:
+    """`fn` (its returned lists and dicts already tuples: `list_returns_as_tuples`) with
+    each returned literal one flat tuple of its leaves, in order: reverse mode pulls back
+    one flat tuple of arrays; the Jacobian nests the rows again (`tree_literal`)."""
+    node = copy_tree(fn.node)
+
+    def leaves(value):
+        if isinstance(value, gast.Tuple):
+            return [leaf for item in value.elts for leaf in leaves(item)]
+        return [value]
+    for ret in own_returns(node):
+        if isinstance(ret.value, gast.Tuple):
+            ret.value = gast.copy_location(gast.Tuple(elts=leaves(ret.value), ctx=gast.Load()),
+                                           ret.value)
     return fn.replace(node=node)

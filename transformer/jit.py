@@ -358,7 +358,8 @@ class Jitted(ShowsSource):
                 located = broadcast_errors.located(exc, function, (*dynamic, *hidden))
                 if located is not exc:
                     raise located from None
-            failure = self._internal_failure(exc, dynamic, function)
+            failure = numba_errors.unboxable_result(self.__name__, exc, self.base_function) \
+                or self._internal_failure(exc, dynamic, function)
             if failure is None:
                 raise
             raise failure from None

@@ -175,6 +175,23 @@ def internal_failure(name: str, names: list, exc: BaseException, dynamic,
                                + _PYTHON_BACKEND)
 
 
+def unboxable_result(name: str, exc: BaseException, fn) -> TransformError | None:
+    """The TransformError for a compiled function whose result Numba cannot hand back to
+    Python (a dict holding values of several types, built where secant does not rebuild
+    it: Numba answers with a SystemError), at the `def` of `fn`, the user's Function;
+    else None."""
+    cause = exc.__cause__
+    if not (isinstance(exc, SystemError) and isinstance(cause, TypeError) and
+            "to Python object" in str(cause)):
+        return None
+    kind = str(cause).removeprefix("cannot convert native ").removesuffix(" to Python object")
+    return fn.origin.error(
+        fn.node, f"the compiled {name} returns a value Numba cannot hand back to Python: "
+        f"{kind}",
+        "return a tuple in the dict's place (`return y, (s, [x])` for "
+        "`return y, {'s': s, 'l': [x]}`); " + _PYTHON_BACKEND)
+
+
 # the modules of Numba's compile pipeline: an exception through them is a compile failure
 _PIPELINE = tuple(os.path.join("numba", "core", f) for f in ("compiler_machinery.py",
                                                               "typeinfer.py"))
