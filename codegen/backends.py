@@ -28,7 +28,8 @@ import numba
 import numpy as np
 
 from .cache_keys import SECANT_PACKAGES, secant_sources_hash
-from . import cache_numba, modules, numba_lazy_code, numba_opt_level, numba_startup
+from . import (cache_numba, modules, numba_copy_propagation, numba_lazy_code, numba_opt_level,
+               numba_startup)
 from .errors import TransformError
 
 VERSION = "0.1.0"
@@ -116,6 +117,7 @@ def load(text: str, namespace: dict, name: str, options: Options) -> Compiled:
             numba_startup.defer_blas_check()
             numba_opt_level.install()          # first: deferred libraries use its wrapper
             numba_lazy_code.install()
+            numba_copy_propagation.install()   # parallel=True's copy propagation, mended
         module = modules.load_module(text, namespace)
         function = getattr(module, name)
         root = getattr(module, modules.CACHE_ROOT_ATTRIBUTE)
