@@ -21,6 +21,8 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
+from .jacobian_outputs import (flat_returns, holds_list, leaf_paths, list_returns_as_tuples,
+                               nested, output_tree)
 from .nodes import walk
 from .pytree_returns import returned_containers
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
@@ -28,6 +30,7 @@ from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters,
 from .reverse import GRAD, VALUE_AND_GRAD, VJP, reverse_function
 from .syntax import call, const, name, subscript
 from .transformed import PYTHON, Transformed
+from . import tree_util
 from .tree_util import arrays_copied
 from .typing import Argnums
 
@@ -236,6 +239,11 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     layouts = tuple(layout_of(v) for v in values)
     groups = leaf_groups(layouts)
     leaf_wrt = tuple(i for a in wrt for i in groups[a])
+    outputs = output_tree(base, has_aux, "rev")
+    # a nested output, or a list or dict: pulled back as one flat tuple of its leaves
+    container = outputs is not None and (nested(outputs) or holds_list(outputs))
+    if container:
+        base = flat_returns(list_returns_as_tuples(base, has_aux), has_aux)
     fn = reverse_function(flatten_parameters(base, layouts), leaf_wrt, VJP, has_aux,
                           f"vjp(argnums={wrt})")
     compiled = materialize.compile_function(fn, PYTHON).function
@@ -246,8 +254,17 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
     out, aux = result if has_aux else (result, None)
 
     def vjp_fn(cotangent):
-        cts = cotangent if isinstance(out, tuple) else (cotangent,)
-        if isinstance(out, tuple) and len(cts) != len(out):
+        if container:
+            cts = tuple(tree_util.tree_leaves(cotangent))
+            expected = len(leaf_paths(outputs))
+            if len(cts) != expected or \
+                    tree_util.tree_structure(cotangent) != tree_util.tree_structure(out):
+                raise ValueError(f"the cotangent is structured as "
+                                 f"{tree_util.tree_structure(cotangent)} but the output as "
+                                 f"{tree_util.tree_structure(out)}")
+        else:
+            cts = cotangent if isinstance(out, tuple) else (cotangent,)
+        if not container and isinstance(out, tuple) and len(cts) != len(out):
             raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
                              f"{len(out)}")
         flat = tuple(compiled(*leaves(arrays_copied(at_call)), *cts))

@@ -264,18 +264,25 @@ def nested(tree) -> bool:
     return isinstance(tree, tuple) and any(child is not LEAF_OUT for child in tree)
 
 
-def flat_returns(fn: Function) -> Function:
+def flat_returns(fn: Function, has_aux: bool = False) -> Function:
     """`fn` (its returned lists and dicts already tuples: `list_returns_as_tuples`) with
-    each returned literal one flat tuple of its leaves, in order: reverse mode pulls back
-    one flat tuple of arrays; the Jacobian nests the rows again (`tree_literal`)."""
+    each returned literal (with `has_aux`, the output's entry) one flat tuple of its
+    leaves, in order: reverse mode pulls back one flat tuple of arrays; the Jacobian nests
+    the rows again (`tree_literal`), `vjp` takes the cotangent's leaves."""
     node = copy_tree(fn.node)
+
+    def flat(value):
+        if not isinstance(value, gast.Tuple):
+            return value
+        return gast.copy_location(gast.Tuple(elts=leaves(value), ctx=gast.Load()), value)
 
     def leaves(value):
         if isinstance(value, gast.Tuple):
             return [leaf for item in value.elts for leaf in leaves(item)]
         return [value]
     for ret in own_returns(node):
-        if isinstance(ret.value, gast.Tuple):
-            ret.value = gast.copy_location(gast.Tuple(elts=leaves(ret.value), ctx=gast.Load()),
-                                           ret.value)
+        if not has_aux:
+            ret.value = flat(ret.value)
+        elif isinstance(ret.value, gast.Tuple) and len(ret.value.elts) == 2:
+            ret.value.elts[0] = flat(ret.value.elts[0])
     return fn.replace(node=node)
