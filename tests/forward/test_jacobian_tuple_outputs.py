@@ -244,6 +244,12 @@ def test_pytree_argument(mode):
 
 
 @pytest.mark.slow
+def _same_as_jax(ours, theirs):
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
 @needs_jax
 @pytest.mark.parametrize("mode", ["fwd", "rev"])
 def test_matches_jax(mode):
@@ -253,22 +259,16 @@ def test_matches_jax(mode):
     for argnums in (0, (0, 1), (1,)):
         ours = JACS[mode](three, argnums=argnums)(x, y)
         theirs = jax_jac(jax_f, argnums=argnums)(x, y)
-        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-            np.testing.assert_allclose(a, b, atol=1e-12)
+        _same_as_jax(ours, theirs)
     jax_dict = lambda a, b: {"s": jnp.sin(a) * b, "t": jnp.sum(a ** 2) * b[0]}  # noqa: E731
     for argnums in (0, (0, 1)):
         ours = JACS[mode](as_dict, argnums=argnums)(x, y)
         theirs = jax_jac(jax_dict, argnums=argnums)(x, y)
-        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-            np.testing.assert_allclose(a, b, atol=1e-12)
+        _same_as_jax(ours, theirs)
     A = np.eye(3) + 0.1
     ours = jacfwd(jacrev(quadratic, argnums=(0, 1)), argnums=(0, 1))(A, x)
     theirs = jax.hessian(lambda A_, x_: (A_ @ x_) @ x_, argnums=(0, 1))(A, x)
-    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-        np.testing.assert_allclose(a, b, atol=1e-12)
+    _same_as_jax(ours, theirs)
 
 
 def named(x):
@@ -477,6 +477,4 @@ def test_nested_outputs_match_jax_structure(mode):
     for argnums in (0, (0, 1)):
         ours = JACS[mode](nested_out, argnums=argnums)(x, y)
         theirs = jax_jac(jax_f, argnums=argnums)(x, y)
-        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-            np.testing.assert_allclose(a, b, atol=1e-12)
+        _same_as_jax(ours, theirs)
