@@ -13,12 +13,14 @@ import linecache
 import os
 import re
 
+import gast
 import numba
 
 from codegen.modules import GENERATED_PACKAGE
 
 from . import generated_lines, random_sites
 from .errors import TransformError
+from .nodes import own_returns
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -180,15 +182,21 @@ def unboxable_result(name: str, exc: BaseException, fn) -> TransformError | None
     Python (a dict holding values of several types, built where secant does not rebuild
     it: Numba answers with a SystemError), at the `def` of `fn`, the user's Function;
     else None."""
-    cause = exc.__cause__
-    if not (isinstance(exc, SystemError) and isinstance(cause, TypeError) and
-            "to Python object" in str(cause)):
+    cause = exc.__cause__ if isinstance(exc, SystemError) else exc
+    if not (isinstance(cause, TypeError) and str(cause).startswith("cannot convert native")
+            and str(cause).endswith("to Python object")):
         return None
     kind = str(cause).removeprefix("cannot convert native ").removesuffix(" to Python object")
+    message = f"the compiled {name} returns a value Numba cannot hand back to Python: {kind}"
+    by_name = next((r for r in own_returns(fn.node) if isinstance(r.value, gast.Name)), None)
+    if by_name is not None and "Dict" in kind:
+        # a returned literal is rebuilt in Python (pytree_returns); a dict under a name is not
+        return fn.origin.error(
+            by_name, message, "bind each item to a name of its own and return a dict "
+            "literal of those names (`a = ...; s = ...; return {'a': a, 's': s}`): "
+            "compiled code hands such a literal back; " + _PYTHON_BACKEND)
     return fn.origin.error(
-        fn.node, f"the compiled {name} returns a value Numba cannot hand back to Python: "
-        f"{kind}",
-        "return a tuple in the dict's place (`return y, (s, [x])` for "
+        fn.node, message, "return a tuple in the dict's place (`return y, (s, [x])` for "
         "`return y, {'s': s, 'l': [x]}`); " + _PYTHON_BACKEND)
 
 

@@ -14,6 +14,7 @@ import functools
 import gast
 
 from .function import Function, resolve
+from .local_dicts import items_as_names
 from .nodes import copy_tree, walk
 
 
@@ -24,6 +25,7 @@ def returned_containers(fn: Function):
     at least one that is not a plain tuple. The new Function returns nested tuples in
     their place, which Numba can box, and `rebuild(result)` makes the containers again.
     (fn, None) otherwise."""
+    fn = items_as_names(fn)        # `d = {...}; return d`: a literal in the return
     returns = [n for n in walk(fn.node) if isinstance(n, gast.Return)]
     if not returns:
         return fn, None
