@@ -21,8 +21,8 @@ from .errors import TransformError
 from .frontend import parse
 from .function import Function, binder, signature
 from .input_dtypes import check_inputs, float0_zeros
-from .jacobian_outputs import (flat_returns, holds_list, leaf_paths, list_returns_as_tuples,
-                               nested, output_tree)
+from .jacobian_outputs import (flat_returns, holds_list, list_returns_as_tuples, nested,
+                               output_tree)
 from .nodes import walk
 from .pytree_returns import returned_containers
 from .pytrees import (LEAF, Flat, all_leaves, flat_function, flatten_parameters, leaf_groups,
@@ -255,18 +255,16 @@ def vjp_wrt(fun: Callable, primals, wrt: tuple[int, ...], has_aux: bool = False)
 
     def vjp_fn(cotangent):
         if container:
-            cts = tuple(tree_util.tree_leaves(cotangent))
-            expected = len(leaf_paths(outputs))
-            if len(cts) != expected or \
-                    tree_util.tree_structure(cotangent) != tree_util.tree_structure(out):
+            if tree_util.tree_structure(cotangent) != tree_util.tree_structure(out):
                 raise ValueError(f"the cotangent is structured as "
                                  f"{tree_util.tree_structure(cotangent)} but the output as "
                                  f"{tree_util.tree_structure(out)}")
+            cts = tuple(tree_util.tree_leaves(cotangent))
         else:
             cts = cotangent if isinstance(out, tuple) else (cotangent,)
-        if not container and isinstance(out, tuple) and len(cts) != len(out):
-            raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
-                             f"{len(out)}")
+            if isinstance(out, tuple) and len(cts) != len(out):
+                raise ValueError(f"the cotangent has {len(cts)} parts but the output has "
+                                 f"{len(out)}")
         flat = tuple(compiled(*leaves(arrays_copied(at_call)), *cts))
         found, k = [], 0
         for a in wrt:

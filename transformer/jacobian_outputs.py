@@ -16,7 +16,7 @@ import gast
 from .errors import TransformError
 from .function import Function
 from .names import name_counts
-from .nodes import copy_tree, own_returns, walk
+from .nodes import copy_tree, literal_nodes, own_returns, walk
 from .pytree_returns import container_shape
 
 LEAF_OUT = None          # one array output, a leaf of the output tree
@@ -153,18 +153,7 @@ def _unreadable(node) -> bool:
                not all(isinstance(k, gast.Constant) for k in sub.keys) or
                isinstance(sub, (gast.List, gast.Tuple)) and
                any(isinstance(e, gast.Starred) for e in sub.elts)
-               for sub in _literal_nodes(node))
-
-
-def _literal_nodes(node):
-    """`node` and, while it is a container literal, the literals nested in it."""
-    yield node
-    if isinstance(node, gast.Dict):
-        for value in node.values:
-            yield from _literal_nodes(value)
-    elif isinstance(node, (gast.List, gast.Tuple)):
-        for item in node.elts:
-            yield from _literal_nodes(item)
+               for sub in literal_nodes(node))
 
 
 def unknown_outputs(fn: Function, mode: str) -> TransformError:

@@ -25,8 +25,9 @@ from __future__ import annotations
 import gast
 
 from .function import Function
-from .names import name_counts
-from .nodes import copy_tree, own_returns, walk
+from .names import Namer, name_counts
+from .nodes import copy_tree, literal_nodes, own_returns, walk
+from .syntax import assign, const, name
 
 
 def items_as_names(fn: Function) -> Function:
@@ -36,22 +37,11 @@ def items_as_names(fn: Function) -> Function:
     if not dicts:
         return fn
     node = copy_tree(fn.node)
-    taken = {n.id for n in walk(node) if isinstance(n, gast.Name)}
+    namer = Namer(n.id for n in walk(node) if isinstance(n, gast.Name))
     items = {}                       # dict name -> (key, item name) pairs
 
-    def fresh(base: str) -> str:
-        name, k = base, 1
-        while name in taken:
-            name, k = f"{base}_{k}", k + 1
-        taken.add(name)
-        return name
-
-    def load(name_: str) -> gast.Name:
-        return gast.Name(id=name_, ctx=gast.Load(), annotation=None, type_comment=None)
-
     def literal(pairs) -> gast.Dict:
-        return gast.Dict(keys=[gast.Constant(value=k, kind=None) for k, _ in pairs],
-                         values=[load(n) for _, n in pairs])
+        return gast.Dict(keys=[const(k) for k, _ in pairs], values=[name(n) for _, n in pairs])
 
     for body_owner in walk(node):
         for field in ("body", "orelse", "finalbody"):
@@ -64,15 +54,12 @@ def items_as_names(fn: Function) -> Function:
                     len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) \
                     else None
                 if target in dicts and isinstance(stmt.value, gast.Dict):
-                    pairs = [(k.value, fresh(f"{target}_{k.value}" if k.value.isidentifier()
+                    pairs = [(k.value, namer.fresh(f"{target}_{k.value}" if k.value.isidentifier()
                                              else f"{target}_item"))
                              for k in stmt.value.keys]
                     items[target] = pairs
                     for (_, item), value in zip(pairs, stmt.value.values):
-                        rewritten.append(gast.copy_location(gast.Assign(
-                            targets=[gast.Name(id=item, ctx=gast.Store(), annotation=None,
-                                               type_comment=None)],
-                            value=value, type_comment=None), stmt))
+                        rewritten.append(gast.copy_location(assign(item, value), stmt))
                     stmt.value = gast.copy_location(literal(pairs), stmt.value)
                 rewritten.append(stmt)
             setattr(body_owner, field, rewritten)
@@ -84,7 +71,7 @@ def items_as_names(fn: Function) -> Function:
                     sub.value.id in items and isinstance(sub.slice, gast.Constant):
                 item = dict(items[sub.value.id]).get(sub.slice.value)
                 if item is not None:
-                    return gast.copy_location(load(item), sub)
+                    return gast.copy_location(name(item), sub)
             return sub
     Reads().visit(node)
 
@@ -113,19 +100,19 @@ def _read_only_dicts(node) -> dict:
                 and stores.get(sub.targets[0].id) == 1 and sub.value.keys and \
                 all(isinstance(k, gast.Constant) and isinstance(k.value, str)
                     for k in sub.value.keys):
-            name, keys = sub.targets[0].id, tuple(k.value for k in sub.value.keys)
+            target, keys = sub.targets[0].id, tuple(k.value for k in sub.value.keys)
             # each key once; no value reads the dict itself (an earlier pass's dict, in
             # a loop: its item names are bound again before such a read)
             if len(set(keys)) == len(keys) and not any(
-                    isinstance(n, gast.Name) and n.id == name
+                    isinstance(n, gast.Name) and n.id == target
                     for value in sub.value.values for n in walk(value)):
-                found[name] = keys
+                found[target] = keys
     if not found:
         return found
     allowed = set()
     for sub in walk(node):
         if isinstance(sub, gast.Return) and sub.value is not None:
-            allowed |= {id(n) for n in _literal_items(sub.value) if isinstance(n, gast.Name)}
+            allowed |= {id(n) for n in literal_nodes(sub.value) if isinstance(n, gast.Name)}
         if isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Load) and \
                 isinstance(sub.slice, gast.Constant) and isinstance(sub.value, gast.Name):
             allowed.add(id(sub.value))
@@ -135,11 +122,3 @@ def _read_only_dicts(node) -> dict:
             found.pop(sub.id)
     return found
 
-
-def _literal_items(value):
-    """`value` and, while it is a tuple, list or dict literal, the items nested in it."""
-    yield value
-    items = value.elts if isinstance(value, (gast.Tuple, gast.List)) else \
-        value.values if isinstance(value, gast.Dict) else ()
-    for item in items:
-        yield from _literal_items(item)

@@ -94,3 +94,12 @@ def substitute(expr, mapping: dict):
                 return copy_tree(mapping[node.id])
             return node
     return _Sub().visit(copy_tree(expr))
+
+
+def literal_nodes(node):
+    """`node` and, while it is a tuple, list or dict literal, the literals nested in it."""
+    yield node
+    items = node.elts if isinstance(node, (gast.Tuple, gast.List)) else \
+        node.values if isinstance(node, gast.Dict) else ()
+    for item in items:
+        yield from literal_nodes(item)
