@@ -31,7 +31,9 @@ from codegen.backends import ORIGIN_PREFIX
 from .nodes import walk
 
 _SAMPLER = re.compile(r"^random\.(\w+)\b")
-_ORIGIN = re.compile(re.escape(ORIGIN_PREFIX) + r"(?P<file>.+):(?P<line>\d+) \((?P<name>\w+)\)")
+# the name is a qualified one for a function defined in another (`outer.<locals>.f`)
+_ORIGIN = re.compile(re.escape(ORIGIN_PREFIX) +
+                     r"(?P<file>.+):(?P<line>\d+) \((?P<name>[\w.<>]+)\)")
 
 
 def sampler_of(reason: str) -> str | None:
@@ -65,7 +67,8 @@ def origin_function(generated: str) -> tuple[str, ast.FunctionDef] | None:
     origin = _ORIGIN.match(header.strip()) if header else None
     if origin is None:
         return None
-    function = function_at(origin["file"], int(origin["line"]), origin["name"])
+    function = function_at(origin["file"], int(origin["line"]),
+                           origin["name"].rpartition(".")[2])
     return None if function is None else (origin["file"], function)
 
 

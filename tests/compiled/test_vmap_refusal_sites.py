@@ -3,7 +3,7 @@ statement (the axis moves past the batch axis, literal arguments are named), so 
 generated line no longer reads as the user's, and the TransformError pointed at the
 generated module. It now finds the user's line from the `# vmap of:` comment above the
 refused statement, with the transformation's temporaries written back in (`y_times_y`),
-or from the one call of the same function."""
+or from the one call of the same function; also for a function defined inside another."""
 import inspect
 
 import numpy as np
@@ -54,3 +54,20 @@ def test_a_rewritten_statement_is_found_by_the_line_its_comment_quotes(tmp_path)
                          "    return all_cond\n")
     assert generated_lines.user_site(str(generated), 9) == (str(user), 5, 4)
     assert generated_lines.user_site(str(generated), 6) == (str(user), 4, 4)
+
+
+def _inner_function():
+    def turned_inside(x):
+        return np.rot90(x, 1, (0, 1))
+    return turned_inside
+
+
+@pytest.mark.parametrize("transform", [jit, lambda f: jit(vmap(f))], ids=["jit", "vmap"])
+def test_a_function_defined_in_another_is_refused_at_its_line(transform):
+    # the generated module's header names it by its qualified name, `_inner_function.
+    # <locals>.turned_inside`: the refusal was at the generated line before
+    function = _inner_function()
+    with pytest.raises(TransformError) as caught:
+        transform(function)(np.ones((2, 3, 4)))
+    first = inspect.getsourcelines(function)[1]
+    assert (caught.value.filename, caught.value.lineno) == (__file__, first + 1)
