@@ -1,6 +1,7 @@
 """Constant-key reads of a dict the function does not bind: `CONFIG["lr"]`, `ACT["relu"]`.
 
-A module-level (or closed-over) dict of settings or of functions, read with a literal key
+A module-level (or closed-over) dict of settings or of functions, or one read through a
+user's module (`cfg.PARAMS["w"]`), read with a literal key
 (written so, or made so by `static_argnums`: `ACT[name]` with `name` static), is read when
 the function is transformed, as a module attribute (`cfg.SCALE`) is: Numba cannot hold a
 Python dict, and a transformation must know which function `ACT["relu"](x)` calls.
@@ -21,6 +22,8 @@ at each read, as is one a helper it calls may change: `helper_effects.may_change
 """
 from __future__ import annotations
 
+import types
+
 import gast
 import numpy as np
 
@@ -37,25 +40,26 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
     """`node` (a copy of `fn.node`), rewritten in place; `fn.env` receives the names of
     the functions read."""
     reads = [sub for sub in walk(node) if isinstance(sub, gast.Subscript) and
-             isinstance(sub.ctx, gast.Load) and isinstance(sub.value, gast.Name) and
+             isinstance(sub.ctx, gast.Load) and _path(sub.value) is not None and
              isinstance(sub.slice, gast.Constant)]
     if not reads:
         return node
     stored, _ = stored_and_loaded(node)
     # a dict the function writes, or hands on whole, is read as it is at each read
     read_ids = {id(read.value) for read in reads}
-    other_uses = {sub.id for sub in walk(node) if isinstance(sub, gast.Name) and
-                  id(sub) not in read_ids}
+    other_uses = {_path(sub) for sub in walk(node) if isinstance(sub, (gast.Name, gast.Attribute))
+                  and id(sub) not in read_ids}
     called = [resolve(fn, sub.func, None) for sub in walk(node) if isinstance(sub, gast.Call)]
     changing: dict = {}         # id(mapping) -> whether a helper called may change it
     folded: dict = {}
     bindings = freshness.Bindings()
     namer = None
     for read in reads:
+        path = _path(read.value)
         mapping = resolve(fn, read.value, None)
         key = read.slice.value
-        if read.value.id in stored or read.value.id in other_uses or \
-                not isinstance(mapping, dict) or \
+        if path.partition(".")[0] in stored or path in other_uses or \
+                not isinstance(mapping, dict) or not _in_modules(fn, read.value) or \
                 not _hashable(key) or key not in mapping:
             continue
         if id(mapping) not in changing:
@@ -68,8 +72,9 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
         elif (callable(value) and not isinstance(value, type)) or \
                 type(value) is np.ndarray:      # an array: jit passes it as a hidden argument
             namer = namer or Namer.for_function(fn)
-            fresh = namer.fresh(f"{read.value.id}_{key}" if isinstance(key, str) and
-                                key.isidentifier() else read.value.id)
+            base = path.replace(".", "_")
+            fresh = namer.fresh(f"{base}_{key}" if isinstance(key, str) and
+                                key.isidentifier() else base)
             fn.env[fresh] = value
             replacement = name(fresh)
         else:
@@ -80,6 +85,23 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
         freshness.note(bindings)
         _Replace(folded).visit(node)
     return node
+
+
+def _path(expr) -> str | None:
+    """The text of a Name or of a dotted path of attributes on one (`cfg.D`), else None."""
+    if isinstance(expr, gast.Name):
+        return expr.id
+    if isinstance(expr, gast.Attribute):
+        base = _path(expr.value)
+        return None if base is None else f"{base}.{expr.attr}"
+    return None
+
+
+def _in_modules(fn: Function, expr) -> bool:
+    """Whether `expr` is a Name, or an attribute of a module (`cfg.D`, `pkg.cfg.D`): the
+    attributes of other objects are read where `transformer.object_attributes` reads them."""
+    return isinstance(expr, gast.Name) or \
+        isinstance(resolve(fn, expr.value, None), types.ModuleType)
 
 
 def _hashable(key) -> bool:

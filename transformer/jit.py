@@ -10,13 +10,13 @@ reuses it. `cache_info()` reports hits, misses and why the last
 compile happened.
 
 On the cpu backend a NumPy array the function (or anything it calls) reads from a module
-global or a closure is not frozen into the compiled code: it is passed as a hidden argument
-(`captured_arrays`), read at each call where the function found it, as Python reads it. So
-`A = new_array` between calls is seen by the next call without compiling again when the
-new array has the same dtype and number of dimensions (and the same short last axis, see
-above), and the compiled code goes to the disk cache; an array of another kind, or another
-value, makes a new specialization. Writes into such an array reach the caller's array. An
-array reached otherwise (through a module attribute, `cfg.A`) is still a constant.
+global, a closure or through a user's module (`cfg.A`) is not frozen into the compiled
+code: it is passed as a hidden argument (`captured_arrays`), read at each call where the
+function found it, as Python reads it. So `A = new_array` between calls is seen by the next
+call without compiling again when the new array has the same dtype and number of
+dimensions (and the same short last axis, see above), and the compiled code goes to the
+disk cache; an array of another kind, or another value, makes a new specialization. Writes
+into such an array reach the caller's array.
 
 Threads may share a jitted function: concurrent first calls of one specialization
 compile it once (a lock per specialization) and all get the result. Each specialization

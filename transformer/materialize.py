@@ -32,8 +32,8 @@ from .desugar import methods_to_functions
 from .frontend import parse_callee
 from .host_calls import lower_host_calls
 from .function import Function, source_lines
-from .names import free_names
-from .nodes import walk
+from .names import Namer, free_names, stored_and_loaded
+from .nodes import copy_tree, walk
 
 _guard = threading.local()          # ids of the Functions this thread is compiling
 
@@ -82,8 +82,10 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             fn = parallel_loops.serial_where_checked(fn)
     if nan_checks.wanted(options.debug_nans):
         fn = nan_checks.with_nan_checks(fn)
-    node = fn.node
+    node, env = fn.node, fn.env
     hide = options.backend == "cpu" and not freeze_arrays
+    if hide:
+        node, env = _module_arrays_as_names(node, env)
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
     calls_generated = False
@@ -94,7 +96,7 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     not_called_only = captured_arrays.not_called_only(node)
     call_sites = _call_sites(node)
     for name in sorted(free_names(node)):
-        value = fn.env[name]
+        value = env[name]
         if isinstance(value, types.ModuleType):
             imports.append(backends.import_line(name, value))
             continue
@@ -118,10 +120,10 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         options = dataclasses.replace(options, inline=False)
     hidden: tuple = ()
     if own or callee_arrays:
-        node, names, hidden = captured_arrays.take_hidden_arrays(node, fn.env, own,
+        node, names, hidden = captured_arrays.take_hidden_arrays(node, env, own,
                                                                  callee_arrays)
         fingerprints.append(f"# hidden parameters: {', '.join(names)}")
-    fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, fn.env)]
+    fingerprints += [f"# reads {path}: {print_}" for path, print_ in _module_reads(node, env)]
     text = backends.module_source(fn.origin.describe(), fn.chain, options, fingerprints,
                                   imports, namespace, emit.to_source(node))
     return text, namespace, hidden
@@ -180,6 +182,41 @@ def _module_reads(node, env) -> list[tuple[str, str]]:
         if not isinstance(value, types.ModuleType):
             reads[f"{path}.{sub.attr}"] = _read_fingerprint(value)
     return sorted(reads.items())
+
+
+def _module_arrays_as_names(node, env) -> tuple[gast.FunctionDef, dict]:
+    """`node` with each array (or tuple of arrays) read through a user's module (`cfg.W`,
+    `pkg.cfg.W`) read under a name of its own instead, and `env` with those names: as a
+    global array, it is then passed as a hidden argument (`captured_arrays`) and read from
+    the module at each call. Numba would freeze it into the machine code as a constant,
+    so `cfg.W[0] = 5` or `cfg.W = new` would go unseen by the compiled code."""
+    found: dict[str, str] = {}                   # "cfg.W" -> its name
+    values: dict[str, object] = {}
+    namer = Namer(set().union(*stored_and_loaded(node), env))
+
+    class Reads(gast.NodeTransformer):
+        def visit_Attribute(self, sub):
+            module, path = _module_path(sub.value, env)
+            if module is None or is_library_module(module) or \
+                    not isinstance(sub.ctx, gast.Load) or f"{path}.{sub.attr}" in rebound or \
+                    not captured_arrays.is_hidden_array(getattr(module, sub.attr, None)):
+                return self.generic_visit(sub)
+            dotted = f"{path}.{sub.attr}"
+            if dotted not in found:
+                found[dotted] = namer.fresh(dotted.replace(".", "_"))
+                values[found[dotted]] = getattr(module, sub.attr)
+            return gast.copy_location(
+                gast.Name(id=found[dotted], ctx=gast.Load(), annotation=None,
+                          type_comment=None), sub)
+
+    attributes = [sub for sub in walk(node) if isinstance(sub, gast.Attribute)]
+    if not attributes:
+        return node, env
+    # a path the function rebinds (`cfg.W = ...`, which Numba refuses) stays as written
+    rebound = {f"{_module_path(sub.value, env)[1]}.{sub.attr}" for sub in attributes
+               if not isinstance(sub.ctx, gast.Load)}
+    rewritten = Reads().visit(copy_tree(node))
+    return (rewritten, {**env, **values}) if values else (node, env)
 
 
 def _module_path(expr, env) -> tuple[types.ModuleType | None, str]:
