@@ -1,16 +1,20 @@
 """Attributes of plain Python objects a function reads (`cfg.scale` of a configuration
-object it closes over, `self.W` in a bound method), bound as names of their own.
+object it closes over, `self.W` in a bound method), and of the user's classes read as
+namespaces (`Units.KB`, `Acts.relu`, a staticmethod), bound as names of their own.
 
 JAX users close over configuration objects and transform bound methods
 (`grad(model.loss)`). Numba cannot type an arbitrary Python object, so under jit a read
 such as `cfg.A` failed inside Numba. `bind_object_attributes` replaces each read
-`obj.attr` (or `obj.sub.attr`) whose root is a name the function's env binds to a plain
-object with a fresh name bound to the attribute's value, when that value is one secant
-passes on as it passes a global: an array, a number, a string, None, a function, a
-module. Each read is recorded in the build's bindings (`freshness`) in the namespace it
-came from - the object's `__dict__`, or the class's for a method or class constant (with
-the object's own `__dict__` recorded as not holding it) - so `cfg.scale = 5.0` rebuilds the
-transformation as rebinding a global does; an array changed in place keeps its identity.
+`obj.attr` (or `obj.sub.attr`, `params.model.W` through a user's module, `Units.KB`)
+whose root is a name the function's env binds to a plain object, or to a class or module
+of the user's, with a fresh name bound to the attribute's value, when that value is one
+secant passes on as it passes a global: an array, a number, a string, None, a function, a
+module. (A module's own attributes, `cfg.SCALE`, stay as written: the generated module
+imports it.) Each read is recorded in the build's bindings (`freshness`) in the namespace
+it came from - the object's `__dict__`, or the class's for a method or class constant (with
+the object's own `__dict__`, or the namespaces of the subclasses before it, recorded as not
+holding it) - so `cfg.scale = 5.0` rebuilds the transformation as rebinding a global does;
+an array changed in place keeps its identity.
 
 An object called (`model(x)`, or `grad(model)`) is its class's `__call__` bound to it.
 
@@ -33,6 +37,8 @@ import gast
 import numpy as np
 
 from . import freshness
+from codegen.backends import is_library_name
+
 from .errors import TransformError
 from .function import resolve_in
 from .helper_effects import (defining_namespace, is_plain_object, may_set_attributes,
@@ -61,11 +67,12 @@ def _root(expr):
 
 
 def _changing_roots(node, env: dict) -> set:
-    """Names of objects whose attributes may change while the function runs, so they are
-    read as written, when read: the function writes an attribute of one (`self.n += 1`),
-    hands one on whole (`helper(cfg)`), or calls a method of one that may set or delete an
-    attribute (`cfg.set(3.0)`; `_may_set_attributes`)."""
-    objects = {k for k, v in env.items() if is_plain_object(v)}
+    """Names of objects (or of classes and modules that lead to values) whose attributes
+    may change while the function runs, so they are read as written, when read: the
+    function writes an attribute of one (`self.n += 1`), hands one on whole
+    (`helper(cfg)`), or calls a method of one that may set or delete an attribute
+    (`cfg.set(3.0)`; `_may_set_attributes`)."""
+    objects = {k for k, v in env.items() if is_plain_object(v) or _is_namespace(v)}
     if not objects:                 # nothing to leave alone: no helper need be read
         return set()
     bases, changing = set(), set()
@@ -74,7 +81,12 @@ def _changing_roots(node, env: dict) -> set:
             bases.add(id(sub.value))
             if not isinstance(sub.ctx, gast.Load):
                 changing.add(_root(sub))
-        if isinstance(sub, gast.Call) and _root(sub.func) in objects:
+        if isinstance(sub, gast.Call) and isinstance(sub.func, gast.Attribute) and \
+                _is_namespace(_holder_at(sub.func.value, env)):
+            # a function of a class or module (`Units.convert(x)`): as any helper
+            if may_set_attributes(resolve_in(env, sub.func, None)):
+                return objects
+        elif isinstance(sub, gast.Call) and _root(sub.func) in objects:
             owner, method = _method_called(sub.func, env)
             if owner is None or _may_set_attributes(type(owner), {method}, set()):
                 changing.add(_root(sub.func))
@@ -98,17 +110,34 @@ def _method_called(func, env: dict):
 
 
 def _object_at(expr, env: dict, left=frozenset()):
-    """The plain object `expr` (a name, or a chain of attributes through plain objects)
-    stands for, or None; a name in `left` stands for none."""
+    """The plain object `expr` (a name, or a chain of attributes through plain objects,
+    classes and modules of the user's) stands for, or None; a name in `left` stands for
+    none."""
+    value = _holder_at(expr, env, left)
+    return value if is_plain_object(value) else None
+
+
+def _holder_at(expr, env: dict, left=frozenset()):
+    """The plain object, or the class or module of the user's, that `expr` (a name or a
+    chain of attributes through such values) stands for, or None."""
     if isinstance(expr, gast.Name):
         value = env.get(expr.id) if expr.id not in left else None
     elif isinstance(expr, gast.Attribute):
-        base = _object_at(expr.value, env, left)
-        found = _attribute(base, expr.attr) if base is not None else None
+        base = _holder_at(expr.value, env, left)
+        found = _read_attribute(base, expr.attr) if base is not None else None
         value = found[0] if found is not None else None
     else:
         return None
-    return value if is_plain_object(value) else None
+    return value if is_plain_object(value) or _is_namespace(value) else None
+
+
+def _is_namespace(value) -> bool:
+    """A class or module of the user's, read as a namespace of values (`Units.KB`,
+    `params.model.W`)."""
+    if isinstance(value, types.ModuleType):
+        return not is_library_name(value.__name__)
+    return isinstance(value, type) and not is_library_name(value.__module__) and \
+        type(value) is type                 # a metaclass may compute its attributes
 
 
 def _called(name_node, tree) -> bool:
@@ -166,11 +195,12 @@ class _Binder(gast.NodeTransformer):
         return _object_at(expr, self.env, self.left)
 
     def read(self, node) -> str | None:
-        """The name bound to `node`'s value (an `obj.attr` read), or None to leave it."""
-        base = self.owner(node.value)
-        if base is None:
+        """The name bound to `node`'s value (an `obj.attr` or `Class.attr` read), or None
+        to leave it. A module's attributes are read where the module is imported."""
+        base = _holder_at(node.value, self.env, self.left)
+        if base is None or isinstance(base, types.ModuleType):
             return None
-        found = _attribute(base, node.attr)
+        found = _read_attribute(base, node.attr)
         if found is None:
             return None
         value, namespace, raw = found
@@ -182,7 +212,11 @@ class _Binder(gast.NodeTransformer):
             self.bound[key] = self.namer.fresh(f"{root}_{node.attr}")
             self.env[self.bound[key]] = value
             self.bindings.read_name(namespace, node.attr, raw)
-            if namespace is not vars(base):         # from the class: not the object's own
+            # not found before where it was: not the object's own, nor a subclass's
+            for before in ([] if not isinstance(base, type) else
+                           base.__mro__[:base.__mro__.index(_owner_class(base, node.attr))]):
+                self.bindings.read_name(vars(before), node.attr, freshness.missing())
+            if not isinstance(base, type) and namespace is not vars(base):
                 self.bindings.read_name(vars(base), node.attr, freshness.missing())
         return self.bound[key]
 
@@ -214,6 +248,29 @@ def _is_plain_method(value) -> bool:
         isinstance(value.__func__, types.FunctionType)
 
 
+def _read_attribute(holder, attr: str):
+    """`_attribute` of a plain object, or of a class or module of the user's: (value,
+    namespace it was read from, the entry there), or None."""
+    if isinstance(holder, types.ModuleType):
+        namespace = vars(holder)
+        return (namespace[attr], namespace, namespace[attr]) if attr in namespace else None
+    if isinstance(holder, type):
+        owner = _owner_class(holder, attr)
+        raw = vars(owner)[attr] if owner is not None else None
+        if isinstance(raw, staticmethod):
+            return raw.__func__, vars(owner), raw
+        if owner is None or (hasattr(type(raw), "__get__") and
+                             not isinstance(raw, types.FunctionType)):
+            return None                     # a property, classmethod, ...
+        return raw, vars(owner), raw
+    return _attribute(holder, attr)
+
+
+def _owner_class(klass, attr: str):
+    """The first class in `klass`'s MRO whose own namespace holds `attr`, or None."""
+    return next((c for c in klass.__mro__ if attr in vars(c)), None)
+
+
 def _attribute(obj, attr: str):
     """(value, namespace it was read from, the entry there) for `obj.attr` read the plain
     way - the object's `__dict__`, else a class attribute that is a function or not a
@@ -233,6 +290,8 @@ def _attribute(obj, attr: str):
         return None
     if isinstance(raw, types.FunctionType):
         return getattr(obj, attr), vars(klass), raw
-    if hasattr(type(raw), "__get__"):          # staticmethod, classmethod, others
+    if isinstance(raw, staticmethod):
+        return raw.__func__, vars(klass), raw
+    if hasattr(type(raw), "__get__"):          # classmethod, others
         return None
     return raw, vars(klass), raw
