@@ -31,9 +31,10 @@ from codegen.backends import ORIGIN_PREFIX
 from .nodes import walk
 
 _SAMPLER = re.compile(r"^random\.(\w+)\b")
-# the name is a qualified one for a function defined in another (`outer.<locals>.f`)
+# the name is a qualified one for a function defined in another (`outer.<locals>.f`) or
+# a method (`Model.loss`), and may say more after it (`Model.loss (partial)`)
 _ORIGIN = re.compile(re.escape(ORIGIN_PREFIX) +
-                     r"(?P<file>.+):(?P<line>\d+) \((?P<name>[\w.<>]+)\)")
+                     r"(?P<file>.+):(?P<line>\d+) \((?P<name>[\w.<>]+)( [^\n]*)?\)$")
 
 
 def sampler_of(reason: str) -> str | None:

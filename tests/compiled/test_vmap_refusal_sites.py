@@ -3,7 +3,8 @@ statement (the axis moves past the batch axis, literal arguments are named), so 
 generated line no longer reads as the user's, and the TransformError pointed at the
 generated module. It now finds the user's line from the `# vmap of:` comment above the
 refused statement, with the transformation's temporaries written back in (`y_times_y`),
-or from the one call of the same function; also for a function defined inside another."""
+or from the one call of the same function; also for a function defined inside another
+and for a bound method."""
 import inspect
 
 import numpy as np
@@ -70,4 +71,18 @@ def test_a_function_defined_in_another_is_refused_at_its_line(transform):
     with pytest.raises(TransformError) as caught:
         transform(function)(np.ones((2, 3, 4)))
     first = inspect.getsourcelines(function)[1]
+    assert (caught.value.filename, caught.value.lineno) == (__file__, first + 1)
+
+
+class _Turner:
+    def turned(self, x):
+        return np.rot90(x, 1, (0, 1))
+
+
+def test_a_bound_method_is_refused_at_its_line():
+    # its generated module's header names it `_Turner.turned (partial)`
+    method = _Turner().turned
+    with pytest.raises(TransformError) as caught:
+        jit(method)(np.ones((2, 3, 4)))
+    first = inspect.getsourcelines(_Turner.turned)[1]
     assert (caught.value.filename, caught.value.lineno) == (__file__, first + 1)
