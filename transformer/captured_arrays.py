@@ -12,7 +12,9 @@ A tuple holding arrays (`LAYERS = (W1, W2)`, a namedtuple of weights, nested tup
 passed the same way, whole: frozen in, a write into one of its arrays (`LAYERS[1][0] = 5`)
 would go unseen by the compiled code, which Python sees at the next call. Its kind
 (`kind`) holds its numbers by value, since a transformation may have read them (a loop
-bound), and its arrays by kind.
+bound), and its arrays by kind. A list of arrays, tuples and numbers (`PARAMS = [(W1, b1),
+(W2, b2)]`; numbers alone too), which Numba refuses in globals, is passed the same way as a
+tuple (`passed`), read afresh at each call, so an item appended or rebound is seen.
 
 Invariant of the output of `take_hidden_arrays`: the function's parameters are its own,
 then one per hidden array (the name it read the array by, or a fresh `captured` name for an
@@ -40,11 +42,11 @@ from .vector_shapes import argument_key
 
 def is_hidden_array(value) -> bool:
     """Whether `value` is passed as a hidden argument rather than frozen in: an ndarray
-    Numba can take as an argument, or a tuple of them (see the module docstring)."""
+    Numba can take as an argument, a tuple of them, or a list (see the module docstring)."""
     if type(value) is not np.ndarray and not _holds_arrays(value):
         return False
     try:
-        numba.typeof(value)
+        numba.typeof(passed(value))
     except (ValueError, TypeError, NotImplementedError):
         return False
     return True
@@ -54,18 +56,33 @@ _LEAVES = (bool, int, float, complex, np.bool_, np.number, type(None))
 
 
 def _holds_arrays(value) -> bool:
-    """A tuple (or namedtuple) whose leaves, through nested tuples, are arrays and
-    numbers, with at least one array (a dict or list inside is no leaf of these)."""
-    if not isinstance(value, tuple):
+    """A tuple (or namedtuple) whose leaves, through nested tuples and lists, are arrays
+    and numbers, with at least one array; or such a list, of numbers alone too (a dict
+    inside is no leaf of these)."""
+    if not isinstance(value, (tuple, list)):
         return False
-    leaves = tree_leaves(value, is_leaf=lambda node: not isinstance(node, tuple))
-    return any(type(leaf) is np.ndarray for leaf in leaves) and \
+    leaves = tree_leaves(value, is_leaf=lambda node: not isinstance(node, (tuple, list)))
+    return bool(leaves) and (isinstance(value, list) or
+                             any(type(leaf) is np.ndarray for leaf in leaves)) and \
         all(type(leaf) is np.ndarray or isinstance(leaf, _LEAVES) for leaf in leaves)
+
+
+def passed(value):
+    """`value` as the compiled code takes it: a list (`LAYERS = [W1, W2]`, mutable, so
+    never frozen in) as a tuple, read afresh at each call; anything else as it is."""
+    if isinstance(value, list):
+        return tuple(passed(item) for item in value)
+    if type(value) is tuple:
+        return tuple(passed(item) for item in value) if \
+            any(isinstance(item, (list, tuple)) for item in value) else value
+    return value
 
 
 def kind(value):
     """What compiled code depends on of a hidden value: an array's `argument_key`; for a
-    tuple, its type and its items' kinds, numbers by value."""
+    tuple (a list is passed as one), its type and its items' kinds, numbers by value."""
+    if isinstance(value, list):
+        value = passed(value)
     if isinstance(value, tuple):
         return type(value), tuple(kind(item) for item in value)
     if type(value) is np.ndarray:
@@ -128,8 +145,8 @@ def _load(name: str) -> gast.Name:
 
 def describe(value) -> str:
     """What the compiled code depends on: the header line's text for one hidden value."""
-    if isinstance(value, tuple):
-        return f"hidden argument, {numba.typeof(value)}"
+    if isinstance(value, (tuple, list)):
+        return f"hidden argument, {numba.typeof(passed(value))}"
     return f"hidden argument, array {value.dtype} {value.ndim}-d"
 
 

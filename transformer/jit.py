@@ -601,7 +601,7 @@ def _hidden_now(jitted: Jitted, compiled) -> tuple:
     """The hidden arrays of a specialization just compiled."""
     hidden = _hidden_values(compiled[2]) if compiled[2] else ()
     if hidden is None:      # rebound while compiling: the arrays it was built with
-        hidden = jitted._last_compiled.hidden
+        hidden = tuple(captured_arrays.passed(value) for value in jitted._last_compiled.hidden)
     return hidden
 
 
@@ -633,7 +633,7 @@ _PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, complex, np.float64, np.
 def _hidden_values(readers) -> tuple | None:
     """The hidden arrays' values now, read where the function found them; None when one
     is no longer of the kind the code was compiled for."""
-    values = tuple([read() for read, _ in readers])
+    values = tuple([captured_arrays.passed(read()) for read, _ in readers])
     if tuple([captured_arrays.kind(value) for value in values]) != \
             tuple([kind for _, kind in readers]):
         return None

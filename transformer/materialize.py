@@ -86,6 +86,7 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     hide = options.backend == "cpu" and not freeze_arrays
     if hide:
         node, env = _module_arrays_as_names(node, env)
+    changed = _changed_containers(node) if hide else set()
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
     calls_generated = False
@@ -102,7 +103,8 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
             continue
         if getattr(builtins, name, None) is value:   # available in every module
             continue
-        if hide and captured_arrays.is_hidden_array(value):
+        if hide and captured_arrays.is_hidden_array(value) and \
+                not (isinstance(value, list) and name in changed):
             own.append(name)
             fingerprints.append(f"# takes {name}: {captured_arrays.describe(value)}")
             continue
@@ -199,7 +201,9 @@ def _module_arrays_as_names(node, env) -> tuple[gast.FunctionDef, dict]:
             module, path = _module_path(sub.value, env)
             if module is None or is_library_module(module) or \
                     not isinstance(sub.ctx, gast.Load) or f"{path}.{sub.attr}" in rebound or \
-                    not captured_arrays.is_hidden_array(getattr(module, sub.attr, None)):
+                    not captured_arrays.is_hidden_array(getattr(module, sub.attr, None)) or \
+                    isinstance(getattr(module, sub.attr), list) and \
+                    f"{path}.{sub.attr}" in changed:
                 return self.generic_visit(sub)
             dotted = f"{path}.{sub.attr}"
             if dotted not in found:
@@ -212,11 +216,30 @@ def _module_arrays_as_names(node, env) -> tuple[gast.FunctionDef, dict]:
     attributes = [sub for sub in walk(node) if isinstance(sub, gast.Attribute)]
     if not attributes:
         return node, env
+    changed = _changed_containers(node)
     # a path the function rebinds (`cfg.W = ...`, which Numba refuses) stays as written
     rebound = {f"{_module_path(sub.value, env)[1]}.{sub.attr}" for sub in attributes
                if not isinstance(sub.ctx, gast.Load)}
     rewritten = Reads().visit(copy_tree(node))
     return (rewritten, {**env, **values}) if values else (node, env)
+
+
+def _changed_containers(node) -> set[str]:
+    """The names and dotted paths (`cfg.LAYERS`) of what `node` writes an item of or calls
+    a method of: a global list the function changes (`LAYERS.append(x)`) is left to Numba,
+    which refuses it with its own words, not passed as a tuple that has no `append`."""
+    def dotted(expr):
+        if isinstance(expr, gast.Name):
+            return expr.id
+        base = dotted(expr.value) if isinstance(expr, gast.Attribute) else None
+        return f"{base}.{expr.attr}" if base is not None else None
+    found = set()
+    for sub in walk(node):
+        if isinstance(sub, gast.Subscript) and not isinstance(sub.ctx, gast.Load):
+            found.add(dotted(sub.value))
+        elif isinstance(sub, gast.Call) and isinstance(sub.func, gast.Attribute):
+            found.add(dotted(sub.func.value))
+    return found - {None}
 
 
 def _module_path(expr, env) -> tuple[types.ModuleType | None, str]:

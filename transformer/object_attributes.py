@@ -36,9 +36,9 @@ import types
 import gast
 import numpy as np
 
-from . import freshness
 from codegen.backends import is_library_name
 
+from . import freshness
 from .errors import TransformError
 from .function import resolve_in
 from .helper_effects import (defining_namespace, is_plain_object, may_set_attributes,
@@ -47,7 +47,7 @@ from .names import Namer
 from .nodes import walk
 
 # values bound to a name of their own (as a global holding one is)
-_VALUES = (np.ndarray, np.generic, int, float, complex, bool, str, type(None), tuple, dict,
+_VALUES = (np.ndarray, np.generic, int, float, complex, bool, str, type(None), tuple, list, dict,
            types.FunctionType, types.ModuleType, np.ufunc)
 
 
