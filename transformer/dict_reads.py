@@ -33,29 +33,29 @@ from .helper_effects import may_change
 from .names import Namer, stored_and_loaded
 from .nodes import walk
 from .specialize import is_literal, literal_node
-from .syntax import name
+from .syntax import dotted_text, name
 
 
 def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
     """`node` (a copy of `fn.node`), rewritten in place; `fn.env` receives the names of
     the functions read."""
     reads = [sub for sub in walk(node) if isinstance(sub, gast.Subscript) and
-             isinstance(sub.ctx, gast.Load) and _path(sub.value) is not None and
+             isinstance(sub.ctx, gast.Load) and dotted_text(sub.value) is not None and
              isinstance(sub.slice, gast.Constant)]
     if not reads:
         return node
     stored, _ = stored_and_loaded(node)
     # a dict the function writes, or hands on whole, is read as it is at each read
     read_ids = {id(read.value) for read in reads}
-    other_uses = {_path(sub) for sub in walk(node) if isinstance(sub, (gast.Name, gast.Attribute))
-                  and id(sub) not in read_ids}
+    other_uses = {dotted_text(sub) for sub in walk(node)
+                  if isinstance(sub, (gast.Name, gast.Attribute)) and id(sub) not in read_ids}
     called = [resolve(fn, sub.func, None) for sub in walk(node) if isinstance(sub, gast.Call)]
     changing: dict = {}         # id(mapping) -> whether a helper called may change it
     folded: dict = {}
     bindings = freshness.Bindings()
     namer = None
     for read in reads:
-        path = _path(read.value)
+        path = dotted_text(read.value)
         mapping = resolve(fn, read.value, None)
         key = read.slice.value
         if path.partition(".")[0] in stored or path in other_uses or \
@@ -85,16 +85,6 @@ def fold_dict_reads(fn: Function, node: gast.FunctionDef) -> gast.FunctionDef:
         freshness.note(bindings)
         _Replace(folded).visit(node)
     return node
-
-
-def _path(expr) -> str | None:
-    """The text of a Name or of a dotted path of attributes on one (`cfg.D`), else None."""
-    if isinstance(expr, gast.Name):
-        return expr.id
-    if isinstance(expr, gast.Attribute):
-        base = _path(expr.value)
-        return None if base is None else f"{base}.{expr.attr}"
-    return None
 
 
 def _in_modules(fn: Function, expr) -> bool:

@@ -34,6 +34,7 @@ from .host_calls import lower_host_calls
 from .function import Function, source_lines
 from .names import Namer, free_names, stored_and_loaded
 from .nodes import copy_tree, walk
+from .syntax import dotted_text
 
 _guard = threading.local()          # ids of the Functions this thread is compiling
 
@@ -84,9 +85,9 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
         fn = nan_checks.with_nan_checks(fn)
     node, env = fn.node, fn.env
     hide = options.backend == "cpu" and not freeze_arrays
-    if hide:
-        node, env = _module_arrays_as_names(node, env)
     changed = _changed_containers(node) if hide else set()
+    if hide:
+        node, env = _module_arrays_as_names(node, env, changed)
     imports, namespace, fingerprints = [], {}, []
     own, callee_arrays = [], {}
     calls_generated = False
@@ -186,7 +187,7 @@ def _module_reads(node, env) -> list[tuple[str, str]]:
     return sorted(reads.items())
 
 
-def _module_arrays_as_names(node, env) -> tuple[gast.FunctionDef, dict]:
+def _module_arrays_as_names(node, env, changed: set[str]) -> tuple[gast.FunctionDef, dict]:
     """`node` with each array (or tuple of arrays) read through a user's module (`cfg.W`,
     `pkg.cfg.W`) read under a name of its own instead, and `env` with those names: as a
     global array, it is then passed as a hidden argument (`captured_arrays`) and read from
@@ -216,7 +217,6 @@ def _module_arrays_as_names(node, env) -> tuple[gast.FunctionDef, dict]:
     attributes = [sub for sub in walk(node) if isinstance(sub, gast.Attribute)]
     if not attributes:
         return node, env
-    changed = _changed_containers(node)
     # a path the function rebinds (`cfg.W = ...`, which Numba refuses) stays as written
     rebound = {f"{_module_path(sub.value, env)[1]}.{sub.attr}" for sub in attributes
                if not isinstance(sub.ctx, gast.Load)}
@@ -228,17 +228,12 @@ def _changed_containers(node) -> set[str]:
     """The names and dotted paths (`cfg.LAYERS`) of what `node` writes an item of or calls
     a method of: a global list the function changes (`LAYERS.append(x)`) is left to Numba,
     which refuses it with its own words, not passed as a tuple that has no `append`."""
-    def dotted(expr):
-        if isinstance(expr, gast.Name):
-            return expr.id
-        base = dotted(expr.value) if isinstance(expr, gast.Attribute) else None
-        return f"{base}.{expr.attr}" if base is not None else None
     found = set()
     for sub in walk(node):
         if isinstance(sub, gast.Subscript) and not isinstance(sub.ctx, gast.Load):
-            found.add(dotted(sub.value))
+            found.add(dotted_text(sub.value))
         elif isinstance(sub, gast.Call) and isinstance(sub.func, gast.Attribute):
-            found.add(dotted(sub.func.value))
+            found.add(dotted_text(sub.func.value))
     return found - {None}
 
 

@@ -40,6 +40,17 @@ def dotted(path: str) -> gast.expr:
     return node
 
 
+def dotted_text(expr) -> str | None:
+    """The inverse of `dotted`: `cfg.D` for a Name or a chain of Attributes over one, else
+    None."""
+    if isinstance(expr, gast.Name):
+        return expr.id
+    if isinstance(expr, gast.Attribute):
+        base = dotted_text(expr.value)
+        return None if base is None else f"{base}.{expr.attr}"
+    return None
+
+
 def subscript(value, index, ctx=None) -> gast.Subscript:
     return gast.Subscript(value=value, slice=index, ctx=ctx or gast.Load())
 
