@@ -19,6 +19,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from transformer.runtime.allocation import dtype_of, empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 
+from .alignment import align, align_batched  # noqa: F401  (batched code's, re-exported)
 from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
 from .identity_batches import identity_batch, identity_batch_last  # noqa: F401
@@ -28,49 +29,6 @@ from .identity_batches import identity_batch, identity_batch_last  # noqa: F401
 
 def _ndim(ty) -> int:
     return ty.ndim if isinstance(ty, types.Array) else 0
-
-
-def _pad(x, rank: int):
-    """Batched `x` with ones inserted after the batch axis so it has `rank` example axes."""
-    extra = rank - (np.ndim(x) - 1)
-    if extra <= 0:
-        return x
-    return np.reshape(x, np.shape(x)[:1] + (1,) * extra + np.shape(x)[1:])
-
-
-def _pad_nb(x, rank: int):
-    extra = rank - (_ndim(x) - 1)
-    if extra <= 0:
-        return lambda x, ref: x
-    # The new shape is written out with literal ones: inlined, Numba's parfor pass
-    # (`jit(parallel=True)`) then sees the padded axes have length 1 and accepts the
-    # broadcast; a shape built by tuple concatenation reads as unknown sizes, and the
-    # (B, 1) - (B, k) broadcast failed its size assertion.
-    dims = ["x.shape[0]"] + ["1"] * extra + [f"x.shape[{i}]" for i in range(1, _ndim(x))]
-    namespace = {"np": np}
-    exec(f"def impl(x, ref):\n"
-         f"    return np.ascontiguousarray(x).reshape(({', '.join(dims)},))\n", namespace)
-    return namespace["impl"]
-
-
-def align(x, ref):
-    """Batched `x` shaped to broadcast against the unbatched `ref` example by example."""
-    return _pad(x, np.ndim(ref))
-
-
-@overload(align, inline="always")
-def _align_nb(x, ref):
-    return _pad_nb(x, _ndim(ref))
-
-
-def align_batched(x, ref):
-    """Batched `x` shaped to broadcast against the batched `ref` example by example."""
-    return _pad(x, np.ndim(ref) - 1)
-
-
-@overload(align_batched, inline="always")
-def _align_batched_nb(x, ref):
-    return _pad_nb(x, _ndim(ref) - 1)
 
 
 def broadcast_batch(value, size):
