@@ -89,3 +89,32 @@ def test_parallel_functions_bind_the_inlined_forms(parallel):
     text = source(batched)
     assert "align_batched" in text
     assert ("align_batched_for_parfors" in text) == parallel
+
+
+@numba.njit
+def _uses_alignments(x, ref):
+    return (align_batched(x, ref) - ref).sum() + align(x, ref[0]).sum() + \
+        align_batched(ref, x).sum()
+
+
+def test_views_keep_reference_counts():
+    """Each view takes a reference to its array's memory and gives it back: as many
+    frees as allocations over many calls (a missing one leaks, an extra one frees early)."""
+    from numba.core.runtime import _nrt_python, rtsys
+    x, ref = np.ones((4, 3)), np.ones((4, 2, 3))
+    forms = (x, np.asfortranarray(x), x[:, ::-1])
+    for form in forms:
+        _uses_alignments(form, ref)
+    was_enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        before = rtsys.get_allocation_stats()
+        for _ in range(200):
+            for form in forms:
+                assert _uses_alignments(form, ref) == 0.0 + 12.0 + 24.0
+        after = rtsys.get_allocation_stats()
+    finally:
+        if not was_enabled:
+            _nrt_python.memsys_disable_stats()
+    assert after.alloc - before.alloc == after.free - before.free > 0
+    assert after.mi_alloc - before.mi_alloc == after.mi_free - before.mi_free
