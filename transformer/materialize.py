@@ -33,7 +33,7 @@ from .frontend import parse_callee
 from .host_calls import lower_host_calls
 from .function import Function, source_lines
 from .names import Namer, free_names, stored_and_loaded
-from .runtime.alignment import PARFOR_FORMS
+from .runtime.alignment import parfor_form
 from .nodes import copy_tree, walk
 from .syntax import dotted_text
 
@@ -101,8 +101,7 @@ def module_parts(fn: Function, options: Options, freeze_arrays: bool = False
     for name in sorted(free_names(node)):
         value = env[name]
         if options.parallel:        # forms Numba's parfor pass can read through
-            value = next((form for plain, form in PARFOR_FORMS.items() if plain is value),
-                         value)
+            value = parfor_form(value)
         if isinstance(value, types.ModuleType):
             imports.append(backends.import_line(name, value))
             continue

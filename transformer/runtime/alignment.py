@@ -15,7 +15,7 @@ A function compiled with `parallel=True` binds the `*_for_parfors` forms instead
 padding as an inlined reshape with literal ones, from which Numba's parfor pass can see
 that the padded axes have length one and accept the broadcast (a call it cannot see into
 reads as unknown sizes, and the (B, 1) - (B, k) broadcast then fails its size assertion).
-`PARFOR_FORMS` maps each form to that one. Imports only NumPy, Numba and `numba_api`.
+`parfor_form` gives that form. Imports only NumPy, Numba and `numba_api`.
 """
 from __future__ import annotations
 
@@ -133,4 +133,9 @@ def _align_batched_for_parfors_nb(x, ref):
     return _pad_nb(x, _ndim(ref) - 1)
 
 
-PARFOR_FORMS = {align: align_for_parfors, align_batched: align_batched_for_parfors}
+PARFOR_FORMS = ((align, align_for_parfors), (align_batched, align_batched_for_parfors))
+
+
+def parfor_form(value):
+    """What a `parallel=True` function binds for `value`: its parfor form, else `value`."""
+    return next((form for plain, form in PARFOR_FORMS if plain is value), value)

@@ -19,16 +19,12 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from transformer.runtime.allocation import dtype_of, empty_array, full_array
 from transformer.runtime.numba_api import overload, register_jitable
 
-from .alignment import align, align_batched  # noqa: F401  (batched code's, re-exported)
+from .alignment import _ndim, align, align_batched  # noqa: F401  (align*: re-exported)
 from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
 from .identity_batches import identity_batch, identity_batch_last  # noqa: F401
 
 # ====================================================================== runtime helpers
-
-
-def _ndim(ty) -> int:
-    return ty.ndim if isinstance(ty, types.Array) else 0
 
 
 def broadcast_batch(value, size):
