@@ -1,11 +1,13 @@
 """Batched matrix products and outer products at the optimization level users run and at
 the one the tests run (`transformer/runtime/batching.py`).
 
-At `NUMBA_OPT` above 0 (the default is 3) a batched `W @ x` and the per-example outer
-products of `vmap(grad)` go through NumPy (`_product_float*`, `_empty3_float*`, object-mode
-blocks); at `NUMBA_OPT=0`, where Numba cannot disk-cache code holding an object-mode block,
-they take Numba's own forms. The rest of the suite runs at `NUMBA_OPT=0`, so the forms
-users get are checked here, in a fresh process at Numba's default level, against NumPy.
+A batched `W @ x` and the matrix products of its gradient go through NumPy's BLAS
+(`runtime/numpy_blas.py`) at every level, one compiled product per dtype (at
+`NUMBA_OPT=0` compiled into each caller, where a call to a jitted function keeps the
+caller from Numba's disk cache); the per-example
+outer products of `vmap(grad)` allocate as NumPy does (`large_empty_array`). The rest of
+the suite runs at `NUMBA_OPT=0`, so the forms users get are checked here, in a fresh
+process at Numba's default level, against NumPy.
 """
 from __future__ import annotations
 
@@ -60,10 +62,10 @@ for dtype, tol in ((np.float64, 1e-10), (np.float32, 2e-4)):
         for g, w in zip(got, want):
             assert g.dtype == dtype, (g.dtype, dtype)
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-# which forms ran: NumPy's product and allocator at Numba's default level, the product
-# compiled once per dtype whatever the layout of the weights
-print(int(numba.config.OPT) > 0, len(batching._product_float64.signatures),
-      len(batching._product_float32.signatures), bool(batching._empty3_float32.signatures))
+# which forms ran: NumPy's product at Numba's default level, compiled once per dtype
+# whatever the layout of the weights
+from transformer.runtime import numpy_blas
+print(int(numba.config.OPT) > 0, len(numpy_blas.product.signatures))
 """
 
 
@@ -76,7 +78,7 @@ def test_batched_products_at_numbas_default_level_match_numpy(tmp_path):
     done = subprocess.run([sys.executable, str(script)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "1", "1", "True"]
+    assert done.stdout.split() == ["True", "2"]
 
 
 def test_at_opt_level_0_batched_products_compile_without_a_cache_warning():
@@ -98,14 +100,15 @@ def test_at_opt_level_0_batched_products_compile_without_a_cache_warning():
 
 
 @pytest.mark.parametrize("level", [0, 2])
-def test_the_numpy_forms_are_chosen_by_level(monkeypatch, level):
+def test_the_numpy_product_is_chosen_at_every_level(monkeypatch, level):
     from numba import types
-    from transformer.runtime import batching
+    from transformer.runtime import batching, numpy_blas
     monkeypatch.setattr(numba.config, "OPT", type(numba.config.OPT)(level))
-    matrix = types.Array(types.float64, 2, "C")
-    product = batching._numpy_product(matrix, matrix)
-    allocate = batching._numpy_empty(np.float32)
-    if level:
-        assert (product, allocate) == (batching._product_float64, batching._empty3_float32)
-    else:
-        assert (product, allocate) == (None, None)
+    for dtype in (types.float64, types.float32):
+        matrix = types.Array(dtype, 2, "C")
+        want = numpy_blas.product if level else numpy_blas._product
+        assert batching._numpy_product(matrix, matrix) is want
+    ints = types.Array(types.int64, 2, "C")
+    assert batching._numpy_product(ints, ints) is None
+    assert batching._numpy_product(types.Array(types.float32, 2, "C"),
+                                   types.Array(types.float64, 2, "C")) is None

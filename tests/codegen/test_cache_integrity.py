@@ -257,9 +257,8 @@ def test_unwritable_numba_files_warn_and_compile(cache, monkeypatch):
 
 
 def test_runtime_helpers_cache_inside_the_cache_directory(cache):
-    from transformer.runtime import batching
-    helpers = [batching._empty3_float64, batching._empty3_float32,
-               batching._product_float64, batching._product_float32]
+    from transformer.runtime import numpy_blas
+    helpers = [numpy_blas.product]
     root = modules.cache_dir()
     cache_numba.enable_runtime_helpers(root)
     for helper in helpers:

@@ -14,6 +14,9 @@ dtype value bound in a helper's closure) and returns a C-contiguous array, as Nu
 """
 from __future__ import annotations
 
+import sys
+
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.errors import TypingError
@@ -54,6 +57,44 @@ def empty_array(typingctx, shape, dtype):
 
     def codegen(context, builder, sig, args):
         return _allocate(context, builder, array_type, sig.args[0], args[0])._getvalue()
+    return array_type(shape, dtype), codegen
+
+
+# NumPy asks Linux for transparent huge pages on every allocation of 4 MiB or more, from
+# the first whole page on (numpy/_core/src/multiarray/alloc.c); for a batch of outer
+# products of many megabytes that spares most of the page faults of writing it, several
+# times faster than Numba's allocator, which does not ask.
+_HUGE_PAGES = sys.platform.startswith("linux")
+_HUGE_PAGE_BYTES = 1 << 22
+_MADV_HUGEPAGE = 14
+_PAGE = 4096
+
+
+def _advise_huge_pages(builder, ary) -> None:
+    """`madvise(MADV_HUGEPAGE)` on `ary`'s data from its first whole page, as NumPy's."""
+    i64 = ir.IntType(64)
+    size = builder.mul(ary.itemsize, ary.nitems)
+    with builder.if_then(builder.icmp_signed(">=", size, i64(_HUGE_PAGE_BYTES)),
+                         likely=False):
+        start = builder.ptrtoint(ary.data, i64)
+        offset = builder.sub(i64(_PAGE), builder.urem(start, i64(_PAGE)))
+        fnty = ir.FunctionType(ir.IntType(32), [cgutils.voidptr_t, i64, ir.IntType(32)])
+        madvise = cgutils.get_or_insert_function(builder.module, fnty, "madvise")
+        builder.call(madvise, [builder.inttoptr(builder.add(start, offset), cgutils.voidptr_t),
+                               builder.sub(size, offset), ir.IntType(32)(_MADV_HUGEPAGE)])
+
+
+@intrinsic
+def large_empty_array(typingctx, shape, dtype):
+    """`np.empty(shape, dtype)` asking for huge pages as NumPy does (Linux), for arrays
+    that may be many megabytes; elsewhere `empty_array`."""
+    array_type = _array_type(shape, dtype, "large_empty_array")
+
+    def codegen(context, builder, sig, args):
+        ary = _allocate(context, builder, array_type, sig.args[0], args[0])
+        if _HUGE_PAGES:
+            _advise_huge_pages(builder, ary)
+        return ary._getvalue()
     return array_type(shape, dtype), codegen
 
 

@@ -16,9 +16,11 @@ from numpy.lib.stride_tricks import as_strided
 from numba import types
 from numba.core.errors import TypingError
 from numba.np.unsafe.ndarray import to_fixed_tuple
-from transformer.runtime.allocation import dtype_of, empty_array, full_array
+from transformer.runtime.allocation import dtype_of, empty_array, full_array, \
+    large_empty_array
 from transformer.runtime.numba_api import overload, register_jitable
 
+from . import numpy_blas
 from .alignment import _ndim, align, align_batched  # noqa: F401  (align*: re-exported)
 from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
@@ -406,75 +408,21 @@ def outer_both(a, b):
     return fa[:, :, None] * fb[:, None, :]
 
 
-# For outputs of many megabytes NumPy's allocator (transparent huge pages) spares most of
-# the page faults Numba's own allocator takes, which makes writing a batch of outer
-# products several times faster; large products run NumPy's matmul, the BLAS a batched
-# NumPy program uses (Numba links SciPy's, with its own thread pool). Both are
-# module-level functions so that code calling them stays cacheable. No `cache=True`:
-# secant's backend gives them a sealed disk cache inside its cache directory
-# (codegen/cache_numba.py), so nothing is written into the installed package.
-
-@numba.njit(no_cfunc_wrapper=True)
-def _empty3_float64(shape):
-    with numba.objmode(out="float64[:, :, ::1]"):
-        out = np.empty(shape, np.float64)
-    return out
-
-
-@numba.njit(no_cfunc_wrapper=True)
-def _empty3_float32(shape):
-    with numba.objmode(out="float32[:, :, ::1]"):
-        out = np.empty(shape, np.float32)
-    return out
-
-
-# Callers pass C-contiguous matrices (`_contig`) and ask for `b`'s transpose by a flag (an
-# `np.bool_`: a literal True and False would be two signatures), so that each dtype has one
-# compiled form: every layout of the arguments was a compile of its own, and an object-mode
-# block is a second one (about 0.1 s each on a cold first call).
-
-@numba.njit(no_cfunc_wrapper=True)
-def _product_float64(a, b, transpose_b):
-    with numba.objmode(out="float64[:, ::1]"):
-        out = np.ascontiguousarray(a @ (b.T if transpose_b else b))
-    return out
-
-
-@numba.njit(no_cfunc_wrapper=True)
-def _product_float32(a, b, transpose_b):
-    with numba.objmode(out="float32[:, ::1]"):
-        out = np.ascontiguousarray(a @ (b.T if transpose_b else b))
-    return out
-
-
-def _object_mode_cacheable() -> bool:
-    """Whether code holding an object-mode block can be cached: at `NUMBA_OPT=0` Numba
-    leaves the block's references as dynamic globals, so every function reaching it warns
-    "Cannot cache compiled function" and compiles again in each process. There (a setting
-    for fast compiles, not fast runs) the helpers below take Numba's own forms instead."""
-    return int(numba.config.OPT) > 0
-
-
-def _numpy_empty(dtype):
-    """The 3-d allocator for `dtype`: through NumPy for float32/float64."""
-    if not _object_mode_cacheable():
-        return None
-    return {np.dtype(np.float64): _empty3_float64,
-            np.dtype(np.float32): _empty3_float32}.get(np.dtype(dtype))
-
-
 def _numpy_product(a, b):
-    """`product(a, b, transpose_b)`, `a @ b` (or `a @ b.T`) of two C-contiguous matrices
-    through NumPy, when `a` and `b` have one float dtype; else None."""
-    if a.dtype != b.dtype or not _object_mode_cacheable():
+    """`numpy_blas.product(a, b, transpose_b)`, `a @ b` (or `a @ b.T`) of two C-contiguous
+    matrices by NumPy's BLAS, when `a` and `b` have one float dtype (float32, float64);
+    else None. Callers pass C-contiguous matrices (`_contig`) and ask for `b`'s transpose
+    by a flag (an `np.bool_`: a literal True and False would be two signatures), so that
+    each dtype has one compiled form, whatever the layout of the arguments."""
+    if a.dtype != b.dtype or a.dtype not in (types.float32, types.float64):
         return None
-    return {types.float64: _product_float64, types.float32: _product_float32}.get(a.dtype)
+    return numpy_blas.for_compiled_code()
 
 
 def _outer_nb(a, b, left_batched: bool, right_batched: bool):
     dtype = np.result_type(numba.np.numpy_support.as_dtype(a.dtype),
                            numba.np.numpy_support.as_dtype(b.dtype))
-    allocate = _numpy_empty(dtype) or _generic_empty(dtype)
+    allocate = _large_empty(dtype)
     if left_batched and right_batched and _ndim(a) == 2 and _ndim(b) == 2:
         return _outer_of_rows(allocate)         # no reshapes or copies to compile
 
@@ -513,9 +461,11 @@ def _outer_of_rows(allocate):
     return rows
 
 
-def _generic_empty(dtype):
+def _large_empty(dtype):
+    """The allocator of a batch of outer products: huge pages for many megabytes, as
+    NumPy's (`large_empty_array`)."""
     def allocate(shape):
-        return empty_array(shape, dtype)
+        return large_empty_array(shape, dtype)
     return register_jitable(allocate)
 
 
