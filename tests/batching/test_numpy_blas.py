@@ -18,6 +18,7 @@ import pytest
 
 from transformer.runtime import numpy_blas
 from transformer.runtime.allocation import empty_array, large_empty_array
+from transformer.runtime.views import contiguous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -135,3 +136,51 @@ def test_large_arrays_ask_for_huge_pages_as_numpy_does():
     assert "hg" not in _vm_flags_at(plain.ctypes.data + plain.nbytes // 2)
     small = _large(1000)                                     # under 4 MiB: no advice
     assert small.shape == (1000,)
+
+
+@numba.njit
+def _contiguous_and_write(a):
+    out = contiguous(a)
+    out.ravel()[0] = -7.0          # reaches `a` exactly when the result is `a` itself
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x,                                   # C: `a` itself
+    np.asfortranarray,
+    lambda x: x[:, ::2],
+    lambda x: x[::-1],
+    lambda x: x.T,
+    lambda x: x[0],                                # a C vector
+    lambda x: x[:, 1],                             # a strided vector
+], ids=["c", "fortran", "strided", "reversed", "transposed", "vector", "column"])
+def test_contiguous_is_numpys_ascontiguousarray(make):
+    a = make(np.arange(24.0).reshape(4, 6) + 1.0)
+    want = np.ascontiguousarray(a).copy()
+    same = a.flags.c_contiguous
+    before = a.copy()
+    got = _contiguous_and_write(a)
+    want.ravel()[0] = -7.0
+    assert got.flags.c_contiguous and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    # NumPy gives `a` itself for a C-contiguous array and a copy for any other
+    assert np.shares_memory(got, a) == same
+    if not same:
+        np.testing.assert_array_equal(a, before)
+
+
+def test_contiguous_compiles_nothing_for_a_c_array():
+    from numba.core.registry import cpu_target
+    from transformer.runtime import views
+
+    @numba.njit
+    def total(a):
+        return contiguous(a).sum()
+
+    def copies_compiled(dtype) -> list:
+        return [key for key in cpu_target.target_context.cached_internal_func
+                if key[0] is views._ascontiguousarray.__code__
+                and key[1].args[0].dtype == numba.from_dtype(np.dtype(dtype))]
+    ones = np.ones((2, 3, 4), np.int16)          # a type no other test uses
+    assert total(ones) == 24 and copies_compiled(np.int16) == []
+    assert total(np.asfortranarray(ones)) == 24 and len(copies_compiled(np.int16)) == 1

@@ -21,6 +21,7 @@ from transformer.runtime.allocation import dtype_of, empty_array, full_array, \
 from transformer.runtime.numba_api import overload, register_jitable
 
 from . import numpy_blas
+from .views import contiguous
 from .alignment import _ndim, align, align_batched  # noqa: F401  (align*: re-exported)
 from .reductions import sum_all
 from .batch_buffers import batch_empty, batch_result  # noqa: F401  (the loop strategy's)
@@ -325,26 +326,21 @@ def dot_both(a, b):
     return _matmul_both(a, b)
 
 
-@register_jitable
-def _contig(a):
-    return np.ascontiguousarray(a)
-
-
 @overload(dot_left)
 def _dot_left_nb(a, b):
     if _ndim(b) == 0 or _ndim(a) == 1:
         return lambda a, b: align(a, b) * b
     if _ndim(a) == 2 and _ndim(b) == 2 and _numpy_product(a, b) is not None:
         product = _numpy_product(a, b)                 # vectors times a matrix
-        return lambda a, b: product(_contig(a), _contig(b), np.bool_(False))
+        return lambda a, b: product(contiguous(a), contiguous(b), np.bool_(False))
     if _ndim(a) == 2:
-        return lambda a, b: np.dot(_contig(a), _contig(b))
+        return lambda a, b: np.dot(contiguous(a), contiguous(b))
     if _ndim(a) == 3 and _ndim(b) in (1, 2):
         def impl(a, b):
-            first = np.dot(_contig(a[0]), _contig(b))
+            first = np.dot(contiguous(a[0]), contiguous(b))
             out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
-                out[k] = np.dot(_contig(a[k]), _contig(b))
+                out[k] = np.dot(contiguous(a[k]), contiguous(b))
             return out
         return impl
     raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
@@ -356,17 +352,17 @@ def _dot_right_nb(a, b):
         return lambda a, b: a * align(b, a)
     if _ndim(b) == 2 and _ndim(a) == 2 and _numpy_product(b, a) is not None:
         product = _numpy_product(b, a)                 # matrix times vectors: one product
-        return lambda a, b: product(_contig(b), _contig(a), np.bool_(True))
+        return lambda a, b: product(contiguous(b), contiguous(a), np.bool_(True))
     if _ndim(b) == 2 and _ndim(a) == 2:
-        return lambda a, b: np.dot(_contig(b), a.T)
+        return lambda a, b: np.dot(contiguous(b), a.T)
     if _ndim(b) == 2 and _ndim(a) == 1:
-        return lambda a, b: np.dot(_contig(b), _contig(a))
+        return lambda a, b: np.dot(contiguous(b), contiguous(a))
     if _ndim(b) == 3 and _ndim(a) in (1, 2):
         def impl(a, b):
-            first = np.dot(_contig(a), _contig(b[0]))
+            first = np.dot(contiguous(a), contiguous(b[0]))
             out = empty_array((b.shape[0],) + np.shape(first), first.dtype)
             for k in range(b.shape[0]):
-                out[k] = np.dot(_contig(a), _contig(b[k]))
+                out[k] = np.dot(contiguous(a), contiguous(b[k]))
             return out
         return impl
     raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
@@ -380,10 +376,10 @@ def _dot_both_nb(a, b):
         return lambda a, b: np.sum(a * b, axis=1)
     if _ndim(a) in (2, 3) and _ndim(b) in (2, 3):
         def impl(a, b):
-            first = np.dot(_contig(a[0]), _contig(b[0]))
+            first = np.dot(contiguous(a[0]), contiguous(b[0]))
             out = empty_array((a.shape[0],) + np.shape(first), first.dtype)
             for k in range(a.shape[0]):
-                out[k] = np.dot(_contig(a[k]), _contig(b[k]))
+                out[k] = np.dot(contiguous(a[k]), contiguous(b[k]))
             return out
         return impl
     raise TypingError("batched np.dot: examples of rank 0, 1 or 2 only")
@@ -411,7 +407,7 @@ def outer_both(a, b):
 def _numpy_product(a, b):
     """`numpy_blas.product(a, b, transpose_b)`, `a @ b` (or `a @ b.T`) of two C-contiguous
     matrices by NumPy's BLAS, when `a` and `b` have one float dtype (float32, float64);
-    else None. Callers pass C-contiguous matrices (`_contig`) and ask for `b`'s transpose
+    else None. Callers pass C-contiguous matrices (`contiguous`) and ask for `b`'s transpose
     by a flag (an `np.bool_`: a literal True and False would be two signatures), so that
     each dtype has one compiled form, whatever the layout of the arguments."""
     if a.dtype != b.dtype or a.dtype not in (types.float32, types.float64):

@@ -12,7 +12,8 @@ from numba.np.numpy_support import as_dtype
 from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 
-from .batching import (_contig, _ndim, _numpy_product, align_batched, batch_empty,
+from .views import contiguous
+from .batching import (_ndim, _numpy_product, align_batched, batch_empty,
                        broadcast_batch, identity_batch, outer_both, outer_left)
 
 # ---------------------------------------------------------------- collectives over the batch
@@ -275,9 +276,9 @@ def _grad_left_fixed_nb(g, a, b):
 def _grad_right_nb(g, a, b):
     if _ndim(a) == 2 and _ndim(g) == 2 and _numpy_product(g, a) is not None:
         product = _numpy_product(g, a)
-        return lambda g, a, b: product(_contig(g), _contig(a), np.bool_(False))
+        return lambda g, a, b: product(contiguous(g), contiguous(a), np.bool_(False))
     if _ndim(a) == 2 and _ndim(g) == 2:
-        return lambda g, a, b: np.dot(_contig(g), _contig(a))
+        return lambda g, a, b: np.dot(contiguous(g), contiguous(a))
     fallback = over_examples(_runtime().matmul_grad_right, (True, False, True))
     return lambda g, a, b: fallback(g, a, b)
 

@@ -14,6 +14,8 @@ so that each returns a view exactly where NumPy does, and a copy where NumPy cop
   reshape of an array (`shape`, `strides`) to `dims` can be a view (its
   `_attempt_nocopy_reshape`, shape.c): True with the view's strides written to `out`,
   False where NumPy copies.
+- `contiguous(a)`: `np.ascontiguousarray(a)` for an array of rank 1 or more: `a` itself
+  when it is typed C-contiguous (nothing compiled), else a C-ordered copy.
 - `resolved_dims(size, shape, dims)`: writes the new shape to `dims`, its one -1 filled
   in; False where the shape does not fit `size` (the caller's copying reshape then raises
   NumPy's error) or the array is empty (nothing to view).
@@ -30,6 +32,25 @@ from transformer.runtime.numba_api import intrinsic, register_jitable
 
 def _int_tuple(ty) -> bool:
     return isinstance(ty, types.BaseTuple) and all(isinstance(t, types.Integer) for t in ty)
+
+
+def _ascontiguousarray(a):
+    return np.ascontiguousarray(a)
+
+
+@intrinsic
+def contiguous(typingctx, a):
+    """`np.ascontiguousarray(a)` (rank 1 or more); for a C-contiguous `a` the call is `a`,
+    where Numba's own form is two compiled functions for each array type."""
+    if not isinstance(a, types.Array) or a.ndim == 0:
+        return None
+    result = a if a.layout == "C" else a.copy(layout="C", readonly=False)
+
+    def codegen(context, builder, sig, args):
+        if sig.return_type == sig.args[0]:
+            return impl_ret_borrowed(context, builder, sig.return_type, args[0])
+        return context.compile_internal(builder, _ascontiguousarray, sig, args)
+    return result(a), codegen
 
 
 @intrinsic
