@@ -119,3 +119,23 @@ def test_the_narrowing_copies_nothing_where_the_type_agrees_and_keeps_vmap_vecto
     assert mapped(b, xs).dtype == np.float32
     text = source(mapped)
     assert "keep_float_type" in text and "vectorize strategy" in text
+
+
+def scaled_transposed_layer(w, x):
+    return np.sum(np.tanh(w.T @ x) * 0.5)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["grad", "vmap_grad"])
+def test_jit_gradient_through_a_product_whose_cotangent_a_python_float_widened(batched):
+    # `* 0.5` makes the cotangent float64 under jit while `w` stays float32: the product's
+    # adjoint met np.dot of mixed float types, which Numba refuses ("missing a required
+    # argument: 'out'"); it now computes in the common type, as NumPy does
+    w, xs = _args([(3, 2), (4, 3)])
+    if batched:
+        got = jit(vmap(grad(scaled_transposed_layer, argnums=1), in_axes=(None, 0)))(w, xs)
+        want = per_example_reference(scaled_transposed_layer, [w, xs], (None, 0), 1)
+    else:
+        got = jit(grad(scaled_transposed_layer, argnums=1))(w, xs[0])
+        want = central_differences(scaled_transposed_layer, [w, xs[0]], 1)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -12,6 +12,7 @@ from numba.np.numpy_support import as_dtype
 from transformer.runtime.allocation import empty_array, zeros_array
 from transformer.runtime.numba_api import overload, register_jitable
 
+from .linalg import _mixed_floats
 from .views import contiguous
 from .batching import (_ndim, _numpy_product, align_batched, batch_empty,
                        broadcast_batch, identity_batch, outer_both, outer_left)
@@ -274,6 +275,9 @@ def _grad_left_fixed_nb(g, a, b):
 
 @overload(_grad_right)
 def _grad_right_nb(g, a, b):
+    common = _mixed_floats(g, a)          # np.dot refuses mixed float types
+    if common is not None:
+        return lambda g, a, b: _grad_right(g.astype(common), a.astype(common), b)
     if _ndim(a) == 2 and _ndim(g) == 2 and _numpy_product(g, a) is not None:
         product = _numpy_product(g, a)
         return lambda g, a, b: product(contiguous(g), contiguous(a), np.bool_(False))

@@ -127,8 +127,21 @@ def _outer_nb(u, v):
     return outer
 
 
+def _mixed_floats(x, y):
+    """The common dtype of two float arrays of different float types, else None. Numba's
+    `np.dot` refuses mixed operands (a float32 operand with a cotangent widened to float64
+    by a Python float, `np.tanh(W @ x) * 0.5`), where NumPy computes in the common type."""
+    if isinstance(x, types.Array) and isinstance(y, types.Array) and x.dtype != y.dtype \
+            and isinstance(x.dtype, types.Float) and isinstance(y.dtype, types.Float):
+        return np.result_type(as_dtype(x.dtype), as_dtype(y.dtype)).type
+    return None
+
+
 @overload(matmul_grad_left)
 def _matmul_grad_left_nb(g, a, b):
+    common = _mixed_floats(g, b)
+    if common is not None:
+        return lambda g, a, b: matmul_grad_left(g.astype(common), a, b.astype(common))
     na = a.ndim if isinstance(a, types.Array) else 0
     nb = b.ndim if isinstance(b, types.Array) else 0
     if na == 0 or nb == 0:
@@ -154,6 +167,9 @@ def _matmul_grad_left_nb(g, a, b):
 
 @overload(matmul_grad_right)
 def _matmul_grad_right_nb(g, a, b):
+    common = _mixed_floats(g, a)
+    if common is not None:
+        return lambda g, a, b: matmul_grad_right(g.astype(common), a.astype(common), b)
     na = a.ndim if isinstance(a, types.Array) else 0
     nb = b.ndim if isinstance(b, types.Array) else 0
     if na == 0 or nb == 0:
