@@ -139,3 +139,22 @@ def test_jit_gradient_through_a_product_whose_cotangent_a_python_float_widened(b
         want = central_differences(scaled_transposed_layer, [w, xs[0]], 1)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def product_of_a_widened_vector(w, x):
+    return np.sum(np.tanh(w @ (x * 0.5)))
+
+
+def test_jit_product_of_float32_and_a_vector_a_python_float_widened():
+    # under jit `x * 0.5` is float64 beside float32 `w`: Numba's np.dot refused the pair
+    # ("missing a required argument: 'out'"); it computes in the common type, as NumPy
+    w, x = _args([(3, 2), (2,)])
+    assert np.isclose(jit(product_of_a_widened_vector)(w, x),
+                      product_of_a_widened_vector(w.astype(np.float64), x.astype(np.float64)),
+                      rtol=1e-6)
+    for argnum in (0, 1):
+        got = jit(grad(product_of_a_widened_vector, argnums=argnum))(w, x)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(
+            got, central_differences(product_of_a_widened_vector, [w, x], argnum),
+            rtol=1e-4, atol=1e-5)

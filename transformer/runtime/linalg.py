@@ -43,10 +43,23 @@ def _batch_item_nb(x, i):
     return lambda x, i: np.ascontiguousarray(x)
 
 
+def _mixed_floats(x, y):
+    """The common dtype of two float arrays of different float types, else None. Numba's
+    `np.dot` refuses mixed operands (a float32 operand with a cotangent widened to float64
+    by a Python float, `np.tanh(W @ x) * 0.5`), where NumPy computes in the common type."""
+    if isinstance(x, types.Array) and isinstance(y, types.Array) and x.dtype != y.dtype \
+            and isinstance(x.dtype, types.Float) and isinstance(y.dtype, types.Float):
+        return np.result_type(as_dtype(x.dtype), as_dtype(y.dtype)).type
+    return None
+
+
 @overload(matmul)
 def _matmul_nb(a, b):
     if a.ndim > 3 or b.ndim > 3:
         raise TypingError("matmul under Numba: operands of rank 3 at most")
+    common = _mixed_floats(a, b)
+    if common is not None:
+        return lambda a, b: matmul(a.astype(common), b.astype(common))
     small = matvec_for(a, b) or vecmat_for(a, b)
     if small is not None:
         return lambda a, b: small(a, b)
@@ -125,16 +138,6 @@ def _outer_nb(u, v):
                 out[i, j] = ui * v[j]
         return out
     return outer
-
-
-def _mixed_floats(x, y):
-    """The common dtype of two float arrays of different float types, else None. Numba's
-    `np.dot` refuses mixed operands (a float32 operand with a cotangent widened to float64
-    by a Python float, `np.tanh(W @ x) * 0.5`), where NumPy computes in the common type."""
-    if isinstance(x, types.Array) and isinstance(y, types.Array) and x.dtype != y.dtype \
-            and isinstance(x.dtype, types.Float) and isinstance(y.dtype, types.Float):
-        return np.result_type(as_dtype(x.dtype), as_dtype(y.dtype)).type
-    return None
 
 
 @overload(matmul_grad_left)
